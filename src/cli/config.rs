@@ -1,0 +1,298 @@
+//! What the engine needs, derived once from what the user typed.
+//!
+//! [`Config::from_args`] checks every combination of flags, resolves the
+//! target and spreads connections over threads. Each failure is a
+//! [`ConfigError`] whose one-line message names the problem and the fix.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::BenchArgs;
+
+/// The largest response head metron buffers before calling it an error.
+pub const DEFAULT_MAX_HEAD: usize = 64 * 1024;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scheme {
+    Http,
+    Https,
+}
+
+/// The server under test.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub scheme: Scheme,
+    /// Host as written in the URL (IPv6 literals without brackets).
+    pub host: String,
+    pub port: u16,
+    /// Path and query, never empty.
+    pub path: String,
+    /// Value of the `Host` header: host, plus the port when not the default.
+    pub authority: String,
+    /// Every address the host resolved to, in resolver order.
+    pub addrs: Vec<SocketAddr>,
+}
+
+/// A validated run configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub url: String,
+    pub target: Target,
+    pub threads: usize,
+    /// Connections of each thread; they add up to `-c` exactly.
+    pub conns_per_thread: Vec<usize>,
+    pub duration: Duration,
+    pub warmup: Duration,
+    pub timeout: Duration,
+    /// Total requests per second (rate mode), or `None` (closed loop).
+    pub rate: Option<f64>,
+    /// Headers from `-H`, in order.
+    pub headers: Vec<(String, String)>,
+    pub latency: bool,
+    pub u_latency: bool,
+    /// CPU of each thread, when pinned.
+    pub affinity: Option<Vec<usize>>,
+    pub insecure: bool,
+    pub max_head: usize,
+    pub script: Option<PathBuf>,
+    pub script_args: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ConfigError {
+    #[error("invalid URL '{url}': {why}; write it as http://host[:port]/path")]
+    Url { url: String, why: String },
+    #[error("unsupported scheme '{0}': use http:// or https://")]
+    Scheme(String),
+    #[error("cannot resolve host '{host}': {why}; check the host name in the URL")]
+    Resolve { host: String, why: String },
+    #[error("-t 0: at least one thread is needed, e.g. -t 1")]
+    NoThreads,
+    #[error("-c {connections} is fewer than -t {threads}: every thread needs a connection; raise -c to at least {threads} or lower -t")]
+    FewerConnections { connections: u64, threads: u64 },
+    #[error("-d {0:?}: the test needs a positive duration, e.g. -d 10s")]
+    NoDuration(Duration),
+    #[error("-R {0}: the rate must be above zero (omit -R to run a closed loop as fast as possible)")]
+    NoRate(f64),
+    #[error("--warmup {warmup:?} is not shorter than -d {duration:?}: nothing would be measured; shorten --warmup or lengthen -d")]
+    WarmupTooLong { warmup: Duration, duration: Duration },
+    #[error("--timeout {0:?}: the timeout must be above zero, e.g. --timeout 2s")]
+    NoTimeout(Duration),
+    #[error("-H '{0}': not a header; write it as 'Name: value'")]
+    Header(String),
+    #[error("-a {cpus}: CPU {cpu} is not available to this process (it may use {available}); pick CPUs from that list")]
+    Affinity { cpus: String, cpu: usize, available: String },
+}
+
+impl Config {
+    pub fn from_args(args: &BenchArgs) -> Result<Config, ConfigError> {
+        if args.threads == 0 {
+            return Err(ConfigError::NoThreads);
+        }
+        if args.connections < args.threads {
+            return Err(ConfigError::FewerConnections {
+                connections: args.connections,
+                threads: args.threads,
+            });
+        }
+        if args.duration.is_zero() {
+            return Err(ConfigError::NoDuration(args.duration));
+        }
+        if let Some(r) = args.rate {
+            if r <= 0.0 {
+                return Err(ConfigError::NoRate(r));
+            }
+        }
+        if args.warmup >= args.duration {
+            return Err(ConfigError::WarmupTooLong { warmup: args.warmup, duration: args.duration });
+        }
+        if args.timeout.is_zero() {
+            return Err(ConfigError::NoTimeout(args.timeout));
+        }
+        let headers = args.headers.iter().map(|h| parse_header(h)).collect::<Result<_, _>>()?;
+        let threads = args.threads as usize;
+        let affinity = match &args.affinity {
+            Some(cpus) => Some(check_affinity(&cpus.0)?),
+            None => None,
+        };
+        Ok(Config {
+            url: args.url.clone(),
+            target: parse_target(&args.url)?,
+            threads,
+            conns_per_thread: spread(args.connections as usize, threads),
+            duration: args.duration,
+            warmup: args.warmup,
+            timeout: args.timeout,
+            rate: args.rate,
+            headers,
+            latency: args.latency || args.u_latency,
+            u_latency: args.u_latency,
+            affinity,
+            insecure: args.insecure,
+            max_head: DEFAULT_MAX_HEAD,
+            script: args.script.clone(),
+            script_args: args.script_args.clone(),
+        })
+    }
+
+    pub fn connections(&self) -> usize {
+        self.conns_per_thread.iter().sum()
+    }
+}
+
+/// Spreads `total` over `parts` so the shares differ by at most one and add
+/// up to `total` (wrk drops the remainder).
+pub fn spread(total: usize, parts: usize) -> Vec<usize> {
+    (0..parts).map(|i| total / parts + usize::from(i < total % parts)).collect()
+}
+
+/// `"Name: value"` or `"Name:value"` (wrk silently drops the latter).
+pub fn parse_header(h: &str) -> Result<(String, String), ConfigError> {
+    match h.split_once(':') {
+        Some((name, value)) if !name.trim().is_empty() && !name.contains(char::is_whitespace) => {
+            Ok((name.to_string(), value.trim().to_string()))
+        }
+        _ => Err(ConfigError::Header(h.to_string())),
+    }
+}
+
+/// Parses and resolves the URL.
+pub fn parse_target(raw: &str) -> Result<Target, ConfigError> {
+    if !raw.contains("://") {
+        let why = "no scheme".to_string();
+        return Err(ConfigError::Url { url: raw.to_string(), why });
+    }
+    let url = url::Url::parse(raw)
+        .map_err(|e| ConfigError::Url { url: raw.to_string(), why: e.to_string() })?;
+    let scheme = match url.scheme() {
+        "http" => Scheme::Http,
+        "https" => Scheme::Https,
+        other => return Err(ConfigError::Scheme(other.to_string())),
+    };
+    let host = match url.host() {
+        Some(url::Host::Ipv6(a)) => a.to_string(),
+        Some(h) => h.to_string(),
+        None => {
+            return Err(ConfigError::Url { url: raw.to_string(), why: "no host".to_string() })
+        }
+    };
+    let default_port = if scheme == Scheme::Https { 443 } else { 80 };
+    let port = url.port().unwrap_or(default_port);
+    let host_part = url.host_str().unwrap_or(&host).to_string(); // keeps IPv6 brackets
+    let authority = match url.port() {
+        Some(p) => format!("{host_part}:{p}"),
+        None => host_part,
+    };
+    let mut path = url.path().to_string();
+    if let Some(q) = url.query() {
+        path.push('?');
+        path.push_str(q);
+    }
+    let addrs: Vec<SocketAddr> = (host.as_str(), port)
+        .to_socket_addrs()
+        .map_err(|e| ConfigError::Resolve { host: host.clone(), why: e.to_string() })?
+        .collect();
+    if addrs.is_empty() {
+        return Err(ConfigError::Resolve { host, why: "no addresses".to_string() });
+    }
+    Ok(Target { scheme, host, port, path, authority, addrs })
+}
+
+/// CPUs this process may run on.
+fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most its size.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect();
+        }
+        (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect()
+    }
+}
+
+fn check_affinity(cpus: &[usize]) -> Result<Vec<usize>, ConfigError> {
+    let allowed = allowed_cpus();
+    let list = |v: &[usize]| v.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",");
+    match cpus.iter().find(|c| !allowed.contains(c)) {
+        Some(&cpu) => Err(ConfigError::Affinity { cpus: list(cpus), cpu, available: list(&allowed) }),
+        None => Ok(cpus.to_vec()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{parse, Command};
+
+    fn config(args: &[&str]) -> Result<Config, String> {
+        let mut v = vec!["metron"];
+        v.extend_from_slice(args);
+        match parse(v).map_err(|e| e.to_string())? {
+            Command::Bench(b) => Config::from_args(&b).map_err(|e| e.to_string()),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn connections_remainder_is_spread_not_dropped() {
+        assert_eq!(spread(10, 3), vec![4, 3, 3]);
+        assert_eq!(spread(2, 2), vec![1, 1]);
+        let c = config(&["-t3", "-c10", "http://127.0.0.1:1/"]).unwrap();
+        assert_eq!(c.connections(), 10);
+    }
+
+    #[test]
+    fn urls_of_every_shape() {
+        let t = parse_target("http://127.0.0.1:8080/a/b?x=1&y=2").unwrap();
+        assert_eq!((t.host.as_str(), t.port, t.path.as_str()), ("127.0.0.1", 8080, "/a/b?x=1&y=2"));
+        assert_eq!(t.authority, "127.0.0.1:8080");
+        let t = parse_target("http://[::1]:9000").unwrap();
+        assert_eq!((t.host.as_str(), t.path.as_str()), ("::1", "/"));
+        assert_eq!(t.authority, "[::1]:9000");
+        assert_eq!(t.addrs, vec!["[::1]:9000".parse().unwrap()]);
+        let t = parse_target("https://127.0.0.1/").unwrap();
+        assert_eq!((t.scheme, t.port, t.authority.as_str()), (Scheme::Https, 443, "127.0.0.1"));
+        let t = parse_target("http://localhost:81/").unwrap();
+        assert!(!t.addrs.is_empty());
+    }
+
+    #[test]
+    fn headers_with_or_without_a_space() {
+        assert_eq!(parse_header("A: b").unwrap(), ("A".into(), "b".into()));
+        assert_eq!(parse_header("A:b").unwrap(), ("A".into(), "b".into()));
+        assert_eq!(parse_header("Auth: Bearer x:y").unwrap(), ("Auth".into(), "Bearer x:y".into()));
+        assert!(parse_header("nocolon").is_err());
+        assert!(parse_header(": v").is_err());
+    }
+
+    /// Every impossible combination gets one line naming the fix.
+    #[test]
+    fn bad_combinations_name_the_fix() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["-t0", "http://127.0.0.1/"], "-t 0: at least one thread"),
+            (&["-t4", "-c2", "http://127.0.0.1/"], "-c 2 is fewer than -t 4"),
+            (&["-d0", "http://127.0.0.1/"], "positive duration"),
+            (&["-R0", "http://127.0.0.1/"], "rate must be above zero"),
+            (&["-d5s", "--warmup", "5s", "http://127.0.0.1/"], "shorten --warmup"),
+            (&["--timeout", "0", "http://127.0.0.1/"], "timeout must be above zero"),
+            (&["-H", "bogus", "http://127.0.0.1/"], "write it as 'Name: value'"),
+            (&["-a", "4096", "http://127.0.0.1/"], "CPU 4096 is not available"),
+            (&["ftp://127.0.0.1/"], "unsupported scheme 'ftp'"),
+            (&["127.0.0.1:80"], "invalid URL '127.0.0.1:80': no scheme"),
+            (&["not a url"], "invalid URL 'not a url'"),
+            (&["http://no-such-host.invalid/"], "cannot resolve host 'no-such-host.invalid'"),
+        ];
+        for (args, want) in cases {
+            let err = config(args).expect_err(&format!("{args:?} should fail"));
+            assert!(err.contains(want), "{args:?}: got '{err}', want '{want}'");
+            assert!(!err.contains('\n'), "{args:?}: message spans lines: {err}");
+        }
+    }
+
+    #[test]
+    fn u_latency_implies_latency() {
+        let c = config(&["-U", "http://127.0.0.1/"]).unwrap();
+        assert!(c.latency && c.u_latency);
+    }
+}

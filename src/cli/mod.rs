@@ -1,0 +1,251 @@
+//! The command line, as typed: wrk's flags, wrk2's, and metron's own.
+//!
+//! This layer only parses and checks the shape of each value;
+//! [`config::Config`] derives what the engine needs (per-thread
+//! connections, resolved addresses, request bytes) in one place.
+//! A flag's tests sit next to the flag, at the bottom of this file.
+
+pub mod config;
+pub mod units;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{ArgAction, Args, Parser};
+
+use units::{parse_duration, parse_si_f64, parse_si_u64};
+
+/// What the user asked metron to do.
+#[derive(Debug)]
+pub enum Command {
+    /// Load-test a URL (the default, as with wrk).
+    Bench(Box<BenchArgs>),
+    /// Run the built-in target server.
+    Serve(crate::serve::ServeArgs),
+    /// Run a short rate-mode test against the built-in target with a stall.
+    Demo(DemoArgs),
+}
+
+const AFTER_HELP: &str = "\
+Subcommands:
+  metron serve [OPTIONS]   run the built-in target server (metron serve --help)
+  metron demo  [OPTIONS]   show corrected vs uncorrected latency against a stalling target
+
+Numbers accept SI suffixes (-c 1k, -R 2.5k); durations accept us, ms, s, m, h (-d 2m).
+Arguments after -- are passed to the script's init(args).";
+
+/// Load-test a URL: `metron [OPTIONS] <URL> [-- SCRIPT ARGS]`.
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "metron",
+    version,
+    about = "An HTTP benchmarking tool: wrk's command line and Lua API, wrk2's constant-rate latency model.",
+    disable_version_flag = true,
+    after_help = AFTER_HELP
+)]
+pub struct BenchArgs {
+    /// Connections to keep open, in total over all threads
+    #[arg(short = 'c', long = "connections", default_value = "10", value_parser = parse_si_u64, value_name = "N")]
+    pub connections: u64,
+
+    /// Duration of the test, e.g. 30s, 2m
+    #[arg(short = 'd', long = "duration", default_value = "10s", value_parser = parse_duration, value_name = "T")]
+    pub duration: Duration,
+
+    /// Number of worker threads
+    #[arg(short = 't', long = "threads", default_value = "2", value_parser = parse_si_u64, value_name = "N")]
+    pub threads: u64,
+
+    /// Lua script (wrk's API)
+    #[arg(short = 's', long = "script", value_name = "FILE")]
+    pub script: Option<PathBuf>,
+
+    /// Add a header to every request: "Name: value" (repeatable)
+    #[arg(short = 'H', long = "header", value_name = "H")]
+    pub headers: Vec<String>,
+
+    /// Print the latency distribution and percentile spectrum
+    #[arg(short = 'L', long = "latency")]
+    pub latency: bool,
+
+    /// Also print the uncorrected latency distribution (implies -L)
+    #[arg(short = 'U', long = "u_latency")]
+    pub u_latency: bool,
+
+    /// Total requests per second over all threads (open model); fractions allowed. Without it: as fast as possible (closed loop)
+    #[arg(short = 'R', long = "rate", value_parser = parse_si_f64, value_name = "R")]
+    pub rate: Option<f64>,
+
+    /// Count a request outstanding longer than this as a timeout and recycle its connection
+    #[arg(long = "timeout", default_value = "2s", value_parser = parse_duration, value_name = "T")]
+    pub timeout: Duration,
+
+    /// Pin worker threads to these CPUs, round-robin: "0,1" or "0-3"
+    #[arg(short = 'a', long = "affinity", value_parser = parse_cpu_list, value_name = "CPUS")]
+    pub affinity: Option<CpuList>,
+
+    /// Exclude requests intended in the first T of the run from every figure
+    #[arg(long = "warmup", default_value = "0s", value_parser = parse_duration, value_name = "T")]
+    pub warmup: Duration,
+
+    /// Skip TLS certificate verification
+    #[arg(short = 'k', long = "insecure")]
+    pub insecure: bool,
+
+    /// Print the version and exit
+    #[arg(short = 'v', long = "version", action = ArgAction::Version)]
+    pub version: (),
+
+    /// Target URL: http:// or https://, host name or IP literal, port, path and query
+    #[arg(value_name = "URL")]
+    pub url: String,
+
+    /// Arguments passed to the script's init(args)
+    #[arg(last = true, value_name = "SCRIPT ARGS")]
+    pub script_args: Vec<String>,
+}
+
+/// `metron demo`: see what coordinated omission hides, in ten seconds.
+#[derive(Args, Debug, Clone)]
+pub struct DemoArgs {
+    /// Duration of the demo run
+    #[arg(short = 'd', long = "duration", default_value = "10s", value_parser = parse_duration, value_name = "T")]
+    pub duration: Duration,
+
+    /// Request rate of the demo run
+    #[arg(short = 'R', long = "rate", default_value = "2000", value_parser = parse_si_f64, value_name = "R")]
+    pub rate: f64,
+
+    /// How long the target stalls, once, in the middle of the run
+    #[arg(long = "stall-for", default_value = "1.4s", value_parser = parse_duration, value_name = "T")]
+    pub stall_for: Duration,
+}
+
+#[derive(Parser, Debug)]
+#[command(name = "metron serve", about = "Run metron's built-in HTTP target server.", version)]
+struct ServeCli {
+    #[command(flatten)]
+    args: crate::serve::ServeArgs,
+}
+
+#[derive(Parser, Debug)]
+#[command(name = "metron demo", about = "Load a built-in target that stalls once, and show corrected vs uncorrected latency.", version)]
+struct DemoCli {
+    #[command(flatten)]
+    args: DemoArgs,
+}
+
+/// Parses the whole command line (including the program name).
+///
+/// Subcommands are recognised by the first word so that a bare URL stays
+/// the default, as in wrk.
+pub fn parse<I, T>(args: I) -> Result<Command, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let rest = || args.iter().skip(1).cloned();
+    match args.get(1).and_then(|a| a.to_str()) {
+        Some("serve") => ServeCli::try_parse_from(rest()).map(|c| Command::Serve(c.args)),
+        Some("demo") => DemoCli::try_parse_from(rest()).map(|c| Command::Demo(c.args)),
+        _ => BenchArgs::try_parse_from(args).map(|a| Command::Bench(Box::new(a))),
+    }
+}
+
+/// CPUs named by `-a` (a newtype so that clap takes the list as one value).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuList(pub Vec<usize>);
+
+/// A CPU list such as `0,1` or `0-3,6`.
+pub fn parse_cpu_list(s: &str) -> Result<CpuList, String> {
+    let mut cpus = Vec::new();
+    for part in s.split(',') {
+        let part = part.trim();
+        let bad = || format!("'{s}' is not a CPU list (write e.g. 0,1 or 0-3)");
+        let (lo, hi) = match part.split_once('-') {
+            Some((a, b)) => (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?),
+            None => {
+                let n: usize = part.parse().map_err(|_| bad())?;
+                (n, n)
+            }
+        };
+        if lo > hi {
+            return Err(format!("'{part}' is an empty CPU range (write low-high)"));
+        }
+        cpus.extend(lo..=hi);
+    }
+    Ok(CpuList(cpus))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bench(args: &[&str]) -> Result<BenchArgs, String> {
+        let mut v = vec!["metron"];
+        v.extend_from_slice(args);
+        match parse(v).map_err(|e| e.to_string())? {
+            Command::Bench(b) => Ok(*b),
+            other => Err(format!("not a bench command: {other:?}")),
+        }
+    }
+
+    #[test]
+    fn wrk_defaults() {
+        let a = bench(&["http://127.0.0.1:8080/"]).unwrap();
+        assert_eq!((a.connections, a.threads), (10, 2));
+        assert_eq!(a.duration, Duration::from_secs(10));
+        assert_eq!(a.timeout, Duration::from_secs(2));
+        assert_eq!(a.rate, None);
+    }
+
+    #[test]
+    fn wrk2_command_line_parses() {
+        let a = bench(&[
+            "-t2", "-c", "1k", "-d", "2m", "-R", "2.5k", "-L", "-U", "-H", "X-A: 1", "-H", "X-B:2",
+            "--timeout", "500ms", "-a", "0-1", "http://h/p",
+        ])
+        .unwrap();
+        assert_eq!(a.connections, 1000);
+        assert_eq!(a.duration, Duration::from_secs(120));
+        assert_eq!(a.rate, Some(2500.0));
+        assert!(a.latency && a.u_latency);
+        assert_eq!(a.headers, vec!["X-A: 1", "X-B:2"]);
+        assert_eq!(a.timeout, Duration::from_millis(500));
+        assert_eq!(a.affinity, Some(CpuList(vec![0, 1])));
+    }
+
+    #[test]
+    fn script_arguments_follow_the_double_dash() {
+        let a = bench(&["-s", "x.lua", "http://h/", "--", "a", "-b"]).unwrap();
+        assert_eq!(a.script, Some(PathBuf::from("x.lua")));
+        assert_eq!(a.script_args, vec!["a", "-b"]);
+    }
+
+    #[test]
+    fn bad_numbers_are_rejected_with_the_value_named() {
+        let e = bench(&["-c", "ten", "http://h/"]).unwrap_err();
+        assert!(e.contains("'ten'"), "{e}");
+        let e = bench(&["-d", "5x", "http://h/"]).unwrap_err();
+        assert!(e.contains("'5x'"), "{e}");
+    }
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0,1"), Ok(CpuList(vec![0, 1])));
+        assert_eq!(parse_cpu_list("0-3,6"), Ok(CpuList(vec![0, 1, 2, 3, 6])));
+        assert!(parse_cpu_list("3-1").is_err());
+        assert!(parse_cpu_list("a").is_err());
+    }
+
+    #[test]
+    fn subcommands_are_found_by_their_first_word() {
+        assert!(matches!(parse(["metron", "demo"]).unwrap(), Command::Demo(_)));
+        assert!(matches!(
+            parse(["metron", "serve", "--listen", "127.0.0.1:0"]).unwrap(),
+            Command::Serve(_)
+        ));
+    }
+}

@@ -1,0 +1,230 @@
+//! The load-generating engine: worker threads, each with its own event
+//! loop, connections and statistics, started together on one schedule and
+//! merged when they finish.
+//!
+//! Layout: [`worker`] runs one thread's loop and handlers; [`conn`] holds a
+//! connection's state; [`transport`] hides plain TCP vs TLS; [`timer`] gives
+//! the loop microsecond wake-ups.
+
+pub mod conn;
+pub mod timer;
+pub mod transport;
+pub mod worker;
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+
+use mio::Waker;
+use rustls::pki_types::ServerName;
+
+use crate::cli::config::{Config, Scheme, Target};
+use crate::clock::{self, nanos, Nanos};
+use crate::schedule::{Arrivals, Plan};
+use crate::stats::{RunStats, ThreadStats};
+
+use transport::{client_config, is_certificate_error, TlsSetup};
+use worker::{Window, Worker, WorkerSetup};
+
+/// Ends a run early (Ctrl-C, a script's request): wakes every worker.
+#[derive(Default)]
+pub struct Stop {
+    stopped: AtomicBool,
+    at: AtomicU64,
+    wakers: Mutex<Vec<Arc<Waker>>>,
+}
+
+impl Stop {
+    pub fn new() -> Arc<Stop> {
+        Arc::new(Stop::default())
+    }
+
+    /// Asks every worker to stop now; the report covers what ran.
+    pub fn trigger(&self) {
+        if !self.stopped.swap(true, Ordering::SeqCst) {
+            self.at.store(clock::now(), Ordering::SeqCst);
+        }
+        for w in self.wakers.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            let _ = w.wake();
+        }
+    }
+
+    pub fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::SeqCst)
+    }
+
+    fn stopped_at(&self) -> Option<Nanos> {
+        self.is_stopped().then(|| self.at.load(Ordering::SeqCst))
+    }
+
+    fn register(&self, waker: Arc<Waker>) {
+        self.wakers.lock().unwrap_or_else(|e| e.into_inner()).push(waker.clone());
+        // A trigger that came before the registration must not be lost.
+        if self.is_stopped() {
+            let _ = waker.wake();
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("cannot connect to {addr}: {why}; is the server running? check the host and port in the URL")]
+    Connect { addr: SocketAddr, why: io::Error },
+    #[error("the TLS certificate of {host} was rejected: {why}; pass -k/--insecure to skip verification")]
+    Certificate { host: String, why: io::Error },
+    #[error("TLS handshake with {addr} failed: {why}")]
+    Tls { addr: SocketAddr, why: io::Error },
+    #[error("'{0}' is not a valid TLS server name")]
+    ServerName(String),
+    #[error("worker thread {thread} failed: {why}")]
+    Worker { thread: usize, why: io::Error },
+    #[error("worker thread {0} panicked")]
+    Panic(usize),
+}
+
+/// What a finished run hands back.
+pub struct Outcome {
+    pub stats: RunStats,
+    /// The address the connections went to.
+    pub addr: SocketAddr,
+    /// The run was stopped before its duration was up.
+    pub interrupted: bool,
+}
+
+/// Runs the load test described by `cfg`.
+pub fn run(cfg: &Config, stop: &Arc<Stop>) -> Result<Outcome, EngineError> {
+    let tls = tls_setup(cfg)?;
+    let addr = preflight(&cfg.target, tls.as_ref(), cfg.timeout)?;
+    let request: Box<[u8]> =
+        crate::http::request::format("GET", &cfg.target.path, &cfg.headers, None, &cfg.target.authority)
+            .into_boxed_slice();
+
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let mut starts = Vec::with_capacity(cfg.threads);
+    let mut handles = Vec::with_capacity(cfg.threads);
+    for j in 0..cfg.threads {
+        let setup = WorkerSetup {
+            index: j,
+            connections: cfg.conns_per_thread[j],
+            addr,
+            tls: tls.clone(),
+            request: request.clone(),
+            head_request: false,
+            timeout: nanos(cfg.timeout),
+            max_head: cfg.max_head,
+            cpu: cfg.affinity.as_ref().map(|cpus| cpus[j % cpus.len()]),
+            connect_wait: nanos(cfg.timeout),
+        };
+        let (start_tx, start_rx) = mpsc::channel::<Option<(Plan, Window)>>();
+        starts.push(start_tx);
+        let ready = ready_tx.clone();
+        let stop = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name(format!("metron-worker-{j}"))
+            .spawn(move || -> io::Result<Option<ThreadStats>> {
+                let worker = match Worker::new(setup) {
+                    Ok(w) => w,
+                    Err(e) => {
+                        let _ = ready.send(Err((j, e)));
+                        return Ok(None);
+                    }
+                };
+                stop.register(worker.waker());
+                let _ = ready.send(Ok(()));
+                match start_rx.recv() {
+                    Ok(Some((plan, window))) => worker.run(plan, window, &stop).map(Some),
+                    _ => Ok(None),
+                }
+            })
+            .map_err(|why| EngineError::Worker { thread: j, why })?;
+        handles.push(handle);
+    }
+    drop(ready_tx);
+
+    // Start every thread on one clock only once all of them are connected.
+    let mut failed = None;
+    for _ in 0..cfg.threads {
+        match ready_rx.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err((thread, why))) => failed = failed.or(Some(EngineError::Worker { thread, why })),
+            Err(_) => failed = failed.or(Some(EngineError::Panic(0))),
+        }
+    }
+    let t0 = clock::now();
+    let window = Window { measure_from: t0 + nanos(cfg.warmup), end: t0 + nanos(cfg.duration) };
+    for (j, start) in starts.iter().enumerate() {
+        let plan = match cfg.rate {
+            Some(rate) => Plan::Paced(Arrivals::constant(t0, rate, j, cfg.threads)),
+            None => Plan::Closed,
+        };
+        let _ = start.send(failed.is_none().then_some((plan, window)));
+    }
+
+    let mut threads = Vec::with_capacity(cfg.threads);
+    for (j, h) in handles.into_iter().enumerate() {
+        match h.join() {
+            Ok(Ok(Some(stats))) => threads.push(stats),
+            Ok(Ok(None)) => {}
+            Ok(Err(why)) => failed = failed.or(Some(EngineError::Worker { thread: j, why })),
+            Err(_) => failed = failed.or(Some(EngineError::Panic(j))),
+        }
+    }
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let stopped_at = stop.stopped_at().map_or(window.end, |at| at.min(window.end));
+    let measured = Duration::from_nanos(stopped_at.saturating_sub(window.measure_from));
+    Ok(Outcome {
+        stats: RunStats::merge(threads, measured),
+        addr,
+        interrupted: stopped_at < window.end,
+    })
+}
+
+fn tls_setup(cfg: &Config) -> Result<Option<TlsSetup>, EngineError> {
+    if cfg.target.scheme != Scheme::Https {
+        return Ok(None);
+    }
+    let name = ServerName::try_from(cfg.target.host.clone())
+        .map_err(|_| EngineError::ServerName(cfg.target.host.clone()))?;
+    Ok(Some(TlsSetup { config: client_config(cfg.insecure), name }))
+}
+
+/// Finds the first address that accepts a connection (and a TLS handshake),
+/// so that an unreachable server or an untrusted certificate is one clear
+/// error before the run instead of a screen of counted failures.
+fn preflight(target: &Target, tls: Option<&TlsSetup>, timeout: Duration) -> Result<SocketAddr, EngineError> {
+    let mut last = None;
+    for &addr in &target.addrs {
+        match std::net::TcpStream::connect_timeout(&addr, timeout) {
+            Ok(sock) => {
+                if let Some(t) = tls {
+                    handshake(sock, t, timeout).map_err(|why| {
+                        if is_certificate_error(&why) {
+                            EngineError::Certificate { host: target.host.clone(), why }
+                        } else {
+                            EngineError::Tls { addr, why }
+                        }
+                    })?;
+                }
+                return Ok(addr);
+            }
+            Err(why) => last = Some(EngineError::Connect { addr, why }),
+        }
+    }
+    Err(last.expect("a target always has at least one address"))
+}
+
+fn handshake(mut sock: std::net::TcpStream, tls: &TlsSetup, timeout: Duration) -> io::Result<()> {
+    sock.set_read_timeout(Some(timeout))?;
+    sock.set_write_timeout(Some(timeout))?;
+    let mut conn = rustls::ClientConnection::new(tls.config.clone(), tls.name.clone()).map_err(io::Error::other)?;
+    while conn.is_handshaking() {
+        conn.complete_io(&mut sock)?;
+    }
+    conn.send_close_notify();
+    let _ = conn.complete_io(&mut sock);
+    Ok(())
+}

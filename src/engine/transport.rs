@@ -1,0 +1,209 @@
+//! Plain TCP and TLS behind one small interface, so that a connection's
+//! state machine never asks which one it has.
+//!
+//! TLS is rustls driven by hand over a non-blocking mio socket: records are
+//! read with `read_tls` until the socket would block, and plaintext writes
+//! are buffered by rustls and pushed with `write_tls` (see [`Transport::flush`]).
+
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use mio::net::TcpStream;
+use rustls::pki_types::ServerName;
+use rustls::ClientConnection;
+
+/// What a worker needs to open TLS connections.
+#[derive(Clone)]
+pub struct TlsSetup {
+    pub config: Arc<rustls::ClientConfig>,
+    pub name: ServerName<'static>,
+}
+
+pub enum Transport {
+    Plain(TcpStream),
+    Tls(Box<TlsStream>),
+}
+
+pub struct TlsStream {
+    sock: TcpStream,
+    tls: ClientConnection,
+}
+
+impl Transport {
+    /// Starts a non-blocking connect; completion is signalled by writability.
+    pub fn connect(addr: SocketAddr, tls: Option<&TlsSetup>) -> io::Result<Transport> {
+        let sock = TcpStream::connect(addr)?;
+        Ok(match tls {
+            None => Transport::Plain(sock),
+            Some(t) => {
+                let tls = ClientConnection::new(t.config.clone(), t.name.clone())
+                    .map_err(io::Error::other)?;
+                Transport::Tls(Box::new(TlsStream { sock, tls }))
+            }
+        })
+    }
+
+    pub fn socket(&mut self) -> &mut TcpStream {
+        match self {
+            Transport::Plain(s) => s,
+            Transport::Tls(t) => &mut t.sock,
+        }
+    }
+
+    /// After the first writable event: `Ok` when the TCP connect succeeded.
+    /// Also switches off Nagle, since requests are written whole.
+    pub fn finish_connect(&mut self) -> io::Result<()> {
+        let sock = self.socket();
+        if let Some(e) = sock.take_error()? {
+            return Err(e);
+        }
+        sock.peer_addr()?;
+        sock.set_nodelay(true)?;
+        self.flush()
+    }
+
+    /// True while a TLS handshake is still under way.
+    pub fn handshaking(&self) -> bool {
+        match self {
+            Transport::Plain(_) => false,
+            Transport::Tls(t) => t.tls.is_handshaking(),
+        }
+    }
+
+    /// Reads plaintext. `Ok(0)` is the end of the stream.
+    pub fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Transport::Plain(s) => s.read(buf),
+            Transport::Tls(t) => t.read(buf),
+        }
+    }
+
+    /// Writes plaintext; TLS accepts it all into rustls and pushes what the
+    /// socket takes.
+    pub fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Transport::Plain(s) => s.write(buf),
+            Transport::Tls(t) => {
+                let n = t.tls.writer().write(buf)?;
+                t.flush()?;
+                Ok(n)
+            }
+        }
+    }
+
+    /// Pushes buffered TLS records (handshake or data) to the socket.
+    pub fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Transport::Plain(_) => Ok(()),
+            Transport::Tls(t) => t.flush(),
+        }
+    }
+}
+
+impl TlsStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            match self.tls.reader().read(buf) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                // A peer that closes TCP without close_notify ends the stream too.
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
+                Err(e) => return Err(e),
+            }
+            let n = self.tls.read_tls(&mut self.sock)?;
+            self.tls.process_new_packets().map_err(tls_error)?;
+            self.flush()?;
+            if n == 0 {
+                // EOF: the reader now reports the end (or close_notify) itself.
+                continue;
+            }
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        while self.tls.wants_write() {
+            match self.tls.write_tls(&mut self.sock) {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Wraps a rustls error so that callers can tell certificate trouble apart.
+pub fn tls_error(e: rustls::Error) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, e)
+}
+
+/// True when `e` came from certificate verification.
+pub fn is_certificate_error(e: &io::Error) -> bool {
+    e.get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        .is_some_and(|t| {
+            matches!(t, rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented)
+        })
+}
+
+/// The client configuration: Mozilla's roots (so no system store is
+/// needed), or no verification at all with `-k`.
+pub fn client_config(insecure: bool) -> Arc<rustls::ClientConfig> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .expect("the ring provider supports the default protocol versions");
+    let mut config = if insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AcceptAnyCert(provider)))
+            .with_no_client_auth()
+    } else {
+        let roots = rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        builder.with_root_certificates(roots).with_no_client_auth()
+    };
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Arc::new(config)
+}
+
+/// `-k`: accepts any certificate but still checks handshake signatures, so
+/// the connection is a real TLS connection, just not an authenticated one.
+#[derive(Debug)]
+struct AcceptAnyCert(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AcceptAnyCert {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &rustls::pki_types::CertificateDer<'_>,
+        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}

@@ -1,0 +1,362 @@
+//! Request bytes: building one request from its parts, and splitting a
+//! user-supplied buffer of pipelined requests into whole requests.
+//!
+//! Requests are built or checked once, before the run, and then sent as raw
+//! bytes many times. Splitting up front tells each connection how many
+//! responses a buffer asks for and which of them answer HEAD (and so carry no
+//! body), and it rejects a buffer that would leave the server waiting for
+//! bytes that never come, which would otherwise show up as a stalled run.
+//! Body framing follows the same rules as responses (shared field helpers).
+
+use super::chunked::ChunkedDecoder;
+use super::response::FieldSummary;
+
+/// Generous, since these requests come from the user, not from a peer.
+pub const MAX_REQUEST_HEADERS: usize = 100;
+
+/// One request inside a pipelined buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestMeta {
+    /// Bytes of this request, head and body.
+    pub len: usize,
+    /// It is a HEAD request, so its response has no body.
+    pub head: bool,
+}
+
+/// Why a buffer is not a sequence of whole requests. `index` is 1-based.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RequestError {
+    #[error("no request bytes: expected at least one HTTP/1.x request")]
+    Empty,
+    #[error("request {index} is not an HTTP request: {reason}")]
+    NotHttp {
+        index: usize,
+        reason: httparse::Error,
+    },
+    #[error("request {index} is incomplete: expected the head to end with an empty line")]
+    IncompleteHead { index: usize },
+    #[error("request {index} is incomplete: expected {missing} more body bytes")]
+    IncompleteBody { index: usize, missing: u64 },
+    #[error(
+        "request {index} is incomplete: expected the chunked body to end with a zero-size chunk"
+    )]
+    IncompleteChunked { index: usize },
+    #[error(
+        "request {index} has an invalid Content-Length: expected one non-negative decimal integer"
+    )]
+    BadContentLength { index: usize },
+    #[error("request {index} has a malformed chunked body: expected hex size, CRLF, data, CRLF")]
+    BadChunk { index: usize },
+    #[error("request {index} has a Transfer-Encoding that does not end in chunked, so its length is unknown")]
+    UnframedBody { index: usize },
+}
+
+/// Builds `METHOD PATH HTTP/1.1`, a `Host` field unless `headers` has one,
+/// the given fields in order, a `Content-Length` field when a body is given
+/// and `headers` has none, an empty line, then the body.
+///
+/// `Host` goes first because RFC 9110 §7.2 asks user agents to send it as
+/// the first field. Names and values are written as given: they come from
+/// the user's own configuration, not from a peer.
+pub fn format(
+    method: &str,
+    path: &str,
+    headers: &[(String, String)],
+    body: Option<&[u8]>,
+    host: &str,
+) -> Vec<u8> {
+    let has = |wanted: &str| {
+        headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case(wanted))
+    };
+    let body_len = body.map(<[u8]>::len).unwrap_or_default();
+    let mut out = Vec::with_capacity(64 + path.len() + host.len() + body_len);
+    push_all(&mut out, &[method, " ", path, " HTTP/1.1\r\n"]);
+    if !has("host") {
+        push_all(&mut out, &["Host: ", host, "\r\n"]);
+    }
+    for (name, value) in headers {
+        push_all(&mut out, &[name, ": ", value, "\r\n"]);
+    }
+    if body.is_some() && !has("content-length") {
+        push_all(
+            &mut out,
+            &["Content-Length: ", &body_len.to_string(), "\r\n"],
+        );
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(body.unwrap_or_default());
+    out
+}
+
+fn push_all(out: &mut Vec<u8>, parts: &[&str]) {
+    for part in parts {
+        out.extend_from_slice(part.as_bytes());
+    }
+}
+
+/// Splits `bytes` into the whole HTTP/1.x requests it holds, in order.
+///
+/// Blank lines after the last request are folded into it: servers ignore
+/// them, and a script that ends its buffer with an extra CRLF should not
+/// fail for it. Blank lines before a request count as part of that request.
+pub fn split_requests(bytes: &[u8]) -> Result<Vec<RequestMeta>, RequestError> {
+    if is_blank(bytes) {
+        return Err(RequestError::Empty);
+    }
+    let mut requests: Vec<RequestMeta> = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let rest = &bytes[at..];
+        if let Some(last) = requests.last_mut().filter(|_| is_blank(rest)) {
+            last.len += rest.len();
+            break;
+        }
+        let request = measure(rest, requests.len() + 1)?;
+        at += request.len;
+        requests.push(request);
+    }
+    Ok(requests)
+}
+
+fn is_blank(bytes: &[u8]) -> bool {
+    bytes.iter().all(|b| matches!(b, b'\r' | b'\n'))
+}
+
+/// Measures the request at the start of `bytes`.
+fn measure(bytes: &[u8], index: usize) -> Result<RequestMeta, RequestError> {
+    let mut fields = [httparse::EMPTY_HEADER; MAX_REQUEST_HEADERS];
+    let mut request = httparse::Request::new(&mut fields);
+    let head_len = match request.parse(bytes) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) => return Err(RequestError::IncompleteHead { index }),
+        Err(reason) => return Err(RequestError::NotHttp { index, reason }),
+    };
+    let summary = FieldSummary::scan(request.headers);
+    let body_len = body_len(&summary, &bytes[head_len..], index)?;
+    Ok(RequestMeta {
+        len: head_len + body_len,
+        head: request.method == Some("HEAD"),
+    })
+}
+
+/// Request framing (RFC 9112 §6.3): chunked, else Content-Length, else none.
+fn body_len(summary: &FieldSummary, body: &[u8], index: usize) -> Result<usize, RequestError> {
+    if summary.transfer_encoding {
+        if !summary.chunked {
+            return Err(RequestError::UnframedBody { index });
+        }
+        return chunked_len(body, index);
+    }
+    let length = summary
+        .content_length()
+        .map_err(|_| RequestError::BadContentLength { index })?
+        .unwrap_or(0);
+    match usize::try_from(length) {
+        Ok(length) if length <= body.len() => Ok(length),
+        _ => Err(RequestError::IncompleteBody {
+            index,
+            missing: length - body.len() as u64,
+        }),
+    }
+}
+
+fn chunked_len(body: &[u8], index: usize) -> Result<usize, RequestError> {
+    let mut decoder = ChunkedDecoder::new();
+    match decoder.decode(body, None) {
+        Ok((len, true)) => Ok(len),
+        Ok((_, false)) => Err(RequestError::IncompleteChunked { index }),
+        Err(_) => Err(RequestError::BadChunk { index }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn meta(len: usize, head: bool) -> RequestMeta {
+        RequestMeta { len, head }
+    }
+
+    #[test]
+    fn format_adds_host() {
+        let bytes = format("GET", "/", &[], None, "localhost:8080");
+        assert_eq!(bytes, b"GET / HTTP/1.1\r\nHost: localhost:8080\r\n\r\n");
+    }
+
+    #[test]
+    fn format_adds_host_and_content_length_around_given_fields() {
+        let headers = fields(&[("Content-Type", "text/plain"), ("X-Id", "7")]);
+        let bytes = format("POST", "/submit?a=1", &headers, Some(b"hi"), "127.0.0.1");
+        assert_eq!(
+            bytes,
+            b"POST /submit?a=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n\
+              X-Id: 7\r\nContent-Length: 2\r\n\r\nhi"
+        );
+    }
+
+    #[test]
+    fn format_respects_given_host_and_content_length() {
+        let headers = fields(&[("content-length", "2"), ("HOST", "other:81")]);
+        let bytes = format("PUT", "/x", &headers, Some(b"ok"), "ignored");
+        assert_eq!(
+            bytes,
+            b"PUT /x HTTP/1.1\r\ncontent-length: 2\r\nHOST: other:81\r\n\r\nok"
+        );
+    }
+
+    #[test]
+    fn format_with_empty_body_sends_zero_length() {
+        let bytes = format("POST", "/", &[], Some(b""), "h");
+        assert_eq!(
+            bytes,
+            b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn formatted_requests_split_back() {
+        let mut bytes = format("POST", "/", &[], Some(b"abc"), "h");
+        let first = bytes.len();
+        bytes.extend(format("HEAD", "/", &[], None, "h"));
+        let second = bytes.len() - first;
+        assert_eq!(
+            split_requests(&bytes),
+            Ok(vec![meta(first, false), meta(second, true)])
+        );
+    }
+
+    #[test]
+    fn splits_three_pipelined_gets() {
+        let bytes = b"GET /a HTTP/1.1\r\nHost: h\r\n\r\n\
+                      GET /bb HTTP/1.1\r\nHost: h\r\n\r\n\
+                      GET /ccc HTTP/1.1\r\nHost: h\r\n\r\n";
+        assert_eq!(
+            split_requests(bytes),
+            Ok(vec![meta(28, false), meta(29, false), meta(30, false)])
+        );
+    }
+
+    #[test]
+    fn splits_post_with_body_then_get() {
+        let bytes =
+            b"POST /p HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhelloGET / HTTP/1.1\r\n\r\n";
+        assert_eq!(
+            split_requests(bytes),
+            Ok(vec![meta(53, false), meta(18, false)])
+        );
+    }
+
+    #[test]
+    fn splits_chunked_request_body() {
+        let bytes = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n\
+                      HEAD / HTTP/1.1\r\n\r\n";
+        assert_eq!(
+            split_requests(bytes),
+            Ok(vec![meta(60, false), meta(19, true)])
+        );
+    }
+
+    #[test]
+    fn detects_head_requests() {
+        let bytes = b"HEAD / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\nHEAD /x HTTP/1.0\r\n\r\n";
+        assert_eq!(
+            split_requests(bytes),
+            Ok(vec![meta(19, true), meta(18, false), meta(20, true)])
+        );
+    }
+
+    #[test]
+    fn folds_trailing_blank_lines_into_last_request() {
+        let bytes = b"GET / HTTP/1.1\r\n\r\n\r\n\r\n";
+        assert_eq!(split_requests(bytes), Ok(vec![meta(22, false)]));
+    }
+
+    #[test]
+    fn rejects_empty_input() {
+        assert_eq!(split_requests(b""), Err(RequestError::Empty));
+        assert_eq!(split_requests(b"\r\n"), Err(RequestError::Empty));
+        assert_eq!(
+            RequestError::Empty.to_string(),
+            "no request bytes: expected at least one HTTP/1.x request"
+        );
+    }
+
+    #[test]
+    fn rejects_incomplete_body() {
+        let bytes = b"GET / HTTP/1.1\r\n\r\nPOST / HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc";
+        let error = split_requests(bytes).unwrap_err();
+        assert_eq!(
+            error,
+            RequestError::IncompleteBody {
+                index: 2,
+                missing: 7
+            }
+        );
+        assert_eq!(
+            error.to_string(),
+            "request 2 is incomplete: expected 7 more body bytes"
+        );
+    }
+
+    #[test]
+    fn rejects_incomplete_head() {
+        let error = split_requests(b"GET / HTTP/1.1\r\nHost: h\r\n").unwrap_err();
+        assert_eq!(error, RequestError::IncompleteHead { index: 1 });
+        assert_eq!(
+            error.to_string(),
+            "request 1 is incomplete: expected the head to end with an empty line"
+        );
+    }
+
+    #[test]
+    fn rejects_incomplete_chunked_body() {
+        let bytes = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n";
+        assert_eq!(
+            split_requests(bytes),
+            Err(RequestError::IncompleteChunked { index: 1 })
+        );
+    }
+
+    #[test]
+    fn rejects_non_http() {
+        let error = split_requests(b"hello world\r\n\r\n").unwrap_err();
+        assert!(
+            matches!(error, RequestError::NotHttp { index: 1, .. }),
+            "{error:?}"
+        );
+        assert!(
+            error
+                .to_string()
+                .starts_with("request 1 is not an HTTP request: "),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn rejects_bad_framing() {
+        let conflict = b"POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab";
+        assert_eq!(
+            split_requests(conflict),
+            Err(RequestError::BadContentLength { index: 1 })
+        );
+        let unframed = b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\nab";
+        assert_eq!(
+            split_requests(unframed),
+            Err(RequestError::UnframedBody { index: 1 })
+        );
+        let bad_chunk = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nxyz\r\n";
+        assert_eq!(
+            split_requests(bad_chunk),
+            Err(RequestError::BadChunk { index: 1 })
+        );
+    }
+}

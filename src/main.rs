@@ -1,0 +1,25 @@
+//! The `metron` binary: parse, run, map the outcome to an exit code.
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cmd = match metron::cli::parse(std::env::args_os()) {
+        Ok(cmd) => cmd,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
+        }
+    };
+    let mut out = io::stdout().lock();
+    match metron::run(cmd, &mut out) {
+        Ok(()) => ExitCode::SUCCESS,
+        // A closed pipe (`metron ... | head`) is the reader's choice, not an error.
+        Err(metron::Error::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            let _ = out.flush();
+            eprintln!("metron: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,40 @@
+//! Ctrl-C and SIGTERM end a run cleanly: the first one stops the workers
+//! and the report covers what ran; a second one exits at once.
+
+use std::io;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::{Handle, Signals};
+
+use crate::engine::Stop;
+
+/// Stops listening when dropped.
+pub struct Guard {
+    handle: Handle,
+    thread: Option<JoinHandle<()>>,
+}
+
+pub fn stop_on_interrupt(stop: Arc<Stop>) -> io::Result<Guard> {
+    let mut signals = Signals::new([SIGINT, SIGTERM])?;
+    let handle = signals.handle();
+    let thread = std::thread::Builder::new().name("metron-signals".into()).spawn(move || {
+        for _ in signals.forever() {
+            if stop.is_stopped() {
+                std::process::exit(130);
+            }
+            stop.trigger();
+        }
+    })?;
+    Ok(Guard { handle, thread: Some(thread) })
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        self.handle.close();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

@@ -1,0 +1,286 @@
+//! What a run measured: per-thread histograms and counters, and their merge.
+//!
+//! A worker owns one [`ThreadStats`] and records into it without locks or
+//! allocation; after the workers join, [`RunStats::merge`] adds them up.
+//! Every figure here covers the same measured window (see DESIGN.md §1):
+//! a request belongs to the window when its intended send time does.
+
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+/// Lowest trackable value of every latency histogram, in microseconds.
+pub const HIST_LOW_US: u64 = 1;
+/// Highest trackable value: 24 hours in microseconds (wrk2's limit).
+pub const HIST_HIGH_US: u64 = 24 * 60 * 60 * 1_000_000;
+/// Significant decimal digits kept by every histogram.
+pub const HIST_SIGFIG: u8 = 3;
+/// Granularity of the per-thread completion time series.
+pub const SERIES_STEP: Duration = Duration::from_millis(10);
+/// wrk samples each thread's request rate every 100 ms for `Req/Sec`.
+pub const RATE_SAMPLE: Duration = Duration::from_millis(100);
+
+/// A latency histogram with metron's fixed range and precision.
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(HIST_LOW_US, HIST_HIGH_US, HIST_SIGFIG)
+        .expect("constant histogram bounds are valid")
+}
+
+/// Socket and HTTP errors, counted the way wrk counts them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Errors {
+    /// Failed connection attempts (not requests: see [`Counters`]).
+    pub connect: u64,
+    /// Requests lost to a read failure: reset, EOF mid-response, bad bytes.
+    pub read: u64,
+    /// Requests lost to a write failure.
+    pub write: u64,
+    /// Responses with a status above 399 (these are also completed).
+    pub status: u64,
+    /// Requests outstanding longer than `--timeout`.
+    pub timeout: u64,
+}
+
+impl Errors {
+    pub fn add(&mut self, other: &Errors) {
+        self.connect += other.connect;
+        self.read += other.read;
+        self.write += other.write;
+        self.status += other.status;
+        self.timeout += other.timeout;
+    }
+
+    /// Requests that ended without a response (read, write, timeout).
+    pub fn lost_requests(&self) -> u64 {
+        self.read + self.write + self.timeout
+    }
+
+    pub fn any_socket(&self) -> bool {
+        self.connect + self.read + self.write + self.timeout > 0
+    }
+}
+
+/// Where every due request ended up, plus byte and connection counts.
+///
+/// The identity `due = completed + errors.lost_requests() + in_flight +
+/// never_sent` holds for every run; [`Counters::balanced`] checks it.
+/// `completed` includes responses counted in `errors.status`, as wrk's
+/// request count does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Counters {
+    /// Requests whose intended send time fell in the measured window.
+    pub due: u64,
+    /// Requests whose response arrived in full.
+    pub completed: u64,
+    /// Response bytes (head and body) of completed requests.
+    pub bytes: u64,
+    pub errors: Errors,
+    /// Requests written but not answered when the run ended.
+    pub in_flight: u64,
+    /// Requests due but still queued (not written) when the run ended.
+    pub never_sent: u64,
+    /// Connections reopened after the server closed or reset one.
+    pub reconnects: u64,
+    /// Latencies above the histogram's range, recorded at its maximum.
+    pub saturated: u64,
+}
+
+impl Counters {
+    pub fn add(&mut self, other: &Counters) {
+        self.due += other.due;
+        self.completed += other.completed;
+        self.bytes += other.bytes;
+        self.errors.add(&other.errors);
+        self.in_flight += other.in_flight;
+        self.never_sent += other.never_sent;
+        self.reconnects += other.reconnects;
+        self.saturated += other.saturated;
+    }
+
+    /// True when every due request is accounted for exactly once.
+    pub fn balanced(&self) -> bool {
+        self.due == self.completed + self.errors.lost_requests() + self.in_flight + self.never_sent
+    }
+}
+
+/// Everything one worker thread measured.
+#[derive(Clone, Debug)]
+pub struct ThreadStats {
+    /// Corrected latency: intended send time → last response byte (µs).
+    pub latency: Histogram<u64>,
+    /// Uncorrected latency: first byte written → last response byte (µs).
+    pub uncorrected: Histogram<u64>,
+    /// Send lag: intended send time → first byte written (µs).
+    pub send_lag: Histogram<u64>,
+    pub counters: Counters,
+    /// Completions per [`SERIES_STEP`], counted from the window's start.
+    pub series: Vec<u32>,
+    /// CPU time (user + system) the thread used.
+    pub cpu: Duration,
+}
+
+impl Default for ThreadStats {
+    fn default() -> Self {
+        ThreadStats {
+            latency: new_histogram(),
+            uncorrected: new_histogram(),
+            send_lag: new_histogram(),
+            counters: Counters::default(),
+            series: Vec::new(),
+            cpu: Duration::ZERO,
+        }
+    }
+}
+
+impl ThreadStats {
+    /// Records a value, clamping it into the histogram's range and counting
+    /// clamped values so that nothing is silently dropped.
+    #[inline]
+    pub fn record(hist: &mut Histogram<u64>, saturated: &mut u64, value_us: u64) {
+        let v = value_us.clamp(HIST_LOW_US, HIST_HIGH_US);
+        if v != value_us && value_us > HIST_HIGH_US {
+            *saturated += 1;
+        }
+        // In range by construction, so this cannot fail.
+        let _ = hist.record(v);
+    }
+
+    /// Counts one completion in the time series at `offset` from the
+    /// window's start.
+    pub fn count_completion(&mut self, offset: Duration) {
+        let slot = (offset.as_nanos() / SERIES_STEP.as_nanos()) as usize;
+        if slot >= self.series.len() {
+            // Grows once per SERIES_STEP at most, not per request.
+            self.series.resize(slot + 1, 0);
+        }
+        self.series[slot] += 1;
+    }
+
+    /// This thread's request rate sampled every [`RATE_SAMPLE`] over the
+    /// whole samples that fit in `window`, in requests per second.
+    pub fn rate_samples(&self, window: Duration) -> impl Iterator<Item = f64> + '_ {
+        let per = (RATE_SAMPLE.as_nanos() / SERIES_STEP.as_nanos()) as usize;
+        let whole = (window.as_nanos() / RATE_SAMPLE.as_nanos()) as usize;
+        let scale = 1.0 / RATE_SAMPLE.as_secs_f64();
+        (0..whole).map(move |i| {
+            let lo = (i * per).min(self.series.len());
+            let hi = ((i + 1) * per).min(self.series.len());
+            self.series[lo..hi].iter().map(|&c| c as u64).sum::<u64>() as f64 * scale
+        })
+    }
+}
+
+/// The whole run: the threads' statistics merged, plus what the report
+/// needs to know about the window.
+#[derive(Clone, Debug)]
+pub struct RunStats {
+    pub latency: Histogram<u64>,
+    pub uncorrected: Histogram<u64>,
+    pub send_lag: Histogram<u64>,
+    /// Per-thread request rates sampled every 100 ms (wrk's `Req/Sec`),
+    /// in requests per second.
+    pub req_per_sec: Histogram<u64>,
+    pub counters: Counters,
+    /// Length of the measured window (after warm-up, up to the stop).
+    pub window: Duration,
+    /// The threads as they were, for per-thread outputs.
+    pub threads: Vec<ThreadStats>,
+}
+
+impl RunStats {
+    pub fn merge(threads: Vec<ThreadStats>, window: Duration) -> RunStats {
+        let mut latency = new_histogram();
+        let mut uncorrected = new_histogram();
+        let mut send_lag = new_histogram();
+        let mut req_per_sec = Histogram::new(HIST_SIGFIG).expect("valid precision");
+        let mut counters = Counters::default();
+        for t in &threads {
+            // Same bounds everywhere, so adding cannot fail.
+            latency.add(&t.latency).expect("same bounds");
+            uncorrected.add(&t.uncorrected).expect("same bounds");
+            send_lag.add(&t.send_lag).expect("same bounds");
+            for r in t.rate_samples(window) {
+                let _ = req_per_sec.record(r.round() as u64);
+            }
+            counters.add(&t.counters);
+        }
+        RunStats { latency, uncorrected, send_lag, req_per_sec, counters, window, threads }
+    }
+
+    /// Completed requests per second over the measured window.
+    pub fn requests_per_sec(&self) -> f64 {
+        per_sec(self.counters.completed, self.window)
+    }
+
+    /// Response bytes per second over the measured window.
+    pub fn bytes_per_sec(&self) -> f64 {
+        per_sec(self.counters.bytes, self.window)
+    }
+
+    /// CPU time of all workers together.
+    pub fn cpu(&self) -> Duration {
+        self.threads.iter().map(|t| t.cpu).sum()
+    }
+}
+
+fn per_sec(n: u64, window: Duration) -> f64 {
+    let secs = window.as_secs_f64();
+    if secs > 0.0 {
+        n as f64 / secs
+    } else {
+        0.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_balance_when_every_request_is_placed() {
+        let c = Counters {
+            due: 10,
+            completed: 5,
+            errors: Errors { read: 1, write: 1, timeout: 1, status: 2, connect: 7 },
+            in_flight: 1,
+            never_sent: 1,
+            ..Counters::default()
+        };
+        assert!(c.balanced());
+        assert!(!Counters { due: 11, ..c }.balanced());
+    }
+
+    #[test]
+    fn rate_samples_cover_whole_intervals_only() {
+        let mut t = ThreadStats::default();
+        for i in 0..250 {
+            t.count_completion(Duration::from_millis(i));
+        }
+        let rates: Vec<f64> = t.rate_samples(Duration::from_millis(250)).collect();
+        assert_eq!(rates, vec![1000.0, 1000.0]);
+    }
+
+    #[test]
+    fn out_of_range_values_are_clamped_and_counted() {
+        let mut h = new_histogram();
+        let mut sat = 0;
+        ThreadStats::record(&mut h, &mut sat, 0);
+        ThreadStats::record(&mut h, &mut sat, HIST_HIGH_US * 2);
+        assert_eq!(h.len(), 2);
+        assert_eq!(sat, 1);
+    }
+
+    #[test]
+    fn merge_adds_threads() {
+        let mut a = ThreadStats::default();
+        let mut b = ThreadStats::default();
+        a.latency.record(100).unwrap();
+        b.latency.record(300).unwrap();
+        a.counters.completed = 1;
+        b.counters.completed = 1;
+        let run = RunStats::merge(vec![a, b], Duration::from_secs(1));
+        assert_eq!(run.latency.len(), 2);
+        assert_eq!(run.counters.completed, 2);
+        assert_eq!(run.requests_per_sec(), 2.0);
+    }
+}
