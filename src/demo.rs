@@ -11,7 +11,7 @@ use crate::cli::config::Config;
 use crate::cli::{BenchArgs, DemoArgs};
 use crate::engine::Stop;
 use crate::report::units::format_time_us;
-use crate::serve::{ServeConfig, Server};
+use crate::serve::{ServeConfig, Server, StallPlan};
 use crate::stats::RunStats;
 use crate::Error;
 
@@ -19,12 +19,9 @@ const PERCENTILES: [f64; 8] = [50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.
 
 pub fn run(args: &DemoArgs, out: &mut dyn Write) -> Result<(), Error> {
     let stall_at = args.duration.mul_f64(0.4);
-    let server = Server::start(ServeConfig {
-        listen: "127.0.0.1:0".parse().expect("valid address"),
-        stall_at: Some(stall_at),
-        stall_for: Some(args.stall_for),
-        ..ServeConfig::default()
-    })?;
+    let stall = StallPlan::once(stall_at, args.stall_for)
+        .map_err(|why| std::io::Error::new(std::io::ErrorKind::InvalidInput, why))?;
+    let server = Server::start(ServeConfig { stall: Some(stall), ..ServeConfig::default() })?;
     let url = format!("http://{}/", server.addr());
     let bench = BenchArgs::try_parse_from([
         "metron".to_string(),

@@ -42,6 +42,8 @@ pub enum Error {
     #[error("{0}")]
     Engine(#[from] EngineError),
     #[error("{0}")]
+    Serve(#[from] serve::ServeError),
+    #[error("{0}")]
     Io(#[from] io::Error),
 }
 
@@ -49,7 +51,7 @@ pub enum Error {
 pub fn run(cmd: Command, out: &mut dyn Write) -> Result<(), Error> {
     match cmd {
         Command::Bench(args) => bench(&args, out).map(|_| ()),
-        Command::Serve(args) => serve::run(args).map_err(Error::Io),
+        Command::Serve(args) => Ok(serve::run(args)?),
         Command::Demo(args) => demo::run(&args, out),
     }
 }
@@ -64,12 +66,22 @@ pub fn bench(args: &BenchArgs, out: &mut dyn Write) -> Result<Outcome, Error> {
 }
 
 /// Runs a load test from a ready configuration (what tests and `demo` use).
-pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Result<Outcome, Error> {
-    let view = report::RunInfo::from_config(cfg);
-    report::write_header(out, &view)?;
+pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, mut out: &mut dyn Write) -> Result<Outcome, Error> {
+    let connections = cfg.connections();
+    report::text::write_banner(&mut out, &cfg.url, cfg.duration, cfg.threads, connections)?;
     out.flush()?;
     let outcome = engine::run(cfg, stop)?;
-    report::write_results(out, &view, &outcome.stats)?;
+    let text = report::TextReport {
+        url: &cfg.url,
+        duration: cfg.duration,
+        threads: cfg.threads,
+        connections,
+        rate: cfg.rate,
+        latency: cfg.latency,
+        u_latency: cfg.u_latency,
+        stats: &outcome.stats,
+    };
+    report::text::write_results(&mut out, &text)?;
     out.flush()?;
     Ok(outcome)
 }

@@ -1,5 +1,16 @@
-pub mod units { pub fn format_time_us(n: f64) -> String { format!("{n}") } }
-pub struct RunInfo;
-impl RunInfo { pub fn from_config(_c: &crate::cli::config::Config) -> RunInfo { RunInfo } }
-pub fn write_header(_o: &mut dyn std::io::Write, _r: &RunInfo) -> std::io::Result<()> { Ok(()) }
-pub fn write_results(_o: &mut dyn std::io::Write, _r: &RunInfo, _s: &crate::stats::RunStats) -> std::io::Result<()> { Ok(()) }
+//! Turning a run's statistics into what people and scripts read.
+//!
+//! The text report reproduces the original's layout byte for byte, which
+//! takes more than format strings: its numbers come from 80-bit
+//! arithmetic ([`units`]) and from the C HdrHistogram's rules for means,
+//! percentiles and the percentile spectrum ([`summary`], [`spectrum`]).
+//! Each of those lives in its own file so the text layout ([`text`]) reads
+//! as the list of lines it prints.
+
+mod extended;
+pub mod spectrum;
+pub mod summary;
+pub mod text;
+pub mod units;
+
+pub use text::{write_text, TextReport};

@@ -1,9 +1,226 @@
-#[derive(clap::Args, Clone, Debug)]
-pub struct ServeArgs { #[arg(long)] pub listen: Option<String> }
+//! `metron serve`: the built-in target server that `metron demo` and the
+//! test suite point load at.
+//!
+//! HTTP/1.1 is written by hand on tokio rather than through an HTTP library
+//! because this server must later inject byte-level faults: close mid-head,
+//! send garbage, trickle bytes, reset the connection. A library that owns
+//! the wire cannot do that, and owning it also keeps the bytes fixed: no
+//! `Date` header, so tests can compare every byte of a response.
+//!
+//! This file holds the public face: [`Server`] (start, address, stats,
+//! shutdown) and [`run`] for the command line. The rest is split by concept:
+//! `config` (flags), `plan` (stall schedule), `stats` (what was received),
+//! `request` and `body` (parsing), `route` and `reply` (what to answer and
+//! its bytes), `conn` (the per-connection loop).
 
-pub struct ServeConfig { pub listen: std::net::SocketAddr, pub stall_at: Option<std::time::Duration>, pub stall_for: Option<std::time::Duration> }
+mod body;
+mod config;
+mod conn;
+mod plan;
+mod reply;
+mod request;
+mod route;
+mod stats;
+#[cfg(test)]
+mod tests;
 
-pub struct Server;
-impl Server { pub fn start(_c: ServeConfig) -> std::io::Result<Server> { Ok(Server) } pub fn addr(&self) -> std::net::SocketAddr { todo!() } pub fn shutdown(self) {} }
-pub fn run(_a: ServeArgs) -> std::io::Result<()> { Ok(()) }
-impl Default for ServeConfig { fn default() -> Self { ServeConfig { listen: "127.0.0.1:0".parse().unwrap(), stall_at: None, stall_for: None } } }
+use std::io::{self, Write as _};
+use std::net::SocketAddr;
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+pub use config::{ServeArgs, ServeConfig, MAX_THREADS};
+pub use plan::StallPlan;
+pub use stats::{RecordedRequest, ServerStats};
+
+use conn::Shared;
+
+/// Name of every thread the server runs on.
+const THREAD_NAME: &str = "metron-serve";
+/// Pending connections the kernel may queue; a load generator opening a
+/// thousand connections at once should not see SYNs dropped.
+const BACKLOG: libc::c_int = 4096;
+
+/// A running server. Dropping it shuts it down, as [`Server::shutdown`] does.
+#[derive(Debug)]
+pub struct Server {
+    addr: SocketAddr,
+    started_at: Instant,
+    stats: Arc<ServerStats>,
+    /// Dropping this tells the runtime thread to stop.
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Server {
+    /// Binds, starts the server on its own tokio runtime (threads named
+    /// `metron-serve`) and returns once it is accepting connections.
+    pub fn start(cfg: ServeConfig) -> io::Result<Server> {
+        cfg.check()
+            .map_err(|msg| io::Error::new(io::ErrorKind::InvalidInput, msg))?;
+        let listener = std::net::TcpListener::bind(cfg.listen)?;
+        widen_backlog(&listener);
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let started_at = Instant::now();
+        let stats = Arc::new(ServerStats::new(cfg.record));
+        let shared = Arc::new(Shared::new(cfg, started_at, Arc::clone(&stats)));
+        let (stop, stopped) = oneshot::channel();
+        let (ready_tx, ready) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name(THREAD_NAME.to_string())
+            .spawn(move || host(listener, shared, stopped, ready_tx))?;
+        // The thread says whether the runtime came up; a vanished thread
+        // can only mean it panicked.
+        let up = ready
+            .recv()
+            .unwrap_or_else(|_| Err(io::Error::other("server thread died")));
+        if let Err(e) = up {
+            let _ = thread.join();
+            return Err(e);
+        }
+        Ok(Server {
+            addr,
+            started_at,
+            stats,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// The address it listens on, with the OS-chosen port filled in.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// When it started: the origin of the stall schedule.
+    pub fn started_at(&self) -> Instant {
+        self.started_at
+    }
+
+    pub fn stats(&self) -> Arc<ServerStats> {
+        Arc::clone(&self.stats)
+    }
+
+    /// Stops accepting, closes every connection and joins every thread.
+    pub fn shutdown(self) {
+        drop(self);
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Body of the server's own thread: owns the runtime, so the runtime is
+/// dropped here, outside any async context, whoever called `shutdown`.
+fn host(
+    listener: std::net::TcpListener,
+    shared: Arc<Shared>,
+    stopped: oneshot::Receiver<()>,
+    ready: mpsc::Sender<io::Result<()>>,
+) {
+    let runtime = match start_accepting(listener, shared) {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    let _ = ready.send(Ok(()));
+    // Returns when the sender is used or dropped, i.e. on shutdown.
+    let _ = runtime.block_on(stopped);
+    // Dropping the runtime cancels every task, which drops the listener
+    // and every connection's socket, then joins the worker threads.
+    drop(runtime);
+}
+
+fn start_accepting(
+    listener: std::net::TcpListener,
+    shared: Arc<Shared>,
+) -> io::Result<tokio::runtime::Runtime> {
+    let runtime = runtime(shared.cfg.threads)?;
+    let listener = {
+        let _context = runtime.enter();
+        TcpListener::from_std(listener)?
+    };
+    runtime.spawn(accept(listener, shared));
+    Ok(runtime)
+}
+
+fn runtime(threads: usize) -> io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .thread_name(THREAD_NAME)
+        .enable_io()
+        .enable_time()
+        .build()
+}
+
+async fn accept(listener: TcpListener, shared: Arc<Shared>) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => {
+                shared.stats.connection_opened();
+                // Responses are written whole; waiting to coalesce them
+                // with later bytes would only add latency.
+                let _ = stream.set_nodelay(true);
+                tokio::spawn(conn::serve(stream, Arc::clone(&shared)));
+            }
+            // Out of file descriptors and the like: retrying at once would
+            // spin, and the condition usually clears as connections close.
+            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    }
+}
+
+/// Raises the listen backlog above the standard library's default. Linux
+/// applies a second `listen` on a listening socket as a new backlog; where
+/// that fails the default stands, which only matters under a connect storm.
+fn widen_backlog(listener: &std::net::TcpListener) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `listen` only reads the descriptor, which `listener` keeps
+    // open for the duration of the call.
+    unsafe {
+        libc::listen(listener.as_raw_fd(), BACKLOG);
+    }
+}
+
+/// Why `metron serve` could not serve.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("{0}")]
+    Config(String),
+    #[error("cannot serve on {listen}: {why}")]
+    Listen { listen: SocketAddr, why: io::Error },
+    #[error("{0}")]
+    Io(#[from] io::Error),
+}
+
+/// `metron serve`: starts the server, prints where it listens, and serves
+/// until SIGINT or SIGTERM, then shuts down and returns.
+pub fn run(args: ServeArgs) -> Result<(), ServeError> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let listen = args.listen;
+    let cfg = ServeConfig::try_from(args).map_err(ServeError::Config)?;
+    // Signals are hooked before the address is printed, so a supervisor
+    // that signals as soon as it reads the line cannot kill the process.
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    let server = Server::start(cfg).map_err(|why| ServeError::Listen { listen, why })?;
+    let mut stdout = io::stdout().lock();
+    writeln!(stdout, "metron serve listening on http://{}", server.addr())?;
+    stdout.flush()?;
+    drop(stdout);
+    signals.forever().next();
+    server.shutdown();
+    Ok(())
+}

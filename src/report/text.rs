@@ -1,0 +1,451 @@
+//! The text report: the original's layout line for line, so that scripts
+//! which parse its output keep working, followed by metron's own lines.
+//!
+//! Everything up to `Transfer/sec` is laid out as the original prints it
+//! (see COMPAT.md, "Report layout"). metron's additions — send lag, the
+//! accounting of every due request, the closed-loop note and warnings —
+//! come after it, where those parsers no longer look.
+
+use std::io::{self, Write};
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+use super::spectrum::write_spectrum;
+use super::summary;
+use super::units::{format_binary, format_duration_s, format_metric, format_time_us, print_units};
+use crate::stats::{Counters, RunStats};
+
+/// The percentiles of the "Latency Distribution" block.
+const PERCENTILES: [f64; 8] = [50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.0];
+/// Closes each latency block.
+const RULE: &str = "----------------------------------------------------------";
+/// Send lag below this never warrants a warning: the operating system's
+/// scheduling alone can delay a send that much.
+const LAG_TOLERANCE_US: f64 = 1000.0;
+
+/// What the text report shows: the run's settings and its statistics.
+pub struct TextReport<'a> {
+    pub url: &'a str,
+    /// As configured, for the `Running` line.
+    pub duration: Duration,
+    pub threads: usize,
+    pub connections: usize,
+    /// The total request rate asked for with `-R`; `None` in throughput
+    /// mode.
+    pub rate: Option<f64>,
+    /// `-L`: print the latency distribution and its spectrum.
+    pub latency: bool,
+    /// `-U`: also print them for the uncorrected latency.
+    pub u_latency: bool,
+    pub stats: &'a RunStats,
+}
+
+/// Writes the whole report: the banner, the results and metron's lines.
+pub fn write_text(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
+    write_banner(out, r.url, r.duration, r.threads, r.connections)?;
+    write_results(out, r)
+}
+
+/// The two lines the original prints before the run starts; callers that
+/// print them early then use [`write_results`] at the end.
+pub fn write_banner(
+    out: &mut impl Write,
+    url: &str,
+    duration: Duration,
+    threads: usize,
+    connections: usize,
+) -> io::Result<()> {
+    writeln!(
+        out,
+        "Running {} test @ {url}",
+        format_duration_s(duration.as_secs_f64())
+    )?;
+    writeln!(out, "  {threads} threads and {connections} connections")
+}
+
+/// Everything after the banner.
+pub fn write_results(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
+    let stats = r.stats;
+    write_thread_stats(out, stats)?;
+    if r.latency {
+        write_distribution(out, &stats.latency, "Recorded Latency")?;
+    }
+    if r.u_latency {
+        writeln!(out)?;
+        let title = "Uncorrected Latency (measured without taking delayed starts into account)";
+        write_distribution(out, &stats.uncorrected, title)?;
+    }
+    write_totals(out, stats)?;
+    write_own_lines(out, r)
+}
+
+fn write_thread_stats(out: &mut impl Write, stats: &RunStats) -> io::Result<()> {
+    writeln!(
+        out,
+        "  Thread Stats{:>6}{:>11}{:>8}{:>12}",
+        "Avg", "Stdev", "Max", "+/- Stdev"
+    )?;
+    write_stats_row(out, "Latency", &stats.latency, format_time_us)?;
+    write_stats_row(out, "Req/Sec", &stats.req_per_sec, format_metric)
+}
+
+fn write_stats_row(
+    out: &mut impl Write,
+    name: &str,
+    h: &Histogram<u64>,
+    format: fn(f64) -> String,
+) -> io::Result<()> {
+    let (mean, stdev) = (summary::mean(h), summary::stdev(h));
+    let max = summary::max(h) as f64;
+    let within = summary::within_stdev(h, mean, stdev);
+    let columns =
+        [(mean, 8), (stdev, 10), (max, 9)].map(|(v, width)| print_units(&format(v), width));
+    writeln!(out, "    {name:<10}{}{within:8.2}%", columns.concat())
+}
+
+/// The percentile lines and the spectrum of one latency histogram.
+fn write_distribution(out: &mut impl Write, h: &Histogram<u64>, title: &str) -> io::Result<()> {
+    writeln!(out, "  Latency Distribution (HdrHistogram - {title})")?;
+    for p in PERCENTILES {
+        let value = summary::value_at_percentile(h, p) as f64;
+        writeln!(out, "{p:7.3}%{}", print_units(&format_time_us(value), 10))?;
+    }
+    writeln!(out, "\n  Detailed Percentile spectrum:")?;
+    write_spectrum(out, h)?;
+    writeln!(out, "{RULE}")
+}
+
+fn write_totals(out: &mut impl Write, stats: &RunStats) -> io::Result<()> {
+    let c = &stats.counters;
+    let window = format_time_us(stats.window.as_micros() as f64);
+    let bytes = format_binary(c.bytes as f64);
+    writeln!(out, "  {} requests in {window}, {bytes}B read", c.completed)?;
+    let e = &c.errors;
+    if e.any_socket() {
+        let (connect, read, write, timeout) = (e.connect, e.read, e.write, e.timeout);
+        writeln!(
+            out,
+            "  Socket errors: connect {connect}, read {read}, write {write}, timeout {timeout}"
+        )?;
+    }
+    if e.status > 0 {
+        writeln!(out, "  Non-2xx or 3xx responses: {}", e.status)?;
+    }
+    writeln!(out, "Requests/sec: {:9.2}", stats.requests_per_sec())?;
+    writeln!(
+        out,
+        "Transfer/sec: {:>10}B",
+        format_binary(stats.bytes_per_sec())
+    )
+}
+
+fn write_own_lines(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
+    let stats = r.stats;
+    if r.rate.is_some() {
+        writeln!(out, "  {}", send_lag_line(&stats.send_lag))?;
+    }
+    if let Some(line) = accounting_line(&stats.counters) {
+        writeln!(out, "  {line}")?;
+    }
+    if r.rate.is_none() {
+        writeln!(
+            out,
+            "  Note: latency is measured from send to response (closed loop); \
+             -R gives latency corrected for coordinated omission"
+        )?;
+    }
+    for warning in warnings(r) {
+        writeln!(out, "  Warning: {warning}")?;
+    }
+    Ok(())
+}
+
+/// How late requests left against their schedule.
+fn send_lag_line(lag: &Histogram<u64>) -> String {
+    let at = |p| format_time_us(summary::value_at_percentile(lag, p) as f64);
+    let max = format_time_us(summary::max(lag) as f64);
+    format!("Send lag: p50 {}, p99 {}, max {max}", at(50.0), at(99.0))
+}
+
+/// Where every due request ended up, when any did not simply complete.
+fn accounting_line(c: &Counters) -> Option<String> {
+    let e = &c.errors;
+    let lost = e.lost_requests();
+    if lost + c.in_flight + c.never_sent == 0 {
+        return None;
+    }
+    Some(format!(
+        "Accounting: {} due = {} completed + {lost} lost (read {}, write {}, timeout {}) \
+         + {} in flight + {} never sent",
+        c.due, c.completed, e.read, e.write, e.timeout, c.in_flight, c.never_sent
+    ))
+}
+
+/// Signs, in rate mode, that the generator did not keep to its schedule,
+/// each with its figures and the likely fix. Empty in throughput mode,
+/// where there is no schedule to keep.
+pub fn warnings(r: &TextReport) -> Vec<String> {
+    let Some(rate) = r.rate else {
+        return Vec::new();
+    };
+    [never_sent_warning(r.stats, rate), send_lag_warning(r, rate)]
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// Requests still queued at the end: every connection was busy, or the
+/// threads could not write fast enough.
+fn never_sent_warning(stats: &RunStats, rate: f64) -> Option<String> {
+    let c = &stats.counters;
+    (c.never_sent > 0).then(|| {
+        format!(
+            "{} of {} due requests never sent: the generator fell behind -R {rate}; \
+             add connections with -c, or threads with -t",
+            c.never_sent, c.due
+        )
+    })
+}
+
+/// Requests that left late: the server did not see the steady rate asked
+/// for, even if every request was eventually sent.
+fn send_lag_warning(r: &TextReport, rate: f64) -> Option<String> {
+    let p99 = summary::value_at_percentile(&r.stats.send_lag, 99.0) as f64;
+    let allowed = lag_allowance_us(r.threads, rate);
+    (p99 > allowed).then(|| {
+        format!(
+            "send lag p99 is {}, above the {} allowed (one schedule interval, at least 1ms): \
+             requests left later than scheduled, so the server did not see a steady -R {rate}; \
+             add connections with -c, or threads with -t",
+            format_time_us(p99),
+            format_time_us(allowed)
+        )
+    })
+}
+
+/// The send lag tolerated at the 99th percentile: one interval of a
+/// thread's schedule (each thread sends every `threads / rate` seconds),
+/// but never less than [`LAG_TOLERANCE_US`].
+fn lag_allowance_us(threads: usize, rate: f64) -> f64 {
+    let interval = threads as f64 / rate * 1e6;
+    if interval.is_finite() {
+        interval.max(LAG_TOLERANCE_US)
+    } else {
+        LAG_TOLERANCE_US
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::{Errors, ThreadStats};
+
+    const GOLDEN: &str = include_str!("testdata/golden.txt");
+
+    fn render(r: &TextReport) -> String {
+        let mut out = Vec::new();
+        write_text(&mut out, r).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    fn report(stats: &RunStats, rate: Option<f64>) -> TextReport<'_> {
+        TextReport {
+            url: "http://127.0.0.1:8080/",
+            duration: Duration::from_secs(1),
+            threads: 2,
+            connections: 10,
+            rate,
+            latency: true,
+            u_latency: true,
+            stats,
+        }
+    }
+
+    fn record(h: &mut Histogram<u64>, values: &[(u64, u64)]) {
+        for &(v, n) in values {
+            h.record_n(v, n).unwrap();
+        }
+    }
+
+    /// A thread completing `per_sample` requests in each 100 ms sample of
+    /// a one-second window.
+    fn thread_completing_per_sample(per_sample: u64) -> ThreadStats {
+        let mut t = ThreadStats::default();
+        for sample in 0..10 {
+            for i in 0..per_sample {
+                t.count_completion(Duration::from_millis(sample * 100 + i));
+            }
+        }
+        t
+    }
+
+    /// Figures chosen to be checked by hand, not for realism: latencies
+    /// of 500 µs ×4, 1 ms ×3, 2.5 ms ×2 and 12.5 ms ×1 (uncorrected:
+    /// 300 µs ×5, 700 µs ×5), one thread at 50 req/s and one at 100.
+    fn golden_stats() -> RunStats {
+        let mut a = thread_completing_per_sample(5);
+        let mut b = thread_completing_per_sample(10);
+        record(&mut a.latency, &[(500, 4), (1000, 3)]);
+        record(&mut b.latency, &[(2500, 2), (12500, 1)]);
+        record(&mut a.uncorrected, &[(300, 5)]);
+        record(&mut b.uncorrected, &[(700, 5)]);
+        record(&mut a.send_lag, &[(50, 8)]);
+        record(&mut b.send_lag, &[(120, 2)]);
+        a.counters = Counters {
+            due: 160,
+            completed: 150,
+            bytes: 20_771_635,
+            errors: Errors {
+                connect: 1,
+                read: 2,
+                write: 0,
+                status: 4,
+                timeout: 3,
+            },
+            in_flight: 4,
+            never_sent: 1,
+            ..Counters::default()
+        };
+        RunStats::merge(vec![a, b], Duration::from_secs(1))
+    }
+
+    #[test]
+    fn golden_report() {
+        let stats = golden_stats();
+        assert!(stats.counters.balanced());
+        assert_eq!(render(&report(&stats, Some(200.0))), GOLDEN);
+    }
+
+    #[test]
+    fn golden_lines_follow_the_rules() {
+        let lines: Vec<&str> = GOLDEN.lines().collect();
+        // Mean 2250.2 µs, stdev 3494.65 µs, max 12 496 µs, 9 of 10 within.
+        assert!(lines.contains(&"    Latency     2.25ms    3.49ms  12.50ms   90.00%"));
+        // Samples 50 ×10 and 100 ×10: plain numbers keep a 2-space margin.
+        assert!(lines.contains(&"    Req/Sec    75.00     25.00   100.00    100.00%"));
+        assert!(lines.contains(&" 90.000%    2.50ms"));
+        assert!(lines.contains(&"      12.503     1.000000           10          inf"));
+        assert!(lines.contains(&"  150 requests in 1.00s, 19.81MB read"));
+        assert!(lines.contains(&"Transfer/sec:     19.81MB"));
+    }
+
+    #[test]
+    fn an_empty_run_prints_no_nan() {
+        let stats = RunStats::merge(vec![ThreadStats::default()], Duration::ZERO);
+        let text = render(&report(&stats, None));
+        assert!(!text.to_lowercase().contains("nan"), "{text}");
+        assert!(!text.contains("inf"), "{text}");
+        assert!(text.contains("    Latency     0.00us    0.00us   0.00us    0.00%\n"));
+        assert!(text.contains("  0 requests in 0.00us, 0.00B read\n"));
+        assert!(text.contains("Requests/sec:      0.00\n"));
+    }
+
+    #[test]
+    fn error_lines_appear_only_when_non_zero() {
+        let mut stats = RunStats::merge(vec![ThreadStats::default()], Duration::from_secs(1));
+        let text = render(&report(&stats, None));
+        assert!(!text.contains("Socket errors"));
+        assert!(!text.contains("Non-2xx"));
+        assert!(!text.contains("Accounting"));
+        stats.counters.errors.timeout = 2;
+        stats.counters.due = 2;
+        let text = render(&report(&stats, None));
+        assert!(text.contains("  Socket errors: connect 0, read 0, write 0, timeout 2\n"));
+        assert!(!text.contains("Non-2xx"));
+        stats.counters.errors = Errors {
+            status: 3,
+            ..Errors::default()
+        };
+        let text = render(&report(&stats, None));
+        assert!(!text.contains("Socket errors"));
+        assert!(text.contains("  Non-2xx or 3xx responses: 3\n"));
+    }
+
+    #[test]
+    fn a_connect_error_alone_shows_socket_errors_but_no_accounting() {
+        let mut stats = RunStats::merge(vec![ThreadStats::default()], Duration::from_secs(1));
+        stats.counters.errors.connect = 1;
+        let text = render(&report(&stats, None));
+        assert!(text.contains("  Socket errors: connect 1, read 0, write 0, timeout 0\n"));
+        assert!(!text.contains("Accounting"));
+    }
+
+    #[test]
+    fn throughput_mode_says_latency_is_closed_loop() {
+        let stats = golden_stats();
+        let text = render(&report(&stats, None));
+        assert!(text.contains("(closed loop)"));
+        assert!(!text.contains("Send lag"));
+        assert!(warnings(&report(&stats, None)).is_empty());
+    }
+
+    #[test]
+    fn latency_blocks_follow_the_flags() {
+        let stats = golden_stats();
+        let mut r = report(&stats, None);
+        r.latency = false;
+        r.u_latency = false;
+        let text = render(&r);
+        assert!(!text.contains("Latency Distribution"));
+        assert!(!text.contains(RULE));
+        r.latency = true;
+        let text = render(&r);
+        assert_eq!(text.matches("Latency Distribution").count(), 1);
+        assert!(!text.contains("Uncorrected"));
+    }
+
+    fn lagging(p99_us: u64, never_sent: u64) -> RunStats {
+        let mut t = ThreadStats::default();
+        // The 99th of 100 values is the first of the two slow ones.
+        record(&mut t.send_lag, &[(10, 98), (p99_us, 2)]);
+        t.counters.due = 100;
+        t.counters.completed = 100 - never_sent;
+        t.counters.never_sent = never_sent;
+        RunStats::merge(vec![t], Duration::from_secs(1))
+    }
+
+    #[test]
+    fn warnings_stay_silent_for_a_run_on_schedule() {
+        // 2 threads at 1000 req/s: one send per 2 ms per thread.
+        let stats = lagging(1999, 0);
+        assert!(warnings(&report(&stats, Some(1000.0))).is_empty());
+    }
+
+    #[test]
+    fn send_lag_beyond_an_interval_warns() {
+        let stats = lagging(2100, 0);
+        let found = warnings(&report(&stats, Some(1000.0)));
+        assert_eq!(found.len(), 1);
+        assert!(
+            found[0].starts_with("send lag p99 is 2.10ms, above the 2.00ms allowed"),
+            "{}",
+            found[0]
+        );
+        assert!(found[0].contains("-c") && found[0].contains("-t"));
+    }
+
+    #[test]
+    fn send_lag_below_a_millisecond_never_warns() {
+        // At 100k req/s the interval is 20 µs, but 1 ms is the floor.
+        assert!(warnings(&report(&lagging(999, 0), Some(100_000.0))).is_empty());
+        assert_eq!(
+            warnings(&report(&lagging(1100, 0), Some(100_000.0))).len(),
+            1
+        );
+    }
+
+    #[test]
+    fn requests_never_sent_warn() {
+        let stats = lagging(10, 3);
+        let found = warnings(&report(&stats, Some(1000.0)));
+        assert_eq!(found.len(), 1);
+        assert!(
+            found[0].starts_with("3 of 100 due requests never sent"),
+            "{}",
+            found[0]
+        );
+        let text = render(&report(&stats, Some(1000.0)));
+        assert!(text.contains("\n  Warning: 3 of 100 due requests never sent"));
+    }
+}

@@ -1,0 +1,231 @@
+//! What the server is asked to do: the `metron serve` flags and the plain
+//! struct that both they and the tests turn into a running server.
+//!
+//! The flags are parsed by the shared unit parsers (`1k`, `250ms`, `4k`) so
+//! they read like every other metron flag. Checks that involve more than one
+//! flag (the stall flags) live in [`StallPlan::from_flags`], and the ones
+//! that also apply to a hand-built [`ServeConfig`] in [`ServeConfig::check`].
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use crate::cli::units::{parse_bytes, parse_duration, parse_si_u64};
+
+use super::plan::StallPlan;
+
+/// Most worker threads a server may ask for; more is surely a typo.
+pub const MAX_THREADS: usize = 1024;
+
+/// `metron serve` flags.
+#[derive(clap::Args, Clone, Debug)]
+pub struct ServeArgs {
+    /// Address to listen on; port 0 lets the OS choose
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+
+    /// Worker threads serving connections
+    #[arg(long, value_name = "N", default_value = "1", value_parser = parse_threads)]
+    pub threads: usize,
+
+    /// Fixed delay before every response (e.g. 2ms)
+    #[arg(long, value_name = "D", default_value = "0", value_parser = parse_duration)]
+    pub delay: Duration,
+
+    /// Body length of the default response (e.g. 512, 4k)
+    #[arg(long, value_name = "BYTES", default_value = "0", value_parser = parse_bytes)]
+    pub body_size: u64,
+
+    /// Send the default response with Transfer-Encoding: chunked
+    #[arg(long)]
+    pub chunked: bool,
+
+    /// Close each connection after its Nth response (sent with Connection: close)
+    #[arg(long, value_name = "N", value_parser = parse_positive)]
+    pub close_every: Option<u64>,
+
+    /// Stall periodically: one stall every D (first at --stall-at, default D)
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub stall_every: Option<Duration>,
+
+    /// How long each stall lasts: no response byte is written meanwhile
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub stall_for: Option<Duration>,
+
+    /// When the (first) stall starts, counted from server start
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub stall_at: Option<Duration>,
+}
+
+/// Everything a [`super::Server`] needs; tests build it directly.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServeConfig {
+    pub listen: SocketAddr,
+    /// Tokio worker threads (1 to [`MAX_THREADS`]).
+    pub threads: usize,
+    /// Added before every response, on top of a `/delay/MS` route's delay.
+    pub delay: Duration,
+    /// Body length of the default response.
+    pub body_size: u64,
+    /// Frame the default response with chunked transfer coding.
+    pub chunked: bool,
+    /// Close after every Nth response on a connection; `Some(0)` is invalid.
+    pub close_every: Option<u64>,
+    pub stall: Option<StallPlan>,
+    /// Inspection: with `record > 0` the server keeps the first `record`
+    /// requests in full and counts requests per path. Both take a lock per
+    /// request, so benchmarks leave it at 0.
+    pub record: usize,
+}
+
+impl Default for ServeConfig {
+    /// The flag defaults, except that the port is chosen by the OS: what a
+    /// test wants, and never in the way of a server already on 8080.
+    fn default() -> Self {
+        ServeConfig {
+            listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            threads: 1,
+            delay: Duration::ZERO,
+            body_size: 0,
+            chunked: false,
+            close_every: None,
+            stall: None,
+            record: 0,
+        }
+    }
+}
+
+impl ServeConfig {
+    /// Rejects values a hand-built config may hold but the flags cannot.
+    pub fn check(&self) -> Result<(), String> {
+        if !(1..=MAX_THREADS).contains(&self.threads) {
+            return Err(format!("--threads must be 1 to {MAX_THREADS}"));
+        }
+        if self.close_every == Some(0) {
+            return Err("--close-every must be at least 1".to_string());
+        }
+        Ok(())
+    }
+}
+
+impl TryFrom<ServeArgs> for ServeConfig {
+    type Error = String;
+
+    fn try_from(args: ServeArgs) -> Result<ServeConfig, String> {
+        let stall = StallPlan::from_flags(args.stall_at, args.stall_for, args.stall_every)?;
+        let cfg = ServeConfig {
+            listen: args.listen,
+            threads: args.threads,
+            delay: args.delay,
+            body_size: args.body_size,
+            chunked: args.chunked,
+            close_every: args.close_every,
+            stall,
+            record: 0,
+        };
+        cfg.check()?;
+        Ok(cfg)
+    }
+}
+
+fn parse_threads(s: &str) -> Result<usize, String> {
+    let n = parse_positive(s)?;
+    match usize::try_from(n) {
+        Ok(n) if n <= MAX_THREADS => Ok(n),
+        _ => Err(format!("'{s}' is more than {MAX_THREADS} threads")),
+    }
+}
+
+fn parse_positive(s: &str) -> Result<u64, String> {
+    match parse_si_u64(s)? {
+        0 => Err(format!("'{s}' must be at least 1")),
+        n => Ok(n),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        args: ServeArgs,
+    }
+
+    fn parse(argv: &[&str]) -> Result<ServeArgs, clap::Error> {
+        let argv = std::iter::once("serve").chain(argv.iter().copied());
+        Cli::try_parse_from(argv).map(|cli| cli.args)
+    }
+
+    fn config(argv: &[&str]) -> Result<ServeConfig, String> {
+        ServeConfig::try_from(parse(argv).map_err(|e| e.to_string())?)
+    }
+
+    #[test]
+    fn defaults_match_the_documentation() {
+        let cfg = config(&[]).unwrap();
+        assert_eq!(cfg.listen, "127.0.0.1:8080".parse().unwrap());
+        assert_eq!(cfg.threads, 1);
+        assert_eq!(cfg.delay, Duration::ZERO);
+        assert_eq!(cfg.body_size, 0);
+        assert!(!cfg.chunked);
+        assert_eq!(cfg.close_every, None);
+        assert_eq!(cfg.stall, None);
+        assert_eq!(cfg.record, 0);
+    }
+
+    #[test]
+    fn flags_take_units() {
+        let cfg = config(&[
+            "--listen=[::1]:0",
+            "--threads=2",
+            "--delay=2.5ms",
+            "--body-size=4k",
+            "--chunked",
+            "--close-every=1k",
+            "--stall-every=2s",
+            "--stall-for=100ms",
+        ])
+        .unwrap();
+        assert_eq!(cfg.listen, "[::1]:0".parse().unwrap());
+        assert_eq!(cfg.threads, 2);
+        assert_eq!(cfg.delay, Duration::from_micros(2500));
+        assert_eq!(cfg.body_size, 4096);
+        assert!(cfg.chunked);
+        assert_eq!(cfg.close_every, Some(1000));
+        let plan = cfg.stall.unwrap();
+        assert_eq!(plan.at(), Duration::from_secs(2));
+        assert_eq!(plan.every(), Some(Duration::from_secs(2)));
+        assert_eq!(plan.length(), Duration::from_millis(100));
+    }
+
+    #[test]
+    fn bad_values_are_refused_with_a_reason() {
+        assert!(parse(&["--threads=0"]).is_err());
+        assert!(parse(&["--threads=100k"]).is_err());
+        assert!(parse(&["--close-every=0"]).is_err());
+        assert!(parse(&["--delay=5x"]).is_err());
+        assert!(parse(&["--listen=nowhere"]).is_err());
+        let alone = config(&["--stall-for=1s"]).unwrap_err().to_string();
+        assert!(alone.contains("--stall-for needs"), "{alone}");
+        let long = config(&["--stall-for=1s", "--stall-every=1s"]);
+        let long = long.unwrap_err().to_string();
+        assert!(long.contains("shorter than --stall-every"), "{long}");
+    }
+
+    #[test]
+    fn hand_built_configs_are_checked_too() {
+        let zero_threads = ServeConfig {
+            threads: 0,
+            ..ServeConfig::default()
+        };
+        assert!(zero_threads.check().is_err());
+        let never = ServeConfig {
+            close_every: Some(0),
+            ..ServeConfig::default()
+        };
+        assert!(never.check().is_err());
+        assert_eq!(ServeConfig::default().check(), Ok(()));
+    }
+}

@@ -1,0 +1,315 @@
+//! Routes: what a request's path asks for, and the reply that gives it.
+//!
+//! Tests pick the server's behaviour per request through the path, so one
+//! server covers every case. Only the first segment (and for some routes
+//! the second) matters; the rest of the path and the query are ignored, so
+//! a load generator may vary them freely. Unknown paths get the default
+//! response, which is what a benchmark hits.
+
+use std::time::Duration;
+
+use super::reply::{Body, Connection, Reply, Response};
+
+/// What a request's path selects.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Route {
+    Default,
+    /// `/status/N`: the default response with status N.
+    Status(u16),
+    /// `/chunked`: a chunked body with a trailer.
+    Chunked,
+    /// `/eof`: a body delimited by closing the connection.
+    Eof,
+    /// `/close`: the default response, then close.
+    Close,
+    /// `/delay/MS`: the default response after MS more milliseconds.
+    Delay(Duration),
+    /// `/bytes/N`: the default response with an N-byte body.
+    Bytes(u64),
+    /// A known route with an unusable parameter (`/status/abc`): a bad
+    /// request, answered with 400.
+    Invalid,
+}
+
+impl Route {
+    pub(crate) fn parse(target: &str) -> Route {
+        let mut segments = path_of(target).trim_start_matches('/').split('/');
+        let first = segments.next().unwrap_or("");
+        let second = segments.next().unwrap_or("");
+        let parsed = match first {
+            "status" => parse_status(second).map(Route::Status),
+            "chunked" => Some(Route::Chunked),
+            "eof" => Some(Route::Eof),
+            "close" => Some(Route::Close),
+            "delay" => parse_millis(second).map(Route::Delay),
+            "bytes" => digits(second).map(Route::Bytes),
+            _ => Some(Route::Default),
+        };
+        parsed.unwrap_or(Route::Invalid)
+    }
+
+    /// Extra delay this route adds before its response.
+    pub(crate) fn delay(&self) -> Duration {
+        match self {
+            Route::Delay(d) => *d,
+            _ => Duration::ZERO,
+        }
+    }
+}
+
+/// The path of a request-target, without query or fragment; absolute-form
+/// targets (`http://host/p`, sent to proxies) lose their scheme and host.
+pub(crate) fn path_of(target: &str) -> &str {
+    let path = match target.split_once("://") {
+        Some((_, rest)) => rest.find('/').map_or("/", |i| &rest[i..]),
+        None => target,
+    };
+    let end = path.find(['?', '#']).unwrap_or(path.len());
+    &path[..end]
+}
+
+/// A final status; 1xx codes are interim and cannot end an exchange.
+fn parse_status(s: &str) -> Option<u16> {
+    let code = u16::try_from(digits(s)?).ok()?;
+    (200..=999).contains(&code).then_some(code)
+}
+
+/// Milliseconds, possibly fractional (`2.5`).
+fn parse_millis(s: &str) -> Option<Duration> {
+    let ms: f64 = s.parse().ok()?;
+    if !ms.is_finite() || ms < 0.0 {
+        return None;
+    }
+    Duration::try_from_secs_f64(ms / 1000.0).ok()
+}
+
+/// A plain decimal number: no sign, no spaces, no suffix.
+fn digits(s: &str) -> Option<u64> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// How a request was framed and what its client said about the connection.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Ask {
+    pub route: Route,
+    pub head_only: bool,
+    /// The request was HTTP/1.0: no chunked responses, explicit keep-alive.
+    pub http10: bool,
+    /// The connection ends after this response, whoever asked for it.
+    pub close: bool,
+}
+
+/// The server-wide shape of the default response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Defaults {
+    pub body_size: u64,
+    pub chunked: bool,
+    /// The canned default response exists (its body was small enough).
+    pub canned: bool,
+}
+
+/// The reply to a request, given the server's defaults.
+pub(crate) fn reply_for(ask: Ask, defaults: Defaults) -> Reply {
+    let size = defaults.body_size;
+    let (status, body) = match ask.route {
+        Route::Default | Route::Delay(_) | Route::Close => (200, default_body(size, defaults)),
+        Route::Bytes(n) => (200, default_body(n, defaults)),
+        Route::Status(code @ (204 | 304)) => (code, Body::Empty),
+        Route::Status(code) => (code, default_body(size, defaults)),
+        Route::Chunked => (200, chunked(size, true)),
+        Route::Eof => (200, Body::UntilClose(size)),
+        Route::Invalid => return Reply::BadRequest,
+    };
+    let close = ask.close || matches!(ask.route, Route::Close);
+    let cannable = defaults.canned && !ask.http10 && status == 200;
+    if cannable && body == default_body(size, defaults) {
+        let head_only = ask.head_only;
+        return Reply::Canned { head_only, close };
+    }
+    Reply::Send(compose(ask, status, body, close))
+}
+
+fn compose(ask: Ask, status: u16, body: Body, close: bool) -> Response {
+    // HTTP/1.0 has no chunked coding: such bodies end with the connection.
+    let body = match body {
+        Body::Chunked { len, .. } if ask.http10 => Body::UntilClose(len),
+        other => other,
+    };
+    let connection = match (close || matches!(body, Body::UntilClose(_)), ask.http10) {
+        (true, _) => Connection::Close,
+        (false, true) => Connection::KeepAlive,
+        (false, false) => Connection::Omit,
+    };
+    Response {
+        status,
+        body,
+        connection,
+        head_only: ask.head_only,
+    }
+}
+
+/// The default response's body framing, for a body of `len` bytes.
+pub(crate) fn default_body(len: u64, defaults: Defaults) -> Body {
+    if defaults.chunked {
+        chunked(len, false)
+    } else {
+        Body::Length(len)
+    }
+}
+
+fn chunked(len: u64, trailer: bool) -> Body {
+    Body::Chunked { len, trailer }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn paths_select_routes() {
+        assert_eq!(Route::parse("/"), Route::Default);
+        assert_eq!(Route::parse("/index.html?q=1"), Route::Default);
+        assert_eq!(Route::parse("*"), Route::Default);
+        assert_eq!(Route::parse("/status/503"), Route::Status(503));
+        assert_eq!(Route::parse("/status/204/more?x"), Route::Status(204));
+        assert_eq!(Route::parse("/chunked"), Route::Chunked);
+        assert_eq!(Route::parse("/chunked/x?y"), Route::Chunked);
+        assert_eq!(Route::parse("/chunkedx"), Route::Default);
+        assert_eq!(Route::parse("/eof"), Route::Eof);
+        assert_eq!(Route::parse("/close?n=1"), Route::Close);
+        assert_eq!(Route::parse("/delay/250"), Route::Delay(ms(250)));
+        assert_eq!(
+            Route::parse("/delay/0.5"),
+            Route::Delay(Duration::from_micros(500))
+        );
+        assert_eq!(Route::parse("/bytes/1024"), Route::Bytes(1024));
+        assert_eq!(Route::parse("http://h:1/bytes/7?z"), Route::Bytes(7));
+    }
+
+    #[test]
+    fn unusable_parameters_are_invalid() {
+        for target in [
+            "/status",
+            "/status/abc",
+            "/status/100",
+            "/status/1000",
+            "/status/+200",
+            "/delay/-1",
+            "/delay/NaN",
+            "/delay/inf",
+            "/delay/1e300",
+            "/bytes/",
+            "/bytes/-1",
+            "/bytes/99999999999999999999",
+        ] {
+            assert_eq!(Route::parse(target), Route::Invalid, "{target}");
+        }
+    }
+
+    #[test]
+    fn paths_drop_query_and_authority() {
+        assert_eq!(path_of("/a/b?c=d#e"), "/a/b");
+        assert_eq!(path_of("http://host:80"), "/");
+        assert_eq!(path_of("https://host/x?y"), "/x");
+        assert_eq!(path_of(""), "");
+    }
+
+    fn ask(route: Route) -> Ask {
+        Ask {
+            route,
+            head_only: false,
+            http10: false,
+            close: false,
+        }
+    }
+
+    const PLAIN: Defaults = Defaults {
+        body_size: 4,
+        chunked: false,
+        canned: true,
+    };
+
+    #[test]
+    fn the_default_response_is_canned() {
+        let canned = Reply::Canned {
+            head_only: false,
+            close: false,
+        };
+        assert_eq!(reply_for(ask(Route::Default), PLAIN), canned);
+        assert_eq!(reply_for(ask(Route::Delay(ms(1))), PLAIN), canned);
+        assert_eq!(reply_for(ask(Route::Bytes(4)), PLAIN), canned);
+        let closing = reply_for(ask(Route::Close), PLAIN);
+        assert!(matches!(closing, Reply::Canned { close: true, .. }));
+        let streamed = Defaults {
+            canned: false,
+            ..PLAIN
+        };
+        assert!(matches!(
+            reply_for(ask(Route::Default), streamed),
+            Reply::Send(_)
+        ));
+    }
+
+    #[test]
+    fn routes_shape_the_response() {
+        let Reply::Send(r) = reply_for(ask(Route::Status(204)), PLAIN) else {
+            panic!()
+        };
+        assert_eq!((r.status, r.body), (204, Body::Empty));
+        let Reply::Send(r) = reply_for(ask(Route::Status(500)), PLAIN) else {
+            panic!()
+        };
+        assert_eq!((r.status, r.body), (500, Body::Length(4)));
+        let Reply::Send(r) = reply_for(ask(Route::Eof), PLAIN) else {
+            panic!()
+        };
+        assert_eq!(
+            (r.body, r.connection),
+            (Body::UntilClose(4), Connection::Close)
+        );
+        let Reply::Send(r) = reply_for(ask(Route::Chunked), PLAIN) else {
+            panic!()
+        };
+        assert_eq!(
+            r.body,
+            Body::Chunked {
+                len: 4,
+                trailer: true
+            }
+        );
+        assert_eq!(reply_for(ask(Route::Invalid), PLAIN), Reply::BadRequest);
+    }
+
+    #[test]
+    fn http10_gets_explicit_keep_alive_and_no_chunks() {
+        let old = Ask {
+            http10: true,
+            ..ask(Route::Default)
+        };
+        let Reply::Send(r) = reply_for(old, PLAIN) else {
+            panic!()
+        };
+        assert_eq!(
+            (r.body, r.connection),
+            (Body::Length(4), Connection::KeepAlive)
+        );
+        let old_chunked = Ask {
+            route: Route::Chunked,
+            ..old
+        };
+        let Reply::Send(r) = reply_for(old_chunked, PLAIN) else {
+            panic!()
+        };
+        assert_eq!(
+            (r.body, r.connection),
+            (Body::UntilClose(4), Connection::Close)
+        );
+    }
+}

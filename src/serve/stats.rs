@@ -1,0 +1,258 @@
+//! What the server received and sent, for tests and for the `demo` report.
+//!
+//! Counters are relaxed atomics bumped on the request path: cheap, and
+//! always on. Everything that needs a lock or an allocation (per-path counts,
+//! recorded requests) is inspection, kept only when the config's `record` is
+//! above zero, so a benchmark target pays nothing for it. Counts are bumped
+//! before the response is written, so a client that has read a response
+//! always finds it counted.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// Status codes are three digits; one counter for each possible value.
+const STATUS_SLOTS: usize = 1000;
+
+/// One request as it arrived, kept for inspection.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordedRequest {
+    pub method: String,
+    /// The request-target as sent, query included.
+    pub path: String,
+    /// Minor HTTP version: 0 for HTTP/1.0, 1 for HTTP/1.1.
+    pub version: u8,
+    /// Header names and values in arrival order, names as sent.
+    pub headers: Vec<(String, Vec<u8>)>,
+    /// The body after any chunked framing is removed.
+    pub body: Vec<u8>,
+}
+
+impl RecordedRequest {
+    /// The first value of header `name`, compared case-insensitively.
+    pub fn header(&self, name: &str) -> Option<&[u8]> {
+        let found = self
+            .headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name));
+        found.map(|(_, value)| value.as_slice())
+    }
+}
+
+/// What inspection keeps of one request while its body arrives.
+#[derive(Debug)]
+pub(crate) struct Capture {
+    /// The path without its query: the key of the per-path counts.
+    pub path_key: String,
+    /// Present while the server still has room for recorded requests.
+    pub record: Option<RecordedRequest>,
+}
+
+/// Counters shared by every connection of one server.
+#[derive(Debug)]
+pub struct ServerStats {
+    requests: AtomicU64,
+    connections: AtomicU64,
+    open: AtomicU64,
+    bytes_received: AtomicU64,
+    bad_requests: AtomicU64,
+    statuses: Box<[AtomicU64]>,
+    record_limit: usize,
+    /// Claimed recording slots; checked before touching the lock.
+    record_claimed: AtomicUsize,
+    recorded: Mutex<Vec<RecordedRequest>>,
+    paths: Mutex<HashMap<String, u64>>,
+}
+
+impl ServerStats {
+    pub(crate) fn new(record_limit: usize) -> ServerStats {
+        ServerStats {
+            requests: AtomicU64::new(0),
+            connections: AtomicU64::new(0),
+            open: AtomicU64::new(0),
+            bytes_received: AtomicU64::new(0),
+            bad_requests: AtomicU64::new(0),
+            statuses: (0..STATUS_SLOTS).map(|_| AtomicU64::new(0)).collect(),
+            record_limit,
+            record_claimed: AtomicUsize::new(0),
+            recorded: Mutex::new(Vec::new()),
+            paths: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Complete requests received, bad routes (`/status/abc`) included;
+    /// bytes that did not parse as a request count in [`Self::bad_requests`].
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Relaxed)
+    }
+
+    /// Connections accepted since start.
+    pub fn connections(&self) -> u64 {
+        self.connections.load(Relaxed)
+    }
+
+    /// Connections accepted and not yet closed by the server.
+    pub fn open_connections(&self) -> u64 {
+        self.open.load(Relaxed)
+    }
+
+    /// Bytes read from all connections, heads and bodies alike.
+    pub fn bytes_received(&self) -> u64 {
+        self.bytes_received.load(Relaxed)
+    }
+
+    /// Requests answered with 400 because they could not be parsed.
+    pub fn bad_requests(&self) -> u64 {
+        self.bad_requests.load(Relaxed)
+    }
+
+    /// Responses sent (or being sent) with `status`.
+    pub fn responses(&self, status: u16) -> u64 {
+        let slot = self.statuses.get(usize::from(status));
+        slot.map_or(0, |n| n.load(Relaxed))
+    }
+
+    /// Responses sent with any status.
+    pub fn responses_total(&self) -> u64 {
+        self.statuses.iter().map(|n| n.load(Relaxed)).sum()
+    }
+
+    /// Requests for `path` (query excluded). Counted only while inspection
+    /// is on (`record > 0`); otherwise always 0.
+    pub fn path_count(&self, path: &str) -> u64 {
+        lock(&self.paths).get(path).copied().unwrap_or(0)
+    }
+
+    /// Every counted path with its count, sorted by path.
+    pub fn path_counts(&self) -> Vec<(String, u64)> {
+        let mut all: Vec<_> = lock(&self.paths)
+            .iter()
+            .map(|(p, n)| (p.clone(), *n))
+            .collect();
+        all.sort();
+        all
+    }
+
+    /// The first `record` complete requests, in the order they completed.
+    pub fn recorded(&self) -> Vec<RecordedRequest> {
+        lock(&self.recorded).clone()
+    }
+
+    /// Whether requests are inspected at all (per-path counts, recording).
+    pub(crate) fn inspecting(&self) -> bool {
+        self.record_limit > 0
+    }
+
+    /// Whether a request whose head just arrived may still be recorded.
+    pub(crate) fn wants_record(&self) -> bool {
+        self.record_claimed.load(Relaxed) < self.record_limit
+    }
+
+    pub(crate) fn connection_opened(&self) {
+        self.connections.fetch_add(1, Relaxed);
+        self.open.fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn connection_closed(&self) {
+        self.open.fetch_sub(1, Relaxed);
+    }
+
+    pub(crate) fn received(&self, bytes: usize) {
+        self.bytes_received.fetch_add(bytes as u64, Relaxed);
+    }
+
+    pub(crate) fn bad_request(&self) {
+        self.bad_requests.fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn responded(&self, status: u16) {
+        if let Some(n) = self.statuses.get(usize::from(status)) {
+            n.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// Counts one complete request and keeps what inspection captured.
+    pub(crate) fn request_done(&self, capture: Option<Capture>) {
+        self.requests.fetch_add(1, Relaxed);
+        let Some(capture) = capture else { return };
+        *lock(&self.paths).entry(capture.path_key).or_insert(0) += 1;
+        if let Some(request) = capture.record {
+            self.keep(request);
+        }
+    }
+
+    fn keep(&self, request: RecordedRequest) {
+        // Several connections may have started recording when one slot was
+        // left; the first to finish gets it.
+        if self.record_claimed.fetch_add(1, Relaxed) < self.record_limit {
+            lock(&self.recorded).push(request);
+        }
+    }
+}
+
+/// Locks, shrugging off poisoning: counters stay meaningful even if some
+/// thread panicked while holding the lock.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(path: &str) -> RecordedRequest {
+        RecordedRequest {
+            method: "GET".into(),
+            path: path.into(),
+            version: 1,
+            headers: vec![("Host".into(), b"x".to_vec())],
+            body: Vec::new(),
+        }
+    }
+
+    fn capture(path: &str, stats: &ServerStats) -> Capture {
+        Capture {
+            path_key: path.into(),
+            record: stats.wants_record().then(|| request(path)),
+        }
+    }
+
+    #[test]
+    fn keeps_only_the_first_requests() {
+        let stats = ServerStats::new(2);
+        for path in ["/a", "/b", "/a"] {
+            stats.request_done(Some(capture(path, &stats)));
+        }
+        assert_eq!(stats.requests(), 3);
+        let paths: Vec<_> = stats.recorded().into_iter().map(|r| r.path).collect();
+        assert_eq!(paths, ["/a", "/b"]);
+        assert!(!stats.wants_record());
+        assert_eq!(stats.path_count("/a"), 2);
+        assert_eq!(stats.path_count("/c"), 0);
+        assert_eq!(stats.path_counts(), [("/a".into(), 2), ("/b".into(), 1)]);
+    }
+
+    #[test]
+    fn counts_without_inspection() {
+        let stats = ServerStats::new(0);
+        assert!(!stats.inspecting() && !stats.wants_record());
+        stats.request_done(None);
+        stats.responded(200);
+        stats.responded(503);
+        stats.responded(200);
+        assert_eq!(stats.requests(), 1);
+        assert_eq!(stats.responses(200), 2);
+        assert_eq!(stats.responses(503), 1);
+        assert_eq!(stats.responses(404), 0);
+        assert_eq!(stats.responses(u16::MAX), 0);
+        assert_eq!(stats.responses_total(), 3);
+        assert_eq!(stats.path_count("/"), 0);
+    }
+
+    #[test]
+    fn headers_are_found_case_insensitively() {
+        let req = request("/");
+        assert_eq!(req.header("host"), Some(&b"x"[..]));
+        assert_eq!(req.header("accept"), None);
+    }
+}

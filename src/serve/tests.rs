@@ -1,0 +1,597 @@
+//! End-to-end tests: a real server on a loopback port, plain blocking std
+//! clients, and exact bytes on the wire.
+//!
+//! Each test starts its own server on an OS-chosen port, so they run in
+//! parallel. Timing tests assert lower bounds exactly (the server may not
+//! answer early) and upper bounds loosely (a busy machine may be late).
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use super::{RecordedRequest, ServeConfig, Server, StallPlan};
+
+const HEAD_200: &str = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n";
+const GET: &str = "GET / HTTP/1.1\r\nHost: t\r\n\r\n";
+
+fn serve(cfg: ServeConfig) -> Server {
+    Server::start(cfg).expect("server starts")
+}
+
+fn body_size(n: u64) -> ServeConfig {
+    ServeConfig {
+        body_size: n,
+        ..ServeConfig::default()
+    }
+}
+
+fn connect(server: &Server) -> TcpStream {
+    let stream = TcpStream::connect(server.addr()).expect("connects");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    stream
+}
+
+fn send(stream: &mut TcpStream, bytes: &str) {
+    stream.write_all(bytes.as_bytes()).expect("request written");
+}
+
+/// Reads exactly as many bytes as `want` has and compares them.
+fn expect(stream: &mut TcpStream, want: &str) {
+    let mut got = vec![0; want.len()];
+    if let Err(e) = stream.read_exact(&mut got) {
+        panic!("reading {want:?}: {e}");
+    }
+    assert_eq!(String::from_utf8_lossy(&got), want);
+}
+
+/// The server closed its side: the next read is end-of-file.
+fn expect_closed(stream: &mut TcpStream) {
+    let mut buf = [0; 256];
+    match stream.read(&mut buf) {
+        Ok(0) => {}
+        Ok(n) => panic!("more bytes: {:?}", String::from_utf8_lossy(&buf[..n])),
+        Err(e) => panic!("connection not closed: {e}"),
+    }
+}
+
+fn ok(body: usize) -> String {
+    let body = "x".repeat(body);
+    format!("{HEAD_200}Content-Length: {}\r\n\r\n{body}", body.len())
+}
+
+#[test]
+fn keep_alive_serves_many_requests_on_one_connection() {
+    let server = serve(body_size(5));
+    let mut client = connect(&server);
+    for _ in 0..100 {
+        send(&mut client, GET);
+        expect(
+            &mut client,
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nxxxxx",
+        );
+    }
+    let stats = server.stats();
+    assert_eq!(stats.requests(), 100);
+    assert_eq!(stats.connections(), 1);
+    assert_eq!(stats.responses(200), 100);
+    assert_eq!(stats.responses_total(), 100);
+    assert_eq!(stats.bytes_received(), 100 * GET.len() as u64);
+}
+
+#[test]
+fn pipelined_requests_are_answered_in_order() {
+    let server = serve(body_size(2));
+    let mut client = connect(&server);
+    send(
+        &mut client,
+        "GET /status/404 HTTP/1.1\r\n\r\nHEAD / HTTP/1.1\r\n\r\nGET /bytes/3?q HTTP/1.1\r\n\r\n",
+    );
+    expect(
+        &mut client,
+        "HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nxx\
+         HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n\
+         HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\nxxx",
+    );
+    send(&mut client, GET);
+    expect(&mut client, &ok(2));
+    assert_eq!(server.stats().requests(), 4);
+}
+
+#[test]
+fn head_gets_every_header_and_no_body() {
+    let server = serve(ServeConfig {
+        body_size: 6,
+        chunked: true,
+        ..ServeConfig::default()
+    });
+    let mut client = connect(&server);
+    send(&mut client, "HEAD /anything HTTP/1.1\r\n\r\n");
+    expect(
+        &mut client,
+        &format!("{HEAD_200}Transfer-Encoding: chunked\r\n\r\n"),
+    );
+    // No stray body bytes: the next response starts right after the head.
+    send(&mut client, "HEAD /eof HTTP/1.1\r\n\r\n");
+    expect(&mut client, &format!("{HEAD_200}Connection: close\r\n\r\n"));
+    expect_closed(&mut client);
+}
+
+#[test]
+fn chunked_route_sends_chunks_and_a_trailer() {
+    let server = serve(body_size(10));
+    let mut client = connect(&server);
+    send(&mut client, "GET /chunked HTTP/1.1\r\n\r\n");
+    expect(
+        &mut client,
+        "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\
+         Trailer: X-Body-Bytes\r\n\r\n\
+         4\r\nxxxx\r\n4\r\nxxxx\r\n2\r\nxx\r\n0\r\nX-Body-Bytes: 10\r\n\r\n",
+    );
+    send(&mut client, GET);
+    expect(&mut client, &ok(10));
+}
+
+#[test]
+fn chunked_flag_frames_the_default_response() {
+    let server = serve(ServeConfig {
+        body_size: 3,
+        chunked: true,
+        ..ServeConfig::default()
+    });
+    let mut client = connect(&server);
+    for _ in 0..2 {
+        send(&mut client, GET);
+        expect(
+            &mut client,
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n\
+             1\r\nx\r\n1\r\nx\r\n1\r\nx\r\n0\r\n\r\n",
+        );
+    }
+}
+
+#[test]
+fn eof_route_ends_the_body_by_closing() {
+    let server = serve(body_size(4));
+    let mut client = connect(&server);
+    send(&mut client, "GET /eof HTTP/1.1\r\n\r\n");
+    let mut all = String::new();
+    client.read_to_string(&mut all).expect("read until close");
+    let want = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nxxxx";
+    assert_eq!(all, want);
+}
+
+#[test]
+fn close_route_answers_then_closes() {
+    let server = serve(body_size(1));
+    let mut client = connect(&server);
+    send(&mut client, "GET /close HTTP/1.1\r\n\r\n");
+    let want = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1\r\n\
+                Connection: close\r\n\r\nx";
+    expect(&mut client, want);
+    expect_closed(&mut client);
+}
+
+#[test]
+fn status_route_sets_the_status() {
+    let server = serve(body_size(3));
+    let mut client = connect(&server);
+    send(&mut client, "GET /status/500 HTTP/1.1\r\n\r\n");
+    expect(
+        &mut client,
+        "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\nxxx",
+    );
+    send(&mut client, "GET /status/503/ignored?x=1 HTTP/1.1\r\n\r\n");
+    expect(
+        &mut client,
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\nxxx",
+    );
+    let stats = server.stats();
+    assert_eq!((stats.responses(500), stats.responses(503)), (1, 1));
+}
+
+#[test]
+fn no_content_and_not_modified_have_no_body() {
+    let server = serve(body_size(3));
+    let mut client = connect(&server);
+    send(
+        &mut client,
+        "GET /status/204 HTTP/1.1\r\n\r\nGET /status/304 HTTP/1.1\r\n\r\n",
+    );
+    send(&mut client, GET);
+    expect(
+        &mut client,
+        &format!(
+            "HTTP/1.1 204 No Content\r\nContent-Type: text/plain\r\n\r\n\
+             HTTP/1.1 304 Not Modified\r\nContent-Type: text/plain\r\n\r\n{}",
+            ok(3)
+        ),
+    );
+    assert_eq!(server.stats().responses(204), 1);
+}
+
+#[test]
+fn close_every_closes_after_the_nth_response() {
+    let server = serve(ServeConfig {
+        close_every: Some(2),
+        ..ServeConfig::default()
+    });
+    let mut client = connect(&server);
+    send(&mut client, GET);
+    expect(&mut client, &format!("{HEAD_200}Content-Length: 0\r\n\r\n"));
+    // Pipelined extras are ignored once the second response closes.
+    send(&mut client, &GET.repeat(3));
+    expect(
+        &mut client,
+        &format!("{HEAD_200}Content-Length: 0\r\nConnection: close\r\n\r\n"),
+    );
+    expect_closed(&mut client);
+    // The count is per connection.
+    let mut again = connect(&server);
+    send(&mut again, GET);
+    expect(&mut again, &ok(0));
+    assert_eq!(server.stats().connections(), 2);
+}
+
+#[test]
+fn a_client_asking_to_close_is_obeyed() {
+    let server = serve(body_size(1));
+    let mut client = connect(&server);
+    send(&mut client, "GET / HTTP/1.1\r\nConnection: close\r\n\r\n");
+    expect(
+        &mut client,
+        &format!("{HEAD_200}Content-Length: 1\r\nConnection: close\r\n\r\nx"),
+    );
+    expect_closed(&mut client);
+}
+
+#[test]
+fn http10_closes_unless_kept_alive() {
+    let server = serve(ServeConfig {
+        body_size: 2,
+        chunked: true,
+        ..ServeConfig::default()
+    });
+    let mut client = connect(&server);
+    send(
+        &mut client,
+        "GET /status/200 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+    );
+    // No chunked coding for HTTP/1.0: the body ends with the connection.
+    expect(
+        &mut client,
+        &format!("{HEAD_200}Connection: close\r\n\r\nxx"),
+    );
+    expect_closed(&mut client);
+
+    let mut client = connect(&server);
+    send(
+        &mut client,
+        "GET /status/204 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+    );
+    let kept =
+        "HTTP/1.1 204 No Content\r\nContent-Type: text/plain\r\nConnection: keep-alive\r\n\r\n";
+    expect(&mut client, kept);
+    send(&mut client, "GET /status/204 HTTP/1.0\r\n\r\n");
+    let closed = "HTTP/1.1 204 No Content\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n";
+    expect(&mut client, closed);
+    expect_closed(&mut client);
+}
+
+#[test]
+fn request_bodies_are_recorded() {
+    let server = serve(ServeConfig {
+        record: 2,
+        ..ServeConfig::default()
+    });
+    let mut client = connect(&server);
+    send(
+        &mut client,
+        "POST /submit?id=7 HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello\
+         PUT /up HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n1\r\nc\r\n0\r\n\r\n\
+         GET /submit HTTP/1.1\r\n\r\n",
+    );
+    expect(&mut client, &ok(0).repeat(3));
+    let stats = server.stats();
+    let post = RecordedRequest {
+        method: "POST".into(),
+        path: "/submit?id=7".into(),
+        version: 1,
+        headers: vec![
+            ("Host".into(), b"t".to_vec()),
+            ("Content-Length".into(), b"5".to_vec()),
+        ],
+        body: b"hello".to_vec(),
+    };
+    let recorded = stats.recorded();
+    assert_eq!(recorded.len(), 2, "only the first two are kept");
+    assert_eq!(recorded[0], post);
+    assert_eq!(
+        (recorded[1].method.as_str(), &recorded[1].body[..]),
+        ("PUT", &b"abc"[..])
+    );
+    assert_eq!(stats.path_count("/submit"), 2);
+    assert_eq!(stats.path_count("/up"), 1);
+    assert_eq!(stats.requests(), 3);
+}
+
+#[test]
+fn bodies_are_skipped_when_not_recorded() {
+    let server = serve(body_size(1));
+    let mut client = connect(&server);
+    let big = "y".repeat(200_000);
+    let request = format!(
+        "POST / HTTP/1.1\r\nContent-Length: {}\r\n\r\n{big}{GET}",
+        big.len()
+    );
+    send(&mut client, &request);
+    expect(&mut client, &ok(1).repeat(2));
+    let stats = server.stats();
+    assert_eq!(stats.requests(), 2);
+    assert_eq!(stats.bytes_received(), request.len() as u64);
+    assert!(stats.recorded().is_empty());
+    assert_eq!(
+        stats.path_count("/"),
+        0,
+        "no per-path counts without inspection"
+    );
+}
+
+#[test]
+fn expect_continue_gets_the_go_ahead() {
+    let server = serve(ServeConfig::default());
+    let mut client = connect(&server);
+    send(
+        &mut client,
+        "POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n",
+    );
+    expect(&mut client, "HTTP/1.1 100 Continue\r\n\r\n");
+    send(&mut client, "hi");
+    expect(&mut client, &ok(0));
+}
+
+#[test]
+fn garbage_gets_400_and_close() {
+    let server = serve(ServeConfig::default());
+    let bad = "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: 12\r\n\
+               Connection: close\r\n\r\nbad request\n";
+    for garbage in [
+        "\x00\x01\x02 nonsense\r\n\r\n",
+        "GET / HTTP/1.1\r\nContent-Length: nine\r\n\r\n",
+        "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        "GET /status/abc HTTP/1.1\r\n\r\n",
+        "GET /delay/-5 HTTP/1.1\r\n\r\n",
+    ] {
+        let mut client = connect(&server);
+        send(&mut client, garbage);
+        expect(&mut client, bad);
+        expect_closed(&mut client);
+    }
+    let stats = server.stats();
+    assert_eq!(stats.bad_requests(), 3);
+    assert_eq!(stats.responses(400), 5);
+    assert_eq!(stats.requests(), 2, "bad routes are still requests");
+}
+
+#[test]
+fn an_endless_head_is_refused() {
+    let server = serve(ServeConfig::default());
+    let mut client = connect(&server);
+    send(&mut client, "GET / HTTP/1.1\r\n");
+    let pad = "X-Pad: 0123456789abcdef0123456789abcdef\r\n".repeat(2000);
+    // The server may close before taking every byte; that is the point.
+    let _ = client.write_all(pad.as_bytes());
+    let mut head = [0; 24];
+    client
+        .read_exact(&mut head)
+        .expect("an answer before the close");
+    assert_eq!(&head, b"HTTP/1.1 400 Bad Request");
+}
+
+#[test]
+fn abandoned_connections_do_not_hurt_the_server() {
+    let server = serve(body_size(1));
+    let half = connect(&server);
+    (&half).write_all(b"GET / HTTP/1.1\r\nHo").unwrap();
+    drop(half);
+    let early = connect(&server);
+    early.shutdown(Shutdown::Both).unwrap();
+    let mut client = connect(&server);
+    send(&mut client, GET);
+    expect(&mut client, &ok(1));
+}
+
+#[test]
+fn a_client_that_half_closes_still_gets_its_answers() {
+    let server = serve(body_size(1));
+    let mut client = connect(&server);
+    send(&mut client, &GET.repeat(2));
+    client.shutdown(Shutdown::Write).unwrap();
+    expect(&mut client, &ok(1).repeat(2));
+    expect_closed(&mut client);
+}
+
+#[test]
+fn large_bodies_stream_intact() {
+    let size = 300_000;
+    let server = serve(body_size(size as u64));
+    let mut client = connect(&server);
+    send(
+        &mut client,
+        &format!("{GET}GET /bytes/1000001 HTTP/1.1\r\n\r\n"),
+    );
+    expect(&mut client, &ok(size));
+    expect(&mut client, &ok(1_000_001));
+    send(
+        &mut client,
+        "GET /chunked HTTP/1.1\r\nConnection: close\r\n\r\n",
+    );
+    let mut all = Vec::new();
+    client.read_to_end(&mut all).unwrap();
+    let text = String::from_utf8(all).unwrap();
+    let chunk = format!("4000\r\n{}\r\n", "x".repeat(16384));
+    let tail = 300_000 - 18 * 16384;
+    let want = format!(
+        "{HEAD_200}Transfer-Encoding: chunked\r\nTrailer: X-Body-Bytes\r\nConnection: close\r\n\r\n\
+         {}{tail:x}\r\n{}\r\n0\r\nX-Body-Bytes: 300000\r\n\r\n",
+        chunk.repeat(18),
+        "x".repeat(tail),
+    );
+    assert!(text == want, "chunked body differs");
+}
+
+#[test]
+fn delays_hold_responses_back() {
+    let server = serve(ServeConfig {
+        delay: Duration::from_millis(40),
+        ..ServeConfig::default()
+    });
+    let mut client = connect(&server);
+    let sent = Instant::now();
+    send(&mut client, "GET /delay/60.5 HTTP/1.1\r\n\r\n");
+    expect(&mut client, &ok(0));
+    let took = sent.elapsed();
+    assert!(
+        took >= Duration::from_micros(100_500),
+        "answered after {took:?}"
+    );
+    assert!(took < Duration::from_secs(1), "answered after {took:?}");
+    let sent = Instant::now();
+    send(&mut client, GET);
+    expect(&mut client, &ok(0));
+    assert!(sent.elapsed() >= Duration::from_millis(40));
+}
+
+#[test]
+fn nothing_is_written_during_a_stall() {
+    let ms = Duration::from_millis;
+    let server = serve(ServeConfig {
+        stall: Some(StallPlan::once(ms(300), ms(500)).unwrap()),
+        ..ServeConfig::default()
+    });
+    let start = server.started_at();
+    let mut client = connect(&server);
+    send(&mut client, GET);
+    expect(&mut client, &ok(0));
+    assert!(start.elapsed() < ms(300), "answered before the stall");
+
+    sleep((start + ms(400)).saturating_duration_since(Instant::now()));
+    let mut other = connect(&server);
+    send(&mut client, GET);
+    send(&mut other, "GET /status/202 HTTP/1.1\r\n\r\n");
+    expect(&mut client, &ok(0));
+    let answered = start.elapsed();
+    assert!(answered >= ms(795), "answered {answered:?} after start");
+    assert!(answered < ms(1500), "answered {answered:?} after start");
+    expect(
+        &mut other,
+        "HTTP/1.1 202 Accepted\r\nContent-Type: text/plain\r\nContent-Length: 0\r\n\r\n",
+    );
+    assert!(start.elapsed() >= ms(795));
+}
+
+#[test]
+fn periodic_stalls_repeat() {
+    let ms = Duration::from_millis;
+    let server = serve(ServeConfig {
+        stall: Some(StallPlan::periodic(ms(200), ms(100), None).unwrap()),
+        ..ServeConfig::default()
+    });
+    let start = server.started_at();
+    let mut client = connect(&server);
+    for (send_at, not_before) in [(250, 300), (450, 500)] {
+        sleep((start + ms(send_at)).saturating_duration_since(Instant::now()));
+        send(&mut client, GET);
+        expect(&mut client, &ok(0));
+        let answered = start.elapsed();
+        assert!(answered >= ms(not_before - 5), "answered at {answered:?}");
+    }
+}
+
+#[test]
+fn several_threads_serve_several_connections() {
+    let server = serve(ServeConfig {
+        threads: 2,
+        body_size: 8,
+        ..ServeConfig::default()
+    });
+    let addr = server.addr();
+    let clients: Vec<_> = (0..4)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut stream = TcpStream::connect(addr).unwrap();
+                stream
+                    .set_read_timeout(Some(Duration::from_secs(2)))
+                    .unwrap();
+                for _ in 0..25 {
+                    send(&mut stream, GET);
+                    expect(&mut stream, &ok(8));
+                }
+            })
+        })
+        .collect();
+    for client in clients {
+        client.join().unwrap();
+    }
+    let stats = server.stats();
+    assert_eq!((stats.connections(), stats.requests()), (4, 100));
+}
+
+#[test]
+fn shutdown_closes_connections_and_the_listener() {
+    let server = serve(ServeConfig::default());
+    let addr = server.addr();
+    let mut client = connect(&server);
+    send(&mut client, GET);
+    expect(&mut client, &ok(0));
+    let stats = server.stats();
+    assert_eq!(stats.open_connections(), 1);
+    server.shutdown();
+    let mut buf = [0; 16];
+    match client.read(&mut buf) {
+        Ok(0) => {}
+        Err(e) if e.kind() == ErrorKind::ConnectionReset => {}
+        other => panic!("connection still open: {other:?}"),
+    }
+    assert_eq!(stats.open_connections(), 0);
+    assert!(TcpStream::connect(addr).is_err(), "still listening");
+}
+
+#[test]
+fn bad_configs_are_refused_at_start() {
+    let zero = ServeConfig {
+        threads: 0,
+        ..ServeConfig::default()
+    };
+    let err = Server::start(zero).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    let taken = serve(ServeConfig::default());
+    let clash = ServeConfig {
+        listen: taken.addr(),
+        ..ServeConfig::default()
+    };
+    assert_eq!(
+        Server::start(clash).unwrap_err().kind(),
+        ErrorKind::AddrInUse
+    );
+}
+
+#[test]
+fn starts_and_stops_inside_an_async_context() {
+    // Callers may live on a runtime of their own; dropping the server there
+    // must not try to drop its runtime inside theirs.
+    let outer = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    outer.block_on(async {
+        let server = serve(body_size(2));
+        let mut client = connect(&server);
+        send(&mut client, GET);
+        expect(&mut client, &ok(2));
+        server.shutdown();
+        expect_closed(&mut client);
+    });
+}

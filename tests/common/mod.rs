@@ -1,0 +1,51 @@
+//! Shared helpers for the end-to-end tests: a built-in target on
+//! 127.0.0.1:0, runs of metron through its library, and a lock that keeps
+//! the timing-sensitive runs of one test binary from overlapping on a
+//! small machine.
+
+#![allow(dead_code)]
+
+use std::sync::{Mutex, MutexGuard};
+
+use clap::Parser;
+use metron::cli::config::Config;
+use metron::cli::BenchArgs;
+use metron::engine::{Outcome, Stop};
+use metron::serve::{ServeConfig, Server};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Runs one load test at a time within a test binary.
+pub fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub fn server(cfg: ServeConfig) -> Server {
+    Server::start(cfg).expect("the built-in target starts")
+}
+
+pub fn url(server: &Server, path: &str) -> String {
+    format!("http://{}{}", server.addr(), path)
+}
+
+/// Runs metron with wrk-style arguments; returns the outcome and the text
+/// report it printed.
+pub fn bench(args: &[&str]) -> (Outcome, String) {
+    try_bench(args).unwrap_or_else(|e| panic!("metron {args:?} failed: {e}"))
+}
+
+pub fn try_bench(args: &[&str]) -> Result<(Outcome, String), metron::Error> {
+    let mut argv = vec!["metron"];
+    argv.extend_from_slice(args);
+    let parsed = BenchArgs::try_parse_from(&argv).expect("test arguments parse");
+    let cfg = Config::from_args(&parsed)?;
+    let mut out = Vec::new();
+    let outcome = metron::bench_config(&cfg, &Stop::new(), &mut out)?;
+    Ok((outcome, String::from_utf8(out).expect("the report is UTF-8")))
+}
+
+/// The accounting identity every run must satisfy.
+pub fn assert_balanced(o: &Outcome) {
+    let c = &o.stats.counters;
+    assert!(c.balanced(), "accounting does not add up: {c:?}");
+}

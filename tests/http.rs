@@ -1,0 +1,133 @@
+//! The engine against every response shape and connection event the
+//! built-in target can produce: body framings, closes, statuses, timeouts.
+
+mod common;
+
+use common::*;
+use metron::serve::ServeConfig;
+
+fn run_path(cfg: ServeConfig, path: &str, extra: &[&str]) -> (metron::engine::Outcome, String, u64) {
+    let srv = server(cfg);
+    let u = url(&srv, path);
+    let mut args = vec!["-t1", "-c2", "-R200", "-d1s"];
+    args.extend_from_slice(extra);
+    args.push(&u);
+    let (o, text) = bench(&args);
+    assert_balanced(&o);
+    (o, text, srv.stats().requests())
+}
+
+#[test]
+fn content_length_and_chunked_bodies_complete() {
+    let _g = serial();
+    for (cfg, path) in [
+        (ServeConfig { body_size: 1000, ..ServeConfig::default() }, "/"),
+        (ServeConfig { body_size: 5000, ..ServeConfig::default() }, "/chunked"),
+        (ServeConfig { body_size: 100, chunked: true, ..ServeConfig::default() }, "/"),
+    ] {
+        let (o, _, received) = run_path(cfg, path, &[]);
+        let c = o.stats.counters;
+        assert_eq!(c.completed, 200, "{path}: {c:?}");
+        assert_eq!(c.errors.lost_requests(), 0, "{path}");
+        assert_eq!(c.reconnects, 0, "{path}: keep-alive must hold");
+        assert_eq!(received, 200);
+    }
+}
+
+#[test]
+fn bodies_delimited_by_close_complete_and_reconnect() {
+    let _g = serial();
+    let (o, _, _) = run_path(ServeConfig { body_size: 300, ..ServeConfig::default() }, "/eof", &[]);
+    let c = o.stats.counters;
+    assert_eq!(c.completed, 200, "{c:?}");
+    assert_eq!(c.errors.lost_requests(), 0);
+    assert_eq!(c.reconnects, 200);
+    assert!(c.bytes > 200 * 300);
+}
+
+#[test]
+fn connection_close_header_reconnects_without_errors() {
+    let _g = serial();
+    let (o, _, _) = run_path(ServeConfig::default(), "/close", &[]);
+    let c = o.stats.counters;
+    assert_eq!((c.completed, c.reconnects, c.errors.lost_requests()), (200, 200, 0), "{c:?}");
+}
+
+#[test]
+fn no_content_responses_have_no_body() {
+    let _g = serial();
+    let (o, _, _) = run_path(ServeConfig { body_size: 10, ..ServeConfig::default() }, "/status/204", &[]);
+    let c = o.stats.counters;
+    assert_eq!((c.completed, c.reconnects, c.errors.lost_requests()), (200, 0, 0), "{c:?}");
+}
+
+#[test]
+fn error_statuses_are_counted_and_reported() {
+    let _g = serial();
+    let (o, text, _) = run_path(ServeConfig::default(), "/status/500", &[]);
+    let c = o.stats.counters;
+    assert_eq!((c.completed, c.errors.status), (200, 200), "{c:?}");
+    assert!(text.contains("  Non-2xx or 3xx responses: 200\n"), "{text}");
+    assert!(!text.contains("Socket errors"), "{text}");
+}
+
+#[test]
+fn slow_responses_time_out_and_recycle_their_connection() {
+    let _g = serial();
+    // Every response takes 300 ms; with --timeout 100ms each request is
+    // abandoned, counted once, and its connection reopened.
+    let srv = server(ServeConfig::default());
+    let u = url(&srv, "/delay/300");
+    let (o, text) = bench(&["-t1", "-c2", "-R10", "-d1s", "--timeout", "100ms", &u]);
+    assert_balanced(&o);
+    let c = o.stats.counters;
+    assert_eq!(c.completed, 0, "{c:?}");
+    assert!(c.errors.timeout >= 8, "{c:?}");
+    assert!(text.contains("Socket errors: connect 0, read 0, write 0, timeout"), "{text}");
+}
+
+/// A server that closes after every response: the requests still
+/// complete, every close is counted as a reconnect, and the generator does
+/// not spin (wrk2 burns a core here).
+#[test]
+fn server_closing_every_connection_costs_little_cpu() {
+    let _g = serial();
+    let srv = server(ServeConfig { close_every: Some(1), ..ServeConfig::default() });
+    let u = url(&srv, "/");
+    let (o, _) = bench(&["-t1", "-c4", "-R500", "-d2s", &u]);
+    assert_balanced(&o);
+    let c = o.stats.counters;
+    assert!(c.completed >= 995, "{c:?}");
+    assert_eq!(c.errors.lost_requests(), 0, "{c:?}");
+    assert!(c.reconnects >= c.completed - 4, "{c:?}");
+    let cpu = o.stats.cpu().as_secs_f64();
+    let wall = o.stats.window.as_secs_f64();
+    assert!(cpu < 0.5 * wall, "worker used {cpu:.2}s of CPU in {wall:.2}s");
+}
+
+/// Throughput mode: a closed loop, every connection busy all the time.
+#[test]
+fn closed_loop_keeps_every_connection_busy() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let u = url(&srv, "/");
+    let (o, text) = bench(&["-t2", "-c4", "-d1s", &u]);
+    assert_balanced(&o);
+    let c = o.stats.counters;
+    assert!(c.completed > 1000, "{c:?}");
+    assert!(c.in_flight <= 4);
+    assert_eq!(c.never_sent, 0);
+    assert!(text.contains("Requests/sec:"), "{text}");
+}
+
+#[test]
+fn a_refused_connection_is_one_clear_error() {
+    let _g = serial();
+    // Bind, learn a free port, close it: nothing listens there now.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let u = format!("http://127.0.0.1:{port}/");
+    let err = try_bench(&["-t1", "-c1", "-d1s", &u]).map(|_| ()).unwrap_err().to_string();
+    assert!(err.contains(&format!("cannot connect to 127.0.0.1:{port}")), "{err}");
+    assert!(err.contains("refused"), "{err}");
+    assert!(!err.contains('\n'));
+}
