@@ -13,7 +13,10 @@ pub type Nanos = u64;
 /// Reads the monotonic clock (a vDSO call, no syscall).
 #[inline]
 pub fn now() -> Nanos {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -21,7 +24,10 @@ pub fn now() -> Nanos {
 
 /// CPU time (user + system) used so far by the calling thread.
 pub fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: as above; CLOCK_THREAD_CPUTIME_ID is always available on Linux.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
@@ -47,7 +53,11 @@ mod tests {
         let a = now();
         std::thread::sleep(Duration::from_millis(2));
         let b = now();
-        assert!(b - a >= 2_000_000, "slept 2 ms but clock moved {} ns", b - a);
+        assert!(
+            b - a >= 2_000_000,
+            "slept 2 ms but clock moved {} ns",
+            b - a
+        );
     }
 
     #[test]

@@ -21,7 +21,10 @@ pub fn run(args: &DemoArgs, out: &mut dyn Write) -> Result<(), Error> {
     let stall_at = args.duration.mul_f64(0.4);
     let stall = StallPlan::once(stall_at, args.stall_for)
         .map_err(|why| std::io::Error::new(std::io::ErrorKind::InvalidInput, why))?;
-    let server = Server::start(ServeConfig { stall: Some(stall), ..ServeConfig::default() })?;
+    let server = Server::start(ServeConfig {
+        stall: Some(stall),
+        ..ServeConfig::default()
+    })?;
     let url = format!("http://{}/", server.addr());
     let bench = BenchArgs::try_parse_from([
         "metron".to_string(),
@@ -60,7 +63,13 @@ fn side_by_side(out: &mut dyn Write, s: &RunStats) -> std::io::Result<()> {
     for p in PERCENTILES {
         let c = s.latency.value_at_percentile(p) as f64;
         let u = s.uncorrected.value_at_percentile(p) as f64;
-        writeln!(out, "  {:>9.3}%  {:>10}  {:>11}", p, format_time_us(c), format_time_us(u))?;
+        writeln!(
+            out,
+            "  {:>9.3}%  {:>10}  {:>11}",
+            p,
+            format_time_us(c),
+            format_time_us(u)
+        )?;
     }
     Ok(())
 }

@@ -66,7 +66,11 @@ pub fn bench(args: &BenchArgs, out: &mut dyn Write) -> Result<Outcome, Error> {
 }
 
 /// Runs a load test from a ready configuration (what tests and `demo` use).
-pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, mut out: &mut dyn Write) -> Result<Outcome, Error> {
+pub fn bench_config(
+    cfg: &Config,
+    stop: &Arc<Stop>,
+    mut out: &mut dyn Write,
+) -> Result<Outcome, Error> {
     let connections = cfg.connections();
     report::text::write_banner(&mut out, &cfg.url, cfg.duration, cfg.threads, connections)?;
     out.flush()?;

@@ -8,7 +8,11 @@ fn main() -> ExitCode {
         Ok(cmd) => cmd,
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
         }
     };
     let mut out = io::stdout().lock();

@@ -19,15 +19,20 @@ pub struct Guard {
 pub fn stop_on_interrupt(stop: Arc<Stop>) -> io::Result<Guard> {
     let mut signals = Signals::new([SIGINT, SIGTERM])?;
     let handle = signals.handle();
-    let thread = std::thread::Builder::new().name("metron-signals".into()).spawn(move || {
-        for _ in signals.forever() {
-            if stop.is_stopped() {
-                std::process::exit(130);
+    let thread = std::thread::Builder::new()
+        .name("metron-signals".into())
+        .spawn(move || {
+            for _ in signals.forever() {
+                if stop.is_stopped() {
+                    std::process::exit(130);
+                }
+                stop.trigger();
             }
-            stop.trigger();
-        }
-    })?;
-    Ok(Guard { handle, thread: Some(thread) })
+        })?;
+    Ok(Guard {
+        handle,
+        thread: Some(thread),
+    })
 }
 
 impl Drop for Guard {

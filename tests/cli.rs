@@ -8,7 +8,10 @@ use common::*;
 use metron::serve::ServeConfig;
 
 fn metron(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_metron")).args(args).output().expect("the binary runs")
+    Command::new(env!("CARGO_BIN_EXE_metron"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
 }
 
 fn stderr(o: &Output) -> String {
@@ -25,12 +28,24 @@ fn version_flag_is_wrks() {
 #[test]
 fn usage_errors_are_one_line_with_a_non_zero_exit() {
     let cases: &[(&[&str], &str)] = &[
-        (&["-t", "4", "-c", "2", "http://127.0.0.1:1/"], "-c 2 is fewer than -t 4"),
-        (&["-R", "0", "http://127.0.0.1:1/"], "rate must be above zero"),
+        (
+            &["-t", "4", "-c", "2", "http://127.0.0.1:1/"],
+            "-c 2 is fewer than -t 4",
+        ),
+        (
+            &["-R", "0", "http://127.0.0.1:1/"],
+            "rate must be above zero",
+        ),
         (&["-d", "0", "http://127.0.0.1:1/"], "positive duration"),
-        (&["--warmup", "20s", "http://127.0.0.1:1/"], "shorten --warmup"),
+        (
+            &["--warmup", "20s", "http://127.0.0.1:1/"],
+            "shorten --warmup",
+        ),
         (&["ftp://127.0.0.1/"], "unsupported scheme 'ftp'"),
-        (&["-H", "nocolon", "http://127.0.0.1:1/"], "write it as 'Name: value'"),
+        (
+            &["-H", "nocolon", "http://127.0.0.1:1/"],
+            "write it as 'Name: value'",
+        ),
     ];
     for (args, want) in cases {
         let o = metron(args);
@@ -53,7 +68,11 @@ fn malformed_flags_are_usage_errors() {
 
 #[test]
 fn nothing_listening_is_an_error_exit() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let o = metron(&["-t1", "-c1", "-d1s", &format!("http://127.0.0.1:{port}/")]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("cannot connect"), "{}", stderr(&o));
@@ -67,7 +86,12 @@ fn a_run_prints_the_wrk2_report() {
     let o = metron(&["-t1", "-c2", "-R100", "-d1s", "-L", &u]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.starts_with(&format!("Running 1s test @ {u}\n  1 threads and 2 connections\n")), "{out}");
+    assert!(
+        out.starts_with(&format!(
+            "Running 1s test @ {u}\n  1 threads and 2 connections\n"
+        )),
+        "{out}"
+    );
     for want in [
         "  Thread Stats   Avg      Stdev     Max   +/- Stdev\n",
         "  Latency Distribution (HdrHistogram - Recorded Latency)\n",

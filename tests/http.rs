@@ -6,7 +6,11 @@ mod common;
 use common::*;
 use metron::serve::ServeConfig;
 
-fn run_path(cfg: ServeConfig, path: &str, extra: &[&str]) -> (metron::engine::Outcome, String, u64) {
+fn run_path(
+    cfg: ServeConfig,
+    path: &str,
+    extra: &[&str],
+) -> (metron::engine::Outcome, String, u64) {
     let srv = server(cfg);
     let u = url(&srv, path);
     let mut args = vec!["-t1", "-c2", "-R200", "-d1s"];
@@ -21,9 +25,28 @@ fn run_path(cfg: ServeConfig, path: &str, extra: &[&str]) -> (metron::engine::Ou
 fn content_length_and_chunked_bodies_complete() {
     let _g = serial();
     for (cfg, path) in [
-        (ServeConfig { body_size: 1000, ..ServeConfig::default() }, "/"),
-        (ServeConfig { body_size: 5000, ..ServeConfig::default() }, "/chunked"),
-        (ServeConfig { body_size: 100, chunked: true, ..ServeConfig::default() }, "/"),
+        (
+            ServeConfig {
+                body_size: 1000,
+                ..ServeConfig::default()
+            },
+            "/",
+        ),
+        (
+            ServeConfig {
+                body_size: 5000,
+                ..ServeConfig::default()
+            },
+            "/chunked",
+        ),
+        (
+            ServeConfig {
+                body_size: 100,
+                chunked: true,
+                ..ServeConfig::default()
+            },
+            "/",
+        ),
     ] {
         let (o, _, received) = run_path(cfg, path, &[]);
         let c = o.stats.counters;
@@ -37,7 +60,14 @@ fn content_length_and_chunked_bodies_complete() {
 #[test]
 fn bodies_delimited_by_close_complete_and_reconnect() {
     let _g = serial();
-    let (o, _, _) = run_path(ServeConfig { body_size: 300, ..ServeConfig::default() }, "/eof", &[]);
+    let (o, _, _) = run_path(
+        ServeConfig {
+            body_size: 300,
+            ..ServeConfig::default()
+        },
+        "/eof",
+        &[],
+    );
     let c = o.stats.counters;
     assert_eq!(c.completed, 200, "{c:?}");
     assert_eq!(c.errors.lost_requests(), 0);
@@ -50,15 +80,30 @@ fn connection_close_header_reconnects_without_errors() {
     let _g = serial();
     let (o, _, _) = run_path(ServeConfig::default(), "/close", &[]);
     let c = o.stats.counters;
-    assert_eq!((c.completed, c.reconnects, c.errors.lost_requests()), (200, 200, 0), "{c:?}");
+    assert_eq!(
+        (c.completed, c.reconnects, c.errors.lost_requests()),
+        (200, 200, 0),
+        "{c:?}"
+    );
 }
 
 #[test]
 fn no_content_responses_have_no_body() {
     let _g = serial();
-    let (o, _, _) = run_path(ServeConfig { body_size: 10, ..ServeConfig::default() }, "/status/204", &[]);
+    let (o, _, _) = run_path(
+        ServeConfig {
+            body_size: 10,
+            ..ServeConfig::default()
+        },
+        "/status/204",
+        &[],
+    );
     let c = o.stats.counters;
-    assert_eq!((c.completed, c.reconnects, c.errors.lost_requests()), (200, 0, 0), "{c:?}");
+    assert_eq!(
+        (c.completed, c.reconnects, c.errors.lost_requests()),
+        (200, 0, 0),
+        "{c:?}"
+    );
 }
 
 #[test]
@@ -83,7 +128,10 @@ fn slow_responses_time_out_and_recycle_their_connection() {
     let c = o.stats.counters;
     assert_eq!(c.completed, 0, "{c:?}");
     assert!(c.errors.timeout >= 8, "{c:?}");
-    assert!(text.contains("Socket errors: connect 0, read 0, write 0, timeout"), "{text}");
+    assert!(
+        text.contains("Socket errors: connect 0, read 0, write 0, timeout"),
+        "{text}"
+    );
 }
 
 /// A server that closes after every response: the requests still
@@ -92,7 +140,10 @@ fn slow_responses_time_out_and_recycle_their_connection() {
 #[test]
 fn server_closing_every_connection_costs_little_cpu() {
     let _g = serial();
-    let srv = server(ServeConfig { close_every: Some(1), ..ServeConfig::default() });
+    let srv = server(ServeConfig {
+        close_every: Some(1),
+        ..ServeConfig::default()
+    });
     let u = url(&srv, "/");
     let (o, _) = bench(&["-t1", "-c4", "-R500", "-d2s", &u]);
     assert_balanced(&o);
@@ -102,7 +153,10 @@ fn server_closing_every_connection_costs_little_cpu() {
     assert!(c.reconnects >= c.completed - 4, "{c:?}");
     let cpu = o.stats.cpu().as_secs_f64();
     let wall = o.stats.window.as_secs_f64();
-    assert!(cpu < 0.5 * wall, "worker used {cpu:.2}s of CPU in {wall:.2}s");
+    assert!(
+        cpu < 0.5 * wall,
+        "worker used {cpu:.2}s of CPU in {wall:.2}s"
+    );
 }
 
 /// Throughput mode: a closed loop, every connection busy all the time.
@@ -124,10 +178,20 @@ fn closed_loop_keeps_every_connection_busy() {
 fn a_refused_connection_is_one_clear_error() {
     let _g = serial();
     // Bind, learn a free port, close it: nothing listens there now.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let u = format!("http://127.0.0.1:{port}/");
-    let err = try_bench(&["-t1", "-c1", "-d1s", &u]).map(|_| ()).unwrap_err().to_string();
-    assert!(err.contains(&format!("cannot connect to 127.0.0.1:{port}")), "{err}");
+    let err = try_bench(&["-t1", "-c1", "-d1s", &u])
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(&format!("cannot connect to 127.0.0.1:{port}")),
+        "{err}"
+    );
     assert!(err.contains("refused"), "{err}");
     assert!(!err.contains('\n'));
 }

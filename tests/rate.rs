@@ -28,7 +28,10 @@ fn achieved_rate_matches_the_requested_rate() {
         let counters = &o.stats.counters;
         assert_balanced(&o);
         assert_eq!(counters.due, expected, "-t{t} -c{c} -R{r} -d{d}: due");
-        assert!(counters.completed + 1 >= expected, "-t{t} -c{c} -R{r}: {counters:?}");
+        assert!(
+            counters.completed + 1 >= expected,
+            "-t{t} -c{c} -R{r}: {counters:?}"
+        );
         let achieved = o.stats.requests_per_sec();
         assert!(
             (achieved - rate).abs() <= rate * 0.01 + 1.0 / secs,
@@ -61,13 +64,20 @@ fn corrected_percentiles_match_a_stall_of_known_length() {
         let got = o.stats.latency.value_at_quantile(q) as f64;
         // The stall's edges are blurred by a few milliseconds of scheduling
         // on either side; 5% of S covers that with room.
-        assert!((got - want).abs() <= 0.05 * s_us, "p{}: got {got:.0} us, want {want:.0} us", q * 100.0);
+        assert!(
+            (got - want).abs() <= 0.05 * s_us,
+            "p{}: got {got:.0} us, want {want:.0} us",
+            q * 100.0
+        );
     }
     // Uncorrected latency sees only the few requests that were in flight
     // when the stall began: its p99 is far below the corrected one.
     let u99 = o.stats.uncorrected.value_at_quantile(0.99) as f64;
     let c99 = o.stats.latency.value_at_quantile(0.99) as f64;
-    assert!(u99 * 10.0 < c99, "uncorrected p99 {u99} us vs corrected {c99} us");
+    assert!(
+        u99 * 10.0 < c99,
+        "uncorrected p99 {u99} us vs corrected {c99} us"
+    );
 }
 
 /// --warmup removes the first part of the run from every figure.
@@ -91,5 +101,8 @@ fn send_lag_is_recorded_for_every_request() {
     let srv = server(ServeConfig::default());
     let u = url(&srv, "/");
     let (o, _) = bench(&["-t1", "-c4", "-R1000", "-d1s", &u]);
-    assert_eq!(o.stats.send_lag.len(), o.stats.counters.due - o.stats.counters.never_sent);
+    assert_eq!(
+        o.stats.send_lag.len(),
+        o.stats.counters.due - o.stats.counters.never_sent
+    );
 }

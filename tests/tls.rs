@@ -13,7 +13,8 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 /// A TLS server with a self-signed certificate that answers every request
 /// with a tiny 200. It serves a bounded number of connections.
 fn self_signed_server() -> u16 {
-    let ck = rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
+    let ck =
+        rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
     let cert = CertificateDer::from(ck.cert.der().to_vec());
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(ck.key_pair.serialize_der()));
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -30,7 +31,9 @@ fn self_signed_server() -> u16 {
         for stream in listener.incoming().take(64).flatten() {
             let config = config.clone();
             std::thread::spawn(move || {
-                let Ok(conn) = rustls::ServerConnection::new(config) else { return };
+                let Ok(conn) = rustls::ServerConnection::new(config) else {
+                    return;
+                };
                 let mut tls = BufReader::new(rustls::StreamOwned::new(conn, stream));
                 let mut line = String::new();
                 loop {
@@ -39,7 +42,9 @@ fn self_signed_server() -> u16 {
                         Ok(0) | Err(_) => return,
                         Ok(_) if line == "\r\n" => {
                             let w = tls.get_mut();
-                            if w.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").is_err() {
+                            if w.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                                .is_err()
+                            {
                                 return;
                             }
                             let _ = w.flush();
@@ -57,7 +62,10 @@ fn self_signed_server() -> u16 {
 fn an_untrusted_certificate_is_rejected_with_a_hint() {
     let port = self_signed_server();
     let u = format!("https://127.0.0.1:{port}/");
-    let err = try_bench(&["-t1", "-c1", "-d1s", &u]).map(|_| ()).unwrap_err().to_string();
+    let err = try_bench(&["-t1", "-c1", "-d1s", &u])
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("certificate"), "{err}");
     assert!(err.contains("-k"), "{err}");
 }

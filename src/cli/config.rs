@@ -73,16 +73,25 @@ pub enum ConfigError {
     FewerConnections { connections: u64, threads: u64 },
     #[error("-d {0:?}: the test needs a positive duration, e.g. -d 10s")]
     NoDuration(Duration),
-    #[error("-R {0}: the rate must be above zero (omit -R to run a closed loop as fast as possible)")]
+    #[error(
+        "-R {0}: the rate must be above zero (omit -R to run a closed loop as fast as possible)"
+    )]
     NoRate(f64),
     #[error("--warmup {warmup:?} is not shorter than -d {duration:?}: nothing would be measured; shorten --warmup or lengthen -d")]
-    WarmupTooLong { warmup: Duration, duration: Duration },
+    WarmupTooLong {
+        warmup: Duration,
+        duration: Duration,
+    },
     #[error("--timeout {0:?}: the timeout must be above zero, e.g. --timeout 2s")]
     NoTimeout(Duration),
     #[error("-H '{0}': not a header; write it as 'Name: value'")]
     Header(String),
     #[error("-a {cpus}: CPU {cpu} is not available to this process (it may use {available}); pick CPUs from that list")]
-    Affinity { cpus: String, cpu: usize, available: String },
+    Affinity {
+        cpus: String,
+        cpu: usize,
+        available: String,
+    },
 }
 
 impl Config {
@@ -105,12 +114,19 @@ impl Config {
             }
         }
         if args.warmup >= args.duration {
-            return Err(ConfigError::WarmupTooLong { warmup: args.warmup, duration: args.duration });
+            return Err(ConfigError::WarmupTooLong {
+                warmup: args.warmup,
+                duration: args.duration,
+            });
         }
         if args.timeout.is_zero() {
             return Err(ConfigError::NoTimeout(args.timeout));
         }
-        let headers = args.headers.iter().map(|h| parse_header(h)).collect::<Result<_, _>>()?;
+        let headers = args
+            .headers
+            .iter()
+            .map(|h| parse_header(h))
+            .collect::<Result<_, _>>()?;
         let threads = args.threads as usize;
         let affinity = match &args.affinity {
             Some(cpus) => Some(check_affinity(&cpus.0)?),
@@ -144,7 +160,9 @@ impl Config {
 /// Spreads `total` over `parts` so the shares differ by at most one and add
 /// up to `total` (wrk drops the remainder).
 pub fn spread(total: usize, parts: usize) -> Vec<usize> {
-    (0..parts).map(|i| total / parts + usize::from(i < total % parts)).collect()
+    (0..parts)
+        .map(|i| total / parts + usize::from(i < total % parts))
+        .collect()
 }
 
 /// `"Name: value"` or `"Name:value"` (wrk silently drops the latter).
@@ -161,10 +179,15 @@ pub fn parse_header(h: &str) -> Result<(String, String), ConfigError> {
 pub fn parse_target(raw: &str) -> Result<Target, ConfigError> {
     if !raw.contains("://") {
         let why = "no scheme".to_string();
-        return Err(ConfigError::Url { url: raw.to_string(), why });
+        return Err(ConfigError::Url {
+            url: raw.to_string(),
+            why,
+        });
     }
-    let url = url::Url::parse(raw)
-        .map_err(|e| ConfigError::Url { url: raw.to_string(), why: e.to_string() })?;
+    let url = url::Url::parse(raw).map_err(|e| ConfigError::Url {
+        url: raw.to_string(),
+        why: e.to_string(),
+    })?;
     let scheme = match url.scheme() {
         "http" => Scheme::Http,
         "https" => Scheme::Https,
@@ -174,7 +197,10 @@ pub fn parse_target(raw: &str) -> Result<Target, ConfigError> {
         Some(url::Host::Ipv6(a)) => a.to_string(),
         Some(h) => h.to_string(),
         None => {
-            return Err(ConfigError::Url { url: raw.to_string(), why: "no host".to_string() })
+            return Err(ConfigError::Url {
+                url: raw.to_string(),
+                why: "no host".to_string(),
+            })
         }
     };
     let default_port = if scheme == Scheme::Https { 443 } else { 80 };
@@ -191,12 +217,25 @@ pub fn parse_target(raw: &str) -> Result<Target, ConfigError> {
     }
     let addrs: Vec<SocketAddr> = (host.as_str(), port)
         .to_socket_addrs()
-        .map_err(|e| ConfigError::Resolve { host: host.clone(), why: e.to_string() })?
+        .map_err(|e| ConfigError::Resolve {
+            host: host.clone(),
+            why: e.to_string(),
+        })?
         .collect();
     if addrs.is_empty() {
-        return Err(ConfigError::Resolve { host, why: "no addresses".to_string() });
+        return Err(ConfigError::Resolve {
+            host,
+            why: "no addresses".to_string(),
+        });
     }
-    Ok(Target { scheme, host, port, path, authority, addrs })
+    Ok(Target {
+        scheme,
+        host,
+        port,
+        path,
+        authority,
+        addrs,
+    })
 }
 
 /// CPUs this process may run on.
@@ -207,15 +246,26 @@ fn allowed_cpus() -> Vec<usize> {
         if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
             return (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect();
         }
-        (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect()
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
     }
 }
 
 fn check_affinity(cpus: &[usize]) -> Result<Vec<usize>, ConfigError> {
     let allowed = allowed_cpus();
-    let list = |v: &[usize]| v.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",");
+    let list = |v: &[usize]| {
+        v.iter()
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
     match cpus.iter().find(|c| !allowed.contains(c)) {
-        Some(&cpu) => Err(ConfigError::Affinity { cpus: list(cpus), cpu, available: list(&allowed) }),
+        Some(&cpu) => Err(ConfigError::Affinity {
+            cpus: list(cpus),
+            cpu,
+            available: list(&allowed),
+        }),
         None => Ok(cpus.to_vec()),
     }
 }
@@ -245,14 +295,20 @@ mod tests {
     #[test]
     fn urls_of_every_shape() {
         let t = parse_target("http://127.0.0.1:8080/a/b?x=1&y=2").unwrap();
-        assert_eq!((t.host.as_str(), t.port, t.path.as_str()), ("127.0.0.1", 8080, "/a/b?x=1&y=2"));
+        assert_eq!(
+            (t.host.as_str(), t.port, t.path.as_str()),
+            ("127.0.0.1", 8080, "/a/b?x=1&y=2")
+        );
         assert_eq!(t.authority, "127.0.0.1:8080");
         let t = parse_target("http://[::1]:9000").unwrap();
         assert_eq!((t.host.as_str(), t.path.as_str()), ("::1", "/"));
         assert_eq!(t.authority, "[::1]:9000");
         assert_eq!(t.addrs, vec!["[::1]:9000".parse().unwrap()]);
         let t = parse_target("https://127.0.0.1/").unwrap();
-        assert_eq!((t.scheme, t.port, t.authority.as_str()), (Scheme::Https, 443, "127.0.0.1"));
+        assert_eq!(
+            (t.scheme, t.port, t.authority.as_str()),
+            (Scheme::Https, 443, "127.0.0.1")
+        );
         let t = parse_target("http://localhost:81/").unwrap();
         assert!(!t.addrs.is_empty());
     }
@@ -261,7 +317,10 @@ mod tests {
     fn headers_with_or_without_a_space() {
         assert_eq!(parse_header("A: b").unwrap(), ("A".into(), "b".into()));
         assert_eq!(parse_header("A:b").unwrap(), ("A".into(), "b".into()));
-        assert_eq!(parse_header("Auth: Bearer x:y").unwrap(), ("Auth".into(), "Bearer x:y".into()));
+        assert_eq!(
+            parse_header("Auth: Bearer x:y").unwrap(),
+            ("Auth".into(), "Bearer x:y".into())
+        );
         assert!(parse_header("nocolon").is_err());
         assert!(parse_header(": v").is_err());
     }
@@ -271,17 +330,35 @@ mod tests {
     fn bad_combinations_name_the_fix() {
         let cases: &[(&[&str], &str)] = &[
             (&["-t0", "http://127.0.0.1/"], "-t 0: at least one thread"),
-            (&["-t4", "-c2", "http://127.0.0.1/"], "-c 2 is fewer than -t 4"),
+            (
+                &["-t4", "-c2", "http://127.0.0.1/"],
+                "-c 2 is fewer than -t 4",
+            ),
             (&["-d0", "http://127.0.0.1/"], "positive duration"),
             (&["-R0", "http://127.0.0.1/"], "rate must be above zero"),
-            (&["-d5s", "--warmup", "5s", "http://127.0.0.1/"], "shorten --warmup"),
-            (&["--timeout", "0", "http://127.0.0.1/"], "timeout must be above zero"),
-            (&["-H", "bogus", "http://127.0.0.1/"], "write it as 'Name: value'"),
-            (&["-a", "4096", "http://127.0.0.1/"], "CPU 4096 is not available"),
+            (
+                &["-d5s", "--warmup", "5s", "http://127.0.0.1/"],
+                "shorten --warmup",
+            ),
+            (
+                &["--timeout", "0", "http://127.0.0.1/"],
+                "timeout must be above zero",
+            ),
+            (
+                &["-H", "bogus", "http://127.0.0.1/"],
+                "write it as 'Name: value'",
+            ),
+            (
+                &["-a", "4096", "http://127.0.0.1/"],
+                "CPU 4096 is not available",
+            ),
             (&["ftp://127.0.0.1/"], "unsupported scheme 'ftp'"),
             (&["127.0.0.1:80"], "invalid URL '127.0.0.1:80': no scheme"),
             (&["not a url"], "invalid URL 'not a url'"),
-            (&["http://no-such-host.invalid/"], "cannot resolve host 'no-such-host.invalid'"),
+            (
+                &["http://no-such-host.invalid/"],
+                "cannot resolve host 'no-such-host.invalid'",
+            ),
         ];
         for (args, want) in cases {
             let err = config(args).expect_err(&format!("{args:?} should fail"));

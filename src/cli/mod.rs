@@ -123,14 +123,22 @@ pub struct DemoArgs {
 }
 
 #[derive(Parser, Debug)]
-#[command(name = "metron serve", about = "Run metron's built-in HTTP target server.", version)]
+#[command(
+    name = "metron serve",
+    about = "Run metron's built-in HTTP target server.",
+    version
+)]
 struct ServeCli {
     #[command(flatten)]
     args: crate::serve::ServeArgs,
 }
 
 #[derive(Parser, Debug)]
-#[command(name = "metron demo", about = "Load a built-in target that stalls once, and show corrected vs uncorrected latency.", version)]
+#[command(
+    name = "metron demo",
+    about = "Load a built-in target that stalls once, and show corrected vs uncorrected latency.",
+    version
+)]
 struct DemoCli {
     #[command(flatten)]
     args: DemoArgs,
@@ -204,8 +212,24 @@ mod tests {
     #[test]
     fn wrk2_command_line_parses() {
         let a = bench(&[
-            "-t2", "-c", "1k", "-d", "2m", "-R", "2.5k", "-L", "-U", "-H", "X-A: 1", "-H", "X-B:2",
-            "--timeout", "500ms", "-a", "0-1", "http://h/p",
+            "-t2",
+            "-c",
+            "1k",
+            "-d",
+            "2m",
+            "-R",
+            "2.5k",
+            "-L",
+            "-U",
+            "-H",
+            "X-A: 1",
+            "-H",
+            "X-B:2",
+            "--timeout",
+            "500ms",
+            "-a",
+            "0-1",
+            "http://h/p",
         ])
         .unwrap();
         assert_eq!(a.connections, 1000);
@@ -242,7 +266,10 @@ mod tests {
 
     #[test]
     fn subcommands_are_found_by_their_first_word() {
-        assert!(matches!(parse(["metron", "demo"]).unwrap(), Command::Demo(_)));
+        assert!(matches!(
+            parse(["metron", "demo"]).unwrap(),
+            Command::Demo(_)
+        ));
         assert!(matches!(
             parse(["metron", "serve", "--listen", "127.0.0.1:0"]).unwrap(),
             Command::Serve(_)

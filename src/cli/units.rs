@@ -10,7 +10,9 @@ use std::time::Duration;
 fn split_number(s: &str) -> Result<(f64, &str), String> {
     let s = s.trim();
     let end = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E'))
+        .find(|c: char| {
+            !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E')
+        })
         .unwrap_or(s.len());
     // An exponent marker followed by a letter is a suffix, not an exponent.
     let (mut num, mut rest) = s.split_at(end);
@@ -35,7 +37,11 @@ fn si_multiplier(suffix: &str, input: &str) -> Result<f64, String> {
         "k" | "K" => 1e3,
         "m" | "M" => 1e6,
         "g" | "G" => 1e9,
-        _ => return Err(format!("'{input}' has an unknown suffix '{suffix}' (use k, M or G)")),
+        _ => {
+            return Err(format!(
+                "'{input}' has an unknown suffix '{suffix}' (use k, M or G)"
+            ))
+        }
     })
 }
 
@@ -69,11 +75,17 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
         "k" | "K" => 1024.0,
         "m" | "M" => 1024.0 * 1024.0,
         "g" | "G" => 1024.0 * 1024.0 * 1024.0,
-        other => return Err(format!("'{s}' has an unknown size suffix '{other}' (use k, M or G)")),
+        other => {
+            return Err(format!(
+                "'{s}' has an unknown size suffix '{other}' (use k, M or G)"
+            ))
+        }
     };
     let value = value * mult;
     if value < 0.0 || value.fract() != 0.0 {
-        return Err(format!("'{s}' is not a whole, non-negative number of bytes"));
+        return Err(format!(
+            "'{s}' is not a whole, non-negative number of bytes"
+        ));
     }
     Ok(value as u64)
 }
@@ -90,7 +102,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         "h" => value * 3600.0,
         "d" => value * 86400.0,
         other => {
-            return Err(format!("'{s}' has an unknown time unit '{other}' (use us, ms, s, m, h)"))
+            return Err(format!(
+                "'{s}' has an unknown time unit '{other}' (use us, ms, s, m, h)"
+            ))
         }
     };
     if secs < 0.0 {

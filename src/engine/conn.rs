@@ -81,7 +81,12 @@ impl Conn {
     }
 
     /// Opens a new socket (the caller registers it).
-    pub fn open(&mut self, addr: SocketAddr, tls: Option<&TlsSetup>, now: Nanos) -> std::io::Result<()> {
+    pub fn open(
+        &mut self,
+        addr: SocketAddr,
+        tls: Option<&TlsSetup>,
+        now: Nanos,
+    ) -> std::io::Result<()> {
         self.opened_at = now;
         self.transport = Some(Transport::connect(addr, tls)?);
         self.state = State::Connecting;

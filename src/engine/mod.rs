@@ -60,7 +60,10 @@ impl Stop {
     }
 
     fn register(&self, waker: Arc<Waker>) {
-        self.wakers.lock().unwrap_or_else(|e| e.into_inner()).push(waker.clone());
+        self.wakers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(waker.clone());
         // A trigger that came before the registration must not be lost.
         if self.is_stopped() {
             let _ = waker.wake();
@@ -97,9 +100,14 @@ pub struct Outcome {
 pub fn run(cfg: &Config, stop: &Arc<Stop>) -> Result<Outcome, EngineError> {
     let tls = tls_setup(cfg)?;
     let addr = preflight(&cfg.target, tls.as_ref(), cfg.timeout)?;
-    let request: Box<[u8]> =
-        crate::http::request::format("GET", &cfg.target.path, &cfg.headers, None, &cfg.target.authority)
-            .into_boxed_slice();
+    let request: Box<[u8]> = crate::http::request::format(
+        "GET",
+        &cfg.target.path,
+        &cfg.headers,
+        None,
+        &cfg.target.authority,
+    )
+    .into_boxed_slice();
 
     let (ready_tx, ready_rx) = mpsc::channel();
     let mut starts = Vec::with_capacity(cfg.threads);
@@ -153,7 +161,10 @@ pub fn run(cfg: &Config, stop: &Arc<Stop>) -> Result<Outcome, EngineError> {
         }
     }
     let t0 = clock::now();
-    let window = Window { measure_from: t0 + nanos(cfg.warmup), end: t0 + nanos(cfg.duration) };
+    let window = Window {
+        measure_from: t0 + nanos(cfg.warmup),
+        end: t0 + nanos(cfg.duration),
+    };
     for (j, start) in starts.iter().enumerate() {
         let plan = match cfg.rate {
             Some(rate) => Plan::Paced(Arrivals::constant(t0, rate, j, cfg.threads)),
@@ -174,7 +185,9 @@ pub fn run(cfg: &Config, stop: &Arc<Stop>) -> Result<Outcome, EngineError> {
     if let Some(e) = failed {
         return Err(e);
     }
-    let stopped_at = stop.stopped_at().map_or(window.end, |at| at.min(window.end));
+    let stopped_at = stop
+        .stopped_at()
+        .map_or(window.end, |at| at.min(window.end));
     let measured = Duration::from_nanos(stopped_at.saturating_sub(window.measure_from));
     Ok(Outcome {
         stats: RunStats::merge(threads, measured),
@@ -189,13 +202,20 @@ fn tls_setup(cfg: &Config) -> Result<Option<TlsSetup>, EngineError> {
     }
     let name = ServerName::try_from(cfg.target.host.clone())
         .map_err(|_| EngineError::ServerName(cfg.target.host.clone()))?;
-    Ok(Some(TlsSetup { config: client_config(cfg.insecure), name }))
+    Ok(Some(TlsSetup {
+        config: client_config(cfg.insecure),
+        name,
+    }))
 }
 
 /// Finds the first address that accepts a connection (and a TLS handshake),
 /// so that an unreachable server or an untrusted certificate is one clear
 /// error before the run instead of a screen of counted failures.
-fn preflight(target: &Target, tls: Option<&TlsSetup>, timeout: Duration) -> Result<SocketAddr, EngineError> {
+fn preflight(
+    target: &Target,
+    tls: Option<&TlsSetup>,
+    timeout: Duration,
+) -> Result<SocketAddr, EngineError> {
     let mut last = None;
     for &addr in &target.addrs {
         match std::net::TcpStream::connect_timeout(&addr, timeout) {
@@ -203,7 +223,10 @@ fn preflight(target: &Target, tls: Option<&TlsSetup>, timeout: Duration) -> Resu
                 if let Some(t) = tls {
                     handshake(sock, t, timeout).map_err(|why| {
                         if is_certificate_error(&why) {
-                            EngineError::Certificate { host: target.host.clone(), why }
+                            EngineError::Certificate {
+                                host: target.host.clone(),
+                                why,
+                            }
                         } else {
                             EngineError::Tls { addr, why }
                         }
@@ -220,7 +243,8 @@ fn preflight(target: &Target, tls: Option<&TlsSetup>, timeout: Duration) -> Resu
 fn handshake(mut sock: std::net::TcpStream, tls: &TlsSetup, timeout: Duration) -> io::Result<()> {
     sock.set_read_timeout(Some(timeout))?;
     sock.set_write_timeout(Some(timeout))?;
-    let mut conn = rustls::ClientConnection::new(tls.config.clone(), tls.name.clone()).map_err(io::Error::other)?;
+    let mut conn = rustls::ClientConnection::new(tls.config.clone(), tls.name.clone())
+        .map_err(io::Error::other)?;
     while conn.is_handshaking() {
         conn.complete_io(&mut sock)?;
     }

@@ -23,7 +23,10 @@ impl Timer {
     pub fn new() -> io::Result<Timer> {
         // SAFETY: plain syscall; the result is checked before use.
         let fd = unsafe {
-            libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC)
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
         };
         if fd < 0 {
             return Err(io::Error::last_os_error());
@@ -43,7 +46,10 @@ impl Timer {
         // so clamp to 1 ns to keep "now" from meaning "disarm".
         let ns = at.map_or(0, |t| t.max(1));
         let spec = libc::itimerspec {
-            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
             it_value: libc::timespec {
                 tv_sec: (ns / 1_000_000_000) as libc::time_t,
                 tv_nsec: (ns % 1_000_000_000) as libc::c_long,
@@ -95,7 +101,11 @@ mod tests {
     use crate::clock::now;
 
     fn wait_readable(fd: RawFd) {
-        let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
         // SAFETY: one valid pollfd; bounded 1 s wait.
         let rc = unsafe { libc::poll(&mut pfd, 1, 1000) };
         assert_eq!(rc, 1, "timer did not fire within 1 s");

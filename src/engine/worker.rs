@@ -101,8 +101,11 @@ impl Worker {
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKE)?);
         let timer = Timer::new()?;
-        poll.registry().register(&mut SourceFd(&timer.as_raw_fd()), TIMER, Interest::READABLE)?;
-        let conns = (0..setup.connections).map(|_| Conn::new(setup.max_head, false)).collect();
+        poll.registry()
+            .register(&mut SourceFd(&timer.as_raw_fd()), TIMER, Interest::READABLE)?;
+        let conns = (0..setup.connections)
+            .map(|_| Conn::new(setup.max_head, false))
+            .collect();
         let sweep_every = (setup.timeout / 10).clamp(1_000_000, 50_000_000);
         let mut w = Worker {
             poll,
@@ -118,7 +121,10 @@ impl Worker {
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
             stats: ThreadStats::default(),
             plan: Plan::Closed,
-            window: Window { measure_from: 0, end: u64::MAX },
+            window: Window {
+                measure_from: 0,
+                end: u64::MAX,
+            },
             next_sweep: 0,
             sweep_every,
             closed_sent: 0,
@@ -189,7 +195,10 @@ impl Worker {
         let mut events = Events::with_capacity(1024);
         loop {
             let now = clock::now();
-            let pending = self.conns.iter().any(|c| matches!(c.state, State::Connecting | State::Handshaking));
+            let pending = self
+                .conns
+                .iter()
+                .any(|c| matches!(c.state, State::Connecting | State::Handshaking));
             if !pending || now >= until {
                 return Ok(());
             }
@@ -223,7 +232,9 @@ impl Worker {
     /// Sends every due request that has an idle connection to go on.
     fn dispatch(&mut self) {
         while !self.idle.is_empty() {
-            let Plan::Paced(arrivals) = &mut self.plan else { return };
+            let Plan::Paced(arrivals) = &mut self.plan else {
+                return;
+            };
             let due = arrivals.peek();
             if due >= self.window.end || due > clock::now() {
                 return;
@@ -235,7 +246,9 @@ impl Worker {
     }
 
     fn on_event(&mut self, i: usize, ev: &Event) {
-        let Some(conn) = self.conns.get(i) else { return };
+        let Some(conn) = self.conns.get(i) else {
+            return;
+        };
         match conn.state {
             State::Connecting => self.on_connected(i),
             State::Handshaking => self.on_handshake(i),
@@ -253,7 +266,9 @@ impl Worker {
 
     fn on_connected(&mut self, i: usize) {
         let conn = &mut self.conns[i];
-        let Some(t) = conn.transport.as_mut() else { return };
+        let Some(t) = conn.transport.as_mut() else {
+            return;
+        };
         match t.finish_connect() {
             Ok(()) if t.handshaking() => conn.state = State::Handshaking,
             Ok(()) => self.ready(i),
@@ -263,7 +278,9 @@ impl Worker {
     }
 
     fn on_handshake(&mut self, i: usize) {
-        let Some(t) = self.conns[i].transport.as_mut() else { return };
+        let Some(t) = self.conns[i].transport.as_mut() else {
+            return;
+        };
         match t.read(&mut self.buf) {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 if !t.handshaking() {
@@ -299,7 +316,11 @@ impl Worker {
         if measured {
             if let Plan::Paced(_) = self.plan {
                 let c = &mut self.stats.counters;
-                ThreadStats::record(&mut self.stats.send_lag, &mut c.saturated, to_us(now - intended));
+                ThreadStats::record(
+                    &mut self.stats.send_lag,
+                    &mut c.saturated,
+                    to_us(now - intended),
+                );
             } else {
                 self.closed_sent += 1;
             }
@@ -308,7 +329,12 @@ impl Worker {
         if conn.in_flight.is_empty() {
             conn.parser.start(self.head_request);
         }
-        conn.in_flight.push_back(InFlight { intended, sent: now, measured, head: self.head_request });
+        conn.in_flight.push_back(InFlight {
+            intended,
+            sent: now,
+            measured,
+            head: self.head_request,
+        });
         conn.state = State::Busy;
         conn.written = 0;
         self.on_writable(i);
@@ -317,7 +343,9 @@ impl Worker {
     /// Continues writing the current request.
     fn on_writable(&mut self, i: usize) {
         let conn = &mut self.conns[i];
-        let Some(t) = conn.transport.as_mut() else { return };
+        let Some(t) = conn.transport.as_mut() else {
+            return;
+        };
         if conn.state != State::Busy {
             return;
         }
@@ -338,7 +366,9 @@ impl Worker {
     fn on_readable(&mut self, i: usize) {
         loop {
             let conn = &mut self.conns[i];
-            let Some(t) = conn.transport.as_mut() else { return };
+            let Some(t) = conn.transport.as_mut() else {
+                return;
+            };
             let n = match t.read(&mut self.buf) {
                 Ok(0) => return self.on_eof(i),
                 Ok(n) => n,
@@ -400,7 +430,10 @@ impl Worker {
     fn complete(&mut self, i: usize, done: Done) -> bool {
         let now = clock::now();
         let conn = &mut self.conns[i];
-        let req = conn.in_flight.pop_front().expect("a response implies a request");
+        let req = conn
+            .in_flight
+            .pop_front()
+            .expect("a response implies a request");
         conn.served += 1;
         if req.measured {
             self.record(&req, &done, now);
@@ -427,7 +460,9 @@ impl Worker {
         if done.status > 399 {
             c.errors.status += 1;
         }
-        s.count_completion(std::time::Duration::from_nanos(now - self.window.measure_from));
+        s.count_completion(std::time::Duration::from_nanos(
+            now - self.window.measure_from,
+        ));
     }
 
     /// Counts the connection's in-flight requests as lost and recycles it.
@@ -471,7 +506,9 @@ impl Worker {
         let conn = &mut self.conns[i];
         let registered = conn.open(self.addr, self.tls.as_ref(), now).and_then(|()| {
             let sock = conn.transport.as_mut().expect("just opened").socket();
-            self.poll.registry().register(sock, Token(i), Interest::READABLE | Interest::WRITABLE)
+            self.poll
+                .registry()
+                .register(sock, Token(i), Interest::READABLE | Interest::WRITABLE)
         });
         if registered.is_err() {
             self.stats.counters.errors.connect += u64::from(now >= self.window.measure_from);
@@ -489,7 +526,11 @@ impl Worker {
             let conn = &self.conns[i];
             match conn.state {
                 State::Busy => {
-                    if conn.in_flight.front().is_some_and(|r| now - r.sent.min(now) > self.timeout) {
+                    if conn
+                        .in_flight
+                        .front()
+                        .is_some_and(|r| now - r.sent.min(now) > self.timeout)
+                    {
                         self.lose(i, Loss::Timeout);
                     }
                 }

@@ -37,7 +37,12 @@ impl Arrivals {
     pub fn constant(t0: Nanos, rate: f64, thread: usize, threads: usize) -> Arrivals {
         assert!(rate > 0.0 && threads > 0 && thread < threads);
         let per_request = 1e9 / rate;
-        Arrivals { t0, step: per_request * threads as f64, offset: per_request * thread as f64, k: 0 }
+        Arrivals {
+            t0,
+            step: per_request * threads as f64,
+            offset: per_request * thread as f64,
+            k: 0,
+        }
     }
 
     /// The next intended send time.
@@ -77,7 +82,11 @@ impl Arrivals {
 
     /// Number of this thread's intended times in `[from, end)`.
     pub fn count_in(&self, from: Nanos, end: Nanos) -> u64 {
-        Arrivals { k: 0, ..self.clone() }.count_pending(from, end)
+        Arrivals {
+            k: 0,
+            ..self.clone()
+        }
+        .count_pending(from, end)
     }
 }
 

@@ -204,7 +204,15 @@ impl RunStats {
             }
             counters.add(&t.counters);
         }
-        RunStats { latency, uncorrected, send_lag, req_per_sec, counters, window, threads }
+        RunStats {
+            latency,
+            uncorrected,
+            send_lag,
+            req_per_sec,
+            counters,
+            window,
+            threads,
+        }
     }
 
     /// Completed requests per second over the measured window.
@@ -241,7 +249,13 @@ mod tests {
         let c = Counters {
             due: 10,
             completed: 5,
-            errors: Errors { read: 1, write: 1, timeout: 1, status: 2, connect: 7 },
+            errors: Errors {
+                read: 1,
+                write: 1,
+                timeout: 1,
+                status: 2,
+                connect: 7,
+            },
             in_flight: 1,
             never_sent: 1,
             ..Counters::default()

@@ -41,7 +41,10 @@ pub fn try_bench(args: &[&str]) -> Result<(Outcome, String), metron::Error> {
     let cfg = Config::from_args(&parsed)?;
     let mut out = Vec::new();
     let outcome = metron::bench_config(&cfg, &Stop::new(), &mut out)?;
-    Ok((outcome, String::from_utf8(out).expect("the report is UTF-8")))
+    Ok((
+        outcome,
+        String::from_utf8(out).expect("the report is UTF-8"),
+    ))
 }
 
 /// The accounting identity every run must satisfy.
