@@ -58,6 +58,8 @@ pub struct Conn {
     pub retry_at: Nanos,
     /// When the current socket was opened.
     pub opened_at: Nanos,
+    /// When the connection last became idle.
+    pub idle_since: Nanos,
 }
 
 /// Longest wait between two attempts to reopen a failing connection.
@@ -77,6 +79,7 @@ impl Conn {
             failures: 0,
             retry_at: 0,
             opened_at: 0,
+            idle_since: 0,
         }
     }
 

@@ -241,6 +241,11 @@ impl Worker {
             }
             arrivals.advance();
             let i = self.idle.pop_front().expect("checked non-empty");
+            // A connection that freed up only after the request fell due
+            // means the request waited in the queue for it.
+            if self.conns[i].idle_since > due && due >= self.window.measure_from {
+                self.stats.counters.queued += 1;
+            }
             self.send(i, due);
         }
     }
@@ -296,6 +301,7 @@ impl Worker {
     /// The connection can take a request.
     fn ready(&mut self, i: usize) {
         self.conns[i].state = State::Idle;
+        self.conns[i].idle_since = clock::now();
         match self.plan {
             Plan::Closed if self.started => self.send(i, clock::now()),
             _ => self.idle.push_back(i),

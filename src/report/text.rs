@@ -195,31 +195,48 @@ pub fn warnings(r: &TextReport) -> Vec<String> {
         .collect()
 }
 
-/// Requests still queued at the end: every connection was busy, or the
-/// threads could not write fast enough.
+/// Requests still queued at the end: every connection stayed busy.
 fn never_sent_warning(stats: &RunStats, rate: f64) -> Option<String> {
     let c = &stats.counters;
     (c.never_sent > 0).then(|| {
         format!(
-            "{} of {} due requests never sent: the generator fell behind -R {rate}; \
-             add connections with -c, or threads with -t",
+            "{} of {} due requests were never sent: every connection was still busy when the run \
+             ended (the server stopped answering, or -c is too low for -R {rate})",
             c.never_sent, c.due
         )
     })
 }
 
-/// Requests that left late: the server did not see the steady rate asked
-/// for, even if every request was eventually sent.
+/// Requests that left late. Two causes look alike in the send lag and need
+/// opposite fixes, so the warning tells them apart: requests that waited
+/// for a busy connection (a slow server, or too few connections), or a
+/// generator that could not keep up although connections were free.
 fn send_lag_warning(r: &TextReport, rate: f64) -> Option<String> {
     let p99 = summary::value_at_percentile(&r.stats.send_lag, 99.0) as f64;
     let allowed = lag_allowance_us(r.threads, rate);
-    (p99 > allowed).then(|| {
+    if p99 <= allowed {
+        return None;
+    }
+    let c = &r.stats.counters;
+    let lag = format!(
+        "send lag p99 is {}, above the {} allowed (one schedule interval, at least 1ms)",
+        format_time_us(p99),
+        format_time_us(allowed)
+    );
+    // More than 1% of requests queued: the queue explains the tail.
+    Some(if c.queued * 100 > c.due {
         format!(
-            "send lag p99 is {}, above the {} allowed (one schedule interval, at least 1ms): \
-             requests left later than scheduled, so the server did not see a steady -R {rate}; \
-             add connections with -c, or threads with -t",
-            format_time_us(p99),
-            format_time_us(allowed)
+            "{lag}: {} requests ({:.1}%) found all {} connections busy and waited for one; \
+             their latency rightly includes that wait. If the server was not expected to be \
+             slow, raise -c",
+            c.queued,
+            c.queued as f64 * 100.0 / c.due.max(1) as f64,
+            r.connections
+        )
+    } else {
+        format!(
+            "{lag}: connections were free, so the generator itself sent late and the server \
+             did not see a steady -R {rate}; add threads with -t or give metron more CPU"
         )
     })
 }
@@ -422,7 +439,26 @@ mod tests {
             "{}",
             found[0]
         );
-        assert!(found[0].contains("-c") && found[0].contains("-t"));
+        assert!(
+            found[0].contains("generator itself sent late"),
+            "{}",
+            found[0]
+        );
+        assert!(found[0].contains("-t"));
+    }
+
+    #[test]
+    fn send_lag_from_busy_connections_blames_the_queue() {
+        let mut stats = lagging(5000, 0);
+        stats.counters.queued = 40;
+        let found = warnings(&report(&stats, Some(1000.0)));
+        assert_eq!(found.len(), 1);
+        assert!(
+            found[0].contains("40 requests (40.0%) found all"),
+            "{}",
+            found[0]
+        );
+        assert!(found[0].contains("raise -c"), "{}", found[0]);
     }
 
     #[test]
@@ -441,11 +477,11 @@ mod tests {
         let found = warnings(&report(&stats, Some(1000.0)));
         assert_eq!(found.len(), 1);
         assert!(
-            found[0].starts_with("3 of 100 due requests never sent"),
+            found[0].starts_with("3 of 100 due requests were never sent"),
             "{}",
             found[0]
         );
         let text = render(&report(&stats, Some(1000.0)));
-        assert!(text.contains("\n  Warning: 3 of 100 due requests never sent"));
+        assert!(text.contains("\n  Warning: 3 of 100 due requests were never sent"));
     }
 }

@@ -81,6 +81,9 @@ pub struct Counters {
     pub never_sent: u64,
     /// Connections reopened after the server closed or reset one.
     pub reconnects: u64,
+    /// Requests that found every connection busy when they fell due and
+    /// waited for one (rate mode). Their latency includes the wait.
+    pub queued: u64,
     /// Latencies above the histogram's range, recorded at its maximum.
     pub saturated: u64,
 }
@@ -94,6 +97,7 @@ impl Counters {
         self.in_flight += other.in_flight;
         self.never_sent += other.never_sent;
         self.reconnects += other.reconnects;
+        self.queued += other.queued;
         self.saturated += other.saturated;
     }
 
