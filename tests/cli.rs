@@ -106,3 +106,105 @@ fn a_run_prints_the_wrk2_report() {
     }
     assert!(!out.contains("nan"), "{out}");
 }
+
+/// Ctrl-C ends the run early and the report covers what ran.
+#[test]
+fn interrupt_prints_the_report_for_what_ran() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let child = Command::new(env!("CARGO_BIN_EXE_metron"))
+        .args(["-t1", "-c2", "-R100", "-d30s", &url(&srv, "/")])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let o = wait_bounded(child, std::time::Duration::from_secs(5));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("Requests/sec:"), "{out}");
+    let completed: u64 = out
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_suffix(" read")
+                .and_then(|l| l.split(' ').next()?.parse().ok())
+        })
+        .expect("a requests line");
+    assert!(
+        (100..=250).contains(&completed),
+        "{completed} requests in ~1.5 s at 100/s:\n{out}"
+    );
+}
+
+fn wait_bounded(mut child: std::process::Child, limit: std::time::Duration) -> Output {
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("metron did not exit within {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// -a pins each worker thread to its CPU.
+#[test]
+fn affinity_pins_worker_threads() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let child = Command::new(env!("CARGO_BIN_EXE_metron"))
+        .args(["-t2", "-c2", "-R10", "-d2s", "-a", "0", &url(&srv, "/")])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..50 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        seen = worker_cpus(child.id());
+        if seen.len() == 2 {
+            break;
+        }
+    }
+    let o = wait_bounded(child, std::time::Duration::from_secs(10));
+    assert!(o.status.success());
+    assert_eq!(seen, vec!["0".to_string(), "0".to_string()]);
+}
+
+/// Cpus_allowed_list of each metron-worker thread of `pid`.
+fn worker_cpus(pid: u32) -> Vec<String> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    let mut cpus = Vec::new();
+    for task in tasks.flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if !comm.starts_with("metron-worker") {
+            continue;
+        }
+        let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
+        if let Some(line) = status.lines().find(|l| l.starts_with("Cpus_allowed_list:")) {
+            cpus.push(line.split_whitespace().nth(1).unwrap_or("").to_string());
+        }
+    }
+    cpus
+}
+
+#[test]
+fn ipv6_literals_work() {
+    let _g = serial();
+    let Ok(srv) = metron::serve::Server::start(ServeConfig {
+        listen: "[::1]:0".parse().unwrap(),
+        ..ServeConfig::default()
+    }) else {
+        eprintln!("no IPv6 loopback on this machine; skipped");
+        return;
+    };
+    let u = format!("http://[::1]:{}/", srv.addr().port());
+    let (o, text) = bench(&["-t1", "-c1", "-R50", "-d1s", &u]);
+    assert_eq!(o.stats.counters.completed, 50, "{text}");
+    assert!(text.starts_with(&format!("Running 1s test @ {u}\n")));
+}
