@@ -32,25 +32,26 @@ for _ in $(seq 50); do
 done
 URL="http://127.0.0.1:$PORT/"
 
-# run NAME CMD...: prints "NAME req/s cpu-seconds"
+# run NAME CMD...: prints "NAME req/s total-requests cpu-seconds"
 run() {
     local name=$1; shift
     local out tfile
     tfile=$(mktemp)
     out=$(/usr/bin/time -f "%U %S" -o "$tfile" taskset -c "$LOAD_CPU" "$@")
-    local rps cpu
+    local rps total cpu
     rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
+    total=$(awk '/ requests in / {print $1; exit}' <<<"$out")
     cpu=$(awk '{print $1 + $2}' "$tfile")
     rm -f "$tfile"
-    echo "$name $rps $cpu"
+    echo "$name $rps $total $cpu"
 }
 
 compare() {
     local label=$1 wrk_line=$2 metron_line=$3
     awk -v label="$label" -v w="$wrk_line" -v m="$metron_line" 'BEGIN {
         split(w, a, " "); split(m, b, " ");
-        wr = a[2]; wc = a[3]; mr = b[2]; mc = b[3];
-        wpc = (wc > 0) ? wr * 1 / wc : 0; mpc = (mc > 0) ? mr * 1 / mc : 0;
+        wr = a[2]; wc = a[4]; mr = b[2]; mc = b[4];
+        wpc = (wc > 0) ? a[3] / wc : 0; mpc = (mc > 0) ? b[3] / mc : 0;
         printf "%-28s %12s %12s %8s\n", label, "wrk", "metron", "ratio";
         printf "%-28s %12.0f %12.0f %8.2f\n", "  requests/s", wr, mr, (wr > 0) ? mr / wr : 0;
         printf "%-28s %12.0f %12.0f %8.2f\n", "  requests per CPU-second", wpc, mpc, (wpc > 0) ? mpc / wpc : 0;
