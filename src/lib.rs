@@ -8,6 +8,8 @@
 //! - [`engine`]: worker threads, each with its own event loop, connections,
 //!   timer and statistics.
 //! - [`http`]: request bytes, the incremental response parser, body framing.
+//! - [`script`]: wrk's Lua API on LuaJIT: hooks, the `wrk` table, `thread`
+//!   objects, statistics for `done()`.
 //! - [`stats`]: histograms and counters per thread, merged after the run.
 //! - [`report`]: the wrk2-layout text report.
 //! - [`serve`]: the built-in target server used by `demo` and the tests.
@@ -23,6 +25,7 @@ pub mod engine;
 pub mod http;
 pub mod report;
 pub mod schedule;
+pub mod script;
 pub mod serve;
 mod signals;
 pub mod stats;
@@ -87,5 +90,15 @@ pub fn bench_config(
     };
     report::text::write_results(&mut out, &text)?;
     out.flush()?;
+    // A script error ends the run early; what ran is reported above.
+    if let Some(e) = outcome.failure {
+        return Err(e.into());
+    }
+    if let Some(script) = outcome.script.as_ref().filter(|s| s.has_done()) {
+        let duration_us = outcome.stats.window.as_micros() as u64;
+        script
+            .done(&outcome.stats, duration_us)
+            .map_err(EngineError::from)?;
+    }
     Ok(outcome)
 }

@@ -24,6 +24,8 @@ pub enum State {
     Idle,
     /// A request is being written or awaited.
     Busy,
+    /// Waiting out the script's `delay()` until `retry_at`.
+    Resting,
     /// Closed; reopened at `retry_at`.
     Down,
 }
@@ -49,6 +51,9 @@ pub struct Conn {
     pub in_flight: VecDeque<InFlight>,
     /// Bytes of the current request batch written so far.
     pub written: usize,
+    /// The current batch, when a script's `request()` builds each one
+    /// (static requests are shared by the worker instead).
+    pub out: Vec<u8>,
     pub parser: ResponseParser,
     /// Responses completed on the current socket.
     pub served: u64,
@@ -74,6 +79,7 @@ impl Conn {
             transport: None,
             in_flight: VecDeque::with_capacity(16),
             written: 0,
+            out: Vec::new(),
             parser,
             served: 0,
             failures: 0,

@@ -22,7 +22,9 @@ use rustls::pki_types::ServerName;
 
 use crate::cli::config::{Config, Scheme, Target};
 use crate::clock::{self, nanos, Nanos};
+use crate::http::request::RequestError;
 use crate::schedule::{Arrivals, Plan};
+use crate::script::{MainScript, ScriptError, ScriptTarget, ThreadScript};
 use crate::stats::{RunStats, ThreadStats};
 
 use transport::{client_config, is_certificate_error, TlsSetup};
@@ -85,6 +87,10 @@ pub enum EngineError {
     Worker { thread: usize, why: io::Error },
     #[error("worker thread {0} panicked")]
     Panic(usize),
+    #[error("{0}")]
+    Script(#[from] ScriptError),
+    #[error("request() on thread {thread} returned bytes that are not whole HTTP requests: {why}")]
+    BadRequest { thread: usize, why: RequestError },
 }
 
 /// What a finished run hands back.
@@ -94,13 +100,19 @@ pub struct Outcome {
     pub addr: SocketAddr,
     /// The run was stopped before its duration was up.
     pub interrupted: bool,
+    /// The script's main state, for `done()` once the report is out.
+    pub script: Option<MainScript>,
+    /// What stopped the run early, if it was an error (a script's): the
+    /// statistics still cover what ran.
+    pub failure: Option<EngineError>,
 }
 
 /// Runs the load test described by `cfg`.
 pub fn run(cfg: &Config, stop: &Arc<Stop>) -> Result<Outcome, EngineError> {
     let tls = tls_setup(cfg)?;
     let addr = preflight(&cfg.target, tls.as_ref(), cfg.timeout)?;
-    let request: Box<[u8]> = crate::http::request::format(
+    let (main_script, scripts) = load_scripts(cfg, addr)?;
+    let default_request: Box<[u8]> = crate::http::request::format(
         "GET",
         &cfg.target.path,
         &cfg.headers,
@@ -112,14 +124,23 @@ pub fn run(cfg: &Config, stop: &Arc<Stop>) -> Result<Outcome, EngineError> {
     let (ready_tx, ready_rx) = mpsc::channel();
     let mut starts = Vec::with_capacity(cfg.threads);
     let mut handles = Vec::with_capacity(cfg.threads);
+    let mut scripts = scripts.into_iter();
     for j in 0..cfg.threads {
+        let mut script = scripts.next();
+        let request = match script.as_mut() {
+            // A script without request() still shapes the one static request.
+            Some(s) if s.is_static() => s.static_request()?.into_boxed_slice(),
+            Some(_) => Box::default(),
+            None => default_request.clone(),
+        };
         let setup = WorkerSetup {
             index: j,
             connections: cfg.conns_per_thread[j],
-            addr,
+            // setup() may have moved this thread to another address.
+            addr: script.as_ref().map_or(addr, ThreadScript::addr),
             tls: tls.clone(),
-            request: request.clone(),
-            head_request: false,
+            request,
+            script,
             timeout: nanos(cfg.timeout),
             max_head: cfg.max_head,
             cpu: cfg.affinity.as_ref().map(|cpus| cpus[j % cpus.len()]),
@@ -131,21 +152,23 @@ pub fn run(cfg: &Config, stop: &Arc<Stop>) -> Result<Outcome, EngineError> {
         let stop = stop.clone();
         let handle = std::thread::Builder::new()
             .name(format!("metron-worker-{j}"))
-            .spawn(move || -> io::Result<Option<ThreadStats>> {
-                let worker = match Worker::new(setup) {
-                    Ok(w) => w,
-                    Err(e) => {
-                        let _ = ready.send(Err((j, e)));
-                        return Ok(None);
+            .spawn(
+                move || -> io::Result<Option<(ThreadStats, Option<EngineError>)>> {
+                    let worker = match Worker::new(setup, stop.clone()) {
+                        Ok(w) => w,
+                        Err(e) => {
+                            let _ = ready.send(Err(e));
+                            return Ok(None);
+                        }
+                    };
+                    stop.register(worker.waker());
+                    let _ = ready.send(Ok(()));
+                    match start_rx.recv() {
+                        Ok(Some((plan, window))) => worker.run(plan, window).map(Some),
+                        _ => Ok(None),
                     }
-                };
-                stop.register(worker.waker());
-                let _ = ready.send(Ok(()));
-                match start_rx.recv() {
-                    Ok(Some((plan, window))) => worker.run(plan, window, &stop).map(Some),
-                    _ => Ok(None),
-                }
-            })
+                },
+            )
             .map_err(|why| EngineError::Worker { thread: j, why })?;
         handles.push(handle);
     }
@@ -156,7 +179,7 @@ pub fn run(cfg: &Config, stop: &Arc<Stop>) -> Result<Outcome, EngineError> {
     for _ in 0..cfg.threads {
         match ready_rx.recv() {
             Ok(Ok(())) => {}
-            Ok(Err((thread, why))) => failed = failed.or(Some(EngineError::Worker { thread, why })),
+            Ok(Err(e)) => failed = failed.or(Some(e)),
             Err(_) => failed = failed.or(Some(EngineError::Panic(0))),
         }
     }
@@ -174,9 +197,13 @@ pub fn run(cfg: &Config, stop: &Arc<Stop>) -> Result<Outcome, EngineError> {
     }
 
     let mut threads = Vec::with_capacity(cfg.threads);
+    let mut failure = None;
     for (j, h) in handles.into_iter().enumerate() {
         match h.join() {
-            Ok(Ok(Some(stats))) => threads.push(stats),
+            Ok(Ok(Some((stats, error)))) => {
+                threads.push(stats);
+                failure = failure.or(error);
+            }
             Ok(Ok(None)) => {}
             Ok(Err(why)) => failed = failed.or(Some(EngineError::Worker { thread: j, why })),
             Err(_) => failed = failed.or(Some(EngineError::Panic(j))),
@@ -193,7 +220,38 @@ pub fn run(cfg: &Config, stop: &Arc<Stop>) -> Result<Outcome, EngineError> {
         stats: RunStats::merge(threads, measured),
         addr,
         interrupted: stopped_at < window.end,
+        script: main_script,
+        failure,
     })
+}
+
+/// Loads the script into the main state and one state per thread (each
+/// after `setup()` and `init()`), all before any worker starts.
+fn load_scripts(
+    cfg: &Config,
+    addr: SocketAddr,
+) -> Result<(Option<MainScript>, Vec<ThreadScript>), EngineError> {
+    let Some(path) = &cfg.script else {
+        return Ok((None, Vec::new()));
+    };
+    let t = &cfg.target;
+    let target = ScriptTarget {
+        scheme: match t.scheme {
+            Scheme::Http => "http".into(),
+            Scheme::Https => "https".into(),
+        },
+        host: t.host.clone(),
+        port: t.port,
+        path: t.path.clone(),
+        authority: t.authority.clone(),
+        url: cfg.url.clone(),
+        headers: cfg.headers.clone(),
+    };
+    let mut main = MainScript::load(path, target)?;
+    let threads = (0..cfg.threads)
+        .map(|j| main.create_thread(j, addr, &cfg.script_args))
+        .collect::<Result<_, _>>()?;
+    Ok((Some(main), threads))
 }
 
 fn tls_setup(cfg: &Config) -> Result<Option<TlsSetup>, EngineError> {

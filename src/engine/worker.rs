@@ -1,4 +1,5 @@
-//! One worker thread: its poller, timer, connections and statistics.
+//! One worker thread: its poller, timer, connections, script and
+//! statistics.
 //!
 //! The loop is the same in both modes; the [`Plan`] decides when requests
 //! are due. In rate mode a due request goes out on an idle connection, or
@@ -7,8 +8,14 @@
 //! while. Nothing here allocates per request, locks, or touches memory
 //! shared with other threads; the shared stop flag is read only when the
 //! main thread wakes this one.
+//!
+//! A script's `request()` may return several requests at once: the batch
+//! is pipelined on one connection, goes out when its first request falls
+//! due, and takes one slot of the schedule per request. `delay()` rests a
+//! connection for that long before its next request, in both modes.
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
@@ -19,14 +26,16 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token, Waker};
 
 use crate::clock::{self, to_us, Nanos};
+use crate::http::request::split_requests;
 use crate::http::response::{Done, Feed};
 use crate::schedule::Plan;
+use crate::script::ThreadScript;
 use crate::stats::ThreadStats;
 
 use super::conn::{Conn, InFlight, State};
 use super::timer::{self, Timer};
 use super::transport::TlsSetup;
-use super::Stop;
+use super::{EngineError, Stop};
 
 const TIMER: Token = Token(usize::MAX - 1);
 const WAKE: Token = Token(usize::MAX - 2);
@@ -39,9 +48,10 @@ pub struct WorkerSetup {
     pub connections: usize,
     pub addr: SocketAddr,
     pub tls: Option<TlsSetup>,
-    /// The request bytes, built once.
+    /// The request bytes, built once (unused when a script builds each).
     pub request: Box<[u8]>,
-    pub head_request: bool,
+    /// This thread's script state, if a script was given.
+    pub script: Option<ThreadScript>,
     pub timeout: Nanos,
     pub max_head: usize,
     pub cpu: Option<usize>,
@@ -67,16 +77,29 @@ enum Loss {
 }
 
 pub struct Worker {
+    index: usize,
     poll: Poll,
     timer: Timer,
     waker: Arc<Waker>,
+    stop: Arc<Stop>,
     conns: Vec<Conn>,
     /// Idle connections, oldest first, so that every connection is used.
     idle: VecDeque<usize>,
+    /// Connections resting after `delay()`, earliest first.
+    resting: BinaryHeap<Reverse<(Nanos, usize)>>,
     addr: SocketAddr,
     tls: Option<TlsSetup>,
+    /// The static request batch, shared by every connection.
     request: Box<[u8]>,
-    head_request: bool,
+    /// Whether each request of the static batch is a HEAD request.
+    static_heads: Box<[bool]>,
+    script: Option<ThreadScript>,
+    /// A script's `request()` builds every batch.
+    dynamic: bool,
+    /// HEAD flags of the batch being sent (reused, never reallocated).
+    batch: Vec<bool>,
+    /// The first fatal error (a script's); it stops every worker.
+    failure: Option<EngineError>,
     timeout: Nanos,
     buf: Box<[u8]>,
     stats: ThreadStats,
@@ -85,15 +108,18 @@ pub struct Worker {
     /// Next time to look for timed-out requests and connections to reopen.
     next_sweep: Nanos,
     sweep_every: Nanos,
-    /// Requests sent in the measured window by the closed loop.
-    closed_sent: u64,
     /// The schedule has started (connections opened before it wait idle).
     started: bool,
 }
 
 impl Worker {
     /// Opens the poller and starts every connection.
-    pub fn new(setup: WorkerSetup) -> io::Result<Worker> {
+    pub fn new(setup: WorkerSetup, stop: Arc<Stop>) -> Result<Worker, EngineError> {
+        let thread = setup.index;
+        Worker::build(setup, stop).map_err(|why| EngineError::Worker { thread, why })
+    }
+
+    fn build(setup: WorkerSetup, stop: Arc<Stop>) -> io::Result<Worker> {
         timer::set_fine_timer_slack();
         if let Some(cpu) = setup.cpu {
             pin_to_cpu(cpu)?;
@@ -103,20 +129,41 @@ impl Worker {
         let timer = Timer::new()?;
         poll.registry()
             .register(&mut SourceFd(&timer.as_raw_fd()), TIMER, Interest::READABLE)?;
+        let capture = setup
+            .script
+            .as_ref()
+            .is_some_and(ThreadScript::has_response);
+        let dynamic = setup.script.as_ref().is_some_and(|s| !s.is_static());
+        let static_heads: Box<[bool]> = if dynamic {
+            Box::default()
+        } else {
+            split_requests(&setup.request)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?
+                .iter()
+                .map(|r| r.head)
+                .collect()
+        };
         let conns = (0..setup.connections)
-            .map(|_| Conn::new(setup.max_head, false))
+            .map(|_| Conn::new(setup.max_head, capture))
             .collect();
         let sweep_every = (setup.timeout / 10).clamp(1_000_000, 50_000_000);
         let mut w = Worker {
+            index: setup.index,
             poll,
             timer,
             waker,
+            stop,
             conns,
             idle: VecDeque::with_capacity(setup.connections),
+            resting: BinaryHeap::with_capacity(setup.connections),
             addr: setup.addr,
             tls: setup.tls,
             request: setup.request,
-            head_request: setup.head_request,
+            static_heads,
+            script: setup.script,
+            dynamic,
+            batch: Vec::with_capacity(16),
+            failure: None,
             timeout: setup.timeout,
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
             stats: ThreadStats::default(),
@@ -127,7 +174,6 @@ impl Worker {
             },
             next_sweep: 0,
             sweep_every,
-            closed_sent: 0,
             started: false,
         };
         let now = clock::now();
@@ -142,32 +188,47 @@ impl Worker {
         self.waker.clone()
     }
 
-    /// Runs the event loop until the window ends or `stop` is triggered, then
-    /// hands back what was measured.
-    pub fn run(mut self, plan: Plan, window: Window, stop: &Stop) -> io::Result<ThreadStats> {
+    /// Runs the event loop until the window ends, the run is stopped or the
+    /// script calls `thread:stop()`; hands back what was measured and the
+    /// first fatal error, if any.
+    pub fn run(
+        mut self,
+        plan: Plan,
+        window: Window,
+    ) -> io::Result<(ThreadStats, Option<EngineError>)> {
+        if let Some(script) = self.script.as_mut() {
+            script.activate();
+        }
         self.plan = plan;
         self.window = window;
         self.started = true;
-        if let Plan::Closed = self.plan {
-            let now = clock::now();
-            while let Some(i) = self.idle.pop_front() {
-                self.send(i, now);
-            }
+        // Every open connection takes its first request (or first delay).
+        let idle: Vec<usize> = self.idle.drain(..).collect();
+        for i in idle {
+            self.ready(i);
         }
-        let stop_at = self.event_loop(stop)?;
-        Ok(self.finish(stop_at))
+        let stop_at = self.event_loop()?;
+        if let Some(script) = self.script.as_mut() {
+            script.deactivate();
+        }
+        let failure = self.failure.take();
+        Ok((self.finish(stop_at), failure))
     }
 
-    fn event_loop(&mut self, stop: &Stop) -> io::Result<Nanos> {
+    fn event_loop(&mut self) -> io::Result<Nanos> {
         let mut events = Events::with_capacity(1024);
         loop {
             let now = clock::now();
             if now >= self.window.end {
                 return Ok(self.window.end);
             }
+            if self.halted() {
+                return Ok(now);
+            }
             if now >= self.next_sweep {
                 self.sweep(now);
             }
+            self.wake_rested(now);
             self.dispatch();
             self.timer.arm(Some(self.next_deadline()))?;
             if let Err(e) = self.poll.poll(&mut events, None) {
@@ -181,12 +242,27 @@ impl Worker {
                     TIMER => self.timer.clear(),
                     // Nothing is sent after this moment, so it ends this
                     // thread's window exactly.
-                    WAKE if stop.is_stopped() => return Ok(clock::now().min(self.window.end)),
+                    WAKE if self.stop.is_stopped() => return Ok(clock::now().min(self.window.end)),
                     WAKE => {}
                     Token(c) => self.on_event(c, ev),
                 }
             }
         }
+    }
+
+    /// A fatal error happened, or the script asked this thread to stop.
+    fn halted(&self) -> bool {
+        self.failure.is_some()
+            || self
+                .script
+                .as_ref()
+                .is_some_and(ThreadScript::stop_requested)
+    }
+
+    /// Records the first fatal error and stops every worker.
+    fn fail(&mut self, e: EngineError) {
+        self.failure.get_or_insert(e);
+        self.stop.trigger();
     }
 
     /// Before the start: waits until every connection is open or has failed
@@ -221,6 +297,9 @@ impl Worker {
     /// The earliest moment the loop has something to do without I/O.
     fn next_deadline(&self) -> Nanos {
         let mut at = self.window.end.min(self.next_sweep);
+        if let Some(Reverse((until, _))) = self.resting.peek() {
+            at = at.min(*until);
+        }
         if let Plan::Paced(arrivals) = &self.plan {
             if !self.idle.is_empty() {
                 at = at.min(arrivals.peek());
@@ -231,7 +310,7 @@ impl Worker {
 
     /// Sends every due request that has an idle connection to go on.
     fn dispatch(&mut self) {
-        while !self.idle.is_empty() {
+        while !self.idle.is_empty() && !self.halted() {
             let Plan::Paced(arrivals) = &mut self.plan else {
                 return;
             };
@@ -257,7 +336,7 @@ impl Worker {
         match conn.state {
             State::Connecting => self.on_connected(i),
             State::Handshaking => self.on_handshake(i),
-            State::Idle | State::Busy => {
+            State::Idle | State::Busy | State::Resting => {
                 if ev.is_writable() {
                     self.on_writable(i);
                 }
@@ -298,13 +377,52 @@ impl Worker {
         }
     }
 
-    /// The connection can take a request.
+    /// The connection can take a request: after the script's `delay()`, if
+    /// it has one, it becomes available.
     fn ready(&mut self, i: usize) {
-        self.conns[i].state = State::Idle;
-        self.conns[i].idle_since = clock::now();
+        if self.started {
+            if let Some(script) = self.script.as_mut().filter(|s| s.has_delay()) {
+                match script.delay_ms() {
+                    Err(e) => return self.fail(e.into()),
+                    Ok(ms) if ms > 0.0 => {
+                        let until = clock::now() + (ms * 1e6) as Nanos;
+                        let conn = &mut self.conns[i];
+                        conn.state = State::Resting;
+                        conn.retry_at = until;
+                        self.resting.push(Reverse((until, i)));
+                        return;
+                    }
+                    Ok(_) => {}
+                }
+            }
+        }
+        self.available(i);
+    }
+
+    /// Idle in rate mode (the schedule picks it up); busy at once in the
+    /// closed loop.
+    fn available(&mut self, i: usize) {
+        let now = clock::now();
+        let conn = &mut self.conns[i];
+        conn.state = State::Idle;
+        conn.idle_since = now;
         match self.plan {
-            Plan::Closed if self.started => self.send(i, clock::now()),
+            Plan::Closed if self.started => self.send(i, now),
             _ => self.idle.push_back(i),
+        }
+    }
+
+    /// Connections whose delay is over become available.
+    fn wake_rested(&mut self, now: Nanos) {
+        while let Some(&Reverse((until, i))) = self.resting.peek() {
+            if until > now {
+                return;
+            }
+            self.resting.pop();
+            // A connection closed while resting leaves a stale entry.
+            if self.conns[i].state == State::Resting && self.conns[i].retry_at == until {
+                self.available(i);
+            }
         }
     }
 
@@ -315,38 +433,84 @@ impl Worker {
         self.close(i);
     }
 
-    /// Writes a request intended at `intended` on connection `i`.
+    /// Writes a batch whose first request is intended at `intended` on
+    /// connection `i`.
     fn send(&mut self, i: usize, intended: Nanos) {
+        if let Err(e) = self.load_batch(i) {
+            return self.fail(e);
+        }
         let now = clock::now();
-        let measured = intended >= self.window.measure_from;
-        if measured {
-            if let Plan::Paced(_) = self.plan {
-                let c = &mut self.stats.counters;
-                ThreadStats::record(
-                    &mut self.stats.send_lag,
-                    &mut c.saturated,
-                    to_us(now - intended),
-                );
+        let paced = matches!(self.plan, Plan::Paced(_));
+        let was_idle = self.conns[i].in_flight.is_empty();
+        for k in 0..self.batch.len() {
+            let slot = if k == 0 {
+                intended
             } else {
-                self.closed_sent += 1;
+                self.next_slot(now)
+            };
+            let measured = slot >= self.window.measure_from && slot < self.window.end;
+            // A pipelined request sent ahead of its slot is measured from
+            // its send: there is no delay to correct for.
+            let intended = slot.min(now);
+            if measured {
+                let c = &mut self.stats.counters;
+                c.due += 1;
+                if paced {
+                    let lag = to_us(now - intended);
+                    ThreadStats::record(&mut self.stats.send_lag, &mut c.saturated, lag);
+                }
             }
+            let head = self.batch[k];
+            let req = InFlight {
+                intended,
+                sent: now,
+                measured,
+                head,
+            };
+            self.conns[i].in_flight.push_back(req);
         }
         let conn = &mut self.conns[i];
-        if conn.in_flight.is_empty() {
-            conn.parser.start(self.head_request);
+        if was_idle {
+            let first_is_head = conn.in_flight.front().is_some_and(|r| r.head);
+            conn.parser.start(first_is_head);
         }
-        conn.in_flight.push_back(InFlight {
-            intended,
-            sent: now,
-            measured,
-            head: self.head_request,
-        });
         conn.state = State::Busy;
         conn.written = 0;
         self.on_writable(i);
     }
 
-    /// Continues writing the current request.
+    /// Fills `batch` with the HEAD flags of the next batch, calling the
+    /// script's `request()` into the connection's buffer when it has one.
+    fn load_batch(&mut self, i: usize) -> Result<(), EngineError> {
+        self.batch.clear();
+        if !self.dynamic {
+            self.batch.extend_from_slice(&self.static_heads);
+            return Ok(());
+        }
+        let script = self.script.as_mut().expect("a dynamic batch has a script");
+        let conn = &mut self.conns[i];
+        script.request(&mut conn.out)?;
+        let requests = split_requests(&conn.out).map_err(|why| EngineError::BadRequest {
+            thread: self.index,
+            why,
+        })?;
+        self.batch.extend(requests.iter().map(|r| r.head));
+        Ok(())
+    }
+
+    /// The intended time of the next request of a batch.
+    fn next_slot(&mut self, now: Nanos) -> Nanos {
+        match &mut self.plan {
+            Plan::Paced(arrivals) => {
+                let slot = arrivals.peek();
+                arrivals.advance();
+                slot
+            }
+            Plan::Closed => now,
+        }
+    }
+
+    /// Continues writing the current batch.
     fn on_writable(&mut self, i: usize) {
         let conn = &mut self.conns[i];
         let Some(t) = conn.transport.as_mut() else {
@@ -355,8 +519,13 @@ impl Worker {
         if conn.state != State::Busy {
             return;
         }
-        while conn.written < self.request.len() {
-            match t.write(&self.request[conn.written..]) {
+        let bytes: &[u8] = if self.dynamic {
+            &conn.out
+        } else {
+            &self.request
+        };
+        while conn.written < bytes.len() {
+            match t.write(&bytes[conn.written..]) {
                 Ok(n) => conn.written += n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -432,7 +601,7 @@ impl Worker {
     }
 
     /// Records a finished response. Returns false when the connection was
-    /// closed as a result.
+    /// closed (or the run halted) as a result.
     fn complete(&mut self, i: usize, done: Done) -> bool {
         let now = clock::now();
         let conn = &mut self.conns[i];
@@ -443,6 +612,14 @@ impl Worker {
         conn.served += 1;
         if req.measured {
             self.record(&req, &done, now);
+        }
+        if let Some(script) = self.script.as_mut().filter(|s| s.has_response()) {
+            let parser = &self.conns[i].parser;
+            let result = script.response(done.status, &mut parser.headers(), parser.body());
+            if let Err(e) = result {
+                self.fail(e.into());
+                return false;
+            }
         }
         if !done.keep_alive {
             self.reopen(i);
@@ -497,9 +674,10 @@ impl Worker {
         if conn.state == State::Idle {
             self.idle.retain(|&c| c != i);
         }
-        conn.close(clock::now());
+        let now = clock::now();
+        conn.close(now);
         let retry_at = conn.retry_at;
-        if retry_at <= clock::now() {
+        if retry_at <= now {
             self.open(i, retry_at);
         } else {
             self.next_sweep = self.next_sweep.min(retry_at);
@@ -532,11 +710,8 @@ impl Worker {
             let conn = &self.conns[i];
             match conn.state {
                 State::Busy => {
-                    if conn
-                        .in_flight
-                        .front()
-                        .is_some_and(|r| now - r.sent.min(now) > self.timeout)
-                    {
+                    let oldest = conn.in_flight.front().map_or(now, |r| r.sent.min(now));
+                    if now - oldest > self.timeout {
                         self.lose(i, Loss::Timeout);
                     }
                 }
@@ -548,7 +723,7 @@ impl Worker {
                 }
                 State::Down if conn.retry_at <= now => self.open(i, now),
                 State::Down => self.next_sweep = self.next_sweep.min(conn.retry_at),
-                State::Idle => {}
+                State::Idle | State::Resting => {}
             }
         }
     }
@@ -559,12 +734,11 @@ impl Worker {
         let in_flight: u64 = self.conns.iter().map(Conn::measured_in_flight).sum();
         let c = &mut self.stats.counters;
         c.in_flight = in_flight;
-        match &self.plan {
-            Plan::Paced(arrivals) => {
-                c.due = arrivals.count_in(from, stop_at);
-                c.never_sent = arrivals.count_pending(from, stop_at);
-            }
-            Plan::Closed => c.due = self.closed_sent,
+        // Sent requests were counted as due when they went out; what is
+        // still waiting on the schedule is due but never sent.
+        if let Plan::Paced(arrivals) = &self.plan {
+            c.never_sent = arrivals.count_pending(from, stop_at);
+            c.due += c.never_sent;
         }
         self.stats.cpu = clock::thread_cpu();
         self.stats
