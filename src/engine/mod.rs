@@ -109,9 +109,11 @@ pub struct Outcome {
 
 /// Runs the load test described by `cfg`.
 pub fn run(cfg: &Config, stop: &Arc<Stop>) -> Result<Outcome, EngineError> {
+    // Scripts first: a broken script is reported without touching the network.
+    let first = cfg.target.addrs[0];
+    let (main_script, scripts) = load_scripts(cfg, first)?;
     let tls = tls_setup(cfg)?;
     let addr = preflight(&cfg.target, tls.as_ref(), cfg.timeout)?;
-    let (main_script, scripts) = load_scripts(cfg, addr)?;
     let default_request: Box<[u8]> = crate::http::request::format(
         "GET",
         &cfg.target.path,
@@ -136,8 +138,12 @@ pub fn run(cfg: &Config, stop: &Arc<Stop>) -> Result<Outcome, EngineError> {
         let setup = WorkerSetup {
             index: j,
             connections: cfg.conns_per_thread[j],
-            // setup() may have moved this thread to another address.
-            addr: script.as_ref().map_or(addr, ThreadScript::addr),
+            // setup() may have moved this thread to another address;
+            // otherwise it goes where the pre-flight connection went.
+            addr: match script.as_ref().map(ThreadScript::addr) {
+                Some(moved) if moved != first => moved,
+                _ => addr,
+            },
             tls: tls.clone(),
             request,
             script,

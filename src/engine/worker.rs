@@ -402,6 +402,9 @@ impl Worker {
     /// Idle in rate mode (the schedule picks it up); busy at once in the
     /// closed loop.
     fn available(&mut self, i: usize) {
+        if self.halted() {
+            return;
+        }
         let now = clock::now();
         let conn = &mut self.conns[i];
         conn.state = State::Idle;
@@ -741,6 +744,7 @@ impl Worker {
             c.due += c.never_sent;
         }
         self.stats.cpu = clock::thread_cpu();
+        self.stats.script_calls = self.script.as_ref().map_or(0, ThreadScript::calls);
         self.stats
     }
 }

@@ -121,6 +121,8 @@ pub struct ThreadStats {
     pub series: Vec<u32>,
     /// CPU time (user + system) the thread used.
     pub cpu: Duration,
+    /// Calls into the thread's Lua script (hooks and the one static build).
+    pub script_calls: u64,
 }
 
 impl Default for ThreadStats {
@@ -132,6 +134,7 @@ impl Default for ThreadStats {
             counters: Counters::default(),
             series: Vec::new(),
             cpu: Duration::ZERO,
+            script_calls: 0,
         }
     }
 }

@@ -1,0 +1,366 @@
+//! wrk-style Lua scripts against the built-in target: what the target
+//! received, what the scripts printed, and how script errors end a run.
+
+mod common;
+
+use std::process::{Command, Output};
+
+use common::*;
+use metron::serve::{ServeConfig, Server};
+
+fn script(name: &str) -> String {
+    format!("{}/tests/scripts/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A target that keeps what it receives.
+fn recording() -> Server {
+    server(ServeConfig {
+        record: 100_000,
+        ..ServeConfig::default()
+    })
+}
+
+fn metron(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_metron"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn a_static_script_sets_headers_once_and_costs_no_call_per_request() {
+    let _g = serial();
+    let srv = recording();
+    let (u, s) = (url(&srv, "/"), script("auth.lua"));
+    let (o, _) = bench(&["-t2", "-c2", "-R200", "-d1s", "-s", &s, &u, "--", "s3cret"]);
+    assert_balanced(&o);
+    assert_eq!(o.stats.counters.completed, 200);
+    let got = srv.stats().recorded();
+    assert_eq!(got.len(), 200);
+    assert!(got
+        .iter()
+        .all(|r| r.header("authorization") == Some(&b"Bearer s3cret"[..])));
+    // One Lua call per thread (building the request), none per request.
+    let calls: Vec<u64> = o.stats.threads.iter().map(|t| t.script_calls).collect();
+    assert_eq!(calls, vec![1, 1]);
+}
+
+#[test]
+fn request_hook_makes_a_new_path_per_request() {
+    let _g = serial();
+    let srv = recording();
+    let (u, s) = (url(&srv, "/"), script("counter.lua"));
+    let (o, _) = bench(&["-t1", "-c2", "-R100", "-d1s", "-s", &s, &u]);
+    assert_eq!(o.stats.counters.completed, 100);
+    let mut paths: Vec<String> = srv.stats().recorded().into_iter().map(|r| r.path).collect();
+    paths.sort_by_key(|p| p[6..].parse::<u32>().unwrap());
+    let want: Vec<String> = (0..100).map(|i| format!("/item/{i}")).collect();
+    assert_eq!(paths, want);
+    assert_eq!(o.stats.threads[0].script_calls, 100);
+}
+
+#[test]
+fn post_bodies_carry_their_length() {
+    let _g = serial();
+    let srv = recording();
+    let (u, s) = (url(&srv, "/submit"), script("post.lua"));
+    let (o, _) = bench(&["-t1", "-c1", "-R50", "-d1s", "-s", &s, &u]);
+    assert_eq!(o.stats.counters.completed, 50);
+    for r in srv.stats().recorded() {
+        assert_eq!((r.method.as_str(), r.path.as_str()), ("POST", "/submit"));
+        assert_eq!(r.body, br#"{"name":"metron","n":1}"#);
+        assert_eq!(r.header("content-length"), Some(&b"23"[..]));
+        assert_eq!(r.header("content-type"), Some(&b"application/json"[..]));
+    }
+}
+
+#[test]
+fn head_requests_expect_no_body() {
+    let _g = serial();
+    let srv = server(ServeConfig {
+        body_size: 500,
+        record: 1000,
+        ..ServeConfig::default()
+    });
+    let (u, s) = (url(&srv, "/"), script("head.lua"));
+    let (o, _) = bench(&["-t1", "-c2", "-R100", "-d1s", "-s", &s, &u]);
+    assert_balanced(&o);
+    let c = o.stats.counters;
+    assert_eq!(
+        (c.completed, c.errors.lost_requests(), c.reconnects),
+        (100, 0, 0),
+        "{c:?}"
+    );
+    assert!(srv.stats().recorded().iter().all(|r| r.method == "HEAD"));
+}
+
+#[test]
+fn three_pipelined_requests_are_each_matched_to_a_response() {
+    let _g = serial();
+    let srv = server(ServeConfig {
+        body_size: 100,
+        record: 100_000,
+        ..ServeConfig::default()
+    });
+    let (u, s) = (url(&srv, "/"), script("pipeline.lua"));
+    // Rate mode: each batch of three takes three slots of the schedule.
+    let (o, _) = bench(&["-t1", "-c2", "-R300", "-d1s", "-s", &s, &u]);
+    assert_balanced(&o);
+    let c = o.stats.counters;
+    assert_eq!(
+        (c.due, c.completed, c.errors.lost_requests()),
+        (300, 300, 0),
+        "{c:?}"
+    );
+    let st = srv.stats();
+    let count = |p: &str| st.recorded().iter().filter(|r| r.path == p).count();
+    assert_eq!(
+        (count("/first"), count("/second"), count("/third")),
+        (100, 100, 100)
+    );
+    // Closed loop: the next batch goes out when all three are answered.
+    let (o, _) = bench(&["-t1", "-c1", "-d1s", "-s", &s, &u]);
+    assert_balanced(&o);
+    assert!(o.stats.counters.completed > 300, "{:?}", o.stats.counters);
+}
+
+#[test]
+fn delay_spaces_out_a_connections_requests() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let (u, s) = (url(&srv, "/"), script("random_delay.lua"));
+    // One connection, 10-20 ms before each request: 50 to 100 in a second.
+    let (o, _) = bench(&["-t1", "-c1", "-d1s", "-s", &s, &u]);
+    let n = o.stats.counters.completed;
+    assert!((45..=100).contains(&n), "{n} requests");
+}
+
+#[test]
+fn thread_stop_ends_that_thread_after_ten_responses() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let (u, s) = (url(&srv, "/"), script("stop.lua"));
+    let (o, _) = bench(&["-t1", "-c1", "-d5s", "-s", &s, &u]);
+    assert_balanced(&o);
+    let c = o.stats.counters;
+    assert_eq!((c.completed, c.in_flight), (10, 0), "{c:?}");
+}
+
+#[test]
+fn setup_passes_values_in_and_done_reads_them_out() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let o = metron(&[
+        "-t2",
+        "-c2",
+        "-R100",
+        "-d1s",
+        "-s",
+        &script("setup.lua"),
+        &url(&srv, "/"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().filter(|l| l.starts_with("thread ")).collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    for (i, line) in lines.iter().enumerate() {
+        let id = i + 1;
+        assert!(
+            line.starts_with(&format!(
+                "thread {id} (t{id}, 30) made 50 requests and got 50 responses"
+            )),
+            "{out}"
+        );
+    }
+    // done() output comes after the report.
+    assert!(out.find("Requests/sec").unwrap() < out.find("thread 1").unwrap());
+}
+
+#[test]
+fn done_prints_a_custom_report() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let o = metron(&[
+        "-t1",
+        "-c2",
+        "-R100",
+        "-d1s",
+        "-s",
+        &script("report.lua"),
+        &url(&srv, "/"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("custom report\nrequests 100\nerrors 0\np50 "),
+        "{out}"
+    );
+    assert!(out.contains("min<=max true\nsamples 1\n"), "{out}");
+}
+
+#[test]
+fn scripts_resolve_and_probe_addresses() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let addr = srv.addr();
+    let o = metron(&[
+        "-t2",
+        "-c2",
+        "-R10",
+        "-d1s",
+        "-s",
+        &script("addresses.lua"),
+        &url(&srv, "/"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains(&format!("lookup {addr} connect true\n")),
+        "{out}"
+    );
+    assert_eq!(
+        out.matches(&format!("thread addr {addr}\n")).count(),
+        2,
+        "{out}"
+    );
+}
+
+#[test]
+fn in_rate_mode_request_is_called_when_each_request_is_due() {
+    let _g = serial();
+    let srv = server(ServeConfig {
+        body_size: 3,
+        ..ServeConfig::default()
+    });
+    let o = metron(&[
+        "-t1",
+        "-c4",
+        "-R100",
+        "-d2s",
+        "-s",
+        &script("paced.lua"),
+        &url(&srv, "/"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let gap: u64 = out
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("calls 200 mean gap ")?
+                .strip_suffix(" us")?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no gap line in {out}"));
+    assert!(
+        (9_900..=10_100).contains(&gap),
+        "mean gap {gap} us at 100/s"
+    );
+    assert!(out.contains("last response 200 3 \"xxx\"\n"), "{out}");
+}
+
+#[test]
+fn cjson_decodes_arguments_and_encodes_results() {
+    let _g = serial();
+    let srv = recording();
+    let (u, s) = (url(&srv, "/"), script("json.lua"));
+    let o = metron(&[
+        "-t1",
+        "-c1",
+        "-R30",
+        "-d1s",
+        "-s",
+        &s,
+        &u,
+        "--",
+        r#"["/a","/b","/c"]"#,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains(r#"{"ok":true,"requests":30}"#)
+            || stdout(&o).contains(r#"{"requests":30,"ok":true}"#),
+        "{}",
+        stdout(&o)
+    );
+    let st = srv.stats();
+    let count = |p: &str| st.recorded().iter().filter(|r| r.path == p).count();
+    assert_eq!((count("/a"), count("/b"), count("/c")), (10, 10, 10));
+}
+
+#[test]
+fn a_syntax_error_names_the_file_and_line_before_any_request() {
+    let srv = recording();
+    let o = metron(&[
+        "-t1",
+        "-c1",
+        "-d1s",
+        "-s",
+        &script("syntax_error.lua"),
+        &url(&srv, "/"),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains("syntax_error.lua:3:"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert_eq!(srv.stats().requests(), 0);
+}
+
+#[test]
+fn a_runtime_error_in_a_hook_stops_the_run_after_reporting() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let o = metron(&[
+        "-t2",
+        "-c2",
+        "-R100",
+        "-d5s",
+        "-s",
+        &script("response_error.lua"),
+        &url(&srv, "/"),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.contains("in response()") && err.contains("response_error.lua:3:"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(stdout(&o).contains("Requests/sec:"), "{}", stdout(&o));
+}
+
+#[test]
+fn an_error_in_done_still_leaves_the_report() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let o = metron(&[
+        "-t1",
+        "-c1",
+        "-R10",
+        "-d1s",
+        "-s",
+        &script("done_error.lua"),
+        &url(&srv, "/"),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains("Requests/sec:"));
+    let err = stderr(&o);
+    assert!(
+        err.contains("in done()") && err.contains("done_error.lua:2: broken report"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_missing_script_is_a_clear_error() {
+    let o = metron(&["-s", "/no/such/script.lua", "http://127.0.0.1:1/"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("/no/such/script.lua"), "{}", stderr(&o));
+}

@@ -1,0 +1,4 @@
+function response(status, headers, body)
+  local missing = nil
+  return missing.field
+end
