@@ -6,7 +6,11 @@
 # each generator it prints requests/s and requests per CPU-second of the
 # generator (user + system), then the ratios metron / wrk.
 #
-#   bench/run.sh [DURATION] [CONNECTIONS]      (defaults: 10s, 50)
+#   bench/run.sh [DURATION] [CONNECTIONS] [ROUNDS]   (defaults: 10s, 50, 3)
+#
+# A virtual machine's speed drifts by tens of percent from minute to
+# minute, so the two tools alternate for ROUNDS rounds and the medians are
+# compared.
 #
 # Needs: wrk (apt-get install wrk), taskset, /usr/bin/time. Loopback only.
 set -euo pipefail
@@ -14,6 +18,7 @@ cd "$(dirname "$0")/.."
 
 DURATION=${1:-10s}
 CONNS=${2:-50}
+ROUNDS=${3:-3}
 PORT=${PORT:-18080}
 TARGET_CPU=${TARGET_CPU:-1}
 LOAD_CPU=${LOAD_CPU:-0}
@@ -46,27 +51,32 @@ run() {
     echo "$name $rps $total $cpu"
 }
 
-compare() {
-    local label=$1 wrk_line=$2 metron_line=$3
-    awk -v label="$label" -v w="$wrk_line" -v m="$metron_line" 'BEGIN {
-        split(w, a, " "); split(m, b, " ");
-        wr = a[2]; wc = a[4]; mr = b[2]; mc = b[4];
-        wpc = (wc > 0) ? a[3] / wc : 0; mpc = (mc > 0) ? b[3] / mc : 0;
+# median of the numbers on stdin
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# measure LABEL [ARGS...]: ROUNDS alternating runs of wrk and metron with
+# the same arguments; prints medians and ratios.
+measure() {
+    local label=$1; shift
+    local w=() m=()
+    for _ in $(seq "$ROUNDS"); do
+        w+=("$(run wrk wrk -t1 -c"$CONNS" -d"$DURATION" "$@" "$URL")")
+        m+=("$(run metron "$METRON" -t1 -c"$CONNS" -d"$DURATION" "$@" "$URL")")
+    done
+    local wr wp mr mp
+    wr=$(printf '%s\n' "${w[@]}" | awk '{print $2}' | median)
+    wp=$(printf '%s\n' "${w[@]}" | awk '$4 > 0 {print $3 / $4}' | median)
+    mr=$(printf '%s\n' "${m[@]}" | awk '{print $2}' | median)
+    mp=$(printf '%s\n' "${m[@]}" | awk '$4 > 0 {print $3 / $4}' | median)
+    awk -v label="$label" -v wr="$wr" -v wp="$wp" -v mr="$mr" -v mp="$mp" 'BEGIN {
         printf "%-28s %12s %12s %8s\n", label, "wrk", "metron", "ratio";
         printf "%-28s %12.0f %12.0f %8.2f\n", "  requests/s", wr, mr, (wr > 0) ? mr / wr : 0;
-        printf "%-28s %12.0f %12.0f %8.2f\n", "  requests per CPU-second", wpc, mpc, (wpc > 0) ? mpc / wpc : 0;
+        printf "%-28s %12.0f %12.0f %8.2f\n", "  requests per CPU-second", wp, mp, (wp > 0) ? mp / wp : 0;
     }'
 }
 
-echo "# $(date -u +%Y-%m-%d) $(nproc) CPUs; target on CPU $TARGET_CPU, generator on CPU $LOAD_CPU; -t1 -c$CONNS -d$DURATION"
-W=$(run wrk wrk -t1 -c"$CONNS" -d"$DURATION" "$URL")
-M=$(run metron "$METRON" -t1 -c"$CONNS" -d"$DURATION" "$URL")
-compare "static GET, closed loop" "$W" "$M"
-
-if [ -d "$SCRIPTS" ] && "$METRON" --help | grep -q -- '--script'; then
-    for script in "$SCRIPTS"/*.lua; do
-        W=$(run wrk wrk -t1 -c"$CONNS" -d"$DURATION" -s "$script" "$URL")
-        M=$(run metron "$METRON" -t1 -c"$CONNS" -d"$DURATION" -s "$script" "$URL")
-        compare "script $(basename "$script")" "$W" "$M"
-    done
-fi
+echo "# $(date -u +%Y-%m-%d) $(nproc) CPUs; target on CPU $TARGET_CPU, generator on CPU $LOAD_CPU; -t1 -c$CONNS -d$DURATION; median of $ROUNDS alternating rounds"
+measure "static GET, closed loop"
+for script in "$SCRIPTS"/*.lua; do
+    measure "script $(basename "$script")" -s "$script"
+done

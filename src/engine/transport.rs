@@ -63,6 +63,12 @@ impl Transport {
         self.flush()
     }
 
+    /// Plain TCP: a short read means the socket buffer is empty (TLS may
+    /// hold decrypted records back, so it cannot say the same).
+    pub fn is_plain(&self) -> bool {
+        matches!(self, Transport::Plain(_))
+    }
+
     /// True while a TLS handshake is still under way.
     pub fn handshaking(&self) -> bool {
         match self {

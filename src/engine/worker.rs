@@ -34,7 +34,7 @@ use crate::stats::ThreadStats;
 
 use super::conn::{Conn, InFlight, State};
 use super::timer::{self, Timer};
-use super::transport::TlsSetup;
+use super::transport::{TlsSetup, Transport};
 use super::{EngineError, Stop};
 
 const TIMER: Token = Token(usize::MAX - 1);
@@ -555,6 +555,16 @@ impl Worker {
                 Err(_) => return self.lose(i, Loss::Read),
             };
             if !self.on_bytes(i, n) {
+                return;
+            }
+            // A short read drained the socket: more data raises a new edge,
+            // so asking again would only return WouldBlock (a wasted call).
+            if n < self.buf.len()
+                && self.conns[i]
+                    .transport
+                    .as_ref()
+                    .is_some_and(Transport::is_plain)
+            {
                 return;
             }
         }
