@@ -125,6 +125,7 @@ pub struct DemoArgs {
 #[derive(Parser, Debug)]
 #[command(
     name = "metron serve",
+    bin_name = "metron serve",
     about = "Run metron's built-in HTTP target server.",
     version
 )]
@@ -136,6 +137,7 @@ struct ServeCli {
 #[derive(Parser, Debug)]
 #[command(
     name = "metron demo",
+    bin_name = "metron demo",
     about = "Load a built-in target that stalls once, and show corrected vs uncorrected latency.",
     version
 )]
