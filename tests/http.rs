@@ -195,3 +195,36 @@ fn a_refused_connection_is_one_clear_error() {
     assert!(err.contains("refused"), "{err}");
     assert!(!err.contains('\n'));
 }
+
+/// Regression: a response and the server's close that arrive together are
+/// reported by one edge of the poller; reading stopped at the response (a
+/// short read) and the close was never seen, so the request hung. A raw
+/// server that writes its answer and closes at once makes them arrive
+/// together.
+#[test]
+fn response_and_close_arriving_together_complete() {
+    use std::io::{Read, Write};
+    let _g = serial();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = std::thread::spawn(move || {
+        for stream in listener.incoming().take(150) {
+            let Ok(mut s) = stream else { continue };
+            let mut buf = [0u8; 1024];
+            let mut head = Vec::new();
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                match s.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => head.extend_from_slice(&buf[..n]),
+                }
+            }
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil close");
+        }
+    });
+    let u = format!("http://{addr}/");
+    let (o, _) = bench(&["-t1", "-c1", "-R100", "-d1s", "--timeout", "300ms", &u]);
+    assert_balanced(&o);
+    let c = o.stats.counters;
+    assert_eq!((c.completed, c.errors.timeout), (100, 0), "{c:?}");
+    drop(server);
+}

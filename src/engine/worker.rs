@@ -340,11 +340,19 @@ impl Worker {
                 if ev.is_writable() {
                     self.on_writable(i);
                 }
-                if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
-                    self.on_readable(i);
-                }
             }
-            State::Down => {}
+            State::Down => return,
+        }
+        // The same edge may also carry bytes or the peer's close (even for
+        // a connection that only just finished connecting), and an
+        // edge-triggered poller reports it only once.
+        let open = matches!(
+            self.conns[i].state,
+            State::Idle | State::Busy | State::Resting
+        );
+        let closing = ev.is_read_closed() || ev.is_error();
+        if open && (ev.is_readable() || closing) {
+            self.on_readable(i, closing);
         }
     }
 
@@ -541,7 +549,9 @@ impl Worker {
     }
 
     /// Reads until the socket would block, completing responses as they end.
-    fn on_readable(&mut self, i: usize) {
+    /// `closing`: the event also reported the peer's close, which the
+    /// edge-triggered poller will not report again.
+    fn on_readable(&mut self, i: usize, closing: bool) {
         loop {
             let conn = &mut self.conns[i];
             let Some(t) = conn.transport.as_mut() else {
@@ -559,12 +569,13 @@ impl Worker {
             }
             // A short read drained the socket: more data raises a new edge,
             // so asking again would only return WouldBlock (a wasted call).
-            if n < self.buf.len()
-                && self.conns[i]
-                    .transport
-                    .as_ref()
-                    .is_some_and(Transport::is_plain)
-            {
+            // Not when the peer's close came with this edge: no new edge
+            // would announce it, so read on until the end of the stream.
+            let plain = self.conns[i]
+                .transport
+                .as_ref()
+                .is_some_and(Transport::is_plain);
+            if n < self.buf.len() && plain && !closing {
                 return;
             }
         }

@@ -8,6 +8,7 @@
 //! as the list of lines it prints.
 
 mod extended;
+pub mod json;
 pub mod spectrum;
 pub mod summary;
 pub mod text;

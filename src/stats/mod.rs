@@ -5,9 +5,13 @@
 //! Every figure here covers the same measured window (see DESIGN.md §1):
 //! a request belongs to the window when its intended send time does.
 
+pub mod interval;
+
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
+
+use interval::IntervalRecorder;
 
 /// Lowest trackable value of every latency histogram, in microseconds.
 pub const HIST_LOW_US: u64 = 1;
@@ -27,7 +31,7 @@ pub fn new_histogram() -> Histogram<u64> {
 }
 
 /// Socket and HTTP errors, counted the way wrk counts them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Errors {
     /// Failed connection attempts (not requests: see [`Counters`]).
     pub connect: u64,
@@ -66,7 +70,7 @@ impl Errors {
 /// never_sent` holds for every run; [`Counters::balanced`] checks it.
 /// `completed` includes responses counted in `errors.status`, as wrk's
 /// request count does.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Counters {
     /// Requests whose intended send time fell in the measured window.
     pub due: u64,
@@ -123,6 +127,8 @@ pub struct ThreadStats {
     pub cpu: Duration,
     /// Calls into the thread's Lua script (hooks and the one static build).
     pub script_calls: u64,
+    /// The same measurements, interval by interval.
+    pub intervals: IntervalRecorder,
 }
 
 impl Default for ThreadStats {
@@ -135,6 +141,7 @@ impl Default for ThreadStats {
             series: Vec::new(),
             cpu: Duration::ZERO,
             script_calls: 0,
+            intervals: IntervalRecorder::default(),
         }
     }
 }
@@ -174,6 +181,45 @@ impl ThreadStats {
             let hi = ((i + 1) * per).min(self.series.len());
             self.series[lo..hi].iter().map(|&c| c as u64).sum::<u64>() as f64 * scale
         })
+    }
+}
+
+/// One interval of the measured window, all threads merged: what the
+/// interval log, the JSON time series and the progress line are made of.
+#[derive(Clone, Debug)]
+pub struct IntervalStats {
+    /// Position of the interval: it starts at `index × length` from the
+    /// window's start.
+    pub index: u64,
+    pub length: Duration,
+    /// Requests completed in the interval.
+    pub completed: u64,
+    /// Requests lost (read, write, timeout) and error statuses counted in
+    /// the interval.
+    pub errors: u64,
+    /// Latencies recorded in the interval (µs), by completion time; send
+    /// lag by send time.
+    pub latency: Histogram<u64>,
+    pub uncorrected: Histogram<u64>,
+    pub send_lag: Histogram<u64>,
+}
+
+impl IntervalStats {
+    pub fn empty(index: u64, length: Duration) -> IntervalStats {
+        IntervalStats {
+            index,
+            length,
+            completed: 0,
+            errors: 0,
+            latency: new_histogram(),
+            uncorrected: new_histogram(),
+            send_lag: new_histogram(),
+        }
+    }
+
+    /// Start of the interval, from the window's start.
+    pub fn start(&self) -> Duration {
+        self.length * self.index as u32
     }
 }
 
@@ -230,6 +276,12 @@ impl RunStats {
     /// Response bytes per second over the measured window.
     pub fn bytes_per_sec(&self) -> f64 {
         per_sec(self.counters.bytes, self.window)
+    }
+
+    /// Every interval of the window, merged over the threads (see
+    /// [`interval::merged`]).
+    pub fn intervals(&self) -> Vec<&IntervalRecorder> {
+        self.threads.iter().map(|t| &t.intervals).collect()
     }
 
     /// CPU time of all workers together.

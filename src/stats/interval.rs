@@ -1,0 +1,208 @@
+//! Statistics per interval of the measured window (one second by default):
+//! what the interval log, the JSON time series and the progress line show.
+//!
+//! A worker records into the open interval alongside its totals. When time
+//! passes the interval's end, the interval is closed: its histograms are
+//! V2-encoded (a few hundred bytes instead of ~700 KB of counters) and the
+//! next one opens, so a long run costs little memory. This happens at most
+//! once per interval, never per request. After the run,
+//! [`merged`] decodes and adds up the threads' intervals one index at a
+//! time, so no more than one decoded interval is alive at once.
+
+use std::time::Duration;
+
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+use hdrhistogram::Histogram;
+
+use super::IntervalStats;
+
+/// A closed interval, with its histograms V2-encoded.
+#[derive(Clone, Debug)]
+pub struct EncodedInterval {
+    pub index: u64,
+    pub completed: u64,
+    pub errors: u64,
+    latency: Vec<u8>,
+    uncorrected: Vec<u8>,
+    send_lag: Vec<u8>,
+}
+
+/// One thread's intervals: the open one and those already closed.
+#[derive(Clone, Debug)]
+pub struct IntervalRecorder {
+    length: Duration,
+    length_ns: u64,
+    /// End of the open interval, in nanoseconds from the window's start.
+    open_until: u64,
+    open: IntervalStats,
+    closed: Vec<EncodedInterval>,
+}
+
+impl IntervalRecorder {
+    pub fn new(length: Duration) -> IntervalRecorder {
+        let length_ns = (length.as_nanos() as u64).max(1);
+        IntervalRecorder {
+            length,
+            length_ns,
+            open_until: length_ns,
+            open: IntervalStats::empty(0, length),
+            closed: Vec::new(),
+        }
+    }
+
+    pub fn length(&self) -> Duration {
+        self.length
+    }
+
+    /// The interval that `offset_ns` (from the window's start) falls in,
+    /// closing the open one first if time has moved past it.
+    #[inline]
+    pub fn at(&mut self, offset_ns: u64) -> &mut IntervalStats {
+        if offset_ns >= self.open_until {
+            self.roll(offset_ns / self.length_ns);
+        }
+        &mut self.open
+    }
+
+    /// The open interval, without moving time.
+    pub fn open(&self) -> &IntervalStats {
+        &self.open
+    }
+
+    /// Closed intervals, oldest first.
+    pub fn closed(&self) -> &[EncodedInterval] {
+        &self.closed
+    }
+
+    /// Closes the open interval (if it holds anything) and opens `index`.
+    pub fn roll(&mut self, index: u64) {
+        let o = &self.open;
+        if o.completed + o.errors + o.latency.len() + o.send_lag.len() > 0 {
+            let encoded = encode(&self.open);
+            self.closed.push(encoded);
+        }
+        self.open.index = index;
+        self.open.completed = 0;
+        self.open.errors = 0;
+        self.open.latency.reset();
+        self.open.uncorrected.reset();
+        self.open.send_lag.reset();
+        self.open_until = (index + 1).saturating_mul(self.length_ns);
+    }
+
+    /// Closes the open interval at the end of the run.
+    pub fn finish(&mut self) {
+        self.roll(self.open.index + 1);
+    }
+
+    /// The highest interval index that holds data.
+    fn last_index(&self) -> Option<u64> {
+        self.closed.last().map(|i| i.index)
+    }
+}
+
+fn encode(interval: &IntervalStats) -> EncodedInterval {
+    let bytes = |h: &Histogram<u64>| {
+        let mut out = Vec::new();
+        // Serializing into a Vec cannot fail for a histogram with our bounds.
+        let _ = V2Serializer::new().serialize(h, &mut out);
+        out
+    };
+    EncodedInterval {
+        index: interval.index,
+        completed: interval.completed,
+        errors: interval.errors,
+        latency: bytes(&interval.latency),
+        uncorrected: bytes(&interval.uncorrected),
+        send_lag: bytes(&interval.send_lag),
+    }
+}
+
+fn add_encoded(into: &mut Histogram<u64>, bytes: &[u8], de: &mut Deserializer) {
+    if let Ok(h) = de.deserialize::<u64, _>(&mut &bytes[..]) {
+        // Same bounds on both sides, so adding cannot fail.
+        let _ = into.add(&h);
+    }
+}
+
+/// Every interval from the window's start to `window` (or the last one
+/// with data, if later), each merged over all `recorders`; intervals
+/// without data come out empty, so the timeline is continuous.
+pub fn merged<'a>(
+    recorders: &'a [&'a IntervalRecorder],
+    window: Duration,
+) -> impl Iterator<Item = IntervalStats> + 'a {
+    let length = recorders
+        .first()
+        .map_or(Duration::from_secs(1), |r| r.length);
+    let by_window = window.as_nanos().div_ceil(length.as_nanos().max(1)) as u64;
+    let by_data = recorders
+        .iter()
+        .filter_map(|r| r.last_index())
+        .max()
+        .map_or(0, |i| i + 1);
+    let mut de = Deserializer::new();
+    (0..by_window.max(by_data)).map(move |index| {
+        let mut out = IntervalStats::empty(index, length);
+        for r in recorders {
+            if let Ok(at) = r.closed.binary_search_by_key(&index, |i| i.index) {
+                let e = &r.closed[at];
+                out.completed += e.completed;
+                out.errors += e.errors;
+                add_encoded(&mut out.latency, &e.latency, &mut de);
+                add_encoded(&mut out.uncorrected, &e.uncorrected, &mut de);
+                add_encoded(&mut out.send_lag, &e.send_lag, &mut de);
+            }
+        }
+        out
+    })
+}
+
+impl Default for IntervalRecorder {
+    fn default() -> Self {
+        IntervalRecorder::new(Duration::from_secs(1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SEC: u64 = 1_000_000_000;
+
+    #[test]
+    fn records_land_in_the_interval_of_their_time() {
+        let mut r = IntervalRecorder::new(Duration::from_secs(1));
+        r.at(10).latency.record(100).unwrap();
+        r.at(SEC / 2).latency.record(200).unwrap();
+        r.at(SEC + 1).latency.record(300).unwrap();
+        // Nothing in the third second: the fourth follows directly.
+        r.at(3 * SEC).latency.record(400).unwrap();
+        r.finish();
+        let indices: Vec<u64> = r.closed().iter().map(|i| i.index).collect();
+        assert_eq!(indices, vec![0, 1, 3]);
+    }
+
+    #[test]
+    fn merging_adds_threads_and_fills_gaps() {
+        let mut a = IntervalRecorder::new(Duration::from_secs(1));
+        let mut b = IntervalRecorder::new(Duration::from_secs(1));
+        for (r, v) in [(&mut a, 100), (&mut b, 300)] {
+            let i = r.at(5);
+            i.latency.record(v).unwrap();
+            i.completed += 1;
+        }
+        let i = b.at(2 * SEC + 5);
+        i.errors += 2;
+        a.finish();
+        b.finish();
+        let recs = [&a, &b];
+        let all: Vec<IntervalStats> = merged(&recs, Duration::from_secs(4)).collect();
+        assert_eq!(all.len(), 4);
+        assert_eq!((all[0].completed, all[0].latency.len()), (2, 2));
+        assert_eq!(all[0].latency.max(), 300);
+        assert_eq!((all[1].completed, all[1].latency.len()), (0, 0));
+        assert_eq!(all[2].errors, 2);
+        assert_eq!(all[3].start(), Duration::from_secs(3));
+    }
+}
