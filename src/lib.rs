@@ -23,6 +23,7 @@ pub mod clock;
 pub mod demo;
 pub mod engine;
 pub mod http;
+mod progress;
 pub mod report;
 pub mod schedule;
 pub mod script;
@@ -30,7 +31,8 @@ pub mod serve;
 mod signals;
 pub mod stats;
 
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use cli::config::{Config, ConfigError};
@@ -48,6 +50,14 @@ pub enum Error {
     Serve(#[from] serve::ServeError),
     #[error("{0}")]
     Io(#[from] io::Error),
+    #[error("cannot read {}: {why}", path.display())]
+    Input { path: PathBuf, why: String },
+    #[error("cannot write {flag} {}: {why}; check that the directory exists and is writable", path.display())]
+    Output {
+        flag: &'static str,
+        path: PathBuf,
+        why: io::Error,
+    },
 }
 
 /// Runs one command, writing its report to `out`.
@@ -56,7 +66,55 @@ pub fn run(cmd: Command, out: &mut dyn Write) -> Result<(), Error> {
         Command::Bench(args) => bench(&args, out).map(|_| ()),
         Command::Serve(args) => Ok(serve::run(args)?),
         Command::Demo(args) => demo::run(&args, out),
+        Command::Report(args) => rerender(&args, out),
     }
+}
+
+/// `metron report`: the text report (and optionally the HTML report) of a
+/// saved JSON document.
+pub fn rerender(args: &cli::ReportArgs, mut out: &mut dyn Write) -> Result<(), Error> {
+    let doc = read_document(&args.file)?;
+    let stats = doc.stats().map_err(|why| Error::Input {
+        path: args.file.clone(),
+        why: why.to_string(),
+    })?;
+    let c = &doc.config;
+    let duration = std::time::Duration::from_secs_f64(c.duration_s);
+    report::text::write_banner(&mut out, &c.url, duration, c.threads, c.connections)?;
+    let view = report::TextReport {
+        url: &c.url,
+        duration,
+        threads: c.threads,
+        connections: c.connections,
+        rate: c.rate,
+        latency: true,
+        u_latency: true,
+        stats: &stats,
+    };
+    report::text::write_results(&mut out, &view)?;
+    if let Some(path) = &args.html {
+        write_file("--html", path, report::html::render(&doc).as_bytes())?;
+    }
+    Ok(())
+}
+
+fn read_document(path: &Path) -> Result<report::json::Document, Error> {
+    let input = |why: String| Error::Input {
+        path: path.to_path_buf(),
+        why,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| input(e.to_string()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| input(format!("not JSON: {e}")))?;
+    let schema = value.get("schema").and_then(|v| v.as_u64());
+    if schema != Some(u64::from(report::json::SCHEMA)) {
+        let found = schema.map_or("no schema field".to_string(), |s| format!("schema {s}"));
+        return Err(input(format!(
+            "{found}, but this metron reads schema {} documents written by --json",
+            report::json::SCHEMA
+        )));
+    }
+    serde_json::from_value(value).map_err(|e| input(format!("not a metron result: {e}")))
 }
 
 /// Runs a load test as the command line describes it, with Ctrl-C ending
@@ -69,16 +127,33 @@ pub fn bench(args: &BenchArgs, out: &mut dyn Write) -> Result<Outcome, Error> {
 }
 
 /// Runs a load test from a ready configuration (what tests and `demo` use).
-pub fn bench_config(
-    cfg: &Config,
-    stop: &Arc<Stop>,
-    mut out: &mut dyn Write,
-) -> Result<Outcome, Error> {
+pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Result<Outcome, Error> {
+    let o = &cfg.outputs;
+    // With `--json -` stdout carries the document and nothing else.
+    let mut stderr = io::stderr();
+    let text: &mut dyn Write = if o.json_on_stdout() {
+        &mut stderr
+    } else {
+        &mut *out
+    };
     let connections = cfg.connections();
-    report::text::write_banner(&mut out, &cfg.url, cfg.duration, cfg.threads, connections)?;
-    out.flush()?;
-    let outcome = engine::run(cfg, stop)?;
-    let text = report::TextReport {
+    report::text::write_banner(
+        &mut &mut *text,
+        &cfg.url,
+        cfg.duration,
+        cfg.threads,
+        connections,
+    )?;
+    text.flush()?;
+    let outcome = if !o.quiet && io::stderr().is_terminal() {
+        let mut line = progress::Line::new(cfg.duration);
+        let result = engine::run_with_progress(cfg, stop, Some(&mut |t, at| line.show(t, at)));
+        line.clear();
+        result?
+    } else {
+        engine::run(cfg, stop)?
+    };
+    let view = report::TextReport {
         url: &cfg.url,
         duration: cfg.duration,
         threads: cfg.threads,
@@ -88,8 +163,10 @@ pub fn bench_config(
         u_latency: cfg.u_latency,
         stats: &outcome.stats,
     };
-    report::text::write_results(&mut out, &text)?;
-    out.flush()?;
+    report::text::write_results(&mut &mut *text, &view)?;
+    write_extras(text, cfg, &outcome)?;
+    text.flush()?;
+    write_files(out, cfg, &outcome)?;
     // A script error ends the run early; what ran is reported above.
     if let Some(e) = outcome.failure {
         return Err(e.into());
@@ -101,4 +178,49 @@ pub fn bench_config(
             .map_err(EngineError::from)?;
     }
     Ok(outcome)
+}
+
+/// The raw outputs of the wrk forks, after the report.
+fn write_extras(out: &mut dyn Write, cfg: &Config, outcome: &Outcome) -> io::Result<()> {
+    let (o, run, start) = (&cfg.outputs, &outcome.stats, outcome.started_at);
+    if o.timeseries {
+        report::series::write_timeseries(out, run, start, o.timeseries_interval)?;
+    }
+    if o.thread_timeseries {
+        report::series::write_thread_timeseries(out, run, start, o.timeseries_interval)?;
+    }
+    if o.histogram {
+        report::series::write_histogram(out, &run.latency)?;
+    }
+    Ok(())
+}
+
+/// The result files: JSON (or JSON on stdout), interval log, HTML.
+fn write_files(stdout: &mut dyn Write, cfg: &Config, outcome: &Outcome) -> Result<(), Error> {
+    let o = &cfg.outputs;
+    if o.json.is_none() && o.html.is_none() && o.hlog.is_none() {
+        return Ok(());
+    }
+    let doc = report::json::Document::new(cfg, outcome);
+    if let Some(path) = &o.json {
+        let json = serde_json::to_string_pretty(&doc).map_err(io::Error::other)? + "\n";
+        if o.json_on_stdout() {
+            stdout.write_all(json.as_bytes())?;
+            stdout.flush()?;
+        } else {
+            write_file("--json", path, json.as_bytes())?;
+        }
+    }
+    if let Some(path) = &o.html {
+        write_file("--html", path, report::html::render(&doc).as_bytes())?;
+    }
+    Ok(())
+}
+
+fn write_file(flag: &'static str, path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    std::fs::write(path, bytes).map_err(|why| Error::Output {
+        flag,
+        path: path.to_path_buf(),
+        why,
+    })
 }

@@ -57,6 +57,30 @@ pub struct Config {
     pub max_head: usize,
     pub script: Option<PathBuf>,
     pub script_args: Vec<String>,
+    pub outputs: Outputs,
+}
+
+/// What to produce besides the text report.
+#[derive(Clone, Debug, Default)]
+pub struct Outputs {
+    /// `-` means stdout (the text report then goes to stderr).
+    pub json: Option<PathBuf>,
+    pub hlog: Option<PathBuf>,
+    pub html: Option<PathBuf>,
+    /// Intervals of the JSON time series and the interval log.
+    pub interval: Duration,
+    pub histogram: bool,
+    pub timeseries: bool,
+    pub thread_timeseries: bool,
+    pub timeseries_interval: Duration,
+    pub quiet: bool,
+}
+
+impl Outputs {
+    /// The JSON document goes to stdout.
+    pub fn json_on_stdout(&self) -> bool {
+        self.json.as_deref() == Some(std::path::Path::new("-"))
+    }
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -92,6 +116,10 @@ pub enum ConfigError {
         cpu: usize,
         available: String,
     },
+    #[error("--interval {0:?}: intervals must be at least 10ms, e.g. --interval 1s")]
+    Interval(Duration),
+    #[error("--timeseries-interval {0:?}: use a positive multiple of 10ms, e.g. 250ms")]
+    SeriesInterval(Duration),
 }
 
 impl Config {
@@ -127,6 +155,7 @@ impl Config {
             .iter()
             .map(|h| parse_header(h))
             .collect::<Result<_, _>>()?;
+        let outputs = outputs(args)?;
         let threads = args.threads as usize;
         let affinity = match &args.affinity {
             Some(cpus) => Some(check_affinity(&cpus.0)?),
@@ -149,12 +178,35 @@ impl Config {
             max_head: DEFAULT_MAX_HEAD,
             script: args.script.clone(),
             script_args: args.script_args.clone(),
+            outputs,
         })
     }
 
     pub fn connections(&self) -> usize {
         self.conns_per_thread.iter().sum()
     }
+}
+
+fn outputs(args: &BenchArgs) -> Result<Outputs, ConfigError> {
+    if args.interval < Duration::from_millis(10) {
+        return Err(ConfigError::Interval(args.interval));
+    }
+    let step = crate::stats::SERIES_STEP.as_nanos();
+    let ts = args.timeseries_interval;
+    if ts.is_zero() || ts.as_nanos() % step != 0 {
+        return Err(ConfigError::SeriesInterval(ts));
+    }
+    Ok(Outputs {
+        json: args.json.clone(),
+        hlog: args.hlog.clone(),
+        html: args.html.clone(),
+        interval: args.interval,
+        histogram: args.histogram,
+        timeseries: args.timeseries,
+        thread_timeseries: args.thread_timeseries,
+        timeseries_interval: ts,
+        quiet: args.quiet,
+    })
 }
 
 /// Spreads `total` over `parts` so the shares differ by at most one and add
@@ -351,6 +403,11 @@ mod tests {
             (
                 &["-a", "4096", "http://127.0.0.1/"],
                 "CPU 4096 is not available",
+            ),
+            (&["--interval", "1ms", "http://127.0.0.1/"], "at least 10ms"),
+            (
+                &["--timeseries-interval", "15ms", "http://127.0.0.1/"],
+                "multiple of 10ms",
             ),
             (&["ftp://127.0.0.1/"], "unsupported scheme 'ftp'"),
             (&["127.0.0.1:80"], "invalid URL '127.0.0.1:80': no scheme"),

@@ -25,12 +25,39 @@ pub enum Command {
     Serve(crate::serve::ServeArgs),
     /// Run a short rate-mode test against the built-in target with a stall.
     Demo(DemoArgs),
+    /// Re-render the reports of a saved JSON document.
+    Report(ReportArgs),
+}
+
+/// `metron report FILE.json [--html OUT]`.
+#[derive(Args, Debug, Clone)]
+pub struct ReportArgs {
+    /// A document written by --json
+    #[arg(value_name = "FILE.json")]
+    pub file: PathBuf,
+
+    /// Also write the HTML report to OUT
+    #[arg(long = "html", value_name = "OUT")]
+    pub html: Option<PathBuf>,
+}
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "metron report",
+    bin_name = "metron report",
+    about = "Print the text report of a saved JSON result (and optionally write its HTML report).",
+    version
+)]
+struct ReportCli {
+    #[command(flatten)]
+    args: ReportArgs,
 }
 
 const AFTER_HELP: &str = "\
 Subcommands:
   metron serve [OPTIONS]   run the built-in target server (metron serve --help)
   metron demo  [OPTIONS]   show corrected vs uncorrected latency against a stalling target
+  metron report FILE.json [--html OUT]   re-render the reports of a saved --json result
 
 Numbers accept SI suffixes (-c 1k, -R 2.5k); durations accept us, ms, s, m, h (-d 2m).
 Arguments after -- are passed to the script's init(args).";
@@ -92,6 +119,42 @@ pub struct BenchArgs {
     /// Skip TLS certificate verification
     #[arg(short = 'k', long = "insecure")]
     pub insecure: bool,
+
+    /// Write the results as one JSON document to FILE ("-": stdout, and the text report goes to stderr)
+    #[arg(long = "json", value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Write an HdrHistogram interval log (corrected latency; uncorrected and send lag tagged)
+    #[arg(long = "hlog", value_name = "FILE")]
+    pub hlog: Option<PathBuf>,
+
+    /// Write a self-contained HTML report
+    #[arg(long = "html", value_name = "FILE")]
+    pub html: Option<PathBuf>,
+
+    /// Length of the intervals of the JSON time series and the interval log
+    #[arg(long = "interval", default_value = "1s", value_parser = parse_duration, value_name = "T")]
+    pub interval: Duration,
+
+    /// Print the latency histogram raw: 1 us bins up to the last non-empty one
+    #[arg(long = "histogram")]
+    pub histogram: bool,
+
+    /// Print completed requests per interval, all threads together
+    #[arg(long = "timeseries")]
+    pub timeseries: bool,
+
+    /// Print completed requests per interval and thread
+    #[arg(long = "thread-timeseries")]
+    pub thread_timeseries: bool,
+
+    /// Interval of --timeseries and --thread-timeseries (a multiple of 10ms)
+    #[arg(long = "timeseries-interval", default_value = "250ms", value_parser = parse_duration, value_name = "T")]
+    pub timeseries_interval: Duration,
+
+    /// No live progress line on stderr (it only shows on a terminal anyway)
+    #[arg(long = "quiet")]
+    pub quiet: bool,
 
     /// Print the version and exit
     #[arg(short = 'v', long = "version", action = ArgAction::Version)]
@@ -160,6 +223,7 @@ where
     match args.get(1).and_then(|a| a.to_str()) {
         Some("serve") => ServeCli::try_parse_from(rest()).map(|c| Command::Serve(c.args)),
         Some("demo") => DemoCli::try_parse_from(rest()).map(|c| Command::Demo(c.args)),
+        Some("report") => ReportCli::try_parse_from(rest()).map(|c| Command::Report(c.args)),
         _ => BenchArgs::try_parse_from(args).map(|a| Command::Bench(Box::new(a))),
     }
 }

@@ -7,6 +7,7 @@
 //! the loop microsecond wake-ups.
 
 pub mod conn;
+pub mod progress;
 pub mod timer;
 pub mod transport;
 pub mod worker;
@@ -98,6 +99,8 @@ pub struct Outcome {
     pub stats: RunStats,
     /// The address the connections went to.
     pub addr: SocketAddr,
+    /// Wall-clock time of the run's start (for logs and time series).
+    pub started_at: std::time::SystemTime,
     /// The run was stopped before its duration was up.
     pub interrupted: bool,
     /// The script's main state, for `done()` once the report is out.
@@ -109,6 +112,24 @@ pub struct Outcome {
 
 /// Runs the load test described by `cfg`.
 pub fn run(cfg: &Config, stop: &Arc<Stop>) -> Result<Outcome, EngineError> {
+    run_with_progress(cfg, stop, None)
+}
+
+/// Called about once a second while the run is on, with the totals so far
+/// and the time since the start.
+pub type OnTick<'a> = &'a mut dyn FnMut(progress::Totals, Duration);
+
+/// [`run`], calling `on_tick` while it waits for the workers.
+pub fn run_with_progress(
+    cfg: &Config,
+    stop: &Arc<Stop>,
+    mut on_tick: Option<OnTick>,
+) -> Result<Outcome, EngineError> {
+    let board = on_tick
+        .is_some()
+        .then(|| Arc::new(progress::Board::new(cfg.threads)));
+    // Each worker holds a sender; when all have exited the channel closes.
+    let (done_tx, done_rx) = mpsc::channel::<()>();
     // Scripts first: a broken script is reported without touching the network.
     let first = cfg.target.addrs[0];
     let (main_script, scripts) = load_scripts(cfg, first)?;
@@ -151,11 +172,14 @@ pub fn run(cfg: &Config, stop: &Arc<Stop>) -> Result<Outcome, EngineError> {
             max_head: cfg.max_head,
             cpu: cfg.affinity.as_ref().map(|cpus| cpus[j % cpus.len()]),
             connect_wait: nanos(cfg.timeout),
+            interval: cfg.outputs.interval,
+            progress: board.clone(),
         };
         let (start_tx, start_rx) = mpsc::channel::<Option<(Plan, Window)>>();
         starts.push(start_tx);
         let ready = ready_tx.clone();
         let stop = stop.clone();
+        let done = done_tx.clone();
         let handle = std::thread::Builder::new()
             .name(format!("metron-worker-{j}"))
             .spawn(
@@ -167,6 +191,7 @@ pub fn run(cfg: &Config, stop: &Arc<Stop>) -> Result<Outcome, EngineError> {
                             return Ok(None);
                         }
                     };
+                    let _done = done;
                     stop.register(worker.waker());
                     let _ = ready.send(Ok(()));
                     match start_rx.recv() {
@@ -179,6 +204,7 @@ pub fn run(cfg: &Config, stop: &Arc<Stop>) -> Result<Outcome, EngineError> {
         handles.push(handle);
     }
     drop(ready_tx);
+    drop(done_tx);
 
     // Start every thread on one clock only once all of them are connected.
     let mut failed = None;
@@ -190,6 +216,7 @@ pub fn run(cfg: &Config, stop: &Arc<Stop>) -> Result<Outcome, EngineError> {
         }
     }
     let t0 = clock::now();
+    let started_at = std::time::SystemTime::now();
     let window = Window {
         measure_from: t0 + nanos(cfg.warmup),
         end: t0 + nanos(cfg.duration),
@@ -202,6 +229,13 @@ pub fn run(cfg: &Config, stop: &Arc<Stop>) -> Result<Outcome, EngineError> {
         let _ = start.send(failed.is_none().then_some((plan, window)));
     }
 
+    if let (Some(tick), Some(board)) = (on_tick.as_mut(), board.as_ref()) {
+        while let Err(mpsc::RecvTimeoutError::Timeout) =
+            done_rx.recv_timeout(Duration::from_secs(1))
+        {
+            tick(board.totals(), Duration::from_nanos(clock::now() - t0));
+        }
+    }
     let mut threads = Vec::with_capacity(cfg.threads);
     let mut failure = None;
     for (j, h) in handles.into_iter().enumerate() {
@@ -225,6 +259,7 @@ pub fn run(cfg: &Config, stop: &Arc<Stop>) -> Result<Outcome, EngineError> {
     Ok(Outcome {
         stats: RunStats::merge(threads, measured),
         addr,
+        started_at,
         interrupted: stopped_at < window.end,
         script: main_script,
         failure,

@@ -30,6 +30,7 @@ use crate::http::request::split_requests;
 use crate::http::response::{Done, Feed};
 use crate::schedule::Plan;
 use crate::script::ThreadScript;
+use crate::stats::interval::IntervalRecorder;
 use crate::stats::ThreadStats;
 
 use super::conn::{Conn, InFlight, State};
@@ -57,6 +58,11 @@ pub struct WorkerSetup {
     pub cpu: Option<usize>,
     /// Longest time to wait for the connections to open before the start.
     pub connect_wait: Nanos,
+    /// Length of the intervals of the time series and the interval log.
+    pub interval: std::time::Duration,
+    /// Where this thread publishes its running totals for the progress
+    /// line (a few times a second, never per request).
+    pub progress: Option<Arc<super::progress::Board>>,
 }
 
 /// How a worker's run is bounded in time, known once all threads are ready.
@@ -110,6 +116,8 @@ pub struct Worker {
     sweep_every: Nanos,
     /// The schedule has started (connections opened before it wait idle).
     started: bool,
+    progress: Option<Arc<super::progress::Board>>,
+    next_publish: Nanos,
 }
 
 impl Worker {
@@ -166,7 +174,10 @@ impl Worker {
             failure: None,
             timeout: setup.timeout,
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
-            stats: ThreadStats::default(),
+            stats: ThreadStats {
+                intervals: IntervalRecorder::new(setup.interval),
+                ..ThreadStats::default()
+            },
             plan: Plan::Closed,
             window: Window {
                 measure_from: 0,
@@ -175,6 +186,8 @@ impl Worker {
             next_sweep: 0,
             sweep_every,
             started: false,
+            progress: setup.progress,
+            next_publish: 0,
         };
         let now = clock::now();
         for i in 0..w.conns.len() {
@@ -469,6 +482,9 @@ impl Worker {
                 if paced {
                     let lag = to_us(now - intended);
                     ThreadStats::record(&mut self.stats.send_lag, &mut c.saturated, lag);
+                    let offset = now - self.window.measure_from;
+                    let iv = self.stats.intervals.at(offset);
+                    let _ = iv.send_lag.record(lag.clamp(1, crate::stats::HIST_HIGH_US));
                 }
             }
             let head = self.batch[k];
@@ -660,13 +676,19 @@ impl Worker {
     fn record(&mut self, req: &InFlight, done: &Done, now: Nanos) {
         let s = &mut self.stats;
         let c = &mut s.counters;
-        ThreadStats::record(&mut s.latency, &mut c.saturated, to_us(now - req.intended));
-        ThreadStats::record(&mut s.uncorrected, &mut c.saturated, to_us(now - req.sent));
+        let (corrected, uncorrected) = (to_us(now - req.intended), to_us(now - req.sent));
+        ThreadStats::record(&mut s.latency, &mut c.saturated, corrected);
+        ThreadStats::record(&mut s.uncorrected, &mut c.saturated, uncorrected);
         c.completed += 1;
         c.bytes += done.head_bytes as u64 + done.body_bytes;
-        if done.status > 399 {
-            c.errors.status += 1;
-        }
+        let error = done.status > 399;
+        c.errors.status += u64::from(error);
+        let iv = s.intervals.at(now - self.window.measure_from);
+        let clamp = |v: u64| v.clamp(1, crate::stats::HIST_HIGH_US);
+        let _ = iv.latency.record(clamp(corrected));
+        let _ = iv.uncorrected.record(clamp(uncorrected));
+        iv.completed += 1;
+        iv.errors += u64::from(error);
         s.count_completion(std::time::Duration::from_nanos(
             now - self.window.measure_from,
         ));
@@ -675,6 +697,10 @@ impl Worker {
     /// Counts the connection's in-flight requests as lost and recycles it.
     fn lose(&mut self, i: usize, why: Loss) {
         let lost = self.conns[i].measured_in_flight();
+        if lost > 0 {
+            let offset = clock::now().saturating_sub(self.window.measure_from);
+            self.stats.intervals.at(offset).errors += lost;
+        }
         let e = &mut self.stats.counters.errors;
         match why {
             Loss::Read => e.read += lost,
@@ -730,6 +756,9 @@ impl Worker {
     /// connections whose back-off has passed.
     fn sweep(&mut self, now: Nanos) {
         self.next_sweep = now + self.sweep_every;
+        if now >= self.next_publish {
+            self.publish(now);
+        }
         for i in 0..self.conns.len() {
             let conn = &self.conns[i];
             match conn.state {
@@ -752,6 +781,14 @@ impl Worker {
         }
     }
 
+    /// Shares this thread's running totals with the progress line.
+    fn publish(&mut self, now: Nanos) {
+        self.next_publish = now + super::progress::PUBLISH_EVERY;
+        if let Some(board) = &self.progress {
+            board.publish(self.index, &self.stats);
+        }
+    }
+
     /// Places every due request of the window in its bucket.
     fn finish(mut self, stop_at: Nanos) -> ThreadStats {
         let from = self.window.measure_from;
@@ -764,6 +801,7 @@ impl Worker {
             c.never_sent = arrivals.count_pending(from, stop_at);
             c.due += c.never_sent;
         }
+        self.stats.intervals.finish();
         self.stats.cpu = clock::thread_cpu();
         self.stats.script_calls = self.script.as_ref().map_or(0, ThreadScript::calls);
         self.stats

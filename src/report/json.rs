@@ -129,3 +129,152 @@ impl Document {
         c.errors.lost_requests() + c.in_flight + c.never_sent > 0
     }
 }
+
+mod build {
+    //! Building a document from a run, and statistics back from a document.
+
+    use std::io;
+    use std::time::Duration;
+
+    use base64::Engine as _;
+    use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+    use hdrhistogram::Histogram;
+
+    use super::*;
+    use crate::cli::config::Config;
+    use crate::engine::Outcome;
+    use crate::report::{spectrum, summary};
+    use crate::stats::interval::merged;
+    use crate::stats::{new_histogram, RunStats, HIST_SIGFIG, SERIES_STEP};
+
+    impl Document {
+        /// Everything the run measured, with the configuration that drove it.
+        pub fn new(cfg: &Config, outcome: &Outcome) -> Document {
+            let s = &outcome.stats;
+            Document {
+                schema: SCHEMA,
+                metron_version: env!("CARGO_PKG_VERSION").to_string(),
+                config: RunConfig {
+                    url: cfg.url.clone(),
+                    threads: cfg.threads,
+                    connections: cfg.connections(),
+                    duration_s: cfg.duration.as_secs_f64(),
+                    warmup_s: cfg.warmup.as_secs_f64(),
+                    timeout_s: cfg.timeout.as_secs_f64(),
+                    rate: cfg.rate,
+                    script: cfg.script.as_ref().map(|p| p.display().to_string()),
+                    headers: cfg
+                        .headers
+                        .iter()
+                        .map(|(k, v)| format!("{k}: {v}"))
+                        .collect(),
+                },
+                window_s: s.window.as_secs_f64(),
+                interrupted: outcome.interrupted,
+                counters: s.counters,
+                requests_per_sec: s.requests_per_sec(),
+                bytes_per_sec: s.bytes_per_sec(),
+                cpu_s: s.cpu().as_secs_f64(),
+                latency: LatencySummaries {
+                    corrected: summarize(&s.latency),
+                    uncorrected: summarize(&s.uncorrected),
+                    send_lag: summarize(&s.send_lag),
+                },
+                series: series(s, cfg.outputs.interval),
+                threads: s
+                    .threads
+                    .iter()
+                    .map(|t| ThreadSummary {
+                        completed: t.counters.completed,
+                        cpu_s: t.cpu.as_secs_f64(),
+                        series_step_s: SERIES_STEP.as_secs_f64(),
+                        series: t.series.clone(),
+                    })
+                    .collect(),
+                histograms: EncodedHistograms {
+                    corrected: encode(&s.latency),
+                    uncorrected: encode(&s.uncorrected),
+                    send_lag: encode(&s.send_lag),
+                    req_per_sec: encode(&s.req_per_sec),
+                },
+            }
+        }
+
+        /// The run's statistics back from a saved document, for re-rendering
+        /// its reports. Per-thread series come back; per-thread histograms
+        /// were not saved.
+        pub fn stats(&self) -> io::Result<RunStats> {
+            let h = &self.histograms;
+            let mut stats = RunStats::merge(Vec::new(), Duration::from_secs_f64(self.window_s));
+            stats.latency = decode(&h.corrected)?;
+            stats.uncorrected = decode(&h.uncorrected)?;
+            stats.send_lag = decode(&h.send_lag)?;
+            stats.req_per_sec = decode(&h.req_per_sec)?;
+            stats.counters = self.counters;
+            Ok(stats)
+        }
+    }
+
+    fn summarize(h: &Histogram<u64>) -> Summary {
+        Summary {
+            count: h.len(),
+            min: if h.is_empty() { 0 } else { h.min() },
+            max: summary::max(h),
+            mean: summary::mean(h),
+            stdev: summary::stdev(h),
+            percentiles: PERCENTILES
+                .iter()
+                .map(|&p| (p, summary::value_at_percentile(h, p)))
+                .collect(),
+            spectrum: spectrum::steps(h, spectrum::TICKS_PER_HALF_DISTANCE)
+                .iter()
+                .map(|s| (s.percentile, s.value, s.total_count))
+                .collect(),
+        }
+    }
+
+    fn series(s: &RunStats, interval: Duration) -> Series {
+        let recorders = s.intervals();
+        let points = merged(&recorders, s.window)
+            .map(|iv| Point {
+                t: iv.start().as_secs_f64(),
+                completed: iv.completed,
+                errors: iv.errors,
+                p50: summary::value_at_percentile(&iv.latency, 50.0),
+                p90: summary::value_at_percentile(&iv.latency, 90.0),
+                p99: summary::value_at_percentile(&iv.latency, 99.0),
+                p999: summary::value_at_percentile(&iv.latency, 99.9),
+                max: summary::max(&iv.latency),
+            })
+            .collect();
+        Series {
+            interval_s: interval.as_secs_f64(),
+            points,
+        }
+    }
+
+    /// V2, deflated, base64: HdrHistogram's own interchange form.
+    pub fn encode(h: &Histogram<u64>) -> String {
+        let mut bytes = Vec::new();
+        // Serializing into memory cannot fail for our histograms.
+        let _ = V2DeflateSerializer::new().serialize(h, &mut bytes);
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    pub fn decode(text: &str) -> io::Result<Histogram<u64>> {
+        let bad = |why: String| io::Error::new(io::ErrorKind::InvalidData, why);
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .map_err(|e| bad(format!("a histogram is not valid base64: {e}")))?;
+        let h: Histogram<u64> = Deserializer::new()
+            .deserialize(&mut &bytes[..])
+            .map_err(|e| bad(format!("a histogram does not decode: {e:?}")))?;
+        let mut out = new_histogram();
+        out.add(&h)
+            .map_err(|e| bad(format!("a histogram is out of range: {e:?}")))?;
+        debug_assert_eq!(out.sigfig(), HIST_SIGFIG);
+        Ok(out)
+    }
+}
+
+pub use build::{decode, encode};

@@ -8,7 +8,9 @@
 //! as the list of lines it prints.
 
 mod extended;
+pub mod html;
 pub mod json;
+pub mod series;
 pub mod spectrum;
 pub mod summary;
 pub mod text;

@@ -1,0 +1,80 @@
+//! The live progress line on stderr (only when stderr is a terminal, and
+//! not with `--quiet`): elapsed time, current rate, p99 so far, errors.
+
+use std::io::Write;
+use std::time::Duration;
+
+use crate::engine::progress::Totals;
+use crate::report::units::format_time_us;
+
+pub struct Line {
+    duration: Duration,
+    last: Option<(Totals, Duration)>,
+    shown: bool,
+}
+
+impl Line {
+    pub fn new(duration: Duration) -> Line {
+        Line {
+            duration,
+            last: None,
+            shown: false,
+        }
+    }
+
+    /// Rewrites the line with the totals at `at` since the start.
+    pub fn show(&mut self, now: Totals, at: Duration) {
+        let rate = match self.last {
+            Some((before, then)) if at > then => {
+                (now.completed - before.completed.min(now.completed)) as f64
+                    / (at - then).as_secs_f64()
+            }
+            _ => now.completed as f64 / at.as_secs_f64().max(1e-9),
+        };
+        self.last = Some((now, at));
+        let text = render(now, at, self.duration, rate);
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r\x1b[2K{text}");
+        let _ = err.flush();
+        self.shown = true;
+    }
+
+    /// Removes the line before the report is printed.
+    pub fn clear(&mut self) {
+        if self.shown {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[2K");
+            let _ = err.flush();
+        }
+    }
+}
+
+fn render(t: Totals, at: Duration, total: Duration, rate: f64) -> String {
+    format!(
+        "  [{:>5.1}s / {:.0}s]  {:>9.1} req/s  p99 {:>9}  {} errors",
+        at.as_secs_f64(),
+        total.as_secs_f64(),
+        rate,
+        format_time_us(t.p99_us as f64),
+        t.errors
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_line_shows_time_rate_tail_and_errors() {
+        let t = Totals {
+            completed: 2000,
+            errors: 3,
+            p99_us: 1500,
+        };
+        let s = render(t, Duration::from_secs(2), Duration::from_secs(10), 1000.0);
+        assert_eq!(
+            s,
+            "  [  2.0s / 10s]     1000.0 req/s  p99    1.50ms  3 errors"
+        );
+    }
+}

@@ -1,0 +1,325 @@
+//! The report's three charts, built from the document: latency by
+//! percentile, latency over time, and throughput over time.
+//!
+//! This is where document units (µs, counts per interval, percentiles in
+//! 0–100) become display units and chart coordinates; the drawing itself is
+//! [`super::svg`]'s.
+
+use crate::report::json::{Document, Point as SeriesPoint, Summary};
+
+use super::axis::Axis;
+use super::fmt::{count, real, trim};
+use super::svg::{Chart, Point, Series};
+
+const BLUE: &str = "#2563a8";
+const ORANGE: &str = "#d9731a";
+const PURPLE: &str = "#7d4fa1";
+const GREEN: &str = "#2f8a4c";
+const RED: &str = "#c33b32";
+
+/// Labels of the percentile axis, one per decade of 1 / (1 - p): position
+/// `k` is the percentile 100 × (1 - 10^-k).
+const DECADE_LABELS: [&str; 8] = [
+    "0%",
+    "90%",
+    "99%",
+    "99.9%",
+    "99.99%",
+    "99.999%",
+    "99.9999%",
+    "99.99999%",
+];
+/// The percentile axis shows at least 0%–99%, so that a short spectrum
+/// still reads as one, and at most the decades it has labels for.
+const MIN_DECADES: f64 = 2.0;
+const MAX_DECADES: f64 = (DECADE_LABELS.len() - 1) as f64;
+
+/// Picks one figure out of a series point.
+type Pick = fn(&SeriesPoint) -> u64;
+
+/// A latency unit for an axis: milliseconds, or seconds once values reach
+/// ten thousand milliseconds (where millisecond labels stop reading well).
+struct LatencyUnit {
+    per_us: f64,
+    name: &'static str,
+}
+
+impl LatencyUnit {
+    fn for_max(max_us: u64) -> LatencyUnit {
+        if max_us >= 10_000_000 {
+            LatencyUnit {
+                per_us: 1e-6,
+                name: "s",
+            }
+        } else {
+            LatencyUnit {
+                per_us: 1e-3,
+                name: "ms",
+            }
+        }
+    }
+
+    fn of(&self, us: u64) -> f64 {
+        us as f64 * self.per_us
+    }
+
+    fn text(&self, us: u64) -> String {
+        format!("{} {}", trim(self.of(us), 3), self.name)
+    }
+}
+
+/// Where a percentile sits on the log axis: log10(1 / (1 - p)). The 100th
+/// percentile has no finite position and gets `None`.
+fn decade_position(percentile: f64) -> Option<f64> {
+    let rest = 1.0 - percentile / 100.0;
+    (rest > 0.0 && rest.is_finite()).then(|| -rest.log10())
+}
+
+/// The percentile axis: whole decades, up to the first one that leaves room
+/// after the last finite point for the maximum, which sits on the right
+/// edge.
+fn percentile_axis(spectra: &[&Summary]) -> Axis {
+    let last = spectra
+        .iter()
+        .flat_map(|s| s.spectrum.iter())
+        .filter_map(|&(p, _, _)| decade_position(p))
+        .fold(0.0, f64::max);
+    let decades = (last + 0.2).ceil().clamp(MIN_DECADES, MAX_DECADES);
+    let ticks = (0..=decades as usize)
+        .map(|k| (k as f64, DECADE_LABELS[k].to_string()))
+        .collect();
+    Axis {
+        min: 0.0,
+        max: decades,
+        ticks,
+        title: "percentile".to_string(),
+    }
+}
+
+/// One spectrum as a series: each `[percentile, value, count]` point at its
+/// decade position, the 100th percentile at the axis' right edge.
+fn spectrum_series(
+    s: &Summary,
+    axis: &Axis,
+    unit: &LatencyUnit,
+    style: (&str, &'static str, bool),
+) -> Series {
+    let (label, color, dashed) = style;
+    let run = s
+        .spectrum
+        .iter()
+        .map(|&(p, us, n)| Point {
+            x: decade_position(p).unwrap_or(axis.max).min(axis.max),
+            y: unit.of(us),
+            tip: format!(
+                "{label}: {}% at {} ({} requests)",
+                trim(p, 5),
+                unit.text(us),
+                count(n)
+            ),
+        })
+        .collect();
+    Series {
+        label: label.to_string(),
+        color,
+        dashed,
+        on_right: false,
+        runs: vec![run],
+    }
+}
+
+/// The classic HdrHistogram plot of both latency spectra.
+pub fn spectrum(doc: &Document) -> Chart {
+    let (corrected, uncorrected) = (&doc.latency.corrected, &doc.latency.uncorrected);
+    let max_us = corrected
+        .spectrum
+        .iter()
+        .chain(&uncorrected.spectrum)
+        .map(|p| p.1)
+        .max()
+        .unwrap_or(0);
+    let unit = LatencyUnit::for_max(max_us);
+    let x = percentile_axis(&[corrected, uncorrected]);
+    let (c_label, u_label) = curve_labels(doc);
+    let series = vec![
+        spectrum_series(corrected, &x, &unit, (c_label, BLUE, false)),
+        spectrum_series(uncorrected, &x, &unit, (u_label, ORANGE, true)),
+    ];
+    Chart {
+        label: "Latency by percentile".to_string(),
+        x,
+        y: Axis::from_zero(unit.of(max_us), 6, &format!("latency ({})", unit.name)),
+        y_right: None,
+        series,
+        empty_note: "No completed requests: nothing to plot".to_string(),
+    }
+}
+
+/// What the two curves measure. In throughput mode there is no schedule, so
+/// "corrected" is send → response and the curves coincide; the labels say
+/// so instead of suggesting a correction that did not happen.
+pub fn curve_labels(doc: &Document) -> (&'static str, &'static str) {
+    if doc.config.rate.is_some() {
+        (
+            "corrected (from intended send)",
+            "uncorrected (from actual send)",
+        )
+    } else {
+        ("send → response", "first byte written → response")
+    }
+}
+
+/// The time axis of the series charts: the run's intervals end to end.
+fn time_axis(doc: &Document) -> Axis {
+    let step = interval(doc);
+    let end = doc
+        .series
+        .points
+        .iter()
+        .map(|p| p.t + step)
+        .fold(0.0, f64::max);
+    let end = if end > 0.0 { end } else { doc.window_s };
+    Axis::exact(end, 8, "time (s)")
+}
+
+/// The series' interval length, or one second if the document's is unusable
+/// (so that per-second rates stay finite).
+fn interval(doc: &Document) -> f64 {
+    let s = doc.series.interval_s;
+    if s.is_finite() && s > 0.0 {
+        s
+    } else {
+        1.0
+    }
+}
+
+/// The middle of an interval, where its figures are drawn.
+fn middle(doc: &Document, p: &SeriesPoint) -> f64 {
+    p.t + interval(doc) / 2.0
+}
+
+/// A latency figure per interval, with gaps at intervals that completed
+/// nothing (their figures are 0 by convention, not a measured latency).
+fn latency_runs(doc: &Document, unit: &LatencyUnit, name: &str, pick: Pick) -> Vec<Vec<Point>> {
+    let mut runs: Vec<Vec<Point>> = vec![Vec::new()];
+    for p in &doc.series.points {
+        if p.completed == 0 {
+            runs.push(Vec::new());
+            continue;
+        }
+        let x = middle(doc, p);
+        let tip = format!("{} s: {name} {}", trim(p.t, 3), unit.text(pick(p)));
+        runs.last_mut().expect("never empty").push(Point {
+            x,
+            y: unit.of(pick(p)),
+            tip,
+        });
+    }
+    runs.retain(|r| !r.is_empty());
+    runs
+}
+
+/// Latency p50, p99 and maximum per interval.
+pub fn latency_over_time(doc: &Document) -> Chart {
+    let measured = doc.series.points.iter().filter(|p| p.completed > 0);
+    let max_us = measured
+        .map(|p| p.max.max(p.p99).max(p.p50))
+        .max()
+        .unwrap_or(0);
+    let unit = LatencyUnit::for_max(max_us);
+    let lines: [(&str, &'static str, Pick); 3] = [
+        ("p50", BLUE, |p| p.p50),
+        ("p99", ORANGE, |p| p.p99),
+        ("max", PURPLE, |p| p.max),
+    ];
+    let series = lines
+        .into_iter()
+        .map(|(name, color, pick)| Series {
+            label: name.to_string(),
+            color,
+            dashed: false,
+            on_right: false,
+            runs: latency_runs(doc, &unit, name, pick),
+        })
+        .collect();
+    Chart {
+        label: "Latency over time".to_string(),
+        x: time_axis(doc),
+        y: Axis::from_zero(unit.of(max_us), 6, &format!("latency ({})", unit.name)),
+        y_right: None,
+        series,
+        empty_note: "No interval completed a request".to_string(),
+    }
+}
+
+/// A per-second rate per interval, as one unbroken run.
+fn rate_run(doc: &Document, name: &str, pick: Pick) -> Vec<Point> {
+    let step = interval(doc);
+    doc.series
+        .points
+        .iter()
+        .map(|p| {
+            let y = pick(p) as f64 / step;
+            let tip = format!("{} s: {} {name}/s", trim(p.t, 3), real(y));
+            Point {
+                x: middle(doc, p),
+                y,
+                tip,
+            }
+        })
+        .collect()
+}
+
+/// Completions and errors per second, per interval. Errors get their own
+/// axis on the right: on the completions' scale a few errors per second
+/// would be a flat line on the floor.
+pub fn throughput_over_time(doc: &Document) -> Chart {
+    let completed = rate_run(doc, "completed", |p| p.completed);
+    let errors = rate_run(doc, "errors", |p| p.errors);
+    let top = |run: &[Point]| run.iter().map(|p| p.y).fold(0.0, f64::max);
+    let y = Axis::from_zero(top(&completed), 6, "completed per second");
+    let y_right = Axis::from_zero(top(&errors), 6, "errors per second");
+    let series = vec![
+        Series {
+            label: "completed/s".to_string(),
+            color: GREEN,
+            dashed: false,
+            on_right: false,
+            runs: vec![completed],
+        },
+        Series {
+            label: "errors/s (right axis)".to_string(),
+            color: RED,
+            dashed: false,
+            on_right: true,
+            runs: vec![errors],
+        },
+    ];
+    Chart {
+        label: "Throughput over time".to_string(),
+        x: time_axis(doc),
+        y,
+        y_right: Some(y_right),
+        series,
+        empty_note: "No intervals recorded".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decades_follow_the_log_scale() {
+        assert_eq!(decade_position(0.0), Some(0.0));
+        assert!((decade_position(99.0).unwrap() - 2.0).abs() < 1e-9);
+        assert!((decade_position(99.99).unwrap() - 4.0).abs() < 1e-9);
+        assert_eq!(decade_position(100.0), None);
+    }
+
+    #[test]
+    fn seconds_take_over_from_ten_thousand_milliseconds() {
+        assert_eq!(LatencyUnit::for_max(9_999_999).name, "ms");
+        assert_eq!(LatencyUnit::for_max(10_000_000).name, "s");
+    }
+}

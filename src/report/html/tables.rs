@@ -1,0 +1,339 @@
+//! The report's tables and figure cards: configuration, headline numbers,
+//! percentiles, request accounting and per-thread figures.
+//!
+//! Cells are built as HTML fragments: document strings are escaped where
+//! they enter, and everything else is produced by [`super::fmt`].
+
+use std::fmt::Write;
+
+use crate::report::json::{Document, Summary};
+
+use super::fmt::{bytes, count, escape, latency_us, percentile, real, seconds, MISSING};
+
+/// A two-column table of labels and (already escaped) HTML values.
+fn key_values(page: &mut String, class: &str, rows: &[(&str, String)]) {
+    let _ = write!(page, "<table class=\"{class}\"><tbody>");
+    for (label, value) in rows {
+        let _ = write!(
+            page,
+            "<tr><th scope=\"row\">{label}</th><td>{value}</td></tr>"
+        );
+    }
+    page.push_str("</tbody></table>\n");
+}
+
+/// A table with a header row; cells are already escaped HTML.
+fn grid(page: &mut String, class: &str, head: &[&str], rows: &[Vec<String>]) {
+    let _ = write!(page, "<table class=\"{class}\"><thead><tr>");
+    for h in head {
+        let _ = write!(page, "<th scope=\"col\">{h}</th>");
+    }
+    page.push_str("</tr></thead><tbody>");
+    for row in rows {
+        page.push_str("<tr>");
+        for (i, cell) in row.iter().enumerate() {
+            let _ = if i == 0 {
+                write!(page, "<th scope=\"row\">{cell}</th>")
+            } else {
+                write!(page, "<td>{cell}</td>")
+            };
+        }
+        page.push_str("</tr>");
+    }
+    page.push_str("</tbody></table>\n");
+}
+
+/// The run's configuration, as the engine used it.
+pub fn configuration(page: &mut String, doc: &Document) {
+    let c = &doc.config;
+    let mode = match c.rate {
+        Some(r) => format!("constant rate: {} requests/s (open loop)", real(r)),
+        None => "throughput mode (closed loop)".to_string(),
+    };
+    let script = c.script.as_deref().map_or_else(
+        || "none".to_string(),
+        |s| format!("<code>{}</code>", escape(s)),
+    );
+    let headers = if c.headers.is_empty() {
+        "none".to_string()
+    } else {
+        let lines: Vec<String> = c
+            .headers
+            .iter()
+            .map(|h| format!("<code>{}</code>", escape(h)))
+            .collect();
+        lines.join("<br>")
+    };
+    let interrupted = if doc.interrupted {
+        "yes: stopped early"
+    } else {
+        "no"
+    };
+    let rows = [
+        ("Target", format!("<code>{}</code>", escape(&c.url))),
+        ("Mode", mode),
+        ("Threads", count(c.threads as u64)),
+        ("Connections", count(c.connections as u64)),
+        ("Duration", seconds(c.duration_s)),
+        ("Warm-up", seconds(c.warmup_s)),
+        ("Measured window", seconds(doc.window_s)),
+        ("Timeout", seconds(c.timeout_s)),
+        ("Script", script),
+        ("Headers", headers),
+        ("Interrupted", interrupted.to_string()),
+        ("metron version", escape(&doc.metron_version)),
+    ];
+    // Two columns of short rows read better than one long, narrow list.
+    let (first, second) = rows.split_at(rows.len().div_ceil(2));
+    page.push_str("<section>\n<h2>Configuration</h2>\n<div class=\"pair\">");
+    key_values(page, "config", first);
+    key_values(page, "config", second);
+    page.push_str("</div>\n</section>\n");
+}
+
+/// The value at `p` in a summary's percentile list, if it lists it and
+/// the summary has values at all (an empty one lists zeros).
+fn at(s: &Summary, p: f64) -> Option<u64> {
+    if s.count == 0 {
+        return None;
+    }
+    s.percentiles
+        .iter()
+        .find(|(q, _)| (q - p).abs() < 1e-9)
+        .map(|&(_, v)| v)
+}
+
+fn latency_or_missing(v: Option<u64>) -> String {
+    v.map_or_else(|| MISSING.to_string(), latency_us)
+}
+
+/// A mean or deviation in µs, rounded to whole microseconds for display.
+fn latency_real(us: f64) -> String {
+    if us.is_finite() && us >= 0.0 {
+        latency_us(us.round() as u64)
+    } else {
+        MISSING.to_string()
+    }
+}
+
+/// One headline card: a label, a big value and a small note under it.
+fn card(page: &mut String, label: &str, value: &str, note: &str, alert: bool) {
+    let class = if alert { "card alert" } else { "card" };
+    let _ = write!(
+        page,
+        "<div class=\"{class}\"><div class=\"label\">{label}</div><div class=\"value\">{value}</div><div class=\"note\">{note}</div></div>"
+    );
+}
+
+/// The figures most readers look for first.
+pub fn headline(page: &mut String, doc: &Document) {
+    let c = &doc.counters;
+    let errors = c.errors.lost_requests() + c.errors.status;
+    let error_note = format!(
+        "{} lost · {} status · {} connect",
+        count(c.errors.lost_requests()),
+        count(c.errors.status),
+        count(c.errors.connect)
+    );
+    let lat = &doc.latency.corrected;
+    let kind = if doc.config.rate.is_some() {
+        "corrected"
+    } else {
+        "send → response"
+    };
+    page.push_str("<section>\n<h2>Results</h2>\n<div class=\"cards\">");
+    card(
+        page,
+        "Requests/s",
+        &real(doc.requests_per_sec),
+        "completed per second",
+        false,
+    );
+    card(
+        page,
+        "Completed",
+        &count(c.completed),
+        &format!("of {} due", count(c.due)),
+        false,
+    );
+    card(
+        page,
+        "Transfer",
+        &format!("{}/s", bytes(doc.bytes_per_sec)),
+        &format!("{} in all", bytes(c.bytes as f64)),
+        false,
+    );
+    card(
+        page,
+        "Errors",
+        &count(errors),
+        &error_note,
+        errors + c.errors.connect > 0,
+    );
+    for (name, p) in [("p50", 50.0), ("p99", 99.0), ("p99.9", 99.9)] {
+        card(
+            page,
+            &format!("Latency {name}"),
+            &latency_or_missing(at(lat, p)),
+            kind,
+            false,
+        );
+    }
+    let max = (lat.count > 0).then_some(lat.max);
+    card(page, "Latency max", &latency_or_missing(max), kind, false);
+    page.push_str("</div>\n</section>\n");
+}
+
+/// Corrected and uncorrected latency at the listed percentiles, with mean
+/// and deviation.
+pub fn percentiles(page: &mut String, doc: &Document) {
+    let (c, u) = (&doc.latency.corrected, &doc.latency.uncorrected);
+    if c.count == 0 {
+        page.push_str("<p>No request completed, so there are no latencies to list.</p>\n");
+        return;
+    }
+    let mut rows: Vec<Vec<String>> = c
+        .percentiles
+        .iter()
+        .map(|&(p, v)| vec![percentile(p), latency_us(v), latency_or_missing(at(u, p))])
+        .collect();
+    rows.push(vec![
+        "mean".into(),
+        latency_real(c.mean),
+        latency_real(u.mean),
+    ]);
+    rows.push(vec![
+        "stdev".into(),
+        latency_real(c.stdev),
+        latency_real(u.stdev),
+    ]);
+    let (cl, ul) = super::charts::curve_labels(doc);
+    grid(
+        page,
+        "numbers",
+        &["percentile", &escape(cl), &escape(ul)],
+        &rows,
+    );
+}
+
+/// `n` as a share of `of`, or a dash when there is nothing to share.
+fn share(n: u64, of: u64) -> String {
+    if of == 0 {
+        MISSING.to_string()
+    } else {
+        format!("{:.2}%", n as f64 * 100.0 / of as f64)
+    }
+}
+
+/// Where every due request ended up, and the other counters.
+pub fn accounting(page: &mut String, doc: &Document) {
+    let c = &doc.counters;
+    let e = &c.errors;
+    let of_due = |label: &str, n: u64| vec![label.to_string(), count(n), share(n, c.due)];
+    let mut rows = vec![
+        of_due("Due (intended send time in the window)", c.due),
+        of_due("Completed", c.completed),
+        of_due("Lost: read error", e.read),
+        of_due("Lost: write error", e.write),
+        of_due("Lost: timeout", e.timeout),
+        of_due("In flight at the end", c.in_flight),
+        of_due("Never sent", c.never_sent),
+        of_due("Error status (≥ 400, counted as completed)", e.status),
+        of_due("Queued (found all connections busy)", c.queued),
+        vec![
+            "Connect errors (attempts)".into(),
+            count(e.connect),
+            String::new(),
+        ],
+        vec!["Reconnects".into(), count(c.reconnects), String::new()],
+    ];
+    if c.saturated > 0 {
+        rows.push(vec![
+            "Latencies above the histogram's range".into(),
+            count(c.saturated),
+            String::new(),
+        ]);
+    }
+    page.push_str("<section>\n<h2>Accounting and errors</h2>\n");
+    if !c.balanced() {
+        page.push_str("<p class=\"warn\">The counts do not add up: due ≠ completed + lost + in flight + never sent.</p>\n");
+    }
+    page.push_str("<div class=\"pair\"><div>");
+    grid(
+        page,
+        "numbers accounting",
+        &["requests", "count", "share of due"],
+        &rows,
+    );
+    page.push_str("</div><div>");
+    send_lag(page, doc);
+    page.push_str("</div></div>\n</section>\n");
+}
+
+/// Send lag (intended send time → first byte written): how far the sender
+/// fell behind its schedule. Only rate mode has a schedule.
+fn send_lag(page: &mut String, doc: &Document) {
+    page.push_str("<h3>Send lag</h3>\n");
+    if doc.config.rate.is_none() {
+        page.push_str("<p>Not applicable in throughput mode: requests follow no schedule.</p>\n");
+        return;
+    }
+    let lag = &doc.latency.send_lag;
+    if lag.count == 0 {
+        page.push_str("<p>No request was sent in the measured window.</p>\n");
+        return;
+    }
+    let rows: Vec<Vec<String>> = lag
+        .percentiles
+        .iter()
+        .map(|&(p, v)| vec![percentile(p), latency_us(v)])
+        .collect();
+    page.push_str(
+        "<p>Time from each request's intended send time to its first byte written.</p>\n",
+    );
+    grid(page, "numbers", &["percentile", "send lag"], &rows);
+}
+
+/// Completions and CPU time per worker thread.
+pub fn threads(page: &mut String, doc: &Document) {
+    page.push_str("<section>\n<h2>Threads</h2>\n");
+    if doc.threads.is_empty() {
+        page.push_str("<p>No per-thread figures in this document.</p>\n</section>\n");
+        return;
+    }
+    let total: u64 = doc.threads.iter().map(|t| t.completed).sum();
+    let mut rows: Vec<Vec<String>> = doc
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            vec![
+                format!("thread {}", i + 1),
+                count(t.completed),
+                share(t.completed, total),
+                cpu(t.cpu_s),
+            ]
+        })
+        .collect();
+    rows.push(vec![
+        "all".into(),
+        count(total),
+        share(total, total),
+        cpu(doc.cpu_s),
+    ]);
+    grid(
+        page,
+        "numbers threads",
+        &["thread", "completed", "share", "CPU time"],
+        &rows,
+    );
+    page.push_str("</section>\n");
+}
+
+fn cpu(s: f64) -> String {
+    if s.is_finite() {
+        format!("{s:.3} s")
+    } else {
+        MISSING.to_string()
+    }
+}
