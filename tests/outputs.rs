@@ -1,0 +1,286 @@
+//! Every output parsed back and checked against the run's own counters:
+//! the JSON document, its re-rendered reports, the HTML page in a real
+//! browser, the time series, the raw histogram and the progress line.
+
+mod common;
+
+use std::process::{Command, Output};
+
+use common::*;
+use metron::report::json::Document;
+use metron::serve::{ServeConfig, StallPlan};
+
+fn metron(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_metron"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("metron-outputs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn stalling() -> metron::serve::Server {
+    server(ServeConfig {
+        stall: Some(
+            StallPlan::once(
+                std::time::Duration::from_millis(1200),
+                std::time::Duration::from_millis(300),
+            )
+            .unwrap(),
+        ),
+        ..ServeConfig::default()
+    })
+}
+
+#[test]
+fn the_json_document_matches_the_run() {
+    let _g = serial();
+    let srv = stalling();
+    let path = tmp("run.json");
+    let (u, p) = (url(&srv, "/"), path.to_str().unwrap().to_string());
+    let (o, _) = bench(&["-t2", "-c8", "-R500", "-d3s", "--json", &p, &u]);
+    let doc: Document = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let c = o.stats.counters;
+    assert_eq!(doc.schema, 1);
+    assert_eq!(doc.counters, c);
+    assert_eq!(doc.config.rate, Some(500.0));
+    assert_eq!((doc.config.threads, doc.config.connections), (2, 8));
+    assert_eq!(doc.latency.corrected.count, c.completed);
+    assert_eq!(doc.latency.send_lag.count, c.due - c.never_sent);
+    // The per-second series covers the window and adds up to the totals.
+    assert_eq!(doc.series.points.len(), 3);
+    assert_eq!(
+        doc.series.points.iter().map(|p| p.completed).sum::<u64>(),
+        c.completed
+    );
+    assert_eq!(
+        doc.series.points.iter().map(|p| p.errors).sum::<u64>(),
+        c.errors.lost_requests() + c.errors.status
+    );
+    // The stall in the second second shows in that second's tail.
+    let p99: Vec<u64> = doc.series.points.iter().map(|p| p.p99).collect();
+    assert!(p99[1] > 100_000 && p99[0] < 50_000, "{p99:?}");
+    let threads: u64 = doc
+        .threads
+        .iter()
+        .map(|t| t.series.iter().map(|&n| u64::from(n)).sum::<u64>())
+        .sum();
+    assert_eq!(threads, c.completed);
+    let p = |s: &metron::report::json::Summary, q: f64| {
+        s.percentiles.iter().find(|(x, _)| *x == q).unwrap().1
+    };
+    assert_eq!(
+        p(&doc.latency.corrected, 99.0),
+        metron::report::summary::value_at_percentile(&o.stats.latency, 99.0)
+    );
+    assert_eq!(
+        doc.latency.corrected.spectrum.last().unwrap().2,
+        c.completed
+    );
+    // The histograms survive the round trip.
+    let back = doc.stats().unwrap();
+    assert_eq!(back.latency, o.stats.latency);
+    assert_eq!(back.uncorrected, o.stats.uncorrected);
+}
+
+/// `metron report` re-renders the text report from the document, byte for
+/// byte what the run printed.
+#[test]
+fn metron_report_reproduces_the_text_report() {
+    let _g = serial();
+    let srv = stalling();
+    let path = tmp("again.json");
+    let p = path.to_str().unwrap();
+    let run = metron(&[
+        "-t2",
+        "-c8",
+        "-R500",
+        "-d2s",
+        "-L",
+        "-U",
+        "--json",
+        p,
+        &url(&srv, "/"),
+    ]);
+    assert!(run.status.success());
+    let again = metron(&["report", p]);
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&again.stdout),
+        String::from_utf8_lossy(&run.stdout)
+    );
+}
+
+#[test]
+fn json_on_stdout_leaves_the_text_report_on_stderr() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let o = metron(&[
+        "-t1",
+        "-c2",
+        "-R100",
+        "-d1s",
+        "--json",
+        "-",
+        &url(&srv, "/"),
+    ]);
+    assert!(o.status.success());
+    let doc: Document = serde_json::from_slice(&o.stdout).expect("stdout is one JSON document");
+    assert_eq!(doc.counters.completed, 100);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("Requests/sec:"));
+}
+
+#[test]
+fn broken_documents_are_one_line_errors() {
+    let bad = tmp("bad.json");
+    std::fs::write(&bad, "{\"schema\": 99}").unwrap();
+    let o = metron(&["report", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("schema 99") && err.trim_end().lines().count() == 1,
+        "{err}"
+    );
+    std::fs::write(&bad, "not json").unwrap();
+    let err =
+        String::from_utf8_lossy(&metron(&["report", bad.to_str().unwrap()]).stderr).into_owned();
+    assert!(err.contains("not JSON"), "{err}");
+    let err = String::from_utf8_lossy(&metron(&["report", "/no/such.json"]).stderr).into_owned();
+    assert!(err.contains("cannot read /no/such.json"), "{err}");
+}
+
+#[test]
+fn an_unwritable_output_is_a_clear_error_after_the_report() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let o = metron(&[
+        "-t1",
+        "-c1",
+        "-R10",
+        "-d1s",
+        "--json",
+        "/no/such/dir/r.json",
+        &url(&srv, "/"),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("Requests/sec:"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("cannot write --json /no/such/dir/r.json"),
+        "{err}"
+    );
+}
+
+/// The HTML page opens in headless Chromium without errors (CI installs
+/// Chromium; elsewhere the check is skipped when it is missing).
+#[test]
+fn the_html_report_renders_in_a_browser() {
+    let _g = serial();
+    let srv = stalling();
+    let html = tmp("run.html");
+    let h = html.to_str().unwrap();
+    let (o, _) = bench(&["-t2", "-c8", "-R500", "-d2s", "--html", h, &url(&srv, "/")]);
+    assert_balanced(&o);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    assert!(
+        page.contains(&srv.addr().to_string()),
+        "the page names the target"
+    );
+    if Command::new("chromium").arg("--version").output().is_err() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must have chromium (see .ci/run)"
+        );
+        eprintln!("chromium is not installed; browser check skipped");
+        return;
+    }
+    let shot = tmp("run.png");
+    let check = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/check_html.sh"))
+        .args([h, shot.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
+}
+
+#[test]
+fn timeseries_and_histogram_add_up_to_the_completed_requests() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let (u, _) = (url(&srv, "/"), ());
+    let o = metron(&[
+        "-t2",
+        "-c4",
+        "-R400",
+        "-d1s",
+        "--timeseries",
+        "--thread-timeseries",
+        "--histogram",
+        &u,
+    ]);
+    assert!(o.status.success());
+    let out = String::from_utf8_lossy(&o.stdout);
+    let section = |title: &str| -> Vec<Vec<u64>> {
+        out.split(title)
+            .nth(1)
+            .unwrap_or_else(|| panic!("no {title} in {out}"))
+            .lines()
+            .skip(2)
+            .take_while(|l| l.starts_with("  ") && l.contains(" | "))
+            .map(|l| l.split(" | ").map(|f| f.trim().parse().unwrap()).collect())
+            .collect()
+    };
+    let total = section("Timeseries (completed requests per 250ms):");
+    assert_eq!(total.len(), 4);
+    assert_eq!(total.iter().map(|r| r[1]).sum::<u64>(), 400);
+    let per_thread = section("Thread timeseries (completed requests per 250ms):");
+    assert_eq!(per_thread.len(), 8);
+    assert_eq!(per_thread.iter().map(|r| r[2]).sum::<u64>(), 400);
+    assert!(per_thread.iter().all(|r| r[0] < 2));
+    let hist = section("Latency histogram (1us bins):");
+    assert_eq!(hist.iter().map(|r| r[1]).sum::<u64>(), 400);
+    assert!(hist.windows(2).all(|w| w[1][0] == w[0][0] + 1), "1 us bins");
+}
+
+/// On a terminal a progress line shows on stderr; --quiet, or a pipe,
+/// keeps it away.
+#[test]
+fn progress_shows_on_a_terminal_only() {
+    let _g = serial();
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("no 'script' command to provide a terminal; skipped");
+        return;
+    }
+    let srv = server(ServeConfig::default());
+    let bin = env!("CARGO_BIN_EXE_metron");
+    let cmd = format!("{bin} -t1 -c2 -R100 -d3s {}", url(&srv, "/"));
+    let tty = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&tty.stdout);
+    assert!(
+        shown.contains(" req/s  p99 ") && shown.contains("/ 3s]"),
+        "{shown}"
+    );
+    let quiet = Command::new("script")
+        .args(["-qec", &format!("{cmd} --quiet"), "/dev/null"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&quiet.stdout).contains(" req/s  p99 "));
+    let piped = metron(&["-t1", "-c2", "-R100", "-d1s", &url(&srv, "/")]);
+    assert!(String::from_utf8_lossy(&piped.stderr).is_empty());
+}
