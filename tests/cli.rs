@@ -7,17 +7,6 @@ use std::process::{Command, Output};
 use common::*;
 use metron::serve::ServeConfig;
 
-fn metron(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_metron"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 #[test]
 fn version_flag_is_wrks() {
     let o = metron(&["-v"]);

@@ -3,8 +3,6 @@
 
 mod common;
 
-use std::process::{Command, Output};
-
 use common::*;
 use metron::serve::{ServeConfig, Server};
 
@@ -18,21 +16,6 @@ fn recording() -> Server {
         record: 100_000,
         ..ServeConfig::default()
     })
-}
-
-fn metron(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_metron"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 #[test]

@@ -4,18 +4,11 @@
 
 mod common;
 
-use std::process::{Command, Output};
+use std::process::Command;
 
 use common::*;
 use metron::report::json::Document;
 use metron::serve::{ServeConfig, StallPlan};
-
-fn metron(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_metron"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
 
 fn tmp(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("metron-outputs-{}", std::process::id()));

@@ -139,15 +139,7 @@ fn write_footer(out: &mut impl Write, h: &Histogram<u64>) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::new_histogram;
-
-    fn histogram(values: &[(u64, u64)]) -> Histogram<u64> {
-        let mut h = new_histogram();
-        for &(v, n) in values {
-            h.record_n(v, n).unwrap();
-        }
-        h
-    }
+    use crate::stats::{histogram_of as histogram, new_histogram};
 
     fn rows(h: &Histogram<u64>) -> Vec<(u64, f64, u64)> {
         steps(h, 5)

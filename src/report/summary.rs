@@ -122,15 +122,7 @@ fn buckets(h: &Histogram<u64>) -> impl Iterator<Item = (u64, u64)> + '_ {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::new_histogram;
-
-    fn histogram(values: &[(u64, u64)]) -> Histogram<u64> {
-        let mut h = new_histogram();
-        for &(v, n) in values {
-            h.record_n(v, n).unwrap();
-        }
-        h
-    }
+    use crate::stats::{histogram_of as histogram, new_histogram};
 
     #[test]
     fn empty_histograms_give_zeros() {

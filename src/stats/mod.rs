@@ -30,6 +30,16 @@ pub fn new_histogram() -> Histogram<u64> {
         .expect("constant histogram bounds are valid")
 }
 
+/// A histogram holding `count` of each `value`: fixed data for tests.
+#[cfg(test)]
+pub fn histogram_of(values: &[(u64, u64)]) -> Histogram<u64> {
+    let mut h = new_histogram();
+    for &(v, n) in values {
+        h.record_n(v, n).expect("test values are in range");
+    }
+    h
+}
+
 /// Socket and HTTP errors, counted the way wrk counts them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Errors {

@@ -5,6 +5,7 @@
 
 #![allow(dead_code)]
 
+use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard};
 
 use clap::Parser;
@@ -51,4 +52,20 @@ pub fn try_bench(args: &[&str]) -> Result<(Outcome, String), metron::Error> {
 pub fn assert_balanced(o: &Outcome) {
     let c = &o.stats.counters;
     assert!(c.balanced(), "accounting does not add up: {c:?}");
+}
+
+/// Runs the metron binary to completion.
+pub fn metron(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_metron"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
 }
