@@ -50,6 +50,8 @@ pub enum Error {
     Serve(#[from] serve::ServeError),
     #[error("{0}")]
     Io(#[from] io::Error),
+    #[error("{0}")]
+    Log(#[from] report::hlog::HlogError),
     #[error("cannot read {}: {why}", path.display())]
     Input { path: PathBuf, why: String },
     #[error("cannot write {flag} {}: {why}; check that the directory exists and is writable", path.display())]
@@ -67,6 +69,7 @@ pub fn run(cmd: Command, out: &mut dyn Write) -> Result<(), Error> {
         Command::Serve(args) => Ok(serve::run(args)?),
         Command::Demo(args) => demo::run(&args, out),
         Command::Report(args) => rerender(&args, out),
+        Command::Merge(args) => merge_logs(&args, out),
     }
 }
 
@@ -214,6 +217,24 @@ fn write_files(stdout: &mut dyn Write, cfg: &Config, outcome: &Outcome) -> Resul
     if let Some(path) = &o.html {
         write_file("--html", path, report::html::render(&doc).as_bytes())?;
     }
+    if let Some(path) = &o.hlog {
+        let mut log = Vec::new();
+        let recorders = outcome.stats.intervals();
+        let intervals = stats::interval::merged(&recorders, outcome.stats.window);
+        // Interval times count from the measured window's start.
+        let start = outcome.started_at + cfg.warmup;
+        let comment = format!("metron {} {}", env!("CARGO_PKG_VERSION"), cfg.url);
+        report::hlog::write_log(&mut log, start, &comment, intervals)?;
+        write_file("--hlog", path, &log)?;
+    }
+    Ok(())
+}
+
+/// `metron merge`: one report from several interval logs (for example from
+/// several machines that loaded the same server).
+pub fn merge_logs(args: &cli::MergeArgs, out: &mut dyn Write) -> Result<(), Error> {
+    let stats = report::hlog::merge(&args.logs)?;
+    report::hlog::write_merged(out, &args.logs, &stats)?;
     Ok(())
 }
 

@@ -277,3 +277,43 @@ fn progress_shows_on_a_terminal_only() {
     let piped = metron(&["-t1", "-c2", "-R100", "-d1s", &url(&srv, "/")]);
     assert!(String::from_utf8_lossy(&piped.stderr).is_empty());
 }
+
+/// The interval log holds every measured request under each tag, one
+/// interval per second, and `metron merge` adds logs up.
+#[test]
+fn the_interval_log_holds_every_request_and_merges() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let (a, b) = (tmp("a.hlog"), tmp("b.hlog"));
+    let (pa, pb) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let (oa, _) = bench(&["-t2", "-c4", "-R500", "-d2s", "--hlog", pa, &url(&srv, "/")]);
+    let (ob, _) = bench(&["-t1", "-c2", "-R300", "-d1s", "--hlog", pb, &url(&srv, "/")]);
+    let entries = metron::report::hlog::read_log(&a).unwrap();
+    let count = |tag: Option<&str>| -> u64 {
+        entries
+            .iter()
+            .filter(|e| e.tag.as_deref() == tag)
+            .map(|e| e.histogram.len())
+            .sum()
+    };
+    let c = oa.stats.counters;
+    assert_eq!(count(None), c.completed);
+    assert_eq!(count(Some("uncorrected")), c.completed);
+    assert_eq!(count(Some("send-lag")), c.due - c.never_sent);
+    assert_eq!(
+        entries.iter().filter(|e| e.tag.is_none()).count(),
+        2,
+        "one interval a second"
+    );
+    let merged = metron(&["merge", pa, pb]);
+    assert!(merged.status.success(), "{}", stderr(&merged));
+    let out = stdout(&merged);
+    let total = c.completed + ob.stats.counters.completed;
+    assert!(
+        out.contains(&format!("Total count    = {total:>12}]")),
+        "{out}"
+    );
+    let bad = metron(&["merge", "/no/such.hlog"]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(stderr(&bad).contains("/no/such.hlog"), "{}", stderr(&bad));
+}

@@ -27,6 +27,28 @@ pub enum Command {
     Demo(DemoArgs),
     /// Re-render the reports of a saved JSON document.
     Report(ReportArgs),
+    /// One report from several HdrHistogram interval logs.
+    Merge(MergeArgs),
+}
+
+/// `metron merge A.hlog B.hlog ...`.
+#[derive(Args, Debug, Clone)]
+pub struct MergeArgs {
+    /// Interval logs written by --hlog (or by any HdrHistogram tool)
+    #[arg(value_name = "LOG", required = true)]
+    pub logs: Vec<PathBuf>,
+}
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "metron merge",
+    bin_name = "metron merge",
+    about = "Merge HdrHistogram interval logs (e.g. from several machines) into one latency report.",
+    version
+)]
+struct MergeCli {
+    #[command(flatten)]
+    args: MergeArgs,
 }
 
 /// `metron report FILE.json [--html OUT]`.
@@ -58,6 +80,7 @@ Subcommands:
   metron serve [OPTIONS]   run the built-in target server (metron serve --help)
   metron demo  [OPTIONS]   show corrected vs uncorrected latency against a stalling target
   metron report FILE.json [--html OUT]   re-render the reports of a saved --json result
+  metron merge LOG...      one latency report from several --hlog interval logs
 
 Numbers accept SI suffixes (-c 1k, -R 2.5k); durations accept us, ms, s, m, h (-d 2m).
 Arguments after -- are passed to the script's init(args).";
@@ -224,6 +247,7 @@ where
         Some("serve") => ServeCli::try_parse_from(rest()).map(|c| Command::Serve(c.args)),
         Some("demo") => DemoCli::try_parse_from(rest()).map(|c| Command::Demo(c.args)),
         Some("report") => ReportCli::try_parse_from(rest()).map(|c| Command::Report(c.args)),
+        Some("merge") => MergeCli::try_parse_from(rest()).map(|c| Command::Merge(c.args)),
         _ => BenchArgs::try_parse_from(args).map(|a| Command::Bench(Box::new(a))),
     }
 }

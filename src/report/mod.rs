@@ -8,6 +8,7 @@
 //! as the list of lines it prints.
 
 mod extended;
+pub mod hlog;
 pub mod html;
 pub mod json;
 pub mod series;
