@@ -100,6 +100,7 @@ pub struct Point {
     pub p90: u64,
     pub p99: u64,
     pub p999: u64,
+    pub p9999: u64,
     pub max: u64,
 }
 
@@ -244,6 +245,7 @@ mod build {
                 p90: summary::value_at_percentile(&iv.latency, 90.0),
                 p99: summary::value_at_percentile(&iv.latency, 99.0),
                 p999: summary::value_at_percentile(&iv.latency, 99.9),
+                p9999: summary::value_at_percentile(&iv.latency, 99.99),
                 max: summary::max(&iv.latency),
             })
             .collect();

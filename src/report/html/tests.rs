@@ -65,6 +65,7 @@ fn series_point(i: u64) -> Point {
         p90: 2_000 + i * 50,
         p99: if stall { 150_000 } else { 3_500 + i * 300 },
         p999: if stall { 175_000 } else { 6_000 + i * 500 },
+        p9999: if stall { 180_000 } else { 8_000 + i * 600 },
         max: if stall { 181_000 } else { 9_000 + i * 700 },
     }
 }
@@ -267,6 +268,7 @@ fn no_requests() -> Document {
             p90: 0,
             p99: 0,
             p999: 0,
+            p9999: 0,
             max: 0,
         };
     }
