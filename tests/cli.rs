@@ -197,3 +197,74 @@ fn ipv6_literals_work() {
     assert_eq!(o.stats.counters.completed, 50, "{text}");
     assert!(text.starts_with(&format!("Running 1s test @ {u}\n")));
 }
+
+/// The README's first command: the demo runs and explains itself.
+#[test]
+fn the_demo_shows_corrected_and_uncorrected_side_by_side() {
+    let _g = serial();
+    let o = metron(&["demo", "-d", "3s", "-R", "500", "--stall-for", "0.5s"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("  Percentile    Corrected  Uncorrected\n"),
+        "{out}"
+    );
+    assert!(out.contains("this is coordinated omission"), "{out}");
+    // The stall is in the corrected tail and absent from the uncorrected p90.
+    let row = |p: &str| {
+        out.lines()
+            .find(|l| l.trim_start().starts_with(p))
+            .unwrap()
+            .to_string()
+    };
+    assert!(row("100.000%").contains("ms"), "{out}");
+    assert!(
+        row("99.000%")
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .ends_with("ms"),
+        "{out}"
+    );
+    assert!(
+        row("90.000%")
+            .split_whitespace()
+            .nth(2)
+            .unwrap()
+            .ends_with("us"),
+        "{out}"
+    );
+}
+
+/// `metron serve` announces its address, answers, and stops on SIGTERM.
+#[test]
+fn serve_runs_until_terminated() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_metron"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--body-size", "5"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("metron serve listening on http://")
+        .expect(&line)
+        .to_string();
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    assert!(
+        reply.starts_with("HTTP/1.1 200 OK\r\n") && reply.ends_with("\r\n\r\nxxxxx"),
+        "{reply}"
+    );
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let o = wait_bounded(child, std::time::Duration::from_secs(5));
+    assert!(o.status.success());
+}
