@@ -317,3 +317,34 @@ fn the_interval_log_holds_every_request_and_merges() {
     assert_eq!(bad.status.code(), Some(1));
     assert!(stderr(&bad).contains("/no/such.hlog"), "{}", stderr(&bad));
 }
+
+/// The document a run writes validates against the published JSON Schema
+/// (docs/result.schema.json), and the schema rejects a broken document.
+#[test]
+fn the_json_document_follows_its_published_schema() {
+    let _g = serial();
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../docs/result.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("the schema itself is valid");
+    let srv = stalling();
+    let o = metron(&[
+        "-t2",
+        "-c4",
+        "-R300",
+        "-d2s",
+        "--json",
+        "-",
+        &url(&srv, "/"),
+    ]);
+    assert!(o.status.success());
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&doc)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    let mut broken = doc.clone();
+    broken["counters"]["due"] = serde_json::json!(-1);
+    broken.as_object_mut().unwrap().remove("series");
+    assert_eq!(validator.iter_errors(&broken).count(), 2);
+}
