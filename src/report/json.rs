@@ -123,14 +123,6 @@ pub struct EncodedHistograms {
     pub req_per_sec: String,
 }
 
-impl Document {
-    /// Whether any request did not simply complete.
-    pub fn has_losses(&self) -> bool {
-        let c = &self.counters;
-        c.errors.lost_requests() + c.in_flight + c.never_sent > 0
-    }
-}
-
 mod build {
     //! Building a document from a run, and statistics back from a document.
 

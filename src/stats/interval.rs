@@ -50,10 +50,6 @@ impl IntervalRecorder {
         }
     }
 
-    pub fn length(&self) -> Duration {
-        self.length
-    }
-
     /// The interval that `offset_ns` (from the window's start) falls in,
     /// closing the open one first if time has moved past it.
     #[inline]
@@ -62,11 +58,6 @@ impl IntervalRecorder {
             self.roll(offset_ns / self.length_ns);
         }
         &mut self.open
-    }
-
-    /// The open interval, without moving time.
-    pub fn open(&self) -> &IntervalStats {
-        &self.open
     }
 
     /// Closed intervals, oldest first.
