@@ -268,3 +268,32 @@ fn serve_runs_until_terminated() {
     let o = wait_bounded(child, std::time::Duration::from_secs(5));
     assert!(o.status.success());
 }
+
+/// -c beyond the open-file limit is one line saying how to raise it; a
+/// soft limit below the hard one is raised quietly.
+#[test]
+fn connections_beyond_the_open_file_limit_are_one_clear_error() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let (bin, u) = (env!("CARGO_BIN_EXE_metron"), url(&srv, "/"));
+    let sh = |script: String| Command::new("sh").args(["-c", &script]).output().unwrap();
+    // Soft and hard limit 256: a thousand connections cannot fit.
+    let o = sh(format!("ulimit -n 256 && exec {bin} -t1 -c1000 -d1s {u}"));
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("-c 1000 needs about") && err.contains("ulimit -n"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    // Only the soft limit is low: metron raises it and the run is clean.
+    let o = sh(format!(
+        "ulimit -Sn 64 && exec {bin} -t1 -c200 -R200 -d1s {u}"
+    ));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("  200 requests in 1.00s") && !out.contains("Socket errors"),
+        "{out}"
+    );
+}

@@ -10,6 +10,10 @@ use std::time::Duration;
 
 use super::BenchArgs;
 
+/// The longest run: far beyond any benchmark, far below where nanosecond
+/// timestamps would overflow.
+pub const MAX_DURATION: Duration = Duration::from_secs(366 * 24 * 3600);
+
 /// The largest response head metron buffers before calling it an error.
 pub const DEFAULT_MAX_HEAD: usize = 64 * 1024;
 
@@ -98,6 +102,10 @@ pub enum ConfigError {
     #[error("-d {0:?}: the test needs a positive duration, e.g. -d 10s")]
     NoDuration(Duration),
     #[error(
+        "-d {0:?} is longer than a year: metron's clock arithmetic stops there; use a shorter -d"
+    )]
+    LongDuration(Duration),
+    #[error(
         "-R {0}: the rate must be above zero (omit -R to run a closed loop as fast as possible)"
     )]
     NoRate(f64),
@@ -135,6 +143,9 @@ impl Config {
         }
         if args.duration.is_zero() {
             return Err(ConfigError::NoDuration(args.duration));
+        }
+        if args.duration > MAX_DURATION {
+            return Err(ConfigError::LongDuration(args.duration));
         }
         if let Some(r) = args.rate {
             if r <= 0.0 {
@@ -387,6 +398,10 @@ mod tests {
                 "-c 2 is fewer than -t 4",
             ),
             (&["-d0", "http://127.0.0.1/"], "positive duration"),
+            (
+                &["-d", "10000000h", "http://127.0.0.1/"],
+                "longer than a year",
+            ),
             (&["-R0", "http://127.0.0.1/"], "rate must be above zero"),
             (
                 &["-d5s", "--warmup", "5s", "http://127.0.0.1/"],

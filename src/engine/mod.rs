@@ -7,6 +7,7 @@
 //! the loop microsecond wake-ups.
 
 pub mod conn;
+pub mod limits;
 pub mod progress;
 pub mod timer;
 pub mod transport;
@@ -88,6 +89,12 @@ pub enum EngineError {
     Worker { thread: usize, why: io::Error },
     #[error("worker thread {0} panicked")]
     Panic(usize),
+    #[error("-c {connections} needs about {needed} open files but this process may open {limit}; raise the limit (ulimit -n {needed}, or LimitNOFILE= for a service) or lower -c")]
+    OpenFiles {
+        connections: usize,
+        needed: u64,
+        limit: u64,
+    },
     #[error("{0}")]
     Script(#[from] ScriptError),
     #[error("request() on thread {thread} returned bytes that are not whole HTTP requests: {why}")]
@@ -130,6 +137,14 @@ pub fn run_with_progress(
         .then(|| Arc::new(progress::Board::new(cfg.threads)));
     // Each worker holds a sender; when all have exited the channel closes.
     let (done_tx, done_rx) = mpsc::channel::<()>();
+    let connections = cfg.connections();
+    if let Ok(Some((needed, limit))) = limits::open_files_short(connections, cfg.threads) {
+        return Err(EngineError::OpenFiles {
+            connections,
+            needed,
+            limit,
+        });
+    }
     // Scripts first: a broken script is reported without touching the network.
     let first = cfg.target.addrs[0];
     let (main_script, scripts) = load_scripts(cfg, first)?;
