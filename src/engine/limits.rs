@@ -31,6 +31,8 @@ pub fn raise_open_files() -> io::Result<u64> {
             lim.rlim_cur = lim.rlim_max;
         }
     }
+    // rlim_t is u64 here but narrower on some targets.
+    #[allow(clippy::unnecessary_cast)]
     Ok(lim.rlim_cur as u64)
 }
 
