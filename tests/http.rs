@@ -228,3 +228,53 @@ fn response_and_close_arriving_together_complete() {
     assert_eq!((c.completed, c.errors.timeout), (100, 0), "{c:?}");
     drop(server);
 }
+
+/// A response head beyond --max-head is a read error (the connection is
+/// dropped, nothing is buffered beyond the limit); the default allows it.
+#[test]
+fn response_heads_beyond_the_limit_are_read_errors() {
+    use std::io::{Read, Write};
+    let _g = serial();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let big = format!(
+            "HTTP/1.1 200 OK\r\nX-Big: {}\r\nContent-Length: 2\r\n\r\nok",
+            "a".repeat(2000)
+        );
+        for stream in listener.incoming().take(200) {
+            let Ok(mut s) = stream else { continue };
+            let big = big.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                // One answer per request head received, until the client leaves.
+                while let Ok(n) = s.read(&mut buf) {
+                    if n == 0 || s.write_all(big.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let u = format!("http://{addr}/");
+    let (o, _) = bench(&["-t1", "-c1", "-R20", "-d1s", &u]);
+    assert_eq!(
+        (o.stats.counters.completed, o.stats.counters.errors.read),
+        (20, 0)
+    );
+    let (o, text) = bench(&["-t1", "-c1", "-R20", "-d1s", "--max-head", "1k", &u]);
+    assert_balanced(&o);
+    let c = o.stats.counters;
+    // Every answer is refused. A connection that never serves reopens with
+    // a growing back-off (no busy loop), so some requests stay queued; the
+    // accounting above still places each one.
+    assert_eq!(c.completed, 0, "{c:?}");
+    assert!(c.errors.read >= 5, "{c:?}");
+    assert!(
+        text.contains(&format!(
+            "Socket errors: connect 0, read {},",
+            c.errors.read
+        )),
+        "{text}"
+    );
+}

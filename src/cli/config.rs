@@ -14,9 +14,6 @@ use super::BenchArgs;
 /// timestamps would overflow.
 pub const MAX_DURATION: Duration = Duration::from_secs(366 * 24 * 3600);
 
-/// The largest response head metron buffers before calling it an error.
-pub const DEFAULT_MAX_HEAD: usize = 64 * 1024;
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scheme {
     Http,
@@ -124,6 +121,8 @@ pub enum ConfigError {
         cpu: usize,
         available: String,
     },
+    #[error("--max-head {0}: allow between 1k and 1G bytes of response head, e.g. --max-head 64k")]
+    MaxHead(u64),
     #[error("--interval {0:?}: intervals must be at least 10ms, e.g. --interval 1s")]
     Interval(Duration),
     #[error("--timeseries-interval {0:?}: use a positive multiple of 10ms, e.g. 250ms")]
@@ -186,7 +185,7 @@ impl Config {
             u_latency: args.u_latency,
             affinity,
             insecure: args.insecure,
-            max_head: DEFAULT_MAX_HEAD,
+            max_head: max_head(args.max_head)?,
             script: args.script.clone(),
             script_args: args.script_args.clone(),
             outputs,
@@ -195,6 +194,14 @@ impl Config {
 
     pub fn connections(&self) -> usize {
         self.conns_per_thread.iter().sum()
+    }
+}
+
+fn max_head(bytes: u64) -> Result<usize, ConfigError> {
+    if (1024..=1 << 30).contains(&bytes) {
+        Ok(bytes as usize)
+    } else {
+        Err(ConfigError::MaxHead(bytes))
     }
 }
 
@@ -420,6 +427,7 @@ mod tests {
                 "CPU 4096 is not available",
             ),
             (&["--interval", "1ms", "http://127.0.0.1/"], "at least 10ms"),
+            (&["--max-head", "10", "http://127.0.0.1/"], "--max-head 10"),
             (
                 &["--timeseries-interval", "15ms", "http://127.0.0.1/"],
                 "multiple of 10ms",

@@ -139,6 +139,10 @@ pub struct BenchArgs {
     #[arg(long = "warmup", default_value = "0s", value_parser = parse_duration, value_name = "T")]
     pub warmup: Duration,
 
+    /// Largest response head (status line and headers) accepted; a larger one is a read error
+    #[arg(long = "max-head", default_value = "64k", value_parser = units::parse_bytes, value_name = "BYTES")]
+    pub max_head: u64,
+
     /// Skip TLS certificate verification
     #[arg(short = 'k', long = "insecure")]
     pub insecure: bool,
