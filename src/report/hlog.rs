@@ -23,15 +23,13 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use base64::engine::general_purpose::STANDARD as BASE64;
-use base64::Engine as _;
 use hdrhistogram::serialization::interval_log::{
     IntervalLogHistogram, IntervalLogIterator, LogEntry as LogLine, LogIteratorError,
 };
-use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 
 use super::text::{write_results, TextReport};
+use crate::stats::codec;
 use crate::stats::{new_histogram, Counters, IntervalStats, RunStats, HIST_HIGH_US, HIST_SIGFIG};
 
 /// Tag of the uncorrected latency histograms.
@@ -96,9 +94,8 @@ pub fn write_log(
     // A clock set before 1970 cannot be written as seconds since it.
     let since_epoch = start.duration_since(UNIX_EPOCH).unwrap_or_default();
     write_header(out, since_epoch, comment)?;
-    let mut serializer = V2DeflateSerializer::new();
     for interval in intervals {
-        write_interval(out, &mut serializer, &interval)?;
+        write_interval(out, &interval)?;
     }
     out.flush()
 }
@@ -122,24 +119,14 @@ fn write_header(out: &mut dyn Write, since_epoch: Duration, comment: &str) -> io
     writeln!(out, "{LEGEND}")
 }
 
-fn write_interval(
-    out: &mut dyn Write,
-    serializer: &mut V2DeflateSerializer,
-    interval: &IntervalStats,
-) -> io::Result<()> {
+fn write_interval(out: &mut dyn Write, interval: &IntervalStats) -> io::Result<()> {
     let lines = [
         (None, &interval.latency),
         (Some(TAG_UNCORRECTED), &interval.uncorrected),
         (Some(TAG_SEND_LAG), &interval.send_lag),
     ];
     for (tag, histogram) in lines {
-        let line = interval_line(
-            serializer,
-            tag,
-            interval.start(),
-            interval.length,
-            histogram,
-        )?;
+        let line = interval_line(tag, interval.start(), interval.length, histogram)?;
         out.write_all(line.as_bytes())?;
     }
     Ok(())
@@ -148,23 +135,18 @@ fn write_interval(
 /// `[Tag=t,]start,length,max,histogram` and a newline: start and length in
 /// seconds, the max in milliseconds.
 fn interval_line(
-    serializer: &mut V2DeflateSerializer,
     tag: Option<&str>,
     start: Duration,
     length: Duration,
     histogram: &Histogram<u64>,
 ) -> io::Result<String> {
-    let mut bytes = Vec::new();
-    serializer
-        .serialize(histogram, &mut bytes)
-        .map_err(|e| io::Error::other(e.to_string()))?;
     let tag = tag.map(|t| format!("Tag={t},")).unwrap_or_default();
     Ok(format!(
         "{tag}{},{},{},{}\n",
         seconds(start),
         seconds(length),
         millis(histogram.max()),
-        BASE64.encode(bytes)
+        codec::encode(histogram)
     ))
 }
 
@@ -290,7 +272,6 @@ fn normalized(text: Vec<u8>) -> Vec<u8> {
 
 fn parse_lines(text: &[u8], file: &str) -> Result<Vec<LogEntry>, HlogError> {
     let mut clock = Clock::default();
-    let mut deserializer = Deserializer::new();
     let mut entries = Vec::new();
     for line in IntervalLogIterator::new(text) {
         match line.map_err(|e| syntax_error(text, file, e))? {
@@ -298,7 +279,7 @@ fn parse_lines(text: &[u8], file: &str) -> Result<Vec<LogEntry>, HlogError> {
             LogLine::BaseTime(t) => clock.base = Some(t),
             LogLine::Interval(h) => {
                 let line = line_number(text, offset_in(text, h.encoded_histogram()));
-                let entry = decode_entry(&h, &clock, &mut deserializer);
+                let entry = decode_entry(&h, &clock);
                 entries.push(entry.map_err(|reason| HlogError::Histogram {
                     file: file.into(),
                     line,
@@ -353,17 +334,8 @@ impl Clock {
     }
 }
 
-fn decode_entry(
-    line: &IntervalLogHistogram,
-    clock: &Clock,
-    deserializer: &mut Deserializer,
-) -> Result<LogEntry, String> {
-    let bytes = BASE64
-        .decode(line.encoded_histogram().trim())
-        .map_err(|e| format!("bad base64: {e}"))?;
-    let histogram = deserializer
-        .deserialize(&mut bytes.as_slice())
-        .map_err(|e| e.to_string())?;
+fn decode_entry(line: &IntervalLogHistogram, clock: &Clock) -> Result<LogEntry, String> {
+    let histogram = codec::decode(line.encoded_histogram())?;
     Ok(LogEntry {
         tag: line.tag().map(|t| t.as_str().to_owned()),
         start: clock.absolute(line.start_timestamp()),
@@ -504,6 +476,7 @@ fn without_closed_loop_note(body: &str) -> String {
 mod tests {
     use super::*;
     use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
+    use hdrhistogram::serialization::V2DeflateSerializer;
 
     /// 2023-11-14 22:13:20.250 UTC.
     fn start_time() -> SystemTime {
@@ -671,11 +644,7 @@ mod tests {
     fn encoded(values: &[(u64, u64)]) -> String {
         let mut h = new_histogram();
         record(&mut h, values);
-        let mut bytes = Vec::new();
-        V2DeflateSerializer::new()
-            .serialize(&h, &mut bytes)
-            .unwrap();
-        BASE64.encode(bytes)
+        codec::encode(&h)
     }
 
     #[test]
@@ -794,11 +763,7 @@ mod tests {
     fn values_beyond_the_range_saturate_instead_of_failing() {
         let mut wide = Histogram::<u64>::new_with_bounds(1, HIST_HIGH_US * 10, 3).unwrap();
         record(&mut wide, &[(100, 2), (HIST_HIGH_US * 5, 3)]);
-        let mut bytes = Vec::new();
-        V2DeflateSerializer::new()
-            .serialize(&wide, &mut bytes)
-            .unwrap();
-        let line = format!("0.000,1.000,1.0,{}\n", BASE64.encode(bytes));
+        let line = format!("0.000,1.000,1.0,{}\n", codec::encode(&wide));
         let mut sum = Sum::new();
         for entry in parse_log(line.into_bytes(), "wide").unwrap() {
             sum.add(&entry);

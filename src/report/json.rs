@@ -129,14 +129,13 @@ mod build {
     use std::io;
     use std::time::Duration;
 
-    use base64::Engine as _;
-    use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
     use hdrhistogram::Histogram;
 
     use super::*;
     use crate::cli::config::Config;
     use crate::engine::Outcome;
     use crate::report::{spectrum, summary};
+    use crate::stats::codec::{self, encode};
     use crate::stats::interval::merged;
     use crate::stats::{new_histogram, RunStats, HIST_SIGFIG, SERIES_STEP};
 
@@ -247,22 +246,11 @@ mod build {
         }
     }
 
-    /// V2, deflated, base64: HdrHistogram's own interchange form.
-    pub fn encode(h: &Histogram<u64>) -> String {
-        let mut bytes = Vec::new();
-        // Serializing into memory cannot fail for our histograms.
-        let _ = V2DeflateSerializer::new().serialize(h, &mut bytes);
-        base64::engine::general_purpose::STANDARD.encode(bytes)
-    }
-
+    /// A histogram from the document, in metron's standard shape.
     pub fn decode(text: &str) -> io::Result<Histogram<u64>> {
         let bad = |why: String| io::Error::new(io::ErrorKind::InvalidData, why);
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(text)
-            .map_err(|e| bad(format!("a histogram is not valid base64: {e}")))?;
-        let h: Histogram<u64> = Deserializer::new()
-            .deserialize(&mut &bytes[..])
-            .map_err(|e| bad(format!("a histogram does not decode: {e:?}")))?;
+        let h =
+            codec::decode(text).map_err(|e| bad(format!("a histogram does not decode: {e}")))?;
         let mut out = new_histogram();
         out.add(&h)
             .map_err(|e| bad(format!("a histogram is out of range: {e:?}")))?;
@@ -271,4 +259,5 @@ mod build {
     }
 }
 
-pub use build::{decode, encode};
+pub use crate::stats::codec::encode;
+pub use build::decode;

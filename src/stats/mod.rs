@@ -5,6 +5,7 @@
 //! Every figure here covers the same measured window (see DESIGN.md §1):
 //! a request belongs to the window when its intended send time does.
 
+pub mod codec;
 pub mod interval;
 
 use std::time::Duration;
