@@ -8,10 +8,12 @@
 //! - [`engine`]: worker threads, each with its own event loop, connections,
 //!   timer and statistics.
 //! - [`http`]: request bytes, the incremental response parser, body framing.
+//! - [`replay`]: `--requests FILE`: requests built once from a file, their
+//!   hosts and endpoints.
 //! - [`script`]: wrk's Lua API on LuaJIT: hooks, the `wrk` table, `thread`
 //!   objects, statistics for `done()`.
 //! - [`stats`]: histograms and counters per thread, merged after the run.
-//! - [`report`]: the wrk2-layout text report.
+//! - [`report`]: the wrk2-layout text report, JSON, HTML, interval logs.
 //! - [`serve`]: the built-in target server used by `demo` and the tests.
 //! - [`demo`]: a ten-second show of what coordinated omission hides.
 //! - [`clock`]: the monotonic nanosecond clock every timestamp comes from.
@@ -24,6 +26,7 @@ pub mod demo;
 pub mod engine;
 pub mod http;
 mod progress;
+pub mod replay;
 pub mod report;
 pub mod schedule;
 pub mod script;
@@ -84,6 +87,9 @@ pub fn rerender(args: &cli::ReportArgs, mut out: &mut dyn Write) -> Result<(), E
     let c = &doc.config;
     let duration = std::time::Duration::from_secs_f64(c.duration_s);
     report::text::write_banner(&mut out, &c.url, duration, c.threads, c.connections)?;
+    if let Some(r) = &c.requests {
+        report::text::write_replay_line(&mut out, &r.file, r.count, r.hosts, &r.described)?;
+    }
     let view = report::TextReport {
         url: &c.url,
         duration,
@@ -147,6 +153,11 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
         cfg.threads,
         connections,
     )?;
+    if let (Some(r), Some(order)) = (&cfg.replay, cfg.replay_order()) {
+        let file = r.file.display().to_string();
+        let (requests, hosts) = (r.set.len(), r.set.hosts().len());
+        report::text::write_replay_line(&mut &mut *text, &file, requests, hosts, &order)?;
+    }
     text.flush()?;
     let outcome = if !o.quiet && io::stderr().is_terminal() {
         let mut line = progress::Line::new(cfg.duration);
@@ -224,7 +235,13 @@ fn write_files(stdout: &mut dyn Write, cfg: &Config, outcome: &Outcome) -> Resul
         // Interval times count from the measured window's start.
         let start = outcome.started_at + cfg.warmup;
         let comment = format!("metron {} {}", env!("CARGO_PKG_VERSION"), cfg.url);
-        report::hlog::write_log(&mut log, start, &comment, intervals)?;
+        let endpoints: Vec<String> = outcome
+            .stats
+            .endpoints
+            .iter()
+            .map(|e| e.name.clone())
+            .collect();
+        report::hlog::write_log(&mut log, start, &comment, intervals, &endpoints)?;
         write_file("--hlog", path, &log)?;
     }
     Ok(())

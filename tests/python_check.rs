@@ -117,6 +117,7 @@ fn python_reads_the_log_as_metron_wrote_it() {
         start,
         "metron python check",
         intervals.clone().into_iter(),
+        &[],
     )
     .unwrap();
     std::fs::write(&path, &log).unwrap();

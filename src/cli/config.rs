@@ -8,7 +8,10 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use super::BenchArgs;
+use crate::replay::{Order, ReplayError, RequestSet, MAX_ENDPOINTS};
 
 /// The longest run: far beyond any benchmark, far below where nanosecond
 /// timestamps would overflow.
@@ -58,7 +61,20 @@ pub struct Config {
     pub max_head: usize,
     pub script: Option<PathBuf>,
     pub script_args: Vec<String>,
+    /// `--requests`: the requests to replay instead of GET URL.
+    pub replay: Option<Replay>,
     pub outputs: Outputs,
+}
+
+/// A requests file, loaded, and how to replay it.
+#[derive(Clone, Debug)]
+pub struct Replay {
+    pub file: PathBuf,
+    pub set: Arc<RequestSet>,
+    pub order: Order,
+    pub seed: u64,
+    /// Statistics per endpoint.
+    pub by_endpoint: bool,
 }
 
 /// What to produce besides the text report.
@@ -123,6 +139,18 @@ pub enum ConfigError {
     },
     #[error("--max-head {0}: allow between 1k and 1G bytes of response head, e.g. --max-head 64k")]
     MaxHead(u64),
+    #[error("{0}")]
+    Requests(#[from] ReplayError),
+    #[error("--requests goes to {hosts} hosts, so each of the {threads} threads needs {hosts} connections: raise -c to at least {needed} or lower -t")]
+    HostConnections {
+        hosts: usize,
+        threads: usize,
+        needed: usize,
+    },
+    #[error("--by-endpoint: {endpoints} distinct endpoints, more than {MAX_ENDPOINTS}; group requests with a \"name\" field")]
+    Endpoints { endpoints: usize },
+    #[error("{flag} needs --requests FILE")]
+    NeedsRequests { flag: &'static str },
     #[error("--interval {0:?}: intervals must be at least 10ms, e.g. --interval 1s")]
     Interval(Duration),
     #[error("--timeseries-interval {0:?}: use a positive multiple of 10ms, e.g. 250ms")]
@@ -160,7 +188,7 @@ impl Config {
         if args.timeout.is_zero() {
             return Err(ConfigError::NoTimeout(args.timeout));
         }
-        let headers = args
+        let headers: Vec<(String, String)> = args
             .headers
             .iter()
             .map(|h| parse_header(h))
@@ -171,11 +199,14 @@ impl Config {
             Some(cpus) => Some(check_affinity(&cpus.0)?),
             None => None,
         };
+        let target = parse_target(&args.url)?;
+        let conns_per_thread = spread(args.connections as usize, threads);
+        let replay = replay(args, &target, &headers, &conns_per_thread)?;
         Ok(Config {
             url: args.url.clone(),
-            target: parse_target(&args.url)?,
+            target,
             threads,
-            conns_per_thread: spread(args.connections as usize, threads),
+            conns_per_thread,
             duration: args.duration,
             warmup: args.warmup,
             timeout: args.timeout,
@@ -188,6 +219,7 @@ impl Config {
             max_head: max_head(args.max_head)?,
             script: args.script.clone(),
             script_args: args.script_args.clone(),
+            replay,
             outputs,
         })
     }
@@ -195,6 +227,64 @@ impl Config {
     pub fn connections(&self) -> usize {
         self.conns_per_thread.iter().sum()
     }
+
+    /// How the requests file is replayed, as the banner and the JSON
+    /// document say it.
+    pub fn replay_order(&self) -> Option<String> {
+        let r = self.replay.as_ref()?;
+        Some(match r.order {
+            Order::Sequential => "in file order".to_string(),
+            Order::Random => format!("in random order (--seed {})", r.seed),
+        })
+    }
+}
+
+/// Loads `--requests` and checks that every thread can reach every host.
+fn replay(
+    args: &BenchArgs,
+    target: &Target,
+    headers: &[(String, String)],
+    conns_per_thread: &[usize],
+) -> Result<Option<Replay>, ConfigError> {
+    let Some(path) = &args.requests else {
+        let flag = if args.by_endpoint {
+            "--by-endpoint"
+        } else if args.seed.is_some() {
+            "--seed"
+        } else if args.requests_order != Order::Sequential {
+            "--requests-order"
+        } else {
+            return Ok(None);
+        };
+        return Err(ConfigError::NeedsRequests { flag });
+    };
+    let set = RequestSet::load(path, target, headers)?;
+    let hosts = set.hosts().len();
+    let fewest = conns_per_thread.iter().copied().min().unwrap_or(0);
+    if fewest < hosts {
+        let threads = conns_per_thread.len();
+        return Err(ConfigError::HostConnections {
+            hosts,
+            threads,
+            needed: hosts * threads,
+        });
+    }
+    let endpoints = set.endpoints().len();
+    if args.by_endpoint && endpoints > MAX_ENDPOINTS {
+        return Err(ConfigError::Endpoints { endpoints });
+    }
+    let seed = args.seed.unwrap_or_else(|| {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        // Short enough to type back in as --seed.
+        now.map_or(0, |d| d.as_nanos() as u64 % 1_000_000)
+    });
+    Ok(Some(Replay {
+        file: path.clone(),
+        set: Arc::new(set),
+        order: args.requests_order,
+        seed,
+        by_endpoint: args.by_endpoint || (2..=MAX_ENDPOINTS).contains(&endpoints),
+    }))
 }
 
 fn max_head(bytes: u64) -> Result<usize, ConfigError> {
@@ -247,6 +337,13 @@ pub fn parse_header(h: &str) -> Result<(String, String), ConfigError> {
 
 /// Parses and resolves the URL.
 pub fn parse_target(raw: &str) -> Result<Target, ConfigError> {
+    let mut target = parse_url(raw)?;
+    resolve(&mut target)?;
+    Ok(target)
+}
+
+/// Parses the URL; the target's addresses stay empty until [`resolve`].
+pub fn parse_url(raw: &str) -> Result<Target, ConfigError> {
     if !raw.contains("://") {
         let why = "no scheme".to_string();
         return Err(ConfigError::Url {
@@ -285,27 +382,32 @@ pub fn parse_target(raw: &str) -> Result<Target, ConfigError> {
         path.push('?');
         path.push_str(q);
     }
-    let addrs: Vec<SocketAddr> = (host.as_str(), port)
-        .to_socket_addrs()
-        .map_err(|e| ConfigError::Resolve {
-            host: host.clone(),
-            why: e.to_string(),
-        })?
-        .collect();
-    if addrs.is_empty() {
-        return Err(ConfigError::Resolve {
-            host,
-            why: "no addresses".to_string(),
-        });
-    }
     Ok(Target {
         scheme,
         host,
         port,
         path,
         authority,
-        addrs,
+        addrs: Vec::new(),
     })
+}
+
+/// Looks up the target's host.
+pub fn resolve(target: &mut Target) -> Result<(), ConfigError> {
+    let host = &target.host;
+    let why = |why: String| ConfigError::Resolve {
+        host: host.clone(),
+        why,
+    };
+    let addrs: Vec<SocketAddr> = (host.as_str(), target.port)
+        .to_socket_addrs()
+        .map_err(|e| why(e.to_string()))?
+        .collect();
+    if addrs.is_empty() {
+        return Err(why("no addresses".to_string()));
+    }
+    target.addrs = addrs;
+    Ok(())
 }
 
 /// CPUs this process may run on.

@@ -143,6 +143,27 @@ pub struct BenchArgs {
     #[arg(long = "max-head", default_value = "64k", value_parser = units::parse_bytes, value_name = "BYTES")]
     pub max_head: u64,
 
+    /// Replay the requests in FILE (a JSON array, JSON Lines, or "[METHOD] URL" lines), cycling; paths go to URL's host
+    #[arg(long = "requests", value_name = "FILE", conflicts_with = "script")]
+    pub requests: Option<PathBuf>,
+
+    /// Order of --requests
+    #[arg(
+        long = "requests-order",
+        value_enum,
+        default_value = "sequential",
+        value_name = "ORDER"
+    )]
+    pub requests_order: crate::replay::Order,
+
+    /// Seed of --requests-order random, so a run repeats (default: from the clock; the banner shows it)
+    #[arg(long = "seed", value_name = "N")]
+    pub seed: Option<u64>,
+
+    /// Report statistics per endpoint of --requests (automatic when the file has 2 to 100)
+    #[arg(long = "by-endpoint")]
+    pub by_endpoint: bool,
+
     /// Skip TLS certificate verification
     #[arg(short = 'k', long = "insecure")]
     pub insecure: bool,

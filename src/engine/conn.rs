@@ -41,10 +41,16 @@ pub struct InFlight {
     pub measured: bool,
     /// A HEAD request: its response has no body.
     pub head: bool,
+    /// Its index in the requests file (0 without one).
+    pub request: u32,
 }
 
 pub struct Conn {
     pub state: State,
+    /// The peer it connects to (an index into the worker's peers).
+    pub host: usize,
+    /// The request of the requests file being written.
+    pub current: u32,
     pub transport: Option<Transport>,
     /// Requests written and not yet answered, oldest first (more than one
     /// when pipelining).
@@ -71,11 +77,13 @@ pub struct Conn {
 const MAX_BACKOFF: Nanos = 1_000_000_000;
 
 impl Conn {
-    pub fn new(max_head: usize, capture: bool) -> Conn {
+    pub fn new(max_head: usize, capture: bool, host: usize) -> Conn {
         let mut parser = ResponseParser::new(max_head);
         parser.set_capture(capture);
         Conn {
             state: State::Down,
+            host,
+            current: 0,
             transport: None,
             in_flight: VecDeque::with_capacity(16),
             written: 0,
@@ -135,7 +143,7 @@ mod tests {
 
     #[test]
     fn failing_attempts_back_off_up_to_a_second() {
-        let mut c = Conn::new(1024, false);
+        let mut c = Conn::new(1024, false, 0);
         c.close(0);
         assert_eq!(c.retry_at, 2_000_000);
         c.close(0);
@@ -148,7 +156,7 @@ mod tests {
 
     #[test]
     fn a_connection_that_served_reopens_at_once() {
-        let mut c = Conn::new(1024, false);
+        let mut c = Conn::new(1024, false, 0);
         c.close(0);
         c.served = 3;
         c.close(50);

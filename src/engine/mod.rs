@@ -25,12 +25,13 @@ use rustls::pki_types::ServerName;
 use crate::cli::config::{Config, Scheme, Target};
 use crate::clock::{self, nanos, Nanos};
 use crate::http::request::RequestError;
+use crate::replay::Cursor;
 use crate::schedule::{Arrivals, Plan};
 use crate::script::{MainScript, ScriptError, ScriptTarget, ThreadScript};
 use crate::stats::{RunStats, ThreadStats};
 
 use transport::{client_config, is_certificate_error, TlsSetup};
-use worker::{Window, Worker, WorkerSetup};
+use worker::{Peer, Window, Worker, WorkerSetup};
 
 /// Ends a run early (Ctrl-C, a script's request): wakes every worker.
 #[derive(Default)]
@@ -148,8 +149,8 @@ pub fn run_with_progress(
     // Scripts first: a broken script is reported without touching the network.
     let first = cfg.target.addrs[0];
     let (main_script, scripts) = load_scripts(cfg, first)?;
-    let tls = tls_setup(cfg)?;
-    let addr = preflight(&cfg.target, tls.as_ref(), cfg.timeout)?;
+    let peers = peers(cfg)?;
+    let addr = peers[0].addr;
     let default_request: Box<[u8]> = crate::http::request::format(
         "GET",
         &cfg.target.path,
@@ -158,6 +159,11 @@ pub fn run_with_progress(
         &cfg.target.authority,
     )
     .into_boxed_slice();
+    let endpoints = cfg
+        .replay
+        .as_ref()
+        .filter(|r| r.by_endpoint)
+        .map_or(0, |r| r.set.endpoints().len());
 
     let (ready_tx, ready_rx) = mpsc::channel();
     let mut starts = Vec::with_capacity(cfg.threads);
@@ -171,18 +177,24 @@ pub fn run_with_progress(
             Some(_) => Box::default(),
             None => default_request.clone(),
         };
+        let mut peers = peers.clone();
+        // setup() may have moved this thread to another address.
+        if let Some(moved) = script.as_ref().map(ThreadScript::addr) {
+            if moved != first {
+                peers[0].addr = moved;
+            }
+        }
         let setup = WorkerSetup {
             index: j,
             connections: cfg.conns_per_thread[j],
-            // setup() may have moved this thread to another address;
-            // otherwise it goes where the pre-flight connection went.
-            addr: match script.as_ref().map(ThreadScript::addr) {
-                Some(moved) if moved != first => moved,
-                _ => addr,
-            },
-            tls: tls.clone(),
+            peers,
             request,
             script,
+            replay: cfg
+                .replay
+                .as_ref()
+                .map(|r| Cursor::new(r.set.clone(), r.order, r.seed, j, cfg.threads)),
+            endpoints,
             timeout: nanos(cfg.timeout),
             max_head: cfg.max_head,
             cpu: cfg.affinity.as_ref().map(|cpus| cpus[j % cpus.len()]),
@@ -271,8 +283,14 @@ pub fn run_with_progress(
         .stopped_at()
         .map_or(window.end, |at| at.min(window.end));
     let measured = Duration::from_nanos(stopped_at.saturating_sub(window.measure_from));
+    let mut stats = RunStats::merge(threads, measured);
+    if endpoints > 0 {
+        if let Some(r) = &cfg.replay {
+            stats.name_endpoints(r.set.endpoints());
+        }
+    }
     Ok(Outcome {
-        stats: RunStats::merge(threads, measured),
+        stats,
         addr,
         started_at,
         interrupted: stopped_at < window.end,
@@ -310,14 +328,31 @@ fn load_scripts(
     Ok((Some(main), threads))
 }
 
-fn tls_setup(cfg: &Config) -> Result<Option<TlsSetup>, EngineError> {
-    if cfg.target.scheme != Scheme::Https {
+/// Where the connections go: the URL's host, or every host of the
+/// requests file, each checked by a pre-flight connection.
+fn peers(cfg: &Config) -> Result<Vec<Peer>, EngineError> {
+    let targets = match &cfg.replay {
+        Some(r) => r.set.hosts(),
+        None => std::slice::from_ref(&cfg.target),
+    };
+    targets
+        .iter()
+        .map(|target| {
+            let tls = tls_setup(target, cfg.insecure)?;
+            let addr = preflight(target, tls.as_ref(), cfg.timeout)?;
+            Ok(Peer { addr, tls })
+        })
+        .collect()
+}
+
+fn tls_setup(target: &Target, insecure: bool) -> Result<Option<TlsSetup>, EngineError> {
+    if target.scheme != Scheme::Https {
         return Ok(None);
     }
-    let name = ServerName::try_from(cfg.target.host.clone())
-        .map_err(|_| EngineError::ServerName(cfg.target.host.clone()))?;
+    let name = ServerName::try_from(target.host.clone())
+        .map_err(|_| EngineError::ServerName(target.host.clone()))?;
     Ok(Some(TlsSetup {
-        config: client_config(cfg.insecure),
+        config: client_config(insecure),
         name,
     }))
 }

@@ -9,6 +9,11 @@
 //! shared with other threads; the shared stop flag is read only when the
 //! main thread wakes this one.
 //!
+//! With `--requests`, each connection is bound to one host. A due request
+//! whose host has no idle connection while other hosts do waits in its
+//! host's queue, so that one slow host does not hold back the others; when
+//! no connection at all is idle, due requests simply stay on the schedule.
+//!
 //! A script's `request()` may return several requests at once: the batch
 //! is pipelined on one connection, goes out when its first request falls
 //! due, and takes one slot of the schedule per request. `delay()` rests a
@@ -28,9 +33,9 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use crate::clock::{self, to_us, Nanos};
 use crate::http::request::split_requests;
 use crate::http::response::{Done, Feed};
+use crate::replay::Cursor;
 use crate::schedule::Plan;
 use crate::script::ThreadScript;
-use crate::stats::interval::IntervalRecorder;
 use crate::stats::ThreadStats;
 
 use super::conn::{Conn, InFlight, State};
@@ -47,12 +52,17 @@ const READ_BUF: usize = 64 * 1024;
 pub struct WorkerSetup {
     pub index: usize,
     pub connections: usize,
-    pub addr: SocketAddr,
-    pub tls: Option<TlsSetup>,
-    /// The request bytes, built once (unused when a script builds each).
+    /// Where connections go: connection `c` to `peers[c % peers.len()]`.
+    pub peers: Vec<Peer>,
+    /// The request bytes, built once (unused when a script or a requests
+    /// file gives each).
     pub request: Box<[u8]>,
     /// This thread's script state, if a script was given.
     pub script: Option<ThreadScript>,
+    /// This thread's place in the requests file, with `--requests`.
+    pub replay: Option<Cursor>,
+    /// Endpoints to keep statistics for (0: none).
+    pub endpoints: usize,
     pub timeout: Nanos,
     pub max_head: usize,
     pub cpu: Option<usize>,
@@ -63,6 +73,13 @@ pub struct WorkerSetup {
     /// Where this thread publishes its running totals for the progress
     /// line (a few times a second, never per request).
     pub progress: Option<Arc<super::progress::Board>>,
+}
+
+/// A server the connections go to.
+#[derive(Clone)]
+pub struct Peer {
+    pub addr: SocketAddr,
+    pub tls: Option<TlsSetup>,
 }
 
 /// How a worker's run is bounded in time, known once all threads are ready.
@@ -89,12 +106,17 @@ pub struct Worker {
     waker: Arc<Waker>,
     stop: Arc<Stop>,
     conns: Vec<Conn>,
-    /// Idle connections, oldest first, so that every connection is used.
-    idle: VecDeque<usize>,
+    /// Idle connections of each peer, oldest first, so that every
+    /// connection is used.
+    idle: Vec<VecDeque<usize>>,
+    /// Idle connections over all peers.
+    idle_count: usize,
+    /// Due requests (intended time, request) waiting for a connection to
+    /// their peer while other peers had idle ones.
+    pending: Vec<VecDeque<(Nanos, u32)>>,
     /// Connections resting after `delay()`, earliest first.
     resting: BinaryHeap<Reverse<(Nanos, usize)>>,
-    addr: SocketAddr,
-    tls: Option<TlsSetup>,
+    peers: Vec<Peer>,
     /// The static request batch, shared by every connection.
     request: Box<[u8]>,
     /// Whether each request of the static batch is a HEAD request.
@@ -102,6 +124,8 @@ pub struct Worker {
     script: Option<ThreadScript>,
     /// A script's `request()` builds every batch.
     dynamic: bool,
+    /// The requests file's cursor: it picks every request.
+    replay: Option<Cursor>,
     /// HEAD flags of the batch being sent (reused, never reallocated).
     batch: Vec<bool>,
     /// The first fatal error (a script's); it stops every worker.
@@ -151,8 +175,9 @@ impl Worker {
                 .map(|r| r.head)
                 .collect()
         };
+        let hosts = setup.peers.len();
         let conns = (0..setup.connections)
-            .map(|_| Conn::new(setup.max_head, capture))
+            .map(|c| Conn::new(setup.max_head, capture, c % hosts))
             .collect();
         let sweep_every = (setup.timeout / 10).clamp(1_000_000, 50_000_000);
         let mut w = Worker {
@@ -162,22 +187,21 @@ impl Worker {
             waker,
             stop,
             conns,
-            idle: VecDeque::with_capacity(setup.connections),
+            idle: vec![VecDeque::with_capacity(setup.connections.div_ceil(hosts)); hosts],
+            idle_count: 0,
+            pending: vec![VecDeque::new(); hosts],
             resting: BinaryHeap::with_capacity(setup.connections),
-            addr: setup.addr,
-            tls: setup.tls,
+            peers: setup.peers,
             request: setup.request,
             static_heads,
             script: setup.script,
             dynamic,
+            replay: setup.replay,
             batch: Vec::with_capacity(16),
             failure: None,
             timeout: setup.timeout,
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
-            stats: ThreadStats {
-                intervals: IntervalRecorder::new(setup.interval),
-                ..ThreadStats::default()
-            },
+            stats: ThreadStats::new(setup.interval, setup.endpoints),
             plan: Plan::Closed,
             window: Window {
                 measure_from: 0,
@@ -216,7 +240,8 @@ impl Worker {
         self.window = window;
         self.started = true;
         // Every open connection takes its first request (or first delay).
-        let idle: Vec<usize> = self.idle.drain(..).collect();
+        let idle: Vec<usize> = self.idle.iter_mut().flat_map(|q| q.drain(..)).collect();
+        self.idle_count = 0;
         for i in idle {
             self.ready(i);
         }
@@ -314,7 +339,7 @@ impl Worker {
             at = at.min(*until);
         }
         if let Plan::Paced(arrivals) = &self.plan {
-            if !self.idle.is_empty() {
+            if self.idle_count > 0 {
                 at = at.min(arrivals.peek());
             }
         }
@@ -323,7 +348,7 @@ impl Worker {
 
     /// Sends every due request that has an idle connection to go on.
     fn dispatch(&mut self) {
-        while !self.idle.is_empty() && !self.halted() {
+        while self.idle_count > 0 && !self.halted() {
             let Plan::Paced(arrivals) = &mut self.plan else {
                 return;
             };
@@ -332,14 +357,32 @@ impl Worker {
                 return;
             }
             arrivals.advance();
-            let i = self.idle.pop_front().expect("checked non-empty");
+            let request = self.replay.as_mut().map_or(0, |r| {
+                let request = r.peek();
+                r.advance();
+                request
+            });
+            let host = self.host_of(request);
+            let Some(i) = self.idle[host].pop_front() else {
+                // Other peers have idle connections; this one's wait.
+                self.pending[host].push_back((due, request));
+                continue;
+            };
+            self.idle_count -= 1;
             // A connection that freed up only after the request fell due
             // means the request waited in the queue for it.
             if self.conns[i].idle_since > due && due >= self.window.measure_from {
                 self.stats.counters.queued += 1;
             }
-            self.send(i, due);
+            self.send(i, due, request);
         }
+    }
+
+    /// The peer a request goes to.
+    fn host_of(&self, request: u32) -> usize {
+        self.replay
+            .as_ref()
+            .map_or(0, |r| r.set().get(request).host as usize)
     }
 
     fn on_event(&mut self, i: usize, ev: &Event) {
@@ -430,9 +473,23 @@ impl Worker {
         let conn = &mut self.conns[i];
         conn.state = State::Idle;
         conn.idle_since = now;
+        let host = conn.host;
         match self.plan {
-            Plan::Closed if self.started => self.send(i, now),
-            _ => self.idle.push_back(i),
+            Plan::Closed if self.started => {
+                let request = self.replay.as_mut().map_or(0, |r| r.next_for_host(host));
+                self.send(i, now, request);
+            }
+            Plan::Paced(_) if self.started && !self.pending[host].is_empty() => {
+                let (due, request) = self.pending[host].pop_front().expect("checked non-empty");
+                if due >= self.window.measure_from {
+                    self.stats.counters.queued += 1;
+                }
+                self.send(i, due, request);
+            }
+            _ => {
+                self.idle[host].push_back(i);
+                self.idle_count += 1;
+            }
         }
     }
 
@@ -458,9 +515,9 @@ impl Worker {
     }
 
     /// Writes a batch whose first request is intended at `intended` on
-    /// connection `i`.
-    fn send(&mut self, i: usize, intended: Nanos) {
-        if let Err(e) = self.load_batch(i) {
+    /// connection `i`; `request` picks it from the requests file, if any.
+    fn send(&mut self, i: usize, intended: Nanos, request: u32) {
+        if let Err(e) = self.load_batch(i, request) {
             return self.fail(e);
         }
         let now = clock::now();
@@ -493,6 +550,7 @@ impl Worker {
                 sent: now,
                 measured,
                 head,
+                request,
             };
             self.conns[i].in_flight.push_back(req);
         }
@@ -508,8 +566,13 @@ impl Worker {
 
     /// Fills `batch` with the HEAD flags of the next batch, calling the
     /// script's `request()` into the connection's buffer when it has one.
-    fn load_batch(&mut self, i: usize) -> Result<(), EngineError> {
+    fn load_batch(&mut self, i: usize, request: u32) -> Result<(), EngineError> {
         self.batch.clear();
+        if let Some(r) = &self.replay {
+            self.batch.push(r.set().get(request).head);
+            self.conns[i].current = request;
+            return Ok(());
+        }
         if !self.dynamic {
             self.batch.extend_from_slice(&self.static_heads);
             return Ok(());
@@ -546,10 +609,10 @@ impl Worker {
         if conn.state != State::Busy {
             return;
         }
-        let bytes: &[u8] = if self.dynamic {
-            &conn.out
-        } else {
-            &self.request
+        let bytes: &[u8] = match &self.replay {
+            Some(r) => r.set().bytes(conn.current),
+            None if self.dynamic => &conn.out,
+            None => &self.request,
         };
         while conn.written < bytes.len() {
             match t.write(&bytes[conn.written..]) {
@@ -652,6 +715,7 @@ impl Worker {
         conn.served += 1;
         if req.measured {
             self.record(&req, &done, now);
+            self.record_endpoint(&req, done.status, now);
         }
         if let Some(script) = self.script.as_mut().filter(|s| s.has_response()) {
             let parser = &self.conns[i].parser;
@@ -694,8 +758,34 @@ impl Worker {
         ));
     }
 
+    /// Adds a measured request's outcome to its endpoint's statistics:
+    /// its latency when it completed (`status` > 0), an error otherwise.
+    fn record_endpoint(&mut self, req: &InFlight, status: u16, now: Nanos) {
+        if self.stats.endpoints.is_empty() {
+            return;
+        }
+        let Some(r) = &self.replay else { return };
+        let e = r.set().get(req.request).endpoint as usize;
+        let latency = (status > 0).then(|| to_us(now - req.intended));
+        self.stats
+            .record_endpoint(e, latency, status == 0 || status > 399);
+        if let Some(us) = latency {
+            let offset = now - self.window.measure_from;
+            self.stats.intervals.at(offset).record_endpoint(e, us);
+        }
+    }
+
     /// Counts the connection's in-flight requests as lost and recycles it.
     fn lose(&mut self, i: usize, why: Loss) {
+        if !self.stats.endpoints.is_empty() {
+            let now = clock::now();
+            for k in 0..self.conns[i].in_flight.len() {
+                let req = self.conns[i].in_flight[k];
+                if req.measured {
+                    self.record_endpoint(&req, 0, now);
+                }
+            }
+        }
         let lost = self.conns[i].measured_in_flight();
         if lost > 0 {
             let offset = clock::now().saturating_sub(self.window.measure_from);
@@ -722,7 +812,10 @@ impl Worker {
             let _ = self.poll.registry().deregister(t.socket());
         }
         if conn.state == State::Idle {
-            self.idle.retain(|&c| c != i);
+            let queue = &mut self.idle[conn.host];
+            let before = queue.len();
+            queue.retain(|&c| c != i);
+            self.idle_count -= before - queue.len();
         }
         let now = clock::now();
         conn.close(now);
@@ -738,7 +831,8 @@ impl Worker {
     /// error and is retried later.
     fn open(&mut self, i: usize, now: Nanos) {
         let conn = &mut self.conns[i];
-        let registered = conn.open(self.addr, self.tls.as_ref(), now).and_then(|()| {
+        let peer = &self.peers[conn.host];
+        let registered = conn.open(peer.addr, peer.tls.as_ref(), now).and_then(|()| {
             let sock = conn.transport.as_mut().expect("just opened").socket();
             self.poll
                 .registry()
@@ -798,7 +892,9 @@ impl Worker {
         // Sent requests were counted as due when they went out; what is
         // still waiting on the schedule is due but never sent.
         if let Plan::Paced(arrivals) = &self.plan {
-            c.never_sent = arrivals.count_pending(from, stop_at);
+            let waiting = self.pending.iter().flatten();
+            let queued = waiting.filter(|(due, _)| *due >= from).count() as u64;
+            c.never_sent = arrivals.count_pending(from, stop_at) + queued;
             c.due += c.never_sent;
         }
         self.stats.intervals.finish();

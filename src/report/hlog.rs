@@ -8,7 +8,10 @@
 //! `#` lines, a legend, then one line per histogram with its start, length,
 //! maximum and the histogram itself, V2-encoded, deflated and in base64.
 //! Each interval gets three lines: corrected latency untagged (what every
-//! reader sums by default), then `Tag=uncorrected` and `Tag=send-lag`.
+//! reader sums by default), then `Tag=uncorrected` and `Tag=send-lag`;
+//! with per-endpoint statistics, one more per endpoint, tagged
+//! `endpoint:` and its label (spaces and commas, which tags may not hold,
+//! written as `_` and `;`).
 //!
 //! The header is written here rather than by the hdrhistogram crate's
 //! `IntervalLogWriterBuilder`: that builder writes no format version and no
@@ -36,6 +39,8 @@ use crate::stats::{new_histogram, Counters, IntervalStats, RunStats, HIST_HIGH_U
 pub const TAG_UNCORRECTED: &str = "uncorrected";
 /// Tag of the send lag histograms.
 pub const TAG_SEND_LAG: &str = "send-lag";
+/// Prefix of the tags of per-endpoint corrected latency.
+pub const TAG_ENDPOINT: &str = "endpoint:";
 /// The newest version of the log format; the C reader rejects a log that
 /// does not state one.
 const FORMAT_VERSION: &str = "1.3";
@@ -82,22 +87,50 @@ pub struct LogEntry {
     pub histogram: Histogram<u64>,
 }
 
-/// Writes a whole interval log: the header, then three lines per interval.
-/// Every interval is written, empty ones too, so that the timeline has no
-/// holes. `comment` (the command line, say) becomes the first `#` lines.
+/// Writes a whole interval log: the header, then three lines per interval
+/// (and one per endpoint of `endpoints`, the labels by index). Every
+/// interval is written, empty ones too, so that the timeline has no holes.
+/// `comment` (the command line, say) becomes the first `#` lines.
 pub fn write_log(
     out: &mut dyn Write,
     start: SystemTime,
     comment: &str,
     intervals: impl Iterator<Item = IntervalStats>,
+    endpoints: &[String],
 ) -> io::Result<()> {
     // A clock set before 1970 cannot be written as seconds since it.
     let since_epoch = start.duration_since(UNIX_EPOCH).unwrap_or_default();
     write_header(out, since_epoch, comment)?;
+    let tags: Vec<String> = endpoints.iter().map(|e| endpoint_tag(e)).collect();
+    let empty = new_histogram();
     for interval in intervals {
         write_interval(out, &interval)?;
+        for (e, tag) in tags.iter().enumerate() {
+            let h = interval.endpoints.get(e).and_then(Option::as_ref);
+            let line = interval_line(
+                Some(tag),
+                interval.start(),
+                interval.length,
+                h.unwrap_or(&empty),
+            )?;
+            out.write_all(line.as_bytes())?;
+        }
     }
     out.flush()
+}
+
+/// The tag of an endpoint's lines: tags end at a comma and readers split
+/// on whitespace, so neither may appear in one.
+pub fn endpoint_tag(label: &str) -> String {
+    let clean: String = label
+        .chars()
+        .map(|c| match c {
+            ',' => ';',
+            c if c.is_whitespace() => '_',
+            c => c,
+        })
+        .collect();
+    format!("{TAG_ENDPOINT}{clean}")
 }
 
 fn write_header(out: &mut dyn Write, since_epoch: Duration, comment: &str) -> io::Result<()> {
@@ -413,6 +446,7 @@ impl Sum {
             counters,
             window,
             threads: Vec::new(),
+            endpoints: Vec::new(),
         }
     }
 }
@@ -511,7 +545,7 @@ mod tests {
 
     fn log_bytes(comment: &str, intervals: Vec<IntervalStats>) -> Vec<u8> {
         let mut out = Vec::new();
-        write_log(&mut out, start_time(), comment, intervals.into_iter()).unwrap();
+        write_log(&mut out, start_time(), comment, intervals.into_iter(), &[]).unwrap();
         out
     }
 
@@ -712,7 +746,7 @@ mod tests {
         let a_path = write_file("merge-a.hlog", &log_bytes("a", a.clone()));
         let later = start_time() + Duration::from_secs(10);
         let mut b_log = Vec::new();
-        write_log(&mut b_log, later, "b", b.clone().into_iter()).unwrap();
+        write_log(&mut b_log, later, "b", b.clone().into_iter(), &[]).unwrap();
         let b_path = write_file("merge-b.hlog", &b_log);
         let paths = vec![a_path.clone(), b_path.clone()];
         let stats = merge(&paths).unwrap();

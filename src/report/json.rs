@@ -37,6 +37,9 @@ pub struct Document {
     pub series: Series,
     pub threads: Vec<ThreadSummary>,
     pub histograms: EncodedHistograms,
+    /// Per endpoint of a requests file (absent without one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub endpoints: Vec<Endpoint>,
 }
 
 /// The run's configuration, as the engine used it.
@@ -52,6 +55,39 @@ pub struct RunConfig {
     pub rate: Option<f64>,
     pub script: Option<String>,
     pub headers: Vec<String>,
+    /// `--requests`: the file replayed, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<RequestsConfig>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RequestsConfig {
+    pub file: String,
+    /// Requests in the file.
+    pub count: usize,
+    /// Distinct hosts they go to.
+    pub hosts: usize,
+    /// `sequential` or `random`.
+    pub order: String,
+    pub seed: u64,
+    /// How the text report put it ("in file order", ...).
+    pub described: String,
+}
+
+/// One endpoint's figures (with `--by-endpoint`, or when a requests file
+/// has several endpoints).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Endpoint {
+    /// The request's `name`, or its method and path.
+    pub name: String,
+    /// Responses received, error statuses included.
+    pub completed: u64,
+    /// Error statuses and requests lost to read, write and timeout errors.
+    pub errors: u64,
+    /// Corrected latency, in microseconds.
+    pub latency: Summary,
+    /// The corrected latency histogram, encoded as the others.
+    pub histogram: String,
 }
 
 /// Latency summaries, all in microseconds.
@@ -137,7 +173,7 @@ mod build {
     use crate::report::{spectrum, summary};
     use crate::stats::codec::{self, encode};
     use crate::stats::interval::merged;
-    use crate::stats::{new_histogram, RunStats, HIST_SIGFIG, SERIES_STEP};
+    use crate::stats::{new_histogram, EndpointStats, RunStats, HIST_SIGFIG, SERIES_STEP};
 
     impl Document {
         /// Everything the run measured, with the configuration that drove it.
@@ -160,6 +196,14 @@ mod build {
                         .iter()
                         .map(|(k, v)| format!("{k}: {v}"))
                         .collect(),
+                    requests: cfg.replay.as_ref().map(|r| RequestsConfig {
+                        file: r.file.display().to_string(),
+                        count: r.set.len(),
+                        hosts: r.set.hosts().len(),
+                        order: format!("{:?}", r.order).to_lowercase(),
+                        seed: r.seed,
+                        described: cfg.replay_order().unwrap_or_default(),
+                    }),
                 },
                 window_s: s.window.as_secs_f64(),
                 interrupted: outcome.interrupted,
@@ -189,6 +233,21 @@ mod build {
                     send_lag: encode(&s.send_lag),
                     req_per_sec: encode(&s.req_per_sec),
                 },
+                endpoints: s
+                    .endpoints
+                    .iter()
+                    .map(|e| {
+                        let empty = new_histogram();
+                        let h = e.latency.as_ref().unwrap_or(&empty);
+                        Endpoint {
+                            name: e.name.clone(),
+                            completed: e.completed,
+                            errors: e.errors,
+                            latency: summarize(h),
+                            histogram: encode(h),
+                        }
+                    })
+                    .collect(),
             }
         }
 
@@ -203,6 +262,18 @@ mod build {
             stats.send_lag = decode(&h.send_lag)?;
             stats.req_per_sec = decode(&h.req_per_sec)?;
             stats.counters = self.counters;
+            stats.endpoints = self
+                .endpoints
+                .iter()
+                .map(|e| {
+                    Ok(EndpointStats {
+                        name: e.name.clone(),
+                        completed: e.completed,
+                        errors: e.errors,
+                        latency: Some(decode(&e.histogram)?),
+                    })
+                })
+                .collect::<io::Result<_>>()?;
             Ok(stats)
         }
     }

@@ -14,7 +14,7 @@ use hdrhistogram::Histogram;
 use super::spectrum::write_spectrum;
 use super::summary;
 use super::units::{format_binary, format_duration_s, format_metric, format_time_us, print_units};
-use crate::stats::{Counters, RunStats};
+use crate::stats::{Counters, EndpointStats, RunStats};
 
 /// The percentiles of the "Latency Distribution" block.
 const PERCENTILES: [f64; 8] = [50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.0];
@@ -77,7 +77,54 @@ pub fn write_results(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
         write_distribution(out, &stats.uncorrected, title)?;
     }
     write_totals(out, stats)?;
+    write_endpoints(out, &stats.endpoints)?;
     write_own_lines(out, r)
+}
+
+/// One line per endpoint of a requests file: what it got and how fast.
+fn write_endpoints(out: &mut impl Write, endpoints: &[EndpointStats]) -> io::Result<()> {
+    if endpoints.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "  Endpoints (corrected latency)")?;
+    writeln!(
+        out,
+        "  {:>10} {:>8} {:>9} {:>9} {:>9}  Endpoint",
+        "Requests", "Errors", "50%", "99%", "99.9%"
+    )?;
+    let empty = crate::stats::new_histogram();
+    for e in endpoints {
+        let h = e.latency.as_ref().unwrap_or(&empty);
+        let at = |p| format_time_us(summary::value_at_percentile(h, p) as f64);
+        writeln!(
+            out,
+            "  {:>10} {:>8} {:>9} {:>9} {:>9}  {}",
+            e.completed,
+            e.errors,
+            at(50.0),
+            at(99.0),
+            at(99.9),
+            e.name
+        )?;
+    }
+    Ok(())
+}
+
+/// The line after the banner that says what `--requests` replays.
+pub fn write_replay_line(
+    out: &mut impl Write,
+    file: &str,
+    requests: usize,
+    hosts: usize,
+    order: &str,
+) -> io::Result<()> {
+    let s = |n: usize| if n == 1 { "" } else { "s" };
+    writeln!(
+        out,
+        "  replaying {requests} request{} from {file} to {hosts} host{}, {order}",
+        s(requests),
+        s(hosts)
+    )
 }
 
 fn write_thread_stats(out: &mut impl Write, stats: &RunStats) -> io::Result<()> {

@@ -25,6 +25,8 @@ pub struct EncodedInterval {
     latency: Vec<u8>,
     uncorrected: Vec<u8>,
     send_lag: Vec<u8>,
+    /// Non-empty endpoint histograms, by endpoint index.
+    endpoints: Vec<(usize, Vec<u8>)>,
 }
 
 /// One thread's intervals: the open one and those already closed.
@@ -78,6 +80,9 @@ impl IntervalRecorder {
         self.open.latency.reset();
         self.open.uncorrected.reset();
         self.open.send_lag.reset();
+        for h in self.open.endpoints.iter_mut().flatten() {
+            h.reset();
+        }
         self.open_until = (index + 1).saturating_mul(self.length_ns);
     }
 
@@ -106,6 +111,12 @@ fn encode(interval: &IntervalStats) -> EncodedInterval {
         latency: bytes(&interval.latency),
         uncorrected: bytes(&interval.uncorrected),
         send_lag: bytes(&interval.send_lag),
+        endpoints: interval
+            .endpoints
+            .iter()
+            .enumerate()
+            .filter_map(|(e, h)| h.as_ref().filter(|h| !h.is_empty()).map(|h| (e, bytes(h))))
+            .collect(),
     }
 }
 
@@ -143,6 +154,13 @@ pub fn merged<'a>(
                 add_encoded(&mut out.latency, &e.latency, &mut de);
                 add_encoded(&mut out.uncorrected, &e.uncorrected, &mut de);
                 add_encoded(&mut out.send_lag, &e.send_lag, &mut de);
+                for (id, bytes) in &e.endpoints {
+                    if out.endpoints.len() <= *id {
+                        out.endpoints.resize(*id + 1, None);
+                    }
+                    let h = out.endpoints[*id].get_or_insert_with(super::new_histogram);
+                    add_encoded(h, bytes, &mut de);
+                }
             }
         }
         out

@@ -140,6 +140,34 @@ pub struct ThreadStats {
     pub script_calls: u64,
     /// The same measurements, interval by interval.
     pub intervals: IntervalRecorder,
+    /// Per endpoint of a requests file, when asked for (else empty).
+    pub endpoints: Vec<EndpointStats>,
+}
+
+/// One endpoint's share of a thread's (or, merged, the run's) requests.
+#[derive(Clone, Debug, Default)]
+pub struct EndpointStats {
+    /// Its label: the request's name, or method and path.
+    pub name: String,
+    /// Responses received, error statuses included.
+    pub completed: u64,
+    /// Responses with a status above 399, and requests lost to read,
+    /// write and timeout errors.
+    pub errors: u64,
+    /// Corrected latency; allocated on the first response, since most of
+    /// a long list of endpoints may see none on a given thread.
+    pub latency: Option<Histogram<u64>>,
+}
+
+impl EndpointStats {
+    pub fn add(&mut self, other: &EndpointStats) {
+        self.completed += other.completed;
+        self.errors += other.errors;
+        if let Some(h) = &other.latency {
+            let mine = self.latency.get_or_insert_with(new_histogram);
+            mine.add(h).expect("same bounds");
+        }
+    }
 }
 
 impl Default for ThreadStats {
@@ -153,11 +181,35 @@ impl Default for ThreadStats {
             cpu: Duration::ZERO,
             script_calls: 0,
             intervals: IntervalRecorder::default(),
+            endpoints: Vec::new(),
         }
     }
 }
 
 impl ThreadStats {
+    /// Statistics with intervals of `interval` and `endpoints` endpoints.
+    pub fn new(interval: Duration, endpoints: usize) -> ThreadStats {
+        ThreadStats {
+            intervals: IntervalRecorder::new(interval),
+            endpoints: vec![EndpointStats::default(); endpoints],
+            ..ThreadStats::default()
+        }
+    }
+
+    /// A measured request of endpoint `e` ended: answered after
+    /// `latency_us` (corrected), or lost (`None`).
+    pub fn record_endpoint(&mut self, e: usize, latency_us: Option<u64>, error: bool) {
+        let Some(stats) = self.endpoints.get_mut(e) else {
+            return;
+        };
+        stats.errors += u64::from(error);
+        if let Some(us) = latency_us {
+            stats.completed += 1;
+            let h = stats.latency.get_or_insert_with(new_histogram);
+            let _ = h.record(us.clamp(HIST_LOW_US, HIST_HIGH_US));
+        }
+    }
+
     /// Records a value, clamping it into the histogram's range and counting
     /// clamped values so that nothing is silently dropped.
     #[inline]
@@ -213,6 +265,8 @@ pub struct IntervalStats {
     pub latency: Histogram<u64>,
     pub uncorrected: Histogram<u64>,
     pub send_lag: Histogram<u64>,
+    /// Corrected latency per endpoint (by index), when endpoints are kept.
+    pub endpoints: Vec<Option<Histogram<u64>>>,
 }
 
 impl IntervalStats {
@@ -225,7 +279,16 @@ impl IntervalStats {
             latency: new_histogram(),
             uncorrected: new_histogram(),
             send_lag: new_histogram(),
+            endpoints: Vec::new(),
         }
+    }
+
+    pub fn record_endpoint(&mut self, e: usize, us: u64) {
+        if self.endpoints.len() <= e {
+            self.endpoints.resize(e + 1, None);
+        }
+        let h = self.endpoints[e].get_or_insert_with(new_histogram);
+        let _ = h.record(us.clamp(HIST_LOW_US, HIST_HIGH_US));
     }
 
     /// Start of the interval, from the window's start.
@@ -249,6 +312,8 @@ pub struct RunStats {
     pub window: Duration,
     /// The threads as they were, for per-thread outputs.
     pub threads: Vec<ThreadStats>,
+    /// Per endpoint, merged over threads (empty unless asked for).
+    pub endpoints: Vec<EndpointStats>,
 }
 
 impl RunStats {
@@ -258,7 +323,14 @@ impl RunStats {
         let mut send_lag = new_histogram();
         let mut req_per_sec = Histogram::new(HIST_SIGFIG).expect("valid precision");
         let mut counters = Counters::default();
+        let mut endpoints: Vec<EndpointStats> = Vec::new();
         for t in &threads {
+            if endpoints.len() < t.endpoints.len() {
+                endpoints.resize(t.endpoints.len(), EndpointStats::default());
+            }
+            for (into, e) in endpoints.iter_mut().zip(&t.endpoints) {
+                into.add(e);
+            }
             // Same bounds everywhere, so adding cannot fail.
             latency.add(&t.latency).expect("same bounds");
             uncorrected.add(&t.uncorrected).expect("same bounds");
@@ -276,6 +348,14 @@ impl RunStats {
             counters,
             window,
             threads,
+            endpoints,
+        }
+    }
+
+    /// Gives the endpoints their labels, by index.
+    pub fn name_endpoints(&mut self, names: &[String]) {
+        for (e, name) in self.endpoints.iter_mut().zip(names) {
+            e.name.clone_from(name);
         }
     }
 

@@ -34,6 +34,7 @@ pub fn render(doc: &Document) -> String {
     latency(&mut page, doc);
     over_time(&mut page, doc);
     tables::accounting(&mut page, doc);
+    tables::endpoints(&mut page, doc);
     tables::threads(&mut page, doc);
     let _ = writeln!(
         page,

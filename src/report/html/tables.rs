@@ -330,6 +330,37 @@ pub fn threads(page: &mut String, doc: &Document) {
     page.push_str("</section>\n");
 }
 
+/// Per endpoint of a requests file: counts and corrected percentiles.
+pub fn endpoints(page: &mut String, doc: &Document) {
+    if doc.endpoints.is_empty() {
+        return;
+    }
+    page.push_str("<section>\n<h2>Endpoints</h2>\n");
+    page.push_str("<p>Corrected latency of each endpoint of the requests file.</p>\n");
+    let rows: Vec<Vec<String>> = doc
+        .endpoints
+        .iter()
+        .map(|e| {
+            let mut row = vec![
+                format!("<code>{}</code>", escape(&e.name)),
+                count(e.completed),
+                count(e.errors),
+            ];
+            for p in [50.0, 99.0, 99.9] {
+                row.push(latency_or_missing(at(&e.latency, p)));
+            }
+            row
+        })
+        .collect();
+    grid(
+        page,
+        "numbers endpoints",
+        &["endpoint", "completed", "errors", "p50", "p99", "p99.9"],
+        &rows,
+    );
+    page.push_str("</section>\n");
+}
+
 fn cpu(s: f64) -> String {
     if s.is_finite() {
         format!("{s:.3} s")

@@ -3,7 +3,7 @@
 //! both latency curves, and numbers that are never `NaN` or infinite.
 
 use crate::report::json::{
-    Document, EncodedHistograms, LatencySummaries, Point, RunConfig, Series, Summary,
+    Document, EncodedHistograms, Endpoint, LatencySummaries, Point, RunConfig, Series, Summary,
     ThreadSummary, PERCENTILES, SCHEMA,
 };
 use crate::stats::{Counters, Errors};
@@ -103,6 +103,7 @@ pub fn sample() -> Document {
             rate: Some(10_000.0),
             script: Some("scripts/post <json>.lua".into()),
             headers: vec!["Accept: application/json".into(), "X-Trace: a&b".into()],
+            requests: None,
         },
         window_s: 10.0,
         interrupted: false,
@@ -139,6 +140,13 @@ pub fn sample() -> Document {
             send_lag: String::new(),
             req_per_sec: String::new(),
         },
+        endpoints: vec![Endpoint {
+            name: "GET /<items>".into(),
+            completed: 1_000,
+            errors: 3,
+            latency: summary(corrected_us),
+            histogram: String::new(),
+        }],
     }
 }
 
@@ -195,6 +203,7 @@ fn document_strings_are_escaped() {
     let html = render(&doc);
     assert!(html.contains("http://h/&lt;b&gt;&amp;&quot;x&quot;"));
     assert!(!html.contains("<b>"));
+    assert!(html.contains("<code>GET /&lt;items&gt;</code>"));
     assert_clean(&doc, &html);
 }
 

@@ -1,0 +1,476 @@
+//! `--requests FILE`: replaying a list of requests, possibly to several
+//! hosts, with statistics per endpoint.
+//!
+//! Every request's bytes are built once, when the file is loaded, into one
+//! buffer that all worker threads share read-only; sending a request then
+//! costs no formatting at all. Each distinct host (scheme, host, port) is
+//! resolved once and gets its own connections. Requests are grouped into
+//! endpoints, by their `name` or else by method and path (without the
+//! query), for the per-endpoint report.
+//!
+//! Layout: [`file`] reads the three file forms into [`file::Spec`]s; this
+//! file checks them and builds the [`RequestSet`]; [`cursor`] decides which
+//! request comes next on each thread.
+
+mod cursor;
+pub mod file;
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use crate::cli::config::{parse_url, resolve, Target};
+use crate::http::request::{format, split_requests};
+
+pub use cursor::{Cursor, Order};
+use file::{Body, Spec};
+
+/// Largest requests file read. The file is held in memory while its
+/// requests are built, so a bigger one is refused rather than read.
+pub const MAX_FILE_BYTES: u64 = 256 << 20;
+/// Largest total of built request bytes (bodies included).
+pub const MAX_BUILT_BYTES: usize = 1 << 30;
+/// Most distinct endpoints given statistics of their own: each costs a
+/// latency histogram (about 230 KB) per thread and per open interval.
+pub const MAX_ENDPOINTS: usize = 100;
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ReplayError {
+    #[error("cannot read --requests {file}: {why}")]
+    Read { file: String, why: String },
+    #[error("--requests {file} is {size} bytes, more than the {limit} MiB limit; split it or drop repeated requests (each request is replayed in a cycle anyway)")]
+    TooBig { file: String, size: u64, limit: u64 },
+    #[error("{file}: no requests in it; write a JSON array, JSON Lines or one URL per line")]
+    Empty { file: String },
+    #[error("{file}:{line}: {why}")]
+    Entry {
+        file: String,
+        line: usize,
+        why: String,
+    },
+    #[error("--requests {file}: the built requests pass {limit} MiB; use fewer or smaller bodies")]
+    TooMuch { file: String, limit: usize },
+}
+
+/// One request ready to send: where its bytes are and what it belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Prepared {
+    start: usize,
+    len: usize,
+    /// Index into [`RequestSet::hosts`].
+    pub host: u16,
+    /// Index into [`RequestSet::endpoints`].
+    pub endpoint: u16,
+    /// A HEAD request: its response has no body.
+    pub head: bool,
+}
+
+/// Every request of the file, built, with its hosts and endpoints.
+#[derive(Debug)]
+pub struct RequestSet {
+    bytes: Box<[u8]>,
+    requests: Box<[Prepared]>,
+    hosts: Vec<Target>,
+    endpoints: Vec<String>,
+    /// Indices of each host's requests, in file order.
+    by_host: Vec<Box<[u32]>>,
+}
+
+impl RequestSet {
+    /// Reads `path` and builds its requests. Paths are relative to `base`
+    /// (the command line's URL); `headers` (from `-H`) go on every request
+    /// and replace the file's headers of the same name.
+    pub fn load(
+        path: &Path,
+        base: &Target,
+        headers: &[(String, String)],
+    ) -> Result<RequestSet, ReplayError> {
+        let file = path.display().to_string();
+        let read_error = |e: std::io::Error| ReplayError::Read {
+            file: file.clone(),
+            why: e.to_string(),
+        };
+        let size = std::fs::metadata(path).map_err(read_error)?.len();
+        if size > MAX_FILE_BYTES {
+            return Err(ReplayError::TooBig {
+                file,
+                size,
+                limit: MAX_FILE_BYTES >> 20,
+            });
+        }
+        let text = std::fs::read_to_string(path).map_err(read_error)?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let specs = file::parse(&text, &file, dir)?;
+        drop(text);
+        Builder::new(&file, base, headers).build(specs)
+    }
+
+    pub fn len(&self) -> usize {
+        self.requests.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.requests.is_empty()
+    }
+
+    pub fn get(&self, r: u32) -> Prepared {
+        self.requests[r as usize]
+    }
+
+    /// The wire bytes of request `r`.
+    pub fn bytes(&self, r: u32) -> &[u8] {
+        let p = &self.requests[r as usize];
+        &self.bytes[p.start..p.start + p.len]
+    }
+
+    /// Every host the requests go to; the command line's comes first when
+    /// any request uses a path on it.
+    pub fn hosts(&self) -> &[Target] {
+        &self.hosts
+    }
+
+    /// Labels of the endpoints, by index.
+    pub fn endpoints(&self) -> &[String] {
+        &self.endpoints
+    }
+
+    /// Requests of host `h`, in file order.
+    pub fn of_host(&self, h: usize) -> &[u32] {
+        &self.by_host[h]
+    }
+}
+
+/// Checks each spec and appends its bytes.
+struct Builder<'a> {
+    file: &'a str,
+    base: &'a Target,
+    headers: &'a [(String, String)],
+    bytes: Vec<u8>,
+    requests: Vec<Prepared>,
+    hosts: Vec<Target>,
+    host_index: HashMap<(bool, String, u16), u16>,
+    /// Method and path of each request, for the labels made at the end.
+    unnamed: Vec<Option<(String, String)>>,
+    names: Vec<Option<String>>,
+}
+
+impl<'a> Builder<'a> {
+    fn new(file: &'a str, base: &'a Target, headers: &'a [(String, String)]) -> Builder<'a> {
+        Builder {
+            file,
+            base,
+            headers,
+            bytes: Vec::new(),
+            requests: Vec::new(),
+            hosts: Vec::new(),
+            host_index: HashMap::new(),
+            unnamed: Vec::new(),
+            names: Vec::new(),
+        }
+    }
+
+    fn error(&self, line: usize, why: impl Into<String>) -> ReplayError {
+        ReplayError::Entry {
+            file: self.file.to_string(),
+            line,
+            why: why.into(),
+        }
+    }
+
+    fn build(mut self, specs: Vec<Spec>) -> Result<RequestSet, ReplayError> {
+        for spec in specs {
+            self.add(spec)?;
+        }
+        let endpoints = self.label();
+        let mut by_host = vec![Vec::new(); self.hosts.len()];
+        for (r, p) in self.requests.iter_mut().enumerate() {
+            by_host[p.host as usize].push(r as u32);
+        }
+        Ok(RequestSet {
+            bytes: self.bytes.into_boxed_slice(),
+            requests: self.requests.into_boxed_slice(),
+            hosts: self.hosts,
+            endpoints,
+            by_host: by_host.into_iter().map(Vec::into_boxed_slice).collect(),
+        })
+    }
+
+    fn add(&mut self, spec: Spec) -> Result<(), ReplayError> {
+        let line = spec.line;
+        if self.requests.len() >= u32::MAX as usize {
+            return Err(self.error(line, "more than 4 billion requests"));
+        }
+        check_token(&spec.method).map_err(|why| self.error(line, format!("method: {why}")))?;
+        let (host, path) = self.host_of(&spec.target, line)?;
+        if path.contains(|c: char| c.is_whitespace() || c.is_control()) {
+            return Err(self.error(
+                line,
+                format!("path {path:?} has spaces or control characters; percent-encode them"),
+            ));
+        }
+        let mut headers: Vec<(String, String)> = self.headers.to_vec();
+        for (name, value) in spec.headers {
+            check_token(&name)
+                .map_err(|why| self.error(line, format!("header name {name:?}: {why}")))?;
+            if value.contains(['\r', '\n']) {
+                return Err(self.error(
+                    line,
+                    format!("header {name:?} has a line break in its value"),
+                ));
+            }
+            // -H wins: a fresh token replaces a recorded one.
+            if !self
+                .headers
+                .iter()
+                .any(|(h, _)| h.eq_ignore_ascii_case(&name))
+            {
+                headers.push((name, value));
+            }
+        }
+        let body = match spec.body {
+            None => None,
+            Some(Body::Text(text)) => Some(text.into_bytes()),
+            Some(Body::File(p)) => Some(
+                std::fs::read(&p)
+                    .map_err(|e| self.error(line, format!("body_file {}: {e}", p.display())))?,
+            ),
+        };
+        let authority = &self.hosts[host as usize].authority;
+        let built = format(&spec.method, &path, &headers, body.as_deref(), authority);
+        let meta = match split_requests(&built).as_deref() {
+            Ok([one]) if one.len == built.len() => *one,
+            Ok(_) => {
+                return Err(self.error(line, "the headers frame the body as more than one request"))
+            }
+            Err(e) => return Err(self.error(line, e.to_string())),
+        };
+        if self.bytes.len() + built.len() > MAX_BUILT_BYTES {
+            return Err(ReplayError::TooMuch {
+                file: self.file.to_string(),
+                limit: MAX_BUILT_BYTES >> 20,
+            });
+        }
+        self.requests.push(Prepared {
+            start: self.bytes.len(),
+            len: built.len(),
+            host,
+            endpoint: 0,
+            head: meta.head,
+        });
+        self.bytes.extend_from_slice(&built);
+        let bare = path.split('?').next().unwrap_or_default().to_string();
+        self.unnamed.push(Some((spec.method, bare)));
+        self.names.push(spec.name);
+        Ok(())
+    }
+
+    /// The host index and the path of a target, resolving a host the first
+    /// time it is seen.
+    fn host_of(&mut self, target: &str, line: usize) -> Result<(u16, String), ReplayError> {
+        let parsed = if target.starts_with('/') {
+            let mut t = self.base.clone();
+            t.path = target.to_string();
+            t
+        } else {
+            parse_url(target).map_err(|e| self.error(line, e.to_string()))?
+        };
+        let https = parsed.scheme == crate::cli::config::Scheme::Https;
+        let key = (https, parsed.host.clone(), parsed.port);
+        if let Some(&h) = self.host_index.get(&key) {
+            return Ok((h, parsed.path));
+        }
+        if self.hosts.len() > u16::MAX as usize {
+            return Err(self.error(line, "more than 65536 distinct hosts"));
+        }
+        let mut host = parsed.clone();
+        if host.addrs.is_empty() {
+            resolve(&mut host).map_err(|e| self.error(line, e.to_string()))?;
+        }
+        let h = self.hosts.len() as u16;
+        self.hosts.push(host);
+        self.host_index.insert(key, h);
+        Ok((h, parsed.path))
+    }
+
+    /// Gives every request its endpoint: its name, or its method and path
+    /// (with the host when there are several).
+    fn label(&mut self) -> Vec<String> {
+        let several = self.hosts.len() > 1;
+        let mut index: HashMap<String, u16> = HashMap::new();
+        let mut labels = Vec::new();
+        for (r, p) in self.requests.iter_mut().enumerate() {
+            let label = match (self.names[r].take(), self.unnamed[r].take()) {
+                (Some(name), _) => name,
+                (None, Some((method, path))) if several => {
+                    format!("{method} {}{path}", self.hosts[p.host as usize].authority)
+                }
+                (None, Some((method, path))) => format!("{method} {path}"),
+                (None, None) => unreachable!("every request has a method and path"),
+            };
+            // Past the cap, endpoints share the last slot; the caller
+            // turns per-endpoint statistics off then.
+            let next = labels.len().min(u16::MAX as usize) as u16;
+            let id = *index.entry(label.clone()).or_insert_with(|| {
+                labels.push(label);
+                next
+            });
+            p.endpoint = id;
+        }
+        labels
+    }
+}
+
+/// An HTTP token (RFC 9110 §5.6.2): what methods and header names are.
+fn check_token(s: &str) -> Result<(), String> {
+    let ok = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if s.is_empty() {
+        return Err("empty".to_string());
+    }
+    match s.chars().find(|&c| !ok(c)) {
+        Some(c) => Err(format!("{s:?} has {c:?}, which HTTP does not allow there")),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::config::parse_target;
+
+    fn load_text(text: &str, headers: &[(&str, &str)]) -> Result<RequestSet, ReplayError> {
+        let dir = std::env::temp_dir().join(format!("metron-replay-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("{:x}.txt", fxhash(text)));
+        std::fs::write(&path, text).unwrap();
+        std::fs::write(dir.join("body.bin"), [0u8, 1, 2, 255]).unwrap();
+        let base = parse_target("http://127.0.0.1:8080/").unwrap();
+        let headers: Vec<(String, String)> = headers
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect();
+        let set = RequestSet::load(&path, &base, &headers);
+        let _ = std::fs::remove_file(&path);
+        set
+    }
+
+    fn fxhash(s: &str) -> u64 {
+        s.bytes().fold(0xcbf29ce484222325, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x100000001b3)
+        })
+    }
+
+    fn text(set: &RequestSet, r: u32) -> String {
+        String::from_utf8_lossy(set.bytes(r)).into_owned()
+    }
+
+    #[test]
+    fn requests_are_built_once_with_host_and_body() {
+        let set = load_text(
+            r#"[{"method": "POST", "path": "/a?x=1", "headers": {"X-T": "1"}, "body": "hi"},
+                {"path": "/b", "body_file": "body.bin"},
+                {"method": "HEAD", "path": "/c"}]"#,
+            &[],
+        )
+        .unwrap();
+        assert_eq!(set.len(), 3);
+        assert_eq!(
+            text(&set, 0),
+            "POST /a?x=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nX-T: 1\r\nContent-Length: 2\r\n\r\nhi"
+        );
+        assert!(set
+            .bytes(1)
+            .ends_with(b"Content-Length: 4\r\n\r\n\x00\x01\x02\xff"));
+        assert!(set.get(2).head && !set.get(0).head);
+        assert_eq!(set.endpoints(), ["POST /a", "GET /b", "HEAD /c"]);
+        assert_eq!(set.hosts().len(), 1);
+    }
+
+    #[test]
+    fn command_line_headers_replace_the_files_own() {
+        let set = load_text(
+            "[{\"path\": \"/a\", \"headers\": {\"authorization\": \"Bearer old\", \"X-K\": \"v\"}}]",
+            &[("Authorization", "Bearer new")],
+        )
+        .unwrap();
+        let t = text(&set, 0);
+        assert!(t.contains("Authorization: Bearer new\r\n"), "{t}");
+        assert!(!t.contains("old") && t.contains("X-K: v\r\n"), "{t}");
+    }
+
+    #[test]
+    fn each_host_is_resolved_once_and_labels_name_it() {
+        let set = load_text(
+            "http://127.0.0.1:9001/a\nhttp://127.0.0.1:9002/a\nhttp://127.0.0.1:9001/b?q=2\n/a\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(set.hosts().len(), 3);
+        assert_eq!(set.of_host(0), [0, 2]);
+        assert_eq!(set.of_host(2), [3]);
+        assert_eq!(
+            set.endpoints(),
+            [
+                "GET 127.0.0.1:9001/a",
+                "GET 127.0.0.1:9002/a",
+                "GET 127.0.0.1:9001/b",
+                "GET 127.0.0.1:8080/a"
+            ]
+        );
+    }
+
+    #[test]
+    fn names_group_requests_into_one_endpoint() {
+        let set = load_text(
+            "{\"path\": \"/u/1\", \"name\": \"user\"}\n{\"path\": \"/u/2\", \"name\": \"user\"}\n{\"path\": \"/u/2\"}\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(set.endpoints(), ["user", "GET /u/2"]);
+        let ids: Vec<u16> = (0..3).map(|r| set.get(r).endpoint).collect();
+        assert_eq!(ids, [0, 0, 1]);
+    }
+
+    #[test]
+    fn bad_requests_are_refused_with_their_line() {
+        let cases = [
+            (
+                "[{\"method\": \"GE T\", \"path\": \"/\"}]",
+                ":1: method: \"GE T\" has ' '",
+            ),
+            ("[{\"path\": \"/a b\"}]", ":1: path \"/a b\" has spaces"),
+            (
+                "[{\"path\": \"/\", \"headers\": {\"X\": \"a\\r\\nY: b\"}}]",
+                ":1: header \"X\" has a line break",
+            ),
+            (
+                "[{\"path\": \"/\", \"headers\": {\"X Y\": \"a\"}}]",
+                ":1: header name \"X Y\"",
+            ),
+            ("[{\"url\": \"ftp://h/\"}]", ":1: unsupported scheme 'ftp'"),
+            (
+                "[{\"url\": \"http://no-such-host.invalid/\"}]",
+                ":1: cannot resolve host",
+            ),
+            (
+                "[{\"path\": \"/\", \"body_file\": \"missing.bin\"}]",
+                ":1: body_file",
+            ),
+            (
+                "[{\"path\": \"/\", \"headers\": {\"Content-Length\": \"9\"}, \"body\": \"x\"}]",
+                ":1: request 1 is incomplete",
+            ),
+        ];
+        for (text, want) in cases {
+            let got = load_text(text, &[]).unwrap_err().to_string();
+            assert!(got.contains(want), "{text}: got {got:?}, want {want:?}");
+        }
+    }
+
+    #[test]
+    fn a_missing_file_is_a_read_error() {
+        let base = parse_target("http://127.0.0.1:8080/").unwrap();
+        let e = RequestSet::load(Path::new("/nonexistent/r.json"), &base, &[]).unwrap_err();
+        assert!(e
+            .to_string()
+            .starts_with("cannot read --requests /nonexistent/r.json: "));
+    }
+}
