@@ -297,3 +297,44 @@ fn connections_beyond_the_open_file_limit_are_one_clear_error() {
         "{out}"
     );
 }
+
+#[test]
+fn more_connections_than_local_ports_is_one_clear_error() {
+    let _g = serial();
+    let bin = env!("CARGO_BIN_EXE_metron");
+    // A network namespace of the test's own, whose loopback has ten local
+    // ports for outgoing connections; the server in it lives for at most
+    // 20 s.
+    let script = format!(
+        "ip link set lo up && echo '40000 40009' > /proc/sys/net/ipv4/ip_local_port_range \
+         && {{ timeout 20 {bin} serve --listen 127.0.0.1:8080 >/dev/null 2>&1 & }} \
+         && server=$! && sleep 0.5 \
+         && {bin} -t2 -c20 -d1s http://127.0.0.1:8080/; echo \"exit $?\"; \
+         {bin} -t2 -c8 -R100 -d1s http://127.0.0.1:8080/; echo \"exit $?\"; \
+         kill $server"
+    );
+    let o = std::process::Command::new("unshare")
+        .args(["-n", "sh", "-c", &script])
+        .output()
+        .expect("unshare runs");
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(
+        out.contains("exit 1") && out.contains("exit 0"),
+        "{out}\n{err}"
+    );
+    let line = err
+        .lines()
+        .find(|l| l.contains("local ports"))
+        .unwrap_or_default();
+    assert!(
+        line.contains("-c 20 opens 20 connections to 127.0.0.1:8080")
+            && line.contains("only 10 local ports (40000-40009)")
+            && line.contains("ip_local_port_range"),
+        "{err}"
+    );
+    // Eight fit: that run completes cleanly.
+    assert!(
+        out.contains("100 requests in 1.00s") && !out.contains("Socket errors"),
+        "{out}"
+    );
+}

@@ -44,9 +44,50 @@ pub fn open_files_short(connections: usize, threads: usize) -> io::Result<Option
     Ok((needed > limit).then_some((needed, limit)))
 }
 
+/// Where Linux keeps the range of local ports it gives outgoing
+/// connections.
+const PORT_RANGE: &str = "/proc/sys/net/ipv4/ip_local_port_range";
+
+/// The local port range for outgoing connections, if the system says.
+pub fn local_port_range() -> Option<(u16, u16)> {
+    parse_port_range(&std::fs::read_to_string(PORT_RANGE).ok()?)
+}
+
+fn parse_port_range(text: &str) -> Option<(u16, u16)> {
+    let mut ports = text.split_whitespace().map(str::parse::<u16>);
+    match (ports.next(), ports.next()) {
+        (Some(Ok(lo)), Some(Ok(hi))) if lo <= hi => Some((lo, hi)),
+        _ => None,
+    }
+}
+
+/// `Some(available)` when `connections` to one address need more local
+/// ports than `range` holds: every connection from this host to one
+/// address and port needs a local port of its own.
+pub fn ports_short(connections: usize, range: (u16, u16)) -> Option<u64> {
+    let available = u64::from(range.1 - range.0) + 1;
+    (connections as u64 > available).then_some(available)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_port_range_is_read_as_the_kernel_writes_it() {
+        assert_eq!(parse_port_range("32768\t60999\n"), Some((32768, 60999)));
+        assert_eq!(parse_port_range("1024 1024"), Some((1024, 1024)));
+        assert_eq!(parse_port_range("60999 32768"), None);
+        assert_eq!(parse_port_range("nonsense"), None);
+        assert!(local_port_range().is_some(), "Linux states its range");
+    }
+
+    #[test]
+    fn more_connections_than_ports_are_short() {
+        assert_eq!(ports_short(28_232, (32768, 60999)), None);
+        assert_eq!(ports_short(28_233, (32768, 60999)), Some(28_232));
+        assert_eq!(ports_short(2, (5000, 5000)), Some(1));
+    }
 
     #[test]
     fn a_modest_run_fits() {

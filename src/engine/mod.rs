@@ -96,6 +96,15 @@ pub enum EngineError {
         needed: u64,
         limit: u64,
     },
+    #[error("-c {connections} opens {to_one} connections to {addr}, but the system has only {available} local ports ({lo}-{hi}) for connections to one address; lower -c, or widen the range (sysctl -w net.ipv4.ip_local_port_range=\"1024 65535\")")]
+    LocalPorts {
+        connections: usize,
+        to_one: usize,
+        addr: SocketAddr,
+        available: u64,
+        lo: u16,
+        hi: u16,
+    },
     #[error("{0}")]
     Script(#[from] ScriptError),
     #[error("request() on thread {thread} returned bytes that are not whole HTTP requests: {why}")]
@@ -150,6 +159,7 @@ pub fn run_with_progress(
     let first = cfg.target.addrs[0];
     let (main_script, scripts) = load_scripts(cfg, first)?;
     let peers = peers(cfg)?;
+    check_local_ports(cfg, &peers)?;
     let addr = peers[0].addr;
     let default_request: Box<[u8]> = crate::http::request::format(
         "GET",
@@ -343,6 +353,34 @@ fn peers(cfg: &Config) -> Result<Vec<Peer>, EngineError> {
             Ok(Peer { addr, tls })
         })
         .collect()
+}
+
+/// Refuses a run that would open more connections to one address than
+/// there are local ports, instead of letting the surplus fail one by one.
+fn check_local_ports(cfg: &Config, peers: &[Peer]) -> Result<(), EngineError> {
+    let Some((lo, hi)) = limits::local_port_range() else {
+        return Ok(());
+    };
+    let hosts = peers.len();
+    for (h, peer) in peers.iter().enumerate() {
+        // Connection c of a thread goes to peer c % hosts.
+        let to_one: usize = cfg
+            .conns_per_thread
+            .iter()
+            .map(|&n| (n + hosts - 1 - h) / hosts)
+            .sum();
+        if let Some(available) = limits::ports_short(to_one, (lo, hi)) {
+            return Err(EngineError::LocalPorts {
+                connections: cfg.connections(),
+                to_one,
+                addr: peer.addr,
+                available,
+                lo,
+                hi,
+            });
+        }
+    }
+    Ok(())
 }
 
 fn tls_setup(target: &Target, insecure: bool) -> Result<Option<TlsSetup>, EngineError> {
