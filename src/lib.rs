@@ -145,6 +145,7 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
     } else {
         &mut *out
     };
+    check_outputs(cfg)?;
     let connections = cfg.connections();
     report::text::write_banner(
         &mut &mut *text,
@@ -252,6 +253,42 @@ fn write_files(stdout: &mut dyn Write, cfg: &Config, outcome: &Outcome) -> Resul
 pub fn merge_logs(args: &cli::MergeArgs, out: &mut dyn Write) -> Result<(), Error> {
     let stats = report::hlog::merge(&args.logs)?;
     report::hlog::write_merged(out, &args.logs, &stats)?;
+    Ok(())
+}
+
+/// Fails before the run, not after it, when a result file could not be
+/// written: its directory must exist and be writable.
+fn check_outputs(cfg: &Config) -> Result<(), Error> {
+    let o = &cfg.outputs;
+    let files = [
+        ("--json", &o.json),
+        ("--html", &o.html),
+        ("--hlog", &o.hlog),
+    ];
+    for (flag, path) in files {
+        let Some(path) = path.as_deref().filter(|p| *p != Path::new("-")) else {
+            continue;
+        };
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let fail = |why: io::Error| Error::Output {
+            flag,
+            path: path.to_path_buf(),
+            why,
+        };
+        if !dir.is_dir() {
+            let why = format!("there is no directory {}", dir.display());
+            return Err(fail(io::Error::new(io::ErrorKind::NotFound, why)));
+        }
+        let c_dir = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
+            .map_err(|_| fail(io::Error::from(io::ErrorKind::InvalidInput)))?;
+        // SAFETY: access() reads the NUL-terminated path and nothing else.
+        if unsafe { libc::access(c_dir.as_ptr(), libc::W_OK) } != 0 {
+            return Err(fail(io::Error::last_os_error()));
+        }
+    }
     Ok(())
 }
 

@@ -35,6 +35,61 @@ fn usage_errors_are_one_line_with_a_non_zero_exit() {
             &["-H", "nocolon", "http://127.0.0.1:1/"],
             "write it as 'Name: value'",
         ),
+        (&["-t0", "http://127.0.0.1:1/"], "-t 0: at least one thread"),
+        (&["-d", "400d", "http://127.0.0.1:1/"], "longer than a year"),
+        (
+            &["--timeout", "0", "http://127.0.0.1:1/"],
+            "timeout must be above zero",
+        ),
+        (
+            &["-a", "4096", "http://127.0.0.1:1/"],
+            "CPU 4096 is not available",
+        ),
+        (
+            &["--max-head", "10", "http://127.0.0.1:1/"],
+            "--max-head 10: allow between 1k and 1G",
+        ),
+        (
+            &["--interval", "1ms", "http://127.0.0.1:1/"],
+            "at least 10ms",
+        ),
+        (
+            &["--timeseries-interval", "15ms", "http://127.0.0.1:1/"],
+            "multiple of 10ms",
+        ),
+        (
+            &["127.0.0.1:8080/"],
+            "invalid URL '127.0.0.1:8080/': no scheme",
+        ),
+        (&["http://[::1/"], "invalid URL 'http://[::1/'"),
+        (
+            &["http://no-such-host.invalid/"],
+            "cannot resolve host 'no-such-host.invalid'",
+        ),
+        (
+            &["-s", "/nonexistent/x.lua", "http://127.0.0.1:1/"],
+            "cannot read script /nonexistent/x.lua",
+        ),
+        (
+            &["--seed", "1", "http://127.0.0.1:1/"],
+            "--seed needs --requests FILE",
+        ),
+        (
+            &["--requests", "/nonexistent/r.json", "http://127.0.0.1:1/"],
+            "cannot read --requests",
+        ),
+        (
+            &["--json", "/nonexistent/dir/r.json", "http://127.0.0.1:1/"],
+            "cannot write --json /nonexistent/dir/r.json: there is no directory /nonexistent/dir",
+        ),
+        (
+            &["report", "/nonexistent/r.json"],
+            "cannot read /nonexistent/r.json",
+        ),
+        (
+            &["merge", "/nonexistent/r.hlog"],
+            "cannot read /nonexistent/r.hlog",
+        ),
     ];
     for (args, want) in cases {
         let o = metron(args);
@@ -299,18 +354,19 @@ fn connections_beyond_the_open_file_limit_are_one_clear_error() {
 }
 
 #[test]
-fn more_connections_than_local_ports_is_one_clear_error() {
+fn local_ports_and_unreachable_networks_are_one_clear_error() {
     let _g = serial();
     let bin = env!("CARGO_BIN_EXE_metron");
-    // A network namespace of the test's own, whose loopback has ten local
-    // ports for outgoing connections; the server in it lives for at most
-    // 20 s.
+    // A network namespace of the test's own: only loopback, with ten
+    // local ports for outgoing connections; the server in it lives for at
+    // most 20 s.
     let script = format!(
         "ip link set lo up && echo '40000 40009' > /proc/sys/net/ipv4/ip_local_port_range \
          && {{ timeout 20 {bin} serve --listen 127.0.0.1:8080 >/dev/null 2>&1 & }} \
          && server=$! && sleep 0.5 \
          && {bin} -t2 -c20 -d1s http://127.0.0.1:8080/; echo \"exit $?\"; \
          {bin} -t2 -c8 -R100 -d1s http://127.0.0.1:8080/; echo \"exit $?\"; \
+         {bin} -t1 -c1 -d1s http://10.9.9.9:8080/; echo \"exit $?\"; \
          kill $server"
     );
     let o = std::process::Command::new("unshare")
@@ -330,6 +386,11 @@ fn more_connections_than_local_ports_is_one_clear_error() {
         line.contains("-c 20 opens 20 connections to 127.0.0.1:8080")
             && line.contains("only 10 local ports (40000-40009)")
             && line.contains("ip_local_port_range"),
+        "{err}"
+    );
+    // The namespace has no route anywhere but loopback.
+    assert!(
+        err.contains("cannot connect to 10.9.9.9:8080: Network is unreachable"),
         "{err}"
     );
     // Eight fit: that run completes cleanly.
