@@ -399,3 +399,27 @@ fn local_ports_and_unreachable_networks_are_one_clear_error() {
         "{out}"
     );
 }
+
+#[test]
+fn a_closed_stdout_never_kills_the_process() {
+    let _g = serial();
+    // The reader of stdout is gone before the banner is written.
+    let srv = server(ServeConfig::default());
+    let (bin, u) = (env!("CARGO_BIN_EXE_metron"), url(&srv, "/"));
+    let mut child = Command::new(bin)
+        .args(["-t1", "-c4", "-R200", "-d1s", &u])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close the read end at once: every write to stdout fails.
+    drop(child.stdout.take());
+    let status = child.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), None, "killed by a signal: {status:?}");
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "a closed stdout is the reader's choice"
+    );
+}
