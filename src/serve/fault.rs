@@ -26,7 +26,8 @@ pub enum Fault {
     CloseBeforeHead,
     /// Writes the first half of the response head, then closes.
     CloseMidHead,
-    /// Writes the head and the first half of the body, then closes.
+    /// Writes the head and the first half of the body, then closes. (A
+    /// response without a body, to HEAD or a 204, is cut mid-head.)
     CloseMidBody,
     /// Resets the connection (RST, through `SO_LINGER` 0), no byte written.
     Reset,
@@ -43,7 +44,7 @@ pub enum Fault {
     /// closes.
     BadChunk,
     /// Writes one body byte fewer than its Content-Length says, then
-    /// closes.
+    /// closes. (A response without a body loses the last byte of its head.)
     ShortBody,
     /// Writes the good response one byte at a time, with a pause
     /// (`--trickle-interval`) between bytes.
@@ -369,19 +370,21 @@ impl FaultBytes {
             Fault::BadChunk => FaultBytes::Fixed(BAD_CHUNK, 0),
             Fault::HugeHead => FaultBytes::Fixed(huge_head(), 0),
             Fault::CloseMidHead => cut(base, base.head_len() / 2),
-            Fault::CloseMidBody => {
-                let with_body = with_body(base);
-                let half = payload_len(&with_body) / 2;
-                cut(with_body, with_body.head_len() + half)
-            }
-            Fault::ShortBody => {
-                let len = payload_len(&with_body(base));
-                let announced = Response {
-                    body: Body::Length(len),
-                    ..with_body(base)
-                };
-                cut(announced, announced.head_len() + len - 1)
-            }
+            Fault::CloseMidBody => match with_body(base) {
+                Some(full) => cut(full, full.head_len() + payload_len(&full) / 2),
+                None => cut(base, base.head_len() / 2),
+            },
+            Fault::ShortBody => match with_body(base) {
+                Some(full) => {
+                    let len = payload_len(&full);
+                    let announced = Response {
+                        body: Body::Length(len),
+                        ..full
+                    };
+                    cut(announced, announced.head_len() + len - 1)
+                }
+                None => cut(base, base.head_len() - 1),
+            },
             Fault::Trickle => FaultBytes::Whole(Encoder::new(base)),
         }
     }
@@ -428,20 +431,19 @@ fn cut(response: Response, bytes: u64) -> FaultBytes {
     }
 }
 
-/// `base` as a response with a body of at least [`MIN_FAULT_BODY`] bytes
-/// and an end the client can recognise (a length or chunks): a body fault
-/// needs a body to cut, even for HEAD or a 204.
-fn with_body(base: Response) -> Response {
+/// `base` with a body a body fault can cut: at least [`MIN_FAULT_BODY`]
+/// bytes, with an end the client can recognise (a length or chunks).
+/// `None` for a response that may not have a body (HEAD, 204, 304): body
+/// bytes there would not be read as a body at all, so body faults cut such
+/// a response's head instead.
+fn with_body(base: Response) -> Option<Response> {
     let body = match base.body {
-        Body::Chunked { len, trailer } => Body::Chunked { len, trailer },
-        Body::Empty => Body::Length(MIN_FAULT_BODY),
+        _ if base.head_only => return None,
+        Body::Empty => return None,
+        Body::Chunked { .. } => base.body,
         Body::Length(n) | Body::UntilClose(n) => Body::Length(n.max(MIN_FAULT_BODY)),
     };
-    Response {
-        body,
-        head_only: false,
-        ..base
-    }
+    Some(Response { body, ..base })
 }
 
 /// The body's payload length (chunk framing not counted).
@@ -537,7 +539,6 @@ mod tests {
         // An empty body grows to two bytes so that there is a middle.
         let empty = format!("{HEAD_200}Content-Length: 2\r\n\r\nx");
         assert_eq!(bytes(Fault::CloseMidBody, Body::Length(0)), empty);
-        assert_eq!(bytes(Fault::CloseMidBody, Body::Empty), empty);
         assert_eq!(bytes(Fault::CloseMidBody, Body::UntilClose(0)), empty);
         // Chunked: the first half of the payload's count of wire bytes.
         let chunked = Body::Chunked {
@@ -558,7 +559,37 @@ mod tests {
         };
         assert_eq!(bytes(Fault::ShortBody, chunked), want);
         let small = format!("{HEAD_200}Content-Length: 2\r\n\r\nx");
-        assert_eq!(bytes(Fault::ShortBody, Body::Empty), small);
+        assert_eq!(bytes(Fault::ShortBody, Body::Length(0)), small);
+    }
+
+    #[test]
+    fn body_faults_cut_the_head_of_a_response_without_a_body() {
+        let no_content = Response {
+            status: 204,
+            ..base(Body::Empty)
+        };
+        let head = Response {
+            head_only: true,
+            ..base(Body::Length(9))
+        };
+        let cut = |fault, response| {
+            String::from_utf8(FaultBytes::new(fault, response).into_bytes()).unwrap()
+        };
+        // "HTTP/1.1 204 No Content\r\nContent-Type: text/plain\r\n\r\n": 53 bytes.
+        assert_eq!(
+            cut(Fault::CloseMidBody, no_content),
+            "HTTP/1.1 204 No Content\r\nC"
+        );
+        assert_eq!(
+            cut(Fault::ShortBody, no_content),
+            "HTTP/1.1 204 No Content\r\nContent-Type: text/plain\r\n\r"
+        );
+        let head_bytes = format!("{HEAD_200}Content-Length: 9\r\n\r\n");
+        assert_eq!(cut(Fault::CloseMidBody, head), head_bytes[..32]);
+        assert_eq!(
+            cut(Fault::ShortBody, head),
+            head_bytes[..head_bytes.len() - 1]
+        );
     }
 
     #[test]
