@@ -3,18 +3,41 @@
 //!
 //! The flags are parsed by the shared unit parsers (`1k`, `250ms`, `4k`) so
 //! they read like every other metron flag. Checks that involve more than one
-//! flag (the stall flags) live in [`StallPlan::from_flags`], and the ones
-//! that also apply to a hand-built [`ServeConfig`] in [`ServeConfig::check`].
+//! flag live in [`StallPlan::from_flags`] and [`FaultPlan::from_flags`], and
+//! the ones that also apply to a hand-built [`ServeConfig`] in
+//! [`ServeConfig::check`].
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use crate::cli::units::{parse_bytes, parse_duration, parse_si_u64};
 
+use super::fault::{parse_fault, FaultPlan, FaultSpec, Per};
 use super::plan::StallPlan;
+use super::tls::BadCert;
 
 /// Most worker threads a server may ask for; more is surely a typo.
 pub const MAX_THREADS: usize = 1024;
+/// Pause between the bytes of a trickled response, unless told otherwise.
+pub const TRICKLE_INTERVAL: Duration = Duration::from_millis(100);
+
+/// The long help of `--fault`: every fault by name.
+const FAULT_HELP: &str = "Inject a fault in place of responses: NAME on every response, \
+or NAME:P on each one with probability P (0 < P <= 1), e.g. --fault reset:0.2. \
+See also --fault-every, --fault-per, --fault-seed; GET /fault/NAME injects one on request.
+
+NAME is one of:
+  close-before-head  read the request, then close without writing a byte
+  close-mid-head     write the first half of the response head, then close
+  close-mid-body     write the head and the first half of the body, then close
+  reset              reset the connection (RST) without writing a byte
+  never-answer       hold the connection open and write nothing, ever
+  garbage            write bytes that are not HTTP, then close
+  huge-head          write a valid 200 whose head is over 1 MiB, then close
+  bad-status-line    write a response whose status code is not a number, then close
+  bad-chunk          write a chunked body whose chunk size is not hex, then close
+  short-body         write one body byte fewer than Content-Length says, then close
+  trickle            write the response one byte at a time (see --trickle-interval)";
 
 /// `metron serve` flags.
 #[derive(clap::Args, Clone, Debug)]
@@ -54,6 +77,30 @@ pub struct ServeArgs {
     /// When the (first) stall starts, counted from server start
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub stall_at: Option<Duration>,
+
+    /// Inject a fault: NAME on every response, or NAME:P with probability P (list: --help)
+    #[arg(long, value_name = "NAME[:P]", value_parser = parse_fault, long_help = FAULT_HELP)]
+    pub fault: Option<FaultSpec>,
+
+    /// Inject the --fault on every Nth response (or connection) instead
+    #[arg(long, value_name = "N", value_parser = parse_positive)]
+    pub fault_every: Option<u64>,
+
+    /// What --fault counts and picks [default: response]
+    #[arg(long, value_name = "UNIT", value_enum)]
+    pub fault_per: Option<Per>,
+
+    /// Seed of the --fault NAME:P draws: the same seed picks the same responses [default: 0]
+    #[arg(long, value_name = "N")]
+    pub fault_seed: Option<u64>,
+
+    /// Pause between the bytes of a trickled response (--fault trickle, /fault/trickle)
+    #[arg(long, value_name = "D", default_value = "100ms", value_parser = parse_duration)]
+    pub trickle_interval: Duration,
+
+    /// Serve HTTPS with a generated certificate that verifying clients reject
+    #[arg(long, value_name = "CERT", value_enum)]
+    pub tls: Option<BadCert>,
 }
 
 /// Everything a [`super::Server`] needs; tests build it directly.
@@ -71,6 +118,12 @@ pub struct ServeConfig {
     /// Close after every Nth response on a connection; `Some(0)` is invalid.
     pub close_every: Option<u64>,
     pub stall: Option<StallPlan>,
+    /// Faults injected in place of responses.
+    pub fault: Option<FaultPlan>,
+    /// Pause between the bytes of a trickled response.
+    pub trickle_interval: Duration,
+    /// Serve over TLS with this (rejectable) certificate.
+    pub tls: Option<BadCert>,
     /// Inspection: with `record > 0` the server keeps the first `record`
     /// requests in full and counts requests per path. Both take a lock per
     /// request, so benchmarks leave it at 0.
@@ -89,6 +142,9 @@ impl Default for ServeConfig {
             chunked: false,
             close_every: None,
             stall: None,
+            fault: None,
+            trickle_interval: TRICKLE_INTERVAL,
+            tls: None,
             record: 0,
         }
     }
@@ -103,7 +159,10 @@ impl ServeConfig {
         if self.close_every == Some(0) {
             return Err("--close-every must be at least 1".to_string());
         }
-        Ok(())
+        match &self.fault {
+            Some(plan) => plan.check(),
+            None => Ok(()),
+        }
     }
 }
 
@@ -112,6 +171,12 @@ impl TryFrom<ServeArgs> for ServeConfig {
 
     fn try_from(args: ServeArgs) -> Result<ServeConfig, String> {
         let stall = StallPlan::from_flags(args.stall_at, args.stall_for, args.stall_every)?;
+        let fault = FaultPlan::from_flags(
+            args.fault,
+            args.fault_every,
+            args.fault_per,
+            args.fault_seed,
+        )?;
         let cfg = ServeConfig {
             listen: args.listen,
             threads: args.threads,
@@ -120,6 +185,9 @@ impl TryFrom<ServeArgs> for ServeConfig {
             chunked: args.chunked,
             close_every: args.close_every,
             stall,
+            fault,
+            trickle_interval: args.trickle_interval,
+            tls: args.tls,
             record: 0,
         };
         cfg.check()?;
@@ -172,7 +240,17 @@ mod tests {
         assert!(!cfg.chunked);
         assert_eq!(cfg.close_every, None);
         assert_eq!(cfg.stall, None);
+        assert_eq!(cfg.fault, None);
+        assert_eq!(cfg.trickle_interval, Duration::from_millis(100));
+        assert_eq!(cfg.tls, None);
         assert_eq!(cfg.record, 0);
+        assert_eq!(
+            cfg,
+            ServeConfig {
+                listen: cfg.listen,
+                ..ServeConfig::default()
+            }
+        );
     }
 
     #[test]
@@ -215,6 +293,76 @@ mod tests {
     }
 
     #[test]
+    fn fault_flags_make_a_plan() {
+        use crate::serve::{Fault, Probability};
+        let cfg = config(&["--fault=close-mid-body", "--fault-every=3"]).unwrap();
+        assert_eq!(cfg.fault, Some(FaultPlan::every(Fault::CloseMidBody, 3)));
+        let cfg = config(&[
+            "--fault",
+            "reset:0.2",
+            "--fault-seed",
+            "42",
+            "--fault-per",
+            "connection",
+        ])
+        .unwrap();
+        let p = Probability::new(0.2).unwrap();
+        let plan = FaultPlan::chance(Fault::Reset, p, 42).per_connection();
+        assert_eq!(cfg.fault, Some(plan));
+        let cfg = config(&["--fault=trickle", "--trickle-interval=5ms", "--tls=expired"]).unwrap();
+        assert_eq!(cfg.fault, Some(FaultPlan::every(Fault::Trickle, 1)));
+        assert_eq!(cfg.trickle_interval, Duration::from_millis(5));
+        assert_eq!(cfg.tls, Some(BadCert::Expired));
+        assert_eq!(
+            config(&["--tls=untrusted"]).unwrap().tls,
+            Some(BadCert::Untrusted)
+        );
+    }
+
+    #[test]
+    fn bad_fault_values_are_one_line_reasons() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["--fault=nope"], "unknown fault 'nope'; expected one of"),
+            (
+                &["--fault=reset:2"],
+                "above 0 and at most 1, e.g. reset:0.2",
+            ),
+            (
+                &["--fault=reset", "--fault-every=0"],
+                "'0' must be at least 1",
+            ),
+            (
+                &["--fault=reset", "--fault-per=socket"],
+                "invalid value 'socket'",
+            ),
+            (
+                &["--fault=reset:0.5", "--fault-seed=x"],
+                "invalid value 'x'",
+            ),
+            (&["--fault-every=2"], "--fault-every needs --fault"),
+            (
+                &["--fault=reset:0.5", "--fault-every=2"],
+                "both say how often",
+            ),
+            (
+                &["--fault=reset", "--fault-seed=1"],
+                "only applies to a probability",
+            ),
+            (&["--trickle-interval=fast"], "invalid value 'fast'"),
+            (&["--tls=valid"], "invalid value 'valid'"),
+        ];
+        for (argv, want) in cases {
+            let err = config(argv).unwrap_err();
+            assert!(err.contains(want), "{argv:?}: {err}");
+            let first = err.lines().next().unwrap_or_default();
+            assert!(
+                first.contains(want),
+                "{argv:?}: the reason is on one line: {err}"
+            );
+        }
+    }
+
+    #[test]
     fn hand_built_configs_are_checked_too() {
         let zero_threads = ServeConfig {
             threads: 0,
@@ -226,6 +374,11 @@ mod tests {
             ..ServeConfig::default()
         };
         assert!(never.check().is_err());
+        let never_faulty = ServeConfig {
+            fault: Some(FaultPlan::every(crate::serve::Fault::Reset, 0)),
+            ..ServeConfig::default()
+        };
+        assert!(never_faulty.check().is_err());
         assert_eq!(ServeConfig::default().check(), Ok(()));
     }
 }

@@ -9,17 +9,25 @@
 //! Time enters in two places. A response is not written before its due time
 //! (arrival plus `--delay` plus any `/delay/MS`), and no byte is written
 //! during a stall: every write waits for the stall to end first.
+//!
+//! A fault replaces a response: its bytes (if any) go out after everything
+//! answered before it, and then it decides how the connection ends, by a
+//! close, a reset, or by holding it open and silent. The same loop serves
+//! plain TCP and TLS (`--tls`), through [`Stream`].
 
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::{sleep, sleep_until, timeout};
+use tokio_rustls::TlsAcceptor;
 
 use super::config::ServeConfig;
-use super::reply::{Canned, Encoder, Reply, BAD_REQUEST, CONTINUE};
+use super::fault::{After, Fault, FaultBytes, Per};
+use super::reply::{Canned, Encoder, Reply, Response, BAD_REQUEST, CONTINUE};
 use super::request::{Event, Head, Reader};
 use super::route::{default_body, reply_for, Ask, Defaults};
 use super::stats::ServerStats;
@@ -32,6 +40,8 @@ const READ_ROOM: usize = 8 * 1024;
 const LINGER: Duration = Duration::from_millis(500);
 /// How much a closing connection reads before giving up on a clean close.
 const LINGER_BYTES: usize = 1 << 20;
+/// A trickled response is encoded this much at a time.
+const TRICKLE_PIECE: usize = 4096;
 
 /// What every connection of one server reads.
 #[derive(Debug)]
@@ -41,10 +51,19 @@ pub(crate) struct Shared {
     pub stats: Arc<ServerStats>,
     pub canned: Option<Canned>,
     pub defaults: Defaults,
+    /// Set with `--tls`: every connection is TLS.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Responses (or connections) the fault plan has counted so far.
+    fault_count: AtomicU64,
 }
 
 impl Shared {
-    pub(crate) fn new(cfg: ServeConfig, started_at: Instant, stats: Arc<ServerStats>) -> Shared {
+    pub(crate) fn new(
+        cfg: ServeConfig,
+        started_at: Instant,
+        stats: Arc<ServerStats>,
+        tls: Option<Arc<rustls::ServerConfig>>,
+    ) -> Shared {
         let mut defaults = Defaults {
             body_size: cfg.body_size,
             chunked: cfg.chunked,
@@ -58,17 +77,62 @@ impl Shared {
             stats,
             canned,
             defaults,
+            tls,
+            fault_count: AtomicU64::new(0),
         }
+    }
+
+    /// Counts one more response (or connection) for the fault plan and says
+    /// whether the plan picks it.
+    fn fault_picks(&self, per: Per) -> bool {
+        let Some(plan) = self.cfg.fault.filter(|plan| plan.per == per) else {
+            return false;
+        };
+        plan.picks(self.fault_count.fetch_add(1, Relaxed) + 1)
+    }
+}
+
+/// A connection's byte stream: plain TCP, or TLS over it.
+pub(crate) trait Stream: AsyncRead + AsyncWrite + Unpin + Send {
+    /// The TCP socket underneath, for socket options.
+    fn tcp(&self) -> &TcpStream;
+}
+
+impl Stream for TcpStream {
+    fn tcp(&self) -> &TcpStream {
+        self
+    }
+}
+
+impl Stream for tokio_rustls::server::TlsStream<TcpStream> {
+    fn tcp(&self) -> &TcpStream {
+        self.get_ref().0
     }
 }
 
 /// Serves one accepted connection until either side ends it.
 pub(crate) async fn serve(stream: TcpStream, shared: Arc<Shared>) {
     let _open = OpenGuard(Arc::clone(&shared.stats));
+    match shared.tls.clone() {
+        None => serve_on(stream, shared).await,
+        // A client that rejects the certificate ends the handshake, and
+        // with it the connection.
+        Some(tls) => {
+            if let Ok(stream) = TlsAcceptor::from(tls).accept(stream).await {
+                serve_on(stream, shared).await;
+            }
+        }
+    }
+}
+
+async fn serve_on<S: Stream>(stream: S, shared: Arc<Shared>) {
     let mut conn = Conn::new(stream, shared);
-    // An I/O error means the client went away: nothing to tell anyone.
-    if let Ok(Ending::ServerCloses) = conn.run().await {
-        conn.linger().await;
+    match conn.run().await {
+        Ok(Ending::ServerCloses) => conn.linger().await,
+        Ok(Ending::Reset) => conn.reset(),
+        Ok(Ending::Hold) => conn.hold().await,
+        // An I/O error means the client went away: nothing to tell anyone.
+        Ok(Ending::ClientClosed) | Err(_) => {}
     }
 }
 
@@ -82,23 +146,33 @@ impl Drop for OpenGuard {
     }
 }
 
+/// How a connection ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Ending {
     ClientClosed,
+    /// Close politely (see [`Conn::linger`]).
     ServerCloses,
+    /// Close with a reset (`--fault reset`).
+    Reset,
+    /// Stay open and silent until the client leaves (`--fault never-answer`).
+    Hold,
 }
 
-struct Conn {
-    stream: TcpStream,
+struct Conn<S> {
+    stream: S,
     shared: Arc<Shared>,
     input: Vec<u8>,
     out: Vec<u8>,
     reader: Reader,
     /// Responses so far, for `--close-every`.
     answered: u64,
+    /// The fault plan picked this connection (`--fault-per connection`).
+    faulty: bool,
 }
 
-impl Conn {
-    fn new(stream: TcpStream, shared: Arc<Shared>) -> Conn {
+impl<S: Stream> Conn<S> {
+    fn new(stream: S, shared: Arc<Shared>) -> Conn<S> {
+        let faulty = shared.fault_picks(Per::Connection);
         Conn {
             stream,
             shared,
@@ -106,6 +180,7 @@ impl Conn {
             out: Vec::with_capacity(READ_ROOM),
             reader: Reader::default(),
             answered: 0,
+            faulty,
         }
     }
 
@@ -119,41 +194,43 @@ impl Conn {
                 return Ok(Ending::ClientClosed);
             }
             self.shared.stats.received(n);
-            let more = self.answer_buffered(Instant::now()).await?;
+            let ending = self.answer_buffered(Instant::now()).await?;
             self.flush().await?;
-            if !more {
-                return Ok(Ending::ServerCloses);
+            if let Some(ending) = ending {
+                return Ok(ending);
             }
         }
     }
 
-    /// Answers every complete request in the input buffer; returns whether
-    /// the connection stays open.
-    async fn answer_buffered(&mut self, arrival: Instant) -> io::Result<bool> {
+    /// Answers every complete request in the input buffer; returns how the
+    /// connection ends, if one of the answers ends it.
+    async fn answer_buffered(&mut self, arrival: Instant) -> io::Result<Option<Ending>> {
         let mut pos = 0;
-        let open = loop {
+        let ending = loop {
             let (used, event) = self.reader.step(&self.input[pos..], &self.shared.stats);
             pos += used;
             match event {
-                Event::NeedMore => break true,
+                Event::NeedMore => break None,
                 Event::Continue => self.out.extend_from_slice(CONTINUE),
                 Event::Request(head) => {
-                    if !self.answer(head, arrival).await? {
-                        break false;
+                    if let Some(ending) = self.answer(head, arrival).await? {
+                        break Some(ending);
                     }
                 }
                 Event::Bad => {
-                    self.answer_bad(arrival).await?;
-                    break false;
+                    self.shared.stats.bad_request();
+                    break self
+                        .send(Reply::BadRequest, arrival, Duration::ZERO)
+                        .await?;
                 }
             }
         };
         self.input.drain(..pos);
-        Ok(open)
+        Ok(ending)
     }
 
-    /// Answers one request; returns whether the connection stays open.
-    async fn answer(&mut self, mut head: Head, arrival: Instant) -> io::Result<bool> {
+    /// Answers one request; returns how the connection ends, if it does.
+    async fn answer(&mut self, mut head: Head, arrival: Instant) -> io::Result<Option<Ending>> {
         self.shared.stats.request_done(head.capture.take());
         self.answered += 1;
         let ask = Ask {
@@ -161,26 +238,36 @@ impl Conn {
             head_only: head.head_only,
             http10: head.http10,
             close: !head.keep_alive || self.close_due(),
+            fault: self.fault_due(),
         };
         let reply = reply_for(ask, self.shared.defaults);
         self.send(reply, arrival, head.route.delay()).await
     }
 
-    /// Answers bytes that are not a request.
-    async fn answer_bad(&mut self, arrival: Instant) -> io::Result<()> {
-        self.shared.stats.bad_request();
-        self.send(Reply::BadRequest, arrival, Duration::ZERO)
-            .await?;
-        Ok(())
+    /// Counts, delays and writes `reply`; returns how the connection ends,
+    /// if it does.
+    async fn send(
+        &mut self,
+        reply: Reply,
+        arrival: Instant,
+        extra: Duration,
+    ) -> io::Result<Option<Ending>> {
+        match reply {
+            Reply::Fault { .. } => self.shared.stats.fault_injected(),
+            _ => self.shared.stats.responded(reply.status()),
+        }
+        self.delay(arrival, extra).await?;
+        self.emit(reply).await
     }
 
-    /// Counts, delays and writes `reply`; returns whether the connection
-    /// stays open.
-    async fn send(&mut self, reply: Reply, arrival: Instant, extra: Duration) -> io::Result<bool> {
-        self.shared.stats.responded(reply.status());
-        self.delay(arrival, extra).await?;
-        self.emit(reply).await?;
-        Ok(!reply.closes())
+    /// The fault the server's plan puts in place of this response, if any.
+    fn fault_due(&self) -> Option<Fault> {
+        let plan = self.shared.cfg.fault?;
+        let picked = match plan.per {
+            Per::Connection => self.faulty,
+            Per::Response => self.shared.fault_picks(Per::Response),
+        };
+        picked.then_some(plan.fault)
     }
 
     /// Whether `--close-every` ends the connection with this response.
@@ -204,7 +291,9 @@ impl Conn {
         Ok(())
     }
 
-    async fn emit(&mut self, reply: Reply) -> io::Result<()> {
+    /// Writes `reply` (or the fault in its place); returns how the
+    /// connection ends, if it does.
+    async fn emit(&mut self, reply: Reply) -> io::Result<Option<Ending>> {
         match reply {
             Reply::Canned { head_only, close } => {
                 if let Some(canned) = &self.shared.canned {
@@ -221,12 +310,61 @@ impl Conn {
                 }
             }
             Reply::BadRequest => self.out.extend_from_slice(BAD_REQUEST),
+            Reply::Fault { fault, base } => return self.inject(fault, base).await,
         }
-        Ok(())
+        Ok(reply.closes().then_some(Ending::ServerCloses))
+    }
+
+    /// Writes what `fault` writes in place of `base`, after everything
+    /// answered before it; returns how the connection ends.
+    async fn inject(&mut self, fault: Fault, base: Response) -> io::Result<Option<Ending>> {
+        self.flush().await?;
+        let mut bytes = FaultBytes::new(fault, base);
+        if fault == Fault::Trickle {
+            self.trickle(bytes).await?;
+        } else {
+            while !bytes.fill(&mut self.out, FLUSH_AT) {
+                self.flush().await?;
+            }
+            self.flush().await?;
+        }
+        Ok(match fault.after(&base) {
+            After::KeepOpen => None,
+            After::Close => Some(Ending::ServerCloses),
+            After::Reset => Some(Ending::Reset),
+            After::Hold => Some(Ending::Hold),
+        })
+    }
+
+    /// Writes `bytes` one at a time with `--trickle-interval` between them.
+    async fn trickle(&mut self, mut bytes: FaultBytes) -> io::Result<()> {
+        let interval = self.shared.cfg.trickle_interval;
+        let mut piece = std::mem::take(&mut self.out);
+        let mut first = true;
+        loop {
+            let done = bytes.fill(&mut piece, TRICKLE_PIECE);
+            for &byte in &piece {
+                if !first {
+                    sleep(interval).await;
+                }
+                first = false;
+                self.wait_out_stall().await;
+                self.stream.write_all(&[byte]).await?;
+                self.stream.flush().await?;
+            }
+            piece.clear();
+            if done {
+                self.out = piece;
+                return Ok(());
+            }
+        }
     }
 
     /// Writes the output buffer, never while a stall is on.
     async fn flush(&mut self) -> io::Result<()> {
+        if self.out.is_empty() {
+            return Ok(());
+        }
         if self.shared.cfg.stall.is_none() {
             self.stream.write_all(&self.out).await?;
         } else {
@@ -242,7 +380,8 @@ impl Conn {
             }
         }
         self.out.clear();
-        Ok(())
+        // TLS may hold the last record back until asked.
+        self.stream.flush().await
     }
 
     async fn wait_out_stall(&self) {
@@ -273,6 +412,24 @@ impl Conn {
             }
         };
         let _ = timeout(LINGER, drain).await;
+    }
+
+    /// Closes with a reset: `SO_LINGER` 0 makes the close send RST and
+    /// drop anything unsent.
+    fn reset(&self) {
+        let _ = self.stream.tcp().set_zero_linger();
+    }
+
+    /// Never answers again: reads and drops whatever the client sends until
+    /// it closes. The task sleeps on the socket meanwhile; no timer wakes it.
+    async fn hold(&mut self) {
+        loop {
+            self.input.clear();
+            match self.stream.read_buf(&mut self.input).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => self.shared.stats.received(n),
+            }
+        }
     }
 }
 

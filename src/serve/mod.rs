@@ -9,13 +9,15 @@
 //!
 //! This file holds the public face: [`Server`] (start, address, stats,
 //! shutdown) and [`run`] for the command line. The rest is split by concept:
-//! `config` (flags), `plan` (stall schedule), `stats` (what was received),
+//! `config` (flags), `plan` (stall schedule), `fault` (injected failures and
+//! their bytes), `tls` (`--tls` certificates), `stats` (what was received),
 //! `request` and `body` (parsing), `route` and `reply` (what to answer and
 //! its bytes), `conn` (the per-connection loop).
 
 mod body;
 mod config;
 mod conn;
+mod fault;
 mod plan;
 mod reply;
 mod request;
@@ -23,6 +25,7 @@ mod route;
 mod stats;
 #[cfg(test)]
 mod tests;
+mod tls;
 
 use std::io::{self, Write as _};
 use std::net::SocketAddr;
@@ -33,9 +36,11 @@ use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
-pub use config::{ServeArgs, ServeConfig, MAX_THREADS};
+pub use config::{ServeArgs, ServeConfig, MAX_THREADS, TRICKLE_INTERVAL};
+pub use fault::{parse_fault, Fault, FaultPlan, FaultSpec, Per, Pick, Probability};
 pub use plan::StallPlan;
 pub use stats::{RecordedRequest, ServerStats};
+pub use tls::BadCert;
 
 use conn::Shared;
 
@@ -49,6 +54,7 @@ const BACKLOG: libc::c_int = 4096;
 #[derive(Debug)]
 pub struct Server {
     addr: SocketAddr,
+    tls: bool,
     started_at: Instant,
     stats: Arc<ServerStats>,
     /// Dropping this tells the runtime thread to stop.
@@ -62,13 +68,15 @@ impl Server {
     pub fn start(cfg: ServeConfig) -> io::Result<Server> {
         cfg.check()
             .map_err(|msg| io::Error::new(io::ErrorKind::InvalidInput, msg))?;
+        let tls = cfg.tls.map(tls::server_config).transpose()?;
         let listener = std::net::TcpListener::bind(cfg.listen)?;
         widen_backlog(&listener);
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
         let started_at = Instant::now();
         let stats = Arc::new(ServerStats::new(cfg.record));
-        let shared = Arc::new(Shared::new(cfg, started_at, Arc::clone(&stats)));
+        let secure = tls.is_some();
+        let shared = Arc::new(Shared::new(cfg, started_at, Arc::clone(&stats), tls));
         let (stop, stopped) = oneshot::channel();
         let (ready_tx, ready) = mpsc::channel();
         let thread = std::thread::Builder::new()
@@ -85,6 +93,7 @@ impl Server {
         }
         Ok(Server {
             addr,
+            tls: secure,
             started_at,
             stats,
             stop: Some(stop),
@@ -95,6 +104,12 @@ impl Server {
     /// The address it listens on, with the OS-chosen port filled in.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// `http://ADDR`, or `https://ADDR` with `--tls`.
+    pub fn url(&self) -> String {
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
     }
 
     /// When it started: the origin of the stall schedule.
@@ -217,7 +232,7 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
     let server = Server::start(cfg).map_err(|why| ServeError::Listen { listen, why })?;
     let mut stdout = io::stdout().lock();
-    writeln!(stdout, "metron serve listening on http://{}", server.addr())?;
+    writeln!(stdout, "metron serve listening on {}", server.url())?;
     stdout.flush()?;
     drop(stdout);
     signals.forever().next();

@@ -1,9 +1,10 @@
 //! Responses: what the server sends for one request, and the exact bytes.
 //!
-//! [`Reply`] is the behaviour chosen for a request. Today it is a valid
-//! response, prebuilt or composed; byte-level faults (close mid-head,
-//! garbage, trickled bytes, RST) will be further variants, which is why the
-//! connection loop matches on it rather than on a status code.
+//! [`Reply`] is the behaviour chosen for a request: a valid response,
+//! prebuilt or composed, a 400, or a fault (close mid-head, garbage,
+//! trickled bytes, RST: see `fault`) in place of the response a healthy
+//! server would send. The connection loop matches on it rather than on a
+//! status code.
 //!
 //! Bytes come from an [`Encoder`] that appends the response to a buffer a
 //! bounded amount at a time, so a body of any length streams through the
@@ -12,6 +13,8 @@
 //! Heads are fixed (no `Date`, no `Server`) so tests can assert every byte.
 
 use std::io::Write;
+
+use super::fault::Fault;
 
 /// The byte every generated body is made of.
 pub(crate) const FILL: u8 = b'x';
@@ -37,6 +40,9 @@ pub(crate) enum Reply {
     Send(Response),
     /// [`BAD_REQUEST`], then close: the request made no sense.
     BadRequest,
+    /// A fault instead of the response `base` (the one a healthy server
+    /// would have sent, which some faults cut short or trickle).
+    Fault { fault: Fault, base: Response },
 }
 
 impl Reply {
@@ -45,6 +51,7 @@ impl Reply {
             Reply::Canned { .. } => 200,
             Reply::Send(response) => response.status,
             Reply::BadRequest => 400,
+            Reply::Fault { base, .. } => base.status,
         }
     }
 
@@ -52,8 +59,9 @@ impl Reply {
     pub(crate) fn closes(&self) -> bool {
         match self {
             Reply::Canned { close, .. } => *close,
-            Reply::Send(response) => response.connection == Connection::Close,
+            Reply::Send(response) => response.closes(),
             Reply::BadRequest => true,
+            Reply::Fault { fault, base } => fault.after(base) != super::fault::After::KeepOpen,
         }
     }
 }
@@ -142,6 +150,18 @@ impl Response {
         let mut encoder = Encoder::new(self);
         while !encoder.fill(&mut out, usize::MAX) {}
         out
+    }
+
+    /// Whether the connection closes after it.
+    pub(crate) fn closes(&self) -> bool {
+        self.connection == Connection::Close
+    }
+
+    /// Length of its head in bytes.
+    pub(crate) fn head_len(&self) -> u64 {
+        let mut head = Vec::with_capacity(128);
+        self.write_head(&mut head);
+        head.len() as u64
     }
 
     fn write_head(&self, out: &mut Vec<u8>) {

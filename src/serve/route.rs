@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use super::fault::Fault;
 use super::reply::{Body, Connection, Reply, Response};
 
 /// What a request's path selects.
@@ -26,6 +27,8 @@ pub(crate) enum Route {
     Delay(Duration),
     /// `/bytes/N`: the default response with an N-byte body.
     Bytes(u64),
+    /// `/fault/NAME`: the fault NAME in place of the default response.
+    Fault(Fault),
     /// A known route with an unusable parameter (`/status/abc`): a bad
     /// request, answered with 400.
     Invalid,
@@ -43,6 +46,7 @@ impl Route {
             "close" => Some(Route::Close),
             "delay" => parse_millis(second).map(Route::Delay),
             "bytes" => digits(second).map(Route::Bytes),
+            "fault" => Fault::from_name(second).map(Route::Fault),
             _ => Some(Route::Default),
         };
         parsed.unwrap_or(Route::Invalid)
@@ -100,6 +104,8 @@ pub(crate) struct Ask {
     pub http10: bool,
     /// The connection ends after this response, whoever asked for it.
     pub close: bool,
+    /// The server's fault plan picked this response.
+    pub fault: Option<Fault>,
 }
 
 /// The server-wide shape of the default response.
@@ -115,7 +121,9 @@ pub(crate) struct Defaults {
 pub(crate) fn reply_for(ask: Ask, defaults: Defaults) -> Reply {
     let size = defaults.body_size;
     let (status, body) = match ask.route {
-        Route::Default | Route::Delay(_) | Route::Close => (200, default_body(size, defaults)),
+        Route::Default | Route::Delay(_) | Route::Close | Route::Fault(_) => {
+            (200, default_body(size, defaults))
+        }
         Route::Bytes(n) => (200, default_body(n, defaults)),
         Route::Status(code @ (204 | 304)) => (code, Body::Empty),
         Route::Status(code) => (code, default_body(size, defaults)),
@@ -124,6 +132,14 @@ pub(crate) fn reply_for(ask: Ask, defaults: Defaults) -> Reply {
         Route::Invalid => return Reply::BadRequest,
     };
     let close = ask.close || matches!(ask.route, Route::Close);
+    let fault = match ask.route {
+        Route::Fault(fault) => Some(fault),
+        _ => ask.fault,
+    };
+    if let Some(fault) = fault {
+        let base = compose(ask, status, body, close);
+        return Reply::Fault { fault, base };
+    }
     let cannable = defaults.canned && !ask.http10 && status == 200;
     if cannable && body == default_body(size, defaults) {
         let head_only = ask.head_only;
@@ -191,6 +207,11 @@ mod tests {
         );
         assert_eq!(Route::parse("/bytes/1024"), Route::Bytes(1024));
         assert_eq!(Route::parse("http://h:1/bytes/7?z"), Route::Bytes(7));
+        assert_eq!(Route::parse("/fault/reset"), Route::Fault(Fault::Reset));
+        assert_eq!(
+            Route::parse("/fault/trickle/x?y"),
+            Route::Fault(Fault::Trickle)
+        );
     }
 
     #[test]
@@ -208,6 +229,10 @@ mod tests {
             "/bytes/",
             "/bytes/-1",
             "/bytes/99999999999999999999",
+            "/fault",
+            "/fault/",
+            "/fault/nope",
+            "/fault/reset:0.5",
         ] {
             assert_eq!(Route::parse(target), Route::Invalid, "{target}");
         }
@@ -227,6 +252,7 @@ mod tests {
             head_only: false,
             http10: false,
             close: false,
+            fault: None,
         }
     }
 
@@ -285,6 +311,44 @@ mod tests {
             }
         );
         assert_eq!(reply_for(ask(Route::Invalid), PLAIN), Reply::BadRequest);
+    }
+
+    #[test]
+    fn faults_replace_the_response_they_spoil() {
+        let base = Response {
+            status: 200,
+            body: Body::Length(4),
+            connection: Connection::Omit,
+            head_only: false,
+        };
+        let routed = reply_for(ask(Route::Fault(Fault::Garbage)), PLAIN);
+        let garbage = Reply::Fault {
+            fault: Fault::Garbage,
+            base,
+        };
+        assert_eq!(routed, garbage);
+        assert!(routed.closes());
+        let planned = Ask {
+            fault: Some(Fault::Trickle),
+            ..ask(Route::Status(503))
+        };
+        let trickle = Reply::Fault {
+            fault: Fault::Trickle,
+            base: Response {
+                status: 503,
+                ..base
+            },
+        };
+        assert_eq!(reply_for(planned, PLAIN), trickle);
+        assert!(
+            !trickle.closes(),
+            "a trickled response keeps the connection"
+        );
+        let bad = Ask {
+            fault: Some(Fault::Reset),
+            ..ask(Route::Invalid)
+        };
+        assert_eq!(reply_for(bad, PLAIN), Reply::BadRequest);
     }
 
     #[test]

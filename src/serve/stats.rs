@@ -56,6 +56,7 @@ pub struct ServerStats {
     open: AtomicU64,
     bytes_received: AtomicU64,
     bad_requests: AtomicU64,
+    faults: AtomicU64,
     statuses: Box<[AtomicU64]>,
     record_limit: usize,
     /// Claimed recording slots; checked before touching the lock.
@@ -72,6 +73,7 @@ impl ServerStats {
             open: AtomicU64::new(0),
             bytes_received: AtomicU64::new(0),
             bad_requests: AtomicU64::new(0),
+            faults: AtomicU64::new(0),
             statuses: (0..STATUS_SLOTS).map(|_| AtomicU64::new(0)).collect(),
             record_limit,
             record_claimed: AtomicUsize::new(0),
@@ -104,6 +106,12 @@ impl ServerStats {
     /// Requests answered with 400 because they could not be parsed.
     pub fn bad_requests(&self) -> u64 {
         self.bad_requests.load(Relaxed)
+    }
+
+    /// Faults injected in place of a response (counted before any of
+    /// their bytes is written; not counted in [`Self::responses`]).
+    pub fn faults(&self) -> u64 {
+        self.faults.load(Relaxed)
     }
 
     /// Responses sent (or being sent) with `status`.
@@ -163,6 +171,10 @@ impl ServerStats {
 
     pub(crate) fn bad_request(&self) {
         self.bad_requests.fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn fault_injected(&self) {
+        self.faults.fetch_add(1, Relaxed);
     }
 
     pub(crate) fn responded(&self, status: u16) {

@@ -10,7 +10,10 @@ use std::net::{Shutdown, TcpStream};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use super::{RecordedRequest, ServeConfig, Server, StallPlan};
+use super::fault::GARBAGE;
+use super::{
+    BadCert, Fault, FaultPlan, Per, Probability, RecordedRequest, ServeConfig, Server, StallPlan,
+};
 
 const HEAD_200: &str = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n";
 const GET: &str = "GET / HTTP/1.1\r\nHost: t\r\n\r\n";
@@ -594,4 +597,226 @@ fn starts_and_stops_inside_an_async_context() {
         server.shutdown();
         expect_closed(&mut client);
     });
+}
+
+/// Everything the server writes until it closes.
+fn read_until_closed(stream: &mut TcpStream) -> Vec<u8> {
+    let mut all = Vec::new();
+    stream.read_to_end(&mut all).expect("the server closes");
+    all
+}
+
+fn faulty(plan: FaultPlan) -> ServeConfig {
+    ServeConfig {
+        fault: Some(plan),
+        ..body_size(4)
+    }
+}
+
+#[test]
+fn fault_routes_write_their_bytes_then_close() {
+    let server = serve(body_size(4));
+    let cases: [(&str, &[u8]); 7] = [
+        ("close-before-head", b""),
+        ("close-mid-head", b"HTTP/1.1 200 OK\r\nContent-Type: t"),
+        (
+            "close-mid-body",
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 4\r\n\r\nxx",
+        ),
+        ("garbage", b"\x00\x17\xfe\xff not HTTP \x01\x02\x03\r\n\r\n"),
+        (
+            "bad-status-line",
+            b"HTTP/1.1 2OO OK\r\nContent-Type: text/plain\r\nContent-Length: 0\r\n\r\n",
+        ),
+        (
+            "bad-chunk",
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n\
+              zz\r\nxx\r\n0\r\n\r\n",
+        ),
+        (
+            "short-body",
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 4\r\n\r\nxxx",
+        ),
+    ];
+    for (name, want) in cases {
+        let mut client = connect(&server);
+        send(&mut client, &format!("GET /fault/{name} HTTP/1.1\r\n\r\n"));
+        let got = read_until_closed(&mut client);
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            String::from_utf8_lossy(want),
+            "{name}"
+        );
+    }
+    let stats = server.stats();
+    assert_eq!(stats.faults(), 7);
+    assert_eq!(stats.responses_total(), 0, "a fault is not a response");
+}
+
+#[test]
+fn the_huge_head_is_sent_whole() {
+    let server = serve(ServeConfig::default());
+    let mut client = connect(&server);
+    send(&mut client, "GET /fault/huge-head HTTP/1.1\r\n\r\n");
+    let got = read_until_closed(&mut client);
+    assert!(got.len() > 1 << 20, "{}", got.len());
+    assert!(got.starts_with(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nX-Pad: ppp"));
+    assert!(got.ends_with(b"pp\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"));
+}
+
+#[test]
+fn reset_sends_rst() {
+    let server = serve(ServeConfig::default());
+    let mut client = connect(&server);
+    send(&mut client, "GET /fault/reset HTTP/1.1\r\n\r\n");
+    let mut buf = [0; 64];
+    match client.read(&mut buf) {
+        Err(e) if e.kind() == ErrorKind::ConnectionReset => {}
+        other => panic!("expected a reset, got {other:?}"),
+    }
+}
+
+#[test]
+fn never_answer_holds_the_connection_silently_until_the_client_leaves() {
+    let server = serve(ServeConfig::default());
+    let mut client = connect(&server);
+    client
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    send(&mut client, "GET /fault/never-answer HTTP/1.1\r\n\r\n");
+    let mut buf = [0; 64];
+    let silent = client.read(&mut buf).unwrap_err();
+    assert!(
+        matches!(silent.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut),
+        "{silent}"
+    );
+    // Later requests are swallowed too, and the connection stays open.
+    send(&mut client, GET);
+    assert!(client.read(&mut buf).is_err(), "no answer, no close");
+    let stats = server.stats();
+    assert_eq!((stats.open_connections(), stats.faults()), (1, 1));
+    drop(client);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while stats.open_connections() > 0 && Instant::now() < deadline {
+        sleep(Duration::from_millis(5));
+    }
+    assert_eq!(stats.open_connections(), 0, "the server let go");
+}
+
+#[test]
+fn trickle_writes_one_byte_at_a_time_and_keeps_the_connection() {
+    let server = serve(ServeConfig {
+        trickle_interval: Duration::from_millis(15),
+        ..body_size(2)
+    });
+    let mut client = connect(&server);
+    let started = Instant::now();
+    send(&mut client, "GET /fault/trickle HTTP/1.1\r\n\r\n");
+    let want = ok(2);
+    let mut got = Vec::new();
+    let mut reads = 0;
+    while got.len() < want.len() {
+        let mut buf = [0; 256];
+        let n = client.read(&mut buf).expect("a trickled byte");
+        assert!(n > 0, "closed early after {got:?}");
+        got.extend_from_slice(&buf[..n]);
+        reads += 1;
+    }
+    assert_eq!(String::from_utf8_lossy(&got), want);
+    let took = started.elapsed();
+    let floor = Duration::from_millis(15) * (want.len() as u32 - 1);
+    assert!(took >= floor, "{} bytes in {took:?}", want.len());
+    // Bytes come apart, so most reads see one (a slow reader may see two).
+    assert!(reads >= want.len() / 2, "{reads} reads");
+    send(&mut client, GET);
+    expect(&mut client, &ok(2));
+}
+
+#[test]
+fn a_planned_fault_follows_the_answers_before_it() {
+    let server = serve(faulty(FaultPlan::every(Fault::Garbage, 3)));
+    let mut client = connect(&server);
+    // Three pipelined requests: two answers, then the garbage, then close.
+    send(&mut client, &GET.repeat(3));
+    let got = read_until_closed(&mut client);
+    let mut want = ok(4).repeat(2).into_bytes();
+    want.extend_from_slice(GARBAGE);
+    assert_eq!(got, want);
+    // The count is server-wide: the sixth response is the next fault.
+    let mut other = connect(&server);
+    send(&mut other, &GET.repeat(2));
+    expect(&mut other, &ok(4).repeat(2));
+    send(&mut other, GET);
+    assert_eq!(read_until_closed(&mut other), GARBAGE);
+    assert_eq!(server.stats().faults(), 2);
+}
+
+#[test]
+fn per_connection_faults_spoil_every_response_on_picked_connections() {
+    let plan = FaultPlan {
+        per: Per::Connection,
+        ..FaultPlan::every(Fault::Trickle, 2)
+    };
+    let server = serve(ServeConfig {
+        trickle_interval: Duration::from_millis(1),
+        ..faulty(plan)
+    });
+    // Connections 2 and 4 are picked; a trickled response is still whole.
+    for faults_after in [0, 2, 2, 4] {
+        let mut client = connect(&server);
+        for _ in 0..2 {
+            send(&mut client, GET);
+            expect(&mut client, &ok(4));
+        }
+        assert_eq!(server.stats().faults(), faults_after);
+    }
+    assert_eq!(server.stats().faults(), 4);
+    assert_eq!(server.stats().responses(200), 4);
+}
+
+#[test]
+fn a_probability_picks_the_same_responses_every_time() {
+    let p = Probability::new(0.5).unwrap();
+    let run = || {
+        let server = serve(faulty(FaultPlan::chance(Fault::CloseBeforeHead, p, 11)));
+        (0..16)
+            .map(|_| {
+                let mut client = connect(&server);
+                send(&mut client, "GET / HTTP/1.1\r\nConnection: close\r\n\r\n");
+                read_until_closed(&mut client).is_empty()
+            })
+            .collect::<Vec<bool>>()
+    };
+    let first = run();
+    assert_eq!(first, run());
+    assert!(first.contains(&true) && first.contains(&false), "{first:?}");
+}
+
+#[test]
+fn tls_serves_with_a_certificate_only_an_insecure_client_accepts() {
+    use crate::engine::transport::{client_config, is_certificate_error};
+    use rustls::pki_types::ServerName;
+    let server = serve(ServeConfig {
+        tls: Some(BadCert::Untrusted),
+        ..body_size(3)
+    });
+    assert_eq!(server.url(), format!("https://{}", server.addr()));
+    let name = ServerName::try_from("localhost").unwrap();
+    let tls = |insecure: bool| {
+        let conn = rustls::ClientConnection::new(client_config(insecure), name.clone()).unwrap();
+        rustls::StreamOwned::new(conn, connect(&server))
+    };
+    let mut verified = tls(false);
+    let refused = verified.write_all(GET.as_bytes()).unwrap_err();
+    assert!(is_certificate_error(&refused), "{refused}");
+
+    let mut insecure = tls(true);
+    insecure
+        .write_all(b"GET / HTTP/1.1\r\n\r\nGET /fault/close-mid-body HTTP/1.1\r\n\r\n")
+        .unwrap();
+    let mut got = Vec::new();
+    // The server closes without close_notify after the cut-off body.
+    let _ = insecure.read_to_end(&mut got);
+    let want = format!("{}{HEAD_200}Content-Length: 3\r\n\r\nx", ok(3));
+    assert_eq!(String::from_utf8_lossy(&got), want);
 }

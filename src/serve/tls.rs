@@ -1,0 +1,134 @@
+//! `--tls`: serving HTTPS with a certificate a verifying client must
+//! reject, so that a client's refusal (and its `-k` way around it) can be
+//! tested against a real handshake.
+//!
+//! The certificate is generated at start (rcgen), for `localhost` and
+//! `127.0.0.1`/`::1`, and never written anywhere: no file to ship, and
+//! nothing any client could come to trust.
+
+use std::io;
+use std::sync::Arc;
+
+use rcgen::{CertificateParams, KeyPair};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+
+/// The certificate a `--tls` server presents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum BadCert {
+    /// Self-signed: no client trusts its issuer
+    Untrusted,
+    /// Self-signed and expired: valid only during the year 2000
+    Expired,
+}
+
+/// Names the certificate is issued for.
+const NAMES: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+/// A server configuration presenting a freshly generated certificate of
+/// kind `cert`.
+pub(crate) fn server_config(cert: BadCert) -> io::Result<Arc<rustls::ServerConfig>> {
+    let (cert, key) = generate(cert).map_err(io::Error::other)?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(io::Error::other)?
+        .with_no_client_auth()
+        .with_single_cert(vec![cert], key)
+        .map_err(io::Error::other)?;
+    Ok(Arc::new(config))
+}
+
+/// A self-signed certificate of kind `cert` and its private key.
+fn generate(
+    cert: BadCert,
+) -> Result<(CertificateDer<'static>, PrivateKeyDer<'static>), rcgen::Error> {
+    let names: Vec<String> = NAMES.iter().map(|n| n.to_string()).collect();
+    let mut params = CertificateParams::new(names)?;
+    if cert == BadCert::Expired {
+        params.not_before = rcgen::date_time_ymd(2000, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2001, 1, 1);
+    }
+    let key = KeyPair::generate()?;
+    let cert = params.self_signed(&key)?;
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
+    Ok((cert.der().clone(), key))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustls::pki_types::ServerName;
+    use rustls::{CertificateError, ClientConfig, ClientConnection, Error, RootCertStore};
+
+    /// Runs a handshake in memory between a server presenting `cert` and a
+    /// client trusting `roots`; returns the client's verdict.
+    fn handshake(cert: BadCert, trust_it: bool) -> Result<(), Error> {
+        let (der, key) = generate(cert).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let server = rustls::ServerConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![der.clone()], key)
+            .unwrap();
+        let mut roots = RootCertStore::empty();
+        if trust_it {
+            roots.add(der).unwrap();
+        }
+        let client = ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let name = ServerName::try_from("127.0.0.1").unwrap();
+        let mut client = ClientConnection::new(Arc::new(client), name).unwrap();
+        let mut server = rustls::ServerConnection::new(Arc::new(server)).unwrap();
+        for _ in 0..10 {
+            if !client.is_handshaking() {
+                return Ok(());
+            }
+            let mut wire = Vec::new();
+            while client.wants_write() {
+                client.write_tls(&mut wire).unwrap();
+            }
+            let _ = server.read_tls(&mut &wire[..]);
+            let _ = server.process_new_packets();
+            wire.clear();
+            while server.wants_write() {
+                server.write_tls(&mut wire).unwrap();
+            }
+            let _ = client.read_tls(&mut &wire[..]);
+            client.process_new_packets()?;
+        }
+        panic!("the handshake did not finish");
+    }
+
+    #[test]
+    fn the_untrusted_certificate_is_valid_but_unknown() {
+        assert_eq!(
+            handshake(BadCert::Untrusted, false),
+            Err(Error::InvalidCertificate(CertificateError::UnknownIssuer))
+        );
+        assert_eq!(handshake(BadCert::Untrusted, true), Ok(()));
+    }
+
+    #[test]
+    fn the_expired_certificate_is_expired_even_when_trusted() {
+        let trusted = handshake(BadCert::Expired, true).unwrap_err();
+        assert!(
+            matches!(
+                trusted,
+                Error::InvalidCertificate(
+                    CertificateError::Expired | CertificateError::ExpiredContext { .. }
+                )
+            ),
+            "{trusted:?}"
+        );
+        assert!(handshake(BadCert::Expired, false).is_err());
+    }
+
+    #[test]
+    fn a_server_config_builds() {
+        assert!(server_config(BadCert::Expired).is_ok());
+    }
+}
