@@ -234,13 +234,28 @@ impl ResponseParser {
 
     /// The peer closed the connection. Completes a body delimited by close;
     /// otherwise `UnexpectedEof`, unless no byte of the current response was
-    /// seen, which is a clean close between responses: `Ok(None)`.
+    /// seen, which is a clean close between responses: `Ok(None)`, or the
+    /// unfinished head is already wrong, which is that head's error.
     pub fn eof(&mut self) -> Result<Option<Done>, ParseError> {
         match self.phase {
             Phase::Body(BodyKind::UntilClose) => Ok(Some(self.finish())),
             Phase::Idle(_) => Ok(None),
             _ if !self.seen => Ok(None),
-            _ => Err(ParseError::UnexpectedEof),
+            Phase::Head => Err(self.unfinished_head_error()),
+            Phase::Body(_) => Err(ParseError::UnexpectedEof),
+        }
+    }
+
+    /// A head split across reads is parsed again only once it could have
+    /// ended, so bytes that are already wrong may sit in the buffer
+    /// unparsed; parsing them now gives the verdict one read would have.
+    fn unfinished_head_error(&self) -> ParseError {
+        let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        match httparse::Response::new(&mut fields).parse(&self.partial_head) {
+            Err(error) => error.into(),
+            // Any head in the buffer is unfinished, or it would have been
+            // parsed when its last byte came.
+            Ok(_) => ParseError::UnexpectedEof,
         }
     }
 
@@ -387,21 +402,25 @@ impl ResponseParser {
             return Ok((0, true));
         };
         let out = self.capture_on.then_some(&mut self.captured.body);
-        let (n, finished) = match kind {
-            BodyKind::None => (0, true),
-            BodyKind::Length(remaining) => take_length(remaining, data, out),
-            BodyKind::Chunked(decoder) => decoder.decode(data, out)?,
+        let fed = match kind {
+            BodyKind::None => Ok((0, true)),
+            BodyKind::Length(remaining) => Ok(take_length(remaining, data, out)),
+            BodyKind::Chunked(decoder) => decoder.decode(data, out),
             BodyKind::UntilClose => {
                 if let Some(out) = out {
                     out.extend_from_slice(data);
                 }
-                (data.len(), false)
+                Ok((data.len(), false))
             }
         };
-        self.body_bytes = self.body_bytes.saturating_add(n as u64);
+        // Before a framing error: the data captured came before it on the
+        // wire, so whichever error comes first is reported, however the
+        // bytes were split into reads.
         if self.captured.body.len() > self.max_capture {
             return Err(ParseError::BodyTooLarge);
         }
+        let (n, finished) = fed?;
+        self.body_bytes = self.body_bytes.saturating_add(n as u64);
         Ok((n, finished))
     }
 
@@ -1138,5 +1157,43 @@ mod tests {
         assert_eq!(parse_decimal(b"18446744073709551615"), Some(u64::MAX));
         assert_eq!(merge_content_length(Some(3), b"3"), Some(3));
         assert_eq!(merge_content_length(Some(3), b"4"), None);
+    }
+
+    /// Regression: a captured chunked body that overran the capture limit
+    /// before a framing error was `BodyTooLarge` when read in small pieces
+    /// but `BadChunk` when read at once, because the decoder's error was
+    /// returned before the capture limit was looked at.
+    #[test]
+    fn capture_overrun_before_bad_chunk_is_body_too_large_in_any_reads() {
+        let wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n8\r\nabcdefgh\r\nzz\r\n";
+        let error_in = |reads: &[&[u8]]| {
+            let mut parser = ResponseParser::new(1024);
+            parser.set_capture(true);
+            parser.set_max_capture(4);
+            reads.iter().find_map(|read| parser.feed(read).err())
+        };
+        assert_eq!(error_in(&[wire]), Some(ParseError::BodyTooLarge));
+        for cut in 0..=wire.len() {
+            let (a, b) = wire.split_at(cut);
+            assert_eq!(error_in(&[a, b]), Some(ParseError::BodyTooLarge), "cut {cut}");
+        }
+        // Bad framing before the limit is reached stays `BadChunk`.
+        let early = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\nzz\r\n8\r\nabcdefgh";
+        assert_eq!(error_in(&[early]), Some(ParseError::BadChunk));
+    }
+
+    /// Regression: a bad head left without its end was reported as soon as
+    /// it was seen when it came in one read, but as `UnexpectedEof` at EOF
+    /// when it came in several, since a buffered head is parsed again only
+    /// once it could have ended.
+    #[test]
+    fn eof_gives_a_split_bad_head_the_verdict_of_one_read() {
+        assert_eq!(error_of(b"HTTP/1.1 2x", &PLAIN), Some(ParseError::BadStatus));
+        let bad_name = b"HTTP/1.1 200 OK\r\nBad Name: v";
+        assert_eq!(error_of(bad_name, &PLAIN), Some(ParseError::Malformed));
+        let after_interim = b"HTTP/1.1 100 Continue\r\n\r\nHTTX/1.1";
+        assert_eq!(error_of(after_interim, &PLAIN), Some(ParseError::Malformed));
+        let cut_short = b"HTTP/1.1 200 OK\r\nContent-";
+        assert_eq!(error_of(cut_short, &PLAIN), Some(ParseError::UnexpectedEof));
     }
 }
