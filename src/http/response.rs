@@ -1175,10 +1175,15 @@ mod tests {
         assert_eq!(error_in(&[wire]), Some(ParseError::BodyTooLarge));
         for cut in 0..=wire.len() {
             let (a, b) = wire.split_at(cut);
-            assert_eq!(error_in(&[a, b]), Some(ParseError::BodyTooLarge), "cut {cut}");
+            assert_eq!(
+                error_in(&[a, b]),
+                Some(ParseError::BodyTooLarge),
+                "cut {cut}"
+            );
         }
         // Bad framing before the limit is reached stays `BadChunk`.
-        let early = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\nzz\r\n8\r\nabcdefgh";
+        let early =
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\nzz\r\n8\r\nabcdefgh";
         assert_eq!(error_in(&[early]), Some(ParseError::BadChunk));
     }
 
@@ -1188,7 +1193,10 @@ mod tests {
     /// once it could have ended.
     #[test]
     fn eof_gives_a_split_bad_head_the_verdict_of_one_read() {
-        assert_eq!(error_of(b"HTTP/1.1 2x", &PLAIN), Some(ParseError::BadStatus));
+        assert_eq!(
+            error_of(b"HTTP/1.1 2x", &PLAIN),
+            Some(ParseError::BadStatus)
+        );
         let bad_name = b"HTTP/1.1 200 OK\r\nBad Name: v";
         assert_eq!(error_of(bad_name, &PLAIN), Some(ParseError::Malformed));
         let after_interim = b"HTTP/1.1 100 Continue\r\n\r\nHTTX/1.1";

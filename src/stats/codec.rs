@@ -359,8 +359,12 @@ mod tests {
             refused(&BASE64.encode(0xdead_beefu32.to_be_bytes())),
             "not a V2 histogram: cookie 0xdeadbeef"
         );
-        assert_eq!(refused("AAA="), "2 bytes, too short for a histogram's cookie");
-        let corrupt = BASE64.encode([&V2_DEFLATE_COOKIE.to_be_bytes()[..], &[0, 0, 0, 2, 1, 2]].concat());
+        assert_eq!(
+            refused("AAA="),
+            "2 bytes, too short for a histogram's cookie"
+        );
+        let corrupt =
+            BASE64.encode([&V2_DEFLATE_COOKIE.to_be_bytes()[..], &[0, 0, 0, 2, 1, 2]].concat());
         assert!(refused(&corrupt).starts_with("bad deflate data: "));
     }
 
