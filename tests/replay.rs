@@ -376,6 +376,53 @@ fn broken_files_are_one_line_errors_naming_file_and_line() {
     );
 }
 
+/// A file of thousands of distinct paths replays without per-endpoint
+/// statistics; asking for them is one line saying how to group requests.
+#[test]
+fn too_many_endpoints_are_refused_only_when_asked_for() {
+    let _g = serial();
+    let d = dir("many");
+    let paths: String = (0..500).map(|i| format!("/user/{i}\n")).collect();
+    let file = write(&d, "users.txt", paths.as_bytes());
+    let srv = recording();
+    let u = url(&srv, "/");
+    let (o, text) = bench(&["-t1", "-c2", "-R200", "-d1s", "--requests", &file, &u]);
+    assert_balanced(&o);
+    assert_eq!(o.stats.counters.completed, 200);
+    assert!(o.stats.endpoints.is_empty());
+    assert!(!text.contains("Endpoints"), "{text}");
+
+    let out = metron(&["-d1s", "--by-endpoint", "--requests", &file, &u]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("more than 100 distinct endpoints") && err.contains("\"name\""),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+}
+
+/// A file over the size limit is refused before it is read (a sparse
+/// file: no disk is spent on it).
+#[test]
+fn a_huge_file_is_refused_with_its_limit() {
+    let d = dir("huge");
+    let path = d.join("huge.jsonl");
+    std::fs::File::create(&path)
+        .unwrap()
+        .set_len(300 << 20)
+        .unwrap();
+    let out = metron(&["--requests", path.to_str().unwrap(), "http://127.0.0.1:9/"]);
+    let _ = std::fs::remove_file(&path);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("is 314572800 bytes, more than the 256 MiB limit"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+}
+
 #[test]
 fn flags_that_need_a_requests_file_say_so() {
     for flags in [

@@ -147,8 +147,8 @@ pub enum ConfigError {
         threads: usize,
         needed: usize,
     },
-    #[error("--by-endpoint: {endpoints} distinct endpoints, more than {MAX_ENDPOINTS}; group requests with a \"name\" field")]
-    Endpoints { endpoints: usize },
+    #[error("--by-endpoint: the file has more than {MAX_ENDPOINTS} distinct endpoints; group requests with a \"name\" field")]
+    Endpoints,
     #[error("{flag} needs --requests FILE")]
     NeedsRequests { flag: &'static str },
     #[error("--interval {0:?}: intervals must be at least 10ms, e.g. --interval 1s")]
@@ -269,10 +269,11 @@ fn replay(
             needed: hosts * threads,
         });
     }
-    let endpoints = set.endpoints().len();
-    if args.by_endpoint && endpoints > MAX_ENDPOINTS {
-        return Err(ConfigError::Endpoints { endpoints });
+    let too_many = set.too_many_endpoints();
+    if args.by_endpoint && too_many {
+        return Err(ConfigError::Endpoints);
     }
+    let by_endpoint = args.by_endpoint || (!too_many && set.endpoints().len() >= 2);
     let seed = args.seed.unwrap_or_else(|| {
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
         // Short enough to type back in as --seed.
@@ -283,7 +284,7 @@ fn replay(
         set: Arc::new(set),
         order: args.requests_order,
         seed,
-        by_endpoint: args.by_endpoint || (2..=MAX_ENDPOINTS).contains(&endpoints),
+        by_endpoint,
     }))
 }
 

@@ -38,22 +38,37 @@ pub enum Body {
 
 const FIELDS: &str = "method, path, url, headers, body, body_file, name";
 
-/// Parses the whole file's text. `file` names it in errors; `dir` is where
-/// relative body files are looked up.
-pub fn parse(text: &str, file: &str, dir: &Path) -> Result<Vec<Spec>, ReplayError> {
-    let specs = match text.trim_start().as_bytes().first() {
-        None => Vec::new(),
-        Some(b'[') => parse_array(text, file, dir)?,
-        Some(b'{') => parse_lines(text, file, dir)?,
-        Some(_) => parse_targets(text, file, dir)?,
+/// Parses the file's text, handing each request to `each` as soon as it is
+/// read, so that no list of parsed requests is ever held: the caller builds
+/// each one into bytes and lets it go. Returns how many there were. `file`
+/// names it in errors; `dir` is where relative body files are looked up.
+pub fn parse(
+    text: &str,
+    file: &str,
+    dir: &Path,
+    mut each: impl FnMut(Spec) -> Result<(), ReplayError>,
+) -> Result<usize, ReplayError> {
+    let mut count = 0;
+    let mut counted = |spec: Spec| {
+        count += 1;
+        each(spec)
     };
-    if specs.is_empty() {
+    match text.trim_start().as_bytes().first() {
+        None => {}
+        Some(b'[') => parse_array(text, file, dir, &mut counted)?,
+        Some(b'{') => parse_lines(text, file, dir, &mut counted)?,
+        Some(_) => parse_targets(text, file, dir, &mut counted)?,
+    };
+    if count == 0 {
         return Err(ReplayError::Empty {
             file: file.to_string(),
         });
     }
-    Ok(specs)
+    Ok(count)
 }
+
+/// What the parsers hand each request to.
+type Each<'a> = dyn FnMut(Spec) -> Result<(), ReplayError> + 'a;
 
 fn at(file: &str, line: usize, why: impl Into<String>) -> ReplayError {
     ReplayError::Entry {
@@ -63,25 +78,23 @@ fn at(file: &str, line: usize, why: impl Into<String>) -> ReplayError {
     }
 }
 
-fn parse_array(text: &str, file: &str, dir: &Path) -> Result<Vec<Spec>, ReplayError> {
+fn parse_array(text: &str, file: &str, dir: &Path, each: &mut Each) -> Result<(), ReplayError> {
+    // Raw values borrow the text: 16 bytes an item, however large it is.
     let items: Vec<&RawValue> = serde_json::from_str(text).map_err(|e| json_error(file, &e))?;
-    // Each raw value borrows the text, so its offset gives its line;
-    // counted onwards from the previous item, the items come in order.
+    // Each raw value's offset gives its line; counted onwards from the
+    // previous item, the items come in order.
     let (mut line, mut counted) = (1, 0);
-    items
-        .into_iter()
-        .map(|raw| {
-            let offset = raw.get().as_ptr() as usize - text.as_ptr() as usize;
-            line += text[counted..offset].matches('\n').count();
-            counted = offset;
-            let object = serde_json::from_str(raw.get()).map_err(|e| json_error(file, &e))?;
-            spec_of(object, line, file, dir)
-        })
-        .collect()
+    for raw in items {
+        let offset = raw.get().as_ptr() as usize - text.as_ptr() as usize;
+        line += text[counted..offset].matches('\n').count();
+        counted = offset;
+        let object = serde_json::from_str(raw.get()).map_err(|e| json_error(file, &e))?;
+        each(spec_of(object, line, file, dir)?)?;
+    }
+    Ok(())
 }
 
-fn parse_lines(text: &str, file: &str, dir: &Path) -> Result<Vec<Spec>, ReplayError> {
-    let mut specs = Vec::new();
+fn parse_lines(text: &str, file: &str, dir: &Path, each: &mut Each) -> Result<(), ReplayError> {
     for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
@@ -90,9 +103,9 @@ fn parse_lines(text: &str, file: &str, dir: &Path) -> Result<Vec<Spec>, ReplayEr
             let why = strip_position(&e);
             at(file, n + 1, format!("not a JSON object: {why}"))
         })?;
-        specs.push(spec_of(object, n + 1, file, dir)?);
+        each(spec_of(object, n + 1, file, dir)?)?;
     }
-    Ok(specs)
+    Ok(())
 }
 
 fn json_error(file: &str, e: &serde_json::Error) -> ReplayError {
@@ -215,26 +228,28 @@ fn headers_of(
 
 /// Targets: a request line, then its header and `@body` lines; a blank
 /// line or the next request line ends it. `#` starts a comment line.
-fn parse_targets(text: &str, file: &str, dir: &Path) -> Result<Vec<Spec>, ReplayError> {
-    let mut specs: Vec<Spec> = Vec::new();
-    // Header and body lines attach to the request above them, until a
-    // blank line.
-    let mut open = false;
+fn parse_targets(text: &str, file: &str, dir: &Path, each: &mut Each) -> Result<(), ReplayError> {
+    // The request whose header and body lines may follow, until a blank
+    // line or the next request line hands it on.
+    let mut open: Option<Spec> = None;
     for (n, raw) in text.lines().enumerate() {
         let line = raw.trim();
         if line.is_empty() {
-            open = false;
+            if let Some(done) = open.take() {
+                each(done)?;
+            }
             continue;
         }
         if line.starts_with('#') {
             continue;
         }
         if let Some(spec) = request_line(line, n + 1) {
-            specs.push(spec);
-            open = true;
+            if let Some(done) = open.replace(spec) {
+                each(done)?;
+            }
             continue;
         }
-        let Some(spec) = specs.last_mut().filter(|_| open) else {
+        let Some(spec) = open.as_mut() else {
             return Err(at(
                 file,
                 n + 1,
@@ -257,7 +272,10 @@ fn parse_targets(text: &str, file: &str, dir: &Path) -> Result<Vec<Spec>, Replay
             ));
         }
     }
-    Ok(specs)
+    match open {
+        Some(last) => each(last),
+        None => Ok(()),
+    }
 }
 
 /// `[METHOD ]URL`, the URL absolute or a path starting with `/`.
@@ -282,11 +300,18 @@ mod tests {
     use super::*;
 
     fn parse_ok(text: &str) -> Vec<Spec> {
-        parse(text, "r.json", Path::new("/d")).unwrap()
+        let mut specs = Vec::new();
+        let n = parse(text, "r.json", Path::new("/d"), |s| {
+            specs.push(s);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(n, specs.len());
+        specs
     }
 
     fn parse_err(text: &str) -> String {
-        parse(text, "r.json", Path::new("/d"))
+        parse(text, "r.json", Path::new("/d"), |_| Ok(()))
             .unwrap_err()
             .to_string()
     }

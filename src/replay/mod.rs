@@ -33,6 +33,9 @@ pub const MAX_BUILT_BYTES: usize = 1 << 30;
 /// latency histogram (about 230 KB) per thread and per open interval.
 pub const MAX_ENDPOINTS: usize = 100;
 
+// Offsets into the built bytes are `u32`s.
+const _: () = assert!(MAX_BUILT_BYTES <= u32::MAX as usize);
+
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum ReplayError {
     #[error("cannot read --requests {file}: {why}")]
@@ -52,10 +55,11 @@ pub enum ReplayError {
 }
 
 /// One request ready to send: where its bytes are and what it belongs to.
+/// Sixteen bytes: a file may hold millions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Prepared {
-    start: usize,
-    len: usize,
+    start: u32,
+    len: u32,
     /// Index into [`RequestSet::hosts`].
     pub host: u16,
     /// Index into [`RequestSet::endpoints`].
@@ -71,6 +75,10 @@ pub struct RequestSet {
     requests: Box<[Prepared]>,
     hosts: Vec<Target>,
     endpoints: Vec<String>,
+    /// More distinct endpoints than [`MAX_ENDPOINTS`]: the last of
+    /// `endpoints` then stands for all the rest, and there are no
+    /// per-endpoint statistics.
+    too_many_endpoints: bool,
     /// Indices of each host's requests, in file order.
     by_host: Vec<Box<[u32]>>,
 }
@@ -99,9 +107,12 @@ impl RequestSet {
         }
         let text = std::fs::read_to_string(path).map_err(read_error)?;
         let dir = path.parent().unwrap_or(Path::new("."));
-        let specs = file::parse(&text, &file, dir)?;
+        // Each request is built as soon as it is read: what is held is the
+        // text and the built bytes, never a list of parsed requests.
+        let mut builder = Builder::new(&file, base, headers);
+        file::parse(&text, &file, dir, |spec| builder.add(spec))?;
         drop(text);
-        Builder::new(&file, base, headers).build(specs)
+        Ok(builder.finish())
     }
 
     pub fn len(&self) -> usize {
@@ -119,11 +130,12 @@ impl RequestSet {
     /// The wire bytes of request `r`.
     pub fn bytes(&self, r: u32) -> &[u8] {
         let p = &self.requests[r as usize];
-        &self.bytes[p.start..p.start + p.len]
+        let start = p.start as usize;
+        &self.bytes[start..start + p.len as usize]
     }
 
-    /// Every host the requests go to; the command line's comes first when
-    /// any request uses a path on it.
+    /// Every host the requests go to, in the order the file first names
+    /// them (a path names the command line's host).
     pub fn hosts(&self) -> &[Target] {
         &self.hosts
     }
@@ -133,10 +145,25 @@ impl RequestSet {
         &self.endpoints
     }
 
+    /// Whether the file has more than [`MAX_ENDPOINTS`] distinct endpoints
+    /// (and so no statistics per endpoint).
+    pub fn too_many_endpoints(&self) -> bool {
+        self.too_many_endpoints
+    }
+
     /// Requests of host `h`, in file order.
     pub fn of_host(&self, h: usize) -> &[u32] {
         &self.by_host[h]
     }
+}
+
+/// What a request is counted under, until the labels are made at the end
+/// (whether a label names the host depends on how many hosts there are).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum EndpointKey {
+    Named(String),
+    /// Method, path without its query, host.
+    Path(String, String, u16),
 }
 
 /// Checks each spec and appends its bytes.
@@ -148,9 +175,10 @@ struct Builder<'a> {
     requests: Vec<Prepared>,
     hosts: Vec<Target>,
     host_index: HashMap<(bool, String, u16), u16>,
-    /// Method and path of each request, for the labels made at the end.
-    unnamed: Vec<Option<(String, String)>>,
-    names: Vec<Option<String>>,
+    /// Distinct endpoints so far, by the id their requests carry; past
+    /// [`MAX_ENDPOINTS`] + 1 the last id takes every new one.
+    keys: Vec<EndpointKey>,
+    key_index: HashMap<EndpointKey, u16>,
 }
 
 impl<'a> Builder<'a> {
@@ -163,8 +191,8 @@ impl<'a> Builder<'a> {
             requests: Vec::new(),
             hosts: Vec::new(),
             host_index: HashMap::new(),
-            unnamed: Vec::new(),
-            names: Vec::new(),
+            keys: Vec::new(),
+            key_index: HashMap::new(),
         }
     }
 
@@ -176,22 +204,20 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn build(mut self, specs: Vec<Spec>) -> Result<RequestSet, ReplayError> {
-        for spec in specs {
-            self.add(spec)?;
-        }
-        let endpoints = self.label();
+    fn finish(mut self) -> RequestSet {
+        let (endpoints, too_many_endpoints) = self.label();
         let mut by_host = vec![Vec::new(); self.hosts.len()];
-        for (r, p) in self.requests.iter_mut().enumerate() {
+        for (r, p) in self.requests.iter().enumerate() {
             by_host[p.host as usize].push(r as u32);
         }
-        Ok(RequestSet {
+        RequestSet {
             bytes: self.bytes.into_boxed_slice(),
             requests: self.requests.into_boxed_slice(),
             hosts: self.hosts,
             endpoints,
+            too_many_endpoints,
             by_host: by_host.into_iter().map(Vec::into_boxed_slice).collect(),
-        })
+        }
     }
 
     fn add(&mut self, spec: Spec) -> Result<(), ReplayError> {
@@ -200,7 +226,7 @@ impl<'a> Builder<'a> {
             return Err(self.error(line, "more than 4 billion requests"));
         }
         check_token(&spec.method).map_err(|why| self.error(line, format!("method: {why}")))?;
-        let (host, path) = self.host_of(&spec.target, line)?;
+        let (host, path) = self.host_of(spec.target, line)?;
         if path.contains(|c: char| c.is_whitespace() || c.is_control()) {
             return Err(self.error(
                 line,
@@ -249,73 +275,103 @@ impl<'a> Builder<'a> {
                 limit: MAX_BUILT_BYTES >> 20,
             });
         }
+        let key = match spec.name {
+            Some(name) => EndpointKey::Named(name),
+            None => {
+                let bare = path.split('?').next().unwrap_or_default();
+                EndpointKey::Path(spec.method, bare.to_string(), host)
+            }
+        };
+        let endpoint = self.endpoint(key);
+        // Both fit: the total is under MAX_BUILT_BYTES.
         self.requests.push(Prepared {
-            start: self.bytes.len(),
-            len: built.len(),
+            start: self.bytes.len() as u32,
+            len: built.len() as u32,
             host,
-            endpoint: 0,
+            endpoint,
             head: meta.head,
         });
         self.bytes.extend_from_slice(&built);
-        let bare = path.split('?').next().unwrap_or_default().to_string();
-        self.unnamed.push(Some((spec.method, bare)));
-        self.names.push(spec.name);
         Ok(())
+    }
+
+    /// The id of an endpoint, new ones numbered in order of appearance.
+    fn endpoint(&mut self, key: EndpointKey) -> u16 {
+        if let Some(&id) = self.key_index.get(&key) {
+            return id;
+        }
+        // One past the cap is enough to know there are too many; the
+        // requests of every endpoint after it share its id.
+        if self.keys.len() > MAX_ENDPOINTS {
+            return MAX_ENDPOINTS as u16;
+        }
+        let id = self.keys.len() as u16;
+        self.keys.push(key.clone());
+        self.key_index.insert(key, id);
+        id
     }
 
     /// The host index and the path of a target, resolving a host the first
     /// time it is seen.
-    fn host_of(&mut self, target: &str, line: usize) -> Result<(u16, String), ReplayError> {
-        let parsed = if target.starts_with('/') {
-            let mut t = self.base.clone();
-            t.path = target.to_string();
-            t
+    fn host_of(&mut self, target: String, line: usize) -> Result<(u16, String), ReplayError> {
+        // A path is on the command line's host, already resolved.
+        let (host, path) = if target.starts_with('/') {
+            (None, target)
         } else {
-            parse_url(target).map_err(|e| self.error(line, e.to_string()))?
+            let mut parsed = parse_url(&target).map_err(|e| self.error(line, e.to_string()))?;
+            let path = std::mem::take(&mut parsed.path);
+            (Some(parsed), path)
         };
-        let https = parsed.scheme == crate::cli::config::Scheme::Https;
-        let key = (https, parsed.host.clone(), parsed.port);
+        let of = host.as_ref().unwrap_or(self.base);
+        let https = of.scheme == crate::cli::config::Scheme::Https;
+        let key = (https, of.host.clone(), of.port);
         if let Some(&h) = self.host_index.get(&key) {
-            return Ok((h, parsed.path));
+            return Ok((h, path));
         }
         if self.hosts.len() > u16::MAX as usize {
             return Err(self.error(line, "more than 65536 distinct hosts"));
         }
-        let mut host = parsed.clone();
+        let mut host = host.unwrap_or_else(|| self.base.clone());
         if host.addrs.is_empty() {
             resolve(&mut host).map_err(|e| self.error(line, e.to_string()))?;
         }
         let h = self.hosts.len() as u16;
         self.hosts.push(host);
         self.host_index.insert(key, h);
-        Ok((h, parsed.path))
+        Ok((h, path))
     }
 
-    /// Gives every request its endpoint: its name, or its method and path
-    /// (with the host when there are several).
-    fn label(&mut self) -> Vec<String> {
+    /// The endpoints' labels: a name, or the method and path (with the host
+    /// when there are several). Endpoints whose labels come out the same (a
+    /// name that reads like a method and path) are counted as one.
+    fn label(&mut self) -> (Vec<String>, bool) {
+        let too_many = self.keys.len() > MAX_ENDPOINTS;
         let several = self.hosts.len() > 1;
+        let mut labels: Vec<String> = Vec::new();
         let mut index: HashMap<String, u16> = HashMap::new();
-        let mut labels = Vec::new();
-        for (r, p) in self.requests.iter_mut().enumerate() {
-            let label = match (self.names[r].take(), self.unnamed[r].take()) {
-                (Some(name), _) => name,
-                (None, Some((method, path))) if several => {
-                    format!("{method} {}{path}", self.hosts[p.host as usize].authority)
-                }
-                (None, Some((method, path))) => format!("{method} {path}"),
-                (None, None) => unreachable!("every request has a method and path"),
-            };
-            // Past the cap, endpoints share the last slot; the caller
-            // turns per-endpoint statistics off then.
-            let next = labels.len().min(u16::MAX as usize) as u16;
-            let id = *index.entry(label.clone()).or_insert_with(|| {
-                labels.push(label);
-                next
-            });
-            p.endpoint = id;
+        let remap: Vec<u16> = std::mem::take(&mut self.keys)
+            .into_iter()
+            .map(|key| {
+                let label = match key {
+                    EndpointKey::Named(name) => name,
+                    EndpointKey::Path(method, path, h) if several => {
+                        format!("{method} {}{path}", self.hosts[h as usize].authority)
+                    }
+                    EndpointKey::Path(method, path, _) => format!("{method} {path}"),
+                };
+                let next = labels.len() as u16;
+                *index.entry(label).or_insert_with_key(|label| {
+                    labels.push(label.clone());
+                    next
+                })
+            })
+            .collect();
+        if remap.iter().enumerate().any(|(id, &to)| id != to as usize) {
+            for p in self.requests.iter_mut() {
+                p.endpoint = remap[p.endpoint as usize];
+            }
         }
-        labels
+        (labels, too_many)
     }
 }
 
@@ -463,6 +519,47 @@ mod tests {
             let got = load_text(text, &[]).unwrap_err().to_string();
             assert!(got.contains(want), "{text}: got {got:?}, want {want:?}");
         }
+    }
+
+    #[test]
+    fn a_name_that_reads_like_a_method_and_path_is_that_endpoint() {
+        let set = load_text(
+            "{\"path\": \"/a\"}\n{\"path\": \"/b\", \"name\": \"GET /a\"}\n{\"path\": \"/c\"}\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(set.endpoints(), ["GET /a", "GET /c"]);
+        let ids: Vec<u16> = (0..3).map(|r| set.get(r).endpoint).collect();
+        assert_eq!(ids, [0, 0, 1]);
+    }
+
+    #[test]
+    fn endpoints_past_the_cap_are_counted_as_too_many() {
+        let at_cap: String = (0..MAX_ENDPOINTS).map(|i| format!("/p{i}\n")).collect();
+        let set = load_text(&at_cap, &[]).unwrap();
+        assert_eq!(set.endpoints().len(), MAX_ENDPOINTS);
+        assert!(!set.too_many_endpoints());
+
+        // Thousands of distinct paths: the labels kept stop one past the
+        // cap, and every request still has a valid endpoint id.
+        let many: String = (0..5000).map(|i| format!("/p{i}?q={i}\n")).collect();
+        let set = load_text(&many, &[]).unwrap();
+        assert_eq!(set.len(), 5000);
+        assert!(set.too_many_endpoints());
+        assert_eq!(set.endpoints().len(), MAX_ENDPOINTS + 1);
+        assert!((0..5000).all(|r| (set.get(r).endpoint as usize) <= MAX_ENDPOINTS));
+    }
+
+    #[test]
+    fn a_file_over_the_size_limit_is_refused_unread() {
+        let path = std::env::temp_dir().join(format!("metron-replay-big-{}", std::process::id()));
+        // Sparse: no disk or memory is spent on it.
+        let f = std::fs::File::create(&path).unwrap();
+        f.set_len(MAX_FILE_BYTES + 1).unwrap();
+        let base = parse_target("http://127.0.0.1:8080/").unwrap();
+        let err = RequestSet::load(&path, &base, &[]).unwrap_err().to_string();
+        let _ = std::fs::remove_file(&path);
+        assert!(err.contains("more than the 256 MiB limit"), "{err}");
     }
 
     #[test]
