@@ -5,6 +5,7 @@
 mod common;
 
 use std::process::Command;
+use std::time::Duration;
 
 use common::*;
 use metron::report::json::Document;
@@ -311,6 +312,42 @@ fn the_interval_log_holds_every_request_and_merges() {
     let bad = metron(&["merge", "/no/such.hlog"]);
     assert_eq!(bad.status.code(), Some(1));
     assert!(stderr(&bad).contains("/no/such.hlog"), "{}", stderr(&bad));
+}
+
+/// A run that is not a whole number of intervals: its last interval ends
+/// where the run does, so `merge` measures the run's own window.
+#[test]
+fn the_interval_log_ends_with_the_run() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let log = tmp("short.hlog");
+    let p = log.to_str().unwrap();
+    let (o, _) = bench(&[
+        "-t1",
+        "-c2",
+        "-R200",
+        "-d1500ms",
+        "--hlog",
+        p,
+        &url(&srv, "/"),
+    ]);
+    let entries = metron::report::hlog::read_log(&log).unwrap();
+    let lengths: Vec<Duration> = entries
+        .iter()
+        .filter(|e| e.tag.is_none())
+        .map(|e| e.length)
+        .collect();
+    assert_eq!(
+        lengths,
+        [Duration::from_secs(1), Duration::from_millis(500)]
+    );
+    let merged = metron(&["merge", p]);
+    let out = stdout(&merged);
+    let completed = o.stats.counters.completed;
+    assert!(
+        out.contains(&format!("  {completed} requests in 1.50s")),
+        "{out}"
+    );
 }
 
 /// The document a run writes validates against the published JSON Schema

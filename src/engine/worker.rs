@@ -91,6 +91,17 @@ pub struct Window {
     pub end: Nanos,
 }
 
+impl Window {
+    /// Where `now` falls in the measured window, in nanoseconds from its
+    /// start, for the per-interval figures. A response read in the same
+    /// wake-up as the window's end is filed in its last moment, so every
+    /// figure stays inside the window that the totals cover.
+    fn offset(&self, now: Nanos) -> u64 {
+        let last = self.end.saturating_sub(1).max(self.measure_from);
+        now.clamp(self.measure_from, last) - self.measure_from
+    }
+}
+
 /// Why a connection's requests were lost.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Loss {
@@ -539,8 +550,7 @@ impl Worker {
                 if paced {
                     let lag = to_us(now - intended);
                     ThreadStats::record(&mut self.stats.send_lag, &mut c.saturated, lag);
-                    let offset = now - self.window.measure_from;
-                    let iv = self.stats.intervals.at(offset);
+                    let iv = self.stats.intervals.at(self.window.offset(now));
                     let _ = iv.send_lag.record(lag.clamp(1, crate::stats::HIST_HIGH_US));
                 }
             }
@@ -747,15 +757,14 @@ impl Worker {
         c.bytes += done.head_bytes as u64 + done.body_bytes;
         let error = done.status > 399;
         c.errors.status += u64::from(error);
-        let iv = s.intervals.at(now - self.window.measure_from);
+        let offset = self.window.offset(now);
+        let iv = s.intervals.at(offset);
         let clamp = |v: u64| v.clamp(1, crate::stats::HIST_HIGH_US);
         let _ = iv.latency.record(clamp(corrected));
         let _ = iv.uncorrected.record(clamp(uncorrected));
         iv.completed += 1;
         iv.errors += u64::from(error);
-        s.count_completion(std::time::Duration::from_nanos(
-            now - self.window.measure_from,
-        ));
+        s.count_completion(std::time::Duration::from_nanos(offset));
     }
 
     /// Adds a measured request's outcome to its endpoint's statistics:
@@ -770,7 +779,7 @@ impl Worker {
         self.stats
             .record_endpoint(e, latency, status == 0 || status > 399);
         if let Some(us) = latency {
-            let offset = now - self.window.measure_from;
+            let offset = self.window.offset(now);
             self.stats.intervals.at(offset).record_endpoint(e, us);
         }
     }
@@ -788,7 +797,7 @@ impl Worker {
         }
         let lost = self.conns[i].measured_in_flight();
         if lost > 0 {
-            let offset = clock::now().saturating_sub(self.window.measure_from);
+            let offset = self.window.offset(clock::now());
             self.stats.intervals.at(offset).errors += lost;
         }
         let e = &mut self.stats.counters.errors;

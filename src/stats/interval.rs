@@ -75,6 +75,7 @@ impl IntervalRecorder {
             self.closed.push(encoded);
         }
         self.open.index = index;
+        self.open.start = self.length * index as u32;
         self.open.completed = 0;
         self.open.errors = 0;
         self.open.latency.reset();
@@ -127,9 +128,10 @@ fn add_encoded(into: &mut Histogram<u64>, bytes: &[u8], de: &mut Deserializer) {
     }
 }
 
-/// Every interval from the window's start to `window` (or the last one
-/// with data, if later), each merged over all `recorders`; intervals
-/// without data come out empty, so the timeline is continuous.
+/// Every interval of the window, each merged over all `recorders`;
+/// intervals without data come out empty, so the timeline is continuous.
+/// The last one ends where the window does, and takes in anything
+/// recorded after it (the responses read in the moment a run is stopped).
 pub fn merged<'a>(
     recorders: &'a [&'a IntervalRecorder],
     window: Duration,
@@ -138,17 +140,20 @@ pub fn merged<'a>(
         .first()
         .map_or(Duration::from_secs(1), |r| r.length);
     let by_window = window.as_nanos().div_ceil(length.as_nanos().max(1)) as u64;
-    let by_data = recorders
-        .iter()
-        .filter_map(|r| r.last_index())
-        .max()
-        .map_or(0, |i| i + 1);
+    let any_data = recorders.iter().any(|r| r.last_index().is_some());
+    let count = by_window.max(u64::from(any_data));
     let mut de = Deserializer::new();
-    (0..by_window.max(by_data)).map(move |index| {
+    (0..count).map(move |index| {
         let mut out = IntervalStats::empty(index, length);
+        let last = index + 1 == count;
         for r in recorders {
-            if let Ok(at) = r.closed.binary_search_by_key(&index, |i| i.index) {
-                let e = &r.closed[at];
+            let from = r.closed.partition_point(|i| i.index < index);
+            let to = if last {
+                r.closed.len()
+            } else {
+                r.closed.partition_point(|i| i.index <= index)
+            };
+            for e in &r.closed[from..to] {
                 out.completed += e.completed;
                 out.errors += e.errors;
                 add_encoded(&mut out.latency, &e.latency, &mut de);
@@ -163,6 +168,7 @@ pub fn merged<'a>(
                 }
             }
         }
+        out.length = length.min(window.saturating_sub(out.start));
         out
     })
 }
@@ -213,5 +219,39 @@ mod tests {
         assert_eq!((all[1].completed, all[1].latency.len()), (0, 0));
         assert_eq!(all[2].errors, 2);
         assert_eq!(all[3].start(), Duration::from_secs(3));
+    }
+
+    /// Regression: a response read just after the window's end opened an
+    /// interval of its own, so a 2 s log held three intervals and `merge`
+    /// measured a 3 s window.
+    #[test]
+    fn the_last_interval_ends_with_the_window_and_takes_in_stragglers() {
+        let mut r = IntervalRecorder::new(Duration::from_secs(1));
+        r.at(SEC / 2).completed += 1;
+        r.at(2 * SEC + 400).completed += 1;
+        r.at(3 * SEC + 1).completed += 1;
+        r.finish();
+        let recs = [&r];
+        let all: Vec<IntervalStats> = merged(&recs, Duration::from_millis(2_500)).collect();
+        let got: Vec<(u64, Duration, u64)> = all
+            .iter()
+            .map(|i| (i.index, i.length, i.completed))
+            .collect();
+        // [0, 1), [1, 2), [2, 2.5): the last cut short, with what came
+        // after the window's end folded in.
+        assert_eq!(
+            got,
+            [
+                (0, Duration::from_secs(1), 1),
+                (1, Duration::from_secs(1), 0),
+                (2, Duration::from_millis(500), 2),
+            ]
+        );
+        let late: Vec<IntervalStats> = merged(&recs, Duration::from_secs(2)).collect();
+        assert_eq!(late.len(), 2);
+        assert_eq!(
+            (late[1].length, late[1].completed),
+            (Duration::from_secs(1), 2)
+        );
     }
 }

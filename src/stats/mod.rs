@@ -251,9 +251,12 @@ impl ThreadStats {
 /// interval log, the JSON time series and the progress line are made of.
 #[derive(Clone, Debug)]
 pub struct IntervalStats {
-    /// Position of the interval: it starts at `index × length` from the
-    /// window's start.
+    /// Position of the interval: it starts at `index` interval lengths
+    /// from the window's start.
     pub index: u64,
+    start: Duration,
+    /// The time the interval covers: the interval length, less for a last
+    /// interval that the window's end cuts short.
     pub length: Duration,
     /// Requests completed in the interval.
     pub completed: u64,
@@ -273,6 +276,7 @@ impl IntervalStats {
     pub fn empty(index: u64, length: Duration) -> IntervalStats {
         IntervalStats {
             index,
+            start: length * index as u32,
             length,
             completed: 0,
             errors: 0,
@@ -292,8 +296,9 @@ impl IntervalStats {
     }
 
     /// Start of the interval, from the window's start.
+    /// When the interval starts, from the window's start.
     pub fn start(&self) -> Duration {
-        self.length * self.index as u32
+        self.start
     }
 }
 
