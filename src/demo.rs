@@ -17,21 +17,42 @@ use crate::Error;
 
 const PERCENTILES: [f64; 8] = [50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.0];
 
+/// Where the stall starts, as a share of the run.
+const STALL_AT: f64 = 0.4;
+
 pub fn run(args: &DemoArgs, out: &mut dyn Write) -> Result<(), Error> {
-    let stall_at = args.duration.mul_f64(0.4);
-    let stall = StallPlan::once(stall_at, args.stall_for)
-        .map_err(|why| std::io::Error::new(std::io::ErrorKind::InvalidInput, why))?;
+    let invalid = |why: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, why);
+    let stall_at = args.duration.mul_f64(STALL_AT);
+    let stall = StallPlan::once(stall_at, args.stall_for).map_err(invalid)?;
+    // A stall still on when the run ends leaves nothing to compare.
+    if stall_at + args.stall_for >= args.duration {
+        let longest = args.duration.mul_f64(1.0 - STALL_AT);
+        let shortest = args.stall_for.div_f64(1.0 - STALL_AT);
+        return Err(invalid(format!(
+            "--stall-for {} does not end within the {} run (it starts {} in); use --stall-for below {} or -d above {}",
+            secs(args.stall_for),
+            secs(args.duration),
+            secs(stall_at),
+            secs(longest),
+            secs(shortest),
+        ))
+        .into());
+    }
     let server = Server::start(ServeConfig {
         stall: Some(stall),
         ..ServeConfig::default()
     })?;
     let url = format!("http://{}/", server.addr());
+    // The stalled requests are the point of the demo: they must be
+    // answered and measured, not given up on at the default timeout.
+    let timeout = args.stall_for + Duration::from_secs(2);
     let bench = BenchArgs::try_parse_from([
         "metron".to_string(),
         "-t2".into(),
         "-c20".into(),
         format!("-d{}ms", args.duration.as_millis()),
         format!("-R{}", args.rate),
+        format!("--timeout={}ms", timeout.as_millis()),
         url.clone(),
     ])
     .expect("the demo's own flags parse");

@@ -228,7 +228,7 @@ pub struct DemoArgs {
     #[arg(short = 'R', long = "rate", default_value = "2000", value_parser = parse_si_f64, value_name = "R")]
     pub rate: f64,
 
-    /// How long the target stalls, once, in the middle of the run
+    /// How long the target stalls, once, 40% into the run
     #[arg(long = "stall-for", default_value = "1.4s", value_parser = parse_duration, value_name = "T")]
     pub stall_for: Duration,
 }
