@@ -13,7 +13,9 @@ use hdrhistogram::Histogram;
 
 use super::spectrum::write_spectrum;
 use super::summary;
-use super::units::{format_binary, format_duration_s, format_metric, format_time_us, print_units};
+use super::units::{
+    format_binary, format_metric, format_run_duration, format_time_us, print_units,
+};
 use crate::stats::{Counters, EndpointStats, RunStats};
 
 /// The percentiles of the "Latency Distribution" block.
@@ -59,7 +61,7 @@ pub fn write_banner(
     writeln!(
         out,
         "Running {} test @ {url}",
-        format_duration_s(duration.as_secs_f64())
+        format_run_duration(duration)
     )?;
     writeln!(out, "  {threads} threads and {connections} connections")
 }

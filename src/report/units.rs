@@ -9,6 +9,8 @@
 //! done in the original's 80-bit precision (see [`super::extended`]), so
 //! values on a rounding tie print the same digits too.
 
+use std::time::Duration;
+
 use super::extended::Extended;
 
 /// A family of units: the base, the factor between neighbours, and the
@@ -70,8 +72,27 @@ pub fn format_binary(n: f64) -> String {
 /// A whole-unit duration for the `Running` line: `30s`, `2m`, `60m`.
 /// Exact halves round to even, as the original's `printf` does (`150s`
 /// is `2.5m` and prints `2m`).
-pub fn format_duration_s(secs: f64) -> String {
+fn format_duration_s(secs: f64) -> String {
     format_finite(secs, |x| scaled(x, &SECONDS, 0))
+}
+
+/// The duration of the `Running` line. A whole number of seconds (all the
+/// original accepts) prints as it does; a fraction, which only metron
+/// accepts, prints exactly, so that `-d 250ms` does not read `0s`.
+pub fn format_run_duration(d: Duration) -> String {
+    if d.subsec_nanos() == 0 {
+        return format_duration_s(d.as_secs_f64());
+    }
+    let (amount, unit) = if d < Duration::from_secs(1) {
+        (d.as_secs_f64() * 1e3, "ms")
+    } else {
+        (d.as_secs_f64(), "s")
+    };
+    // Three decimals at most (microseconds below a second), no trailing
+    // zeros: 250ms, 1.5s, 2.125s.
+    let text = format!("{amount:.3}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    format!("{text}{unit}")
 }
 
 /// The column text the original's table printer makes of `value`: it is
@@ -176,6 +197,18 @@ mod tests {
         assert_eq!(format_duration_s(90.0), "2m");
         assert_eq!(format_duration_s(150.0), "2m");
         assert_eq!(format_duration_s(3600.0), "60m");
+    }
+
+    #[test]
+    fn run_durations_with_fractions_print_exactly() {
+        let ms = Duration::from_millis;
+        assert_eq!(format_run_duration(Duration::from_secs(30)), "30s");
+        assert_eq!(format_run_duration(Duration::from_secs(150)), "2m");
+        assert_eq!(format_run_duration(ms(250)), "250ms");
+        assert_eq!(format_run_duration(ms(1500)), "1.5s");
+        assert_eq!(format_run_duration(ms(2125)), "2.125s");
+        assert_eq!(format_run_duration(Duration::from_micros(1500)), "1.5ms");
+        assert_eq!(format_run_duration(ms(90_500)), "90.5s");
     }
 
     #[test]
