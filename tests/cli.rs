@@ -75,6 +75,10 @@ fn usage_errors_are_one_line_with_a_non_zero_exit() {
             "--seed needs --requests FILE",
         ),
         (
+            &["--seed", "1", "--requests", "r.json", "http://127.0.0.1:1/"],
+            "--seed only changes a random order; add --requests-order random",
+        ),
+        (
             &["--requests", "/nonexistent/r.json", "http://127.0.0.1:1/"],
             "cannot read --requests",
         ),

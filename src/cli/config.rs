@@ -151,6 +151,8 @@ pub enum ConfigError {
     Endpoints,
     #[error("{flag} needs --requests FILE")]
     NeedsRequests { flag: &'static str },
+    #[error("--seed only changes a random order; add --requests-order random, or drop --seed")]
+    SeedNeedsRandom,
     #[error("--interval {0:?}: intervals must be at least 10ms, e.g. --interval 1s")]
     Interval(Duration),
     #[error("--timeseries-interval {0:?}: use a positive multiple of 10ms, e.g. 250ms")]
@@ -258,6 +260,9 @@ fn replay(
         };
         return Err(ConfigError::NeedsRequests { flag });
     };
+    if args.seed.is_some() && args.requests_order != Order::Random {
+        return Err(ConfigError::SeedNeedsRandom);
+    }
     let set = RequestSet::load(path, target, headers)?;
     let hosts = set.hosts().len();
     let fewest = conns_per_thread.iter().copied().min().unwrap_or(0);
