@@ -31,7 +31,7 @@ use hdrhistogram::serialization::interval_log::{
 };
 use hdrhistogram::Histogram;
 
-use super::text::{write_results, TextReport};
+use super::text::write_latencies;
 use crate::stats::codec;
 use crate::stats::{new_histogram, Counters, IntervalStats, RunStats, HIST_HIGH_US, HIST_SIGFIG};
 
@@ -470,40 +470,19 @@ fn add_clamped(into: &mut Histogram<u64>, from: &Histogram<u64>, saturated: &mut
     }
 }
 
-/// The report of `metron merge`: which logs, then the text report's body
-/// with both latency distributions.
+/// The report of `metron merge`: which logs, then what they hold.
 pub fn write_merged(out: &mut dyn Write, paths: &[PathBuf], stats: &RunStats) -> io::Result<()> {
     let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
     let noun = if paths.len() == 1 { "log" } else { "logs" };
+    let mut text = Vec::new();
     writeln!(
-        out,
+        text,
         "Merged {} interval {noun}: {}",
         paths.len(),
         names.join(", ")
     )?;
-    let report = TextReport {
-        url: "merged logs",
-        duration: stats.window,
-        threads: 0,
-        connections: 0,
-        rate: None,
-        latency: true,
-        u_latency: true,
-        stats,
-    };
-    let mut body = Vec::new();
-    write_results(&mut body, &report)?;
-    out.write_all(without_closed_loop_note(&String::from_utf8_lossy(&body)).as_bytes())
-}
-
-/// The report without its note that latency was measured closed-loop: the
-/// note follows from `rate: None`, but merged logs may come from rate-mode
-/// runs and nothing in a log tells which.
-fn without_closed_loop_note(body: &str) -> String {
-    body.lines()
-        .filter(|l| !(l.starts_with("  Note:") && l.contains("closed loop")))
-        .map(|l| format!("{l}\n"))
-        .collect()
+    write_latencies(&mut text, stats)?;
+    out.write_all(&text)
 }
 
 #[cfg(test)]
@@ -773,8 +752,13 @@ mod tests {
         let names = format!("{}, {}", a_path.display(), b_path.display());
         assert!(report.starts_with(&format!("Merged 2 interval logs: {names}\n  Thread Stats")));
         assert_eq!(report.matches("Latency Distribution").count(), 2);
-        assert!(report.contains("  309 requests in 13.00s"), "{report}");
-        assert!(!report.contains("Note:"), "{report}");
+        assert!(report.contains("  309 requests in 13.00s\n"), "{report}");
+        assert!(report.contains("  Send lag: p50 "), "{report}");
+        // Logs carry no bytes, errors or per-thread rates: nothing is
+        // printed for them rather than zeros.
+        for absent in ["Req/Sec", " read", "Transfer/sec", "Socket errors", "Note:"] {
+            assert!(!report.contains(absent), "{absent} in {report}");
+        }
         fs::remove_file(a_path).unwrap();
         fs::remove_file(b_path).unwrap();
     }

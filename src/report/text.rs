@@ -43,6 +43,10 @@ pub struct TextReport<'a> {
     pub stats: &'a RunStats,
 }
 
+/// Title of the uncorrected latency distribution (`-U`).
+const UNCORRECTED: &str =
+    "Uncorrected Latency (measured without taking delayed starts into account)";
+
 /// Writes the whole report: the banner, the results and metron's lines.
 pub fn write_text(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
     write_banner(out, r.url, r.duration, r.threads, r.connections)?;
@@ -69,18 +73,43 @@ pub fn write_banner(
 /// Everything after the banner.
 pub fn write_results(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
     let stats = r.stats;
-    write_thread_stats(out, stats)?;
+    write_thread_stats(out, stats, true)?;
     if r.latency {
         write_distribution(out, &stats.latency, "Recorded Latency")?;
     }
     if r.u_latency {
         writeln!(out)?;
-        let title = "Uncorrected Latency (measured without taking delayed starts into account)";
-        write_distribution(out, &stats.uncorrected, title)?;
+        write_distribution(out, &stats.uncorrected, UNCORRECTED)?;
     }
     write_totals(out, stats)?;
     write_endpoints(out, &stats.endpoints)?;
     write_own_lines(out, r)
+}
+
+/// The report of latencies alone, for figures that come without a run
+/// (interval logs added up by `metron merge`): the Latency row, both
+/// distributions, the count and rate over the window, and the send lag when
+/// there is any. Logs hold no bytes, errors or per-thread rates, so none
+/// are printed, rather than printed as zeros.
+pub fn write_latencies(out: &mut impl Write, stats: &RunStats) -> io::Result<()> {
+    write_thread_stats(out, stats, false)?;
+    write_distribution(out, &stats.latency, "Recorded Latency")?;
+    writeln!(out)?;
+    write_distribution(out, &stats.uncorrected, UNCORRECTED)?;
+    let window = format_time_us(stats.window.as_micros() as f64);
+    writeln!(out, "  {} requests in {window}", stats.counters.completed)?;
+    writeln!(out, "Requests/sec: {:9.2}", stats.requests_per_sec())?;
+    if !stats.send_lag.is_empty() {
+        writeln!(out, "  {}", send_lag_line(&stats.send_lag))?;
+    }
+    if stats.counters.saturated > 0 {
+        writeln!(
+            out,
+            "  {} latencies above the histograms' range (24 h) were counted at its top",
+            stats.counters.saturated
+        )?;
+    }
+    Ok(())
 }
 
 /// One line per endpoint of a requests file: what it got and how fast.
@@ -129,14 +158,19 @@ pub fn write_replay_line(
     )
 }
 
-fn write_thread_stats(out: &mut impl Write, stats: &RunStats) -> io::Result<()> {
+/// The Thread Stats table: latency, and the threads' request rates when
+/// they were sampled (`rates`).
+fn write_thread_stats(out: &mut impl Write, stats: &RunStats, rates: bool) -> io::Result<()> {
     writeln!(
         out,
         "  Thread Stats{:>6}{:>11}{:>8}{:>12}",
         "Avg", "Stdev", "Max", "+/- Stdev"
     )?;
     write_stats_row(out, "Latency", &stats.latency, format_time_us)?;
-    write_stats_row(out, "Req/Sec", &stats.req_per_sec, format_metric)
+    if rates {
+        write_stats_row(out, "Req/Sec", &stats.req_per_sec, format_metric)?;
+    }
+    Ok(())
 }
 
 fn write_stats_row(
