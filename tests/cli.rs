@@ -191,18 +191,6 @@ fn interrupt_prints_the_report_for_what_ran() {
     );
 }
 
-fn wait_bounded(mut child: std::process::Child, limit: std::time::Duration) -> Output {
-    let start = std::time::Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            panic!("metron did not exit within {limit:?}");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    child.wait_with_output().unwrap()
-}
-
 /// -a pins each worker thread to its CPU.
 #[test]
 fn affinity_pins_worker_threads() {

@@ -113,3 +113,26 @@ fn send_lag_is_recorded_for_every_request() {
         o.stats.counters.due - o.stats.counters.never_sent
     );
 }
+
+/// Regression: at -R 1G counting the requests never sent walked each of
+/// them, seconds after the run's end, and at rates whose times stopped
+/// advancing (-R 1e30 then; now refused) or overflowed (-R 1e-11) it never
+/// ended, deaf to Ctrl-C. Both ends of the range finish with the run.
+#[test]
+fn extreme_rates_end_with_the_run() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let u = url(&srv, "/");
+    for (rate, due) in [("1G", "1000000000 due"), ("1e-11", "")] {
+        let o = metron_within(
+            &["-t2", "-c2", "-R", rate, "-d1s", &u],
+            Duration::from_secs(20),
+        );
+        let out = stdout(&o);
+        assert!(o.status.success(), "-R {rate}: {}", stderr(&o));
+        assert!(
+            out.contains("Requests/sec:") && out.contains(due),
+            "-R {rate}: {out}"
+        );
+    }
+}

@@ -122,6 +122,8 @@ pub enum ConfigError {
         "-R {0}: the rate must be above zero (omit -R to run a closed loop as fast as possible)"
     )]
     NoRate(f64),
+    #[error("-R {0:e}: above 1G requests/s the schedule's times would be less than 1 ns apart; use -R 1G or less, or omit -R for a closed loop")]
+    HugeRate(f64),
     #[error("--warmup {warmup:?} is not shorter than -d {duration:?}: nothing would be measured; shorten --warmup or lengthen -d")]
     WarmupTooLong {
         warmup: Duration,
@@ -179,6 +181,9 @@ impl Config {
         if let Some(r) = args.rate {
             if r <= 0.0 {
                 return Err(ConfigError::NoRate(r));
+            }
+            if r > crate::schedule::MAX_RATE {
+                return Err(ConfigError::HugeRate(r));
             }
         }
         if args.warmup >= args.duration {
@@ -518,6 +523,10 @@ mod tests {
                 "longer than a year",
             ),
             (&["-R0", "http://127.0.0.1/"], "rate must be above zero"),
+            (
+                &["-R", "1e30", "http://127.0.0.1/"],
+                "-R 1e30: above 1G requests/s",
+            ),
             (
                 &["-d5s", "--warmup", "5s", "http://127.0.0.1/"],
                 "shorten --warmup",

@@ -9,6 +9,10 @@
 
 use crate::clock::Nanos;
 
+/// Highest rate (requests/s): one intended time every nanosecond, the
+/// clock's resolution. Above it consecutive times would coincide.
+pub const MAX_RATE: f64 = 1e9;
+
 /// How a worker decides when to send.
 #[derive(Clone, Debug)]
 pub enum Plan {
@@ -48,8 +52,19 @@ impl Arrivals {
     /// The next intended send time.
     #[inline]
     pub fn peek(&self) -> Nanos {
-        // f64 keeps sub-nanosecond precision for runs far longer than a day.
-        self.t0 + (self.offset + self.k as f64 * self.step).round() as Nanos
+        self.at(self.k)
+    }
+
+    /// Intended time number `k`: never decreasing in `k` (exact to the
+    /// nanosecond while `k` is below 2^53), and saturating at
+    /// the end of time rather than wrapping (a rate of one request a
+    /// century puts a second thread's first time past it).
+    #[inline]
+    fn at(&self, k: u64) -> Nanos {
+        // f64 keeps sub-nanosecond precision for runs far longer than a
+        // day; the cast saturates.
+        let since_t0 = (self.offset + k as f64 * self.step).round() as Nanos;
+        self.t0.saturating_add(since_t0)
     }
 
     /// Moves past the time `peek` returned.
@@ -65,19 +80,40 @@ impl Arrivals {
 
     /// Counts the intended times from the next one up to (not including)
     /// `end` that also lie at or after `from`, without consuming them.
+    /// Exact for any rate and run length, in a few dozen steps.
     pub fn count_pending(&self, from: Nanos, end: Nanos) -> u64 {
-        let mut probe = self.clone();
-        // Skip the part before `from` arithmetically, then walk: the walk is
-        // bounded by the number of requests due in the window.
-        let mut n = 0;
-        while probe.peek() < from {
-            probe.advance();
+        let first = self.first_at_or_after(self.k, from);
+        let past = self.first_at_or_after(first, end);
+        past - first
+    }
+
+    /// The smallest `k` at or after `lo` whose time is at or after `t`: a
+    /// search that doubles its reach, then halves the gap, since times
+    /// never decrease. At most 1G times a second (one per nanosecond) and
+    /// a thread's step of at least 1 ns make 2^64 times reach past any `t`.
+    fn first_at_or_after(&self, lo: u64, t: Nanos) -> u64 {
+        if self.at(lo) >= t {
+            return lo;
         }
-        while probe.peek() < end {
-            n += 1;
-            probe.advance();
+        // Invariant: at(below) < t <= at(above).
+        let (mut below, mut reach) = (lo, 1u64);
+        let mut above = loop {
+            let probe = below.saturating_add(reach);
+            if probe == u64::MAX || self.at(probe) >= t {
+                break probe;
+            }
+            below = probe;
+            reach = reach.saturating_mul(2);
+        };
+        while above - below > 1 {
+            let mid = below + (above - below) / 2;
+            if self.at(mid) >= t {
+                above = mid;
+            } else {
+                below = mid;
+            }
         }
-        n
+        above
     }
 
     /// Number of this thread's intended times in `[from, end)`.
@@ -144,5 +180,50 @@ mod tests {
         let mut b = a.clone();
         b.advance();
         assert_eq!(b.count_pending(0, 60_000_000), 2);
+    }
+
+    /// Counting by walking every time took seconds at -R 1G and never
+    /// ended where the times stopped advancing: a run stuck at its end.
+    #[test]
+    fn counts_are_exact_at_the_extremes_of_rate() {
+        let day = 24 * 3600 * 1_000_000_000u64;
+        let year = 365 * day;
+        // The highest rate over a day: 8.6e13 times, counted at once.
+        let a = Arrivals::constant(5, MAX_RATE, 0, 1);
+        assert_eq!(a.count_in(5, 5 + day), day);
+        // Over a year the times' indices pass 2^53, where f64 places
+        // them to a few nanoseconds: the count is off by as little.
+        let n = a.count_in(5, 5 + year);
+        assert!(n.abs_diff(year) < 8, "{n}");
+        // Two threads share it: each has every other nanosecond.
+        let b = Arrivals::constant(0, MAX_RATE, 1, 2);
+        assert_eq!(b.count_in(0, 1_000_001), 500_000);
+        // A rate so low that only thread 0's first time is in the run; the
+        // others' lie past the end of time and saturate there.
+        let slow: Vec<u64> = (0..3)
+            .map(|j| Arrivals::constant(7, 1e-30, j, 3).count_in(0, year))
+            .collect();
+        assert_eq!(slow, [1, 0, 0]);
+        assert_eq!(Arrivals::constant(7, 1e-30, 2, 3).peek(), Nanos::MAX);
+    }
+
+    #[test]
+    fn counting_agrees_with_walking() {
+        for (rate, threads) in [(3.0, 1), (1000.0, 3), (7.5e6, 2), (0.7, 4)] {
+            for j in 0..threads {
+                let mut a = Arrivals::constant(11, rate, j, threads);
+                for _ in 0..5 {
+                    a.advance();
+                }
+                let (from, end) = (400_000_000, 2_300_000_000);
+                let mut walk = a.clone();
+                let mut n = 0;
+                while walk.peek() < end {
+                    n += u64::from(walk.peek() >= from);
+                    walk.advance();
+                }
+                assert_eq!(a.count_pending(from, end), n, "{rate}/s, thread {j}");
+            }
+        }
     }
 }

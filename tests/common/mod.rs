@@ -5,8 +5,10 @@
 
 #![allow(dead_code)]
 
-use std::process::{Command, Output};
+use std::io::Read;
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use clap::Parser;
 use metron::cli::config::Config;
@@ -54,12 +56,54 @@ pub fn assert_balanced(o: &Outcome) {
     assert!(c.balanced(), "accounting does not add up: {c:?}");
 }
 
-/// Runs the metron binary to completion.
+/// Runs the metron binary to completion, within a minute.
 pub fn metron(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_metron"))
+    metron_within(args, Duration::from_secs(60))
+}
+
+/// Runs the metron binary to completion; one still running after `limit`
+/// is killed and fails the test, rather than hanging the suite.
+pub fn metron_within(args: &[&str], limit: Duration) -> Output {
+    let child = Command::new(env!("CARGO_BIN_EXE_metron"))
         .args(args)
-        .output()
-        .expect("the binary runs")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    wait_bounded(child, limit)
+}
+
+/// Waits at most `limit` for `child` to exit, reading its piped output
+/// meanwhile (a full pipe would otherwise stall it); past the limit it is
+/// killed and the test fails.
+pub fn wait_bounded(mut child: Child, limit: Duration) -> Output {
+    fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    }
+    let (out, err) = (drain(child.stdout.take()), drain(child.stderr.take()));
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("the child can be waited for") {
+            break status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("metron did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    }
 }
 
 pub fn stdout(o: &Output) -> String {
