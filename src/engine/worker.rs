@@ -810,9 +810,12 @@ impl Worker {
     }
 
     /// The server ended a connection that did its job: open a new one.
+    /// Requests pipelined behind its last response (sent after a
+    /// `Connection: close` was on its way, or cut off by the close) will get
+    /// no answer on it: they are lost, as read errors.
     fn reopen(&mut self, i: usize) {
         self.stats.counters.reconnects += 1;
-        self.close(i);
+        self.lose(i, Loss::Read);
     }
 
     fn close(&mut self, i: usize) {

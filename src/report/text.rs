@@ -252,17 +252,28 @@ fn send_lag_line(lag: &Histogram<u64>) -> String {
 }
 
 /// Where every due request ended up, when any did not simply complete.
+/// Books that do not balance are always shown, and said to be wrong: that
+/// is a fault of metron's, never of the server.
 fn accounting_line(c: &Counters) -> Option<String> {
     let e = &c.errors;
     let lost = e.lost_requests();
-    if lost + c.in_flight + c.never_sent == 0 {
+    if lost + c.in_flight + c.never_sent == 0 && c.balanced() {
         return None;
     }
-    Some(format!(
-        "Accounting: {} due = {} completed + {lost} lost (read {}, write {}, timeout {}) \
-         + {} in flight + {} never sent",
-        c.due, c.completed, e.read, e.write, e.timeout, c.in_flight, c.never_sent
-    ))
+    let parts = format!(
+        "{} completed + {lost} lost (read {}, write {}, timeout {}) + {} in flight + {} never sent",
+        c.completed, e.read, e.write, e.timeout, c.in_flight, c.never_sent
+    );
+    Some(if c.balanced() {
+        format!("Accounting: {} due = {parts}", c.due)
+    } else {
+        let sum = c.completed + lost + c.in_flight + c.never_sent;
+        format!(
+            "Accounting: {} due, but {parts} make {sum}: metron lost track of {} requests (a bug in metron)",
+            c.due,
+            c.due.abs_diff(sum)
+        )
+    })
 }
 
 /// Signs, in rate mode, that the generator did not keep to its schedule,
@@ -469,6 +480,21 @@ mod tests {
         let text = render(&report(&stats, None));
         assert!(text.contains("  Socket errors: connect 1, read 0, write 0, timeout 0\n"));
         assert!(!text.contains("Accounting"));
+    }
+
+    #[test]
+    fn books_that_do_not_balance_are_shown_and_called_wrong() {
+        let mut stats = RunStats::merge(vec![ThreadStats::default()], Duration::from_secs(1));
+        stats.counters.due = 3000;
+        stats.counters.completed = 2000;
+        let text = render(&report(&stats, None));
+        assert!(
+            text.contains(
+                "  Accounting: 3000 due, but 2000 completed + 0 lost (read 0, write 0, timeout 0) \
+                 + 0 in flight + 0 never sent make 2000: metron lost track of 1000 requests"
+            ),
+            "{text}"
+        );
     }
 
     #[test]
