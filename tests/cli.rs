@@ -36,6 +36,10 @@ fn usage_errors_are_one_line_with_a_non_zero_exit() {
             "write it as 'Name: value'",
         ),
         (&["-t0", "http://127.0.0.1:1/"], "-t 0: at least one thread"),
+        (
+            &["-H", "X: a\r\nEvil: 1", "http://127.0.0.1:1/"],
+            "its value has '\\r': no line breaks",
+        ),
         (&["-d", "400d", "http://127.0.0.1:1/"], "longer than a year"),
         (
             &["--timeout", "0", "http://127.0.0.1:1/"],

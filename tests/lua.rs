@@ -347,3 +347,25 @@ fn a_missing_script_is_a_clear_error() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("/no/such/script.lua"), "{}", stderr(&o));
 }
+
+/// A script whose wrk table makes a broken request (a line break in a
+/// header value) is refused before anything is sent, with the fields to
+/// fix; it used to stop a worker thread with a bare parse error.
+#[test]
+fn a_broken_static_request_names_the_fields_to_fix() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let script = format!(
+        "{}/tests/scripts/bad_header.lua",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let o = metron(&["-t1", "-c1", "-d1s", "-s", &script, &url(&srv, "/")]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("wrk.headers") && err.contains("is not an HTTP request"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert_eq!(srv.stats().requests(), 0, "nothing was sent");
+}

@@ -11,6 +11,7 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use super::BenchArgs;
+use crate::http::request::{check_header_value, check_token};
 use crate::replay::{Order, ReplayError, RequestSet, MAX_ENDPOINTS};
 
 /// The longest run: far beyond any benchmark, far below where nanosecond
@@ -133,6 +134,8 @@ pub enum ConfigError {
     NoTimeout(Duration),
     #[error("-H '{0}': not a header; write it as 'Name: value'")]
     Header(String),
+    #[error("-H '{header}': {why}; write it as 'Name: value'")]
+    BadHeader { header: String, why: String },
     #[error("-a {cpus}: CPU {cpu} is not available to this process (it may use {available}); pick CPUs from that list")]
     Affinity {
         cpus: String,
@@ -336,14 +339,21 @@ pub fn spread(total: usize, parts: usize) -> Vec<usize> {
         .collect()
 }
 
-/// `"Name: value"` or `"Name:value"` (wrk silently drops the latter).
+/// `"Name: value"` or `"Name:value"` (wrk silently drops the latter). The
+/// name must be a token and the value free of control characters: a line
+/// break in it would put a header of its own on the wire.
 pub fn parse_header(h: &str) -> Result<(String, String), ConfigError> {
-    match h.split_once(':') {
-        Some((name, value)) if !name.trim().is_empty() && !name.contains(char::is_whitespace) => {
-            Ok((name.to_string(), value.trim().to_string()))
-        }
-        _ => Err(ConfigError::Header(h.to_string())),
-    }
+    let Some((name, value)) = h.split_once(':') else {
+        return Err(ConfigError::Header(h.to_string()));
+    };
+    let value = value.trim_matches([' ', '\t']);
+    let bad = |why: String| ConfigError::BadHeader {
+        header: h.escape_debug().to_string(),
+        why,
+    };
+    check_token(name).map_err(|why| bad(format!("its name {why}")))?;
+    check_header_value(value).map_err(bad)?;
+    Ok((name.to_string(), value.to_string()))
 }
 
 /// Parses and resolves the URL.
@@ -506,6 +516,21 @@ mod tests {
         );
         assert!(parse_header("nocolon").is_err());
         assert!(parse_header(": v").is_err());
+    }
+
+    /// Regression: a line break in a -H value went on the wire and made a
+    /// header of its own; other control characters failed mid-run.
+    #[test]
+    fn headers_that_would_break_the_request_are_refused() {
+        let err = |h: &str| parse_header(h).unwrap_err().to_string();
+        assert_eq!(
+            err("X: a\r\nEvil: 1"),
+            "-H 'X: a\\r\\nEvil: 1': its value has '\\r': no line breaks or other control \
+             characters; write it as 'Name: value'"
+        );
+        assert!(err("X: a\u{7f}b").contains("control characters"));
+        assert!(err("X Y: v").contains("its name \"X Y\" has ' '"));
+        assert_eq!(parse_header("X:\tv\t").unwrap(), ("X".into(), "v".into()));
     }
 
     /// Every impossible combination gets one line naming the fix.

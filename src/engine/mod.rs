@@ -24,7 +24,7 @@ use rustls::pki_types::ServerName;
 
 use crate::cli::config::{Config, Scheme, Target};
 use crate::clock::{self, nanos, Nanos};
-use crate::http::request::RequestError;
+use crate::http::request::{split_requests, RequestError};
 use crate::replay::Cursor;
 use crate::schedule::{Arrivals, Plan};
 use crate::script::{MainScript, ScriptError, ScriptTarget, ThreadScript};
@@ -109,6 +109,8 @@ pub enum EngineError {
     Script(#[from] ScriptError),
     #[error("request() on thread {thread} returned bytes that are not whole HTTP requests: {why}")]
     BadRequest { thread: usize, why: RequestError },
+    #[error("the request the script builds from wrk.method, wrk.path, wrk.headers and wrk.body is refused: {0}; fix those fields in the script")]
+    BadStaticRequest(RequestError),
 }
 
 /// What a finished run hands back.
@@ -183,7 +185,13 @@ pub fn run_with_progress(
         let mut script = scripts.next();
         let request = match script.as_mut() {
             // A script without request() still shapes the one static request.
-            Some(s) if s.is_static() => s.static_request()?.into_boxed_slice(),
+            Some(s) if s.is_static() => {
+                let bytes = s.static_request()?;
+                // Checked here, before anything is sent, so that the error
+                // can name the fields that made it.
+                split_requests(&bytes).map_err(EngineError::BadStaticRequest)?;
+                bytes.into_boxed_slice()
+            }
             Some(_) => Box::default(),
             None => default_request.clone(),
         };

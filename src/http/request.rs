@@ -14,6 +14,31 @@ use super::response::FieldSummary;
 /// Generous, since these requests come from the user, not from a peer.
 pub const MAX_REQUEST_HEADERS: usize = 100;
 
+/// An HTTP token (RFC 9110 §5.6.2): what methods and header names are.
+/// Says what is wrong otherwise.
+pub fn check_token(s: &str) -> Result<(), String> {
+    let ok = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if s.is_empty() {
+        return Err("empty".to_string());
+    }
+    match s.chars().find(|&c| !ok(c)) {
+        Some(c) => Err(format!("{s:?} has {c:?}, which HTTP does not allow there")),
+        None => Ok(()),
+    }
+}
+
+/// A header value as it may go on the wire (RFC 9110 §5.5): no control
+/// characters but tabs. A line break would end the header early and start
+/// another one of the value's choosing.
+pub fn check_header_value(v: &str) -> Result<(), String> {
+    match v.chars().find(|&c| c.is_ascii_control() && c != '\t') {
+        Some(c) => Err(format!(
+            "its value has {c:?}: no line breaks or other control characters"
+        )),
+        None => Ok(()),
+    }
+}
+
 /// One request inside a pipelined buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RequestMeta {
@@ -358,5 +383,18 @@ mod tests {
             split_requests(bad_chunk),
             Err(RequestError::BadChunk { index: 1 })
         );
+    }
+
+    #[test]
+    fn header_parts_are_checked_as_http_allows() {
+        assert_eq!(check_token("X-Trace_1"), Ok(()));
+        assert!(check_token("").unwrap_err().contains("empty"));
+        assert!(check_token("X Y").unwrap_err().contains("' '"));
+        assert!(check_token("X:Y").unwrap_err().contains("':'"));
+        assert_eq!(check_header_value("Bearer a.b\tc é"), Ok(()));
+        for bad in ["a\r\nEvil: 1", "a\rb", "a\nb", "a\u{7f}b", "a\0b"] {
+            let why = check_header_value(bad).unwrap_err();
+            assert!(why.contains("control characters"), "{bad:?}: {why}");
+        }
     }
 }

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use crate::cli::config::{parse_url, resolve, Target};
-use crate::http::request::{format, split_requests};
+use crate::http::request::{check_header_value, check_token, format, split_requests};
 
 pub use cursor::{Cursor, Order};
 use file::{Body, Spec};
@@ -237,12 +237,8 @@ impl<'a> Builder<'a> {
         for (name, value) in spec.headers {
             check_token(&name)
                 .map_err(|why| self.error(line, format!("header name {name:?}: {why}")))?;
-            if value.contains(['\r', '\n']) {
-                return Err(self.error(
-                    line,
-                    format!("header {name:?} has a line break in its value"),
-                ));
-            }
+            check_header_value(&value)
+                .map_err(|why| self.error(line, format!("header {name:?}: {why}")))?;
             // -H wins: a fresh token replaces a recorded one.
             if !self
                 .headers
@@ -375,27 +371,20 @@ impl<'a> Builder<'a> {
     }
 }
 
-/// An HTTP token (RFC 9110 §5.6.2): what methods and header names are.
-fn check_token(s: &str) -> Result<(), String> {
-    let ok = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
-    if s.is_empty() {
-        return Err("empty".to_string());
-    }
-    match s.chars().find(|&c| !ok(c)) {
-        Some(c) => Err(format!("{s:?} has {c:?}, which HTTP does not allow there")),
-        None => Ok(()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::cli::config::parse_target;
 
     fn load_text(text: &str, headers: &[(&str, &str)]) -> Result<RequestSet, ReplayError> {
-        let dir = std::env::temp_dir().join(format!("metron-replay-{}", std::process::id()));
+        // A directory per call: tests run in parallel, and one rewriting a
+        // shared body file while another reads it made the reader see it
+        // empty.
+        static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("metron-replay-{}-{call}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join(format!("{:x}.txt", fxhash(text)));
+        let path = dir.join("requests.txt");
         std::fs::write(&path, text).unwrap();
         std::fs::write(dir.join("body.bin"), [0u8, 1, 2, 255]).unwrap();
         let base = parse_target("http://127.0.0.1:8080/").unwrap();
@@ -404,14 +393,8 @@ mod tests {
             .map(|(n, v)| (n.to_string(), v.to_string()))
             .collect();
         let set = RequestSet::load(&path, &base, &headers);
-        let _ = std::fs::remove_file(&path);
+        let _ = std::fs::remove_dir_all(&dir);
         set
-    }
-
-    fn fxhash(s: &str) -> u64 {
-        s.bytes().fold(0xcbf29ce484222325, |h, b| {
-            (h ^ b as u64).wrapping_mul(0x100000001b3)
-        })
     }
 
     fn text(set: &RequestSet, r: u32) -> String {
@@ -495,7 +478,7 @@ mod tests {
             ("[{\"path\": \"/a b\"}]", ":1: path \"/a b\" has spaces"),
             (
                 "[{\"path\": \"/\", \"headers\": {\"X\": \"a\\r\\nY: b\"}}]",
-                ":1: header \"X\" has a line break",
+                ":1: header \"X\": its value has '\\r': no line breaks",
             ),
             (
                 "[{\"path\": \"/\", \"headers\": {\"X Y\": \"a\"}}]",
