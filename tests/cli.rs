@@ -2,7 +2,7 @@
 
 mod common;
 
-use std::process::{Command, Output};
+use std::process::Command;
 
 use common::*;
 use metron::serve::ServeConfig;

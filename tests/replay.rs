@@ -417,7 +417,7 @@ fn a_huge_file_is_refused_with_its_limit() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("is 314572800 bytes, more than the 256 MiB limit"),
+        err.contains("huge.jsonl holds more than the 256 MiB limit"),
         "{err}"
     );
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");

@@ -40,8 +40,8 @@ const _: () = assert!(MAX_BUILT_BYTES <= u32::MAX as usize);
 pub enum ReplayError {
     #[error("cannot read --requests {file}: {why}")]
     Read { file: String, why: String },
-    #[error("--requests {file} is {size} bytes, more than the {limit} MiB limit; split it or drop repeated requests (each request is replayed in a cycle anyway)")]
-    TooBig { file: String, size: u64, limit: u64 },
+    #[error("--requests {file} holds more than the {limit} MiB limit; split it or drop repeated requests (each request is replayed in a cycle anyway)")]
+    TooBig { file: String, limit: u64 },
     #[error("{file}: no requests in it; write a JSON array, JSON Lines or one URL per line")]
     Empty { file: String },
     #[error("{file}:{line}: {why}")]
@@ -97,21 +97,33 @@ impl RequestSet {
             file: file.clone(),
             why: e.to_string(),
         };
-        let size = std::fs::metadata(path).map_err(read_error)?.len();
-        if size > MAX_FILE_BYTES {
-            return Err(ReplayError::TooBig {
-                file,
-                size,
-                limit: MAX_FILE_BYTES >> 20,
-            });
-        }
-        let text = std::fs::read_to_string(path).map_err(read_error)?;
+        let too_big = || ReplayError::TooBig {
+            file: file.clone(),
+            limit: MAX_FILE_BYTES >> 20,
+        };
+        let bytes = read_at_most(path, MAX_FILE_BYTES)
+            .map_err(read_error)?
+            .ok_or_else(too_big)?;
+        let owned = String::from_utf8(bytes).map_err(|e| {
+            let at = e.utf8_error().valid_up_to();
+            let line = 1 + e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count();
+            ReplayError::Entry {
+                file: file.clone(),
+                line,
+                why: format!(
+                    "byte {} of the file is not UTF-8 text; save the file as UTF-8",
+                    at + 1
+                ),
+            }
+        })?;
+        // Some editors start UTF-8 files with a byte-order mark.
+        let text = owned.strip_prefix('\u{feff}').unwrap_or(&owned);
         let dir = path.parent().unwrap_or(Path::new("."));
         // Each request is built as soon as it is read: what is held is the
         // text and the built bytes, never a list of parsed requests.
         let mut builder = Builder::new(&file, base, headers);
-        file::parse(&text, &file, dir, |spec| builder.add(spec))?;
-        drop(text);
+        file::parse(text, &file, dir, |spec| builder.add(spec))?;
+        drop(owned);
         Ok(builder.finish())
     }
 
@@ -251,10 +263,7 @@ impl<'a> Builder<'a> {
         let body = match spec.body {
             None => None,
             Some(Body::Text(text)) => Some(text.into_bytes()),
-            Some(Body::File(p)) => Some(
-                std::fs::read(&p)
-                    .map_err(|e| self.error(line, format!("body_file {}: {e}", p.display())))?,
-            ),
+            Some(Body::File(p)) => Some(self.body_file(&p, line)?),
         };
         let authority = &self.hosts[host as usize].authority;
         let built = format(&spec.method, &path, &headers, body.as_deref(), authority);
@@ -289,6 +298,25 @@ impl<'a> Builder<'a> {
         });
         self.bytes.extend_from_slice(&built);
         Ok(())
+    }
+
+    /// A body file's bytes, read only as far as the room left under
+    /// [`MAX_BUILT_BYTES`]: a file too large, or one without end like
+    /// `/dev/zero`, is refused without being held in memory.
+    fn body_file(&self, p: &Path, line: usize) -> Result<Vec<u8>, ReplayError> {
+        let room = MAX_BUILT_BYTES.saturating_sub(self.bytes.len()) as u64;
+        let name = p.display();
+        match read_at_most(p, room) {
+            Ok(Some(body)) => Ok(body),
+            Ok(None) => Err(self.error(
+                line,
+                format!(
+                    "body_file {name}: the built requests would pass the {} MiB limit; use a smaller body",
+                    MAX_BUILT_BYTES >> 20
+                ),
+            )),
+            Err(e) => Err(self.error(line, format!("body_file {name}: {e}"))),
+        }
     }
 
     /// The id of an endpoint, new ones numbered in order of appearance.
@@ -369,6 +397,25 @@ impl<'a> Builder<'a> {
         }
         (labels, too_many)
     }
+}
+
+/// Reads the file at `path` whole if it holds at most `limit` bytes, and
+/// `None` if it holds more: a regular file is judged by its size before a
+/// byte is read, anything else (a pipe, a device) by reading one byte past
+/// the limit and no further.
+fn read_at_most(path: &Path, limit: u64) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    let meta = file.metadata()?;
+    if meta.is_dir() {
+        return Err(std::io::Error::other("a directory, not a file"));
+    }
+    if meta.is_file() && meta.len() > limit {
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+    Ok((bytes.len() as u64 <= limit).then_some(bytes))
 }
 
 #[cfg(test)]
@@ -542,6 +589,53 @@ mod tests {
         let base = parse_target("http://127.0.0.1:8080/").unwrap();
         let err = RequestSet::load(&path, &base, &[]).unwrap_err().to_string();
         let _ = std::fs::remove_file(&path);
+        assert!(err.contains("more than the 256 MiB limit"), "{err}");
+    }
+
+    #[test]
+    fn files_are_utf8_with_or_without_a_byte_order_mark() {
+        let set = load_text("\u{feff}[{\"path\": \"/a\"}]", &[]).unwrap();
+        assert_eq!(set.endpoints(), ["GET /a"]);
+        let dir = std::env::temp_dir().join(format!("metron-utf8-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("latin1.txt");
+        std::fs::write(&path, b"/a\n/caf\xe9\n").unwrap();
+        let base = parse_target("http://127.0.0.1:8080/").unwrap();
+        let err = RequestSet::load(&path, &base, &[]).unwrap_err().to_string();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(
+            err.ends_with(
+                "latin1.txt:2: byte 8 of the file is not UTF-8 text; save the file as UTF-8"
+            ),
+            "{err}"
+        );
+    }
+
+    /// Regression: a body file was read whole before its size was checked,
+    /// and a device without end (`/dev/zero`) was read until memory ran out.
+    #[test]
+    fn body_files_are_read_no_further_than_the_limit() {
+        let at = |text: &str| load_text(text, &[]).unwrap_err().to_string();
+        let err = at("[{\"path\": \"/\", \"body_file\": \"/dev/zero\"}]");
+        assert!(
+            err.contains(
+                ":1: body_file /dev/zero: the built requests would pass the 1024 MiB limit"
+            ),
+            "{err}"
+        );
+        let err = at("[{\"path\": \"/\", \"body_file\": \"/\"}]");
+        assert!(
+            err.contains("body_file /: a directory, not a file"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_endless_requests_file_is_refused_at_the_limit() {
+        let base = parse_target("http://127.0.0.1:8080/").unwrap();
+        let err = RequestSet::load(Path::new("/dev/zero"), &base, &[])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("more than the 256 MiB limit"), "{err}");
     }
 
