@@ -6,13 +6,14 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let cmd = match metron::cli::parse(std::env::args_os()) {
         Ok(cmd) => cmd,
+        // A mistake is one line; --help and --version print as they are.
+        Err(e) if e.use_stderr() => {
+            eprintln!("metron: {}", metron::cli::error_line(&e));
+            return ExitCode::from(2);
+        }
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::SUCCESS
-            };
+            return ExitCode::SUCCESS;
         }
     };
     let mut out = io::stdout().lock();

@@ -124,7 +124,7 @@ pub struct BenchArgs {
     pub u_latency: bool,
 
     /// Total requests per second over all threads (open model); fractions allowed. Without it: as fast as possible (closed loop)
-    #[arg(short = 'R', long = "rate", value_parser = parse_si_f64, value_name = "R")]
+    #[arg(short = 'R', long = "rate", value_parser = parse_si_f64, value_name = "R", allow_negative_numbers = true)]
     pub rate: Option<f64>,
 
     /// Count a request outstanding longer than this as a timeout and recycle its connection
@@ -274,6 +274,28 @@ where
         Some("report") => ReportCli::try_parse_from(rest()).map(|c| Command::Report(c.args)),
         Some("merge") => MergeCli::try_parse_from(rest()).map(|c| Command::Merge(c.args)),
         _ => BenchArgs::try_parse_from(args).map(|a| Command::Bench(Box::new(a))),
+    }
+}
+
+/// A command-line parse error as one line: clap's message with its
+/// indented continuation folded in, then the usage line when clap gives
+/// one. clap's tips are left out: they suggest `--`, which starts the
+/// script's arguments here.
+pub fn error_line(e: &clap::Error) -> String {
+    let text = e.to_string();
+    let mut message = String::new();
+    let mut usage = None;
+    for paragraph in text.split("\n\n") {
+        let folded = paragraph.split_whitespace().collect::<Vec<_>>().join(" ");
+        if let Some(u) = folded.strip_prefix("Usage: ") {
+            usage = Some(u.to_string());
+        } else if let Some(m) = folded.strip_prefix("error: ") {
+            message = m.to_string();
+        }
+    }
+    match usage {
+        Some(u) => format!("{message}; usage: {u} (--help lists every flag)"),
+        None => format!("{message} (--help lists every flag)"),
     }
 }
 
