@@ -391,6 +391,20 @@ pub fn parse_url(raw: &str) -> Result<Target, ConfigError> {
             })
         }
     };
+    let bad = |why: &str| ConfigError::Url {
+        url: raw.to_string(),
+        why: why.to_string(),
+    };
+    // Sent nowhere, so refused rather than dropped without a word (and
+    // kept out of the report, which prints the URL).
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(bad(
+            "credentials in a URL are not sent; remove them and pass -H 'Authorization: ...'",
+        ));
+    }
+    if url.port() == Some(0) {
+        return Err(bad("port 0 is not a port to connect to"));
+    }
     let default_port = if scheme == Scheme::Https { 443 } else { 80 };
     let port = url.port().unwrap_or(default_port);
     let host_part = url.host_str().unwrap_or(&host).to_string(); // keeps IPv6 brackets
@@ -504,6 +518,15 @@ mod tests {
         );
         let t = parse_target("http://localhost:81/").unwrap();
         assert!(!t.addrs.is_empty());
+    }
+
+    #[test]
+    fn urls_that_cannot_be_honoured_are_refused() {
+        let err = |u: &str| parse_url(u).unwrap_err().to_string();
+        assert!(err("http://127.0.0.1:0/").contains("port 0 is not a port"));
+        for u in ["http://user:secret@127.0.0.1/", "http://user@127.0.0.1/"] {
+            assert!(err(u).contains("credentials in a URL are not sent"), "{u}");
+        }
     }
 
     #[test]

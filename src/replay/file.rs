@@ -175,6 +175,15 @@ fn spec_of(value: Value, line: usize, file: &str, dir: &Path) -> Result<Spec, Re
         }
     };
     let name = text("name")?;
+    if let Some(name) = &name {
+        if name.trim().is_empty() || name.contains(char::is_control) {
+            return Err(at(
+                file,
+                line,
+                format!("field \"name\" is {name:?}: give the endpoint a label on one line"),
+            ));
+        }
+    }
     let headers = match object.remove("headers") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Object(map)) => headers_of(map, line, file)?,
@@ -257,6 +266,13 @@ fn parse_targets(text: &str, file: &str, dir: &Path, each: &mut Each) -> Result<
             ));
         };
         if let Some(path) = line.strip_prefix('@') {
+            if path.trim().is_empty() {
+                return Err(at(
+                    file,
+                    n + 1,
+                    "an @ line needs a file name, e.g. @body.json",
+                ));
+            }
             if spec.body.is_some() {
                 return Err(at(file, n + 1, "a second @body line for one request"));
             }
@@ -411,6 +427,15 @@ mod tests {
                 "r.json:2: expected a header (Name: value)",
             ),
             ("/a\n@one\n@two\n", "r.json:3: a second @body line"),
+            ("/a\n@ \n", "r.json:2: an @ line needs a file name"),
+            (
+                "[{\"path\": \"/a\", \"name\": \"x\\ny\"}]",
+                "r.json:1: field \"name\" is \"x\\ny\": give the endpoint a label on one line",
+            ),
+            (
+                "[{\"path\": \"/a\", \"name\": \" \"}]",
+                "r.json:1: field \"name\" is \" \"",
+            ),
         ];
         for (text, want) in cases {
             let got = parse_err(text);

@@ -239,11 +239,15 @@ impl<'a> Builder<'a> {
         }
         check_token(&spec.method).map_err(|why| self.error(line, format!("method: {why}")))?;
         let (host, path) = self.host_of(spec.target, line)?;
-        if path.contains(|c: char| c.is_whitespace() || c.is_control()) {
-            return Err(self.error(
-                line,
-                format!("path {path:?} has spaces or control characters; percent-encode them"),
-            ));
+        // A path is sent exactly as written (a `url` is parsed, and so
+        // encoded, as a URL): it must already be valid on the wire.
+        if let Some(c) = path.chars().find(|&c| !c.is_ascii_graphic() || c == '#') {
+            let fix = if c == '#' {
+                "a fragment (#...) is never sent; drop it"
+            } else {
+                "percent-encode it"
+            };
+            return Err(self.error(line, format!("path {path:?} has {c:?}; {fix}")));
         }
         let mut headers: Vec<(String, String)> = self.headers.to_vec();
         for (name, value) in spec.headers {
@@ -522,7 +526,18 @@ mod tests {
                 "[{\"method\": \"GE T\", \"path\": \"/\"}]",
                 ":1: method: \"GE T\" has ' '",
             ),
-            ("[{\"path\": \"/a b\"}]", ":1: path \"/a b\" has spaces"),
+            (
+                "[{\"path\": \"/a b\"}]",
+                ":1: path \"/a b\" has ' '; percent-encode it",
+            ),
+            (
+                "[{\"path\": \"/café\"}]",
+                ":1: path \"/café\" has 'é'; percent-encode it",
+            ),
+            (
+                "[{\"path\": \"/a?x=1#top\"}]",
+                ":1: path \"/a?x=1#top\" has '#'; a fragment (#...) is never sent",
+            ),
             (
                 "[{\"path\": \"/\", \"headers\": {\"X\": \"a\\r\\nY: b\"}}]",
                 ":1: header \"X\": its value has '\\r': no line breaks",
