@@ -57,12 +57,24 @@ pub enum Error {
     Log(#[from] report::hlog::HlogError),
     #[error("cannot read {}: {why}", path.display())]
     Input { path: PathBuf, why: String },
-    #[error("cannot write {flag} {}: {why}; check that the directory exists and is writable", path.display())]
+    #[error("cannot write {flag} {}: {why}{}", path.display(), output_hint(why))]
     Output {
         flag: &'static str,
         path: PathBuf,
         why: io::Error,
     },
+}
+
+/// The fix to suggest for a result file that cannot be written.
+fn output_hint(why: &io::Error) -> &'static str {
+    match why.kind() {
+        io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied => {
+            "; check that the directory exists and is writable"
+        }
+        io::ErrorKind::StorageFull => "; free some space or write elsewhere",
+        io::ErrorKind::IsADirectory => "; name a file, not a directory",
+        _ => "",
+    }
 }
 
 /// Runs one command, writing its report to `out`.

@@ -16,7 +16,7 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
     };
-    let mut out = io::stdout().lock();
+    let mut out = Stdout(io::stdout().lock());
     match metron::run(cmd, &mut out) {
         Ok(()) => ExitCode::SUCCESS,
         // A closed pipe (`metron ... | head`) is the reader's choice, not an error.
@@ -27,4 +27,25 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Standard output whose errors say that it was standard output that
+/// failed (a full disk, say), keeping their kind: a closed pipe stays one.
+struct Stdout<W>(W);
+
+impl<W: Write> Write for Stdout<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf).map_err(on_stdout)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush().map_err(on_stdout)
+    }
+}
+
+fn on_stdout(e: io::Error) -> io::Error {
+    io::Error::new(
+        e.kind(),
+        format!("cannot write the report to standard output: {e}"),
+    )
 }

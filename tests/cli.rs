@@ -460,3 +460,28 @@ fn a_closed_stdout_never_kills_the_process() {
         "a closed stdout is the reader's choice"
     );
 }
+
+/// A report that cannot be written (a full disk) is an error that says it
+/// was standard output, with exit status 1.
+#[test]
+fn a_full_stdout_is_named_in_the_error() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let full = std::fs::File::options()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_metron"))
+        .args(["-t1", "-c1", "-R50", "-d300ms", &url(&srv, "/")])
+        .stdout(full)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let o = wait_bounded(child, std::time::Duration::from_secs(20));
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("metron: cannot write the report to standard output: No space left"),
+        "{err}"
+    );
+}

@@ -81,3 +81,16 @@ fn insecure_mode_runs_over_tls() {
     assert_eq!(c.completed, 100, "{c:?}");
     assert_eq!(c.errors.lost_requests() + c.errors.connect, 0, "{c:?}");
 }
+
+/// https:// against a plain HTTP server: the handshake fails, and the one
+/// line says what is likely wrong.
+#[test]
+fn https_to_a_plain_server_says_to_use_http() {
+    let srv = server(metron::serve::ServeConfig::default());
+    let u = format!("https://{}/", srv.addr());
+    let err = one_line_error(&metron(&["-t1", "-c1", "-d1s", &u]));
+    assert!(
+        err.contains("TLS handshake with") && err.contains("wants http://"),
+        "{err}"
+    );
+}

@@ -82,7 +82,7 @@ pub enum EngineError {
     Connect { addr: SocketAddr, why: io::Error },
     #[error("the TLS certificate of {host} was rejected: {why}; pass -k/--insecure to skip verification")]
     Certificate { host: String, why: io::Error },
-    #[error("TLS handshake with {addr} failed: {why}")]
+    #[error("TLS handshake with {addr} failed: {why}; does the server speak TLS on that port? (a plain HTTP server wants http://)")]
     Tls { addr: SocketAddr, why: io::Error },
     #[error("'{0}' is not a valid TLS server name")]
     ServerName(String),

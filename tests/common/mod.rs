@@ -106,6 +106,15 @@ pub fn wait_bounded(mut child: Child, limit: Duration) -> Output {
     }
 }
 
+/// The error of a run that must fail with exit status 1 and one line on
+/// stderr; returns that line.
+pub fn one_line_error(o: &Output) -> String {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    err
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
