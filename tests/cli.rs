@@ -194,36 +194,39 @@ fn a_run_prints_the_wrk2_report() {
     assert!(!out.contains("nan"), "{out}");
 }
 
-/// Ctrl-C ends the run early and the report covers what ran.
+/// Ctrl-C (SIGINT) and SIGTERM end the run early, and the report covers
+/// what ran.
 #[test]
 fn interrupt_prints_the_report_for_what_ran() {
     let _g = serial();
     let srv = server(ServeConfig::default());
-    let child = Command::new(env!("CARGO_BIN_EXE_metron"))
-        .args(["-t1", "-c2", "-R100", "-d30s", &url(&srv, "/")])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    // SAFETY: signalling our own child process.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
-    let o = wait_bounded(child, std::time::Duration::from_secs(5));
-    assert!(o.status.success(), "{}", stderr(&o));
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("Requests/sec:"), "{out}");
-    let completed: u64 = out
-        .lines()
-        .find_map(|l| {
-            l.trim()
-                .strip_suffix(" read")
-                .and_then(|l| l.split(' ').next()?.parse().ok())
-        })
-        .expect("a requests line");
-    assert!(
-        (100..=250).contains(&completed),
-        "{completed} requests in ~1.5 s at 100/s:\n{out}"
-    );
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let child = Command::new(env!("CARGO_BIN_EXE_metron"))
+            .args(["-t1", "-c2", "-R100", "-d30s", &url(&srv, "/")])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        // SAFETY: signalling our own child process.
+        unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+        let o = wait_bounded(child, std::time::Duration::from_secs(5));
+        assert!(o.status.success(), "signal {signal}: {}", stderr(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.contains("Requests/sec:"), "signal {signal}: {out}");
+        let completed: u64 = out
+            .lines()
+            .find_map(|l| {
+                l.trim()
+                    .strip_suffix(" read")
+                    .and_then(|l| l.split(' ').next()?.parse().ok())
+            })
+            .expect("a requests line");
+        assert!(
+            (100..=250).contains(&completed),
+            "signal {signal}: {completed} requests in ~1.5 s at 100/s:\n{out}"
+        );
+    }
 }
 
 /// -a pins each worker thread to its CPU.
