@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use crate::cli::config::{parse_url, resolve, Target};
-use crate::http::request::{check_header_value, check_token, format, split_requests};
+use crate::http::request::{check_header_value, check_token, format, split_requests, RequestMeta};
 
 pub use cursor::{Cursor, Order};
 use file::{Body, Spec};
@@ -239,31 +239,8 @@ impl<'a> Builder<'a> {
         }
         check_token(&spec.method).map_err(|why| self.error(line, format!("method: {why}")))?;
         let (host, path) = self.host_of(spec.target, line)?;
-        // A path is sent exactly as written (a `url` is parsed, and so
-        // encoded, as a URL): it must already be valid on the wire.
-        if let Some(c) = path.chars().find(|&c| !c.is_ascii_graphic() || c == '#') {
-            let fix = if c == '#' {
-                "a fragment (#...) is never sent; drop it"
-            } else {
-                "percent-encode it"
-            };
-            return Err(self.error(line, format!("path {path:?} has {c:?}; {fix}")));
-        }
-        let mut headers: Vec<(String, String)> = self.headers.to_vec();
-        for (name, value) in spec.headers {
-            check_token(&name)
-                .map_err(|why| self.error(line, format!("header name {name:?}: {why}")))?;
-            check_header_value(&value)
-                .map_err(|why| self.error(line, format!("header {name:?}: {why}")))?;
-            // -H wins: a fresh token replaces a recorded one.
-            if !self
-                .headers
-                .iter()
-                .any(|(h, _)| h.eq_ignore_ascii_case(&name))
-            {
-                headers.push((name, value));
-            }
-        }
+        check_path(&path).map_err(|why| self.error(line, why))?;
+        let headers = self.headers_with(spec.headers, line)?;
         let body = match spec.body {
             None => None,
             Some(Body::Text(text)) => Some(text.into_bytes()),
@@ -271,13 +248,7 @@ impl<'a> Builder<'a> {
         };
         let authority = &self.hosts[host as usize].authority;
         let built = format(&spec.method, &path, &headers, body.as_deref(), authority);
-        let meta = match split_requests(&built).as_deref() {
-            Ok([one]) if one.len == built.len() => *one,
-            Ok(_) => {
-                return Err(self.error(line, "the headers frame the body as more than one request"))
-            }
-            Err(e) => return Err(self.error(line, e.to_string())),
-        };
+        let meta = self.framing(&built, line)?;
         if self.bytes.len() + built.len() > MAX_BUILT_BYTES {
             return Err(ReplayError::TooMuch {
                 file: self.file.to_string(),
@@ -302,6 +273,46 @@ impl<'a> Builder<'a> {
         });
         self.bytes.extend_from_slice(&built);
         Ok(())
+    }
+
+    /// The `-H` headers, then the request's own (checked) except those
+    /// that `-H` replaces: a fresh token beats a recorded one.
+    fn headers_with(
+        &self,
+        own: Vec<(String, String)>,
+        line: usize,
+    ) -> Result<Vec<(String, String)>, ReplayError> {
+        let mut headers = self.headers.to_vec();
+        for (name, value) in own {
+            check_token(&name)
+                .map_err(|why| self.error(line, format!("header name {name:?}: {why}")))?;
+            check_header_value(&value)
+                .map_err(|why| self.error(line, format!("header {name:?}: {why}")))?;
+            let replaced = self
+                .headers
+                .iter()
+                .any(|(h, _)| h.eq_ignore_ascii_case(&name));
+            if !replaced {
+                headers.push((name, value));
+            }
+        }
+        Ok(headers)
+    }
+
+    /// Checks that `built` is exactly one request. metron frames bodies
+    /// itself, so only a Content-Length or Transfer-Encoding given in the
+    /// file can make it anything else.
+    fn framing(&self, built: &[u8], line: usize) -> Result<RequestMeta, ReplayError> {
+        let fix = "the file's Content-Length or Transfer-Encoding header disagrees with the \
+                   body; drop it and metron frames the body itself";
+        match split_requests(built).as_deref() {
+            Ok([one]) if one.len == built.len() => Ok(*one),
+            Ok(_) => Err(self.error(
+                line,
+                format!("the body reads as more than one request: {fix}"),
+            )),
+            Err(e) => Err(self.error(line, format!("{e}: {fix}"))),
+        }
     }
 
     /// A body file's bytes, read only as far as the room left under
@@ -400,6 +411,18 @@ impl<'a> Builder<'a> {
             }
         }
         (labels, too_many)
+    }
+}
+
+/// A path is sent exactly as written (a `url` is parsed, and so encoded,
+/// as a URL), so it must already be valid on the wire.
+fn check_path(path: &str) -> Result<(), String> {
+    match path.chars().find(|&c| !c.is_ascii_graphic() || c == '#') {
+        None => Ok(()),
+        Some('#') => Err(format!(
+            "path {path:?} has '#'; a fragment (#...) is never sent; drop it"
+        )),
+        Some(c) => Err(format!("path {path:?} has {c:?}; percent-encode it")),
     }
 }
 
@@ -557,7 +580,7 @@ mod tests {
             ),
             (
                 "[{\"path\": \"/\", \"headers\": {\"Content-Length\": \"9\"}, \"body\": \"x\"}]",
-                ":1: request 1 is incomplete",
+                ":1: request 1 is incomplete: expected 8 more body bytes: the file's Content-Length",
             ),
         ];
         for (text, want) in cases {
