@@ -193,9 +193,20 @@ fn interval(doc: &Document) -> f64 {
     }
 }
 
+/// How long an interval lasted: the interval length, less for a last one
+/// that the window's end cut short.
+fn span(doc: &Document, p: &SeriesPoint) -> f64 {
+    let left = doc.window_s - p.t;
+    if left > 0.0 {
+        interval(doc).min(left)
+    } else {
+        interval(doc)
+    }
+}
+
 /// The middle of an interval, where its figures are drawn.
 fn middle(doc: &Document, p: &SeriesPoint) -> f64 {
-    p.t + interval(doc) / 2.0
+    p.t + span(doc, p) / 2.0
 }
 
 /// A latency figure per interval, with gaps at intervals that completed
@@ -254,12 +265,11 @@ pub fn latency_over_time(doc: &Document) -> Chart {
 
 /// A per-second rate per interval, as one unbroken run.
 fn rate_run(doc: &Document, name: &str, pick: Pick) -> Vec<Point> {
-    let step = interval(doc);
     doc.series
         .points
         .iter()
         .map(|p| {
-            let y = pick(p) as f64 / step;
+            let y = pick(p) as f64 / span(doc, p);
             let tip = format!("{} s: {} {name}/s", trim(p.t, 3), real(y));
             Point {
                 x: middle(doc, p),

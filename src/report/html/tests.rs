@@ -354,3 +354,21 @@ fn write_sample_pages() {
         std::fs::write(dir.join(format!("{name}.html")), render(&doc)).expect("writable directory");
     }
 }
+
+/// A last interval that the window's end cut short: its rate is over the
+/// time it lasted, not the whole interval length, so the curve does not dip
+/// at the end of a run that is not a whole number of intervals.
+#[test]
+fn a_last_interval_cut_short_shows_its_true_rate() {
+    let mut doc = sample();
+    let step = doc.series.interval_s;
+    let (t, completed) = {
+        let last = doc.series.points.last().unwrap();
+        (last.t, last.completed)
+    };
+    doc.window_s = t + step / 2.0;
+    let chart = charts::throughput_over_time(&doc);
+    let end = chart.series[0].runs[0].last().unwrap();
+    assert_eq!(end.y, completed as f64 / (step / 2.0));
+    assert_eq!(end.x, t + step / 4.0);
+}
