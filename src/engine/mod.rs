@@ -109,7 +109,7 @@ pub enum EngineError {
     Script(#[from] ScriptError),
     #[error("request() on thread {thread} returned bytes that are not whole HTTP requests: {why}")]
     BadRequest { thread: usize, why: RequestError },
-    #[error("the request the script builds from wrk.method, wrk.path, wrk.headers and wrk.body is refused: {0}; fix those fields in the script")]
+    #[error("the request built from the URL, -H and a script's wrk.method, wrk.path, wrk.headers and wrk.body is refused: {0}; fix those fields")]
     BadStaticRequest(RequestError),
 }
 
@@ -171,6 +171,7 @@ pub fn run_with_progress(
         &cfg.target.authority,
     )
     .into_boxed_slice();
+    let default_heads = static_heads(&default_request)?;
     let endpoints = cfg
         .replay
         .as_ref()
@@ -183,17 +184,15 @@ pub fn run_with_progress(
     let mut scripts = scripts.into_iter();
     for j in 0..cfg.threads {
         let mut script = scripts.next();
-        let request = match script.as_mut() {
+        let (request, static_heads) = match script.as_mut() {
             // A script without request() still shapes the one static request.
             Some(s) if s.is_static() => {
-                let bytes = s.static_request()?;
-                // Checked here, before anything is sent, so that the error
-                // can name the fields that made it.
-                split_requests(&bytes).map_err(EngineError::BadStaticRequest)?;
-                bytes.into_boxed_slice()
+                let bytes = s.static_request()?.into_boxed_slice();
+                let heads = static_heads(&bytes)?;
+                (bytes, heads)
             }
-            Some(_) => Box::default(),
-            None => default_request.clone(),
+            Some(_) => (Box::default(), Box::default()),
+            None => (default_request.clone(), default_heads.clone()),
         };
         let mut peers = peers.clone();
         // setup() may have moved this thread to another address.
@@ -207,6 +206,7 @@ pub fn run_with_progress(
             connections: cfg.conns_per_thread[j],
             peers,
             request,
+            static_heads,
             script,
             replay: cfg
                 .replay
@@ -401,6 +401,14 @@ fn tls_setup(target: &Target, insecure: bool) -> Result<Option<TlsSetup>, Engine
         config: client_config(insecure),
         name,
     }))
+}
+
+/// Whether each request of a static batch is a HEAD request. The batch is
+/// split here, once, before anything is sent, so that a broken one is an
+/// error naming the fields that made it.
+fn static_heads(bytes: &[u8]) -> Result<Box<[bool]>, EngineError> {
+    let requests = split_requests(bytes).map_err(EngineError::BadStaticRequest)?;
+    Ok(requests.iter().map(|r| r.head).collect())
 }
 
 /// Finds the first address that accepts a connection (and a TLS handshake),

@@ -57,6 +57,9 @@ pub struct WorkerSetup {
     /// The request bytes, built once (unused when a script or a requests
     /// file gives each).
     pub request: Box<[u8]>,
+    /// Whether each request of `request` is a HEAD request (checked to be
+    /// whole requests when it was built).
+    pub static_heads: Box<[bool]>,
     /// This thread's script state, if a script was given.
     pub script: Option<ThreadScript>,
     /// This thread's place in the requests file, with `--requests`.
@@ -177,15 +180,6 @@ impl Worker {
             .as_ref()
             .is_some_and(ThreadScript::has_response);
         let dynamic = setup.script.as_ref().is_some_and(|s| !s.is_static());
-        let static_heads: Box<[bool]> = if dynamic {
-            Box::default()
-        } else {
-            split_requests(&setup.request)
-                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?
-                .iter()
-                .map(|r| r.head)
-                .collect()
-        };
         let hosts = setup.peers.len();
         let conns = (0..setup.connections)
             .map(|c| Conn::new(setup.max_head, capture, c % hosts))
@@ -204,7 +198,7 @@ impl Worker {
             resting: BinaryHeap::with_capacity(setup.connections),
             peers: setup.peers,
             request: setup.request,
-            static_heads,
+            static_heads: setup.static_heads,
             script: setup.script,
             dynamic,
             replay: setup.replay,
