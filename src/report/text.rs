@@ -267,7 +267,7 @@ fn accounting_line(c: &Counters) -> Option<String> {
     Some(if c.balanced() {
         format!("Accounting: {} due = {parts}", c.due)
     } else {
-        let sum = c.completed + lost + c.in_flight + c.never_sent;
+        let sum = c.accounted();
         format!(
             "Accounting: {} due, but {parts} make {sum}: metron lost track of {} requests (a bug in metron)",
             c.due,

@@ -55,14 +55,14 @@ impl Arrivals {
         self.at(self.k)
     }
 
-    /// Intended time number `k`: never decreasing in `k` (exact to the
-    /// nanosecond while `k` is below 2^53), and saturating at
-    /// the end of time rather than wrapping (a rate of one request a
-    /// century puts a second thread's first time past it).
+    /// Intended time number `k`: never decreasing in `k`, exact to the
+    /// nanosecond within the first 2^53 ns (104 days) of the run, and
+    /// saturating at the end of time rather than wrapping (a rate of one
+    /// request a century puts a second thread's first time past it).
     #[inline]
     fn at(&self, k: u64) -> Nanos {
-        // f64 keeps sub-nanosecond precision for runs far longer than a
-        // day; the cast saturates.
+        // f64 holds every whole nanosecond up to 2^53 exactly, and keeps
+        // fractional steps from drifting; the cast saturates.
         let since_t0 = (self.offset + k as f64 * self.step).round() as Nanos;
         self.t0.saturating_add(since_t0)
     }

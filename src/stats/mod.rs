@@ -118,7 +118,13 @@ impl Counters {
 
     /// True when every due request is accounted for exactly once.
     pub fn balanced(&self) -> bool {
-        self.due == self.completed + self.errors.lost_requests() + self.in_flight + self.never_sent
+        self.due == self.accounted()
+    }
+
+    /// The requests placed in a bucket: completed, lost, in flight at the
+    /// end, never sent. Equal to `due` when the books balance.
+    pub fn accounted(&self) -> u64 {
+        self.completed + self.errors.lost_requests() + self.in_flight + self.never_sent
     }
 }
 
