@@ -162,6 +162,8 @@ pub enum ConfigError {
     Interval(Duration),
     #[error("--timeseries-interval {0:?}: use a positive multiple of 10ms, e.g. 250ms")]
     SeriesInterval(Duration),
+    #[error("{0:?} after the URL would go to a script's init(args), but there is no script; add -s FILE, or drop the extra words")]
+    ArgsWithoutScript(String),
 }
 
 impl Config {
@@ -197,6 +199,9 @@ impl Config {
         }
         if args.timeout.is_zero() {
             return Err(ConfigError::NoTimeout(args.timeout));
+        }
+        if let (None, Some(word)) = (&args.script, args.script_args.first()) {
+            return Err(ConfigError::ArgsWithoutScript(word.clone()));
         }
         let headers: Vec<(String, String)> = args
             .headers
@@ -596,6 +601,14 @@ mod tests {
             (
                 &["--timeseries-interval", "15ms", "http://127.0.0.1/"],
                 "multiple of 10ms",
+            ),
+            (
+                &["http://127.0.0.1/", "requests.json"],
+                "\"requests.json\" after the URL would go to a script's init(args), but there is no script; add -s FILE",
+            ),
+            (
+                &["http://127.0.0.1/", "--", "a"],
+                "\"a\" after the URL would go to a script",
             ),
             (&["ftp://127.0.0.1/"], "unsupported scheme 'ftp'"),
             (&["127.0.0.1:80"], "invalid URL '127.0.0.1:80': no scheme"),

@@ -83,9 +83,10 @@ Subcommands:
   metron merge LOG...      one latency report from several --hlog interval logs
 
 Numbers accept SI suffixes (-c 1k, -R 2.5k); durations accept us, ms, s, m, h (-d 2m).
-Arguments after -- are passed to the script's init(args).";
+Words after the URL go to the script's init(args) as args[1], args[2], ...
+(flags may still follow them; everything after -- goes to the script too).";
 
-/// Load-test a URL: `metron [OPTIONS] <URL> [-- SCRIPT ARGS]`.
+/// Load-test a URL: `metron [OPTIONS] <URL> [SCRIPT ARGS...]`.
 #[derive(Parser, Debug, Clone)]
 #[command(
     name = "metron",
@@ -212,8 +213,9 @@ pub struct BenchArgs {
     #[arg(value_name = "URL")]
     pub url: String,
 
-    /// Arguments passed to the script's init(args)
-    #[arg(last = true, value_name = "SCRIPT ARGS")]
+    /// Arguments passed to the script's init(args): every plain word after
+    /// the URL, as with wrk, and every word after --
+    #[arg(value_name = "SCRIPT ARGS")]
     pub script_args: Vec<String>,
 }
 
@@ -383,6 +385,40 @@ mod tests {
         let a = bench(&["-s", "x.lua", "http://h/", "--", "a", "-b"]).unwrap();
         assert_eq!(a.script, Some(PathBuf::from("x.lua")));
         assert_eq!(a.script_args, vec!["a", "-b"]);
+    }
+
+    /// wrk parses with getopt: the first plain word is the URL, later ones
+    /// go to the script, and flags may come between them.
+    #[test]
+    fn script_arguments_follow_the_url_as_in_wrk() {
+        let a = bench(&[
+            "-t2",
+            "-c10",
+            "-d30s",
+            "-L",
+            "-s",
+            "x.lua",
+            "https://h",
+            "requests.json",
+            "TOKEN",
+        ])
+        .unwrap();
+        assert_eq!(a.url, "https://h");
+        assert_eq!(a.script_args, vec!["requests.json", "TOKEN"]);
+        let a = bench(&[
+            "-s",
+            "m.lua",
+            "http://a/x",
+            "http://b/y",
+            "-d1s",
+            "http://c/z",
+        ])
+        .unwrap();
+        assert_eq!(a.url, "http://a/x");
+        assert_eq!(a.script_args, vec!["http://b/y", "http://c/z"]);
+        assert_eq!(a.duration, Duration::from_secs(1));
+        let a = bench(&["-s", "x.lua", "http://h/", "one", "--", "-two", "--three"]).unwrap();
+        assert_eq!(a.script_args, vec!["one", "-two", "--three"]);
     }
 
     #[test]

@@ -838,7 +838,10 @@ impl Worker {
     fn open(&mut self, i: usize, now: Nanos) {
         let conn = &mut self.conns[i];
         let peer = &self.peers[conn.host];
-        let registered = conn.open(peer.addr, peer.tls.as_ref(), now).and_then(|()| {
+        // As in wrk, a script may move its thread (`wrk.thread.addr = ...`)
+        // at any time; every connection opened after that goes there.
+        let addr = self.script.as_ref().map_or(peer.addr, |s| s.addr());
+        let registered = conn.open(addr, peer.tls.as_ref(), now).and_then(|()| {
             let sock = conn.transport.as_mut().expect("just opened").socket();
             self.poll
                 .registry()
