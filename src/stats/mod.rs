@@ -2,7 +2,7 @@
 //!
 //! A worker owns one [`ThreadStats`] and records into it without locks or
 //! allocation; after the workers join, [`RunStats::merge`] adds them up.
-//! Every figure here covers the same measured window (see DESIGN.md §1):
+//! Every figure here covers the same measured window (docs/MEASUREMENT.md, §4):
 //! a request belongs to the window when its intended send time does.
 
 pub mod codec;
