@@ -150,12 +150,15 @@ pub fn bench(args: &BenchArgs, out: &mut dyn Write) -> Result<Outcome, Error> {
 /// Runs a load test from a ready configuration (what tests and `demo` use).
 pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Result<Outcome, Error> {
     let o = &cfg.outputs;
+    // A script's output and ours share stdout: one stream, in call order.
+    script::stdout::line_buffered();
+    let mut out = script::stdout::AfterScripts(out);
     // With `--json -` stdout carries the document and nothing else.
     let mut stderr = io::stderr();
     let text: &mut dyn Write = if o.json_on_stdout() {
         &mut stderr
     } else {
-        &mut *out
+        &mut out
     };
     check_outputs(cfg)?;
     let connections = cfg.connections();
@@ -174,6 +177,7 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
     if o.thread_timeseries {
         report::series::write_thread_header(text)?;
     }
+    // Flushed before setup() and init() can print.
     text.flush()?;
     let outcome = run_live(cfg, stop, text)?;
     let view = report::TextReport {
@@ -189,7 +193,7 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
     report::text::write_results(&mut &mut *text, &view)?;
     write_extras(text, cfg, &outcome)?;
     text.flush()?;
-    write_files(out, cfg, &outcome)?;
+    write_files(&mut out, cfg, &outcome)?;
     // A script error ends the run early; what ran is reported above.
     if let Some(e) = outcome.failure {
         return Err(e.into());

@@ -380,6 +380,7 @@ fn load_scripts(
         authority: t.authority.clone(),
         url: cfg.url.clone(),
         headers: cfg.headers.clone(),
+        print_to_stderr: cfg.outputs.json_on_stdout(),
     };
     let mut main = MainScript::load(path, target)?;
     let threads = (0..cfg.threads)
