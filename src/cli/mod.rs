@@ -185,19 +185,19 @@ pub struct BenchArgs {
     #[arg(long = "interval", default_value = "1s", value_parser = parse_duration, value_name = "T")]
     pub interval: Duration,
 
-    /// Print the latency histogram raw: 1 us bins up to the last non-empty one
+    /// After the report: the corrected latency histogram, one count per 1 us from 0 to the last non-empty bin
     #[arg(long = "histogram")]
     pub histogram: bool,
 
-    /// Print completed requests per interval, all threads together
+    /// After the report: completed requests per interval, all threads together, one count a line
     #[arg(long = "timeseries")]
     pub timeseries: bool,
 
-    /// Print completed requests per interval and thread
+    /// During the run: completed requests per interval and thread, as each interval ends (THREAD | EPOCH | REQUESTS)
     #[arg(long = "thread-timeseries")]
     pub thread_timeseries: bool,
 
-    /// Interval of --timeseries and --thread-timeseries (a multiple of 10ms)
+    /// Interval of --timeseries and --thread-timeseries (a multiple of 10ms; printed in ms)
     #[arg(long = "timeseries-interval", default_value = "250ms", value_parser = parse_duration, value_name = "T")]
     pub timeseries_interval: Duration,
 

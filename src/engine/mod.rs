@@ -131,22 +131,38 @@ pub struct Outcome {
 
 /// Runs the load test described by `cfg`.
 pub fn run(cfg: &Config, stop: &Arc<Stop>) -> Result<Outcome, EngineError> {
-    run_with_progress(cfg, stop, None)
+    run_watched(cfg, stop, None)
 }
 
-/// Called about once a second while the run is on, with the totals so far
-/// and the time since the start.
-pub type OnTick<'a> = &'a mut dyn FnMut(progress::Totals, Duration);
+/// What the main thread is told while it waits for the workers.
+pub trait Watch {
+    /// Whether [`Watch::tick`] is wanted.
+    fn ticks(&self) -> bool;
+    /// About once a second: the totals so far and the time since the start.
+    fn tick(&mut self, totals: progress::Totals, at: Duration);
+    /// The interval length of per-thread rows, if they are wanted.
+    fn rows_every(&self) -> Option<Duration>;
+    /// Rows of intervals that have closed, by interval then thread, each
+    /// once: a few times a second during the run, and the rest (the last
+    /// interval, cut short, included) as it ends.
+    fn rows(&mut self, rows: &[progress::Row]);
+}
 
-/// [`run`], calling `on_tick` while it waits for the workers.
-pub fn run_with_progress(
+/// How often the main thread looks at the board when rows are wanted: as
+/// often as the workers publish.
+const ROWS_POLL: Duration = Duration::from_nanos(progress::PUBLISH_EVERY);
+const TICK_EVERY: Duration = Duration::from_secs(1);
+
+/// [`run`], telling `watch` how it goes while it waits for the workers.
+pub fn run_watched(
     cfg: &Config,
     stop: &Arc<Stop>,
-    mut on_tick: Option<OnTick>,
+    mut watch: Option<&mut dyn Watch>,
 ) -> Result<Outcome, EngineError> {
-    let board = on_tick
+    let rows_every = watch.as_ref().and_then(|w| w.rows_every());
+    let board = watch
         .is_some()
-        .then(|| Arc::new(progress::Board::new(cfg.threads)));
+        .then(|| Arc::new(progress::Board::new(cfg.threads, rows_every)));
     // Each worker holds a sender; when all have exited the channel closes.
     let (done_tx, done_rx) = mpsc::channel::<()>();
     let connections = cfg.connections();
@@ -266,6 +282,9 @@ pub fn run_with_progress(
         measure_from: t0 + nanos(cfg.warmup),
         end: t0 + nanos(cfg.duration),
     };
+    if let Some(board) = &board {
+        board.start(window.measure_from, window.end);
+    }
     for (j, start) in starts.iter().enumerate() {
         let plan = match cfg.rate {
             Some(rate) => Plan::Paced(Arrivals::constant(t0, rate, j, cfg.threads)),
@@ -274,12 +293,8 @@ pub fn run_with_progress(
         let _ = start.send(failed.is_none().then_some((plan, window)));
     }
 
-    if let (Some(tick), Some(board)) = (on_tick.as_mut(), board.as_ref()) {
-        while let Err(mpsc::RecvTimeoutError::Timeout) =
-            done_rx.recv_timeout(Duration::from_secs(1))
-        {
-            tick(board.totals(), Duration::from_nanos(clock::now() - t0));
-        }
+    if let (Some(watch), Some(board)) = (watch.as_deref_mut(), board.as_ref()) {
+        follow(watch, board, &done_rx, t0);
     }
     let mut threads = Vec::with_capacity(cfg.threads);
     let mut failure = None;
@@ -301,6 +316,12 @@ pub fn run_with_progress(
         .stopped_at()
         .map_or(window.end, |at| at.min(window.end));
     let measured = Duration::from_nanos(stopped_at.saturating_sub(window.measure_from));
+    if let (Some(watch), Some(board)) = (watch, board.as_ref()) {
+        let rest = board.finish(&threads, measured);
+        if !rest.is_empty() {
+            watch.rows(&rest);
+        }
+    }
     let mut stats = RunStats::merge(threads, measured);
     if endpoints > 0 {
         if let Some(r) = &cfg.replay {
@@ -315,6 +336,27 @@ pub fn run_with_progress(
         script: main_script,
         failure,
     })
+}
+
+/// Tells `watch` what the workers publish until they have all exited.
+fn follow(watch: &mut dyn Watch, board: &progress::Board, done: &mpsc::Receiver<()>, t0: Nanos) {
+    let poll = match watch.rows_every() {
+        Some(_) => ROWS_POLL,
+        None => TICK_EVERY,
+    };
+    let mut next_tick = t0 + nanos(TICK_EVERY);
+    while let Err(mpsc::RecvTimeoutError::Timeout) = done.recv_timeout(poll) {
+        let rows = board.take_rows();
+        if !rows.is_empty() {
+            watch.rows(&rows);
+        }
+        let now = clock::now();
+        if watch.ticks() && now >= next_tick {
+            watch.tick(board.totals(), Duration::from_nanos(now - t0));
+            // On the second, as far as the polls allow.
+            next_tick = (next_tick + nanos(TICK_EVERY)).max(now);
+        }
+    }
 }
 
 /// Loads the script into the main state and one state per thread (each
@@ -338,6 +380,7 @@ fn load_scripts(
         authority: t.authority.clone(),
         url: cfg.url.clone(),
         headers: cfg.headers.clone(),
+        print_to_stderr: cfg.outputs.json_on_stdout(),
     };
     let mut main = MainScript::load(path, target)?;
     let threads = (0..cfg.threads)
