@@ -6,6 +6,7 @@
 //! A flag's tests sit next to the flag, at the bottom of this file.
 
 pub mod config;
+pub mod pem;
 pub mod units;
 
 use std::ffi::OsString;
@@ -22,7 +23,7 @@ pub enum Command {
     /// Load-test a URL (the default, as with wrk).
     Bench(Box<BenchArgs>),
     /// Run the built-in target server.
-    Serve(crate::serve::ServeArgs),
+    Serve(Box<crate::serve::ServeArgs>),
     /// Run a short rate-mode test against the built-in target with a stall.
     Demo(DemoArgs),
     /// Re-render the reports of a saved JSON document.
@@ -169,6 +170,18 @@ pub struct BenchArgs {
     #[arg(short = 'k', long = "insecure")]
     pub insecure: bool,
 
+    /// Trust the certificate authorities in this PEM file instead of the system's store
+    #[arg(long = "cacert", value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+
+    /// Client certificate for servers that require one (PEM: the certificate, then any intermediates); needs --key
+    #[arg(long = "cert", value_name = "FILE")]
+    pub cert: Option<PathBuf>,
+
+    /// Private key of --cert (PEM: PKCS#8, RSA or SEC1)
+    #[arg(long = "key", value_name = "FILE")]
+    pub key: Option<PathBuf>,
+
     /// Write the results as one JSON document to FILE ("-": stdout, and the text report goes to stderr)
     #[arg(long = "json", value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -271,7 +284,7 @@ where
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
     let rest = || args.iter().skip(1).cloned();
     match args.get(1).and_then(|a| a.to_str()) {
-        Some("serve") => ServeCli::try_parse_from(rest()).map(|c| Command::Serve(c.args)),
+        Some("serve") => ServeCli::try_parse_from(rest()).map(|c| Command::Serve(Box::new(c.args))),
         Some("demo") => DemoCli::try_parse_from(rest()).map(|c| Command::Demo(c.args)),
         Some("report") => ReportCli::try_parse_from(rest()).map(|c| Command::Report(c.args)),
         Some("merge") => MergeCli::try_parse_from(rest()).map(|c| Command::Merge(c.args)),

@@ -22,7 +22,7 @@ use std::time::Duration;
 use mio::Waker;
 use rustls::pki_types::ServerName;
 
-use crate::cli::config::{Config, Scheme, Target};
+use crate::cli::config::{Config, Scheme, Target, TlsOptions, Trust};
 use crate::clock::{self, nanos, Nanos};
 use crate::http::request::{split_requests, RequestError};
 use crate::replay::Cursor;
@@ -30,7 +30,10 @@ use crate::schedule::{Arrivals, Plan};
 use crate::script::{MainScript, ScriptError, ScriptTarget, ThreadScript};
 use crate::stats::{RunStats, ThreadStats};
 
-use transport::{client_config, is_certificate_error, TlsSetup};
+use transport::{
+    client_config, is_certificate_error, noting_certificate_requests, rustls_error, ClientTls,
+    TlsSetup,
+};
 use worker::{Peer, Window, Worker, WorkerSetup};
 
 /// Ends a run early (Ctrl-C, a script's request): wakes every worker.
@@ -80,8 +83,22 @@ impl Stop {
 pub enum EngineError {
     #[error("cannot connect to {addr}: {why}; is the server running? check the host and port in the URL")]
     Connect { addr: SocketAddr, why: io::Error },
-    #[error("the TLS certificate of {host} was rejected: {why}; pass -k/--insecure to skip verification")]
-    Certificate { host: String, why: io::Error },
+    #[error("the TLS certificate of {host} was rejected: {why}; {hint}")]
+    Certificate {
+        host: String,
+        why: io::Error,
+        hint: String,
+    },
+    #[error(
+        "the server at {addr} requires a client certificate ({why}); pass --cert FILE --key FILE"
+    )]
+    ClientCertRequired { addr: SocketAddr, why: io::Error },
+    #[error("the server at {addr} refused the client certificate of --cert {cert} ({why}); use a certificate issued by an authority the server trusts")]
+    ClientCertRefused {
+        addr: SocketAddr,
+        cert: String,
+        why: io::Error,
+    },
     #[error("TLS handshake with {addr} failed: {why}; does the server speak TLS on that port? (a plain HTTP server wants http://)")]
     Tls { addr: SocketAddr, why: io::Error },
     #[error("'{0}' is not a valid TLS server name")]
@@ -396,11 +413,24 @@ fn peers(cfg: &Config) -> Result<Vec<Peer>, EngineError> {
         Some(r) => r.set.hosts(),
         None => std::slice::from_ref(&cfg.target),
     };
+    // One configuration for every https host: the same trust for all.
+    let client = targets
+        .iter()
+        .any(|t| t.scheme == Scheme::Https)
+        .then(|| client_config(&cfg.tls));
     targets
         .iter()
         .map(|target| {
-            let tls = tls_setup(target, cfg.insecure)?;
-            let addr = preflight(target, tls.as_ref(), cfg.timeout)?;
+            let tls = tls_setup(target, client.as_ref())?;
+            let check = tls
+                .as_ref()
+                .zip(client.as_ref())
+                .map(|(setup, client)| TlsCheck {
+                    setup,
+                    opts: &cfg.tls,
+                    fallback: client.fallback.as_deref(),
+                });
+            let addr = preflight(target, check, cfg.timeout)?;
             Ok(Peer { addr, tls })
         })
         .collect()
@@ -434,14 +464,16 @@ fn check_local_ports(cfg: &Config, peers: &[Peer]) -> Result<(), EngineError> {
     Ok(())
 }
 
-fn tls_setup(target: &Target, insecure: bool) -> Result<Option<TlsSetup>, EngineError> {
-    if target.scheme != Scheme::Https {
+/// What an https host's connections open with: the run's configuration
+/// and the host's name.
+fn tls_setup(target: &Target, client: Option<&ClientTls>) -> Result<Option<TlsSetup>, EngineError> {
+    let Some(client) = client.filter(|_| target.scheme == Scheme::Https) else {
         return Ok(None);
-    }
+    };
     let name = ServerName::try_from(target.host.clone())
         .map_err(|_| EngineError::ServerName(target.host.clone()))?;
     Ok(Some(TlsSetup {
-        config: client_config(insecure),
+        config: client.config.clone(),
         name,
     }))
 }
@@ -459,24 +491,16 @@ fn static_heads(bytes: &[u8]) -> Result<Box<[bool]>, EngineError> {
 /// error before the run instead of a screen of counted failures.
 fn preflight(
     target: &Target,
-    tls: Option<&TlsSetup>,
+    tls: Option<TlsCheck>,
     timeout: Duration,
 ) -> Result<SocketAddr, EngineError> {
     let mut last = None;
     for &addr in &target.addrs {
         match std::net::TcpStream::connect_timeout(&addr, timeout) {
             Ok(sock) => {
-                if let Some(t) = tls {
-                    handshake(sock, t, timeout).map_err(|why| {
-                        if is_certificate_error(&why) {
-                            EngineError::Certificate {
-                                host: target.host.clone(),
-                                why,
-                            }
-                        } else {
-                            EngineError::Tls { addr, why }
-                        }
-                    })?;
+                if let Some(check) = &tls {
+                    handshake(sock, check.setup, timeout)
+                        .map_err(|refused| check.explain(target, addr, refused))?;
                 }
                 return Ok(addr);
             }
@@ -486,15 +510,127 @@ fn preflight(
     Err(last.expect("a target always has at least one address"))
 }
 
-fn handshake(mut sock: std::net::TcpStream, tls: &TlsSetup, timeout: Duration) -> io::Result<()> {
+/// What the pre-flight needs to say why a handshake failed.
+struct TlsCheck<'a> {
+    setup: &'a TlsSetup,
+    opts: &'a TlsOptions,
+    /// Why the system's store was not used, if the built-in roots were.
+    fallback: Option<&'a str>,
+}
+
+/// A failed pre-flight handshake.
+struct Refused {
+    why: io::Error,
+    /// The server asked for a client certificate.
+    asked: bool,
+}
+
+impl TlsCheck<'_> {
+    /// Names the fix: trust for a refused server certificate, `--cert` for
+    /// a server that wants a client certificate, the scheme otherwise.
+    fn explain(&self, target: &Target, addr: SocketAddr, refused: Refused) -> EngineError {
+        let why = refused.why;
+        if is_certificate_error(&why) {
+            let hint = self.certificate_hint(&why);
+            let host = target.host.clone();
+            return EngineError::Certificate { host, why, hint };
+        }
+        let (alert, required) = match rustls_error(&why) {
+            Some(rustls::Error::AlertReceived(a)) => {
+                (true, *a == rustls::AlertDescription::CertificateRequired)
+            }
+            _ => (false, false),
+        };
+        if !(required || (refused.asked && alert)) {
+            return EngineError::Tls { addr, why };
+        }
+        match &self.opts.identity {
+            None => EngineError::ClientCertRequired { addr, why },
+            Some(id) => EngineError::ClientCertRefused {
+                addr,
+                cert: id.cert.display().to_string(),
+                why,
+            },
+        }
+    }
+
+    fn certificate_hint(&self, why: &io::Error) -> String {
+        let unknown = matches!(
+            rustls_error(why),
+            Some(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::UnknownIssuer
+            ))
+        );
+        let pass = "pass its authority with --cacert FILE, or -k to skip verification";
+        match (&self.opts.trust, self.fallback) {
+            _ if !unknown => "pass -k/--insecure to skip verification".to_string(),
+            (Trust::Authorities { file, .. }, _) => format!(
+                "--cacert {} does not hold the authority that issued it; {pass}",
+                file.display()
+            ),
+            (_, Some(store)) => format!(
+                "the system's trust store gave no certificate ({store}), so only metron's built-in roots were tried; {pass}"
+            ),
+            _ => format!("it is issued by an authority the system does not trust; {pass}"),
+        }
+    }
+}
+
+fn handshake(sock: std::net::TcpStream, tls: &TlsSetup, timeout: Duration) -> Result<(), Refused> {
+    let (config, asked) = noting_certificate_requests(&tls.config);
+    let conn = rustls::ClientConnection::new(config, tls.name.clone()).map_err(io::Error::other);
+    conn.and_then(|conn| handshake_io(sock, conn, timeout, &asked))
+        .map_err(|why| Refused {
+            why,
+            asked: asked.load(Ordering::Relaxed),
+        })
+}
+
+fn handshake_io(
+    mut sock: std::net::TcpStream,
+    mut conn: rustls::ClientConnection,
+    timeout: Duration,
+    asked: &AtomicBool,
+) -> io::Result<()> {
     sock.set_read_timeout(Some(timeout))?;
     sock.set_write_timeout(Some(timeout))?;
-    let mut conn = rustls::ClientConnection::new(tls.config.clone(), tls.name.clone())
-        .map_err(io::Error::other)?;
     while conn.is_handshaking() {
         conn.complete_io(&mut sock)?;
     }
     conn.send_close_notify();
     let _ = conn.complete_io(&mut sock);
+    if asked.load(Ordering::Relaxed) {
+        await_verdict(&mut conn, &mut sock, timeout)?;
+    }
+    Ok(())
+}
+
+/// In TLS 1.3 the client's side of the handshake is over before the
+/// server has checked the client's certificate: a refusal comes after, as
+/// an alert. Reads until the server answers the close_notify, closes, or
+/// stays silent for the timeout; only an alert counts as a refusal.
+fn await_verdict(
+    conn: &mut rustls::ClientConnection,
+    sock: &mut std::net::TcpStream,
+    timeout: Duration,
+) -> io::Result<()> {
+    let deadline = std::time::Instant::now() + timeout;
+    // Session tickets and the server's close_notify: a few records.
+    for _ in 0..64 {
+        if std::time::Instant::now() >= deadline {
+            break;
+        }
+        match conn.read_tls(sock) {
+            Ok(0) => break,
+            Ok(_) => {
+                let state = conn.process_new_packets().map_err(transport::tls_error)?;
+                if state.peer_has_closed() {
+                    break;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
     Ok(())
 }
