@@ -10,6 +10,7 @@ use std::net::SocketAddr;
 
 use crate::clock::Nanos;
 use crate::http::response::ResponseParser;
+use crate::stats::Stamp;
 
 use super::transport::{TlsSetup, Transport};
 
@@ -33,16 +34,10 @@ pub enum State {
 /// A request that has been written (or is being written).
 #[derive(Clone, Copy, Debug)]
 pub struct InFlight {
-    /// When the schedule wanted it sent (equal to `sent` in a closed loop).
-    pub intended: Nanos,
-    /// When its first byte was written.
-    pub sent: Nanos,
-    /// Whether it belongs to the measured window.
-    pub measured: bool,
+    /// Its times and whether it is measured, for the statistics.
+    pub stamp: Stamp,
     /// A HEAD request: its response has no body.
     pub head: bool,
-    /// Its index in the requests file (0 without one).
-    pub request: u32,
 }
 
 pub struct Conn {
@@ -129,11 +124,6 @@ impl Conn {
             self.failures = 0;
             self.retry_at = now;
         }
-    }
-
-    /// How many in-flight requests belong to the measured window.
-    pub fn measured_in_flight(&self) -> u64 {
-        self.in_flight.iter().filter(|r| r.measured).count() as u64
     }
 }
 

@@ -30,13 +30,13 @@ use mio::event::Event;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token, Waker};
 
-use crate::clock::{self, to_us, Nanos};
+use crate::clock::{self, Nanos};
 use crate::http::request::split_requests;
 use crate::http::response::{Done, Feed};
 use crate::replay::Cursor;
 use crate::schedule::Plan;
 use crate::script::ThreadScript;
-use crate::stats::ThreadStats;
+use crate::stats::{Loss, Recorder, ThreadStats};
 
 use super::conn::{Conn, InFlight, State};
 use super::timer::{self, Timer};
@@ -85,33 +85,7 @@ pub struct Peer {
     pub tls: Option<TlsSetup>,
 }
 
-/// How a worker's run is bounded in time, known once all threads are ready.
-#[derive(Clone, Copy, Debug)]
-pub struct Window {
-    /// First intended time that is measured (start + warm-up).
-    pub measure_from: Nanos,
-    /// End of the run.
-    pub end: Nanos,
-}
-
-impl Window {
-    /// Where `now` falls in the measured window, in nanoseconds from its
-    /// start, for the per-interval figures. A response read in the same
-    /// wake-up as the window's end is filed in its last moment, so every
-    /// figure stays inside the window that the totals cover.
-    fn offset(&self, now: Nanos) -> u64 {
-        let last = self.end.saturating_sub(1).max(self.measure_from);
-        now.clamp(self.measure_from, last) - self.measure_from
-    }
-}
-
-/// Why a connection's requests were lost.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Loss {
-    Read,
-    Write,
-    Timeout,
-}
+pub use crate::stats::Window;
 
 pub struct Worker {
     index: usize,
@@ -146,7 +120,7 @@ pub struct Worker {
     failure: Option<EngineError>,
     timeout: Nanos,
     buf: Box<[u8]>,
-    stats: ThreadStats,
+    stats: Recorder,
     plan: Plan,
     window: Window,
     /// Next time to look for timed-out requests and connections to reopen.
@@ -206,7 +180,7 @@ impl Worker {
             failure: None,
             timeout: setup.timeout,
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
-            stats: ThreadStats::new(setup.interval, setup.endpoints),
+            stats: Recorder::new(setup.interval, setup.endpoints),
             plan: Plan::Closed,
             window: Window {
                 measure_from: 0,
@@ -241,6 +215,7 @@ impl Worker {
         if let Some(script) = self.script.as_mut() {
             script.activate();
         }
+        self.stats.begin(window, matches!(plan, Plan::Paced(_)));
         self.plan = plan;
         self.window = window;
         self.started = true;
@@ -376,8 +351,8 @@ impl Worker {
             self.idle_count -= 1;
             // A connection that freed up only after the request fell due
             // means the request waited in the queue for it.
-            if self.conns[i].idle_since > due && due >= self.window.measure_from {
-                self.stats.counters.queued += 1;
+            if self.conns[i].idle_since > due {
+                self.stats.queued(due);
             }
             self.send(i, due, request);
         }
@@ -486,9 +461,7 @@ impl Worker {
             }
             Plan::Paced(_) if self.started && !self.pending[host].is_empty() => {
                 let (due, request) = self.pending[host].pop_front().expect("checked non-empty");
-                if due >= self.window.measure_from {
-                    self.stats.counters.queued += 1;
-                }
+                self.stats.queued(due);
                 self.send(i, due, request);
             }
             _ => {
@@ -513,9 +486,7 @@ impl Worker {
     }
 
     fn connect_failed(&mut self, i: usize) {
-        if clock::now() >= self.window.measure_from {
-            self.stats.counters.errors.connect += 1;
-        }
+        self.stats.connect_failed(clock::now());
         self.close(i);
     }
 
@@ -526,35 +497,17 @@ impl Worker {
             return self.fail(e);
         }
         let now = clock::now();
-        let paced = matches!(self.plan, Plan::Paced(_));
         let was_idle = self.conns[i].in_flight.is_empty();
+        let endpoint = self.replay.as_ref().map(|r| r.set().get(request).endpoint);
         for k in 0..self.batch.len() {
             let slot = if k == 0 {
                 intended
             } else {
                 self.next_slot(now)
             };
-            let measured = slot >= self.window.measure_from && slot < self.window.end;
-            // A pipelined request sent ahead of its slot is measured from
-            // its send: there is no delay to correct for.
-            let intended = slot.min(now);
-            if measured {
-                let c = &mut self.stats.counters;
-                c.due += 1;
-                if paced {
-                    let lag = to_us(now - intended);
-                    ThreadStats::record(&mut self.stats.send_lag, &mut c.saturated, lag);
-                    let iv = self.stats.intervals.at(self.window.offset(now));
-                    let _ = iv.send_lag.record(lag.clamp(1, crate::stats::HIST_HIGH_US));
-                }
-            }
-            let head = self.batch[k];
             let req = InFlight {
-                intended,
-                sent: now,
-                measured,
-                head,
-                request,
+                stamp: self.stats.sent(slot, now, endpoint),
+                head: self.batch[k],
             };
             self.conns[i].in_flight.push_back(req);
         }
@@ -672,7 +625,7 @@ impl Worker {
             let conn = &mut self.conns[i];
             if conn.in_flight.is_empty() {
                 // Bytes nobody asked for: the stream cannot be trusted.
-                self.stats.counters.reconnects += 1;
+                self.stats.reconnected();
                 self.close(i);
                 return false;
             }
@@ -717,10 +670,8 @@ impl Worker {
             .pop_front()
             .expect("a response implies a request");
         conn.served += 1;
-        if req.measured {
-            self.record(&req, &done, now);
-            self.record_endpoint(&req, done.status, now);
-        }
+        let bytes = done.head_bytes as u64 + done.body_bytes;
+        self.stats.completed(req.stamp, done.status, bytes, now);
         if let Some(script) = self.script.as_mut().filter(|s| s.has_response()) {
             let parser = &self.conns[i].parser;
             let result = script.response(done.status, &mut parser.headers(), parser.body());
@@ -741,64 +692,11 @@ impl Worker {
         true
     }
 
-    fn record(&mut self, req: &InFlight, done: &Done, now: Nanos) {
-        let s = &mut self.stats;
-        let c = &mut s.counters;
-        let (corrected, uncorrected) = (to_us(now - req.intended), to_us(now - req.sent));
-        ThreadStats::record(&mut s.latency, &mut c.saturated, corrected);
-        ThreadStats::record(&mut s.uncorrected, &mut c.saturated, uncorrected);
-        c.completed += 1;
-        c.bytes += done.head_bytes as u64 + done.body_bytes;
-        let error = done.status > 399;
-        c.errors.status += u64::from(error);
-        let offset = self.window.offset(now);
-        let iv = s.intervals.at(offset);
-        let clamp = |v: u64| v.clamp(1, crate::stats::HIST_HIGH_US);
-        let _ = iv.latency.record(clamp(corrected));
-        let _ = iv.uncorrected.record(clamp(uncorrected));
-        iv.completed += 1;
-        iv.errors += u64::from(error);
-        s.count_completion(std::time::Duration::from_nanos(offset));
-    }
-
-    /// Adds a measured request's outcome to its endpoint's statistics:
-    /// its latency when it completed (`status` > 0), an error otherwise.
-    fn record_endpoint(&mut self, req: &InFlight, status: u16, now: Nanos) {
-        if self.stats.endpoints.is_empty() {
-            return;
-        }
-        let Some(r) = &self.replay else { return };
-        let e = r.set().get(req.request).endpoint as usize;
-        let latency = (status > 0).then(|| to_us(now - req.intended));
-        self.stats
-            .record_endpoint(e, latency, status == 0 || status > 399);
-        if let Some(us) = latency {
-            let offset = self.window.offset(now);
-            self.stats.intervals.at(offset).record_endpoint(e, us);
-        }
-    }
-
     /// Counts the connection's in-flight requests as lost and recycles it.
     fn lose(&mut self, i: usize, why: Loss) {
-        if !self.stats.endpoints.is_empty() {
-            let now = clock::now();
-            for k in 0..self.conns[i].in_flight.len() {
-                let req = self.conns[i].in_flight[k];
-                if req.measured {
-                    self.record_endpoint(&req, 0, now);
-                }
-            }
-        }
-        let lost = self.conns[i].measured_in_flight();
-        if lost > 0 {
-            let offset = self.window.offset(clock::now());
-            self.stats.intervals.at(offset).errors += lost;
-        }
-        let e = &mut self.stats.counters.errors;
-        match why {
-            Loss::Read => e.read += lost,
-            Loss::Write => e.write += lost,
-            Loss::Timeout => e.timeout += lost,
+        let now = clock::now();
+        for req in &self.conns[i].in_flight {
+            self.stats.lost(req.stamp, why, now);
         }
         self.close(i);
     }
@@ -808,7 +706,7 @@ impl Worker {
     /// `Connection: close` was on its way, or cut off by the close) will get
     /// no answer on it: they are lost, as read errors.
     fn reopen(&mut self, i: usize) {
-        self.stats.counters.reconnects += 1;
+        self.stats.reconnected();
         self.lose(i, Loss::Read);
     }
 
@@ -845,7 +743,7 @@ impl Worker {
                 .register(sock, Token(i), Interest::READABLE | Interest::WRITABLE)
         });
         if registered.is_err() {
-            self.stats.counters.errors.connect += u64::from(now >= self.window.measure_from);
+            self.stats.connect_failed(now);
             conn.transport = None;
             conn.close(now);
             self.next_sweep = self.next_sweep.min(conn.retry_at);
@@ -863,7 +761,7 @@ impl Worker {
             let conn = &self.conns[i];
             match conn.state {
                 State::Busy => {
-                    let oldest = conn.in_flight.front().map_or(now, |r| r.sent.min(now));
+                    let oldest = conn.in_flight.front().map_or(now, |r| r.stamp.sent().min(now));
                     if now - oldest > self.timeout {
                         self.lose(i, Loss::Timeout);
                     }
@@ -885,28 +783,27 @@ impl Worker {
     fn publish(&mut self, now: Nanos) {
         self.next_publish = now + super::progress::PUBLISH_EVERY;
         if let Some(board) = &self.progress {
-            board.publish(self.index, &self.stats);
+            board.publish(self.index, self.stats.stats());
         }
     }
 
     /// Places every due request of the window in its bucket.
     fn finish(mut self, stop_at: Nanos) -> ThreadStats {
-        let from = self.window.measure_from;
-        let in_flight: u64 = self.conns.iter().map(Conn::measured_in_flight).sum();
-        let c = &mut self.stats.counters;
-        c.in_flight = in_flight;
+        for req in self.conns.iter().flat_map(|c| &c.in_flight) {
+            self.stats.in_flight_at_end(req.stamp);
+        }
         // Sent requests were counted as due when they went out; what is
         // still waiting on the schedule is due but never sent.
         if let Plan::Paced(arrivals) = &self.plan {
-            let waiting = self.pending.iter().flatten();
-            let queued = waiting.filter(|(due, _)| *due >= from).count() as u64;
-            c.never_sent = arrivals.count_pending(from, stop_at) + queued;
-            c.due += c.never_sent;
+            for &(due, _) in self.pending.iter().flatten() {
+                self.stats.never_sent(due);
+            }
+            let from = self.window.measure_from;
+            self.stats
+                .never_sent_many(arrivals.count_pending(from, stop_at));
         }
-        self.stats.intervals.finish();
-        self.stats.cpu = clock::thread_cpu();
-        self.stats.script_calls = self.script.as_ref().map_or(0, ThreadScript::calls);
-        self.stats
+        let calls = self.script.as_ref().map_or(0, ThreadScript::calls);
+        self.stats.finish(clock::thread_cpu(), calls)
     }
 }
 
