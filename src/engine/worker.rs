@@ -31,7 +31,7 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token, Waker};
 
 use crate::clock::{self, Nanos};
-use crate::http::request::split_requests;
+use crate::http::request::{heads_into, Batch};
 use crate::http::response::{Done, Feed};
 use crate::replay::Cursor;
 use crate::schedule::Plan;
@@ -54,12 +54,9 @@ pub struct WorkerSetup {
     pub connections: usize,
     /// Where connections go: connection `c` to `peers[c % peers.len()]`.
     pub peers: Vec<Peer>,
-    /// The request bytes, built once (unused when a script or a requests
-    /// file gives each).
-    pub request: Box<[u8]>,
-    /// Whether each request of `request` is a HEAD request (checked to be
-    /// whole requests when it was built).
-    pub static_heads: Box<[bool]>,
+    /// The requests, encoded and checked once (unused when a script or a
+    /// requests file gives each).
+    pub request: Batch,
     /// This thread's script state, if a script was given.
     pub script: Option<ThreadScript>,
     /// This thread's place in the requests file, with `--requests`.
@@ -106,9 +103,7 @@ pub struct Worker {
     resting: BinaryHeap<Reverse<(Nanos, usize)>>,
     peers: Vec<Peer>,
     /// The static request batch, shared by every connection.
-    request: Box<[u8]>,
-    /// Whether each request of the static batch is a HEAD request.
-    static_heads: Box<[bool]>,
+    request: Batch,
     script: Option<ThreadScript>,
     /// A script's `request()` builds every batch.
     dynamic: bool,
@@ -172,7 +167,6 @@ impl Worker {
             resting: BinaryHeap::with_capacity(setup.connections),
             peers: setup.peers,
             request: setup.request,
-            static_heads: setup.static_heads,
             script: setup.script,
             dynamic,
             replay: setup.replay,
@@ -531,18 +525,16 @@ impl Worker {
             return Ok(());
         }
         if !self.dynamic {
-            self.batch.extend_from_slice(&self.static_heads);
+            self.batch.extend_from_slice(self.request.heads());
             return Ok(());
         }
         let script = self.script.as_mut().expect("a dynamic batch has a script");
         let conn = &mut self.conns[i];
         script.request(&mut conn.out)?;
-        let requests = split_requests(&conn.out).map_err(|why| EngineError::BadRequest {
+        heads_into(&conn.out, &mut self.batch).map_err(|why| EngineError::BadRequest {
             thread: self.index,
             why,
-        })?;
-        self.batch.extend(requests.iter().map(|r| r.head));
-        Ok(())
+        })
     }
 
     /// The intended time of the next request of a batch.
@@ -569,7 +561,7 @@ impl Worker {
         let bytes: &[u8] = match &self.replay {
             Some(r) => r.set().bytes(conn.current),
             None if self.dynamic => &conn.out,
-            None => &self.request,
+            None => self.request.bytes(),
         };
         while conn.written < bytes.len() {
             match t.write(&bytes[conn.written..]) {
