@@ -2,13 +2,15 @@
 //! loop, connections and statistics, started together on one schedule and
 //! merged when they finish.
 //!
-//! Layout: [`worker`] runs one thread's loop and handlers; [`conn`] holds a
-//! connection's state; [`transport`] hides plain TCP vs TLS; [`timer`] gives
+//! Layout: [`worker`] runs one thread's loop and handlers; [`slots`] is
+//! what a due request waits for; [`conn`] is a connection's life and its
+//! protocol session; [`transport`] hides plain TCP vs TLS; [`timer`] gives
 //! the loop microsecond wake-ups.
 
 pub mod conn;
 pub mod limits;
 pub mod progress;
+pub mod slots;
 pub mod timer;
 pub mod transport;
 pub mod worker;

@@ -372,7 +372,11 @@ mod tests {
         heads_into(bytes, &mut heads).unwrap();
         assert_eq!(heads, [true, false]);
         assert_eq!(heads.as_ptr(), at, "no new allocation");
-        let split: Vec<bool> = split_requests(bytes).unwrap().iter().map(|r| r.head).collect();
+        let split: Vec<bool> = split_requests(bytes)
+            .unwrap()
+            .iter()
+            .map(|r| r.head)
+            .collect();
         assert_eq!(heads, split);
         assert_eq!(heads_into(b"\r\n", &mut heads), Err(RequestError::Empty));
         let parsed = Batch::parse(bytes.to_vec()).unwrap();
