@@ -373,11 +373,13 @@ impl<T: Io> Conn<T> {
             return Ok(());
         };
         let o = &mut self.out;
-        if !write_all(io, &o.control, &mut o.control_written)? {
-            return Ok(());
+        if !o.control.is_empty() {
+            if !write_all(io, &o.control, &mut o.control_written)? {
+                return Ok(());
+            }
+            o.control.clear();
+            o.control_written = 0;
         }
-        o.control.clear();
-        o.control_written = 0;
         if self.state != State::Busy {
             return Ok(());
         }
@@ -672,6 +674,16 @@ mod tests {
         c
     }
 
+    /// An open connection writing a batch of requests with these stamps.
+    fn sending(stamps: &[Stamp]) -> Conn<Mock> {
+        let mut c = open_conn();
+        for &s in stamps {
+            c.push(s, false);
+        }
+        c.start_batch(Out::Shared(0));
+        c
+    }
+
     fn io(c: &mut Conn<Mock>) -> &mut Mock {
         c.io.as_mut().expect("open")
     }
@@ -876,27 +888,20 @@ mod tests {
 
     #[test]
     fn a_malformed_response_loses_the_requests() {
-        let mut c = open_conn();
-        c.push(stamp(0), false);
-        c.start_batch(Out::Shared(0));
+        let mut c = sending(&[stamp(0)]);
         assert_eq!(c.receive(b"SMTP ready\r\n\r\n"), Received::Malformed);
     }
 
     #[test]
     fn a_response_split_across_reads_completes_on_its_last_byte() {
-        let mut c = open_conn();
-        c.push(stamp(0), false);
-        c.start_batch(Out::Shared(0));
+        let mut c = sending(&[stamp(0)]);
         assert_eq!(c.receive(&OK[..5]), Received::Partial { consumed: 5 });
         assert!(matches!(c.receive(&OK[5..]), Received::Response { .. }));
     }
 
     #[test]
     fn a_server_that_closes_after_a_response_is_reopened() {
-        let mut c = open_conn();
-        c.push(stamp(0), false);
-        c.push(stamp(0), false);
-        c.start_batch(Out::Shared(0));
+        let mut c = sending(&[stamp(0), stamp(0)]);
         let close = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
         let Received::Response { done, .. } = c.receive(close) else {
             panic!("a response");
@@ -913,9 +918,7 @@ mod tests {
         c.push(stamp(0), false);
         c.start_batch(Out::Shared(0));
         assert_eq!(c.on_eof(), Eof::Broken);
-        let mut c = open_conn();
-        c.push(stamp(3), false);
-        c.start_batch(Out::Shared(0));
+        let mut c = sending(&[stamp(3)]);
         let until_close = b"HTTP/1.0 200 OK\r\n\r\nbody";
         assert_eq!(
             c.receive(until_close),
@@ -932,9 +935,7 @@ mod tests {
 
     #[test]
     fn requests_older_than_the_timeout_expire() {
-        let mut c = open_conn();
-        c.push(stamp(50), false);
-        c.start_batch(Out::Shared(0));
+        let c = sending(&[stamp(50)]);
         assert_eq!(c.on_timer(50 + TIMEOUT, TIMEOUT), Check::Nothing);
         assert_eq!(c.on_timer(51 + TIMEOUT, TIMEOUT), Check::Expired);
         // A connection whose clock reads earlier than the send never
@@ -985,9 +986,7 @@ mod tests {
 
     #[test]
     fn an_attempt_that_cannot_start_backs_off_even_after_a_served_socket() {
-        let mut c = open_conn();
-        c.push(stamp(0), false);
-        c.start_batch(Out::Shared(0));
+        let mut c = sending(&[stamp(0)]);
         assert!(matches!(c.receive(OK), Received::Response { .. }));
         assert_eq!(c.close(10).reopen_at, 10);
         // Reopening fails before a socket exists: not at once again.

@@ -295,6 +295,15 @@ mod tests {
             .collect()
     }
 
+    fn parts<'a>(method: &'a str, headers: &'a [(String, String)]) -> Parts<'a> {
+        Parts {
+            method,
+            path: "/x",
+            headers,
+            body: None,
+        }
+    }
+
     fn meta(len: usize, head: bool) -> RequestMeta {
         RequestMeta { len, head }
     }
@@ -338,24 +347,12 @@ mod tests {
     #[test]
     fn a_batch_encodes_its_parts_once_and_knows_its_heads() {
         let headers = fields(&[("X-Id", "7")]);
-        let parts = Parts {
-            method: "HEAD",
-            path: "/x",
-            headers: &headers,
-            body: None,
-        };
-        let batch = Batch::encode(&parts, "h").unwrap();
+        let batch = Batch::encode(&parts("HEAD", &headers), "h").unwrap();
         assert_eq!(batch.bytes(), format("HEAD", "/x", &headers, None, "h"));
         assert_eq!(batch.heads(), [true]);
         let framed = fields(&[("Content-Length", "5")]);
-        let short = Parts {
-            method: "GET",
-            path: "/",
-            headers: &framed,
-            body: None,
-        };
         assert_eq!(
-            Batch::encode(&short, "h"),
+            Batch::encode(&parts("GET", &framed), "h"),
             Err(RequestError::IncompleteBody {
                 index: 1,
                 missing: 5
