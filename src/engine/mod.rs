@@ -2,13 +2,15 @@
 //! loop, connections and statistics, started together on one schedule and
 //! merged when they finish.
 //!
-//! Layout: [`worker`] runs one thread's loop and handlers; [`conn`] holds a
-//! connection's state; [`transport`] hides plain TCP vs TLS; [`timer`] gives
+//! Layout: [`worker`] runs one thread's loop and handlers; [`slots`] is
+//! what a due request waits for; [`conn`] is a connection's life and its
+//! protocol session; [`transport`] hides plain TCP vs TLS; [`timer`] gives
 //! the loop microsecond wake-ups.
 
 pub mod conn;
 pub mod limits;
 pub mod progress;
+pub mod slots;
 pub mod timer;
 pub mod transport;
 pub mod worker;
@@ -24,7 +26,7 @@ use rustls::pki_types::ServerName;
 
 use crate::cli::config::{Config, Scheme, Target, TlsOptions, Trust};
 use crate::clock::{self, nanos, Nanos};
-use crate::http::request::{split_requests, RequestError};
+use crate::http::request::{Batch, Parts, RequestError};
 use crate::replay::Cursor;
 use crate::schedule::{Arrivals, Plan};
 use crate::script::{MainScript, ScriptError, ScriptTarget, ThreadScript};
@@ -196,15 +198,14 @@ pub fn run_watched(
     let peers = peers(cfg)?;
     check_local_ports(cfg, &peers)?;
     let addr = peers[0].addr;
-    let default_request: Box<[u8]> = crate::http::request::format(
-        "GET",
-        &cfg.target.path,
-        &cfg.headers,
-        None,
-        &cfg.target.authority,
-    )
-    .into_boxed_slice();
-    let default_heads = static_heads(&default_request)?;
+    let default_request = Parts {
+        method: "GET",
+        path: &cfg.target.path,
+        headers: &cfg.headers,
+        body: None,
+    };
+    let default_request = Batch::encode(&default_request, &cfg.target.authority)
+        .map_err(EngineError::BadStaticRequest)?;
     let endpoints = cfg
         .replay
         .as_ref()
@@ -217,15 +218,13 @@ pub fn run_watched(
     let mut scripts = scripts.into_iter();
     for j in 0..cfg.threads {
         let mut script = scripts.next();
-        let (request, static_heads) = match script.as_mut() {
+        let request = match script.as_mut() {
             // A script without request() still shapes the one static request.
             Some(s) if s.is_static() => {
-                let bytes = s.static_request()?.into_boxed_slice();
-                let heads = static_heads(&bytes)?;
-                (bytes, heads)
+                Batch::parse(s.static_request()?).map_err(EngineError::BadStaticRequest)?
             }
-            Some(_) => (Box::default(), Box::default()),
-            None => (default_request.clone(), default_heads.clone()),
+            Some(_) => Batch::default(),
+            None => default_request.clone(),
         };
         let mut peers = peers.clone();
         // setup() may have moved this thread to another address.
@@ -239,7 +238,6 @@ pub fn run_watched(
             connections: cfg.conns_per_thread[j],
             peers,
             request,
-            static_heads,
             script,
             replay: cfg
                 .replay
@@ -476,14 +474,6 @@ fn tls_setup(target: &Target, client: Option<&ClientTls>) -> Result<Option<TlsSe
         config: client.config.clone(),
         name,
     }))
-}
-
-/// Whether each request of a static batch is a HEAD request. The batch is
-/// split here, once, before anything is sent, so that a broken one is an
-/// error naming the fields that made it.
-fn static_heads(bytes: &[u8]) -> Result<Box<[bool]>, EngineError> {
-    let requests = split_requests(bytes).map_err(EngineError::BadStaticRequest)?;
-    Ok(requests.iter().map(|r| r.head).collect())
 }
 
 /// Finds the first address that accepts a connection (and a TLS handshake),

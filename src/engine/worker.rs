@@ -1,18 +1,20 @@
 //! One worker thread: its poller, timer, connections, script and
-//! statistics.
+//! statistics, and the handlers that tie them together.
 //!
-//! The loop is the same in both modes; the [`Plan`] decides when requests
-//! are due. In rate mode a due request goes out on an idle connection, or
-//! waits (implicitly: it is simply the next intended time not yet taken)
-//! until one frees up, its latency counting from its intended time all the
-//! while. Nothing here allocates per request, locks, or touches memory
-//! shared with other threads; the shared stop flag is read only when the
-//! main thread wakes this one.
+//! The loop is the same in both modes; the plan decides when requests are
+//! due. In rate mode a due request takes a free slot ([`Slots`]: an idle
+//! connection with HTTP/1.1), or waits (implicitly: it is simply the next
+//! intended time not yet taken) until one frees up, its latency counting
+//! from its intended time all the while. In the closed loop a connection
+//! sends its next request as soon as it is free. Nothing here allocates per
+//! request, locks, or touches memory shared with other threads; the shared
+//! stop flag is read only when the main thread wakes this one.
 //!
-//! With `--requests`, each connection is bound to one host. A due request
-//! whose host has no idle connection while other hosts do waits in its
-//! host's queue, so that one slow host does not hold back the others; when
-//! no connection at all is idle, due requests simply stay on the schedule.
+//! Each connection makes its own transitions ([`Conn`]); the handlers
+//! ([`Worker::on_connected`], [`Worker::on_writable`],
+//! [`Worker::on_readable`], [`Worker::on_timer`]) forward events to it and
+//! act on what it reports: a slot freed or taken, a request sent, answered
+//! or lost (one [`Recorder`] call each), a socket to register or drop.
 //!
 //! A script's `request()` may return several requests at once: the batch
 //! is pipelined on one connection, goes out when its first request falls
@@ -20,7 +22,7 @@
 //! connection for that long before its next request, in both modes.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
@@ -28,20 +30,23 @@ use std::sync::Arc;
 
 use mio::event::Event;
 use mio::unix::SourceFd;
-use mio::{Events, Interest, Poll, Token, Waker};
+use mio::{Events, Interest, Poll, Registry, Token, Waker};
 
-use crate::clock::{self, to_us, Nanos};
-use crate::http::request::split_requests;
-use crate::http::response::{Done, Feed};
+use crate::clock::{self, Nanos};
+use crate::http::request::{heads_into, Batch};
+use crate::http::response::Done;
 use crate::replay::Cursor;
 use crate::schedule::Plan;
 use crate::script::ThreadScript;
-use crate::stats::ThreadStats;
+use crate::stats::{Loss, Recorder, ThreadStats};
 
-use super::conn::{Conn, InFlight, State};
+use super::conn::{After, Check, Conn, Connect, Eof, InFlight, Out, Read, Received};
+use super::slots::{Assigned, Due, Slot, Slots};
 use super::timer::{self, Timer};
 use super::transport::{TlsSetup, Transport};
 use super::{EngineError, Stop};
+
+pub use crate::stats::Window;
 
 const TIMER: Token = Token(usize::MAX - 1);
 const WAKE: Token = Token(usize::MAX - 2);
@@ -54,12 +59,9 @@ pub struct WorkerSetup {
     pub connections: usize,
     /// Where connections go: connection `c` to `peers[c % peers.len()]`.
     pub peers: Vec<Peer>,
-    /// The request bytes, built once (unused when a script or a requests
-    /// file gives each).
-    pub request: Box<[u8]>,
-    /// Whether each request of `request` is a HEAD request (checked to be
-    /// whole requests when it was built).
-    pub static_heads: Box<[bool]>,
+    /// The requests, encoded and checked once (unused when a script or a
+    /// requests file gives each).
+    pub request: Batch,
     /// This thread's script state, if a script was given.
     pub script: Option<ThreadScript>,
     /// This thread's place in the requests file, with `--requests`.
@@ -85,34 +87,6 @@ pub struct Peer {
     pub tls: Option<TlsSetup>,
 }
 
-/// How a worker's run is bounded in time, known once all threads are ready.
-#[derive(Clone, Copy, Debug)]
-pub struct Window {
-    /// First intended time that is measured (start + warm-up).
-    pub measure_from: Nanos,
-    /// End of the run.
-    pub end: Nanos,
-}
-
-impl Window {
-    /// Where `now` falls in the measured window, in nanoseconds from its
-    /// start, for the per-interval figures. A response read in the same
-    /// wake-up as the window's end is filed in its last moment, so every
-    /// figure stays inside the window that the totals cover.
-    fn offset(&self, now: Nanos) -> u64 {
-        let last = self.end.saturating_sub(1).max(self.measure_from);
-        now.clamp(self.measure_from, last) - self.measure_from
-    }
-}
-
-/// Why a connection's requests were lost.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Loss {
-    Read,
-    Write,
-    Timeout,
-}
-
 pub struct Worker {
     index: usize,
     poll: Poll,
@@ -120,35 +94,22 @@ pub struct Worker {
     waker: Arc<Waker>,
     stop: Arc<Stop>,
     conns: Vec<Conn>,
-    /// Idle connections of each peer, oldest first, so that every
-    /// connection is used.
-    idle: Vec<VecDeque<usize>>,
-    /// Idle connections over all peers.
-    idle_count: usize,
-    /// Due requests (intended time, request) waiting for a connection to
-    /// their peer while other peers had idle ones.
-    pending: Vec<VecDeque<(Nanos, u32)>>,
+    /// What due requests wait for: free slots, per peer.
+    slots: Slots,
     /// Connections resting after `delay()`, earliest first.
     resting: BinaryHeap<Reverse<(Nanos, usize)>>,
     peers: Vec<Peer>,
-    /// The static request batch, shared by every connection.
-    request: Box<[u8]>,
-    /// Whether each request of the static batch is a HEAD request.
-    static_heads: Box<[bool]>,
+    source: Source,
     script: Option<ThreadScript>,
-    /// A script's `request()` builds every batch.
-    dynamic: bool,
-    /// The requests file's cursor: it picks every request.
-    replay: Option<Cursor>,
-    /// HEAD flags of the batch being sent (reused, never reallocated).
-    batch: Vec<bool>,
+    /// HEAD flags of the batch the script's `request()` built last (reused,
+    /// never reallocated once grown).
+    script_heads: Vec<bool>,
     /// The first fatal error (a script's); it stops every worker.
     failure: Option<EngineError>,
     timeout: Nanos,
     buf: Box<[u8]>,
-    stats: ThreadStats,
-    plan: Plan,
-    window: Window,
+    stats: Recorder,
+    schedule: Schedule,
     /// Next time to look for timed-out requests and connections to reopen.
     next_sweep: Nanos,
     sweep_every: Nanos,
@@ -156,6 +117,117 @@ pub struct Worker {
     started: bool,
     progress: Option<Arc<super::progress::Board>>,
     next_publish: Nanos,
+}
+
+/// Where a worker's requests come from.
+enum Source {
+    /// One batch, encoded before the run and shared by every connection.
+    Static(Batch),
+    /// The script's `request()` builds each batch in its connection.
+    Script,
+    /// The requests file; the cursor picks every request.
+    Replay(Cursor),
+}
+
+impl Source {
+    /// The request of the schedule's next intended time (rate mode).
+    fn next_scheduled(&mut self) -> u32 {
+        match self {
+            Source::Replay(r) => {
+                let request = r.peek();
+                r.advance();
+                request
+            }
+            _ => 0,
+        }
+    }
+
+    /// The next request for a connection to `peer` (closed loop).
+    fn next_for(&mut self, peer: usize) -> u32 {
+        match self {
+            Source::Replay(r) => r.next_for_host(peer),
+            _ => 0,
+        }
+    }
+
+    /// The peer a request goes to.
+    fn peer_of(&self, request: u32) -> usize {
+        match self {
+            Source::Replay(r) => r.set().get(request).host as usize,
+            _ => 0,
+        }
+    }
+
+    /// The endpoint a request is counted under, if any.
+    fn endpoint(&self, request: u32) -> Option<u16> {
+        match self {
+            Source::Replay(r) => Some(r.set().get(request).endpoint),
+            _ => None,
+        }
+    }
+
+    /// The shared bytes a connection's batch names.
+    fn shared(&self, out: Out) -> &[u8] {
+        match (self, out) {
+            (Source::Static(batch), _) => batch.bytes(),
+            (Source::Replay(r), Out::Shared(request)) => r.set().bytes(request),
+            _ => &[],
+        }
+    }
+}
+
+/// The schedule as the worker sees it; the only code here that looks
+/// inside a [`Plan`]. A closed loop has no intended times; rate mode takes
+/// them from the plan's arrivals, in order.
+struct Schedule(Plan);
+
+impl Schedule {
+    fn paced(&self) -> bool {
+        matches!(self.0, Plan::Paced(_))
+    }
+
+    /// The next intended time, in rate mode.
+    fn next(&self) -> Option<Nanos> {
+        match &self.0 {
+            Plan::Paced(arrivals) => Some(arrivals.peek()),
+            Plan::Closed => None,
+        }
+    }
+
+    /// Takes the next intended time if it has come by `now` and falls
+    /// before `end`.
+    fn take_due(&mut self, now: Nanos, end: Nanos) -> Option<Nanos> {
+        let Plan::Paced(arrivals) = &mut self.0 else {
+            return None;
+        };
+        let due = arrivals.peek();
+        if due >= end || due > now {
+            return None;
+        }
+        arrivals.advance();
+        Some(due)
+    }
+
+    /// The intended time of a further request of a batch (`now` in a
+    /// closed loop).
+    fn take_slot(&mut self, now: Nanos) -> Nanos {
+        match &mut self.0 {
+            Plan::Paced(arrivals) => {
+                let slot = arrivals.peek();
+                arrivals.advance();
+                slot
+            }
+            Plan::Closed => now,
+        }
+    }
+
+    /// Intended times in `[from, stop_at)` not taken: due, never sent.
+    fn never_taken(&self, from: Nanos, stop_at: Nanos) -> u64 {
+        match &self.0 {
+            Plan::Paced(arrivals) => arrivals.count_pending(from, stop_at),
+            Plan::Closed => 0,
+        }
+    }
 }
 
 impl Worker {
@@ -179,10 +251,14 @@ impl Worker {
             .script
             .as_ref()
             .is_some_and(ThreadScript::has_response);
-        let dynamic = setup.script.as_ref().is_some_and(|s| !s.is_static());
-        let hosts = setup.peers.len();
+        let source = match (setup.replay, &setup.script) {
+            (Some(cursor), _) => Source::Replay(cursor),
+            (None, Some(script)) if !script.is_static() => Source::Script,
+            (None, _) => Source::Static(setup.request),
+        };
+        let peers = setup.peers.len();
         let conns = (0..setup.connections)
-            .map(|c| Conn::new(setup.max_head, capture, c % hosts))
+            .map(|c| Conn::new(setup.max_head, capture, c % peers))
             .collect();
         let sweep_every = (setup.timeout / 10).clamp(1_000_000, 50_000_000);
         let mut w = Worker {
@@ -192,26 +268,17 @@ impl Worker {
             waker,
             stop,
             conns,
-            idle: vec![VecDeque::with_capacity(setup.connections.div_ceil(hosts)); hosts],
-            idle_count: 0,
-            pending: vec![VecDeque::new(); hosts],
+            slots: Slots::new(peers, setup.connections),
             resting: BinaryHeap::with_capacity(setup.connections),
             peers: setup.peers,
-            request: setup.request,
-            static_heads: setup.static_heads,
+            source,
             script: setup.script,
-            dynamic,
-            replay: setup.replay,
-            batch: Vec::with_capacity(16),
+            script_heads: Vec::with_capacity(16),
             failure: None,
             timeout: setup.timeout,
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
-            stats: ThreadStats::new(setup.interval, setup.endpoints),
-            plan: Plan::Closed,
-            window: Window {
-                measure_from: 0,
-                end: u64::MAX,
-            },
+            stats: Recorder::new(setup.interval, setup.endpoints),
+            schedule: Schedule(Plan::Closed),
             next_sweep: 0,
             sweep_every,
             started: false,
@@ -241,14 +308,12 @@ impl Worker {
         if let Some(script) = self.script.as_mut() {
             script.activate();
         }
-        self.plan = plan;
-        self.window = window;
+        self.schedule = Schedule(plan);
+        self.stats.begin(window, self.schedule.paced());
         self.started = true;
         // Every open connection takes its first request (or first delay).
-        let idle: Vec<usize> = self.idle.iter_mut().flat_map(|q| q.drain(..)).collect();
-        self.idle_count = 0;
-        for i in idle {
-            self.ready(i);
+        for slot in self.slots.take_free() {
+            self.ready(slot.conn);
         }
         let stop_at = self.event_loop()?;
         if let Some(script) = self.script.as_mut() {
@@ -260,19 +325,16 @@ impl Worker {
 
     fn event_loop(&mut self) -> io::Result<Nanos> {
         let mut events = Events::with_capacity(1024);
+        let end = self.stats.window().end;
         loop {
             let now = clock::now();
-            if now >= self.window.end {
-                return Ok(self.window.end);
+            if now >= end {
+                return Ok(end);
             }
             if self.halted() {
                 return Ok(now);
             }
-            if now >= self.next_sweep {
-                self.sweep(now);
-            }
-            self.wake_rested(now);
-            self.dispatch();
+            self.on_timer(now);
             self.timer.arm(Some(self.next_deadline()))?;
             if let Err(e) = self.poll.poll(&mut events, None) {
                 if e.kind() == io::ErrorKind::Interrupted {
@@ -285,7 +347,7 @@ impl Worker {
                     TIMER => self.timer.clear(),
                     // Nothing is sent after this moment, so it ends this
                     // thread's window exactly.
-                    WAKE if self.stop.is_stopped() => return Ok(clock::now().min(self.window.end)),
+                    WAKE if self.stop.is_stopped() => return Ok(clock::now().min(end)),
                     WAKE => {}
                     Token(c) => self.on_event(c, ev),
                 }
@@ -314,10 +376,7 @@ impl Worker {
         let mut events = Events::with_capacity(1024);
         loop {
             let now = clock::now();
-            let pending = self
-                .conns
-                .iter()
-                .any(|c| matches!(c.state, State::Connecting | State::Handshaking));
+            let pending = self.conns.iter().any(Conn::is_connecting);
             if !pending || now >= until {
                 return Ok(());
             }
@@ -339,110 +398,79 @@ impl Worker {
 
     /// The earliest moment the loop has something to do without I/O.
     fn next_deadline(&self) -> Nanos {
-        let mut at = self.window.end.min(self.next_sweep);
+        let mut at = self.stats.window().end.min(self.next_sweep);
         if let Some(Reverse((until, _))) = self.resting.peek() {
             at = at.min(*until);
         }
-        if let Plan::Paced(arrivals) = &self.plan {
-            if self.idle_count > 0 {
-                at = at.min(arrivals.peek());
+        if self.slots.any_free() {
+            if let Some(due) = self.schedule.next() {
+                at = at.min(due);
             }
         }
         at
     }
 
-    /// Sends every due request that has an idle connection to go on.
+    /// Whatever falls due by `now` without I/O: timeouts and reopenings
+    /// (every sweep), ends of delays, and the schedule's requests.
+    fn on_timer(&mut self, now: Nanos) {
+        if now >= self.next_sweep {
+            self.sweep(now);
+        }
+        self.wake_rested(now);
+        self.dispatch();
+    }
+
+    /// Sends every due request that has a free slot to go on.
     fn dispatch(&mut self) {
-        while self.idle_count > 0 && !self.halted() {
-            let Plan::Paced(arrivals) = &mut self.plan else {
+        let end = self.stats.window().end;
+        while self.slots.any_free() && !self.halted() {
+            let Some(at) = self.schedule.take_due(clock::now(), end) else {
                 return;
             };
-            let due = arrivals.peek();
-            if due >= self.window.end || due > clock::now() {
-                return;
+            let request = self.source.next_scheduled();
+            let peer = self.source.peer_of(request);
+            // Without a free slot of its peer, it waits for one.
+            if let Some(a) = self.slots.assign(peer, Due { at, request }) {
+                self.send_assigned(a);
             }
-            arrivals.advance();
-            let request = self.replay.as_mut().map_or(0, |r| {
-                let request = r.peek();
-                r.advance();
-                request
-            });
-            let host = self.host_of(request);
-            let Some(i) = self.idle[host].pop_front() else {
-                // Other peers have idle connections; this one's wait.
-                self.pending[host].push_back((due, request));
-                continue;
-            };
-            self.idle_count -= 1;
-            // A connection that freed up only after the request fell due
-            // means the request waited in the queue for it.
-            if self.conns[i].idle_since > due && due >= self.window.measure_from {
-                self.stats.counters.queued += 1;
-            }
-            self.send(i, due, request);
         }
     }
 
-    /// The peer a request goes to.
-    fn host_of(&self, request: u32) -> usize {
-        self.replay
-            .as_ref()
-            .map_or(0, |r| r.set().get(request).host as usize)
+    fn send_assigned(&mut self, a: Assigned) {
+        if a.waited {
+            self.stats.queued(a.due.at);
+        }
+        self.send(a.slot.conn, a.due.at, a.due.request);
     }
 
     fn on_event(&mut self, i: usize, ev: &Event) {
         let Some(conn) = self.conns.get(i) else {
             return;
         };
-        match conn.state {
-            State::Connecting => self.on_connected(i),
-            State::Handshaking => self.on_handshake(i),
-            State::Idle | State::Busy | State::Resting => {
-                if ev.is_writable() {
-                    self.on_writable(i);
-                }
+        if conn.is_connecting() {
+            self.on_connected(i);
+        } else if conn.is_open() {
+            if ev.is_writable() {
+                self.on_writable(i);
             }
-            State::Down => return,
+        } else {
+            return;
         }
         // The same edge may also carry bytes or the peer's close (even for
         // a connection that only just finished connecting), and an
         // edge-triggered poller reports it only once.
-        let open = matches!(
-            self.conns[i].state,
-            State::Idle | State::Busy | State::Resting
-        );
         let closing = ev.is_read_closed() || ev.is_error();
-        if open && (ev.is_readable() || closing) {
+        if self.conns[i].is_open() && (ev.is_readable() || closing) {
             self.on_readable(i, closing);
         }
     }
 
+    /// The connect (or the TLS handshake) of connection `i` moved on.
     fn on_connected(&mut self, i: usize) {
-        let conn = &mut self.conns[i];
-        let Some(t) = conn.transport.as_mut() else {
-            return;
-        };
-        match t.finish_connect() {
-            Ok(()) if t.handshaking() => conn.state = State::Handshaking,
-            Ok(()) => self.ready(i),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(_) => self.connect_failed(i),
-        }
-    }
-
-    fn on_handshake(&mut self, i: usize) {
-        let Some(t) = self.conns[i].transport.as_mut() else {
-            return;
-        };
-        match t.read(&mut self.buf) {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                if !t.handshaking() {
-                    self.ready(i);
-                }
-            }
-            // Application data or EOF before the handshake finished.
-            Ok(_) | Err(_) if t.handshaking() => self.connect_failed(i),
-            Ok(_) | Err(_) => self.ready(i),
+        match self.conns[i].on_connect_event(&mut self.buf) {
+            Connect::Pending => {}
+            Connect::Ready => self.ready(i),
+            Connect::Failed => self.connect_failed(i),
         }
     }
 
@@ -455,9 +483,7 @@ impl Worker {
                     Err(e) => return self.fail(e.into()),
                     Ok(ms) if ms > 0.0 => {
                         let until = clock::now() + (ms * 1e6) as Nanos;
-                        let conn = &mut self.conns[i];
-                        conn.state = State::Resting;
-                        conn.retry_at = until;
+                        self.conns[i].rest(until);
                         self.resting.push(Reverse((until, i)));
                         return;
                     }
@@ -468,33 +494,20 @@ impl Worker {
         self.available(i);
     }
 
-    /// Idle in rate mode (the schedule picks it up); busy at once in the
-    /// closed loop.
+    /// Sends at once in the closed loop; otherwise the slot takes a request
+    /// waiting for its peer or is kept free (the schedule picks it up).
     fn available(&mut self, i: usize) {
         if self.halted() {
             return;
         }
         let now = clock::now();
-        let conn = &mut self.conns[i];
-        conn.state = State::Idle;
-        conn.idle_since = now;
-        let host = conn.host;
-        match self.plan {
-            Plan::Closed if self.started => {
-                let request = self.replay.as_mut().map_or(0, |r| r.next_for_host(host));
-                self.send(i, now, request);
-            }
-            Plan::Paced(_) if self.started && !self.pending[host].is_empty() => {
-                let (due, request) = self.pending[host].pop_front().expect("checked non-empty");
-                if due >= self.window.measure_from {
-                    self.stats.counters.queued += 1;
-                }
-                self.send(i, due, request);
-            }
-            _ => {
-                self.idle[host].push_back(i);
-                self.idle_count += 1;
-            }
+        let peer = self.conns[i].peer();
+        if self.started && !self.schedule.paced() {
+            let request = self.source.next_for(peer);
+            return self.send(i, now, request);
+        }
+        if let Some(a) = self.slots.release(peer, Slot { conn: i }, now) {
+            self.send_assigned(a);
         }
     }
 
@@ -505,129 +518,70 @@ impl Worker {
                 return;
             }
             self.resting.pop();
-            // A connection closed while resting leaves a stale entry.
-            if self.conns[i].state == State::Resting && self.conns[i].retry_at == until {
+            if self.conns[i].wake(until) {
                 self.available(i);
             }
         }
     }
 
     fn connect_failed(&mut self, i: usize) {
-        if clock::now() >= self.window.measure_from {
-            self.stats.counters.errors.connect += 1;
-        }
+        self.stats.connect_failed(clock::now());
         self.close(i);
     }
 
     /// Writes a batch whose first request is intended at `intended` on
     /// connection `i`; `request` picks it from the requests file, if any.
     fn send(&mut self, i: usize, intended: Nanos, request: u32) {
-        if let Err(e) = self.load_batch(i, request) {
-            return self.fail(e);
-        }
+        let out = match self.load_batch(i, request) {
+            Ok(out) => out,
+            Err(e) => return self.fail(e),
+        };
         let now = clock::now();
-        let paced = matches!(self.plan, Plan::Paced(_));
-        let was_idle = self.conns[i].in_flight.is_empty();
-        for k in 0..self.batch.len() {
+        let endpoint = self.source.endpoint(request);
+        let heads: &[bool] = match &self.source {
+            Source::Static(batch) => batch.heads(),
+            Source::Script => &self.script_heads,
+            Source::Replay(r) if r.set().get(request).head => &[true],
+            Source::Replay(_) => &[false],
+        };
+        let conn = &mut self.conns[i];
+        for (k, &head) in heads.iter().enumerate() {
             let slot = if k == 0 {
                 intended
             } else {
-                self.next_slot(now)
+                self.schedule.take_slot(now)
             };
-            let measured = slot >= self.window.measure_from && slot < self.window.end;
-            // A pipelined request sent ahead of its slot is measured from
-            // its send: there is no delay to correct for.
-            let intended = slot.min(now);
-            if measured {
-                let c = &mut self.stats.counters;
-                c.due += 1;
-                if paced {
-                    let lag = to_us(now - intended);
-                    ThreadStats::record(&mut self.stats.send_lag, &mut c.saturated, lag);
-                    let iv = self.stats.intervals.at(self.window.offset(now));
-                    let _ = iv.send_lag.record(lag.clamp(1, crate::stats::HIST_HIGH_US));
-                }
-            }
-            let head = self.batch[k];
-            let req = InFlight {
-                intended,
-                sent: now,
-                measured,
-                head,
-                request,
-            };
-            self.conns[i].in_flight.push_back(req);
+            conn.push(self.stats.sent(slot, now, endpoint), head);
         }
-        let conn = &mut self.conns[i];
-        if was_idle {
-            let first_is_head = conn.in_flight.front().is_some_and(|r| r.head);
-            conn.parser.start(first_is_head);
-        }
-        conn.state = State::Busy;
-        conn.written = 0;
+        conn.start_batch(out);
         self.on_writable(i);
     }
 
-    /// Fills `batch` with the HEAD flags of the next batch, calling the
-    /// script's `request()` into the connection's buffer when it has one.
-    fn load_batch(&mut self, i: usize, request: u32) -> Result<(), EngineError> {
-        self.batch.clear();
-        if let Some(r) = &self.replay {
-            self.batch.push(r.set().get(request).head);
-            self.conns[i].current = request;
-            return Ok(());
-        }
-        if !self.dynamic {
-            self.batch.extend_from_slice(&self.static_heads);
-            return Ok(());
-        }
-        let script = self.script.as_mut().expect("a dynamic batch has a script");
-        let conn = &mut self.conns[i];
-        script.request(&mut conn.out)?;
-        let requests = split_requests(&conn.out).map_err(|why| EngineError::BadRequest {
-            thread: self.index,
-            why,
-        })?;
-        self.batch.extend(requests.iter().map(|r| r.head));
-        Ok(())
-    }
-
-    /// The intended time of the next request of a batch.
-    fn next_slot(&mut self, now: Nanos) -> Nanos {
-        match &mut self.plan {
-            Plan::Paced(arrivals) => {
-                let slot = arrivals.peek();
-                arrivals.advance();
-                slot
+    /// Readies the next batch of connection `i`: calls the script's
+    /// `request()` into the connection's buffer when it builds each one.
+    fn load_batch(&mut self, i: usize, request: u32) -> Result<Out, EngineError> {
+        match self.source {
+            Source::Static(_) => Ok(Out::Shared(0)),
+            Source::Replay(_) => Ok(Out::Shared(request)),
+            Source::Script => {
+                let script = self.script.as_mut().expect("a script source has a script");
+                let own = self.conns[i].own_batch();
+                script.request(own)?;
+                heads_into(own, &mut self.script_heads).map_err(|why| EngineError::BadRequest {
+                    thread: self.index,
+                    why,
+                })?;
+                Ok(Out::Own)
             }
-            Plan::Closed => now,
         }
     }
 
-    /// Continues writing the current batch.
+    /// Connection `i` can write: it continues its batch.
     fn on_writable(&mut self, i: usize) {
         let conn = &mut self.conns[i];
-        let Some(t) = conn.transport.as_mut() else {
-            return;
-        };
-        if conn.state != State::Busy {
-            return;
-        }
-        let bytes: &[u8] = match &self.replay {
-            Some(r) => r.set().bytes(conn.current),
-            None if self.dynamic => &conn.out,
-            None => &self.request,
-        };
-        while conn.written < bytes.len() {
-            match t.write(&bytes[conn.written..]) {
-                Ok(n) => conn.written += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => return self.lose(i, Loss::Write),
-            }
-        }
-        if t.flush().is_err() {
-            self.lose(i, Loss::Write);
+        let shared = self.source.shared(conn.out());
+        if let Err(why) = conn.on_writable(shared) {
+            self.lose(i, why);
         }
     }
 
@@ -636,16 +590,11 @@ impl Worker {
     /// edge-triggered poller will not report again.
     fn on_readable(&mut self, i: usize, closing: bool) {
         loop {
-            let conn = &mut self.conns[i];
-            let Some(t) = conn.transport.as_mut() else {
-                return;
-            };
-            let n = match t.read(&mut self.buf) {
-                Ok(0) => return self.on_eof(i),
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => return self.lose(i, Loss::Read),
+            let (n, drained) = match self.conns[i].read(&mut self.buf) {
+                Read::Bytes { n, drained } => (n, drained),
+                Read::Blocked => return,
+                Read::Eof => return self.on_eof(i),
+                Read::Failed => return self.lose(i, Loss::Read),
             };
             if !self.on_bytes(i, n) {
                 return;
@@ -654,37 +603,34 @@ impl Worker {
             // so asking again would only return WouldBlock (a wasted call).
             // Not when the peer's close came with this edge: no new edge
             // would announce it, so read on until the end of the stream.
-            let plain = self.conns[i]
-                .transport
-                .as_ref()
-                .is_some_and(Transport::is_plain);
-            if n < self.buf.len() && plain && !closing {
+            if drained && !closing {
                 return;
             }
         }
     }
 
-    /// Feeds `n` bytes of the read buffer to the parser. Returns false when
-    /// the connection was closed meanwhile.
+    /// Hands `n` bytes of the read buffer to the connection. Returns false
+    /// when the connection was closed meanwhile.
     fn on_bytes(&mut self, i: usize, n: usize) -> bool {
         let mut at = 0;
         while at < n {
-            let conn = &mut self.conns[i];
-            if conn.in_flight.is_empty() {
-                // Bytes nobody asked for: the stream cannot be trusted.
-                self.stats.counters.reconnects += 1;
-                self.close(i);
-                return false;
-            }
-            match conn.parser.feed(&self.buf[at..n]) {
-                Ok(Feed::Partial { consumed }) => at += consumed,
-                Ok(Feed::Done { consumed, done }) => {
+            match self.conns[i].receive(&self.buf[at..n]) {
+                Received::Partial { consumed } => at += consumed,
+                Received::Response {
+                    consumed,
+                    req,
+                    done,
+                } => {
                     at += consumed;
-                    if !self.complete(i, done) {
+                    if !self.on_response(i, req, done) {
                         return false;
                     }
                 }
-                Err(_) => {
+                Received::Refused => {
+                    self.reopen(i);
+                    return false;
+                }
+                Received::Malformed => {
                     self.lose(i, Loss::Read);
                     return false;
                 }
@@ -695,163 +641,98 @@ impl Worker {
 
     /// The peer closed the stream.
     fn on_eof(&mut self, i: usize) {
-        let conn = &mut self.conns[i];
-        match conn.parser.eof() {
-            Ok(Some(done)) => {
-                if self.complete(i, done) {
+        match self.conns[i].on_eof() {
+            Eof::Response(req, done) => {
+                if self.on_response(i, req, done) {
                     self.reopen(i);
                 }
             }
-            Ok(None) if conn.in_flight.is_empty() => self.reopen(i),
-            Ok(None) | Err(_) => self.lose(i, Loss::Read),
+            Eof::Clean => self.reopen(i),
+            Eof::Broken => self.lose(i, Loss::Read),
         }
     }
 
     /// Records a finished response. Returns false when the connection was
     /// closed (or the run halted) as a result.
-    fn complete(&mut self, i: usize, done: Done) -> bool {
-        let now = clock::now();
-        let conn = &mut self.conns[i];
-        let req = conn
-            .in_flight
-            .pop_front()
-            .expect("a response implies a request");
-        conn.served += 1;
-        if req.measured {
-            self.record(&req, &done, now);
-            self.record_endpoint(&req, done.status, now);
-        }
+    fn on_response(&mut self, i: usize, req: InFlight, done: Done) -> bool {
+        let bytes = done.head_bytes as u64 + done.body_bytes;
+        self.stats
+            .completed(req.stamp, done.status, bytes, clock::now());
         if let Some(script) = self.script.as_mut().filter(|s| s.has_response()) {
-            let parser = &self.conns[i].parser;
-            let result = script.response(done.status, &mut parser.headers(), parser.body());
+            let conn = &self.conns[i];
+            let result = script.response(
+                done.status,
+                &mut conn.response_headers(),
+                conn.response_body(),
+            );
             if let Err(e) = result {
                 self.fail(e.into());
                 return false;
             }
         }
-        if !done.keep_alive {
-            self.reopen(i);
-            return false;
-        }
-        let conn = &mut self.conns[i];
-        match conn.in_flight.front() {
-            Some(next) => conn.parser.start(next.head),
-            None => self.ready(i),
-        }
-        true
-    }
-
-    fn record(&mut self, req: &InFlight, done: &Done, now: Nanos) {
-        let s = &mut self.stats;
-        let c = &mut s.counters;
-        let (corrected, uncorrected) = (to_us(now - req.intended), to_us(now - req.sent));
-        ThreadStats::record(&mut s.latency, &mut c.saturated, corrected);
-        ThreadStats::record(&mut s.uncorrected, &mut c.saturated, uncorrected);
-        c.completed += 1;
-        c.bytes += done.head_bytes as u64 + done.body_bytes;
-        let error = done.status > 399;
-        c.errors.status += u64::from(error);
-        let offset = self.window.offset(now);
-        let iv = s.intervals.at(offset);
-        let clamp = |v: u64| v.clamp(1, crate::stats::HIST_HIGH_US);
-        let _ = iv.latency.record(clamp(corrected));
-        let _ = iv.uncorrected.record(clamp(uncorrected));
-        iv.completed += 1;
-        iv.errors += u64::from(error);
-        s.count_completion(std::time::Duration::from_nanos(offset));
-    }
-
-    /// Adds a measured request's outcome to its endpoint's statistics:
-    /// its latency when it completed (`status` > 0), an error otherwise.
-    fn record_endpoint(&mut self, req: &InFlight, status: u16, now: Nanos) {
-        if self.stats.endpoints.is_empty() {
-            return;
-        }
-        let Some(r) = &self.replay else { return };
-        let e = r.set().get(req.request).endpoint as usize;
-        let latency = (status > 0).then(|| to_us(now - req.intended));
-        self.stats
-            .record_endpoint(e, latency, status == 0 || status > 399);
-        if let Some(us) = latency {
-            let offset = self.window.offset(now);
-            self.stats.intervals.at(offset).record_endpoint(e, us);
+        match self.conns[i].responded(done.keep_alive) {
+            After::Next => true,
+            After::Free => {
+                self.ready(i);
+                true
+            }
+            After::Close => {
+                self.reopen(i);
+                false
+            }
         }
     }
 
     /// Counts the connection's in-flight requests as lost and recycles it.
     fn lose(&mut self, i: usize, why: Loss) {
-        if !self.stats.endpoints.is_empty() {
-            let now = clock::now();
-            for k in 0..self.conns[i].in_flight.len() {
-                let req = self.conns[i].in_flight[k];
-                if req.measured {
-                    self.record_endpoint(&req, 0, now);
-                }
-            }
-        }
-        let lost = self.conns[i].measured_in_flight();
-        if lost > 0 {
-            let offset = self.window.offset(clock::now());
-            self.stats.intervals.at(offset).errors += lost;
-        }
-        let e = &mut self.stats.counters.errors;
-        match why {
-            Loss::Read => e.read += lost,
-            Loss::Write => e.write += lost,
-            Loss::Timeout => e.timeout += lost,
+        let now = clock::now();
+        for req in self.conns[i].in_flight() {
+            self.stats.lost(req.stamp, why, now);
         }
         self.close(i);
     }
 
-    /// The server ended a connection that did its job: open a new one.
-    /// Requests pipelined behind its last response (sent after a
-    /// `Connection: close` was on its way, or cut off by the close) will get
-    /// no answer on it: they are lost, as read errors.
+    /// The server ended a connection that did its job (or broke its
+    /// stream): open a new one. Requests pipelined behind its last response
+    /// (sent after a `Connection: close` was on its way, or cut off by the
+    /// close) will get no answer on it: they are lost, as read errors.
     fn reopen(&mut self, i: usize) {
-        self.stats.counters.reconnects += 1;
+        self.stats.reconnected();
         self.lose(i, Loss::Read);
     }
 
+    /// Closes connection `i` and reopens it now or after its back-off.
     fn close(&mut self, i: usize) {
+        let now = clock::now();
         let conn = &mut self.conns[i];
-        if let Some(mut t) = conn.transport.take() {
+        if conn.is_idle() {
+            self.slots.remove(conn.peer(), Slot { conn: i });
+        }
+        let closed = conn.close(now);
+        if let Some(mut t) = closed.io {
             let _ = self.poll.registry().deregister(t.socket());
         }
-        if conn.state == State::Idle {
-            let queue = &mut self.idle[conn.host];
-            let before = queue.len();
-            queue.retain(|&c| c != i);
-            self.idle_count -= before - queue.len();
-        }
-        let now = clock::now();
-        conn.close(now);
-        let retry_at = conn.retry_at;
-        if retry_at <= now {
-            self.open(i, retry_at);
+        if closed.reopen_at <= now {
+            self.open(i, closed.reopen_at);
         } else {
-            self.next_sweep = self.next_sweep.min(retry_at);
+            self.next_sweep = self.next_sweep.min(closed.reopen_at);
         }
     }
 
     /// Starts connection `i`; a failure to even start counts as a connect
     /// error and is retried later.
     fn open(&mut self, i: usize, now: Nanos) {
-        let conn = &mut self.conns[i];
-        let peer = &self.peers[conn.host];
+        let peer = &self.peers[self.conns[i].peer()];
         // As in wrk, a script may move its thread (`wrk.thread.addr = ...`)
         // at any time; every connection opened after that goes there.
         let addr = self.script.as_ref().map_or(peer.addr, |s| s.addr());
-        let registered = conn.open(addr, peer.tls.as_ref(), now).and_then(|()| {
-            let sock = conn.transport.as_mut().expect("just opened").socket();
-            self.poll
-                .registry()
-                .register(sock, Token(i), Interest::READABLE | Interest::WRITABLE)
-        });
-        if registered.is_err() {
-            self.stats.counters.errors.connect += u64::from(now >= self.window.measure_from);
-            conn.transport = None;
-            conn.close(now);
-            self.next_sweep = self.next_sweep.min(conn.retry_at);
+        match connect(addr, peer, self.poll.registry(), Token(i)) {
+            Ok(transport) => self.conns[i].open(transport, now),
+            Err(_) => {
+                self.stats.connect_failed(now);
+                let at = self.conns[i].open_failed(now);
+                self.next_sweep = self.next_sweep.min(at);
+            }
         }
     }
 
@@ -863,23 +744,12 @@ impl Worker {
             self.publish(now);
         }
         for i in 0..self.conns.len() {
-            let conn = &self.conns[i];
-            match conn.state {
-                State::Busy => {
-                    let oldest = conn.in_flight.front().map_or(now, |r| r.sent.min(now));
-                    if now - oldest > self.timeout {
-                        self.lose(i, Loss::Timeout);
-                    }
-                }
-                State::Connecting | State::Handshaking => {
-                    // A connect that hangs is a connect error, not a request error.
-                    if now - conn.opened_at.min(now) > self.timeout {
-                        self.connect_failed(i);
-                    }
-                }
-                State::Down if conn.retry_at <= now => self.open(i, now),
-                State::Down => self.next_sweep = self.next_sweep.min(conn.retry_at),
-                State::Idle | State::Resting => {}
+            match self.conns[i].on_timer(now, self.timeout) {
+                Check::Nothing => {}
+                Check::Expired => self.lose(i, Loss::Timeout),
+                Check::ConnectTimedOut => self.connect_failed(i),
+                Check::Reopen => self.open(i, now),
+                Check::ReopenAt(at) => self.next_sweep = self.next_sweep.min(at),
             }
         }
     }
@@ -888,29 +758,39 @@ impl Worker {
     fn publish(&mut self, now: Nanos) {
         self.next_publish = now + super::progress::PUBLISH_EVERY;
         if let Some(board) = &self.progress {
-            board.publish(self.index, &self.stats);
+            board.publish(self.index, self.stats.stats());
         }
     }
 
     /// Places every due request of the window in its bucket.
     fn finish(mut self, stop_at: Nanos) -> ThreadStats {
-        let from = self.window.measure_from;
-        let in_flight: u64 = self.conns.iter().map(Conn::measured_in_flight).sum();
-        let c = &mut self.stats.counters;
-        c.in_flight = in_flight;
-        // Sent requests were counted as due when they went out; what is
-        // still waiting on the schedule is due but never sent.
-        if let Plan::Paced(arrivals) = &self.plan {
-            let waiting = self.pending.iter().flatten();
-            let queued = waiting.filter(|(due, _)| *due >= from).count() as u64;
-            c.never_sent = arrivals.count_pending(from, stop_at) + queued;
-            c.due += c.never_sent;
+        for req in self.conns.iter().flat_map(Conn::in_flight) {
+            self.stats.in_flight_at_end(req.stamp);
         }
-        self.stats.intervals.finish();
-        self.stats.cpu = clock::thread_cpu();
-        self.stats.script_calls = self.script.as_ref().map_or(0, ThreadScript::calls);
-        self.stats
+        // Sent requests were counted as due when they went out; what is
+        // still waiting for a slot or on the schedule is due but never sent.
+        for due in self.slots.waiting() {
+            self.stats.never_sent(due.at);
+        }
+        let from = self.stats.window().measure_from;
+        let never_taken = self.schedule.never_taken(from, stop_at);
+        self.stats.never_sent_many(never_taken);
+        let calls = self.script.as_ref().map_or(0, ThreadScript::calls);
+        self.stats.finish(clock::thread_cpu(), calls)
     }
+}
+
+/// Starts a connect to `peer` and registers its socket under `token`.
+fn connect(
+    addr: SocketAddr,
+    peer: &Peer,
+    registry: &Registry,
+    token: Token,
+) -> io::Result<Transport> {
+    let mut transport = Transport::connect(addr, peer.tls.as_ref())?;
+    let interest = Interest::READABLE | Interest::WRITABLE;
+    registry.register(transport.socket(), token, interest)?;
+    Ok(transport)
 }
 
 fn pin_to_cpu(cpu: usize) -> io::Result<()> {
@@ -924,4 +804,59 @@ fn pin_to_cpu(cpu: usize) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedule::Arrivals;
+
+    /// 1000 requests a second on one thread from t0 = 0: one every ms.
+    fn paced() -> Schedule {
+        Schedule(Plan::Paced(Arrivals::constant(0, 1000.0, 0, 1)))
+    }
+
+    const MS: Nanos = 1_000_000;
+
+    #[test]
+    fn a_request_is_taken_once_it_is_due_and_only_inside_the_run() {
+        let mut s = paced();
+        assert!(s.paced());
+        assert_eq!(s.take_due(0, 10 * MS), Some(0));
+        // The next one is due at 1 ms: not before, and not at the run's end.
+        assert_eq!(s.take_due(MS - 1, 10 * MS), None);
+        assert_eq!(s.take_due(MS, MS), None);
+        assert_eq!(s.next(), Some(MS));
+        assert_eq!(s.take_due(5 * MS, 10 * MS), Some(MS));
+        // A batch's further requests take the next times, whenever sent.
+        assert_eq!(s.take_slot(0), 2 * MS);
+        // Times left in [from, stop): 3..=9 ms.
+        assert_eq!(s.never_taken(0, 10 * MS), 7);
+    }
+
+    #[test]
+    fn a_closed_loop_has_no_intended_times() {
+        let mut s = Schedule(Plan::Closed);
+        assert!(!s.paced());
+        assert_eq!((s.next(), s.take_due(5, 10)), (None, None));
+        assert_eq!(s.take_slot(42), 42);
+        assert_eq!(s.never_taken(0, 10), 0);
+    }
+
+    #[test]
+    fn a_static_batch_is_shared_and_a_scripts_is_the_connections_own() {
+        let batch = Batch::parse(b"GET / HTTP/1.1\r\n\r\n".to_vec()).unwrap();
+        let mut source = Source::Static(batch.clone());
+        assert_eq!(source.shared(Out::Shared(0)), batch.bytes());
+        assert_eq!(
+            (
+                source.next_scheduled(),
+                source.next_for(0),
+                source.peer_of(0)
+            ),
+            (0, 0, 0)
+        );
+        assert_eq!(source.endpoint(0), None);
+        assert_eq!(Source::Script.shared(Out::Own), b"");
+    }
 }

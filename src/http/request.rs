@@ -1,12 +1,17 @@
-//! Request bytes: building one request from its parts, and splitting a
-//! user-supplied buffer of pipelined requests into whole requests.
+//! Requests: their parts (method, path, headers, body), the HTTP/1.1 bytes
+//! encoded from them, and splitting a user-supplied buffer of pipelined
+//! requests into whole requests.
 //!
-//! Requests are built or checked once, before the run, and then sent as raw
-//! bytes many times. Splitting up front tells each connection how many
-//! responses a buffer asks for and which of them answer HEAD (and so carry no
-//! body), and it rejects a buffer that would leave the server waiting for
-//! bytes that never come, which would otherwise show up as a stalled run.
-//! Body framing follows the same rules as responses (shared field helpers).
+//! A request is built as [`Parts`] and encoded once, before the run, into a
+//! [`Batch`] that is then sent many times; the parts are what another
+//! encoding (HTTP/2 frames) would start from. A script's `request()`
+//! returns raw bytes instead (wrk's API): those are split once per batch
+//! by [`heads_into`], which allocates nothing. Splitting tells a
+//! connection how many responses a buffer asks for and which of them
+//! answer HEAD (and so carry no body), and it rejects a buffer that would
+//! leave the server waiting for bytes that never come, which would
+//! otherwise show up as a stalled run. Body framing follows the same rules
+//! as responses (shared field helpers).
 
 use super::chunked::ChunkedDecoder;
 use super::response::FieldSummary;
@@ -76,13 +81,59 @@ pub enum RequestError {
     UnframedBody { index: usize },
 }
 
-/// Builds `METHOD PATH HTTP/1.1`, a `Host` field unless `headers` has one,
-/// the given fields in order, a `Content-Length` field when a body is given
-/// and `headers` has none, an empty line, then the body.
-///
-/// `Host` goes first because RFC 9110 §7.2 asks user agents to send it as
-/// the first field. Names and values are written as given: they come from
-/// the user's own configuration, not from a peer.
+/// One request as its parts, before any encoding.
+#[derive(Clone, Copy, Debug)]
+pub struct Parts<'a> {
+    pub method: &'a str,
+    pub path: &'a str,
+    pub headers: &'a [(String, String)],
+    pub body: Option<&'a [u8]>,
+}
+
+impl Parts<'_> {
+    /// Its HTTP/1.1 bytes: `METHOD PATH HTTP/1.1`, a `Host` field unless
+    /// `headers` has one, the given fields in order, a `Content-Length`
+    /// field when a body is given and `headers` has none, an empty line,
+    /// then the body.
+    ///
+    /// `Host` goes first because RFC 9110 §7.2 asks user agents to send it
+    /// as the first field. Names and values are written as given: they come
+    /// from the user's own configuration, not from a peer.
+    pub fn http1(&self, host: &str) -> Vec<u8> {
+        let Parts {
+            method,
+            path,
+            headers,
+            body,
+        } = *self;
+        let has = |wanted: &str| {
+            headers
+                .iter()
+                .any(|(name, _)| name.eq_ignore_ascii_case(wanted))
+        };
+        let body_len = body.map(<[u8]>::len).unwrap_or_default();
+        let mut out = Vec::with_capacity(64 + path.len() + host.len() + body_len);
+        push_all(&mut out, &[method, " ", path, " HTTP/1.1\r\n"]);
+        if !has("host") {
+            push_all(&mut out, &["Host: ", host, "\r\n"]);
+        }
+        for (name, value) in headers {
+            push_all(&mut out, &[name, ": ", value, "\r\n"]);
+        }
+        if body.is_some() && !has("content-length") {
+            push_all(
+                &mut out,
+                &["Content-Length: ", &body_len.to_string(), "\r\n"],
+            );
+        }
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(body.unwrap_or_default());
+        out
+    }
+}
+
+/// The HTTP/1.1 bytes of one request given by its parts (see
+/// [`Parts::http1`]): what `wrk.format` and the requests file build.
 pub fn format(
     method: &str,
     path: &str,
@@ -90,29 +141,49 @@ pub fn format(
     body: Option<&[u8]>,
     host: &str,
 ) -> Vec<u8> {
-    let has = |wanted: &str| {
-        headers
-            .iter()
-            .any(|(name, _)| name.eq_ignore_ascii_case(wanted))
-    };
-    let body_len = body.map(<[u8]>::len).unwrap_or_default();
-    let mut out = Vec::with_capacity(64 + path.len() + host.len() + body_len);
-    push_all(&mut out, &[method, " ", path, " HTTP/1.1\r\n"]);
-    if !has("host") {
-        push_all(&mut out, &["Host: ", host, "\r\n"]);
+    Parts {
+        method,
+        path,
+        headers,
+        body,
     }
-    for (name, value) in headers {
-        push_all(&mut out, &[name, ": ", value, "\r\n"]);
+    .http1(host)
+}
+
+/// Requests encoded once and written as one buffer many times (pipelined
+/// when there are several), with which of them are HEAD requests.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Batch {
+    bytes: Box<[u8]>,
+    heads: Box<[bool]>,
+}
+
+impl Batch {
+    /// One request, encoded from its parts. Its framing is checked once,
+    /// here: `headers` may carry a Content-Length or Transfer-Encoding
+    /// that disagrees with the body.
+    pub fn encode(parts: &Parts, host: &str) -> Result<Batch, RequestError> {
+        Batch::parse(parts.http1(host))
     }
-    if body.is_some() && !has("content-length") {
-        push_all(
-            &mut out,
-            &["Content-Length: ", &body_len.to_string(), "\r\n"],
-        );
+
+    /// Requests given as bytes (a script's static request), split once.
+    pub fn parse(bytes: Vec<u8>) -> Result<Batch, RequestError> {
+        let mut heads = Vec::new();
+        heads_into(&bytes, &mut heads)?;
+        Ok(Batch {
+            bytes: bytes.into_boxed_slice(),
+            heads: heads.into_boxed_slice(),
+        })
     }
-    out.extend_from_slice(b"\r\n");
-    out.extend_from_slice(body.unwrap_or_default());
-    out
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Whether each request of the batch, in order, is a HEAD request.
+    pub fn heads(&self) -> &[bool] {
+        &self.heads
+    }
 }
 
 fn push_all(out: &mut Vec<u8>, parts: &[&str]) {
@@ -127,22 +198,39 @@ fn push_all(out: &mut Vec<u8>, parts: &[&str]) {
 /// them, and a script that ends its buffer with an extra CRLF should not
 /// fail for it. Blank lines before a request count as part of that request.
 pub fn split_requests(bytes: &[u8]) -> Result<Vec<RequestMeta>, RequestError> {
+    let mut requests = Vec::new();
+    split(bytes, |request| requests.push(request))?;
+    Ok(requests)
+}
+
+/// [`split_requests`] for the hot path: sets `heads` (cleared first, its
+/// memory kept) to whether each request of `bytes` is a HEAD request, and
+/// allocates nothing once `heads` has grown to the batch's size.
+pub fn heads_into(bytes: &[u8], heads: &mut Vec<bool>) -> Result<(), RequestError> {
+    heads.clear();
+    split(bytes, |request| heads.push(request.head))
+}
+
+/// Hands each whole request of `bytes` to `each`, in order; the last one
+/// with any trailing blank lines folded in.
+fn split(bytes: &[u8], mut each: impl FnMut(RequestMeta)) -> Result<(), RequestError> {
     if is_blank(bytes) {
         return Err(RequestError::Empty);
     }
-    let mut requests: Vec<RequestMeta> = Vec::new();
     let mut at = 0;
+    let mut index = 1;
     while at < bytes.len() {
-        let rest = &bytes[at..];
-        if let Some(last) = requests.last_mut().filter(|_| is_blank(rest)) {
-            last.len += rest.len();
-            break;
-        }
-        let request = measure(rest, requests.len() + 1)?;
+        let mut request = measure(&bytes[at..], index)?;
         at += request.len;
-        requests.push(request);
+        let rest = &bytes[at..];
+        if !rest.is_empty() && is_blank(rest) {
+            request.len += rest.len();
+            at = bytes.len();
+        }
+        each(request);
+        index += 1;
     }
-    Ok(requests)
+    Ok(())
 }
 
 fn is_blank(bytes: &[u8]) -> bool {
@@ -207,6 +295,15 @@ mod tests {
             .collect()
     }
 
+    fn parts<'a>(method: &'a str, headers: &'a [(String, String)]) -> Parts<'a> {
+        Parts {
+            method,
+            path: "/x",
+            headers,
+            body: None,
+        }
+    }
+
     fn meta(len: usize, head: bool) -> RequestMeta {
         RequestMeta { len, head }
     }
@@ -245,6 +342,42 @@ mod tests {
             bytes,
             b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n"
         );
+    }
+
+    #[test]
+    fn a_batch_encodes_its_parts_once_and_knows_its_heads() {
+        let headers = fields(&[("X-Id", "7")]);
+        let batch = Batch::encode(&parts("HEAD", &headers), "h").unwrap();
+        assert_eq!(batch.bytes(), format("HEAD", "/x", &headers, None, "h"));
+        assert_eq!(batch.heads(), [true]);
+        let framed = fields(&[("Content-Length", "5")]);
+        assert_eq!(
+            Batch::encode(&parts("GET", &framed), "h"),
+            Err(RequestError::IncompleteBody {
+                index: 1,
+                missing: 5
+            })
+        );
+    }
+
+    #[test]
+    fn heads_into_reuses_its_vector_and_agrees_with_splitting() {
+        let bytes = b"HEAD / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n\r\n";
+        let mut heads = Vec::with_capacity(4);
+        heads.push(false);
+        let at = heads.as_ptr();
+        heads_into(bytes, &mut heads).unwrap();
+        assert_eq!(heads, [true, false]);
+        assert_eq!(heads.as_ptr(), at, "no new allocation");
+        let split: Vec<bool> = split_requests(bytes)
+            .unwrap()
+            .iter()
+            .map(|r| r.head)
+            .collect();
+        assert_eq!(heads, split);
+        assert_eq!(heads_into(b"\r\n", &mut heads), Err(RequestError::Empty));
+        let parsed = Batch::parse(bytes.to_vec()).unwrap();
+        assert_eq!(parsed.heads(), [true, false]);
     }
 
     #[test]

@@ -1,18 +1,21 @@
 //! What a run measured: per-thread histograms and counters, and their merge.
 //!
-//! A worker owns one [`ThreadStats`] and records into it without locks or
-//! allocation; after the workers join, [`RunStats::merge`] adds them up.
-//! Every figure here covers the same measured window (docs/MEASUREMENT.md, §4):
-//! a request belongs to the window when its intended send time does.
+//! A worker records into its own [`ThreadStats`] through a [`Recorder`],
+//! without locks or allocation; after the workers join,
+//! [`RunStats::merge`] adds them up. Every figure here covers the same
+//! measured window (docs/MEASUREMENT.md, §4): a request belongs to the
+//! window when its intended send time does.
 
 pub mod codec;
 pub mod interval;
+pub mod recorder;
 
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
 use interval::IntervalRecorder;
+pub use recorder::{Loss, Recorder, Stamp, Window};
 
 /// Lowest trackable value of every latency histogram, in microseconds.
 pub const HIST_LOW_US: u64 = 1;
@@ -29,6 +32,19 @@ pub const RATE_SAMPLE: Duration = Duration::from_millis(100);
 pub fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(HIST_LOW_US, HIST_HIGH_US, HIST_SIGFIG)
         .expect("constant histogram bounds are valid")
+}
+
+/// Records `value_us` into one of metron's histograms, clamped into
+/// [`HIST_LOW_US`, `HIST_HIGH_US`]; true when it was above the range (the
+/// caller counts it once, however many histograms it goes into). The one
+/// place values meet the range: hdrhistogram's own saturating record
+/// would keep 0 as 0 and values inside the last bucket above the range
+/// as they are, which would change the figures the reports print.
+#[inline]
+pub fn record_clamped(hist: &mut Histogram<u64>, value_us: u64) -> bool {
+    // In range by construction, so this cannot fail.
+    let _ = hist.record(value_us.clamp(HIST_LOW_US, HIST_HIGH_US));
+    value_us > HIST_HIGH_US
 }
 
 /// A histogram holding `count` of each `value`: fixed data for tests.
@@ -211,8 +227,7 @@ impl ThreadStats {
         stats.errors += u64::from(error);
         if let Some(us) = latency_us {
             stats.completed += 1;
-            let h = stats.latency.get_or_insert_with(new_histogram);
-            let _ = h.record(us.clamp(HIST_LOW_US, HIST_HIGH_US));
+            record_clamped(stats.latency.get_or_insert_with(new_histogram), us);
         }
     }
 
@@ -220,12 +235,7 @@ impl ThreadStats {
     /// clamped values so that nothing is silently dropped.
     #[inline]
     pub fn record(hist: &mut Histogram<u64>, saturated: &mut u64, value_us: u64) {
-        let v = value_us.clamp(HIST_LOW_US, HIST_HIGH_US);
-        if v != value_us && value_us > HIST_HIGH_US {
-            *saturated += 1;
-        }
-        // In range by construction, so this cannot fail.
-        let _ = hist.record(v);
+        *saturated += u64::from(record_clamped(hist, value_us));
     }
 
     /// Counts one completion in the time series at `offset` from the
@@ -314,8 +324,7 @@ impl IntervalStats {
         if self.endpoints.len() <= e {
             self.endpoints.resize(e + 1, None);
         }
-        let h = self.endpoints[e].get_or_insert_with(new_histogram);
-        let _ = h.record(us.clamp(HIST_LOW_US, HIST_HIGH_US));
+        record_clamped(self.endpoints[e].get_or_insert_with(new_histogram), us);
     }
 
     /// Start of the interval, from the window's start.

@@ -1,0 +1,379 @@
+//! The one place a worker records: a request went out ([`Recorder::sent`]),
+//! came back ([`Recorder::completed`]) or was lost ([`Recorder::lost`]).
+//!
+//! Each call files the event in every structure that shows it (the run's
+//! totals, the open interval, the endpoint's figures), so the worker writes
+//! one call per event. Whether a request belongs to the measured window is
+//! decided here, once, when it is sent; the decision travels with the
+//! request as its [`Stamp`] and is honoured when it ends.
+
+use std::time::Duration;
+
+use crate::clock::{to_us, Nanos};
+
+use super::ThreadStats;
+
+/// How a worker's run is bounded in time, known once all threads are ready.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// First intended time that is measured (start + warm-up).
+    pub measure_from: Nanos,
+    /// End of the run.
+    pub end: Nanos,
+}
+
+impl Window {
+    /// Everything measured: the window before the run's start is known.
+    pub const ALL: Window = Window {
+        measure_from: 0,
+        end: u64::MAX,
+    };
+
+    /// Whether a request intended at `intended` belongs to the window.
+    #[inline]
+    pub fn measures(&self, intended: Nanos) -> bool {
+        intended >= self.measure_from && intended < self.end
+    }
+
+    /// Whether `t` is past the warm-up (connect errors are counted from
+    /// then on, whenever they happen).
+    #[inline]
+    pub fn past_warmup(&self, t: Nanos) -> bool {
+        t >= self.measure_from
+    }
+
+    /// Where `now` falls in the measured window, in nanoseconds from its
+    /// start, for the per-interval figures. A response read in the same
+    /// wake-up as the window's end is filed in its last moment, so every
+    /// figure stays inside the window that the totals cover.
+    #[inline]
+    pub fn offset(&self, now: Nanos) -> u64 {
+        let last = self.end.saturating_sub(1).max(self.measure_from);
+        now.clamp(self.measure_from, last) - self.measure_from
+    }
+}
+
+/// Why a request ended without a response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Loss {
+    /// Reset, end of stream mid-response, bytes that are not HTTP.
+    Read,
+    Write,
+    /// Outstanding longer than `--timeout`.
+    Timeout,
+}
+
+/// What the statistics know of a request once it went out: given by
+/// [`Recorder::sent`], handed back when the request ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stamp {
+    /// When the schedule wanted it sent (its send when that came first).
+    intended: Nanos,
+    /// When its first byte was written.
+    sent: Nanos,
+    /// It belongs to the measured window.
+    measured: bool,
+    /// Its endpoint, when it has one (a requests file).
+    endpoint: Option<u16>,
+}
+
+impl Stamp {
+    pub fn measured(&self) -> bool {
+        self.measured
+    }
+
+    pub fn sent(&self) -> Nanos {
+        self.sent
+    }
+}
+
+/// One thread's statistics while the run is on.
+#[derive(Debug)]
+pub struct Recorder {
+    stats: ThreadStats,
+    window: Window,
+    /// Rate mode: requests have intended times, so send lag is kept.
+    paced: bool,
+}
+
+impl Recorder {
+    /// Intervals of `interval`, statistics for `endpoints` endpoints.
+    pub fn new(interval: Duration, endpoints: usize) -> Recorder {
+        Recorder {
+            stats: ThreadStats::new(interval, endpoints),
+            window: Window::ALL,
+            paced: false,
+        }
+    }
+
+    /// The run starts: its window, and whether it is paced.
+    pub fn begin(&mut self, window: Window, paced: bool) {
+        self.window = window;
+        self.paced = paced;
+    }
+
+    pub fn window(&self) -> Window {
+        self.window
+    }
+
+    /// The totals so far (for the progress line).
+    pub fn stats(&self) -> &ThreadStats {
+        &self.stats
+    }
+
+    /// A request intended at `slot` has its first byte written `now`.
+    /// A request sent ahead of its slot (pipelined behind an earlier one)
+    /// is measured from its send: there is no delay to correct for.
+    #[inline]
+    pub fn sent(&mut self, slot: Nanos, now: Nanos, endpoint: Option<u16>) -> Stamp {
+        let stamp = Stamp {
+            intended: slot.min(now),
+            sent: now,
+            measured: self.window.measures(slot),
+            endpoint,
+        };
+        if stamp.measured {
+            let s = &mut self.stats;
+            s.counters.due += 1;
+            if self.paced {
+                let lag = to_us(now - stamp.intended);
+                ThreadStats::record(&mut s.send_lag, &mut s.counters.saturated, lag);
+                let iv = s.intervals.at(self.window.offset(now));
+                super::record_clamped(&mut iv.send_lag, lag);
+            }
+        }
+        stamp
+    }
+
+    /// The response to `stamp`'s request ended `now` with `status`, after
+    /// `bytes` bytes (head and body).
+    #[inline]
+    pub fn completed(&mut self, stamp: Stamp, status: u16, bytes: u64, now: Nanos) {
+        if !stamp.measured {
+            return;
+        }
+        let s = &mut self.stats;
+        let c = &mut s.counters;
+        let corrected = to_us(now - stamp.intended);
+        let uncorrected = to_us(now - stamp.sent);
+        ThreadStats::record(&mut s.latency, &mut c.saturated, corrected);
+        ThreadStats::record(&mut s.uncorrected, &mut c.saturated, uncorrected);
+        c.completed += 1;
+        c.bytes += bytes;
+        let error = status > 399;
+        c.errors.status += u64::from(error);
+        let offset = self.window.offset(now);
+        let iv = s.intervals.at(offset);
+        super::record_clamped(&mut iv.latency, corrected);
+        super::record_clamped(&mut iv.uncorrected, uncorrected);
+        iv.completed += 1;
+        iv.errors += u64::from(error);
+        s.count_completion(Duration::from_nanos(offset));
+        self.endpoint(stamp, Some(corrected), error, offset);
+    }
+
+    /// `stamp`'s request ended `now` without a response.
+    pub fn lost(&mut self, stamp: Stamp, why: Loss, now: Nanos) {
+        if !stamp.measured {
+            return;
+        }
+        let offset = self.window.offset(now);
+        self.stats.intervals.at(offset).errors += 1;
+        let e = &mut self.stats.counters.errors;
+        match why {
+            Loss::Read => e.read += 1,
+            Loss::Write => e.write += 1,
+            Loss::Timeout => e.timeout += 1,
+        }
+        self.endpoint(stamp, None, true, offset);
+    }
+
+    /// A measured request of an endpoint ended: answered after
+    /// `latency_us` (corrected), or lost (`None`).
+    fn endpoint(&mut self, stamp: Stamp, latency_us: Option<u64>, error: bool, offset: u64) {
+        let Some(e) = stamp.endpoint.filter(|_| !self.stats.endpoints.is_empty()) else {
+            return;
+        };
+        let e = usize::from(e);
+        self.stats.record_endpoint(e, latency_us, error);
+        if let Some(us) = latency_us {
+            self.stats.intervals.at(offset).record_endpoint(e, us);
+        }
+    }
+
+    /// A request due at `due` waited for a free connection.
+    pub fn queued(&mut self, due: Nanos) {
+        self.stats.counters.queued += u64::from(self.window.measures(due));
+    }
+
+    /// An attempt to connect failed `now`.
+    pub fn connect_failed(&mut self, now: Nanos) {
+        self.stats.counters.errors.connect += u64::from(self.window.past_warmup(now));
+    }
+
+    /// The server closed a connection (or broke its stream), which is
+    /// opened again.
+    pub fn reconnected(&mut self) {
+        self.stats.counters.reconnects += 1;
+    }
+
+    /// At the end: `stamp`'s request is still unanswered.
+    pub fn in_flight_at_end(&mut self, stamp: Stamp) {
+        self.stats.counters.in_flight += u64::from(stamp.measured);
+    }
+
+    /// At the end: a request due at `due` was never sent.
+    pub fn never_sent(&mut self, due: Nanos) {
+        self.never_sent_many(u64::from(self.window.measures(due)));
+    }
+
+    /// At the end: `n` requests of the measured window were never sent
+    /// (counted by the schedule, which knows only their number).
+    pub fn never_sent_many(&mut self, n: u64) {
+        let c = &mut self.stats.counters;
+        c.never_sent += n;
+        c.due += n;
+    }
+
+    /// The run is over: closes the last interval.
+    pub fn finish(mut self, cpu: Duration, script_calls: u64) -> ThreadStats {
+        self.stats.intervals.finish();
+        self.stats.cpu = cpu;
+        self.stats.script_calls = script_calls;
+        self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::HIST_HIGH_US;
+
+    const MS: Nanos = 1_000_000;
+    const SEC: Nanos = 1_000_000_000;
+
+    fn recorder(endpoints: usize) -> Recorder {
+        let mut r = Recorder::new(Duration::from_secs(1), endpoints);
+        r.begin(
+            Window {
+                measure_from: SEC,
+                end: 3 * SEC,
+            },
+            true,
+        );
+        r
+    }
+
+    #[test]
+    fn the_window_decides_at_the_send_and_the_stamp_carries_it() {
+        let mut r = recorder(0);
+        let early = r.sent(SEC - 1, SEC, None);
+        let inside = r.sent(SEC, SEC + 2 * MS, None);
+        let late = r.sent(3 * SEC, 3 * SEC, None);
+        assert_eq!(
+            (early.measured(), inside.measured(), late.measured()),
+            (false, true, false)
+        );
+        // Only the measured one is due, and its lag is kept.
+        assert_eq!(r.stats().counters.due, 1);
+        assert_eq!(r.stats().send_lag.len(), 1);
+        let lag = &r.stats().send_lag;
+        assert!(lag.equivalent(lag.max(), 2_000));
+        r.completed(early, 200, 10, 2 * SEC);
+        r.lost(late, Loss::Read, 3 * SEC);
+        r.completed(inside, 503, 10, SEC + 5 * MS);
+        let s = r.finish(Duration::ZERO, 0);
+        let c = s.counters;
+        assert_eq!((c.completed, c.errors.status, c.bytes), (1, 1, 10));
+        assert_eq!(c.errors.read, 0);
+        assert_eq!(s.latency.len(), 1);
+        assert!(s.latency.equivalent(s.latency.max(), 5_000));
+        assert!(s.uncorrected.equivalent(s.uncorrected.max(), 3_000));
+    }
+
+    #[test]
+    fn a_pipelined_request_sent_before_its_slot_is_measured_from_its_send() {
+        let mut r = recorder(0);
+        let ahead = r.sent(2 * SEC, SEC + MS, None);
+        assert_eq!(ahead.sent(), SEC + MS);
+        r.completed(ahead, 200, 0, SEC + 2 * MS);
+        let s = r.stats();
+        assert!(s.latency.equivalent(s.latency.max(), 1_000));
+        assert_eq!(s.send_lag.max(), 1); // no lag, clamped up to the floor
+    }
+
+    #[test]
+    fn unpaced_runs_keep_no_send_lag() {
+        let mut r = Recorder::new(Duration::from_secs(1), 0);
+        r.begin(Window::ALL, false);
+        r.sent(5, 5, None);
+        assert_eq!((r.stats().counters.due, r.stats().send_lag.len()), (1, 0));
+    }
+
+    #[test]
+    fn losses_are_counted_by_reason_in_totals_intervals_and_endpoints() {
+        let mut r = recorder(2);
+        let a = r.sent(SEC, SEC, Some(1));
+        let b = r.sent(SEC, SEC, Some(1));
+        let c = r.sent(SEC, SEC, None);
+        r.lost(a, Loss::Timeout, 2 * SEC);
+        r.lost(b, Loss::Write, 2 * SEC);
+        r.completed(c, 200, 1, 2 * SEC);
+        let s = r.finish(Duration::ZERO, 0);
+        let e = s.counters.errors;
+        assert_eq!((e.timeout, e.write, e.read), (1, 1, 0));
+        assert_eq!((s.endpoints[1].errors, s.endpoints[1].completed), (2, 0));
+        assert_eq!(s.endpoints[0].errors, 0);
+        let errors: u64 = s.intervals.closed().iter().map(|i| i.errors).sum();
+        assert_eq!(errors, 2);
+    }
+
+    #[test]
+    fn latencies_past_the_range_are_recorded_at_its_top_and_counted() {
+        let mut r = recorder(0);
+        let a = r.sent(SEC, SEC, None);
+        let huge = SEC + (HIST_HIGH_US + 5) * 1_000;
+        r.completed(a, 200, 0, huge);
+        let s = r.stats();
+        // Both the corrected and the uncorrected figure saturate.
+        assert_eq!(s.counters.saturated, 2);
+        assert!(s.latency.equivalent(s.latency.max(), HIST_HIGH_US));
+    }
+
+    #[test]
+    fn books_balance_with_never_sent_and_in_flight_requests() {
+        let mut r = recorder(0);
+        let a = r.sent(SEC, SEC, None);
+        let b = r.sent(SEC, SEC, None);
+        r.completed(a, 200, 0, SEC + MS);
+        r.in_flight_at_end(b);
+        r.never_sent(2 * SEC);
+        r.never_sent(SEC - 1); // before the window: not due
+        r.never_sent_many(3);
+        r.queued(SEC);
+        r.queued(0);
+        let c = r.finish(Duration::ZERO, 0).counters;
+        assert_eq!((c.due, c.never_sent, c.in_flight, c.queued), (6, 4, 1, 1));
+        assert!(c.balanced());
+    }
+
+    #[test]
+    fn connect_errors_count_from_the_warmup_on() {
+        let mut r = recorder(0);
+        r.connect_failed(SEC - 1);
+        r.connect_failed(SEC);
+        r.connect_failed(4 * SEC);
+        assert_eq!(r.stats().counters.errors.connect, 2);
+    }
+
+    #[test]
+    fn offsets_stay_inside_the_window() {
+        let w = Window {
+            measure_from: SEC,
+            end: 3 * SEC,
+        };
+        assert_eq!(w.offset(0), 0);
+        assert_eq!(w.offset(SEC + 5), 5);
+        assert_eq!(w.offset(5 * SEC), 2 * SEC - 1);
+    }
+}
