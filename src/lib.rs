@@ -4,6 +4,7 @@
 //! # Layout
 //! - [`cli`]: flags as typed (wrk, wrk2 and metron's own) and the validated
 //!   [`cli::config::Config`] derived from them.
+//! - [`target`]: a URL parsed into the server under test, and resolved.
 //! - [`schedule`]: intended send times (the open model of rate mode).
 //! - [`engine`]: worker threads, each with its own event loop, connections,
 //!   timer and statistics.
@@ -33,6 +34,7 @@ pub mod script;
 pub mod serve;
 mod signals;
 pub mod stats;
+pub mod target;
 
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};

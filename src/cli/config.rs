@@ -4,7 +4,6 @@
 //! target and spreads connections over threads. Each failure is a
 //! [`ConfigError`] whose one-line message names the problem and the fix.
 
-use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -13,31 +12,11 @@ use std::sync::Arc;
 use super::BenchArgs;
 use crate::http::request::{check_header_value, check_token};
 use crate::replay::{Order, ReplayError, RequestSet, MAX_ENDPOINTS};
+use crate::target::{parse_target, Target, TargetError};
 
 /// The longest run: far beyond any benchmark, far below where nanosecond
 /// timestamps would overflow.
 pub const MAX_DURATION: Duration = Duration::from_secs(366 * 24 * 3600);
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scheme {
-    Http,
-    Https,
-}
-
-/// The server under test.
-#[derive(Clone, Debug)]
-pub struct Target {
-    pub scheme: Scheme,
-    /// Host as written in the URL (IPv6 literals without brackets).
-    pub host: String,
-    pub port: u16,
-    /// Path and query, never empty.
-    pub path: String,
-    /// Value of the `Host` header: host, plus the port when not the default.
-    pub authority: String,
-    /// Every address the host resolved to, in resolver order.
-    pub addrs: Vec<SocketAddr>,
-}
 
 /// A validated run configuration.
 #[derive(Clone, Debug)]
@@ -103,12 +82,8 @@ impl Outputs {
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum ConfigError {
-    #[error("invalid URL '{url}': {why}; write it as http://host[:port]/path")]
-    Url { url: String, why: String },
-    #[error("unsupported scheme '{0}': use http:// or https://")]
-    Scheme(String),
-    #[error("cannot resolve host '{host}': {why}; check the host name in the URL")]
-    Resolve { host: String, why: String },
+    #[error("{0}")]
+    Target(#[from] TargetError),
     #[error("-t 0: at least one thread is needed, e.g. -t 1")]
     NoThreads,
     #[error("-c {connections} is fewer than -t {threads}: every thread needs a connection; raise -c to at least {threads} or lower -t")]
@@ -356,95 +331,6 @@ pub fn parse_header(h: &str) -> Result<(String, String), ConfigError> {
     Ok((name.to_string(), value.to_string()))
 }
 
-/// Parses and resolves the URL.
-pub fn parse_target(raw: &str) -> Result<Target, ConfigError> {
-    let mut target = parse_url(raw)?;
-    resolve(&mut target)?;
-    Ok(target)
-}
-
-/// Parses the URL; the target's addresses stay empty until [`resolve`].
-pub fn parse_url(raw: &str) -> Result<Target, ConfigError> {
-    if !raw.contains("://") {
-        let why = "no scheme".to_string();
-        return Err(ConfigError::Url {
-            url: raw.to_string(),
-            why,
-        });
-    }
-    let url = url::Url::parse(raw).map_err(|e| ConfigError::Url {
-        url: raw.to_string(),
-        why: e.to_string(),
-    })?;
-    let scheme = match url.scheme() {
-        "http" => Scheme::Http,
-        "https" => Scheme::Https,
-        other => return Err(ConfigError::Scheme(other.to_string())),
-    };
-    let host = match url.host() {
-        Some(url::Host::Ipv6(a)) => a.to_string(),
-        Some(h) => h.to_string(),
-        None => {
-            return Err(ConfigError::Url {
-                url: raw.to_string(),
-                why: "no host".to_string(),
-            })
-        }
-    };
-    let bad = |why: &str| ConfigError::Url {
-        url: raw.to_string(),
-        why: why.to_string(),
-    };
-    // Sent nowhere, so refused rather than dropped without a word (and
-    // kept out of the report, which prints the URL).
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(bad(
-            "credentials in a URL are not sent; remove them and pass -H 'Authorization: ...'",
-        ));
-    }
-    if url.port() == Some(0) {
-        return Err(bad("port 0 is not a port to connect to"));
-    }
-    let default_port = if scheme == Scheme::Https { 443 } else { 80 };
-    let port = url.port().unwrap_or(default_port);
-    let host_part = url.host_str().unwrap_or(&host).to_string(); // keeps IPv6 brackets
-    let authority = match url.port() {
-        Some(p) => format!("{host_part}:{p}"),
-        None => host_part,
-    };
-    let mut path = url.path().to_string();
-    if let Some(q) = url.query() {
-        path.push('?');
-        path.push_str(q);
-    }
-    Ok(Target {
-        scheme,
-        host,
-        port,
-        path,
-        authority,
-        addrs: Vec::new(),
-    })
-}
-
-/// Looks up the target's host.
-pub fn resolve(target: &mut Target) -> Result<(), ConfigError> {
-    let host = &target.host;
-    let why = |why: String| ConfigError::Resolve {
-        host: host.clone(),
-        why,
-    };
-    let addrs: Vec<SocketAddr> = (host.as_str(), target.port)
-        .to_socket_addrs()
-        .map_err(|e| why(e.to_string()))?
-        .collect();
-    if addrs.is_empty() {
-        return Err(why("no addresses".to_string()));
-    }
-    target.addrs = addrs;
-    Ok(())
-}
-
 /// CPUs this process may run on.
 fn allowed_cpus() -> Vec<usize> {
     // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most its size.
@@ -497,36 +383,6 @@ mod tests {
         assert_eq!(spread(2, 2), vec![1, 1]);
         let c = config(&["-t3", "-c10", "http://127.0.0.1:1/"]).unwrap();
         assert_eq!(c.connections(), 10);
-    }
-
-    #[test]
-    fn urls_of_every_shape() {
-        let t = parse_target("http://127.0.0.1:8080/a/b?x=1&y=2").unwrap();
-        assert_eq!(
-            (t.host.as_str(), t.port, t.path.as_str()),
-            ("127.0.0.1", 8080, "/a/b?x=1&y=2")
-        );
-        assert_eq!(t.authority, "127.0.0.1:8080");
-        let t = parse_target("http://[::1]:9000").unwrap();
-        assert_eq!((t.host.as_str(), t.path.as_str()), ("::1", "/"));
-        assert_eq!(t.authority, "[::1]:9000");
-        assert_eq!(t.addrs, vec!["[::1]:9000".parse().unwrap()]);
-        let t = parse_target("https://127.0.0.1/").unwrap();
-        assert_eq!(
-            (t.scheme, t.port, t.authority.as_str()),
-            (Scheme::Https, 443, "127.0.0.1")
-        );
-        let t = parse_target("http://localhost:81/").unwrap();
-        assert!(!t.addrs.is_empty());
-    }
-
-    #[test]
-    fn urls_that_cannot_be_honoured_are_refused() {
-        let err = |u: &str| parse_url(u).unwrap_err().to_string();
-        assert!(err("http://127.0.0.1:0/").contains("port 0 is not a port"));
-        for u in ["http://user:secret@127.0.0.1/", "http://user@127.0.0.1/"] {
-            assert!(err(u).contains("credentials in a URL are not sent"), "{u}");
-        }
     }
 
     #[test]

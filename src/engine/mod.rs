@@ -22,7 +22,8 @@ use std::time::Duration;
 use mio::Waker;
 use rustls::pki_types::ServerName;
 
-use crate::cli::config::{Config, Scheme, Target};
+use crate::cli::config::Config;
+use crate::target::{Scheme, Target};
 use crate::clock::{self, nanos, Nanos};
 use crate::http::request::{split_requests, RequestError};
 use crate::replay::Cursor;

@@ -108,7 +108,7 @@ impl Cursor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::config::parse_target;
+    use crate::target::parse_target;
 
     fn set(lines: &str) -> Arc<RequestSet> {
         let path = std::env::temp_dir().join(format!(
