@@ -9,15 +9,16 @@
 //!
 //! This file holds the public face: [`Server`] (start, address, stats,
 //! shutdown) and [`run`] for the command line. The rest is split by concept:
-//! `config` (flags), `plan` (stall schedule), `fault` (injected failures and
-//! their bytes), `tls` (`--tls` certificates), `stats` (what was received),
-//! `request` and `body` (parsing), `route` and `reply` (what to answer and
-//! its bytes), `conn` (the per-connection loop).
+//! `config` (flags), `plan` (stall schedule), `fault` (injected failures),
+//! `fault_bytes` (their bytes), `tls` (`--tls` certificates), `stats` (what
+//! was received), `request` and `body` (parsing), `route` and `reply` (what
+//! to answer and its bytes), `conn` (the per-connection loop).
 
 mod body;
 mod config;
 mod conn;
 mod fault;
+mod fault_bytes;
 mod plan;
 mod reply;
 mod request;

@@ -10,7 +10,7 @@ use std::net::{Shutdown, TcpStream};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use super::fault::GARBAGE;
+use super::fault_bytes::GARBAGE;
 use super::{
     BadCert, Fault, FaultPlan, Per, Probability, RecordedRequest, ServeConfig, Server, StallPlan,
 };
