@@ -83,7 +83,10 @@ fn output_hint(why: &io::Error) -> &'static str {
 pub fn run(cmd: Command, out: &mut dyn Write) -> Result<(), Error> {
     match cmd {
         Command::Bench(args) => bench(&args, out).map(|_| ()),
-        Command::Serve(args) => Ok(serve::run(args)?),
+        Command::Serve(args) => {
+            let cfg = serve::ServeConfig::try_from(args).map_err(serve::ServeError::Config)?;
+            Ok(serve::run(cfg)?)
+        }
         Command::Demo(args) => demo::run(&args, out),
         Command::Report(args) => rerender(&args, out),
         Command::Merge(args) => merge_logs(&args, out),

@@ -5,7 +5,9 @@
 //! connections, resolved addresses, request bytes) in one place.
 //! A flag's tests sit next to the flag, at the bottom of this file.
 
+mod choice;
 pub mod config;
+pub mod serve;
 pub mod units;
 
 use std::ffi::OsString;
@@ -22,7 +24,7 @@ pub enum Command {
     /// Load-test a URL (the default, as with wrk).
     Bench(Box<BenchArgs>),
     /// Run the built-in target server.
-    Serve(crate::serve::ServeArgs),
+    Serve(serve::ServeArgs),
     /// Run a short rate-mode test against the built-in target with a stall.
     Demo(DemoArgs),
     /// Re-render the reports of a saved JSON document.
@@ -150,7 +152,7 @@ pub struct BenchArgs {
     /// Order of --requests
     #[arg(
         long = "requests-order",
-        value_enum,
+        value_parser = choice::choice(&crate::replay::Order::CHOICES),
         default_value = "sequential",
         value_name = "ORDER"
     )]
@@ -242,7 +244,7 @@ pub struct DemoArgs {
 )]
 struct ServeCli {
     #[command(flatten)]
-    args: crate::serve::ServeArgs,
+    args: serve::ServeArgs,
 }
 
 #[derive(Parser, Debug)]

@@ -14,13 +14,21 @@ use std::sync::Arc;
 use super::RequestSet;
 
 /// `--requests-order`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Order {
-    /// The file's order, cycling
+    /// The file's order, cycling.
     #[default]
     Sequential,
-    /// Uniformly at random, seeded by --seed
+    /// Uniformly at random, seeded by `--seed`.
     Random,
+}
+
+impl Order {
+    /// Each order as `--requests-order` names it, with its one-line help.
+    pub const CHOICES: [(Order, &'static str, &'static str); 2] = [
+        (Order::Sequential, "sequential", "The file's order, cycling"),
+        (Order::Random, "random", "Uniformly at random, seeded by --seed"),
+    ];
 }
 
 /// One thread's position in the request list.

@@ -145,7 +145,7 @@ pub enum Pick {
 }
 
 /// What a [`FaultPlan`] counts.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Per {
     /// Responses, server-wide: each picked response is faulty.
     #[default]
@@ -153,6 +153,22 @@ pub enum Per {
     /// Accepted connections: every response on a picked connection is
     /// faulty.
     Connection,
+}
+
+impl Per {
+    /// Each unit as `--fault-per` names it, with its one-line help.
+    pub const CHOICES: [(Per, &'static str, &'static str); 2] = [
+        (
+            Per::Response,
+            "response",
+            "Responses, server-wide: each picked response is faulty",
+        ),
+        (
+            Per::Connection,
+            "connection",
+            "Accepted connections: every response on a picked connection is faulty",
+        ),
+    ];
 }
 
 /// Which fault, and when.

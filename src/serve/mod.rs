@@ -8,11 +8,13 @@
 //! `Date` header, so tests can compare every byte of a response.
 //!
 //! This file holds the public face: [`Server`] (start, address, stats,
-//! shutdown) and [`run`] for the command line. The rest is split by concept:
-//! `config` (flags), `plan` (stall schedule), `fault` (injected failures),
-//! `fault_bytes` (their bytes), `tls` (`--tls` certificates), `stats` (what
-//! was received), `request` and `body` (parsing), `route` and `reply` (what
-//! to answer and its bytes), `conn` (the per-connection loop).
+//! shutdown) and [`run`] for `metron serve`, which hands it a
+//! [`ServeConfig`] built from its flags; this module never sees the command
+//! line. The rest is split by concept: `config` (what to serve), `plan`
+//! (stall schedule), `fault` (injected failures), `fault_bytes` (their
+//! bytes), `tls` (`--tls` certificates), `stats` (what was received),
+//! `request` and `body` (parsing), `route` and `reply` (what to answer and
+//! its bytes), `conn` (the per-connection loop).
 
 mod body;
 mod config;
@@ -37,7 +39,7 @@ use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
-pub use config::{ServeArgs, ServeConfig, MAX_THREADS, TRICKLE_INTERVAL};
+pub use config::{ServeConfig, MAX_THREADS, TRICKLE_INTERVAL};
 pub use fault::{parse_fault, Fault, FaultPlan, FaultSpec, Per, Pick, Probability};
 pub use plan::StallPlan;
 pub use stats::{RecordedRequest, ServerStats};
@@ -224,10 +226,9 @@ pub enum ServeError {
 
 /// `metron serve`: starts the server, prints where it listens, and serves
 /// until SIGINT or SIGTERM, then shuts down and returns.
-pub fn run(args: ServeArgs) -> Result<(), ServeError> {
+pub fn run(cfg: ServeConfig) -> Result<(), ServeError> {
     use signal_hook::consts::{SIGINT, SIGTERM};
-    let listen = args.listen;
-    let cfg = ServeConfig::try_from(args).map_err(ServeError::Config)?;
+    let listen = cfg.listen;
     // Signals are hooked before the address is printed, so a supervisor
     // that signals as soon as it reads the line cannot kill the process.
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;

@@ -13,12 +13,28 @@ use rcgen::{CertificateParams, KeyPair};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
 /// The certificate a `--tls` server presents.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BadCert {
-    /// Self-signed: no client trusts its issuer
+    /// Self-signed: no client trusts its issuer.
     Untrusted,
-    /// Self-signed and expired: valid only during the year 2000
+    /// Self-signed and expired: valid only during the year 2000.
     Expired,
+}
+
+impl BadCert {
+    /// Each certificate as `--tls` names it, with its one-line help.
+    pub const CHOICES: [(BadCert, &'static str, &'static str); 2] = [
+        (
+            BadCert::Untrusted,
+            "untrusted",
+            "Self-signed: no client trusts its issuer",
+        ),
+        (
+            BadCert::Expired,
+            "expired",
+            "Self-signed and expired: valid only during the year 2000",
+        ),
+    ];
 }
 
 /// Names the certificate is issued for.
