@@ -5,7 +5,8 @@
 //! - [`cli`]: flags as typed (wrk, wrk2 and metron's own) and the validated
 //!   [`cli::config::Config`] derived from them.
 //! - [`target`]: a URL parsed into the server under test, and resolved.
-//! - [`schedule`]: intended send times (the open model of rate mode).
+//! - [`schedule`]: the [`schedule::Load`]: the closed loop, or an arrival
+//!   process giving each request's intended send time (the open model).
 //! - [`engine`]: worker threads, each with its own event loop, connections,
 //!   timer and statistics.
 //! - [`http`]: request bytes, the incremental response parser, body framing.
@@ -112,7 +113,7 @@ pub fn rerender(args: &cli::ReportArgs, mut out: &mut dyn Write) -> Result<(), E
         duration,
         threads: c.threads,
         connections: c.connections,
-        rate: c.rate,
+        load: c.load(),
         latency: true,
         u_latency: true,
         stats: &stats,
@@ -190,7 +191,7 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
         duration: cfg.duration,
         threads: cfg.threads,
         connections,
-        rate: cfg.rate,
+        load: cfg.load.clone(),
         latency: cfg.latency,
         u_latency: cfg.u_latency,
         stats: &outcome.stats,

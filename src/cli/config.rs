@@ -12,6 +12,7 @@ use std::sync::Arc;
 use super::BenchArgs;
 use crate::http::request::{check_header_value, check_token};
 use crate::replay::{Order, ReplayError, RequestSet, MAX_ENDPOINTS};
+use crate::schedule::{Load, MAX_RATE};
 use crate::target::{parse_target, Target, TargetError};
 
 /// The longest run: far beyond any benchmark, far below where nanosecond
@@ -29,8 +30,8 @@ pub struct Config {
     pub duration: Duration,
     pub warmup: Duration,
     pub timeout: Duration,
-    /// Total requests per second (rate mode), or `None` (closed loop).
-    pub rate: Option<f64>,
+    /// `-R`: a constant total rate (rate mode), or the closed loop.
+    pub load: Load,
     /// Headers from `-H`, in order.
     pub headers: Vec<(String, String)>,
     pub latency: bool,
@@ -160,7 +161,7 @@ impl Config {
             if r <= 0.0 {
                 return Err(ConfigError::NoRate(r));
             }
-            if r > crate::schedule::MAX_RATE {
+            if r > MAX_RATE {
                 return Err(ConfigError::HugeRate(r));
             }
         }
@@ -195,7 +196,7 @@ impl Config {
             duration: args.duration,
             warmup: args.warmup,
             timeout: args.timeout,
-            rate: args.rate,
+            load: Load::from_rate(args.rate),
             headers,
             latency: args.latency || args.u_latency,
             u_latency: args.u_latency,

@@ -27,7 +27,7 @@ use crate::target::{Scheme, Target};
 use crate::clock::{self, nanos, Nanos};
 use crate::http::request::{split_requests, RequestError};
 use crate::replay::Cursor;
-use crate::schedule::{Arrivals, Plan};
+use crate::schedule::Plan;
 use crate::script::{MainScript, ScriptError, ScriptTarget, ThreadScript};
 use crate::stats::{RunStats, ThreadStats};
 
@@ -268,10 +268,7 @@ pub fn run_with_progress(
         end: t0 + nanos(cfg.duration),
     };
     for (j, start) in starts.iter().enumerate() {
-        let plan = match cfg.rate {
-            Some(rate) => Plan::Paced(Arrivals::constant(t0, rate, j, cfg.threads)),
-            None => Plan::Closed,
-        };
+        let plan = cfg.load.plan(t0, j, cfg.threads);
         let _ = start.send(failed.is_none().then_some((plan, window)));
     }
 

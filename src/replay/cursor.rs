@@ -1,9 +1,10 @@
 //! Which request a thread sends next.
 //!
-//! In rate mode the schedule's slots take the file's requests in turn: the
-//! thread that owns slots `j, j+T, j+2T, ...` of the global plan takes
-//! requests `j, j+T, ...` (modulo their number), so the run as a whole
-//! replays the file in order, cycling. In the closed loop there is no
+//! With a schedule (an open load, whatever its arrival process) the
+//! schedule's requests take the file's requests in turn: the thread whose
+//! lane owns requests `j, j+T, j+2T, ...` of the run (see `schedule`)
+//! takes requests `j, j+T, ...` of the file (modulo their number), so the
+//! run as a whole replays the file in order, cycling. In the closed loop there is no
 //! global order to keep and a connection is bound to a host: each thread
 //! cycles through each host's requests, all of them, from its own offset.
 //! `random` picks uniformly instead, from a generator seeded per thread

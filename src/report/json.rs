@@ -9,6 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::schedule::Load;
 use crate::stats::Counters;
 
 /// Version of the document layout; see the README for the fields.
@@ -58,6 +59,13 @@ pub struct RunConfig {
     /// `--requests`: the file replayed, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests: Option<RequestsConfig>,
+}
+
+impl RunConfig {
+    /// How the run was paced, from the `rate` the document records.
+    pub fn load(&self) -> Load {
+        Load::from_rate(self.rate)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -189,7 +197,7 @@ mod build {
                     duration_s: cfg.duration.as_secs_f64(),
                     warmup_s: cfg.warmup.as_secs_f64(),
                     timeout_s: cfg.timeout.as_secs_f64(),
-                    rate: cfg.rate,
+                    rate: cfg.load.rate(),
                     script: cfg.script.as_ref().map(|p| p.display().to_string()),
                     headers: cfg
                         .headers
