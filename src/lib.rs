@@ -40,6 +40,7 @@ pub mod target;
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use cli::config::{Config, ConfigError};
 use cli::{BenchArgs, Command};
@@ -103,7 +104,7 @@ pub fn rerender(args: &cli::ReportArgs, mut out: &mut dyn Write) -> Result<(), E
         why: why.to_string(),
     })?;
     let c = &doc.config;
-    let duration = std::time::Duration::from_secs_f64(c.duration_s);
+    let duration = Duration::from_secs_f64(c.duration_s);
     report::text::write_banner(&mut out, &c.url, duration, c.threads, c.connections)?;
     if let Some(r) = &c.requests {
         report::text::write_replay_line(&mut out, &r.file, r.count, r.hosts, &r.described)?;
@@ -153,9 +154,11 @@ pub fn bench(args: &BenchArgs, out: &mut dyn Write) -> Result<Outcome, Error> {
     bench_config(&cfg, &stop, out)
 }
 
-/// Runs a load test from a ready configuration (what tests and `demo` use).
+/// Runs a load test from a ready configuration (what tests and `demo` use):
+/// the engine's three stages, then the reports, then the script's `done()`.
 pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Result<Outcome, Error> {
     let o = &cfg.outputs;
+    let run = &cfg.run;
     // With `--json -` stdout carries the document and nothing else.
     let mut stderr = io::stderr();
     let text: &mut dyn Write = if o.json_on_stdout() {
@@ -164,34 +167,31 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
         &mut *out
     };
     check_outputs(cfg)?;
-    let connections = cfg.connections();
+    let connections = run.connections();
     report::text::write_banner(
         &mut &mut *text,
-        &cfg.url,
-        cfg.duration,
-        cfg.threads,
+        &run.url,
+        run.duration,
+        run.threads,
         connections,
     )?;
-    if let (Some(r), Some(order)) = (&cfg.replay, cfg.replay_order()) {
+    if let Some(r) = &run.replay {
         let file = r.file.display().to_string();
         let (requests, hosts) = (r.set.len(), r.set.hosts().len());
+        let order = replay_order(r);
         report::text::write_replay_line(&mut &mut *text, &file, requests, hosts, &order)?;
     }
     text.flush()?;
-    let outcome = if !o.quiet && io::stderr().is_terminal() {
-        let mut line = progress::Line::new(cfg.duration);
-        let result = engine::run_with_progress(cfg, stop, Some(&mut |t, at| line.show(t, at)));
-        line.clear();
-        result?
-    } else {
-        engine::run(cfg, stop)?
-    };
+    let show_progress = !o.quiet && io::stderr().is_terminal();
+    let mut prepared = engine::prepare(run, stop, show_progress)?;
+    let script = prepared.script.take();
+    let outcome = collect(prepared.start(), show_progress.then_some(run.duration))?;
     let view = report::TextReport {
-        url: &cfg.url,
-        duration: cfg.duration,
-        threads: cfg.threads,
+        url: &run.url,
+        duration: run.duration,
+        threads: run.threads,
         connections,
-        load: cfg.load.clone(),
+        load: run.load.clone(),
         latency: cfg.latency,
         u_latency: cfg.u_latency,
         stats: &outcome.stats,
@@ -204,13 +204,62 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
     if let Some(e) = outcome.failure {
         return Err(e.into());
     }
-    if let Some(script) = outcome.script.as_ref().filter(|s| s.has_done()) {
+    if let Some(script) = script.filter(|s| s.has_done()) {
         let duration_us = outcome.stats.window.as_micros() as u64;
         script
             .done(&outcome.stats, duration_us)
             .map_err(EngineError::from)?;
     }
     Ok(outcome)
+}
+
+/// Waits for a started run, showing a progress line for a run of
+/// `progress` length when given.
+fn collect(running: engine::Running, progress: Option<Duration>) -> Result<Outcome, Error> {
+    let Some(duration) = progress else {
+        return Ok(running.collect(None)?);
+    };
+    let mut line = progress::Line::new(duration);
+    let result = running.collect(Some(&mut |t, at| line.show(t, at)));
+    line.clear();
+    Ok(result?)
+}
+
+/// How the requests file is replayed, as the banner and the JSON document
+/// say it.
+fn replay_order(r: &engine::Replay) -> String {
+    match r.order {
+        replay::Order::Sequential => "in file order".to_string(),
+        replay::Order::Random => format!("in random order (--seed {})", r.seed),
+    }
+}
+
+/// The run as the JSON document (and the HTML report drawn from it)
+/// describes it: plain values, so the reports need no configuration.
+fn describe(run: &engine::Setup) -> report::json::RunConfig {
+    report::json::RunConfig {
+        url: run.url.clone(),
+        threads: run.threads,
+        connections: run.connections(),
+        duration_s: run.duration.as_secs_f64(),
+        warmup_s: run.warmup.as_secs_f64(),
+        timeout_s: run.timeout.as_secs_f64(),
+        rate: run.load.rate(),
+        script: run.script.as_ref().map(|p| p.display().to_string()),
+        headers: run
+            .headers
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect(),
+        requests: run.replay.as_ref().map(|r| report::json::RequestsConfig {
+            file: r.file.display().to_string(),
+            count: r.set.len(),
+            hosts: r.set.hosts().len(),
+            order: format!("{:?}", r.order).to_lowercase(),
+            seed: r.seed,
+            described: replay_order(r),
+        }),
+    }
 }
 
 /// The raw outputs of the wrk forks, after the report.
@@ -234,7 +283,12 @@ fn write_files(stdout: &mut dyn Write, cfg: &Config, outcome: &Outcome) -> Resul
     if o.json.is_none() && o.html.is_none() && o.hlog.is_none() {
         return Ok(());
     }
-    let doc = report::json::Document::new(cfg, outcome);
+    let doc = report::json::Document::new(
+        describe(&cfg.run),
+        cfg.run.interval,
+        &outcome.stats,
+        outcome.interrupted,
+    );
     if let Some(path) = &o.json {
         let json = serde_json::to_string_pretty(&doc).map_err(io::Error::other)? + "\n";
         if o.json_on_stdout() {
@@ -252,8 +306,8 @@ fn write_files(stdout: &mut dyn Write, cfg: &Config, outcome: &Outcome) -> Resul
         let recorders = outcome.stats.intervals();
         let intervals = stats::interval::merged(&recorders, outcome.stats.window);
         // Interval times count from the measured window's start.
-        let start = outcome.started_at + cfg.warmup;
-        let comment = format!("metron {} {}", env!("CARGO_PKG_VERSION"), cfg.url);
+        let start = outcome.started_at + cfg.run.warmup;
+        let comment = format!("metron {} {}", env!("CARGO_PKG_VERSION"), cfg.run.url);
         let endpoints: Vec<String> = outcome
             .stats
             .endpoints

@@ -10,6 +10,7 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use super::BenchArgs;
+use crate::engine::{Replay, Setup};
 use crate::http::request::{check_header_value, check_token};
 use crate::replay::{Order, ReplayError, RequestSet, MAX_ENDPOINTS};
 use crate::schedule::{Load, MAX_RATE};
@@ -19,43 +20,15 @@ use crate::target::{parse_target, Target, TargetError};
 /// timestamps would overflow.
 pub const MAX_DURATION: Duration = Duration::from_secs(366 * 24 * 3600);
 
-/// A validated run configuration.
+/// A validated run configuration: what the engine runs, and what is
+/// reported of it.
 #[derive(Clone, Debug)]
 pub struct Config {
-    pub url: String,
-    pub target: Target,
-    pub threads: usize,
-    /// Connections of each thread; they add up to `-c` exactly.
-    pub conns_per_thread: Vec<usize>,
-    pub duration: Duration,
-    pub warmup: Duration,
-    pub timeout: Duration,
-    /// `-R`: a constant total rate (rate mode), or the closed loop.
-    pub load: Load,
-    /// Headers from `-H`, in order.
-    pub headers: Vec<(String, String)>,
+    /// The run itself, as the engine takes it.
+    pub run: Setup,
     pub latency: bool,
     pub u_latency: bool,
-    /// CPU of each thread, when pinned.
-    pub affinity: Option<Vec<usize>>,
-    pub insecure: bool,
-    pub max_head: usize,
-    pub script: Option<PathBuf>,
-    pub script_args: Vec<String>,
-    /// `--requests`: the requests to replay instead of GET URL.
-    pub replay: Option<Replay>,
     pub outputs: Outputs,
-}
-
-/// A requests file, loaded, and how to replay it.
-#[derive(Clone, Debug)]
-pub struct Replay {
-    pub file: PathBuf,
-    pub set: Arc<RequestSet>,
-    pub order: Order,
-    pub seed: u64,
-    /// Statistics per endpoint.
-    pub by_endpoint: bool,
 }
 
 /// What to produce besides the text report.
@@ -65,8 +38,6 @@ pub struct Outputs {
     pub json: Option<PathBuf>,
     pub hlog: Option<PathBuf>,
     pub html: Option<PathBuf>,
-    /// Intervals of the JSON time series and the interval log.
-    pub interval: Duration,
     pub histogram: bool,
     pub timeseries: bool,
     pub thread_timeseries: bool,
@@ -180,6 +151,7 @@ impl Config {
             .map(|h| parse_header(h))
             .collect::<Result<_, _>>()?;
         let outputs = outputs(args)?;
+        let interval = interval(args.interval)?;
         let threads = args.threads as usize;
         let affinity = match &args.affinity {
             Some(cpus) => Some(check_affinity(&cpus.0)?),
@@ -188,7 +160,7 @@ impl Config {
         let target = parse_target(&args.url)?;
         let conns_per_thread = spread(args.connections as usize, threads);
         let replay = replay(args, &target, &headers, &conns_per_thread)?;
-        Ok(Config {
+        let run = Setup {
             url: args.url.clone(),
             target,
             threads,
@@ -198,29 +170,19 @@ impl Config {
             timeout: args.timeout,
             load: Load::from_rate(args.rate),
             headers,
-            latency: args.latency || args.u_latency,
-            u_latency: args.u_latency,
             affinity,
             insecure: args.insecure,
             max_head: max_head(args.max_head)?,
             script: args.script.clone(),
             script_args: args.script_args.clone(),
             replay,
+            interval,
+        };
+        Ok(Config {
+            run,
+            latency: args.latency || args.u_latency,
+            u_latency: args.u_latency,
             outputs,
-        })
-    }
-
-    pub fn connections(&self) -> usize {
-        self.conns_per_thread.iter().sum()
-    }
-
-    /// How the requests file is replayed, as the banner and the JSON
-    /// document say it.
-    pub fn replay_order(&self) -> Option<String> {
-        let r = self.replay.as_ref()?;
-        Some(match r.order {
-            Order::Sequential => "in file order".to_string(),
-            Order::Random => format!("in random order (--seed {})", r.seed),
         })
     }
 }
@@ -285,10 +247,15 @@ fn max_head(bytes: u64) -> Result<usize, ConfigError> {
     }
 }
 
-fn outputs(args: &BenchArgs) -> Result<Outputs, ConfigError> {
-    if args.interval < Duration::from_millis(10) {
-        return Err(ConfigError::Interval(args.interval));
+/// `--interval`: the recorded intervals' length.
+fn interval(interval: Duration) -> Result<Duration, ConfigError> {
+    if interval < Duration::from_millis(10) {
+        return Err(ConfigError::Interval(interval));
     }
+    Ok(interval)
+}
+
+fn outputs(args: &BenchArgs) -> Result<Outputs, ConfigError> {
     let step = crate::stats::SERIES_STEP.as_nanos();
     let ts = args.timeseries_interval;
     if ts.is_zero() || ts.as_nanos() % step != 0 {
@@ -298,7 +265,6 @@ fn outputs(args: &BenchArgs) -> Result<Outputs, ConfigError> {
         json: args.json.clone(),
         hlog: args.hlog.clone(),
         html: args.html.clone(),
-        interval: args.interval,
         histogram: args.histogram,
         timeseries: args.timeseries,
         thread_timeseries: args.thread_timeseries,
@@ -383,7 +349,7 @@ mod tests {
         assert_eq!(spread(10, 3), vec![4, 3, 3]);
         assert_eq!(spread(2, 2), vec![1, 1]);
         let c = config(&["-t3", "-c10", "http://127.0.0.1:1/"]).unwrap();
-        assert_eq!(c.connections(), 10);
+        assert_eq!(c.run.connections(), 10);
     }
 
     #[test]

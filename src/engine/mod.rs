@@ -2,13 +2,23 @@
 //! loop, connections and statistics, started together on one schedule and
 //! merged when they finish.
 //!
-//! Layout: [`worker`] runs one thread's loop and handlers; [`conn`] holds a
-//! connection's state; [`transport`] hides plain TCP vs TLS; [`timer`] gives
-//! the loop microsecond wake-ups.
+//! A run goes through three stages, each a type: [`prepare`] loads the
+//! script, checks the servers and connects every worker ([`Prepared`]);
+//! [`Prepared::start`] starts them all on one clock ([`Running`]);
+//! [`Running::collect`] waits for them and merges what they measured into
+//! an [`Outcome`]. The script's `done()` is left to whoever collects, after
+//! the report.
+//!
+//! Layout: [`setup`] is what the engine is asked to run; [`prepare`] is the
+//! first stage; [`worker`] runs one thread's loop and handlers; [`conn`]
+//! holds a connection's state; [`transport`] hides plain TCP vs TLS;
+//! [`timer`] gives the loop microsecond wake-ups.
 
 pub mod conn;
 pub mod limits;
+mod prepare;
 pub mod progress;
+pub mod setup;
 pub mod timer;
 pub mod transport;
 pub mod worker;
@@ -17,22 +27,21 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
-use std::time::Duration;
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime};
 
 use mio::Waker;
-use rustls::pki_types::ServerName;
 
-use crate::cli::config::Config;
-use crate::target::{Scheme, Target};
 use crate::clock::{self, nanos, Nanos};
-use crate::http::request::{split_requests, RequestError};
-use crate::replay::Cursor;
-use crate::schedule::Plan;
-use crate::script::{MainScript, ScriptError, ScriptTarget, ThreadScript};
+use crate::http::request::RequestError;
+use crate::replay::RequestSet;
+use crate::schedule::{Load, Plan};
+use crate::script::{MainScript, ScriptError};
 use crate::stats::{RunStats, ThreadStats};
 
-use transport::{client_config, is_certificate_error, TlsSetup};
-use worker::{Peer, Window, Worker, WorkerSetup};
+pub use prepare::prepare;
+pub use setup::{Replay, Setup};
+use worker::Window;
 
 /// Ends a run early (Ctrl-C, a script's request): wakes every worker.
 #[derive(Default)]
@@ -120,336 +129,136 @@ pub struct Outcome {
     /// The address the connections went to.
     pub addr: SocketAddr,
     /// Wall-clock time of the run's start (for logs and time series).
-    pub started_at: std::time::SystemTime,
+    pub started_at: SystemTime,
     /// The run was stopped before its duration was up.
     pub interrupted: bool,
-    /// The script's main state, for `done()` once the report is out.
-    pub script: Option<MainScript>,
     /// What stopped the run early, if it was an error (a script's): the
     /// statistics still cover what ran.
     pub failure: Option<EngineError>,
 }
 
-/// Runs the load test described by `cfg`.
-pub fn run(cfg: &Config, stop: &Arc<Stop>) -> Result<Outcome, EngineError> {
-    run_with_progress(cfg, stop, None)
+/// What a worker thread returns: its statistics and the first fatal error
+/// it met, or nothing when it never started.
+type WorkerResult = io::Result<Option<(ThreadStats, Option<EngineError>)>>;
+
+/// A worker thread, and the channel that starts it (or, given `None`,
+/// lets it go without running).
+struct Spawned {
+    handle: JoinHandle<WorkerResult>,
+    start: mpsc::Sender<Option<(Plan, Window)>>,
+}
+
+/// A run ready to start (from [`prepare`]): every worker is connected and
+/// waits. Dropping it lets the workers go without a request sent.
+pub struct Prepared {
+    /// The script's main state: whoever collects the run takes it and
+    /// calls `done()` once the report is out.
+    pub script: Option<MainScript>,
+    workers: Vec<Spawned>,
+    /// Closes once every worker thread has exited.
+    done: mpsc::Receiver<()>,
+    board: Option<Arc<progress::Board>>,
+    stop: Arc<Stop>,
+    load: Load,
+    warmup: Duration,
+    duration: Duration,
+    addr: SocketAddr,
+    /// The requests file, when statistics are kept per endpoint.
+    endpoints: Option<Arc<RequestSet>>,
+}
+
+impl Prepared {
+    /// Starts every worker on one clock: the run's time zero is now.
+    pub fn start(self) -> Running {
+        let t0 = clock::now();
+        let started_at = SystemTime::now();
+        let window = Window {
+            measure_from: t0 + nanos(self.warmup),
+            end: t0 + nanos(self.duration),
+        };
+        let threads = self.workers.len();
+        let mut handles = Vec::with_capacity(threads);
+        for (j, w) in self.workers.into_iter().enumerate() {
+            let plan = self.load.plan(t0, j, threads);
+            let _ = w.start.send(Some((plan, window)));
+            handles.push(w.handle);
+        }
+        Running {
+            handles,
+            done: self.done,
+            board: self.board,
+            stop: self.stop,
+            t0,
+            started_at,
+            window,
+            addr: self.addr,
+            endpoints: self.endpoints,
+        }
+    }
+}
+
+/// A run under way (from [`Prepared::start`]).
+pub struct Running {
+    handles: Vec<JoinHandle<WorkerResult>>,
+    done: mpsc::Receiver<()>,
+    board: Option<Arc<progress::Board>>,
+    stop: Arc<Stop>,
+    t0: Nanos,
+    started_at: SystemTime,
+    window: Window,
+    addr: SocketAddr,
+    endpoints: Option<Arc<RequestSet>>,
 }
 
 /// Called about once a second while the run is on, with the totals so far
 /// and the time since the start.
 pub type OnTick<'a> = &'a mut dyn FnMut(progress::Totals, Duration);
 
-/// [`run`], calling `on_tick` while it waits for the workers.
-pub fn run_with_progress(
-    cfg: &Config,
-    stop: &Arc<Stop>,
-    mut on_tick: Option<OnTick>,
-) -> Result<Outcome, EngineError> {
-    let board = on_tick
-        .is_some()
-        .then(|| Arc::new(progress::Board::new(cfg.threads)));
-    // Each worker holds a sender; when all have exited the channel closes.
-    let (done_tx, done_rx) = mpsc::channel::<()>();
-    let connections = cfg.connections();
-    if let Ok(Some((needed, limit))) = limits::open_files_short(connections, cfg.threads) {
-        return Err(EngineError::OpenFiles {
-            connections,
-            needed,
-            limit,
-        });
-    }
-    // Scripts first: a broken script is reported without touching the network.
-    let first = cfg.target.addrs[0];
-    let (main_script, scripts) = load_scripts(cfg, first)?;
-    let peers = peers(cfg)?;
-    check_local_ports(cfg, &peers)?;
-    let addr = peers[0].addr;
-    let default_request: Box<[u8]> = crate::http::request::format(
-        "GET",
-        &cfg.target.path,
-        &cfg.headers,
-        None,
-        &cfg.target.authority,
-    )
-    .into_boxed_slice();
-    let default_heads = static_heads(&default_request)?;
-    let endpoints = cfg
-        .replay
-        .as_ref()
-        .filter(|r| r.by_endpoint)
-        .map_or(0, |r| r.set.endpoints().len());
-
-    let (ready_tx, ready_rx) = mpsc::channel();
-    let mut starts = Vec::with_capacity(cfg.threads);
-    let mut handles = Vec::with_capacity(cfg.threads);
-    let mut scripts = scripts.into_iter();
-    for j in 0..cfg.threads {
-        let mut script = scripts.next();
-        let (request, static_heads) = match script.as_mut() {
-            // A script without request() still shapes the one static request.
-            Some(s) if s.is_static() => {
-                let bytes = s.static_request()?.into_boxed_slice();
-                let heads = static_heads(&bytes)?;
-                (bytes, heads)
-            }
-            Some(_) => (Box::default(), Box::default()),
-            None => (default_request.clone(), default_heads.clone()),
-        };
-        let mut peers = peers.clone();
-        // setup() may have moved this thread to another address.
-        if let Some(moved) = script.as_ref().map(ThreadScript::addr) {
-            if moved != first {
-                peers[0].addr = moved;
+impl Running {
+    /// Waits for every worker to finish (calling `on_tick` meanwhile, when
+    /// the run was prepared with progress), joins them and merges what
+    /// they measured.
+    pub fn collect(self, mut on_tick: Option<OnTick>) -> Result<Outcome, EngineError> {
+        if let (Some(tick), Some(board)) = (on_tick.as_mut(), self.board.as_ref()) {
+            while let Err(mpsc::RecvTimeoutError::Timeout) =
+                self.done.recv_timeout(Duration::from_secs(1))
+            {
+                tick(board.totals(), Duration::from_nanos(clock::now() - self.t0));
             }
         }
-        let setup = WorkerSetup {
-            index: j,
-            connections: cfg.conns_per_thread[j],
-            peers,
-            request,
-            static_heads,
-            script,
-            replay: cfg
-                .replay
-                .as_ref()
-                .map(|r| Cursor::new(r.set.clone(), r.order, r.seed, j, cfg.threads)),
-            endpoints,
-            timeout: nanos(cfg.timeout),
-            max_head: cfg.max_head,
-            cpu: cfg.affinity.as_ref().map(|cpus| cpus[j % cpus.len()]),
-            connect_wait: nanos(cfg.timeout),
-            interval: cfg.outputs.interval,
-            progress: board.clone(),
-        };
-        let (start_tx, start_rx) = mpsc::channel::<Option<(Plan, Window)>>();
-        starts.push(start_tx);
-        let ready = ready_tx.clone();
-        let stop = stop.clone();
-        let done = done_tx.clone();
-        let handle = std::thread::Builder::new()
-            .name(format!("metron-worker-{j}"))
-            .spawn(
-                move || -> io::Result<Option<(ThreadStats, Option<EngineError>)>> {
-                    let worker = match Worker::new(setup, stop.clone()) {
-                        Ok(w) => w,
-                        Err(e) => {
-                            let _ = ready.send(Err(e));
-                            return Ok(None);
-                        }
-                    };
-                    let _done = done;
-                    stop.register(worker.waker());
-                    let _ = ready.send(Ok(()));
-                    match start_rx.recv() {
-                        Ok(Some((plan, window))) => worker.run(plan, window).map(Some),
-                        _ => Ok(None),
-                    }
-                },
-            )
-            .map_err(|why| EngineError::Worker { thread: j, why })?;
-        handles.push(handle);
-    }
-    drop(ready_tx);
-    drop(done_tx);
-
-    // Start every thread on one clock only once all of them are connected.
-    let mut failed = None;
-    for _ in 0..cfg.threads {
-        match ready_rx.recv() {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => failed = failed.or(Some(e)),
-            Err(_) => failed = failed.or(Some(EngineError::Panic(0))),
-        }
-    }
-    let t0 = clock::now();
-    let started_at = std::time::SystemTime::now();
-    let window = Window {
-        measure_from: t0 + nanos(cfg.warmup),
-        end: t0 + nanos(cfg.duration),
-    };
-    for (j, start) in starts.iter().enumerate() {
-        let plan = cfg.load.plan(t0, j, cfg.threads);
-        let _ = start.send(failed.is_none().then_some((plan, window)));
-    }
-
-    if let (Some(tick), Some(board)) = (on_tick.as_mut(), board.as_ref()) {
-        while let Err(mpsc::RecvTimeoutError::Timeout) =
-            done_rx.recv_timeout(Duration::from_secs(1))
-        {
-            tick(board.totals(), Duration::from_nanos(clock::now() - t0));
-        }
-    }
-    let mut threads = Vec::with_capacity(cfg.threads);
-    let mut failure = None;
-    for (j, h) in handles.into_iter().enumerate() {
-        match h.join() {
-            Ok(Ok(Some((stats, error)))) => {
-                threads.push(stats);
-                failure = failure.or(error);
-            }
-            Ok(Ok(None)) => {}
-            Ok(Err(why)) => failed = failed.or(Some(EngineError::Worker { thread: j, why })),
-            Err(_) => failed = failed.or(Some(EngineError::Panic(j))),
-        }
-    }
-    if let Some(e) = failed {
-        return Err(e);
-    }
-    let stopped_at = stop
-        .stopped_at()
-        .map_or(window.end, |at| at.min(window.end));
-    let measured = Duration::from_nanos(stopped_at.saturating_sub(window.measure_from));
-    let mut stats = RunStats::merge(threads, measured);
-    if endpoints > 0 {
-        if let Some(r) = &cfg.replay {
-            stats.name_endpoints(r.set.endpoints());
-        }
-    }
-    Ok(Outcome {
-        stats,
-        addr,
-        started_at,
-        interrupted: stopped_at < window.end,
-        script: main_script,
-        failure,
-    })
-}
-
-/// Loads the script into the main state and one state per thread (each
-/// after `setup()` and `init()`), all before any worker starts.
-fn load_scripts(
-    cfg: &Config,
-    addr: SocketAddr,
-) -> Result<(Option<MainScript>, Vec<ThreadScript>), EngineError> {
-    let Some(path) = &cfg.script else {
-        return Ok((None, Vec::new()));
-    };
-    let t = &cfg.target;
-    let target = ScriptTarget {
-        scheme: match t.scheme {
-            Scheme::Http => "http".into(),
-            Scheme::Https => "https".into(),
-        },
-        host: t.host.clone(),
-        port: t.port,
-        path: t.path.clone(),
-        authority: t.authority.clone(),
-        url: cfg.url.clone(),
-        headers: cfg.headers.clone(),
-    };
-    let mut main = MainScript::load(path, target)?;
-    let threads = (0..cfg.threads)
-        .map(|j| main.create_thread(j, addr, &cfg.script_args))
-        .collect::<Result<_, _>>()?;
-    Ok((Some(main), threads))
-}
-
-/// Where the connections go: the URL's host, or every host of the
-/// requests file, each checked by a pre-flight connection.
-fn peers(cfg: &Config) -> Result<Vec<Peer>, EngineError> {
-    let targets = match &cfg.replay {
-        Some(r) => r.set.hosts(),
-        None => std::slice::from_ref(&cfg.target),
-    };
-    targets
-        .iter()
-        .map(|target| {
-            let tls = tls_setup(target, cfg.insecure)?;
-            let addr = preflight(target, tls.as_ref(), cfg.timeout)?;
-            Ok(Peer { addr, tls })
-        })
-        .collect()
-}
-
-/// Refuses a run that would open more connections to one address than
-/// there are local ports, instead of letting the surplus fail one by one.
-fn check_local_ports(cfg: &Config, peers: &[Peer]) -> Result<(), EngineError> {
-    let Some((lo, hi)) = limits::local_port_range() else {
-        return Ok(());
-    };
-    let hosts = peers.len();
-    for (h, peer) in peers.iter().enumerate() {
-        // Connection c of a thread goes to peer c % hosts.
-        let to_one: usize = cfg
-            .conns_per_thread
-            .iter()
-            .map(|&n| (n + hosts - 1 - h) / hosts)
-            .sum();
-        if let Some(available) = limits::ports_short(to_one, (lo, hi)) {
-            return Err(EngineError::LocalPorts {
-                connections: cfg.connections(),
-                to_one,
-                addr: peer.addr,
-                available,
-                lo,
-                hi,
-            });
-        }
-    }
-    Ok(())
-}
-
-fn tls_setup(target: &Target, insecure: bool) -> Result<Option<TlsSetup>, EngineError> {
-    if target.scheme != Scheme::Https {
-        return Ok(None);
-    }
-    let name = ServerName::try_from(target.host.clone())
-        .map_err(|_| EngineError::ServerName(target.host.clone()))?;
-    Ok(Some(TlsSetup {
-        config: client_config(insecure),
-        name,
-    }))
-}
-
-/// Whether each request of a static batch is a HEAD request. The batch is
-/// split here, once, before anything is sent, so that a broken one is an
-/// error naming the fields that made it.
-fn static_heads(bytes: &[u8]) -> Result<Box<[bool]>, EngineError> {
-    let requests = split_requests(bytes).map_err(EngineError::BadStaticRequest)?;
-    Ok(requests.iter().map(|r| r.head).collect())
-}
-
-/// Finds the first address that accepts a connection (and a TLS handshake),
-/// so that an unreachable server or an untrusted certificate is one clear
-/// error before the run instead of a screen of counted failures.
-fn preflight(
-    target: &Target,
-    tls: Option<&TlsSetup>,
-    timeout: Duration,
-) -> Result<SocketAddr, EngineError> {
-    let mut last = None;
-    for &addr in &target.addrs {
-        match std::net::TcpStream::connect_timeout(&addr, timeout) {
-            Ok(sock) => {
-                if let Some(t) = tls {
-                    handshake(sock, t, timeout).map_err(|why| {
-                        if is_certificate_error(&why) {
-                            EngineError::Certificate {
-                                host: target.host.clone(),
-                                why,
-                            }
-                        } else {
-                            EngineError::Tls { addr, why }
-                        }
-                    })?;
+        let mut threads = Vec::with_capacity(self.handles.len());
+        let mut failed = None;
+        let mut failure = None;
+        for (j, h) in self.handles.into_iter().enumerate() {
+            match h.join() {
+                Ok(Ok(Some((stats, error)))) => {
+                    threads.push(stats);
+                    failure = failure.or(error);
                 }
-                return Ok(addr);
+                Ok(Ok(None)) => {}
+                Ok(Err(why)) => failed = failed.or(Some(EngineError::Worker { thread: j, why })),
+                Err(_) => failed = failed.or(Some(EngineError::Panic(j))),
             }
-            Err(why) => last = Some(EngineError::Connect { addr, why }),
         }
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        let window = self.window;
+        let stopped_at = self
+            .stop
+            .stopped_at()
+            .map_or(window.end, |at| at.min(window.end));
+        let measured = Duration::from_nanos(stopped_at.saturating_sub(window.measure_from));
+        let mut stats = RunStats::merge(threads, measured);
+        if let Some(set) = &self.endpoints {
+            stats.name_endpoints(set.endpoints());
+        }
+        Ok(Outcome {
+            stats,
+            addr: self.addr,
+            started_at: self.started_at,
+            interrupted: stopped_at < window.end,
+            failure,
+        })
     }
-    Err(last.expect("a target always has at least one address"))
-}
-
-fn handshake(mut sock: std::net::TcpStream, tls: &TlsSetup, timeout: Duration) -> io::Result<()> {
-    sock.set_read_timeout(Some(timeout))?;
-    sock.set_write_timeout(Some(timeout))?;
-    let mut conn = rustls::ClientConnection::new(tls.config.clone(), tls.name.clone())
-        .map_err(io::Error::other)?;
-    while conn.is_handshaking() {
-        conn.complete_io(&mut sock)?;
-    }
-    conn.send_close_notify();
-    let _ = conn.complete_io(&mut sock);
-    Ok(())
 }

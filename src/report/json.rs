@@ -176,45 +176,28 @@ mod build {
     use hdrhistogram::Histogram;
 
     use super::*;
-    use crate::cli::config::Config;
-    use crate::engine::Outcome;
     use crate::report::{spectrum, summary};
     use crate::stats::codec::{self, encode};
     use crate::stats::interval::merged;
     use crate::stats::{new_histogram, EndpointStats, RunStats, HIST_SIGFIG, SERIES_STEP};
 
     impl Document {
-        /// Everything the run measured, with the configuration that drove it.
-        pub fn new(cfg: &Config, outcome: &Outcome) -> Document {
-            let s = &outcome.stats;
+        /// Everything the run measured, with the description of the run
+        /// that drove it (built by the caller, which knows its settings):
+        /// `interval` is the length of the series' intervals, `interrupted`
+        /// whether the run ended before its duration.
+        pub fn new(
+            config: RunConfig,
+            interval: Duration,
+            s: &RunStats,
+            interrupted: bool,
+        ) -> Document {
             Document {
                 schema: SCHEMA,
                 metron_version: env!("CARGO_PKG_VERSION").to_string(),
-                config: RunConfig {
-                    url: cfg.url.clone(),
-                    threads: cfg.threads,
-                    connections: cfg.connections(),
-                    duration_s: cfg.duration.as_secs_f64(),
-                    warmup_s: cfg.warmup.as_secs_f64(),
-                    timeout_s: cfg.timeout.as_secs_f64(),
-                    rate: cfg.load.rate(),
-                    script: cfg.script.as_ref().map(|p| p.display().to_string()),
-                    headers: cfg
-                        .headers
-                        .iter()
-                        .map(|(k, v)| format!("{k}: {v}"))
-                        .collect(),
-                    requests: cfg.replay.as_ref().map(|r| RequestsConfig {
-                        file: r.file.display().to_string(),
-                        count: r.set.len(),
-                        hosts: r.set.hosts().len(),
-                        order: format!("{:?}", r.order).to_lowercase(),
-                        seed: r.seed,
-                        described: cfg.replay_order().unwrap_or_default(),
-                    }),
-                },
+                config,
                 window_s: s.window.as_secs_f64(),
-                interrupted: outcome.interrupted,
+                interrupted,
                 counters: s.counters,
                 requests_per_sec: s.requests_per_sec(),
                 bytes_per_sec: s.bytes_per_sec(),
@@ -224,7 +207,7 @@ mod build {
                     uncorrected: summarize(&s.uncorrected),
                     send_lag: summarize(&s.send_lag),
                 },
-                series: series(s, cfg.outputs.interval),
+                series: series(s, interval),
                 threads: s
                     .threads
                     .iter()
