@@ -333,14 +333,8 @@ mod tests {
             decode_all_splits(sixteen),
             Ok((sixteen.len(), false, b"ab".to_vec()))
         );
-        assert_eq!(
-            decode_all_splits(b"10000000000000000\r\n"),
-            Err(BadChunk)
-        );
-        assert_eq!(
-            decode_all_splits(b"00000000000000001\r\n"),
-            Err(BadChunk)
-        );
+        assert_eq!(decode_all_splits(b"10000000000000000\r\n"), Err(BadChunk));
+        assert_eq!(decode_all_splits(b"00000000000000001\r\n"), Err(BadChunk));
     }
 
     #[test]
@@ -348,19 +342,13 @@ mod tests {
         assert_eq!(decode_all_splits(b"5\nhello"), Err(BadChunk));
         assert_eq!(decode_all_splits(b"5;x\nhello"), Err(BadChunk));
         assert_eq!(decode_all_splits(b"1\r\na\n0"), Err(BadChunk));
-        assert_eq!(
-            decode_all_splits(b"0\r\nA: b\n\r\n"),
-            Err(BadChunk)
-        );
+        assert_eq!(decode_all_splits(b"0\r\nA: b\n\r\n"), Err(BadChunk));
         assert_eq!(decode_all_splits(b"0\r\n\n"), Err(BadChunk));
     }
 
     #[test]
     fn rejects_data_longer_than_size() {
-        assert_eq!(
-            decode_all_splits(b"3\r\nabcd\r\n"),
-            Err(BadChunk)
-        );
+        assert_eq!(decode_all_splits(b"3\r\nabcd\r\n"), Err(BadChunk));
     }
 
     #[test]

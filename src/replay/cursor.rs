@@ -28,7 +28,11 @@ impl Order {
     /// Each order as `--requests-order` names it, with its one-line help.
     pub const CHOICES: [(Order, &'static str, &'static str); 2] = [
         (Order::Sequential, "sequential", "The file's order, cycling"),
-        (Order::Random, "random", "Uniformly at random, seeded by --seed"),
+        (
+            Order::Random,
+            "random",
+            "Uniformly at random, seeded by --seed",
+        ),
     ];
 }
 

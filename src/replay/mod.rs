@@ -18,8 +18,8 @@ pub mod file;
 use std::collections::HashMap;
 use std::path::Path;
 
-use crate::target::{parse_url, resolve, Scheme, Target};
 use crate::http::request::{check_header_value, check_token, format, split_requests, RequestMeta};
+use crate::target::{parse_url, resolve, Scheme, Target};
 
 pub use cursor::{Cursor, Order};
 use file::{Body, Spec};
