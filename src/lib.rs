@@ -7,8 +7,9 @@
 //! - [`target`]: a URL parsed into the server under test, and resolved.
 //! - [`schedule`]: the [`schedule::Load`]: the closed loop, or an arrival
 //!   process giving each request's intended send time (the open model).
-//! - [`engine`]: worker threads, each with its own event loop, connections,
-//!   timer and statistics.
+//! - [`engine`]: a run in three stages (prepare, start, collect) over worker
+//!   threads, each with its own event loop, connections, timer and
+//!   statistics.
 //! - [`http`]: request bytes, the incremental response parser, body framing.
 //! - [`replay`]: `--requests FILE`: requests built once from a file, their
 //!   hosts and endpoints.
@@ -20,7 +21,10 @@
 //! - [`demo`]: a ten-second show of what coordinated omission hides.
 //! - [`clock`]: the monotonic nanosecond clock every timestamp comes from.
 //!
-//! The binary is a thin shell over [`run`]; tests call the library.
+//! Modules import only modules below them (docs/ARCHITECTURE.md); the
+//! reports take a plain description of the run built here, not the
+//! configuration. The binary is a thin shell over [`run`]; tests call the
+//! library.
 
 pub mod cli;
 pub mod clock;
