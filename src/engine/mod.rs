@@ -155,13 +155,19 @@ pub struct Prepared {
     /// calls `done()` once the report is out.
     pub script: Option<MainScript>,
     workers: Vec<Spawned>,
+    load: Load,
+    warmup: Duration,
+    duration: Duration,
+    ends: Ends,
+}
+
+/// What collecting a run needs besides its threads, passed from stage to
+/// stage unchanged.
+struct Ends {
     /// Closes once every worker thread has exited.
     done: mpsc::Receiver<()>,
     board: Option<Arc<progress::Board>>,
     stop: Arc<Stop>,
-    load: Load,
-    warmup: Duration,
-    duration: Duration,
     addr: SocketAddr,
     /// The requests file, when statistics are kept per endpoint.
     endpoints: Option<Arc<RequestSet>>,
@@ -185,14 +191,10 @@ impl Prepared {
         }
         Running {
             handles,
-            done: self.done,
-            board: self.board,
-            stop: self.stop,
             t0,
             started_at,
             window,
-            addr: self.addr,
-            endpoints: self.endpoints,
+            ends: self.ends,
         }
     }
 }
@@ -200,14 +202,10 @@ impl Prepared {
 /// A run under way (from [`Prepared::start`]).
 pub struct Running {
     handles: Vec<JoinHandle<WorkerResult>>,
-    done: mpsc::Receiver<()>,
-    board: Option<Arc<progress::Board>>,
-    stop: Arc<Stop>,
     t0: Nanos,
     started_at: SystemTime,
     window: Window,
-    addr: SocketAddr,
-    endpoints: Option<Arc<RequestSet>>,
+    ends: Ends,
 }
 
 /// Called about once a second while the run is on, with the totals so far
@@ -219,9 +217,10 @@ impl Running {
     /// the run was prepared with progress), joins them and merges what
     /// they measured.
     pub fn collect(self, mut on_tick: Option<OnTick>) -> Result<Outcome, EngineError> {
-        if let (Some(tick), Some(board)) = (on_tick.as_mut(), self.board.as_ref()) {
+        let ends = self.ends;
+        if let (Some(tick), Some(board)) = (on_tick.as_mut(), ends.board.as_ref()) {
             while let Err(mpsc::RecvTimeoutError::Timeout) =
-                self.done.recv_timeout(Duration::from_secs(1))
+                ends.done.recv_timeout(Duration::from_secs(1))
             {
                 tick(board.totals(), Duration::from_nanos(clock::now() - self.t0));
             }
@@ -244,18 +243,18 @@ impl Running {
             return Err(e);
         }
         let window = self.window;
-        let stopped_at = self
+        let stopped_at = ends
             .stop
             .stopped_at()
             .map_or(window.end, |at| at.min(window.end));
         let measured = Duration::from_nanos(stopped_at.saturating_sub(window.measure_from));
         let mut stats = RunStats::merge(threads, measured);
-        if let Some(set) = &self.endpoints {
+        if let Some(set) = &ends.endpoints {
             stats.name_endpoints(set.endpoints());
         }
         Ok(Outcome {
             stats,
-            addr: self.addr,
+            addr: ends.addr,
             started_at: self.started_at,
             interrupted: stopped_at < window.end,
             failure,

@@ -14,7 +14,7 @@ use super::progress::Board;
 use super::setup::Setup;
 use super::transport::{client_config, is_certificate_error, TlsSetup};
 use super::worker::{Peer, Window, Worker, WorkerSetup};
-use super::{limits, EngineError, Prepared, Spawned, Stop, WorkerResult};
+use super::{limits, Ends, EngineError, Prepared, Spawned, Stop, WorkerResult};
 use crate::clock::nanos;
 use crate::http::request::split_requests;
 use crate::replay::Cursor;
@@ -51,14 +51,16 @@ pub fn prepare(setup: &Setup, stop: &Arc<Stop>, progress: bool) -> Result<Prepar
     Ok(Prepared {
         script,
         workers,
-        done,
-        board,
-        stop: stop.clone(),
         load: setup.load.clone(),
         warmup: setup.warmup,
         duration: setup.duration,
-        addr: peers[0].addr,
-        endpoints,
+        ends: Ends {
+            done,
+            board,
+            stop: stop.clone(),
+            addr: peers[0].addr,
+            endpoints,
+        },
     })
 }
 

@@ -235,6 +235,18 @@ mod tests {
             .collect()
     }
 
+    /// The share's times from its next one up to `end` that are at or
+    /// after `from`, counted one by one.
+    fn walk_count(share: &Share, from: Nanos, end: Nanos) -> u64 {
+        let mut walk = share.clone();
+        let mut n = 0;
+        while walk.peek() < end {
+            n += u64::from(walk.peek() >= from);
+            walk.advance();
+        }
+        n
+    }
+
     #[test]
     fn threads_interleave_into_one_uniform_schedule() {
         let rate = 1000.0;
@@ -302,12 +314,7 @@ mod tests {
                     a.advance();
                 }
                 let (from, end) = (400_000_000, 2_300_000_000);
-                let mut walk = a.clone();
-                let mut n = 0;
-                while walk.peek() < end {
-                    n += u64::from(walk.peek() >= from);
-                    walk.advance();
-                }
+                let n = walk_count(&a, from, end);
                 assert_eq!(a.count_pending(from, end), n, "{rate}/s, thread {j}");
             }
         }
@@ -343,12 +350,7 @@ mod tests {
             for lane in 0..lanes {
                 let share = Share::new(bursts.clone(), 3, lane, lanes);
                 let (from, end) = (2_000_003, 9_500_000);
-                let mut walk = share.clone();
-                let mut n = 0;
-                while walk.peek() < end {
-                    n += u64::from(walk.peek() >= from);
-                    walk.advance();
-                }
+                let n = walk_count(&share, from, end);
                 assert_eq!(share.count_in(from, end), n, "lane {lane} of {lanes}");
             }
         }

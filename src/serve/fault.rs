@@ -327,16 +327,6 @@ fn unit_draw(seed: u64, k: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::serve::reply::{Body, Connection, Response};
-
-    fn base(body: Body) -> Response {
-        Response {
-            status: 200,
-            body,
-            connection: Connection::Omit,
-            head_only: false,
-        }
-    }
 
     #[test]
     fn names_round_trip() {
@@ -344,31 +334,6 @@ mod tests {
             assert_eq!(Fault::from_name(fault.name()), Some(fault));
         }
         assert_eq!(Fault::from_name("Reset"), None);
-    }
-
-    #[test]
-    fn only_broken_streams_end_the_connection() {
-        let keep = base(Body::Length(1));
-        let close = Response {
-            connection: Connection::Close,
-            ..keep
-        };
-        assert_eq!(Fault::Trickle.after(keep.closes()), After::KeepOpen);
-        assert_eq!(Fault::Trickle.after(close.closes()), After::Close);
-        assert_eq!(Fault::Reset.after(keep.closes()), After::Reset);
-        assert_eq!(Fault::NeverAnswer.after(keep.closes()), After::Hold);
-        for fault in [
-            Fault::CloseBeforeHead,
-            Fault::CloseMidHead,
-            Fault::CloseMidBody,
-            Fault::Garbage,
-            Fault::HugeHead,
-            Fault::BadStatusLine,
-            Fault::BadChunk,
-            Fault::ShortBody,
-        ] {
-            assert_eq!(fault.after(keep.closes()), After::Close, "{fault}");
-        }
     }
 
     #[test]

@@ -157,6 +157,7 @@ fn payload_len(response: &Response) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::serve::fault::After;
     use crate::serve::reply::Connection;
 
     fn base(body: Body) -> Response {
@@ -314,5 +315,30 @@ mod tests {
             pieces += 1;
         }
         assert_eq!(pieces, 16);
+    }
+
+    #[test]
+    fn only_broken_streams_end_the_connection() {
+        let keep = base(Body::Length(1));
+        let close = Response {
+            connection: Connection::Close,
+            ..keep
+        };
+        assert_eq!(Fault::Trickle.after(keep.closes()), After::KeepOpen);
+        assert_eq!(Fault::Trickle.after(close.closes()), After::Close);
+        assert_eq!(Fault::Reset.after(keep.closes()), After::Reset);
+        assert_eq!(Fault::NeverAnswer.after(keep.closes()), After::Hold);
+        for fault in [
+            Fault::CloseBeforeHead,
+            Fault::CloseMidHead,
+            Fault::CloseMidBody,
+            Fault::Garbage,
+            Fault::HugeHead,
+            Fault::BadStatusLine,
+            Fault::BadChunk,
+            Fault::ShortBody,
+        ] {
+            assert_eq!(fault.after(keep.closes()), After::Close, "{fault}");
+        }
     }
 }
