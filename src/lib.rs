@@ -4,9 +4,12 @@
 //! # Layout
 //! - [`cli`]: flags as typed (wrk, wrk2 and metron's own) and the validated
 //!   [`cli::config::Config`] derived from them.
-//! - [`schedule`]: intended send times (the open model of rate mode).
-//! - [`engine`]: worker threads, each with its own event loop, connections,
-//!   timer and statistics.
+//! - [`target`]: a URL parsed into the server under test, and resolved.
+//! - [`schedule`]: the [`schedule::Load`]: the closed loop, or an arrival
+//!   process giving each request's intended send time (the open model).
+//! - [`engine`]: a run in three stages (prepare, start, collect) over worker
+//!   threads, each with its own event loop, connections, timer and
+//!   statistics.
 //! - [`http`]: request bytes, the incremental response parser, body framing.
 //! - [`replay`]: `--requests FILE`: requests built once from a file, their
 //!   hosts and endpoints.
@@ -17,14 +20,20 @@
 //! - [`serve`]: the built-in target server used by `demo` and the tests.
 //! - [`demo`]: a ten-second show of what coordinated omission hides.
 //! - [`clock`]: the monotonic nanosecond clock every timestamp comes from.
+//! - [`pem`]: PEM files of certificates and keys, read for the client's and
+//!   the target server's TLS flags alike (a leaf both may use).
 //!
-//! The binary is a thin shell over [`run`]; tests call the library.
+//! Modules import only modules below them (docs/ARCHITECTURE.md); the
+//! reports take a plain description of the run built here, not the
+//! configuration. The binary is a thin shell over [`run`]; tests call the
+//! library.
 
 pub mod cli;
 pub mod clock;
 pub mod demo;
 pub mod engine;
 pub mod http;
+pub mod pem;
 mod progress;
 pub mod replay;
 pub mod report;
@@ -33,10 +42,12 @@ pub mod script;
 pub mod serve;
 mod signals;
 pub mod stats;
+pub mod target;
 
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use cli::config::{Config, ConfigError};
 use cli::{BenchArgs, Command};
@@ -81,7 +92,10 @@ fn output_hint(why: &io::Error) -> &'static str {
 pub fn run(cmd: Command, out: &mut dyn Write) -> Result<(), Error> {
     match cmd {
         Command::Bench(args) => bench(&args, out).map(|_| ()),
-        Command::Serve(args) => Ok(serve::run(*args)?),
+        Command::Serve(args) => {
+            let cfg = serve::ServeConfig::try_from(*args).map_err(serve::ServeError::Config)?;
+            Ok(serve::run(cfg)?)
+        }
         Command::Demo(args) => demo::run(&args, out),
         Command::Report(args) => rerender(&args, out),
         Command::Merge(args) => merge_logs(&args, out),
@@ -97,7 +111,7 @@ pub fn rerender(args: &cli::ReportArgs, mut out: &mut dyn Write) -> Result<(), E
         why: why.to_string(),
     })?;
     let c = &doc.config;
-    let duration = std::time::Duration::from_secs_f64(c.duration_s);
+    let duration = Duration::from_secs_f64(c.duration_s);
     report::text::write_banner(&mut out, &c.url, duration, c.threads, c.connections)?;
     if let Some(r) = &c.requests {
         report::text::write_replay_line(&mut out, &r.file, r.count, r.hosts, &r.described)?;
@@ -107,7 +121,7 @@ pub fn rerender(args: &cli::ReportArgs, mut out: &mut dyn Write) -> Result<(), E
         duration,
         threads: c.threads,
         connections: c.connections,
-        rate: c.rate,
+        load: c.load(),
         latency: true,
         u_latency: true,
         stats: &stats,
@@ -147,12 +161,14 @@ pub fn bench(args: &BenchArgs, out: &mut dyn Write) -> Result<Outcome, Error> {
     bench_config(&cfg, &stop, out)
 }
 
-/// Runs a load test from a ready configuration (what tests and `demo` use).
+/// Runs a load test from a ready configuration (what tests and `demo` use):
+/// the engine's three stages, then the reports, then the script's `done()`.
 pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Result<Outcome, Error> {
     let o = &cfg.outputs;
     // A script's output and ours share stdout: one stream, in call order.
     script::stdout::line_buffered();
     let mut out = script::stdout::AfterScripts(out);
+    let run = &cfg.run;
     // With `--json -` stdout carries the document and nothing else.
     let mut stderr = io::stderr();
     let text: &mut dyn Write = if o.json_on_stdout() {
@@ -161,17 +177,18 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
         &mut out
     };
     check_outputs(cfg)?;
-    let connections = cfg.connections();
+    let connections = run.connections();
     report::text::write_banner(
         &mut &mut *text,
-        &cfg.url,
-        cfg.duration,
-        cfg.threads,
+        &run.url,
+        run.duration,
+        run.threads,
         connections,
     )?;
-    if let (Some(r), Some(order)) = (&cfg.replay, cfg.replay_order()) {
+    if let Some(r) = &run.replay {
         let file = r.file.display().to_string();
         let (requests, hosts) = (r.set.len(), r.set.hosts().len());
+        let order = replay_order(r);
         report::text::write_replay_line(&mut &mut *text, &file, requests, hosts, &order)?;
     }
     if o.thread_timeseries {
@@ -179,13 +196,13 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
     }
     // Flushed before setup() and init() can print.
     text.flush()?;
-    let outcome = run_live(cfg, stop, text)?;
+    let (outcome, script) = run_live(cfg, stop, text)?;
     let view = report::TextReport {
-        url: &cfg.url,
-        duration: cfg.duration,
-        threads: cfg.threads,
+        url: &run.url,
+        duration: run.duration,
+        threads: run.threads,
         connections,
-        rate: cfg.rate,
+        load: run.load.clone(),
         latency: cfg.latency,
         u_latency: cfg.u_latency,
         stats: &outcome.stats,
@@ -198,7 +215,7 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
     if let Some(e) = outcome.failure {
         return Err(e.into());
     }
-    if let Some(script) = outcome.script.as_ref().filter(|s| s.has_done()) {
+    if let Some(script) = script.filter(|s| s.has_done()) {
         let duration_us = outcome.stats.window.as_micros() as u64;
         script
             .done(&outcome.stats, duration_us)
@@ -207,24 +224,70 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
     Ok(outcome)
 }
 
-/// Runs the engine with what shows while it runs: the progress line (on a
-/// terminal, without `--quiet`) and the rows of `--thread-timeseries`.
-fn run_live(cfg: &Config, stop: &Arc<Stop>, text: &mut dyn Write) -> Result<Outcome, Error> {
-    let o = &cfg.outputs;
+/// How the requests file is replayed, as the banner and the JSON document
+/// say it.
+fn replay_order(r: &engine::Replay) -> String {
+    match r.order {
+        replay::Order::Sequential => "in file order".to_string(),
+        replay::Order::Random => format!("in random order (--seed {})", r.seed),
+    }
+}
+
+/// The run as the JSON document (and the HTML report drawn from it)
+/// describes it: plain values, so the reports need no configuration.
+fn describe(run: &engine::Setup) -> report::json::RunConfig {
+    report::json::RunConfig {
+        url: run.url.clone(),
+        threads: run.threads,
+        connections: run.connections(),
+        duration_s: run.duration.as_secs_f64(),
+        warmup_s: run.warmup.as_secs_f64(),
+        timeout_s: run.timeout.as_secs_f64(),
+        rate: run.load.rate(),
+        script: run.script.as_ref().map(|p| p.display().to_string()),
+        headers: run
+            .headers
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect(),
+        requests: run.replay.as_ref().map(|r| report::json::RequestsConfig {
+            file: r.file.display().to_string(),
+            count: r.set.len(),
+            hosts: r.set.hosts().len(),
+            order: format!("{:?}", r.order).to_lowercase(),
+            seed: r.seed,
+            described: replay_order(r),
+        }),
+    }
+}
+
+/// Runs the engine's three stages with what shows while it runs: the
+/// progress line (on a terminal, without `--quiet`) and the rows of
+/// `--thread-timeseries`. The script's main state comes back for `done()`.
+fn run_live(
+    cfg: &Config,
+    stop: &Arc<Stop>,
+    text: &mut dyn Write,
+) -> Result<(Outcome, Option<script::MainScript>), Error> {
+    let (o, run) = (&cfg.outputs, &cfg.run);
     let mut live = Live {
-        line: (!o.quiet && io::stderr().is_terminal()).then(|| progress::Line::new(cfg.duration)),
+        line: (!o.quiet && io::stderr().is_terminal()).then(|| progress::Line::new(run.duration)),
         rows: o.thread_timeseries.then_some((o.timeseries_interval, text)),
         failed: None,
     };
     let watched = live.line.is_some() || live.rows.is_some();
-    let result = engine::run_watched(cfg, stop, watched.then_some(&mut live));
+    let mut prepared = engine::prepare(run, stop, watched.then_some(&live as &dyn engine::Watch))?;
+    let script = prepared.script.take();
+    let result = prepared
+        .start()
+        .collect(watched.then_some(&mut live as &mut dyn engine::Watch));
     if let Some(line) = live.line.as_mut() {
         line.clear();
     }
     let outcome = result?;
     match live.failed {
         Some(e) => Err(e.into()),
-        None => Ok(outcome),
+        None => Ok((outcome, script)),
     }
 }
 
@@ -290,7 +353,13 @@ fn write_files(stdout: &mut dyn Write, cfg: &Config, outcome: &Outcome) -> Resul
     if o.json.is_none() && o.html.is_none() && o.hlog.is_none() {
         return Ok(());
     }
-    let doc = report::json::Document::new(cfg, outcome);
+    let doc = report::json::Document::new(
+        describe(&cfg.run),
+        cfg.run.interval,
+        &outcome.stats,
+        outcome.started_at + cfg.run.warmup,
+        outcome.interrupted,
+    );
     if let Some(path) = &o.json {
         let json = serde_json::to_string_pretty(&doc).map_err(io::Error::other)? + "\n";
         if o.json_on_stdout() {
@@ -308,8 +377,8 @@ fn write_files(stdout: &mut dyn Write, cfg: &Config, outcome: &Outcome) -> Resul
         let recorders = outcome.stats.intervals();
         let intervals = stats::interval::merged(&recorders, outcome.stats.window);
         // Interval times count from the measured window's start.
-        let start = outcome.started_at + cfg.warmup;
-        let comment = format!("metron {} {}", env!("CARGO_PKG_VERSION"), cfg.url);
+        let start = outcome.started_at + cfg.run.warmup;
+        let comment = format!("metron {} {}", env!("CARGO_PKG_VERSION"), cfg.run.url);
         let endpoints: Vec<String> = outcome
             .stats
             .endpoints

@@ -26,14 +26,12 @@ fn faulty(plan: FaultPlan) -> ServeConfig {
 }
 
 /// Runs metron with `args` (and the server's URL) against a server built
-/// from `cfg`; checks the books and the report, and hands back the run
-/// and the server's own counts.
-fn run(cfg: ServeConfig, args: &[&str]) -> (Outcome, String, Arc<ServerStats>) {
+/// from `cfg`; checks the books (every due request accounted for) and the
+/// report, and hands back the run and the server's own counts.
+fn run_and_check_ledger(cfg: ServeConfig, args: &[&str]) -> (Outcome, String, Arc<ServerStats>) {
     let srv = server(cfg);
     let u = url(&srv, "/");
-    let mut argv = args.to_vec();
-    argv.push(&u);
-    let (o, text) = bench(&argv);
+    let (o, text) = bench_at(args, &u);
     assert_balanced(&o);
     assert_report(&text, &o.stats.counters);
     (o, text, srv.stats())
@@ -66,7 +64,7 @@ fn cpu_share(o: &Outcome) -> f64 {
 /// requests complete, and nothing is left unaccounted.
 fn breaks_the_stream(fault: Fault) {
     let _g = serial();
-    let (o, _, server) = run(faulty(FaultPlan::every(fault, 4)), &RUN);
+    let (o, _, server) = run_and_check_ledger(faulty(FaultPlan::every(fault, 4)), &RUN);
     let c = o.stats.counters;
     let faults = server.faults();
     assert!(c.errors.read > 0, "{fault}: {c:?}");
@@ -105,7 +103,7 @@ fn close_mid_chunked_body_is_a_read_error() {
         chunked: true,
         ..faulty(FaultPlan::every(Fault::CloseMidBody, 4))
     };
-    let (o, _, server) = run(cfg, &RUN);
+    let (o, _, server) = run_and_check_ledger(cfg, &RUN);
     let c = o.stats.counters;
     assert!(
         c.errors.read > 0 && c.errors.read <= server.faults(),
@@ -150,7 +148,7 @@ fn huge_head_is_a_read_error_under_the_head_limit() {
 fn huge_head_completes_when_the_limit_allows_it() {
     let _g = serial();
     let args = [&RUN[..], &["--max-head", "2m"]].concat();
-    let (o, _, server) = run(faulty(FaultPlan::every(Fault::HugeHead, 4)), &args);
+    let (o, _, server) = run_and_check_ledger(faulty(FaultPlan::every(Fault::HugeHead, 4)), &args);
     let c = o.stats.counters;
     assert_eq!(c.errors.lost_requests(), 0, "{c:?}");
     assert!(c.completed + c.in_flight == c.due, "{c:?}");
@@ -166,7 +164,7 @@ fn huge_head_completes_when_the_limit_allows_it() {
 fn hanging_up_on_every_request_costs_little_cpu() {
     let _g = serial();
     let cfg = faulty(FaultPlan::every(Fault::CloseBeforeHead, 1));
-    let (o, _, server) = run(cfg, &["-t1", "-c4", "-d2s"]);
+    let (o, _, server) = run_and_check_ledger(cfg, &["-t1", "-c4", "-d2s"]);
     let c = o.stats.counters;
     assert_eq!(c.completed, 0, "{c:?}");
     assert!(c.errors.read >= 4, "{c:?}");
@@ -181,7 +179,7 @@ fn throughput_mode_survives_faults() {
     let _g = serial();
     for fault in [Fault::Reset, Fault::Garbage] {
         let cfg = faulty(FaultPlan::every(fault, 3));
-        let (o, _, server) = run(cfg, &["-t1", "-c4", "-d1s"]);
+        let (o, _, server) = run_and_check_ledger(cfg, &["-t1", "-c4", "-d1s"]);
         let c = o.stats.counters;
         assert!(c.completed > 100, "{fault}: {c:?}");
         assert!(c.errors.read > 30, "{fault}: {c:?}");
@@ -197,7 +195,7 @@ fn never_answer_times_out_without_spinning() {
     let _g = serial();
     let cfg = faulty(FaultPlan::every(Fault::NeverAnswer, 1));
     let args = ["-t1", "-c4", "-R50", "-d1s", "--timeout", "200ms"];
-    let (o, _, _) = run(cfg, &args);
+    let (o, _, _) = run_and_check_ledger(cfg, &args);
     let c = o.stats.counters;
     assert_eq!(c.completed, 0, "{c:?}");
     assert_eq!(c.errors.read + c.errors.write, 0, "{c:?}");
@@ -214,7 +212,7 @@ fn never_answer_times_out_without_spinning() {
 fn never_answer_leaves_requests_in_flight() {
     let _g = serial();
     let cfg = faulty(FaultPlan::every(Fault::NeverAnswer, 1));
-    let (o, _, _) = run(cfg, &["-t1", "-c4", "-R50", "-d1s", "--timeout", "10s"]);
+    let (o, _, _) = run_and_check_ledger(cfg, &["-t1", "-c4", "-R50", "-d1s", "--timeout", "10s"]);
     let c = o.stats.counters;
     assert_eq!((c.completed, c.in_flight), (0, 4), "{c:?}");
     assert_eq!(c.errors.lost_requests(), 0, "{c:?}");
@@ -233,7 +231,7 @@ fn trickle_completes_slowly() {
         body_size: 0,
         ..faulty(FaultPlan::every(Fault::Trickle, 1))
     };
-    let (o, _, _) = run(cfg, &["-t1", "-c8", "-R10", "-d1s"]);
+    let (o, _, _) = run_and_check_ledger(cfg, &["-t1", "-c8", "-R10", "-d1s"]);
     let c = o.stats.counters;
     assert_eq!(c.errors.lost_requests(), 0, "{c:?}");
     assert!(c.completed > 0, "{c:?}");
@@ -250,7 +248,7 @@ fn trickle_slower_than_the_timeout_times_out_without_spinning() {
     let _g = serial();
     let cfg = faulty(FaultPlan::every(Fault::Trickle, 1));
     let args = ["-t1", "-c4", "-R20", "-d1s", "--timeout", "300ms"];
-    let (o, _, _) = run(cfg, &args);
+    let (o, _, _) = run_and_check_ledger(cfg, &args);
     let c = o.stats.counters;
     assert_eq!(c.completed, 0, "{c:?}");
     assert!(c.errors.timeout >= 4, "{c:?}");
@@ -265,7 +263,7 @@ fn trickle_slower_than_the_timeout_times_out_without_spinning() {
 fn per_connection_faults() {
     let _g = serial();
     let plan = FaultPlan::every(Fault::Reset, 2).per_connection();
-    let (o, _, server) = run(faulty(plan), &RUN);
+    let (o, _, server) = run_and_check_ledger(faulty(plan), &RUN);
     let c = o.stats.counters;
     assert!(c.completed > 0 && c.errors.read > 0, "{c:?}");
     assert!(c.errors.read <= server.faults(), "{c:?}");
@@ -277,7 +275,7 @@ fn probabilistic_faults() {
     let _g = serial();
     let p = Probability::new(0.25).unwrap();
     let plan = FaultPlan::chance(Fault::ShortBody, p, 3);
-    let (o, _, server) = run(faulty(plan), &RUN);
+    let (o, _, server) = run_and_check_ledger(faulty(plan), &RUN);
     let c = o.stats.counters;
     assert!(c.completed > 0 && c.errors.read > 0, "{c:?}");
     assert!(c.errors.read <= server.faults(), "{c:?}");
@@ -293,7 +291,7 @@ fn a_fault_loses_the_rest_of_a_pipelined_batch() {
     let script = format!("{}/tests/scripts/pipeline.lua", env!("CARGO_MANIFEST_DIR"));
     for fault in [Fault::Reset, Fault::ShortBody] {
         let args = ["-t1", "-c4", "-R300", "-d1s", "-s", &script];
-        let (o, _, server) = run(faulty(FaultPlan::every(fault, 8)), &args);
+        let (o, _, server) = run_and_check_ledger(faulty(FaultPlan::every(fault, 8)), &args);
         let c = o.stats.counters;
         let faults = server.faults();
         assert!(
@@ -320,7 +318,7 @@ fn requests_pipelined_behind_a_close_are_lost_not_forgotten() {
     };
     for mode in [&["-R300"][..], &[]] {
         let args = [&["-t1", "-c2", "-d1s", "-s", &script][..], mode].concat();
-        let (o, _, _) = run(cfg.clone(), &args);
+        let (o, _, _) = run_and_check_ledger(cfg.clone(), &args);
         let c = o.stats.counters;
         // Every batch: two answered, the third lost; batches still on the
         // wire at the end are in flight.
@@ -336,7 +334,7 @@ fn requests_pipelined_behind_a_close_are_lost_not_forgotten() {
 fn faults_across_threads() {
     let _g = serial();
     let args = ["-t2", "-c4", "-R200", "-d1s"];
-    let (o, _, server) = run(faulty(FaultPlan::every(Fault::Garbage, 5)), &args);
+    let (o, _, server) = run_and_check_ledger(faulty(FaultPlan::every(Fault::Garbage, 5)), &args);
     let c = o.stats.counters;
     assert!(
         c.errors.read > 0 && c.errors.read <= server.faults(),

@@ -13,10 +13,8 @@ fn run_path(
 ) -> (metron::engine::Outcome, String, u64) {
     let srv = server(cfg);
     let u = url(&srv, path);
-    let mut args = vec!["-t1", "-c2", "-R200", "-d1s"];
-    args.extend_from_slice(extra);
-    args.push(&u);
-    let (o, text) = bench(&args);
+    let args = [&["-t1", "-c2", "-R200", "-d1s"][..], extra].concat();
+    let (o, text) = bench_at(&args, &u);
     assert_balanced(&o);
     (o, text, srv.stats().requests())
 }

@@ -18,8 +18,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use metron::http::chunked::{MAX_EXTENSION_BYTES, MAX_SIZE_DIGITS, MAX_TRAILER_BYTES};
-use metron::http::{ChunkedDecoder, ParseError};
+use metron::http::chunked::{BadChunk, MAX_EXTENSION_BYTES, MAX_SIZE_DIGITS, MAX_TRAILER_BYTES};
+use metron::http::ChunkedDecoder;
 use metron_fuzz::{pieces, take_splits};
 
 /// What a whole input is, as a chunked body.
@@ -150,7 +150,7 @@ fn reference(wire: &[u8]) -> Outcome {
 }
 
 /// Feeds `reads` in turn, as a response parser would.
-fn decode(reads: &[&[u8]], keep: bool) -> Result<(usize, bool, Vec<u8>), ParseError> {
+fn decode(reads: &[&[u8]], keep: bool) -> Result<(usize, bool, Vec<u8>), BadChunk> {
     let mut decoder = ChunkedDecoder::new();
     let mut out = Vec::new();
     let mut consumed = 0;
@@ -212,7 +212,7 @@ fuzz_target!(|data: &[u8]| {
     let expected = match reference(wire) {
         Outcome::Done { consumed, data } => Ok((consumed, true, data)),
         Outcome::Short { data } => Ok((wire.len(), false, data)),
-        Outcome::Bad => Err(ParseError::BadChunk),
+        Outcome::Bad => Err(BadChunk),
     };
     assert_eq!(whole, expected, "decoder vs reference");
     if let Ok((consumed, _, out)) = &whole {

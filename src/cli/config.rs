@@ -4,117 +4,33 @@
 //! target and spreads connections over threads. Each failure is a
 //! [`ConfigError`] whose one-line message names the problem and the fix.
 
-use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 
 use std::sync::Arc;
 
-use rustls::sign::CertifiedKey;
-use rustls::RootCertStore;
-
-use super::pem::{self, PemError};
 use super::BenchArgs;
+use crate::engine::setup::{Identity, TlsOptions, Trust};
+use crate::engine::{Replay, Setup};
 use crate::http::request::{check_header_value, check_token};
+use crate::pem::{self, PemError};
 use crate::replay::{Order, ReplayError, RequestSet, MAX_ENDPOINTS};
+use crate::schedule::{Load, MAX_RATE};
+use crate::target::{parse_target, Scheme, Target, TargetError};
 
 /// The longest run: far beyond any benchmark, far below where nanosecond
 /// timestamps would overflow.
 pub const MAX_DURATION: Duration = Duration::from_secs(366 * 24 * 3600);
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scheme {
-    Http,
-    Https,
-}
-
-/// The server under test.
-#[derive(Clone, Debug)]
-pub struct Target {
-    pub scheme: Scheme,
-    /// Host as written in the URL (IPv6 literals without brackets).
-    pub host: String,
-    pub port: u16,
-    /// Path and query, never empty.
-    pub path: String,
-    /// Value of the `Host` header: host, plus the port when not the default.
-    pub authority: String,
-    /// Every address the host resolved to, in resolver order.
-    pub addrs: Vec<SocketAddr>,
-}
-
-/// A validated run configuration.
+/// A validated run configuration: what the engine runs, and what is
+/// reported of it.
 #[derive(Clone, Debug)]
 pub struct Config {
-    pub url: String,
-    pub target: Target,
-    pub threads: usize,
-    /// Connections of each thread; they add up to `-c` exactly.
-    pub conns_per_thread: Vec<usize>,
-    pub duration: Duration,
-    pub warmup: Duration,
-    pub timeout: Duration,
-    /// Total requests per second (rate mode), or `None` (closed loop).
-    pub rate: Option<f64>,
-    /// Headers from `-H`, in order.
-    pub headers: Vec<(String, String)>,
+    /// The run itself, as the engine takes it.
+    pub run: Setup,
     pub latency: bool,
     pub u_latency: bool,
-    /// CPU of each thread, when pinned.
-    pub affinity: Option<Vec<usize>>,
-    /// How https hosts are authenticated, and how metron authenticates itself.
-    pub tls: TlsOptions,
-    pub max_head: usize,
-    pub script: Option<PathBuf>,
-    pub script_args: Vec<String>,
-    /// `--requests`: the requests to replay instead of GET URL.
-    pub replay: Option<Replay>,
     pub outputs: Outputs,
-}
-
-/// A requests file, loaded, and how to replay it.
-#[derive(Clone, Debug)]
-pub struct Replay {
-    pub file: PathBuf,
-    pub set: Arc<RequestSet>,
-    pub order: Order,
-    pub seed: u64,
-    /// Statistics per endpoint.
-    pub by_endpoint: bool,
-}
-
-/// How HTTPS connections are authenticated, from `-k`, `--cacert`,
-/// `--cert` and `--key`; every file is read and checked here, before the
-/// run. The same options apply to every https host of the run.
-#[derive(Clone, Debug, Default)]
-pub struct TlsOptions {
-    pub trust: Trust,
-    /// What to present to a server that asks for a client certificate.
-    pub identity: Option<Identity>,
-}
-
-/// Which server certificates are accepted.
-#[derive(Clone, Debug, Default)]
-pub enum Trust {
-    /// Those issued by an authority of the operating system's store (the
-    /// default; see the README's HTTPS section for an empty store).
-    #[default]
-    System,
-    /// `--cacert FILE`: those issued by an authority in FILE, and no
-    /// other; the file replaces the system's store, as it does for curl.
-    Authorities {
-        file: PathBuf,
-        roots: Arc<RootCertStore>,
-    },
-    /// `-k`: any certificate.
-    Insecure,
-}
-
-/// `--cert` and `--key`, known to belong together.
-#[derive(Clone, Debug)]
-pub struct Identity {
-    pub cert: PathBuf,
-    pub key: Arc<CertifiedKey>,
 }
 
 /// What to produce besides the text report.
@@ -124,8 +40,6 @@ pub struct Outputs {
     pub json: Option<PathBuf>,
     pub hlog: Option<PathBuf>,
     pub html: Option<PathBuf>,
-    /// Intervals of the JSON time series and the interval log.
-    pub interval: Duration,
     pub histogram: bool,
     pub timeseries: bool,
     pub thread_timeseries: bool,
@@ -142,12 +56,8 @@ impl Outputs {
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum ConfigError {
-    #[error("invalid URL '{url}': {why}; write it as http://host[:port]/path")]
-    Url { url: String, why: String },
-    #[error("unsupported scheme '{0}': use http:// or https://")]
-    Scheme(String),
-    #[error("cannot resolve host '{host}': {why}; check the host name in the URL")]
-    Resolve { host: String, why: String },
+    #[error("{0}")]
+    Target(#[from] TargetError),
     #[error("-t 0: at least one thread is needed, e.g. -t 1")]
     NoThreads,
     #[error("-c {connections} is fewer than -t {threads}: every thread needs a connection; raise -c to at least {threads} or lower -t")]
@@ -237,7 +147,7 @@ impl Config {
             if r <= 0.0 {
                 return Err(ConfigError::NoRate(r));
             }
-            if r > crate::schedule::MAX_RATE {
+            if r > MAX_RATE {
                 return Err(ConfigError::HugeRate(r));
             }
         }
@@ -259,6 +169,7 @@ impl Config {
             .map(|h| parse_header(h))
             .collect::<Result<_, _>>()?;
         let outputs = outputs(args)?;
+        let interval = interval(args.interval)?;
         let threads = args.threads as usize;
         let affinity = match &args.affinity {
             Some(cpus) => Some(check_affinity(&cpus.0)?),
@@ -272,7 +183,7 @@ impl Config {
             None => std::slice::from_ref(&target),
         };
         let tls = tls_options(args, hosts)?;
-        Ok(Config {
+        let run = Setup {
             url: args.url.clone(),
             target,
             threads,
@@ -280,31 +191,22 @@ impl Config {
             duration: args.duration,
             warmup: args.warmup,
             timeout: args.timeout,
-            rate: args.rate,
+            load: Load::from_rate(args.rate),
             headers,
-            latency: args.latency || args.u_latency,
-            u_latency: args.u_latency,
             affinity,
             tls,
             max_head: max_head(args.max_head)?,
             script: args.script.clone(),
             script_args: args.script_args.clone(),
             replay,
+            interval,
+            script_output_to_stderr: outputs.json_on_stdout(),
+        };
+        Ok(Config {
+            run,
+            latency: args.latency || args.u_latency,
+            u_latency: args.u_latency,
             outputs,
-        })
-    }
-
-    pub fn connections(&self) -> usize {
-        self.conns_per_thread.iter().sum()
-    }
-
-    /// How the requests file is replayed, as the banner and the JSON
-    /// document say it.
-    pub fn replay_order(&self) -> Option<String> {
-        let r = self.replay.as_ref()?;
-        Some(match r.order {
-            Order::Sequential => "in file order".to_string(),
-            Order::Random => format!("in random order (--seed {})", r.seed),
         })
     }
 }
@@ -418,10 +320,15 @@ fn max_head(bytes: u64) -> Result<usize, ConfigError> {
     }
 }
 
-fn outputs(args: &BenchArgs) -> Result<Outputs, ConfigError> {
-    if args.interval < Duration::from_millis(10) {
-        return Err(ConfigError::Interval(args.interval));
+/// `--interval`: the recorded intervals' length.
+fn interval(interval: Duration) -> Result<Duration, ConfigError> {
+    if interval < Duration::from_millis(10) {
+        return Err(ConfigError::Interval(interval));
     }
+    Ok(interval)
+}
+
+fn outputs(args: &BenchArgs) -> Result<Outputs, ConfigError> {
     let step = crate::stats::SERIES_STEP.as_nanos();
     let ts = args.timeseries_interval;
     if ts.is_zero() || ts.as_nanos() % step != 0 {
@@ -431,7 +338,6 @@ fn outputs(args: &BenchArgs) -> Result<Outputs, ConfigError> {
         json: args.json.clone(),
         hlog: args.hlog.clone(),
         html: args.html.clone(),
-        interval: args.interval,
         histogram: args.histogram,
         timeseries: args.timeseries,
         thread_timeseries: args.thread_timeseries,
@@ -463,95 +369,6 @@ pub fn parse_header(h: &str) -> Result<(String, String), ConfigError> {
     check_token(name).map_err(|why| bad(format!("its name {why}")))?;
     check_header_value(value).map_err(bad)?;
     Ok((name.to_string(), value.to_string()))
-}
-
-/// Parses and resolves the URL.
-pub fn parse_target(raw: &str) -> Result<Target, ConfigError> {
-    let mut target = parse_url(raw)?;
-    resolve(&mut target)?;
-    Ok(target)
-}
-
-/// Parses the URL; the target's addresses stay empty until [`resolve`].
-pub fn parse_url(raw: &str) -> Result<Target, ConfigError> {
-    if !raw.contains("://") {
-        let why = "no scheme".to_string();
-        return Err(ConfigError::Url {
-            url: raw.to_string(),
-            why,
-        });
-    }
-    let url = url::Url::parse(raw).map_err(|e| ConfigError::Url {
-        url: raw.to_string(),
-        why: e.to_string(),
-    })?;
-    let scheme = match url.scheme() {
-        "http" => Scheme::Http,
-        "https" => Scheme::Https,
-        other => return Err(ConfigError::Scheme(other.to_string())),
-    };
-    let host = match url.host() {
-        Some(url::Host::Ipv6(a)) => a.to_string(),
-        Some(h) => h.to_string(),
-        None => {
-            return Err(ConfigError::Url {
-                url: raw.to_string(),
-                why: "no host".to_string(),
-            })
-        }
-    };
-    let bad = |why: &str| ConfigError::Url {
-        url: raw.to_string(),
-        why: why.to_string(),
-    };
-    // Sent nowhere, so refused rather than dropped without a word (and
-    // kept out of the report, which prints the URL).
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(bad(
-            "credentials in a URL are not sent; remove them and pass -H 'Authorization: ...'",
-        ));
-    }
-    if url.port() == Some(0) {
-        return Err(bad("port 0 is not a port to connect to"));
-    }
-    let default_port = if scheme == Scheme::Https { 443 } else { 80 };
-    let port = url.port().unwrap_or(default_port);
-    let host_part = url.host_str().unwrap_or(&host).to_string(); // keeps IPv6 brackets
-    let authority = match url.port() {
-        Some(p) => format!("{host_part}:{p}"),
-        None => host_part,
-    };
-    let mut path = url.path().to_string();
-    if let Some(q) = url.query() {
-        path.push('?');
-        path.push_str(q);
-    }
-    Ok(Target {
-        scheme,
-        host,
-        port,
-        path,
-        authority,
-        addrs: Vec::new(),
-    })
-}
-
-/// Looks up the target's host.
-pub fn resolve(target: &mut Target) -> Result<(), ConfigError> {
-    let host = &target.host;
-    let why = |why: String| ConfigError::Resolve {
-        host: host.clone(),
-        why,
-    };
-    let addrs: Vec<SocketAddr> = (host.as_str(), target.port)
-        .to_socket_addrs()
-        .map_err(|e| why(e.to_string()))?
-        .collect();
-    if addrs.is_empty() {
-        return Err(why("no addresses".to_string()));
-    }
-    target.addrs = addrs;
-    Ok(())
 }
 
 /// CPUs this process may run on.
@@ -605,37 +422,7 @@ mod tests {
         assert_eq!(spread(10, 3), vec![4, 3, 3]);
         assert_eq!(spread(2, 2), vec![1, 1]);
         let c = config(&["-t3", "-c10", "http://127.0.0.1:1/"]).unwrap();
-        assert_eq!(c.connections(), 10);
-    }
-
-    #[test]
-    fn urls_of_every_shape() {
-        let t = parse_target("http://127.0.0.1:8080/a/b?x=1&y=2").unwrap();
-        assert_eq!(
-            (t.host.as_str(), t.port, t.path.as_str()),
-            ("127.0.0.1", 8080, "/a/b?x=1&y=2")
-        );
-        assert_eq!(t.authority, "127.0.0.1:8080");
-        let t = parse_target("http://[::1]:9000").unwrap();
-        assert_eq!((t.host.as_str(), t.path.as_str()), ("::1", "/"));
-        assert_eq!(t.authority, "[::1]:9000");
-        assert_eq!(t.addrs, vec!["[::1]:9000".parse().unwrap()]);
-        let t = parse_target("https://127.0.0.1/").unwrap();
-        assert_eq!(
-            (t.scheme, t.port, t.authority.as_str()),
-            (Scheme::Https, 443, "127.0.0.1")
-        );
-        let t = parse_target("http://localhost:81/").unwrap();
-        assert!(!t.addrs.is_empty());
-    }
-
-    #[test]
-    fn urls_that_cannot_be_honoured_are_refused() {
-        let err = |u: &str| parse_url(u).unwrap_err().to_string();
-        assert!(err("http://127.0.0.1:0/").contains("port 0 is not a port"));
-        for u in ["http://user:secret@127.0.0.1/", "http://user@127.0.0.1/"] {
-            assert!(err(u).contains("credentials in a URL are not sent"), "{u}");
-        }
+        assert_eq!(c.run.connections(), 10);
     }
 
     #[test]

@@ -5,8 +5,9 @@
 //! connections, resolved addresses, request bytes) in one place.
 //! A flag's tests sit next to the flag, at the bottom of this file.
 
+mod choice;
 pub mod config;
-pub mod pem;
+pub mod serve;
 pub mod units;
 
 use std::ffi::OsString;
@@ -23,7 +24,7 @@ pub enum Command {
     /// Load-test a URL (the default, as with wrk).
     Bench(Box<BenchArgs>),
     /// Run the built-in target server.
-    Serve(Box<crate::serve::ServeArgs>),
+    Serve(Box<serve::ServeArgs>),
     /// Run a short rate-mode test against the built-in target with a stall.
     Demo(DemoArgs),
     /// Re-render the reports of a saved JSON document.
@@ -152,7 +153,7 @@ pub struct BenchArgs {
     /// Order of --requests
     #[arg(
         long = "requests-order",
-        value_enum,
+        value_parser = choice::choice(&crate::replay::Order::CHOICES),
         default_value = "sequential",
         value_name = "ORDER"
     )]
@@ -257,7 +258,7 @@ pub struct DemoArgs {
 )]
 struct ServeCli {
     #[command(flatten)]
-    args: crate::serve::ServeArgs,
+    args: serve::ServeArgs,
 }
 
 #[derive(Parser, Debug)]

@@ -19,7 +19,7 @@ use rustls::pki_types::ServerName;
 use rustls::sign::{CertifiedKey, SingleCertAndKey};
 use rustls::ClientConnection;
 
-use crate::cli::config::{TlsOptions, Trust};
+use super::setup::{TlsOptions, Trust};
 
 /// What a worker needs to open TLS connections.
 #[derive(Clone)]

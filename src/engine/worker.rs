@@ -809,11 +809,11 @@ fn pin_to_cpu(cpu: usize) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schedule::Arrivals;
+    use crate::schedule::Load;
 
     /// 1000 requests a second on one thread from t0 = 0: one every ms.
     fn paced() -> Schedule {
-        Schedule(Plan::Paced(Arrivals::constant(0, 1000.0, 0, 1)))
+        Schedule(Load::constant(1000.0).plan(0, 0, 1))
     }
 
     const MS: Nanos = 1_000_000;

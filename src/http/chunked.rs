@@ -15,7 +15,13 @@
 //! Everything a hostile peer could stretch is bounded: size digits, extension
 //! bytes per size line and the total trailer section.
 
-use super::response::ParseError;
+/// The body's chunked framing is broken: the one way decoding fails. The
+/// decoder owns this error, so that the response parser and request
+/// splitting, which both use it, depend on the decoder and not on each
+/// other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("expected chunked framing: hex size, optional extensions, CRLF, data, CRLF")]
+pub struct BadChunk;
 
 /// Sixteen hex digits fill a `u64`, so capping the digit count rules out
 /// overflow without a checked shift on every digit (leading zeros count too).
@@ -96,7 +102,7 @@ impl ChunkedDecoder {
         &mut self,
         data: &[u8],
         mut out: Option<&mut Vec<u8>>,
-    ) -> Result<(usize, bool), ParseError> {
+    ) -> Result<(usize, bool), BadChunk> {
         let mut at = 0;
         while at < data.len() && self.state != State::Done {
             if let State::Data(remaining) = self.state {
@@ -124,7 +130,7 @@ impl ChunkedDecoder {
         take
     }
 
-    fn step(&mut self, byte: u8) -> Result<(), ParseError> {
+    fn step(&mut self, byte: u8) -> Result<(), BadChunk> {
         self.state = match self.state {
             State::Size => self.size_byte(byte)?,
             State::SizeSpace => size_space_byte(byte)?,
@@ -142,40 +148,40 @@ impl ChunkedDecoder {
         Ok(())
     }
 
-    fn size_byte(&mut self, byte: u8) -> Result<State, ParseError> {
+    fn size_byte(&mut self, byte: u8) -> Result<State, BadChunk> {
         if let Some(value) = hex_value(byte) {
             if self.digits == MAX_SIZE_DIGITS {
-                return Err(ParseError::BadChunk);
+                return Err(BadChunk);
             }
             self.size = (self.size << 4) | u64::from(value);
             self.digits += 1;
             return Ok(State::Size);
         }
         if self.digits == 0 {
-            return Err(ParseError::BadChunk);
+            return Err(BadChunk);
         }
         size_space_byte(byte)
     }
 
-    fn extension_byte(&mut self, byte: u8) -> Result<State, ParseError> {
+    fn extension_byte(&mut self, byte: u8) -> Result<State, BadChunk> {
         if byte == b'\r' {
             return Ok(State::SizeLf);
         }
         self.extension += 1;
         if self.extension > MAX_EXTENSION_BYTES || is_forbidden_in_line(byte) {
-            return Err(ParseError::BadChunk);
+            return Err(BadChunk);
         }
         Ok(State::Extension)
     }
 
-    fn trailer_byte(&mut self, byte: u8) -> Result<State, ParseError> {
+    fn trailer_byte(&mut self, byte: u8) -> Result<State, BadChunk> {
         self.trailer += 1;
         if self.trailer > MAX_TRAILER_BYTES {
-            return Err(ParseError::BadChunk);
+            return Err(BadChunk);
         }
         match byte {
             b'\r' => Ok(State::TrailerLf),
-            _ if is_forbidden_in_line(byte) => Err(ParseError::BadChunk),
+            _ if is_forbidden_in_line(byte) => Err(BadChunk),
             _ => Ok(State::TrailerLine),
         }
     }
@@ -197,20 +203,20 @@ impl ChunkedDecoder {
 }
 
 /// After the size digits only optional whitespace, then `;` or CR may follow.
-fn size_space_byte(byte: u8) -> Result<State, ParseError> {
+fn size_space_byte(byte: u8) -> Result<State, BadChunk> {
     match byte {
         b' ' | b'\t' => Ok(State::SizeSpace),
         b';' => Ok(State::Extension),
         b'\r' => Ok(State::SizeLf),
-        _ => Err(ParseError::BadChunk),
+        _ => Err(BadChunk),
     }
 }
 
-fn expect(byte: u8, wanted: u8, next: State) -> Result<State, ParseError> {
+fn expect(byte: u8, wanted: u8, next: State) -> Result<State, BadChunk> {
     if byte == wanted {
         Ok(next)
     } else {
-        Err(ParseError::BadChunk)
+        Err(BadChunk)
     }
 }
 
@@ -234,7 +240,7 @@ mod tests {
 
     /// Decodes `wire` whole, then split at every point and one byte at a
     /// time, asserting every run agrees; returns the whole-input result.
-    fn decode_all_splits(wire: &[u8]) -> Result<(usize, bool, Vec<u8>), ParseError> {
+    fn decode_all_splits(wire: &[u8]) -> Result<(usize, bool, Vec<u8>), BadChunk> {
         let whole = decode_chunks(&[wire]);
         for cut in 0..=wire.len() {
             let (a, b) = wire.split_at(cut);
@@ -245,7 +251,7 @@ mod tests {
         whole
     }
 
-    fn decode_chunks(chunks: &[&[u8]]) -> Result<(usize, bool, Vec<u8>), ParseError> {
+    fn decode_chunks(chunks: &[&[u8]]) -> Result<(usize, bool, Vec<u8>), BadChunk> {
         let mut decoder = ChunkedDecoder::new();
         let mut out = Vec::new();
         let mut consumed = 0;
@@ -314,10 +320,10 @@ mod tests {
 
     #[test]
     fn rejects_non_hex_size() {
-        assert_eq!(decode_all_splits(b"zz\r\n"), Err(ParseError::BadChunk));
-        assert_eq!(decode_all_splits(b"5x\r\nhello"), Err(ParseError::BadChunk));
-        assert_eq!(decode_all_splits(b"\r\n"), Err(ParseError::BadChunk));
-        assert_eq!(decode_all_splits(b";ext\r\n"), Err(ParseError::BadChunk));
+        assert_eq!(decode_all_splits(b"zz\r\n"), Err(BadChunk));
+        assert_eq!(decode_all_splits(b"5x\r\nhello"), Err(BadChunk));
+        assert_eq!(decode_all_splits(b"\r\n"), Err(BadChunk));
+        assert_eq!(decode_all_splits(b";ext\r\n"), Err(BadChunk));
     }
 
     #[test]
@@ -327,34 +333,22 @@ mod tests {
             decode_all_splits(sixteen),
             Ok((sixteen.len(), false, b"ab".to_vec()))
         );
-        assert_eq!(
-            decode_all_splits(b"10000000000000000\r\n"),
-            Err(ParseError::BadChunk)
-        );
-        assert_eq!(
-            decode_all_splits(b"00000000000000001\r\n"),
-            Err(ParseError::BadChunk)
-        );
+        assert_eq!(decode_all_splits(b"10000000000000000\r\n"), Err(BadChunk));
+        assert_eq!(decode_all_splits(b"00000000000000001\r\n"), Err(BadChunk));
     }
 
     #[test]
     fn rejects_bare_lf() {
-        assert_eq!(decode_all_splits(b"5\nhello"), Err(ParseError::BadChunk));
-        assert_eq!(decode_all_splits(b"5;x\nhello"), Err(ParseError::BadChunk));
-        assert_eq!(decode_all_splits(b"1\r\na\n0"), Err(ParseError::BadChunk));
-        assert_eq!(
-            decode_all_splits(b"0\r\nA: b\n\r\n"),
-            Err(ParseError::BadChunk)
-        );
-        assert_eq!(decode_all_splits(b"0\r\n\n"), Err(ParseError::BadChunk));
+        assert_eq!(decode_all_splits(b"5\nhello"), Err(BadChunk));
+        assert_eq!(decode_all_splits(b"5;x\nhello"), Err(BadChunk));
+        assert_eq!(decode_all_splits(b"1\r\na\n0"), Err(BadChunk));
+        assert_eq!(decode_all_splits(b"0\r\nA: b\n\r\n"), Err(BadChunk));
+        assert_eq!(decode_all_splits(b"0\r\n\n"), Err(BadChunk));
     }
 
     #[test]
     fn rejects_data_longer_than_size() {
-        assert_eq!(
-            decode_all_splits(b"3\r\nabcd\r\n"),
-            Err(ParseError::BadChunk)
-        );
+        assert_eq!(decode_all_splits(b"3\r\nabcd\r\n"), Err(BadChunk));
     }
 
     #[test]
@@ -364,7 +358,7 @@ mod tests {
         wire.extend_from_slice(b"\r\na\r\n0\r\n\r\n");
         assert_eq!(decode_chunks(&[&wire]).map(|r| r.2), Ok(b"a".to_vec()));
         wire.insert(2, b'x');
-        assert_eq!(decode_chunks(&[&wire]), Err(ParseError::BadChunk));
+        assert_eq!(decode_chunks(&[&wire]), Err(BadChunk));
     }
 
     #[test]
@@ -374,6 +368,6 @@ mod tests {
         wire.extend_from_slice(b"\r\n\r\n");
         assert_eq!(decode_chunks(&[&wire]), Ok((wire.len(), true, Vec::new())));
         wire.insert(4, b'y');
-        assert_eq!(decode_chunks(&[&wire]), Err(ParseError::BadChunk));
+        assert_eq!(decode_chunks(&[&wire]), Err(BadChunk));
     }
 }

@@ -16,7 +16,7 @@
 
 use std::ops::Range;
 
-use super::chunked::ChunkedDecoder;
+use super::chunked::{BadChunk, ChunkedDecoder};
 
 /// Fields per head; a fixed stack array keeps head parsing allocation-free.
 pub const MAX_HEADERS: usize = 64;
@@ -45,6 +45,12 @@ pub enum ParseError {
     BodyTooLarge,
     #[error("expected the rest of the response before the connection closed")]
     UnexpectedEof,
+}
+
+impl From<BadChunk> for ParseError {
+    fn from(_: BadChunk) -> Self {
+        ParseError::BadChunk
+    }
 }
 
 impl From<httparse::Error> for ParseError {
@@ -405,7 +411,7 @@ impl ResponseParser {
         let fed = match kind {
             BodyKind::None => Ok((0, true)),
             BodyKind::Length(remaining) => Ok(take_length(remaining, data, out)),
-            BodyKind::Chunked(decoder) => decoder.decode(data, out),
+            BodyKind::Chunked(decoder) => decoder.decode(data, out).map_err(ParseError::from),
             BodyKind::UntilClose => {
                 if let Some(out) = out {
                     out.extend_from_slice(data);

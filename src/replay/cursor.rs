@@ -1,9 +1,10 @@
 //! Which request a thread sends next.
 //!
-//! In rate mode the schedule's slots take the file's requests in turn: the
-//! thread that owns slots `j, j+T, j+2T, ...` of the global plan takes
-//! requests `j, j+T, ...` (modulo their number), so the run as a whole
-//! replays the file in order, cycling. In the closed loop there is no
+//! With a schedule (an open load, whatever its arrival process) the
+//! schedule's requests take the file's requests in turn: the thread whose
+//! lane owns requests `j, j+T, j+2T, ...` of the run (see `schedule`)
+//! takes requests `j, j+T, ...` of the file (modulo their number), so the
+//! run as a whole replays the file in order, cycling. In the closed loop there is no
 //! global order to keep and a connection is bound to a host: each thread
 //! cycles through each host's requests, all of them, from its own offset.
 //! `random` picks uniformly instead, from a generator seeded per thread
@@ -14,13 +15,25 @@ use std::sync::Arc;
 use super::RequestSet;
 
 /// `--requests-order`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Order {
-    /// The file's order, cycling
+    /// The file's order, cycling.
     #[default]
     Sequential,
-    /// Uniformly at random, seeded by --seed
+    /// Uniformly at random, seeded by `--seed`.
     Random,
+}
+
+impl Order {
+    /// Each order as `--requests-order` names it, with its one-line help.
+    pub const CHOICES: [(Order, &'static str, &'static str); 2] = [
+        (Order::Sequential, "sequential", "The file's order, cycling"),
+        (
+            Order::Random,
+            "random",
+            "Uniformly at random, seeded by --seed",
+        ),
+    ];
 }
 
 /// One thread's position in the request list.
@@ -108,7 +121,7 @@ impl Cursor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::config::parse_target;
+    use crate::target::parse_target;
 
     fn set(lines: &str) -> Arc<RequestSet> {
         let path = std::env::temp_dir().join(format!(

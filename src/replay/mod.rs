@@ -18,8 +18,8 @@ pub mod file;
 use std::collections::HashMap;
 use std::path::Path;
 
-use crate::cli::config::{parse_url, resolve, Target};
 use crate::http::request::{check_header_value, check_token, format, split_requests, RequestMeta};
+use crate::target::{parse_url, resolve, Scheme, Target};
 
 pub use cursor::{Cursor, Order};
 use file::{Body, Spec};
@@ -362,7 +362,7 @@ impl<'a> Builder<'a> {
             (Some(parsed), path)
         };
         let of = host.as_ref().unwrap_or(self.base);
-        let https = of.scheme == crate::cli::config::Scheme::Https;
+        let https = of.scheme == Scheme::Https;
         let key = (https, of.host.clone(), of.port);
         if let Some(&h) = self.host_index.get(&key) {
             return Ok((h, path));
@@ -448,7 +448,7 @@ fn read_at_most(path: &Path, limit: u64) -> std::io::Result<Option<Vec<u8>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::config::parse_target;
+    use crate::target::parse_target;
 
     fn load_text(text: &str, headers: &[(&str, &str)]) -> Result<RequestSet, ReplayError> {
         // A directory per call: tests run in parallel, and one rewriting a

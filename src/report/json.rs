@@ -9,6 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::schedule::Load;
 use crate::stats::Counters;
 
 /// Version of the document layout; see the README for the fields.
@@ -63,6 +64,13 @@ pub struct RunConfig {
     /// `--requests`: the file replayed, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests: Option<RequestsConfig>,
+}
+
+impl RunConfig {
+    /// How the run was paced, from the `rate` the document records.
+    pub fn load(&self) -> Load {
+        Load::from_rate(self.rate)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -173,49 +181,34 @@ mod build {
     use hdrhistogram::Histogram;
 
     use super::*;
-    use crate::cli::config::Config;
-    use crate::engine::Outcome;
     use crate::report::{spectrum, summary};
     use crate::stats::codec::{self, encode};
     use crate::stats::interval::merged;
     use crate::stats::{new_histogram, EndpointStats, RunStats, HIST_SIGFIG, SERIES_STEP};
 
     impl Document {
-        /// Everything the run measured, with the configuration that drove it.
-        pub fn new(cfg: &Config, outcome: &Outcome) -> Document {
-            let s = &outcome.stats;
+        /// Everything the run measured, with the description of the run
+        /// that drove it (built by the caller, which knows its settings):
+        /// `interval` is the length of the series' intervals,
+        /// `window_start` the wall-clock time the measured window began,
+        /// `interrupted` whether the run ended before its duration.
+        pub fn new(
+            config: RunConfig,
+            interval: Duration,
+            s: &RunStats,
+            window_start: std::time::SystemTime,
+            interrupted: bool,
+        ) -> Document {
             Document {
                 schema: SCHEMA,
                 metron_version: env!("CARGO_PKG_VERSION").to_string(),
-                config: RunConfig {
-                    url: cfg.url.clone(),
-                    threads: cfg.threads,
-                    connections: cfg.connections(),
-                    duration_s: cfg.duration.as_secs_f64(),
-                    warmup_s: cfg.warmup.as_secs_f64(),
-                    timeout_s: cfg.timeout.as_secs_f64(),
-                    rate: cfg.rate,
-                    script: cfg.script.as_ref().map(|p| p.display().to_string()),
-                    headers: cfg
-                        .headers
-                        .iter()
-                        .map(|(k, v)| format!("{k}: {v}"))
-                        .collect(),
-                    requests: cfg.replay.as_ref().map(|r| RequestsConfig {
-                        file: r.file.display().to_string(),
-                        count: r.set.len(),
-                        hosts: r.set.hosts().len(),
-                        order: format!("{:?}", r.order).to_lowercase(),
-                        seed: r.seed,
-                        described: cfg.replay_order().unwrap_or_default(),
-                    }),
-                },
+                config,
                 window_s: s.window.as_secs_f64(),
-                window_start_ms: (outcome.started_at + cfg.warmup)
+                window_start_ms: window_start
                     .duration_since(std::time::UNIX_EPOCH)
                     .ok()
                     .map(|d| d.as_millis() as u64),
-                interrupted: outcome.interrupted,
+                interrupted,
                 counters: s.counters,
                 requests_per_sec: s.requests_per_sec(),
                 bytes_per_sec: s.bytes_per_sec(),
@@ -225,7 +218,7 @@ mod build {
                     uncorrected: summarize(&s.uncorrected),
                     send_lag: summarize(&s.send_lag),
                 },
-                series: series(s, cfg.outputs.interval),
+                series: series(s, interval),
                 threads: s
                     .threads
                     .iter()

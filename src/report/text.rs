@@ -16,6 +16,7 @@ use super::summary;
 use super::units::{
     format_binary, format_metric, format_run_duration, format_time_us, print_units,
 };
+use crate::schedule::Load;
 use crate::stats::{Counters, EndpointStats, RunStats};
 
 /// The percentiles of the "Latency Distribution" block.
@@ -33,9 +34,9 @@ pub struct TextReport<'a> {
     pub duration: Duration,
     pub threads: usize,
     pub connections: usize,
-    /// The total request rate asked for with `-R`; `None` in throughput
-    /// mode.
-    pub rate: Option<f64>,
+    /// How requests were paced: the rate asked for with `-R`, or the
+    /// closed loop of throughput mode.
+    pub load: Load,
     /// `-L`: print the latency distribution and its spectrum.
     pub latency: bool,
     /// `-U`: also print them for the uncorrected latency.
@@ -225,13 +226,13 @@ fn write_totals(out: &mut impl Write, stats: &RunStats) -> io::Result<()> {
 
 fn write_own_lines(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
     let stats = r.stats;
-    if r.rate.is_some() {
+    if r.load.is_open() {
         writeln!(out, "  {}", send_lag_line(&stats.send_lag))?;
     }
     if let Some(line) = accounting_line(&stats.counters) {
         writeln!(out, "  {line}")?;
     }
-    if r.rate.is_none() {
+    if !r.load.is_open() {
         writeln!(
             out,
             "  Note: latency is measured from send to response (closed loop); \
@@ -280,7 +281,7 @@ fn accounting_line(c: &Counters) -> Option<String> {
 /// each with its figures and the likely fix. Empty in throughput mode,
 /// where there is no schedule to keep.
 pub fn warnings(r: &TextReport) -> Vec<String> {
-    let Some(rate) = r.rate else {
+    let Some(rate) = r.load.rate() else {
         return Vec::new();
     };
     [never_sent_warning(r.stats, rate), send_lag_warning(r, rate)]
@@ -369,7 +370,7 @@ mod tests {
             duration: Duration::from_secs(1),
             threads: 2,
             connections: 10,
-            rate,
+            load: Load::from_rate(rate),
             latency: true,
             u_latency: true,
             stats,

@@ -1,17 +1,98 @@
-//! Intended send times: when each request *should* go out.
+//! The load: whether requests follow a schedule, and if so when each one
+//! *should* go out.
 //!
-//! Rate mode is an open model: one global plan of intended times for the
-//! whole run, independent of how fast the server answers. With rate R and
-//! T threads, thread j owns the times `t0 + (j + k·T)/R` for k = 0, 1, …,
-//! so the threads interleave and the aggregate is exactly uniform at R for
-//! any R and T (R < T included). Other arrival processes would only change
-//! how these times are generated; nothing else in the engine looks inside.
+//! [`Load::Closed`] is wrk's closed loop: no schedule. [`Load::Open`] is
+//! the open model of rate mode: one global sequence of intended times for
+//! the whole run, given by an [`Arrivals`] process and independent of how
+//! fast the server answers. The threads split it into lanes: with T
+//! threads, thread j owns requests j, j+T, j+2T, … of the run (its
+//! [`Share`]), so the threads interleave and the whole run follows the
+//! process exactly, for any rate and any T (R < T included).
+//!
+//! An arrival process only says when request k is due ([`ConstantRate`]
+//! today); steps, ramps or random arrivals are further implementations of
+//! [`Arrivals`], and nothing else in the engine or the reports looks
+//! inside one. Lanes are the same whatever the process, so one sequence
+//! can equally be split over the threads of several processes.
+
+mod constant;
+
+use std::fmt;
+use std::sync::Arc;
 
 use crate::clock::Nanos;
 
-/// Highest rate (requests/s): one intended time every nanosecond, the
-/// clock's resolution. Above it consecutive times would coincide.
-pub const MAX_RATE: f64 = 1e9;
+pub use constant::{ConstantRate, MAX_RATE};
+
+/// When each request of a run is due.
+///
+/// Times are nanoseconds after the run's start and never decrease in `k`,
+/// which is what lets a thread count the requests due in any window with
+/// a bounded search instead of walking the schedule.
+pub trait Arrivals: fmt::Debug + Send + Sync {
+    /// The intended time of request `k` of the whole run (k = 0, 1, …).
+    /// Never less than that of `k - 1`; a time past the end of time is
+    /// `Nanos::MAX`, never a wrapped one.
+    fn time_of(&self, k: u64) -> Nanos;
+
+    /// How many requests are due before `t`: the smallest `k` whose time is
+    /// at or after `t`. A process with a closed form may answer directly;
+    /// the default searches in at most 128 calls of [`Arrivals::time_of`].
+    fn index_before(&self, t: Nanos) -> u64 {
+        first_at_or_after(|k| self.time_of(k), 0, t)
+    }
+
+    /// Requests per second over the run: what `-R` asked for, and the
+    /// figure the reports and the JSON document quote.
+    fn rate(&self) -> f64;
+}
+
+/// How the requests of a run are paced.
+#[derive(Clone, Debug)]
+pub enum Load {
+    /// Throughput mode: every connection sends its next request as soon as
+    /// the previous response is complete (wrk's closed loop).
+    Closed,
+    /// Rate mode: requests are due at the times of an arrival process,
+    /// whatever the server does.
+    Open(Arc<dyn Arrivals>),
+}
+
+impl Load {
+    /// `-R rate`: a constant total rate in requests per second.
+    pub fn constant(rate: f64) -> Load {
+        Load::Open(Arc::new(ConstantRate::new(rate)))
+    }
+
+    /// The load a rate describes: constant at `rate`, or the closed loop
+    /// without one (the `-R` flag, the JSON document's `rate` field).
+    pub fn from_rate(rate: Option<f64>) -> Load {
+        rate.map_or(Load::Closed, Load::constant)
+    }
+
+    /// Whether requests follow a schedule (so that latency is corrected,
+    /// send lag means something and requests can be due but never sent).
+    pub fn is_open(&self) -> bool {
+        matches!(self, Load::Open(_))
+    }
+
+    /// The requested rate in requests per second; `None` in the closed
+    /// loop.
+    pub fn rate(&self) -> Option<f64> {
+        match self {
+            Load::Open(arrivals) => Some(arrivals.rate()),
+            Load::Closed => None,
+        }
+    }
+
+    /// How lane `lane` of `lanes` sends in a run that starts at `t0`.
+    pub fn plan(&self, t0: Nanos, lane: usize, lanes: usize) -> Plan {
+        match self {
+            Load::Open(arrivals) => Plan::Paced(Share::new(arrivals.clone(), t0, lane, lanes)),
+            Load::Closed => Plan::Closed,
+        }
+    }
+}
 
 /// How a worker decides when to send.
 #[derive(Clone, Debug)]
@@ -19,118 +100,132 @@ pub enum Plan {
     /// Throughput mode: every connection sends its next request as soon as
     /// the previous response is complete (wrk's closed loop).
     Closed,
-    /// Rate mode: requests are due at the times of an arrival process.
-    Paced(Arrivals),
+    /// Rate mode: requests are due at the times of this thread's share of
+    /// the schedule.
+    Paced(Share),
 }
 
-/// A thread's share of the global schedule, consumed in order.
+/// One lane's requests of the global schedule, consumed in order: lane j
+/// of T owns requests j, j+T, j+2T, … of the run.
 #[derive(Clone, Debug)]
-pub struct Arrivals {
+pub struct Share {
+    arrivals: Arc<dyn Arrivals>,
     t0: Nanos,
-    /// Nanoseconds between this thread's consecutive sends (T/R).
-    step: f64,
-    /// This thread's offset into the interleaving (j/R), in nanoseconds.
-    offset: f64,
-    /// Index of the next intended time.
-    k: u64,
+    lane: u64,
+    lanes: u64,
+    /// How many of this lane's times were consumed.
+    taken: u64,
+    /// The next intended time (absolute), computed once per advance.
+    next: Nanos,
 }
 
-impl Arrivals {
-    /// Thread `thread` of `threads` sharing a constant total `rate` (req/s)
-    /// that starts at `t0`.
-    pub fn constant(t0: Nanos, rate: f64, thread: usize, threads: usize) -> Arrivals {
-        assert!(rate > 0.0 && threads > 0 && thread < threads);
-        let per_request = 1e9 / rate;
-        Arrivals {
+impl Share {
+    /// Lane `lane` of `lanes` of `arrivals`, for a run starting at `t0`.
+    pub fn new(arrivals: Arc<dyn Arrivals>, t0: Nanos, lane: usize, lanes: usize) -> Share {
+        assert!(lanes > 0 && lane < lanes);
+        let mut share = Share {
+            arrivals,
             t0,
-            step: per_request * threads as f64,
-            offset: per_request * thread as f64,
-            k: 0,
-        }
+            lane: lane as u64,
+            lanes: lanes as u64,
+            taken: 0,
+            next: 0,
+        };
+        share.next = share.at(0);
+        share
+    }
+
+    /// This lane's time number `m`, absolute and saturating.
+    fn at(&self, m: u64) -> Nanos {
+        let k = self.lane.saturating_add(m.saturating_mul(self.lanes));
+        self.t0.saturating_add(self.arrivals.time_of(k))
     }
 
     /// The next intended send time.
     #[inline]
     pub fn peek(&self) -> Nanos {
-        self.at(self.k)
-    }
-
-    /// Intended time number `k`: never decreasing in `k`, exact to the
-    /// nanosecond within the first 2^53 ns (104 days) of the run, and
-    /// saturating at the end of time rather than wrapping (a rate of one
-    /// request a century puts a second thread's first time past it).
-    #[inline]
-    fn at(&self, k: u64) -> Nanos {
-        // f64 holds every whole nanosecond up to 2^53 exactly, and keeps
-        // fractional steps from drifting; the cast saturates.
-        let since_t0 = (self.offset + k as f64 * self.step).round() as Nanos;
-        self.t0.saturating_add(since_t0)
+        self.next
     }
 
     /// Moves past the time `peek` returned.
     #[inline]
     pub fn advance(&mut self) {
-        self.k += 1;
+        self.taken += 1;
+        self.next = self.at(self.taken);
     }
 
     /// How many intended times were consumed so far.
     pub fn consumed(&self) -> u64 {
-        self.k
+        self.taken
     }
 
     /// Counts the intended times from the next one up to (not including)
     /// `end` that also lie at or after `from`, without consuming them.
-    /// Exact for any rate and run length, in a few dozen steps.
+    /// Bounded for any arrival process: two counts of the run's requests
+    /// due before a time.
     pub fn count_pending(&self, from: Nanos, end: Nanos) -> u64 {
-        let first = self.first_at_or_after(self.k, from);
-        let past = self.first_at_or_after(first, end);
-        past - first
+        let first = self.taken.max(self.owned_before(from));
+        self.owned_before(end).saturating_sub(first)
     }
 
-    /// The smallest `k` at or after `lo` whose time is at or after `t`: a
-    /// search that doubles its reach, then halves the gap, since times
-    /// never decrease. At most 1G times a second (one per nanosecond) and
-    /// a thread's step of at least 1 ns make 2^64 times reach past any `t`.
-    fn first_at_or_after(&self, lo: u64, t: Nanos) -> u64 {
-        if self.at(lo) >= t {
-            return lo;
-        }
-        // Invariant: at(below) < t <= at(above).
-        let (mut below, mut reach) = (lo, 1u64);
-        let mut above = loop {
-            let probe = below.saturating_add(reach);
-            if probe == u64::MAX || self.at(probe) >= t {
-                break probe;
-            }
-            below = probe;
-            reach = reach.saturating_mul(2);
-        };
-        while above - below > 1 {
-            let mid = below + (above - below) / 2;
-            if self.at(mid) >= t {
-                above = mid;
-            } else {
-                below = mid;
-            }
-        }
-        above
-    }
-
-    /// Number of this thread's intended times in `[from, end)`.
+    /// Number of this lane's intended times in `[from, end)`.
     pub fn count_in(&self, from: Nanos, end: Nanos) -> u64 {
-        Arrivals {
-            k: 0,
-            ..self.clone()
-        }
-        .count_pending(from, end)
+        self.owned_before(end)
+            .saturating_sub(self.owned_before(from))
     }
+
+    /// How many of this lane's times lie before `t`: of the run's first
+    /// `n` requests (those due before `t`), the ones whose index is
+    /// `lane` modulo `lanes`.
+    fn owned_before(&self, t: Nanos) -> u64 {
+        let n = self.arrivals.index_before(t.saturating_sub(self.t0));
+        match n.checked_sub(self.lane) {
+            Some(0) | None => 0,
+            Some(beyond) => (beyond - 1) / self.lanes + 1,
+        }
+    }
+}
+
+/// The smallest `k` at or after `lo` with `time(k) >= t`, for a `time`
+/// that never decreases: a search that doubles its reach, then halves the
+/// gap, so at most 128 probes whatever the process. An index of
+/// `u64::MAX` stands for "never": past every request of any run.
+fn first_at_or_after(time: impl Fn(u64) -> Nanos, lo: u64, t: Nanos) -> u64 {
+    if time(lo) >= t {
+        return lo;
+    }
+    // Invariant: time(below) < t <= time(above).
+    let (mut below, mut reach) = (lo, 1u64);
+    let mut above = loop {
+        let probe = below.saturating_add(reach);
+        if probe == u64::MAX || time(probe) >= t {
+            break probe;
+        }
+        below = probe;
+        reach = reach.saturating_mul(2);
+    };
+    while above - below > 1 {
+        let mid = below + (above - below) / 2;
+        if time(mid) >= t {
+            above = mid;
+        } else {
+            below = mid;
+        }
+    }
+    above
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn times(mut a: Arrivals, n: usize) -> Vec<Nanos> {
+    /// Thread `thread` of `threads` sharing a constant total `rate`
+    /// (req/s) that starts at `t0`.
+    fn constant(t0: Nanos, rate: f64, thread: usize, threads: usize) -> Share {
+        Share::new(Arc::new(ConstantRate::new(rate)), t0, thread, threads)
+    }
+
+    fn times(mut a: Share, n: usize) -> Vec<Nanos> {
         (0..n)
             .map(|_| {
                 let t = a.peek();
@@ -140,11 +235,23 @@ mod tests {
             .collect()
     }
 
+    /// The share's times from its next one up to `end` that are at or
+    /// after `from`, counted one by one.
+    fn walk_count(share: &Share, from: Nanos, end: Nanos) -> u64 {
+        let mut walk = share.clone();
+        let mut n = 0;
+        while walk.peek() < end {
+            n += u64::from(walk.peek() >= from);
+            walk.advance();
+        }
+        n
+    }
+
     #[test]
     fn threads_interleave_into_one_uniform_schedule() {
         let rate = 1000.0;
         let mut all: Vec<Nanos> = (0..3)
-            .flat_map(|j| times(Arrivals::constant(0, rate, j, 3), 100))
+            .flat_map(|j| times(constant(0, rate, j, 3), 100))
             .collect();
         all.sort_unstable();
         for (i, t) in all.iter().enumerate() {
@@ -156,7 +263,7 @@ mod tests {
     fn rate_below_thread_count_still_interleaves() {
         // 0.5 req/s over 4 threads: one request every 2 s overall.
         let mut all: Vec<Nanos> = (0..4)
-            .flat_map(|j| times(Arrivals::constant(10, 0.5, j, 4), 3))
+            .flat_map(|j| times(constant(10, 0.5, j, 4), 3))
             .collect();
         all.sort_unstable();
         let expect: Vec<Nanos> = (0..12).map(|i| 10 + i * 2_000_000_000).collect();
@@ -164,17 +271,8 @@ mod tests {
     }
 
     #[test]
-    fn fractional_intervals_do_not_drift() {
-        // 3 req/s: 333,333,333.3 ns apart; after 3 million requests the
-        // millionth second is hit exactly.
-        let mut a = Arrivals::constant(0, 3.0, 0, 1);
-        a.k = 3_000_000;
-        assert_eq!(a.peek(), 1_000_000 * 1_000_000_000);
-    }
-
-    #[test]
     fn counts_times_in_a_window() {
-        let a = Arrivals::constant(0, 100.0, 1, 2); // 10 ms, 30 ms, 50 ms, ...
+        let a = constant(0, 100.0, 1, 2); // 10 ms, 30 ms, 50 ms, ...
         assert_eq!(a.count_in(0, 1_000_000_000), 50);
         assert_eq!(a.count_in(20_000_000, 60_000_000), 2);
         let mut b = a.clone();
@@ -189,41 +287,83 @@ mod tests {
         let day = 24 * 3600 * 1_000_000_000u64;
         let year = 365 * day;
         // The highest rate over a day: 8.6e13 times, counted at once.
-        let a = Arrivals::constant(5, MAX_RATE, 0, 1);
+        let a = constant(5, MAX_RATE, 0, 1);
         assert_eq!(a.count_in(5, 5 + day), day);
         // Over a year the times' indices pass 2^53, where f64 places
         // them to a few nanoseconds: the count is off by as little.
         let n = a.count_in(5, 5 + year);
         assert!(n.abs_diff(year) < 8, "{n}");
         // Two threads share it: each has every other nanosecond.
-        let b = Arrivals::constant(0, MAX_RATE, 1, 2);
+        let b = constant(0, MAX_RATE, 1, 2);
         assert_eq!(b.count_in(0, 1_000_001), 500_000);
         // A rate so low that only thread 0's first time is in the run; the
         // others' lie past the end of time and saturate there.
         let slow: Vec<u64> = (0..3)
-            .map(|j| Arrivals::constant(7, 1e-30, j, 3).count_in(0, year))
+            .map(|j| constant(7, 1e-30, j, 3).count_in(0, year))
             .collect();
         assert_eq!(slow, [1, 0, 0]);
-        assert_eq!(Arrivals::constant(7, 1e-30, 2, 3).peek(), Nanos::MAX);
+        assert_eq!(constant(7, 1e-30, 2, 3).peek(), Nanos::MAX);
     }
 
     #[test]
     fn counting_agrees_with_walking() {
         for (rate, threads) in [(3.0, 1), (1000.0, 3), (7.5e6, 2), (0.7, 4)] {
             for j in 0..threads {
-                let mut a = Arrivals::constant(11, rate, j, threads);
+                let mut a = constant(11, rate, j, threads);
                 for _ in 0..5 {
                     a.advance();
                 }
                 let (from, end) = (400_000_000, 2_300_000_000);
-                let mut walk = a.clone();
-                let mut n = 0;
-                while walk.peek() < end {
-                    n += u64::from(walk.peek() >= from);
-                    walk.advance();
-                }
+                let n = walk_count(&a, from, end);
                 assert_eq!(a.count_pending(from, end), n, "{rate}/s, thread {j}");
             }
         }
+    }
+
+    /// A process that is not a constant rate: bursts of four requests at
+    /// the same instant, one burst a millisecond. Times that repeat are
+    /// counted exactly, lanes split the bursts, and counting uses only the
+    /// trait's default search.
+    #[derive(Debug)]
+    struct Bursts;
+
+    impl Arrivals for Bursts {
+        fn time_of(&self, k: u64) -> Nanos {
+            (k / 4).saturating_mul(1_000_000)
+        }
+        fn rate(&self) -> f64 {
+            4000.0
+        }
+    }
+
+    #[test]
+    fn any_non_decreasing_process_is_counted_exactly() {
+        let bursts: Arc<dyn Arrivals> = Arc::new(Bursts);
+        assert_eq!(bursts.index_before(0), 0);
+        assert_eq!(bursts.index_before(1), 4);
+        assert_eq!(bursts.index_before(1_000_000), 4);
+        assert_eq!(bursts.index_before(1_000_001), 8);
+        // The first time that saturates is the first past the end of time.
+        let last_burst = Nanos::MAX / 1_000_000;
+        assert_eq!(bursts.index_before(Nanos::MAX), (last_burst + 1) * 4);
+        for lanes in 1..=5 {
+            for lane in 0..lanes {
+                let share = Share::new(bursts.clone(), 3, lane, lanes);
+                let (from, end) = (2_000_003, 9_500_000);
+                let n = walk_count(&share, from, end);
+                assert_eq!(share.count_in(from, end), n, "lane {lane} of {lanes}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_load_says_what_it_is() {
+        assert!(!Load::Closed.is_open());
+        assert_eq!(Load::from_rate(None).rate(), None);
+        let open = Load::from_rate(Some(2500.0));
+        assert!(open.is_open());
+        assert_eq!(open.rate(), Some(2500.0));
+        assert!(matches!(Load::Closed.plan(0, 0, 1), Plan::Closed));
+        assert!(matches!(open.plan(0, 1, 2), Plan::Paced(_)));
     }
 }

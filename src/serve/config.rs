@@ -1,19 +1,17 @@
-//! What the server is asked to do: the `metron serve` flags and the plain
-//! struct that both they and the tests turn into a running server.
+//! What the server is asked to do: the plain struct that the command line
+//! (`metron serve`'s flags, parsed outside this module) and the tests turn
+//! into a running server.
 //!
-//! The flags are parsed by the shared unit parsers (`1k`, `250ms`, `4k`) so
-//! they read like every other metron flag. Checks that involve more than one
-//! flag live in [`StallPlan::from_flags`] and [`FaultPlan::from_flags`], and
-//! the ones that also apply to a hand-built [`ServeConfig`] in
-//! [`ServeConfig::check`].
+//! Checks that involve more than one flag live in [`StallPlan::from_flags`]
+//! and [`FaultPlan::from_flags`], and the ones that also apply to a
+//! hand-built [`ServeConfig`] in [`ServeConfig::check`]. Their messages name
+//! the flags, which are the server's interface wherever they are parsed.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::cli::units::{parse_bytes, parse_duration, parse_si_u64};
-
-use super::fault::{parse_fault, FaultPlan, FaultSpec, Per};
+use super::fault::FaultPlan;
 use super::plan::StallPlan;
 use super::tls::BadCert;
 
@@ -21,100 +19,6 @@ use super::tls::BadCert;
 pub const MAX_THREADS: usize = 1024;
 /// Pause between the bytes of a trickled response, unless told otherwise.
 pub const TRICKLE_INTERVAL: Duration = Duration::from_millis(100);
-
-/// The long help of `--fault`: every fault by name.
-const FAULT_HELP: &str = "Inject a fault in place of responses: NAME on every response, \
-or NAME:P on each one with probability P (0 < P <= 1), e.g. --fault reset:0.2. \
-See also --fault-every, --fault-per, --fault-seed; GET /fault/NAME injects one on request.
-
-NAME is one of:
-  close-before-head  read the request, then close without writing a byte
-  close-mid-head     write the first half of the response head, then close
-  close-mid-body     write the head and the first half of the body, then close
-  reset              reset the connection (RST) without writing a byte
-  never-answer       hold the connection open and write nothing, ever
-  garbage            write bytes that are not HTTP, then close
-  huge-head          write a valid 200 whose head is over 1 MiB, then close
-  bad-status-line    write a response whose status code is not a number, then close
-  bad-chunk          write a chunked body whose chunk size is not hex, then close
-  short-body         write one body byte fewer than Content-Length says, then close
-  trickle            write the response one byte at a time (see --trickle-interval)";
-
-/// `metron serve` flags.
-#[derive(clap::Args, Clone, Debug)]
-pub struct ServeArgs {
-    /// Address to listen on; port 0 lets the OS choose
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
-    pub listen: SocketAddr,
-
-    /// Worker threads serving connections
-    #[arg(long, value_name = "N", default_value = "1", value_parser = parse_threads)]
-    pub threads: usize,
-
-    /// Fixed delay before every response (e.g. 2ms)
-    #[arg(long, value_name = "D", default_value = "0", value_parser = parse_duration)]
-    pub delay: Duration,
-
-    /// Body length of the default response (e.g. 512, 4k)
-    #[arg(long, value_name = "BYTES", default_value = "0", value_parser = parse_bytes)]
-    pub body_size: u64,
-
-    /// Send the default response with Transfer-Encoding: chunked
-    #[arg(long)]
-    pub chunked: bool,
-
-    /// Close each connection after its Nth response (sent with Connection: close)
-    #[arg(long, value_name = "N", value_parser = parse_positive)]
-    pub close_every: Option<u64>,
-
-    /// Stall periodically: one stall every D (first at --stall-at, default D)
-    #[arg(long, value_name = "D", value_parser = parse_duration)]
-    pub stall_every: Option<Duration>,
-
-    /// How long each stall lasts: no response byte is written meanwhile
-    #[arg(long, value_name = "D", value_parser = parse_duration)]
-    pub stall_for: Option<Duration>,
-
-    /// When the (first) stall starts, counted from server start
-    #[arg(long, value_name = "D", value_parser = parse_duration)]
-    pub stall_at: Option<Duration>,
-
-    /// Inject a fault: NAME on every response, or NAME:P with probability P (list: --help)
-    #[arg(long, value_name = "NAME[:P]", value_parser = parse_fault, long_help = FAULT_HELP)]
-    pub fault: Option<FaultSpec>,
-
-    /// Inject the --fault on every Nth response (or connection) instead
-    #[arg(long, value_name = "N", value_parser = parse_positive)]
-    pub fault_every: Option<u64>,
-
-    /// What --fault counts and picks [default: response]
-    #[arg(long, value_name = "UNIT", value_enum)]
-    pub fault_per: Option<Per>,
-
-    /// Seed of the --fault NAME:P draws: the same seed picks the same responses [default: 0]
-    #[arg(long, value_name = "N")]
-    pub fault_seed: Option<u64>,
-
-    /// Pause between the bytes of a trickled response (--fault trickle, /fault/trickle)
-    #[arg(long, value_name = "D", default_value = "100ms", value_parser = parse_duration)]
-    pub trickle_interval: Duration,
-
-    /// Serve HTTPS with a generated certificate that verifying clients reject
-    #[arg(long, value_name = "CERT", value_enum)]
-    pub tls: Option<BadCert>,
-
-    /// Serve HTTPS with the certificate chain in FILE (PEM, the server's own first); needs --tls-key
-    #[arg(long, value_name = "FILE")]
-    pub tls_cert: Option<PathBuf>,
-
-    /// Private key of --tls-cert (PEM: PKCS#8, RSA or SEC1)
-    #[arg(long, value_name = "FILE")]
-    pub tls_key: Option<PathBuf>,
-
-    /// Require a client certificate issued by an authority in FILE (PEM); needs --tls-cert or --tls
-    #[arg(long, value_name = "FILE")]
-    pub client_ca: Option<PathBuf>,
-}
 
 /// Everything a [`super::Server`] needs; tests build it directly.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -206,211 +110,10 @@ impl ServeConfig {
     }
 }
 
-impl TryFrom<ServeArgs> for ServeConfig {
-    type Error = String;
-
-    fn try_from(args: ServeArgs) -> Result<ServeConfig, String> {
-        let stall = StallPlan::from_flags(args.stall_at, args.stall_for, args.stall_every)?;
-        let fault = FaultPlan::from_flags(
-            args.fault,
-            args.fault_every,
-            args.fault_per,
-            args.fault_seed,
-        )?;
-        let cfg = ServeConfig {
-            listen: args.listen,
-            threads: args.threads,
-            delay: args.delay,
-            body_size: args.body_size,
-            chunked: args.chunked,
-            close_every: args.close_every,
-            stall,
-            fault,
-            trickle_interval: args.trickle_interval,
-            tls: args.tls,
-            tls_cert: args.tls_cert,
-            tls_key: args.tls_key,
-            client_ca: args.client_ca,
-            record: 0,
-        };
-        cfg.check()?;
-        Ok(cfg)
-    }
-}
-
-fn parse_threads(s: &str) -> Result<usize, String> {
-    let n = parse_positive(s)?;
-    match usize::try_from(n) {
-        Ok(n) if n <= MAX_THREADS => Ok(n),
-        _ => Err(format!("'{s}' is more than {MAX_THREADS} threads")),
-    }
-}
-
-fn parse_positive(s: &str) -> Result<u64, String> {
-    match parse_si_u64(s)? {
-        0 => Err(format!("'{s}' must be at least 1")),
-        n => Ok(n),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    #[derive(Parser, Debug)]
-    struct Cli {
-        #[command(flatten)]
-        args: ServeArgs,
-    }
-
-    fn parse(argv: &[&str]) -> Result<ServeArgs, clap::Error> {
-        let argv = std::iter::once("serve").chain(argv.iter().copied());
-        Cli::try_parse_from(argv).map(|cli| cli.args)
-    }
-
-    fn config(argv: &[&str]) -> Result<ServeConfig, String> {
-        ServeConfig::try_from(parse(argv).map_err(|e| e.to_string())?)
-    }
-
-    #[test]
-    fn defaults_match_the_documentation() {
-        let cfg = config(&[]).unwrap();
-        assert_eq!(cfg.listen, "127.0.0.1:8080".parse().unwrap());
-        assert_eq!(cfg.threads, 1);
-        assert_eq!(cfg.delay, Duration::ZERO);
-        assert_eq!(cfg.body_size, 0);
-        assert!(!cfg.chunked);
-        assert_eq!(cfg.close_every, None);
-        assert_eq!(cfg.stall, None);
-        assert_eq!(cfg.fault, None);
-        assert_eq!(cfg.trickle_interval, Duration::from_millis(100));
-        assert_eq!(cfg.tls, None);
-        assert_eq!(cfg.record, 0);
-        assert_eq!(
-            cfg,
-            ServeConfig {
-                listen: cfg.listen,
-                ..ServeConfig::default()
-            }
-        );
-    }
-
-    #[test]
-    fn flags_take_units() {
-        let cfg = config(&[
-            "--listen=[::1]:0",
-            "--threads=2",
-            "--delay=2.5ms",
-            "--body-size=4k",
-            "--chunked",
-            "--close-every=1k",
-            "--stall-every=2s",
-            "--stall-for=100ms",
-        ])
-        .unwrap();
-        assert_eq!(cfg.listen, "[::1]:0".parse().unwrap());
-        assert_eq!(cfg.threads, 2);
-        assert_eq!(cfg.delay, Duration::from_micros(2500));
-        assert_eq!(cfg.body_size, 4096);
-        assert!(cfg.chunked);
-        assert_eq!(cfg.close_every, Some(1000));
-        let plan = cfg.stall.unwrap();
-        assert_eq!(plan.at(), Duration::from_secs(2));
-        assert_eq!(plan.every(), Some(Duration::from_secs(2)));
-        assert_eq!(plan.length(), Duration::from_millis(100));
-    }
-
-    #[test]
-    fn bad_values_are_refused_with_a_reason() {
-        assert!(parse(&["--threads=0"]).is_err());
-        assert!(parse(&["--threads=100k"]).is_err());
-        assert!(parse(&["--close-every=0"]).is_err());
-        assert!(parse(&["--delay=5x"]).is_err());
-        assert!(parse(&["--listen=nowhere"]).is_err());
-        let alone = config(&["--stall-for=1s"]).unwrap_err().to_string();
-        assert!(alone.contains("--stall-for needs"), "{alone}");
-        let long = config(&["--stall-for=1s", "--stall-every=1s"]);
-        let long = long.unwrap_err().to_string();
-        assert!(long.contains("shorter than --stall-every"), "{long}");
-    }
-
-    #[test]
-    fn fault_flags_make_a_plan() {
-        use crate::serve::{Fault, Probability};
-        let cfg = config(&["--fault=close-mid-body", "--fault-every=3"]).unwrap();
-        assert_eq!(cfg.fault, Some(FaultPlan::every(Fault::CloseMidBody, 3)));
-        let cfg = config(&[
-            "--fault",
-            "reset:0.2",
-            "--fault-seed",
-            "42",
-            "--fault-per",
-            "connection",
-        ])
-        .unwrap();
-        let p = Probability::new(0.2).unwrap();
-        let plan = FaultPlan::chance(Fault::Reset, p, 42).per_connection();
-        assert_eq!(cfg.fault, Some(plan));
-        let cfg = config(&["--fault=trickle", "--trickle-interval=5ms", "--tls=expired"]).unwrap();
-        assert_eq!(cfg.fault, Some(FaultPlan::every(Fault::Trickle, 1)));
-        assert_eq!(cfg.trickle_interval, Duration::from_millis(5));
-        assert_eq!(cfg.tls, Some(BadCert::Expired));
-        assert_eq!(
-            config(&["--tls=untrusted"]).unwrap().tls,
-            Some(BadCert::Untrusted)
-        );
-    }
-
-    #[test]
-    fn bad_fault_values_are_one_line_reasons() {
-        let cases: &[(&[&str], &str)] = &[
-            (&["--fault=nope"], "unknown fault 'nope'; expected one of"),
-            (
-                &["--fault=reset:2"],
-                "above 0 and at most 1, e.g. reset:0.2",
-            ),
-            (
-                &["--fault=reset", "--fault-every=0"],
-                "'0' must be at least 1",
-            ),
-            (
-                &["--fault=reset", "--fault-per=socket"],
-                "invalid value 'socket'",
-            ),
-            (
-                &["--fault=reset:0.5", "--fault-seed=x"],
-                "invalid value 'x'",
-            ),
-            (&["--fault-every=2"], "--fault-every needs --fault"),
-            (
-                &["--fault=reset:0.5", "--fault-every=2"],
-                "both say how often",
-            ),
-            (
-                &["--fault=reset", "--fault-seed=1"],
-                "only applies to a probability",
-            ),
-            (&["--trickle-interval=fast"], "invalid value 'fast'"),
-            (&["--tls=valid"], "invalid value 'valid'"),
-            (&["--tls-cert=c.pem"], "--tls-cert needs --tls-key FILE"),
-            (&["--tls-key=k.pem"], "--tls-key needs --tls-cert FILE"),
-            (
-                &["--tls=untrusted", "--tls-cert=c.pem", "--tls-key=k.pem"],
-                "both choose the certificate",
-            ),
-            (&["--client-ca=ca.pem"], "--client-ca needs HTTPS"),
-        ];
-        for (argv, want) in cases {
-            let err = config(argv).unwrap_err();
-            assert!(err.contains(want), "{argv:?}: {err}");
-            let first = err.lines().next().unwrap_or_default();
-            assert!(
-                first.contains(want),
-                "{argv:?}: the reason is on one line: {err}"
-            );
-        }
-    }
+    use crate::serve::FaultPlan;
 
     #[test]
     fn hand_built_configs_are_checked_too() {

@@ -26,7 +26,8 @@ use tokio::time::{sleep, sleep_until, timeout};
 use tokio_rustls::TlsAcceptor;
 
 use super::config::ServeConfig;
-use super::fault::{After, Fault, FaultBytes, Per};
+use super::fault::{After, Fault, Per};
+use super::fault_bytes::FaultBytes;
 use super::reply::{Canned, Encoder, Reply, Response, BAD_REQUEST, CONTINUE};
 use super::request::{Event, Head, Reader};
 use super::route::{default_body, reply_for, Ask, Defaults};
@@ -328,7 +329,7 @@ impl<S: Stream> Conn<S> {
             }
             self.flush().await?;
         }
-        Ok(match fault.after(&base) {
+        Ok(match fault.after(base.closes()) {
             After::KeepOpen => None,
             After::Close => Some(Ending::ServerCloses),
             After::Reset => Some(Ending::Reset),

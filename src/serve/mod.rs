@@ -8,9 +8,11 @@
 //! `Date` header, so tests can compare every byte of a response.
 //!
 //! This file holds the public face: [`Server`] (start, address, stats,
-//! shutdown) and [`run`] for the command line. The rest is split by concept:
-//! `config` (flags), `plan` (stall schedule), `fault` (injected failures and
-//! their bytes), `tls` (HTTPS: certificates, client certificates), `stats` (what was received),
+//! shutdown) and [`run`] for `metron serve`, which hands it a
+//! [`ServeConfig`] built from its flags; this module never sees the command
+//! line. The rest is split by concept: `config` (what to serve), `plan`
+//! (stall schedule), `fault` (injected failures), `fault_bytes` (their
+//! bytes), `tls` (HTTPS: certificates, client certificates), `stats` (what was received),
 //! `request` and `body` (parsing), `route` and `reply` (what to answer and
 //! its bytes), `conn` (the per-connection loop).
 
@@ -18,6 +20,7 @@ mod body;
 mod config;
 mod conn;
 mod fault;
+mod fault_bytes;
 mod plan;
 mod reply;
 mod request;
@@ -36,7 +39,7 @@ use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
-pub use config::{ServeArgs, ServeConfig, MAX_THREADS, TRICKLE_INTERVAL};
+pub use config::{ServeConfig, MAX_THREADS, TRICKLE_INTERVAL};
 pub use fault::{parse_fault, Fault, FaultPlan, FaultSpec, Per, Pick, Probability};
 pub use plan::StallPlan;
 pub use stats::{RecordedRequest, ServerStats};
@@ -228,10 +231,9 @@ pub enum ServeError {
 
 /// `metron serve`: starts the server, prints where it listens, and serves
 /// until SIGINT or SIGTERM, then shuts down and returns.
-pub fn run(args: ServeArgs) -> Result<(), ServeError> {
+pub fn run(cfg: ServeConfig) -> Result<(), ServeError> {
     use signal_hook::consts::{SIGINT, SIGTERM};
-    let listen = args.listen;
-    let cfg = ServeConfig::try_from(args).map_err(ServeError::Config)?;
+    let listen = cfg.listen;
     // Certificate files are read here, so a bad one is its own one-line
     // error rather than a failure to listen.
     let tls = tls::server_config(&cfg).map_err(ServeError::Config)?;

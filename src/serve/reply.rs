@@ -14,7 +14,7 @@
 
 use std::io::Write;
 
-use super::fault::Fault;
+use super::fault::{After, Fault};
 
 /// The byte every generated body is made of.
 pub(crate) const FILL: u8 = b'x';
@@ -61,7 +61,7 @@ impl Reply {
             Reply::Canned { close, .. } => *close,
             Reply::Send(response) => response.closes(),
             Reply::BadRequest => true,
-            Reply::Fault { fault, base } => fault.after(base) != super::fault::After::KeepOpen,
+            Reply::Fault { fault, base } => fault.after(base.closes()) != After::KeepOpen,
         }
     }
 }

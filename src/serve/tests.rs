@@ -10,7 +10,7 @@ use std::net::{Shutdown, TcpStream};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use super::fault::GARBAGE;
+use super::fault_bytes::GARBAGE;
 use super::{
     BadCert, Fault, FaultPlan, Per, Probability, RecordedRequest, ServeConfig, Server, StallPlan,
 };
@@ -794,7 +794,7 @@ fn a_probability_picks_the_same_responses_every_time() {
 
 #[test]
 fn tls_serves_with_a_certificate_only_an_insecure_client_accepts() {
-    use crate::cli::config::{TlsOptions, Trust};
+    use crate::engine::setup::{TlsOptions, Trust};
     use crate::engine::transport::{client_config, is_certificate_error};
     use rustls::pki_types::ServerName;
     let server = serve(ServeConfig {

@@ -16,15 +16,31 @@ use rustls::server::WebPkiClientVerifier;
 use rustls::sign::{CertifiedKey, SingleCertAndKey};
 
 use super::ServeConfig;
-use crate::cli::pem;
+use crate::pem;
 
 /// The certificate a `--tls` server presents.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BadCert {
-    /// Self-signed: no client trusts its issuer
+    /// Self-signed: no client trusts its issuer.
     Untrusted,
-    /// Self-signed and expired: valid only during the year 2000
+    /// Self-signed and expired: valid only during the year 2000.
     Expired,
+}
+
+impl BadCert {
+    /// Each certificate as `--tls` names it, with its one-line help.
+    pub const CHOICES: [(BadCert, &'static str, &'static str); 2] = [
+        (
+            BadCert::Untrusted,
+            "untrusted",
+            "Self-signed: no client trusts its issuer",
+        ),
+        (
+            BadCert::Expired,
+            "expired",
+            "Self-signed and expired: valid only during the year 2000",
+        ),
+    ];
 }
 
 /// Names the certificate is issued for.

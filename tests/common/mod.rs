@@ -37,6 +37,13 @@ pub fn bench(args: &[&str]) -> (Outcome, String) {
     try_bench(args).unwrap_or_else(|e| panic!("metron {args:?} failed: {e}"))
 }
 
+/// [`bench`] with `url` after `args`, where wrk's command line puts it.
+pub fn bench_at(args: &[&str], url: &str) -> (Outcome, String) {
+    let mut argv = args.to_vec();
+    argv.push(url);
+    bench(&argv)
+}
+
 pub fn try_bench(args: &[&str]) -> Result<(Outcome, String), metron::Error> {
     let mut argv = vec!["metron"];
     argv.extend_from_slice(args);

@@ -159,7 +159,7 @@ pub fn spectrum(doc: &Document) -> Chart {
 /// "corrected" is send → response and the curves coincide; the labels say
 /// so instead of suggesting a correction that did not happen.
 pub fn curve_labels(doc: &Document) -> (&'static str, &'static str) {
-    if doc.config.rate.is_some() {
+    if doc.config.load().is_open() {
         (
             "corrected (from intended send)",
             "uncorrected (from actual send)",

@@ -77,7 +77,7 @@ fn header(page: &mut String, doc: &Document) {
 
 fn summary_line(doc: &Document) -> String {
     let c = &doc.config;
-    let mode = match c.rate {
+    let mode = match c.load().rate() {
         Some(r) => format!("at {} requests/s", fmt::real(r)),
         None => "as fast as possible".to_string(),
     };
@@ -105,7 +105,7 @@ fn latency(page: &mut String, doc: &Document) {
 
 /// One sentence on corrected versus uncorrected latency, true to the mode.
 fn explanation(doc: &Document) -> &'static str {
-    if doc.config.rate.is_some() {
+    if doc.config.load().is_open() {
         "Corrected latency runs from the moment each request was due under the requested rate, \
          so it includes time spent waiting behind slow responses; uncorrected latency starts \
          only when the request was written, and hides that wait (coordinated omission)."
@@ -120,7 +120,7 @@ fn explanation(doc: &Document) -> &'static str {
 fn over_time(page: &mut String, doc: &Document) {
     page.push_str("<section>\n<h2>Over time</h2>\n<figure>");
     page.push_str(&charts::latency_over_time(doc).to_svg());
-    let what = if doc.config.rate.is_some() {
+    let what = if doc.config.load().is_open() {
         "Corrected latency"
     } else {
         "Latency (send → response)"

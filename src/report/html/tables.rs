@@ -46,7 +46,7 @@ fn grid(page: &mut String, class: &str, head: &[&str], rows: &[Vec<String>]) {
 /// The run's configuration, as the engine used it.
 pub fn configuration(page: &mut String, doc: &Document) {
     let c = &doc.config;
-    let mode = match c.rate {
+    let mode = match c.load().rate() {
         Some(r) => format!("constant rate: {} requests/s (open loop)", real(r)),
         None => "throughput mode (closed loop)".to_string(),
     };
@@ -136,7 +136,7 @@ pub fn headline(page: &mut String, doc: &Document) {
         count(c.errors.connect)
     );
     let lat = &doc.latency.corrected;
-    let kind = if doc.config.rate.is_some() {
+    let kind = if doc.config.load().is_open() {
         "corrected"
     } else {
         "send → response"
@@ -274,7 +274,7 @@ pub fn accounting(page: &mut String, doc: &Document) {
 /// fell behind its schedule. Only rate mode has a schedule.
 fn send_lag(page: &mut String, doc: &Document) {
     page.push_str("<h3>Send lag</h3>\n");
-    if doc.config.rate.is_none() {
+    if !doc.config.load().is_open() {
         page.push_str("<p>Not applicable in throughput mode: requests follow no schedule.</p>\n");
         return;
     }

@@ -1,0 +1,213 @@
+//! The pre-flight: each server is reached once before the run, with a TLS
+//! handshake for https hosts, so that an unreachable server, an untrusted
+//! certificate or a missing client certificate is one clear error naming
+//! the fix, instead of a screen of counted failures.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use rustls::pki_types::ServerName;
+
+use super::setup::{Setup, TlsOptions, Trust};
+use super::transport::{
+    self, client_config, is_certificate_error, noting_certificate_requests, rustls_error,
+    ClientTls, TlsSetup,
+};
+use super::worker::Peer;
+use super::EngineError;
+use crate::target::{Scheme, Target};
+
+/// Where the connections go: the URL's host, or every host of the
+/// requests file, each checked by a pre-flight connection.
+pub(super) fn peers(run: &Setup) -> Result<Vec<Peer>, EngineError> {
+    let targets = match &run.replay {
+        Some(r) => r.set.hosts(),
+        None => std::slice::from_ref(&run.target),
+    };
+    // One configuration for every https host: the same trust for all.
+    let client = targets
+        .iter()
+        .any(|t| t.scheme == Scheme::Https)
+        .then(|| client_config(&run.tls));
+    targets
+        .iter()
+        .map(|target| {
+            let tls = tls_setup(target, client.as_ref())?;
+            let check = tls
+                .as_ref()
+                .zip(client.as_ref())
+                .map(|(setup, client)| TlsCheck {
+                    setup,
+                    opts: &run.tls,
+                    fallback: client.fallback.as_deref(),
+                });
+            let addr = preflight(target, check, run.timeout)?;
+            Ok(Peer { addr, tls })
+        })
+        .collect()
+}
+
+/// What an https host's connections open with: the run's configuration
+/// and the host's name.
+fn tls_setup(target: &Target, client: Option<&ClientTls>) -> Result<Option<TlsSetup>, EngineError> {
+    let Some(client) = client.filter(|_| target.scheme == Scheme::Https) else {
+        return Ok(None);
+    };
+    let name = ServerName::try_from(target.host.clone())
+        .map_err(|_| EngineError::ServerName(target.host.clone()))?;
+    Ok(Some(TlsSetup {
+        config: client.config.clone(),
+        name,
+    }))
+}
+
+/// Finds the first address that accepts a connection (and a TLS handshake),
+/// so that an unreachable server or an untrusted certificate is one clear
+/// error before the run instead of a screen of counted failures.
+fn preflight(
+    target: &Target,
+    tls: Option<TlsCheck>,
+    timeout: Duration,
+) -> Result<SocketAddr, EngineError> {
+    let mut last = None;
+    for &addr in &target.addrs {
+        match std::net::TcpStream::connect_timeout(&addr, timeout) {
+            Ok(sock) => {
+                if let Some(check) = &tls {
+                    handshake(sock, check.setup, timeout)
+                        .map_err(|refused| check.explain(target, addr, refused))?;
+                }
+                return Ok(addr);
+            }
+            Err(why) => last = Some(EngineError::Connect { addr, why }),
+        }
+    }
+    Err(last.expect("a target always has at least one address"))
+}
+
+/// What the pre-flight needs to say why a handshake failed.
+struct TlsCheck<'a> {
+    setup: &'a TlsSetup,
+    opts: &'a TlsOptions,
+    /// Why the system's store was not used, if the built-in roots were.
+    fallback: Option<&'a str>,
+}
+
+/// A failed pre-flight handshake.
+struct Refused {
+    why: io::Error,
+    /// The server asked for a client certificate.
+    asked: bool,
+}
+
+impl TlsCheck<'_> {
+    /// Names the fix: trust for a refused server certificate, `--cert` for
+    /// a server that wants a client certificate, the scheme otherwise.
+    fn explain(&self, target: &Target, addr: SocketAddr, refused: Refused) -> EngineError {
+        let why = refused.why;
+        if is_certificate_error(&why) {
+            let hint = self.certificate_hint(&why);
+            let host = target.host.clone();
+            return EngineError::Certificate { host, why, hint };
+        }
+        let (alert, required) = match rustls_error(&why) {
+            Some(rustls::Error::AlertReceived(a)) => {
+                (true, *a == rustls::AlertDescription::CertificateRequired)
+            }
+            _ => (false, false),
+        };
+        if !(required || (refused.asked && alert)) {
+            return EngineError::Tls { addr, why };
+        }
+        match &self.opts.identity {
+            None => EngineError::ClientCertRequired { addr, why },
+            Some(id) => EngineError::ClientCertRefused {
+                addr,
+                cert: id.cert.display().to_string(),
+                why,
+            },
+        }
+    }
+
+    fn certificate_hint(&self, why: &io::Error) -> String {
+        let unknown = matches!(
+            rustls_error(why),
+            Some(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::UnknownIssuer
+            ))
+        );
+        let pass = "pass its authority with --cacert FILE, or -k to skip verification";
+        match (&self.opts.trust, self.fallback) {
+            _ if !unknown => "pass -k/--insecure to skip verification".to_string(),
+            (Trust::Authorities { file, .. }, _) => format!(
+                "--cacert {} does not hold the authority that issued it; {pass}",
+                file.display()
+            ),
+            (_, Some(store)) => format!(
+                "the system's trust store gave no certificate ({store}), so only metron's built-in roots were tried; {pass}"
+            ),
+            _ => format!("it is issued by an authority the system does not trust; {pass}"),
+        }
+    }
+}
+
+fn handshake(sock: std::net::TcpStream, tls: &TlsSetup, timeout: Duration) -> Result<(), Refused> {
+    let (config, asked) = noting_certificate_requests(&tls.config);
+    let conn = rustls::ClientConnection::new(config, tls.name.clone()).map_err(io::Error::other);
+    conn.and_then(|conn| handshake_io(sock, conn, timeout, &asked))
+        .map_err(|why| Refused {
+            why,
+            asked: asked.load(Ordering::Relaxed),
+        })
+}
+
+fn handshake_io(
+    mut sock: std::net::TcpStream,
+    mut conn: rustls::ClientConnection,
+    timeout: Duration,
+    asked: &AtomicBool,
+) -> io::Result<()> {
+    sock.set_read_timeout(Some(timeout))?;
+    sock.set_write_timeout(Some(timeout))?;
+    while conn.is_handshaking() {
+        conn.complete_io(&mut sock)?;
+    }
+    conn.send_close_notify();
+    let _ = conn.complete_io(&mut sock);
+    if asked.load(Ordering::Relaxed) {
+        await_verdict(&mut conn, &mut sock, timeout)?;
+    }
+    Ok(())
+}
+
+/// In TLS 1.3 the client's side of the handshake is over before the
+/// server has checked the client's certificate: a refusal comes after, as
+/// an alert. Reads until the server answers the close_notify, closes, or
+/// stays silent for the timeout; only an alert counts as a refusal.
+fn await_verdict(
+    conn: &mut rustls::ClientConnection,
+    sock: &mut std::net::TcpStream,
+    timeout: Duration,
+) -> io::Result<()> {
+    let deadline = std::time::Instant::now() + timeout;
+    // Session tickets and the server's close_notify: a few records.
+    for _ in 0..64 {
+        if std::time::Instant::now() >= deadline {
+            break;
+        }
+        match conn.read_tls(sock) {
+            Ok(0) => break,
+            Ok(_) => {
+                let state = conn.process_new_packets().map_err(transport::tls_error)?;
+                if state.peer_has_closed() {
+                    break;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    Ok(())
+}

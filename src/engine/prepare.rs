@@ -1,0 +1,257 @@
+//! Stage one of a run: everything before the start. Limits are checked,
+//! the script is loaded into every state, each server is reached once (so
+//! an unreachable one is one clear error, not a screen of counted
+//! failures), and every worker thread is spawned and connected.
+
+use std::net::SocketAddr;
+use std::sync::{mpsc, Arc};
+
+use super::preflight::peers;
+use super::progress::Board;
+use super::setup::Setup;
+use super::worker::{Peer, Window, Worker, WorkerSetup};
+use super::{limits, Ends, EngineError, Prepared, Spawned, Stop, Watch, WorkerResult};
+use crate::clock::nanos;
+use crate::http::request::{Batch, Parts};
+use crate::replay::Cursor;
+use crate::schedule::Plan;
+use crate::script::{MainScript, ScriptTarget, ThreadScript};
+use crate::target::Scheme;
+
+/// Prepares the run `setup` describes, up to the start: every worker is
+/// connected and waits for [`Prepared::start`]. With a `watch`, workers
+/// publish running totals (and the per-interval rows it asks for) for the
+/// main thread to show. A worker that cannot set up fails the whole run,
+/// before any request.
+pub fn prepare(
+    setup: &Setup,
+    stop: &Arc<Stop>,
+    watch: Option<&dyn Watch>,
+) -> Result<Prepared, EngineError> {
+    let connections = setup.connections();
+    if let Ok(Some((needed, limit))) = limits::open_files_short(connections, setup.threads) {
+        return Err(EngineError::OpenFiles {
+            connections,
+            needed,
+            limit,
+        });
+    }
+    // Scripts first: a broken script is reported without touching the network.
+    let first = setup.target.addrs[0];
+    let (script, scripts) = load_scripts(setup, first)?;
+    let peers = peers(setup)?;
+    check_local_ports(setup, &peers)?;
+    let board = watch.map(|w| Arc::new(Board::new(setup.threads, w.rows_every())));
+    let setups = worker_setups(setup, scripts, &peers, first, board.as_ref())?;
+    let (workers, done) = spawn(setups, stop)?;
+    let endpoints = setup
+        .replay
+        .as_ref()
+        .filter(|r| r.by_endpoint)
+        .map(|r| r.set.clone());
+    Ok(Prepared {
+        script,
+        workers,
+        load: setup.load.clone(),
+        warmup: setup.warmup,
+        duration: setup.duration,
+        ends: Ends {
+            done,
+            board,
+            stop: stop.clone(),
+            addr: peers[0].addr,
+            endpoints,
+        },
+    })
+}
+
+/// What each worker thread starts from: its connections, peers, request
+/// bytes, script state and place in the requests file.
+fn worker_setups(
+    setup: &Setup,
+    scripts: Vec<ThreadScript>,
+    peers: &[Peer],
+    first: SocketAddr,
+    board: Option<&Arc<Board>>,
+) -> Result<Vec<WorkerSetup>, EngineError> {
+    let default_request = Parts {
+        method: "GET",
+        path: &setup.target.path,
+        headers: &setup.headers,
+        body: None,
+    };
+    let default_request = Batch::encode(&default_request, &setup.target.authority)
+        .map_err(EngineError::BadStaticRequest)?;
+    let endpoints = setup
+        .replay
+        .as_ref()
+        .filter(|r| r.by_endpoint)
+        .map_or(0, |r| r.set.endpoints().len());
+    let mut scripts = scripts.into_iter();
+    let mut setups = Vec::with_capacity(setup.threads);
+    for j in 0..setup.threads {
+        let mut script = scripts.next();
+        let request = match script.as_mut() {
+            // A script without request() still shapes the one static request.
+            Some(s) if s.is_static() => {
+                Batch::parse(s.static_request()?).map_err(EngineError::BadStaticRequest)?
+            }
+            Some(_) => Batch::default(),
+            None => default_request.clone(),
+        };
+        let mut peers = peers.to_vec();
+        // setup() may have moved this thread to another address.
+        if let Some(moved) = script.as_ref().map(ThreadScript::addr) {
+            if moved != first {
+                peers[0].addr = moved;
+            }
+        }
+        setups.push(WorkerSetup {
+            index: j,
+            connections: setup.conns_per_thread[j],
+            peers,
+            request,
+            script,
+            replay: setup
+                .replay
+                .as_ref()
+                .map(|r| Cursor::new(r.set.clone(), r.order, r.seed, j, setup.threads)),
+            endpoints,
+            timeout: nanos(setup.timeout),
+            max_head: setup.max_head,
+            cpu: setup.affinity.as_ref().map(|cpus| cpus[j % cpus.len()]),
+            connect_wait: nanos(setup.timeout),
+            interval: setup.interval,
+            progress: board.cloned(),
+        });
+    }
+    Ok(setups)
+}
+
+/// Spawns one thread per worker and waits until every one is connected
+/// (or has failed, which fails the run: the others are then let go and
+/// joined). Each thread holds a sender of the returned channel, which
+/// closes once all of them have exited.
+fn spawn(
+    setups: Vec<WorkerSetup>,
+    stop: &Arc<Stop>,
+) -> Result<(Vec<Spawned>, mpsc::Receiver<()>), EngineError> {
+    let threads = setups.len();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let mut workers = Vec::with_capacity(threads);
+    for setup in setups {
+        let j = setup.index;
+        let (start_tx, start_rx) = mpsc::channel::<Option<(Plan, Window)>>();
+        let ready = ready_tx.clone();
+        let stop = stop.clone();
+        let done = done_tx.clone();
+        let handle = std::thread::Builder::new()
+            .name(format!("metron-worker-{j}"))
+            .spawn(move || -> WorkerResult {
+                let worker = match Worker::new(setup, stop.clone()) {
+                    Ok(w) => w,
+                    Err(e) => {
+                        let _ = ready.send(Err(e));
+                        return Ok(None);
+                    }
+                };
+                let _done = done;
+                stop.register(worker.waker());
+                let _ = ready.send(Ok(()));
+                match start_rx.recv() {
+                    Ok(Some((plan, window))) => worker.run(plan, window).map(Some),
+                    _ => Ok(None),
+                }
+            })
+            .map_err(|why| EngineError::Worker { thread: j, why })?;
+        workers.push(Spawned {
+            handle,
+            start: start_tx,
+        });
+    }
+    drop(ready_tx);
+    drop(done_tx);
+    // The run starts only once every thread is connected.
+    let mut failed = None;
+    for _ in 0..threads {
+        match ready_rx.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => failed = failed.or(Some(e)),
+            Err(_) => failed = failed.or(Some(EngineError::Panic(0))),
+        }
+    }
+    let Some(failed) = failed else {
+        return Ok((workers, done_rx));
+    };
+    for w in &workers {
+        let _ = w.start.send(None);
+    }
+    let mut failed = Some(failed);
+    for (j, w) in workers.into_iter().enumerate() {
+        match w.handle.join() {
+            Ok(Err(why)) => failed = failed.or(Some(EngineError::Worker { thread: j, why })),
+            Err(_) => failed = failed.or(Some(EngineError::Panic(j))),
+            Ok(Ok(_)) => {}
+        }
+    }
+    Err(failed.expect("a failure was found"))
+}
+
+/// Loads the script into the main state and one state per thread (each
+/// after `setup()` and `init()`), all before any worker starts.
+fn load_scripts(
+    setup: &Setup,
+    addr: SocketAddr,
+) -> Result<(Option<MainScript>, Vec<ThreadScript>), EngineError> {
+    let Some(path) = &setup.script else {
+        return Ok((None, Vec::new()));
+    };
+    let t = &setup.target;
+    let target = ScriptTarget {
+        scheme: match t.scheme {
+            Scheme::Http => "http".into(),
+            Scheme::Https => "https".into(),
+        },
+        host: t.host.clone(),
+        port: t.port,
+        path: t.path.clone(),
+        authority: t.authority.clone(),
+        url: setup.url.clone(),
+        headers: setup.headers.clone(),
+        print_to_stderr: setup.script_output_to_stderr,
+    };
+    let mut main = MainScript::load(path, target)?;
+    let threads = (0..setup.threads)
+        .map(|j| main.create_thread(j, addr, &setup.script_args))
+        .collect::<Result<_, _>>()?;
+    Ok((Some(main), threads))
+}
+
+/// Refuses a run that would open more connections to one address than
+/// there are local ports, instead of letting the surplus fail one by one.
+fn check_local_ports(setup: &Setup, peers: &[Peer]) -> Result<(), EngineError> {
+    let Some((lo, hi)) = limits::local_port_range() else {
+        return Ok(());
+    };
+    let hosts = peers.len();
+    for (h, peer) in peers.iter().enumerate() {
+        // Connection c of a thread goes to peer c % hosts.
+        let to_one: usize = setup
+            .conns_per_thread
+            .iter()
+            .map(|&n| (n + hosts - 1 - h) / hosts)
+            .sum();
+        if let Some(available) = limits::ports_short(to_one, (lo, hi)) {
+            return Err(EngineError::LocalPorts {
+                connections: setup.connections(),
+                to_one,
+                addr: peer.addr,
+                available,
+                lo,
+                hi,
+            });
+        }
+    }
+    Ok(())
+}
