@@ -40,12 +40,12 @@
 //! - `thread.rs`: the `thread` object and the slot a worker's state lives in.
 //! - `copy.rs`: copying values between states.
 //! - `wrk.rs`: the `wrk` table; `net.rs`: lookup, connect and the clock.
-//! - `stats.rs`: `done()`'s arguments; `json.rs`: `cjson`.
+//! - `stats.rs`: `done()`'s arguments; `cjson/`: the `cjson` module.
 //! - `error.rs`: [`ScriptError`], one line per failure.
 
+mod cjson;
 mod copy;
 mod error;
-mod json;
 mod main_script;
 mod net;
 mod stats;
@@ -118,7 +118,7 @@ impl Source {
         let lua = unsafe { Lua::unsafe_new_with(StdLib::ALL, LuaOptions::default()) };
         let load_error = |e: mlua::Error| ScriptError::lua(Stage::Load, &self.file, &e);
         wrk::install(&lua, target, thread).map_err(load_error)?;
-        json::register(&lua).map_err(load_error)?;
+        cjson::register(&lua).map_err(load_error)?;
         // "@path" makes Lua name the file in messages: `path:LINE: ...`.
         let chunk = lua.load(&self.code[..]).set_name(format!("@{}", self.file));
         chunk.exec().map_err(load_error)?;
