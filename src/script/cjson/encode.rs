@@ -72,11 +72,17 @@ fn lua_error(e: mlua::Error) -> String {
 impl Encoder<'_> {
     fn run(&self, value: &Value, out: &mut Vec<u8>) -> Result<(), String> {
         let mut open = Vec::new();
-        self.value(value, &mut open, out)?;
-        while let Some(item) = self.next_item(&mut open, out)? {
-            self.value(&item, &mut open, out)?;
+        let mut pending = self.value(value, &mut open, out)?;
+        loop {
+            let item = match pending.take() {
+                Some(item) => item,
+                None => match self.next_item(&mut open, out)? {
+                    Some(item) => item,
+                    None => return Ok(()),
+                },
+            };
+            pending = self.value(&item, &mut open, out)?;
         }
-        Ok(())
     }
 
     /// The next value to write in the innermost open table, after writing
@@ -98,9 +104,7 @@ impl Encoder<'_> {
                     let (k, item): (Value, Value) =
                         self.next.call((&*table, &*key)).map_err(lua_error)?;
                     if !k.is_nil() {
-                        if !key.is_nil() {
-                            out.push(b',');
-                        }
+                        out.push(b',');
                         self.key(&k, out)?;
                         *key = k;
                         return Ok(Some(item));
@@ -113,8 +117,22 @@ impl Encoder<'_> {
         Ok(None)
     }
 
-    /// Writes `value`, or opens it when it is a table.
-    fn value(&self, value: &Value, open: &mut Vec<Open>, out: &mut Vec<u8>) -> Result<(), String> {
+    /// Writes `value`, or opens it when it is a table; see [`Self::open`]
+    /// for what comes back.
+    fn value(
+        &self,
+        value: &Value,
+        open: &mut Vec<Open>,
+        out: &mut Vec<u8>,
+    ) -> Result<Option<Value>, String> {
+        match value {
+            Value::Table(t) => self.open(t, open, out),
+            _ => self.scalar(value, out).map(|()| None),
+        }
+    }
+
+    /// Writes a value that is not a table.
+    fn scalar(&self, value: &Value, out: &mut Vec<u8>) -> Result<(), String> {
         match value {
             Value::String(s) => string(&s.as_bytes(), out),
             Value::Integer(n) => self.number(value, *n as f64, out)?,
@@ -123,7 +141,6 @@ impl Encoder<'_> {
             Value::Nil => out.extend_from_slice(b"null"),
             Value::LightUserData(p) if p.0.is_null() => out.extend_from_slice(b"null"),
             v if is_empty_array(v) => out.extend_from_slice(b"[]"),
-            Value::Table(t) => open.push(self.open(t, open.len() as i64 + 1, out)?),
             other => return Err(refuse(other, "type not supported")),
         }
         Ok(())
@@ -163,9 +180,18 @@ impl Encoder<'_> {
         Ok(())
     }
 
-    /// Starts writing table `t` at nesting `depth`: as an array or as an
-    /// object, by its metatable and keys.
-    fn open(&self, t: &Table, depth: i64, out: &mut Vec<u8>) -> Result<Open, String> {
+    /// Starts writing table `t`, as an array or as an object by its
+    /// metatable and keys, and leaves it open on `open` while it has more.
+    /// An object's entries are written in one walk up to the first whose
+    /// value is a table; that table comes back, to be written next, and
+    /// the rest of the object is reached with `next` from its key.
+    fn open(
+        &self,
+        t: &Table,
+        open: &mut Vec<Open>,
+        out: &mut Vec<u8>,
+    ) -> Result<Option<Value>, String> {
+        let depth = open.len() as i64 + 1;
         if depth > self.max_depth {
             return Err(format!("Cannot serialise, excessive nesting ({depth})"));
         }
@@ -179,24 +205,35 @@ impl Encoder<'_> {
                 other => other,
             }
         };
-        let table = t.clone();
-        Ok(match array {
-            Some(len) => {
-                out.push(b'[');
-                Open::Array {
-                    table,
-                    len,
-                    next: 1,
-                }
+        if let Some(len) = array {
+            out.push(b'[');
+            let table = t.clone();
+            open.push(Open::Array {
+                table,
+                len,
+                next: 1,
+            });
+            return Ok(None);
+        }
+        out.push(b'{');
+        let mut first = true;
+        let suspended = walk(t, |key, item| {
+            if !std::mem::take(&mut first) {
+                out.push(b',');
             }
-            None => {
-                out.push(b'{');
-                Open::Object {
-                    table,
-                    key: Value::Nil,
-                }
+            self.key(&key, out)?;
+            if let Value::Table(_) = item {
+                return Ok(Some((key, item)));
             }
-        })
+            self.scalar(&item, out).map(|()| None)
+        })?;
+        if let Some((key, item)) = suspended {
+            let table = t.clone();
+            open.push(Open::Object { table, key });
+            return Ok(Some(item));
+        }
+        out.push(b'}');
+        Ok(None)
     }
 
     /// The array length of `t`, or `None` when it is to be an object:
@@ -204,18 +241,21 @@ impl Encoder<'_> {
     /// conversion on.
     fn array_length(&self, t: &Table) -> Result<Option<usize>, String> {
         let (mut max, mut items) = (0f64, 0f64);
-        for pair in t.pairs::<Value, Value>() {
-            let (key, _) = pair.map_err(lua_error)?;
+        let not_index = walk(t, |key, _| {
             let k = match key {
                 Value::Integer(k) => k as f64,
                 Value::Number(k) => k,
-                _ => return Ok(None),
+                _ => return Ok(Some(())),
             };
             if k < 1.0 || k.fract() != 0.0 {
-                return Ok(None);
+                return Ok(Some(()));
             }
             max = max.max(k);
             items += 1.0;
+            Ok(None)
+        })?;
+        if not_index.is_some() {
+            return Ok(None);
         }
         let c = self.config;
         let ratio = c.sparse_ratio as f64;
@@ -231,6 +271,27 @@ impl Encoder<'_> {
             return Err(refuse(&Value::Table(t.clone()), "excessively sparse array"));
         }
         Ok(Some(max as usize))
+    }
+}
+
+/// Calls `f` on each key and value of `t` in `next` order, until it fails
+/// or returns something; that comes back.
+fn walk<T>(
+    t: &Table,
+    mut f: impl FnMut(Value, Value) -> Result<Option<T>, String>,
+) -> Result<Option<T>, String> {
+    let mut outcome = None;
+    let walked = t.for_each::<Value, Value>(|key, value| match f(key, value) {
+        Ok(None) => Ok(()),
+        stop => {
+            outcome = Some(stop);
+            // Only ends the walk: `outcome` says why.
+            Err(mlua::Error::RuntimeError(String::new()))
+        }
+    });
+    match outcome {
+        Some(stop) => stop,
+        None => walked.map(|()| None).map_err(lua_error),
     }
 }
 
