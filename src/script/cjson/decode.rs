@@ -16,7 +16,7 @@ use mlua::{Lua, Table, Value};
 
 use super::config::Config;
 use super::number::{starts_with_ci, strtod};
-use super::{array_mt, NESTING_LIMIT};
+use super::{array_mt, lua_error, NESTING_LIMIT};
 
 /// The Lua value `text` holds, or lua-cjson's message for why it holds none.
 pub(super) fn decode(lua: &Lua, config: &Config, text: &[u8]) -> Result<Value, String> {
@@ -94,10 +94,6 @@ fn parse_error(expected: &str, token: &Token) -> String {
         "Expected {expected} but found {found} at character {}",
         token.index + 1
     )
-}
-
-fn lua_error(e: mlua::Error) -> String {
-    e.to_string()
 }
 
 struct Parser<'a> {

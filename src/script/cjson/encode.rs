@@ -17,7 +17,7 @@
 use mlua::{Function, Lua, Table, Value};
 
 use super::config::{type_name, Config, Invalid};
-use super::{array_mt, empty_array_mt, is_empty_array, next_function, NESTING_LIMIT};
+use super::{array_mt, empty_array_mt, is_empty_array, lua_error, next_function, NESTING_LIMIT};
 
 /// Appends the JSON text of `value` to `out`, or says why it has none.
 pub(super) fn encode(
@@ -26,7 +26,6 @@ pub(super) fn encode(
     value: &Value,
     out: &mut Vec<u8>,
 ) -> Result<(), String> {
-    let lua_error = |e: mlua::Error| e.to_string();
     let encoder = Encoder {
         config,
         array_mt: array_mt(lua).map_err(lua_error)?,
@@ -63,10 +62,6 @@ enum Open {
 /// lua-cjson's message for a value it cannot write.
 fn refuse(value: &Value, why: &str) -> String {
     format!("Cannot serialise {}: {why}", type_name(value))
-}
-
-fn lua_error(e: mlua::Error) -> String {
-    e.to_string()
 }
 
 impl Encoder<'_> {
@@ -383,8 +378,10 @@ mod tests {
 
     #[test]
     fn huge_indices_are_refused_unless_converted() {
-        let mut c = Config::default();
-        c.sparse_ratio = 0;
+        let mut c = Config {
+            sparse_ratio: 0,
+            ..Config::default()
+        };
         let error = encode_text("return {[2^40] = 1}", &c).unwrap_err();
         assert_eq!(error, "Cannot serialise table: excessively sparse array");
         let error = encode_text("return {[2^30] = 1}", &c).unwrap_err();

@@ -36,9 +36,10 @@ use config::{Args, Config, SETTINGS};
 const NAME: &str = "cjson";
 const VERSION: &str = "2.1.0";
 
-/// The deepest nesting encoded or decoded, whatever the settings say. It
-/// keeps Rust's recursion and mlua's reference slots within bounds on a
-/// worker thread's stack.
+/// The deepest nesting encoded or decoded, whatever the settings say. Each
+/// open table holds up to two of mlua's reference slots, of which a state
+/// has about 8000; past them mlua panics. lua-cjson on LuaJIT runs out of
+/// Lua stack near this depth too.
 pub(super) const NESTING_LIMIT: i64 = 2500;
 
 /// Whether conversion failures raise errors or come back as `nil, message`.
@@ -87,6 +88,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// An error from mlua, as the text a failed conversion reports.
+fn lua_error(e: mlua::Error) -> String {
+    e.to_string()
+}
+
 /// Why a call failed.
 enum Failure {
     /// Wrong arguments: raised by both kinds of module.
@@ -101,19 +107,16 @@ fn module(lua: &Lua, mode: Mode) -> mlua::Result<Table> {
     let wrappers = Wrappers::get(lua)?;
     let m = lua.create_table()?;
 
-    let it = Arc::clone(&instance);
-    let encode = lua.create_function(move |lua, args: MultiValue| {
-        let result = one_argument("encode", &args).and_then(|value| encode(lua, &it, value));
-        reply(lua, result.map(|v| vec![v]))
-    })?;
-    m.set("encode", wrappers.conversion(mode, encode)?)?;
-
-    let it = Arc::clone(&instance);
-    let decode = lua.create_function(move |lua, args: MultiValue| {
-        let result = one_argument("decode", &args).and_then(|value| decode(lua, &it, value));
-        reply(lua, result.map(|v| vec![v]))
-    })?;
-    m.set("decode", wrappers.conversion(mode, decode)?)?;
+    type Convert = fn(&Lua, &Instance, &Value) -> Result<Value, Failure>;
+    let conversions: [(&'static str, Convert); 2] = [("encode", encode), ("decode", decode)];
+    for (name, convert) in conversions {
+        let it = Arc::clone(&instance);
+        let core = lua.create_function(move |lua, args: MultiValue| {
+            let result = one_argument(name, &args).and_then(|value| convert(lua, &it, value));
+            reply(lua, result.map(|v| vec![v]))
+        })?;
+        m.set(name, wrappers.conversion(mode, core)?)?;
+    }
 
     for &(name, arity, apply) in SETTINGS {
         let it = Arc::clone(&instance);
@@ -166,19 +169,20 @@ fn encode(lua: &Lua, instance: &Instance, value: &Value) -> Result<Value, Failur
 }
 
 fn decode(lua: &Lua, instance: &Instance, value: &Value) -> Result<Value, Failure> {
-    let text = match value {
-        Value::String(s) => s.as_bytes().to_vec(),
+    let config = instance.config();
+    let result = match value {
+        Value::String(s) => decode::decode(lua, &config, &s.as_bytes()),
         // Lua turns a number argument into its text.
-        Value::Integer(n) => number_text(*n as f64),
-        Value::Number(n) => number_text(*n),
+        Value::Integer(n) => decode::decode(lua, &config, &number_text(*n as f64)),
+        Value::Number(n) => decode::decode(lua, &config, &number_text(*n)),
         other => {
             let found = config::type_name(other);
-            return Err(Failure::Conversion(format!(
+            Err(format!(
                 "bad argument #1 to 'decode' (string expected, got {found})"
-            )));
+            ))
         }
     };
-    decode::decode(lua, &instance.config(), &text).map_err(Failure::Conversion)
+    result.map_err(Failure::Conversion)
 }
 
 /// A number as Lua turns it into text (`%.14g`).

@@ -530,4 +530,3 @@ fn deepest_nesting_fits_in_a_small_stack() {
     let n = NESTING_LIMIT;
     assert_eq!(lengths, format!("{} {}", 2 * n, 2 + 6 * (n - 1)));
 }
-
