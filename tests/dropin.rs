@@ -4,6 +4,8 @@
 
 mod common;
 
+use std::collections::HashMap;
+
 use common::*;
 use metron::serve::{ServeConfig, Server};
 
@@ -16,6 +18,81 @@ fn recording() -> Server {
         record: 100_000,
         ..ServeConfig::default()
     })
+}
+
+/// A fresh directory for one test's files, removed when dropped.
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("metron-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    fn file(&self, name: &str, text: &str) -> String {
+        let path = self.0.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `wrk -t2 -c10 -d30s -L -s GET_Persist.lua URL requests.json TOKEN`:
+/// the file and the token reach init(args) as args[1] and args[2].
+#[test]
+fn json_replay_takes_its_file_and_token_after_the_url() {
+    let _g = serial();
+    let srv = recording();
+    let dir = TempDir::new("json-replay");
+    let requests = dir.file(
+        "requests.jsonl",
+        concat!(
+            r#"{"method":"GET","path":"/a?x=1"}"#,
+            "\n",
+            r#"{"method":"POST","path":"/b","body":"{\"k\":1}","headers":{"Content-Type":"application/json"}}"#,
+            "\n",
+        ),
+    );
+    let u = url(&srv, "/");
+    let o = metron(&[
+        "-t2",
+        "-c10",
+        "-d1s",
+        "-R200",
+        "-L",
+        "-s",
+        &script("json_replay.lua"),
+        &u,
+        &requests,
+        "s3cret",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let got = srv.stats().recorded();
+    assert!(got.len() >= 150, "only {} requests arrived", got.len());
+    assert!(got
+        .iter()
+        .all(|r| r.header("authorization") == Some(&b"Bearer s3cret"[..])));
+    let mut by_path: HashMap<(String, String), usize> = HashMap::new();
+    for r in &got {
+        *by_path
+            .entry((r.method.clone(), r.path.clone()))
+            .or_default() += 1;
+        if r.method == "POST" {
+            assert_eq!(r.body, br#"{"k":1}"#);
+            assert_eq!(r.header("content-type"), Some(&b"application/json"[..]));
+        }
+    }
+    let keys: Vec<_> = by_path.keys().cloned().collect();
+    assert_eq!(by_path.len(), 2, "{keys:?}");
+    assert!(by_path.contains_key(&("GET".into(), "/a?x=1".into())));
+    assert!(by_path.contains_key(&("POST".into(), "/b".into())));
+    assert!(stdout(&o).contains("Latency Distribution"));
 }
 
 /// `... -s multiple-endpoints.lua http://a/x http://b/y`: every URL reaches

@@ -442,3 +442,65 @@ fn with_json_on_stdout_scripts_print_to_stderr() {
     assert_eq!(doc.counters.completed, 100);
     assert_in_order(&err, &PRINT_ORDER);
 }
+
+/// `%.4g` for 0.1 <= x < 1000, as lua-cjson prints at precision 4.
+fn g4(x: f64) -> String {
+    let whole_digits = if x < 1.0 {
+        0
+    } else {
+        x.log10().floor() as usize + 1
+    };
+    let text = format!("{:.*}", 4 - whole_digits, x);
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    text.to_owned()
+}
+
+#[test]
+fn a_lua_cjson_script_gets_instances_settings_and_the_safe_module() {
+    let _g = serial();
+    let srv = recording();
+    let (u, s) = (url(&srv, "/"), script("cjson.lua"));
+    let paths = r#"{"paths":["/a","/b"]}"#;
+    let o = metron(&["-t1", "-c1", "-R20", "-d1s", "-s", &s, &u, "--", paths]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let line = out
+        .lines()
+        .find_map(|l| l.strip_prefix("cjson: "))
+        .unwrap_or_else(|| panic!("no report line in {out}"));
+    let report: serde_json::Value = serde_json::from_str(line).unwrap();
+    let want = serde_json::json!({
+        "requests": 20,
+        "module": ["cjson", "2.1.0", "cjson"],
+        "precision": [14, 4],
+        "sparse": [false, 2, 10],
+        "converted": "b",
+        "padded": "[null,null,\"c\"]",
+        "sparse_error": "Cannot serialise table: excessively sparse array",
+        "safe_error": "Expected object key string but found invalid token at character 2",
+        "depth_error": "Found too many nested data structures (1001) at character 1001",
+        "nested": 1,
+        "too_deep": "Found too many nested data structures (3) at character 3",
+        "null": true,
+        "nan": true,
+    });
+    assert_eq!(report, want);
+
+    // Bodies were built in the worker's state by the second instance, at
+    // precision 4, with `/` escaped.
+    let mut got: Vec<(String, String)> = srv
+        .stats()
+        .recorded()
+        .into_iter()
+        .map(|r| (r.path, String::from_utf8(r.body).unwrap()))
+        .collect();
+    got.sort_by_key(|(_, body)| body[1..body.find(',').unwrap()].parse::<u32>().unwrap());
+    let want: Vec<(String, String)> = (1..=20)
+        .map(|n| {
+            let path = if n % 2 == 1 { "/a" } else { "/b" };
+            let body = format!(r#"[{n},{},"a\/b"]"#, g4(f64::from(n) / 3.0));
+            (path.to_owned(), body)
+        })
+        .collect();
+    assert_eq!(got, want);
+}

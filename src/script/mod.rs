@@ -40,13 +40,13 @@
 //! - `thread.rs`: the `thread` object and the slot a worker's state lives in.
 //! - `copy.rs`: copying values between states.
 //! - `wrk.rs`: the `wrk` table; `net.rs`: lookup, connect and the clock.
-//! - `stats.rs`: `done()`'s arguments; `json.rs`: `cjson`.
+//! - `stats.rs`: `done()`'s arguments; `cjson/`: the `cjson` module.
 //! - `error.rs`: [`ScriptError`], one line per failure.
 //! - `stdout.rs`: the scripts' standard output kept in order with metron's.
 
+mod cjson;
 mod copy;
 mod error;
-mod json;
 mod main_script;
 mod net;
 mod stats;
@@ -123,7 +123,7 @@ impl Source {
         let lua = unsafe { Lua::unsafe_new_with(StdLib::ALL, LuaOptions::default()) };
         let load_error = |e: mlua::Error| ScriptError::lua(Stage::Load, &self.file, &e);
         wrk::install(&lua, target, thread).map_err(load_error)?;
-        json::register(&lua).map_err(load_error)?;
+        cjson::register(&lua).map_err(load_error)?;
         if target.print_to_stderr {
             stdout::to_stderr(&lua).map_err(load_error)?;
         }
