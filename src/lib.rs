@@ -81,7 +81,7 @@ fn output_hint(why: &io::Error) -> &'static str {
 pub fn run(cmd: Command, out: &mut dyn Write) -> Result<(), Error> {
     match cmd {
         Command::Bench(args) => bench(&args, out).map(|_| ()),
-        Command::Serve(args) => Ok(serve::run(args)?),
+        Command::Serve(args) => Ok(serve::run(*args)?),
         Command::Demo(args) => demo::run(&args, out),
         Command::Report(args) => rerender(&args, out),
         Command::Merge(args) => merge_logs(&args, out),
@@ -150,12 +150,15 @@ pub fn bench(args: &BenchArgs, out: &mut dyn Write) -> Result<Outcome, Error> {
 /// Runs a load test from a ready configuration (what tests and `demo` use).
 pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Result<Outcome, Error> {
     let o = &cfg.outputs;
+    // A script's output and ours share stdout: one stream, in call order.
+    script::stdout::line_buffered();
+    let mut out = script::stdout::AfterScripts(out);
     // With `--json -` stdout carries the document and nothing else.
     let mut stderr = io::stderr();
     let text: &mut dyn Write = if o.json_on_stdout() {
         &mut stderr
     } else {
-        &mut *out
+        &mut out
     };
     check_outputs(cfg)?;
     let connections = cfg.connections();
@@ -171,15 +174,12 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
         let (requests, hosts) = (r.set.len(), r.set.hosts().len());
         report::text::write_replay_line(&mut &mut *text, &file, requests, hosts, &order)?;
     }
+    if o.thread_timeseries {
+        report::series::write_thread_header(text)?;
+    }
+    // Flushed before setup() and init() can print.
     text.flush()?;
-    let outcome = if !o.quiet && io::stderr().is_terminal() {
-        let mut line = progress::Line::new(cfg.duration);
-        let result = engine::run_with_progress(cfg, stop, Some(&mut |t, at| line.show(t, at)));
-        line.clear();
-        result?
-    } else {
-        engine::run(cfg, stop)?
-    };
+    let outcome = run_live(cfg, stop, text)?;
     let view = report::TextReport {
         url: &cfg.url,
         duration: cfg.duration,
@@ -193,7 +193,7 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
     report::text::write_results(&mut &mut *text, &view)?;
     write_extras(text, cfg, &outcome)?;
     text.flush()?;
-    write_files(out, cfg, &outcome)?;
+    write_files(&mut out, cfg, &outcome)?;
     // A script error ends the run early; what ran is reported above.
     if let Some(e) = outcome.failure {
         return Err(e.into());
@@ -207,14 +207,76 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
     Ok(outcome)
 }
 
-/// The raw outputs of the wrk forks, after the report.
-fn write_extras(out: &mut dyn Write, cfg: &Config, outcome: &Outcome) -> io::Result<()> {
-    let (o, run, start) = (&cfg.outputs, &outcome.stats, outcome.started_at);
-    if o.timeseries {
-        report::series::write_timeseries(out, run, start, o.timeseries_interval)?;
+/// Runs the engine with what shows while it runs: the progress line (on a
+/// terminal, without `--quiet`) and the rows of `--thread-timeseries`.
+fn run_live(cfg: &Config, stop: &Arc<Stop>, text: &mut dyn Write) -> Result<Outcome, Error> {
+    let o = &cfg.outputs;
+    let mut live = Live {
+        line: (!o.quiet && io::stderr().is_terminal()).then(|| progress::Line::new(cfg.duration)),
+        rows: o.thread_timeseries.then_some((o.timeseries_interval, text)),
+        failed: None,
+    };
+    let watched = live.line.is_some() || live.rows.is_some();
+    let result = engine::run_watched(cfg, stop, watched.then_some(&mut live));
+    if let Some(line) = live.line.as_mut() {
+        line.clear();
     }
-    if o.thread_timeseries {
-        report::series::write_thread_timeseries(out, run, start, o.timeseries_interval)?;
+    let outcome = result?;
+    match live.failed {
+        Some(e) => Err(e.into()),
+        None => Ok(outcome),
+    }
+}
+
+/// What the main thread shows while the workers run.
+struct Live<'a> {
+    line: Option<progress::Line>,
+    /// The interval of `--thread-timeseries`, and where its rows go.
+    rows: Option<(std::time::Duration, &'a mut dyn Write)>,
+    /// The first failed write of a row, reported once the run is over.
+    failed: Option<io::Error>,
+}
+
+impl engine::Watch for Live<'_> {
+    fn ticks(&self) -> bool {
+        self.line.is_some()
+    }
+
+    fn tick(&mut self, totals: engine::progress::Totals, at: std::time::Duration) {
+        if let Some(line) = self.line.as_mut() {
+            line.show(totals, at);
+        }
+    }
+
+    fn rows_every(&self) -> Option<std::time::Duration> {
+        self.rows.as_ref().map(|(every, _)| *every)
+    }
+
+    fn rows(&mut self, rows: &[engine::progress::Row]) {
+        let Some((_, out)) = self.rows.as_mut() else {
+            return;
+        };
+        if self.failed.is_some() {
+            return;
+        }
+        // Rows may go to the terminal the progress line is on.
+        if let Some(line) = self.line.as_mut() {
+            line.clear();
+        }
+        let written = report::series::write_thread_rows(*out, rows).and_then(|()| out.flush());
+        self.failed = written.err();
+        if let Some(line) = self.line.as_mut() {
+            line.restore();
+        }
+    }
+}
+
+/// The raw outputs of the wrk fork, after the report (its per-thread rows
+/// were printed during the run).
+fn write_extras(out: &mut dyn Write, cfg: &Config, outcome: &Outcome) -> io::Result<()> {
+    let (o, run) = (&cfg.outputs, &outcome.stats);
+    if o.timeseries {
+        report::series::write_timeseries(out, run, o.timeseries_interval)?;
     }
     if o.histogram {
         report::series::write_histogram(out, &run.latency)?;

@@ -10,6 +10,8 @@ use crate::report::units::format_time_us;
 pub struct Line {
     duration: Duration,
     last: Option<(Totals, Duration)>,
+    /// The text last drawn, to draw again after other output.
+    text: Option<String>,
     shown: bool,
 }
 
@@ -18,6 +20,7 @@ impl Line {
         Line {
             duration,
             last: None,
+            text: None,
             shown: false,
         }
     }
@@ -32,21 +35,34 @@ impl Line {
             _ => now.completed as f64 / at.as_secs_f64().max(1e-9),
         };
         self.last = Some((now, at));
-        let text = render(now, at, self.duration, rate);
-        let mut err = std::io::stderr().lock();
-        let _ = write!(err, "\r\x1b[2K{text}");
-        let _ = err.flush();
-        self.shown = true;
+        self.text = Some(render(now, at, self.duration, rate));
+        self.shown = false;
+        self.restore();
     }
 
-    /// Removes the line before the report is printed.
+    /// Removes the line before other output (rows during the run, the
+    /// report after it).
     pub fn clear(&mut self) {
         if self.shown {
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "\r\x1b[2K");
-            let _ = err.flush();
+            draw("");
+            self.shown = false;
         }
     }
+
+    /// Draws the line again after [`Line::clear`].
+    pub fn restore(&mut self) {
+        if let (false, Some(text)) = (self.shown, &self.text) {
+            draw(text);
+            self.shown = true;
+        }
+    }
+}
+
+/// Replaces the terminal's current line with `text`.
+fn draw(text: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = write!(err, "\r\x1b[2K{text}");
+    let _ = err.flush();
 }
 
 fn render(t: Totals, at: Duration, total: Duration, rate: f64) -> String {

@@ -373,3 +373,72 @@ fn a_broken_static_request_names_the_fields_to_fix() {
     );
     assert_eq!(srv.stats().requests(), 0, "nothing was sent");
 }
+
+/// Runs the binary with its standard output written to a file (the case
+/// where the C library buffers a script's output), and returns what the
+/// file holds and what went to standard error.
+fn run_to_file(name: &str, args: &[&str]) -> (String, String) {
+    let dir = std::env::temp_dir().join(format!("metron-lua-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    let file = std::fs::File::create(&path).unwrap();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_metron"))
+        .args(args)
+        .stdout(file)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let o = wait_bounded(child, std::time::Duration::from_secs(60));
+    assert!(o.status.success(), "{}", stderr(&o));
+    (std::fs::read_to_string(&path).unwrap(), stderr(&o))
+}
+
+/// Asserts that `parts` occur in `text` in this order.
+fn assert_in_order(text: &str, parts: &[&str]) {
+    let mut from = 0;
+    for part in parts {
+        match text[from..].find(part) {
+            Some(at) => from += at + part.len(),
+            None => panic!("{part:?} missing or out of order in:\n{text}"),
+        }
+    }
+}
+
+/// What metron and `print_order.lua` print with `-t2 -R100 -d1s`, in the
+/// order it was written.
+const PRINT_ORDER: [&str; 8] = [
+    "Running 1s test @ ",
+    "setup\t1\n",
+    "init\t1\n",
+    "setup\t2\n",
+    "init\t2\n",
+    "(no newline)  Thread Stats",
+    "Requests/sec:",
+    "done\t100\nno newline at the end",
+];
+
+#[test]
+fn what_scripts_print_keeps_its_place_in_a_redirected_stdout() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let (u, s) = (url(&srv, "/"), script("print_order.lua"));
+    let args = ["-t2", "-c2", "-R100", "-d1s", "-s", &s, &u];
+    let (out, _) = run_to_file("order.txt", &args);
+    assert_in_order(&out, &PRINT_ORDER);
+    assert!(out.ends_with("done\t100\nno newline at the end"), "{out}");
+}
+
+/// With `--json -` standard output is the document alone: the script's
+/// output goes to standard error, in its place among the text report.
+#[test]
+fn with_json_on_stdout_scripts_print_to_stderr() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let (u, s) = (url(&srv, "/"), script("print_order.lua"));
+    let args = ["-t2", "-c2", "-R100", "-d1s", "--json", "-", "-s", &s, &u];
+    let (out, err) = run_to_file("order.json", &args);
+    let doc: metron::report::json::Document =
+        serde_json::from_str(&out).expect("stdout is one JSON document");
+    assert_eq!(doc.counters.completed, 100);
+    assert_in_order(&err, &PRINT_ORDER);
+}

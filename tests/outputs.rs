@@ -42,6 +42,16 @@ fn the_json_document_matches_the_run() {
     assert_eq!(doc.schema, 1);
     assert_eq!(doc.counters, c);
     assert_eq!(doc.config.rate, Some(500.0));
+    // The window began within the last minute, as a Unix time in ms.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let start = doc.window_start_ms.expect("the window's start");
+    assert!(
+        start < now_ms && now_ms - start < 60_000,
+        "{start} {now_ms}"
+    );
     assert_eq!((doc.config.threads, doc.config.connections), (2, 8));
     assert_eq!(doc.latency.corrected.count, c.completed);
     assert_eq!(doc.latency.send_lag.count, c.due - c.never_sent);
@@ -205,11 +215,15 @@ fn the_html_report_renders_in_a_browser() {
     );
 }
 
+/// The wrk fork's three raw outputs, in its forms: thread rows during the
+/// run, before the report; the series and the histogram after it. Each
+/// adds up to the requests completed.
 #[test]
 fn timeseries_and_histogram_add_up_to_the_completed_requests() {
     let _g = serial();
     let srv = server(ServeConfig::default());
-    let (u, _) = (url(&srv, "/"), ());
+    let path = tmp("series.json");
+    let (u, p) = (url(&srv, "/"), path.to_str().unwrap().to_string());
     let o = metron(&[
         "-t2",
         "-c4",
@@ -218,30 +232,57 @@ fn timeseries_and_histogram_add_up_to_the_completed_requests() {
         "--timeseries",
         "--thread-timeseries",
         "--histogram",
+        "--json",
+        &p,
         &u,
     ]);
-    assert!(o.status.success());
-    let out = String::from_utf8_lossy(&o.stdout);
-    let section = |title: &str| -> Vec<Vec<u64>> {
-        out.split(title)
-            .nth(1)
-            .unwrap_or_else(|| panic!("no {title} in {out}"))
-            .lines()
-            .skip(2)
-            .take_while(|l| l.starts_with("  ") && l.contains(" | "))
-            .map(|l| l.split(" | ").map(|f| f.trim().parse().unwrap()).collect())
-            .collect()
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc: Document = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let out = stdout(&o);
+    let after = |header: &str| -> &str {
+        let at = out
+            .find(header)
+            .unwrap_or_else(|| panic!("no {header:?} in {out}"));
+        &out[at + header.len()..]
     };
-    let total = section("Timeseries (completed requests per 250ms):");
+    // Thread rows: right-aligned under the header, all before the report.
+    let rows: Vec<&str> = after("\nTHREAD  |  EPOCH  |  REQUESTS\n")
+        .lines()
+        .take_while(|l| !l.starts_with("  Thread Stats"))
+        .collect();
+    assert!(after("  Thread Stats").contains("Request counts time series"));
+    let rows: Vec<[u64; 3]> = rows
+        .iter()
+        .map(|l| {
+            let f: Vec<u64> = l.split_whitespace().map(|f| f.parse().unwrap()).collect();
+            assert_eq!(*l, format!("{:>6}{:>10}{:>13}", f[0], f[1], f[2]));
+            [f[0], f[1], f[2]]
+        })
+        .collect();
+    assert_eq!(rows.len(), 8, "4 intervals of 2 threads: {out}");
+    for (j, t) in doc.threads.iter().enumerate() {
+        let mine = rows.iter().filter(|r| r[0] == j as u64);
+        let intervals: Vec<u64> = mine.clone().map(|r| r[1]).collect();
+        assert_eq!(intervals, [0, 1, 2, 3]);
+        assert_eq!(mine.map(|r| r[2]).sum::<u64>(), t.completed);
+    }
+    let completed = doc.counters.completed;
+    assert_eq!(completed, 400);
+    // Bare counts after their headers.
+    let bare =
+        |text: &str| -> Vec<u64> { text.lines().map_while(|l| l.parse::<u64>().ok()).collect() };
+    let total = bare(after("Request counts time series (interval = 250ms) \n"));
     assert_eq!(total.len(), 4);
-    assert_eq!(total.iter().map(|r| r[1]).sum::<u64>(), 400);
-    let per_thread = section("Thread timeseries (completed requests per 250ms):");
-    assert_eq!(per_thread.len(), 8);
-    assert_eq!(per_thread.iter().map(|r| r[2]).sum::<u64>(), 400);
-    assert!(per_thread.iter().all(|r| r[0] < 2));
-    let hist = section("Latency histogram (1us bins):");
-    assert_eq!(hist.iter().map(|r| r[1]).sum::<u64>(), 400);
-    assert!(hist.windows(2).all(|w| w[1][0] == w[0][0] + 1), "1 us bins");
+    assert_eq!(total.iter().sum::<u64>(), completed);
+    let hist = after("Latency histogram (bin width = 1us)\n");
+    let counts = bare(hist);
+    assert_eq!(
+        counts.len(),
+        hist.lines().count(),
+        "the histogram ends the output"
+    );
+    assert_eq!(counts.iter().sum::<u64>(), completed);
+    assert_ne!(counts.last(), Some(&0), "up to the last non-empty bin");
 }
 
 /// On a terminal a progress line shows on stderr; --quiet, or a pipe,

@@ -10,6 +10,10 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
+use rustls::sign::CertifiedKey;
+use rustls::RootCertStore;
+
+use super::pem::{self, PemError};
 use super::BenchArgs;
 use crate::http::request::{check_header_value, check_token};
 use crate::replay::{Order, ReplayError, RequestSet, MAX_ENDPOINTS};
@@ -58,7 +62,8 @@ pub struct Config {
     pub u_latency: bool,
     /// CPU of each thread, when pinned.
     pub affinity: Option<Vec<usize>>,
-    pub insecure: bool,
+    /// How https hosts are authenticated, and how metron authenticates itself.
+    pub tls: TlsOptions,
     pub max_head: usize,
     pub script: Option<PathBuf>,
     pub script_args: Vec<String>,
@@ -76,6 +81,40 @@ pub struct Replay {
     pub seed: u64,
     /// Statistics per endpoint.
     pub by_endpoint: bool,
+}
+
+/// How HTTPS connections are authenticated, from `-k`, `--cacert`,
+/// `--cert` and `--key`; every file is read and checked here, before the
+/// run. The same options apply to every https host of the run.
+#[derive(Clone, Debug, Default)]
+pub struct TlsOptions {
+    pub trust: Trust,
+    /// What to present to a server that asks for a client certificate.
+    pub identity: Option<Identity>,
+}
+
+/// Which server certificates are accepted.
+#[derive(Clone, Debug, Default)]
+pub enum Trust {
+    /// Those issued by an authority of the operating system's store (the
+    /// default; see the README's HTTPS section for an empty store).
+    #[default]
+    System,
+    /// `--cacert FILE`: those issued by an authority in FILE, and no
+    /// other; the file replaces the system's store, as it does for curl.
+    Authorities {
+        file: PathBuf,
+        roots: Arc<RootCertStore>,
+    },
+    /// `-k`: any certificate.
+    Insecure,
+}
+
+/// `--cert` and `--key`, known to belong together.
+#[derive(Clone, Debug)]
+pub struct Identity {
+    pub cert: PathBuf,
+    pub key: Arc<CertifiedKey>,
 }
 
 /// What to produce besides the text report.
@@ -158,10 +197,23 @@ pub enum ConfigError {
     NeedsRequests { flag: &'static str },
     #[error("--seed only changes a random order; add --requests-order random, or drop --seed")]
     SeedNeedsRandom,
+    #[error("{flag} only applies to https:// hosts, and this run has none; drop {flag}, or load an https:// URL")]
+    TlsUnused { flag: &'static str },
+    #[error("{flag} needs {needs}")]
+    TlsPair {
+        flag: &'static str,
+        needs: &'static str,
+    },
+    #[error("-k accepts any certificate, so --cacert {0} would never be used; drop one of them")]
+    CacertInsecure(String),
+    #[error("{0}")]
+    Pem(#[from] PemError),
     #[error("--interval {0:?}: intervals must be at least 10ms, e.g. --interval 1s")]
     Interval(Duration),
     #[error("--timeseries-interval {0:?}: use a positive multiple of 10ms, e.g. 250ms")]
     SeriesInterval(Duration),
+    #[error("{0:?} after the URL would go to a script's init(args), but there is no script; add -s FILE, or drop the extra words")]
+    ArgsWithoutScript(String),
 }
 
 impl Config {
@@ -198,6 +250,9 @@ impl Config {
         if args.timeout.is_zero() {
             return Err(ConfigError::NoTimeout(args.timeout));
         }
+        if let (None, Some(word)) = (&args.script, args.script_args.first()) {
+            return Err(ConfigError::ArgsWithoutScript(word.clone()));
+        }
         let headers: Vec<(String, String)> = args
             .headers
             .iter()
@@ -212,6 +267,11 @@ impl Config {
         let target = parse_target(&args.url)?;
         let conns_per_thread = spread(args.connections as usize, threads);
         let replay = replay(args, &target, &headers, &conns_per_thread)?;
+        let hosts = match &replay {
+            Some(r) => r.set.hosts(),
+            None => std::slice::from_ref(&target),
+        };
+        let tls = tls_options(args, hosts)?;
         Ok(Config {
             url: args.url.clone(),
             target,
@@ -225,7 +285,7 @@ impl Config {
             latency: args.latency || args.u_latency,
             u_latency: args.u_latency,
             affinity,
-            insecure: args.insecure,
+            tls,
             max_head: max_head(args.max_head)?,
             script: args.script.clone(),
             script_args: args.script_args.clone(),
@@ -299,6 +359,55 @@ fn replay(
         seed,
         by_endpoint,
     }))
+}
+
+/// Derives [`TlsOptions`]: refuses TLS flags that would do nothing, then
+/// reads and checks their files.
+fn tls_options(args: &BenchArgs, hosts: &[Target]) -> Result<TlsOptions, ConfigError> {
+    match (&args.cert, &args.key) {
+        (Some(_), None) => {
+            let needs = "--key FILE, the private key of the certificate";
+            return Err(ConfigError::TlsPair {
+                flag: "--cert",
+                needs,
+            });
+        }
+        (None, Some(_)) => {
+            let needs = "--cert FILE, the certificate the key belongs to";
+            return Err(ConfigError::TlsPair {
+                flag: "--key",
+                needs,
+            });
+        }
+        _ => {}
+    }
+    if !hosts.iter().any(|t| t.scheme == Scheme::Https) {
+        let set = [
+            (args.insecure, "-k"),
+            (args.cacert.is_some(), "--cacert"),
+            (args.cert.is_some(), "--cert"),
+        ];
+        if let Some(&(_, flag)) = set.iter().find(|(on, _)| *on) {
+            return Err(ConfigError::TlsUnused { flag });
+        }
+    }
+    let trust = match (&args.cacert, args.insecure) {
+        (Some(file), true) => return Err(ConfigError::CacertInsecure(file.display().to_string())),
+        (Some(file), false) => Trust::Authorities {
+            file: file.clone(),
+            roots: Arc::new(pem::authorities("--cacert", file)?),
+        },
+        (None, true) => Trust::Insecure,
+        (None, false) => Trust::System,
+    };
+    let identity = match (&args.cert, &args.key) {
+        (Some(cert), Some(key)) => Some(Identity {
+            cert: cert.clone(),
+            key: pem::certified_key(("--cert", cert), ("--key", key))?,
+        }),
+        _ => None,
+    };
+    Ok(TlsOptions { trust, identity })
 }
 
 fn max_head(bytes: u64) -> Result<usize, ConfigError> {
@@ -597,7 +706,27 @@ mod tests {
                 &["--timeseries-interval", "15ms", "http://127.0.0.1/"],
                 "multiple of 10ms",
             ),
+            (
+                &["http://127.0.0.1/", "requests.json"],
+                "\"requests.json\" after the URL would go to a script's init(args), but there is no script; add -s FILE",
+            ),
+            (
+                &["http://127.0.0.1/", "--", "a"],
+                "\"a\" after the URL would go to a script",
+            ),
             (&["ftp://127.0.0.1/"], "unsupported scheme 'ftp'"),
+            (
+                &["--cert", "c.pem", "https://127.0.0.1/"],
+                "--cert needs --key FILE",
+            ),
+            (
+                &["-k", "http://127.0.0.1/"],
+                "-k only applies to https:// hosts",
+            ),
+            (
+                &["--cacert", "no-such-ca.pem", "https://127.0.0.1/"],
+                "--cacert no-such-ca.pem: cannot read it",
+            ),
             (&["127.0.0.1:80"], "invalid URL '127.0.0.1:80': no scheme"),
             (&["not a url"], "invalid URL 'not a url'"),
             (

@@ -6,6 +6,7 @@
 //! A flag's tests sit next to the flag, at the bottom of this file.
 
 pub mod config;
+pub mod pem;
 pub mod units;
 
 use std::ffi::OsString;
@@ -22,7 +23,7 @@ pub enum Command {
     /// Load-test a URL (the default, as with wrk).
     Bench(Box<BenchArgs>),
     /// Run the built-in target server.
-    Serve(crate::serve::ServeArgs),
+    Serve(Box<crate::serve::ServeArgs>),
     /// Run a short rate-mode test against the built-in target with a stall.
     Demo(DemoArgs),
     /// Re-render the reports of a saved JSON document.
@@ -83,9 +84,10 @@ Subcommands:
   metron merge LOG...      one latency report from several --hlog interval logs
 
 Numbers accept SI suffixes (-c 1k, -R 2.5k); durations accept us, ms, s, m, h (-d 2m).
-Arguments after -- are passed to the script's init(args).";
+Words after the URL go to the script's init(args) as args[1], args[2], ...
+(flags may still follow them; everything after -- goes to the script too).";
 
-/// Load-test a URL: `metron [OPTIONS] <URL> [-- SCRIPT ARGS]`.
+/// Load-test a URL: `metron [OPTIONS] <URL> [SCRIPT ARGS...]`.
 #[derive(Parser, Debug, Clone)]
 #[command(
     name = "metron",
@@ -168,6 +170,18 @@ pub struct BenchArgs {
     #[arg(short = 'k', long = "insecure")]
     pub insecure: bool,
 
+    /// Trust the certificate authorities in this PEM file instead of the system's store
+    #[arg(long = "cacert", value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+
+    /// Client certificate for servers that require one (PEM: the certificate, then any intermediates); needs --key
+    #[arg(long = "cert", value_name = "FILE")]
+    pub cert: Option<PathBuf>,
+
+    /// Private key of --cert (PEM: PKCS#8, RSA or SEC1)
+    #[arg(long = "key", value_name = "FILE")]
+    pub key: Option<PathBuf>,
+
     /// Write the results as one JSON document to FILE ("-": stdout, and the text report goes to stderr)
     #[arg(long = "json", value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -184,19 +198,19 @@ pub struct BenchArgs {
     #[arg(long = "interval", default_value = "1s", value_parser = parse_duration, value_name = "T")]
     pub interval: Duration,
 
-    /// Print the latency histogram raw: 1 us bins up to the last non-empty one
+    /// After the report: the corrected latency histogram, one count per 1 us from 0 to the last non-empty bin
     #[arg(long = "histogram")]
     pub histogram: bool,
 
-    /// Print completed requests per interval, all threads together
+    /// After the report: completed requests per interval, all threads together, one count a line
     #[arg(long = "timeseries")]
     pub timeseries: bool,
 
-    /// Print completed requests per interval and thread
+    /// During the run: completed requests per interval and thread, as each interval ends (THREAD | EPOCH | REQUESTS)
     #[arg(long = "thread-timeseries")]
     pub thread_timeseries: bool,
 
-    /// Interval of --timeseries and --thread-timeseries (a multiple of 10ms)
+    /// Interval of --timeseries and --thread-timeseries (a multiple of 10ms; printed in ms)
     #[arg(long = "timeseries-interval", default_value = "250ms", value_parser = parse_duration, value_name = "T")]
     pub timeseries_interval: Duration,
 
@@ -212,8 +226,9 @@ pub struct BenchArgs {
     #[arg(value_name = "URL")]
     pub url: String,
 
-    /// Arguments passed to the script's init(args)
-    #[arg(last = true, value_name = "SCRIPT ARGS")]
+    /// Arguments passed to the script's init(args): every plain word after
+    /// the URL, as with wrk, and every word after --
+    #[arg(value_name = "SCRIPT ARGS")]
     pub script_args: Vec<String>,
 }
 
@@ -269,7 +284,7 @@ where
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
     let rest = || args.iter().skip(1).cloned();
     match args.get(1).and_then(|a| a.to_str()) {
-        Some("serve") => ServeCli::try_parse_from(rest()).map(|c| Command::Serve(c.args)),
+        Some("serve") => ServeCli::try_parse_from(rest()).map(|c| Command::Serve(Box::new(c.args))),
         Some("demo") => DemoCli::try_parse_from(rest()).map(|c| Command::Demo(c.args)),
         Some("report") => ReportCli::try_parse_from(rest()).map(|c| Command::Report(c.args)),
         Some("merge") => MergeCli::try_parse_from(rest()).map(|c| Command::Merge(c.args)),
@@ -383,6 +398,40 @@ mod tests {
         let a = bench(&["-s", "x.lua", "http://h/", "--", "a", "-b"]).unwrap();
         assert_eq!(a.script, Some(PathBuf::from("x.lua")));
         assert_eq!(a.script_args, vec!["a", "-b"]);
+    }
+
+    /// wrk parses with getopt: the first plain word is the URL, later ones
+    /// go to the script, and flags may come between them.
+    #[test]
+    fn script_arguments_follow_the_url_as_in_wrk() {
+        let a = bench(&[
+            "-t2",
+            "-c10",
+            "-d30s",
+            "-L",
+            "-s",
+            "x.lua",
+            "https://h",
+            "requests.json",
+            "TOKEN",
+        ])
+        .unwrap();
+        assert_eq!(a.url, "https://h");
+        assert_eq!(a.script_args, vec!["requests.json", "TOKEN"]);
+        let a = bench(&[
+            "-s",
+            "m.lua",
+            "http://a/x",
+            "http://b/y",
+            "-d1s",
+            "http://c/z",
+        ])
+        .unwrap();
+        assert_eq!(a.url, "http://a/x");
+        assert_eq!(a.script_args, vec!["http://b/y", "http://c/z"]);
+        assert_eq!(a.duration, Duration::from_secs(1));
+        let a = bench(&["-s", "x.lua", "http://h/", "one", "--", "-two", "--three"]).unwrap();
+        assert_eq!(a.script_args, vec!["one", "-two", "--three"]);
     }
 
     #[test]

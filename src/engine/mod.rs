@@ -24,7 +24,7 @@ use std::time::Duration;
 use mio::Waker;
 use rustls::pki_types::ServerName;
 
-use crate::cli::config::{Config, Scheme, Target};
+use crate::cli::config::{Config, Scheme, Target, TlsOptions, Trust};
 use crate::clock::{self, nanos, Nanos};
 use crate::http::request::{Batch, Parts, RequestError};
 use crate::replay::Cursor;
@@ -32,7 +32,10 @@ use crate::schedule::{Arrivals, Plan};
 use crate::script::{MainScript, ScriptError, ScriptTarget, ThreadScript};
 use crate::stats::{RunStats, ThreadStats};
 
-use transport::{client_config, is_certificate_error, TlsSetup};
+use transport::{
+    client_config, is_certificate_error, noting_certificate_requests, rustls_error, ClientTls,
+    TlsSetup,
+};
 use worker::{Peer, Window, Worker, WorkerSetup};
 
 /// Ends a run early (Ctrl-C, a script's request): wakes every worker.
@@ -82,8 +85,22 @@ impl Stop {
 pub enum EngineError {
     #[error("cannot connect to {addr}: {why}; is the server running? check the host and port in the URL")]
     Connect { addr: SocketAddr, why: io::Error },
-    #[error("the TLS certificate of {host} was rejected: {why}; pass -k/--insecure to skip verification")]
-    Certificate { host: String, why: io::Error },
+    #[error("the TLS certificate of {host} was rejected: {why}; {hint}")]
+    Certificate {
+        host: String,
+        why: io::Error,
+        hint: String,
+    },
+    #[error(
+        "the server at {addr} requires a client certificate ({why}); pass --cert FILE --key FILE"
+    )]
+    ClientCertRequired { addr: SocketAddr, why: io::Error },
+    #[error("the server at {addr} refused the client certificate of --cert {cert} ({why}); use a certificate issued by an authority the server trusts")]
+    ClientCertRefused {
+        addr: SocketAddr,
+        cert: String,
+        why: io::Error,
+    },
     #[error("TLS handshake with {addr} failed: {why}; does the server speak TLS on that port? (a plain HTTP server wants http://)")]
     Tls { addr: SocketAddr, why: io::Error },
     #[error("'{0}' is not a valid TLS server name")]
@@ -133,22 +150,38 @@ pub struct Outcome {
 
 /// Runs the load test described by `cfg`.
 pub fn run(cfg: &Config, stop: &Arc<Stop>) -> Result<Outcome, EngineError> {
-    run_with_progress(cfg, stop, None)
+    run_watched(cfg, stop, None)
 }
 
-/// Called about once a second while the run is on, with the totals so far
-/// and the time since the start.
-pub type OnTick<'a> = &'a mut dyn FnMut(progress::Totals, Duration);
+/// What the main thread is told while it waits for the workers.
+pub trait Watch {
+    /// Whether [`Watch::tick`] is wanted.
+    fn ticks(&self) -> bool;
+    /// About once a second: the totals so far and the time since the start.
+    fn tick(&mut self, totals: progress::Totals, at: Duration);
+    /// The interval length of per-thread rows, if they are wanted.
+    fn rows_every(&self) -> Option<Duration>;
+    /// Rows of intervals that have closed, by interval then thread, each
+    /// once: a few times a second during the run, and the rest (the last
+    /// interval, cut short, included) as it ends.
+    fn rows(&mut self, rows: &[progress::Row]);
+}
 
-/// [`run`], calling `on_tick` while it waits for the workers.
-pub fn run_with_progress(
+/// How often the main thread looks at the board when rows are wanted: as
+/// often as the workers publish.
+const ROWS_POLL: Duration = Duration::from_nanos(progress::PUBLISH_EVERY);
+const TICK_EVERY: Duration = Duration::from_secs(1);
+
+/// [`run`], telling `watch` how it goes while it waits for the workers.
+pub fn run_watched(
     cfg: &Config,
     stop: &Arc<Stop>,
-    mut on_tick: Option<OnTick>,
+    mut watch: Option<&mut dyn Watch>,
 ) -> Result<Outcome, EngineError> {
-    let board = on_tick
+    let rows_every = watch.as_ref().and_then(|w| w.rows_every());
+    let board = watch
         .is_some()
-        .then(|| Arc::new(progress::Board::new(cfg.threads)));
+        .then(|| Arc::new(progress::Board::new(cfg.threads, rows_every)));
     // Each worker holds a sender; when all have exited the channel closes.
     let (done_tx, done_rx) = mpsc::channel::<()>();
     let connections = cfg.connections();
@@ -264,6 +297,9 @@ pub fn run_with_progress(
         measure_from: t0 + nanos(cfg.warmup),
         end: t0 + nanos(cfg.duration),
     };
+    if let Some(board) = &board {
+        board.start(window.measure_from, window.end);
+    }
     for (j, start) in starts.iter().enumerate() {
         let plan = match cfg.rate {
             Some(rate) => Plan::Paced(Arrivals::constant(t0, rate, j, cfg.threads)),
@@ -272,12 +308,8 @@ pub fn run_with_progress(
         let _ = start.send(failed.is_none().then_some((plan, window)));
     }
 
-    if let (Some(tick), Some(board)) = (on_tick.as_mut(), board.as_ref()) {
-        while let Err(mpsc::RecvTimeoutError::Timeout) =
-            done_rx.recv_timeout(Duration::from_secs(1))
-        {
-            tick(board.totals(), Duration::from_nanos(clock::now() - t0));
-        }
+    if let (Some(watch), Some(board)) = (watch.as_deref_mut(), board.as_ref()) {
+        follow(watch, board, &done_rx, t0);
     }
     let mut threads = Vec::with_capacity(cfg.threads);
     let mut failure = None;
@@ -299,6 +331,12 @@ pub fn run_with_progress(
         .stopped_at()
         .map_or(window.end, |at| at.min(window.end));
     let measured = Duration::from_nanos(stopped_at.saturating_sub(window.measure_from));
+    if let (Some(watch), Some(board)) = (watch, board.as_ref()) {
+        let rest = board.finish(&threads, measured);
+        if !rest.is_empty() {
+            watch.rows(&rest);
+        }
+    }
     let mut stats = RunStats::merge(threads, measured);
     if endpoints > 0 {
         if let Some(r) = &cfg.replay {
@@ -313,6 +351,27 @@ pub fn run_with_progress(
         script: main_script,
         failure,
     })
+}
+
+/// Tells `watch` what the workers publish until they have all exited.
+fn follow(watch: &mut dyn Watch, board: &progress::Board, done: &mpsc::Receiver<()>, t0: Nanos) {
+    let poll = match watch.rows_every() {
+        Some(_) => ROWS_POLL,
+        None => TICK_EVERY,
+    };
+    let mut next_tick = t0 + nanos(TICK_EVERY);
+    while let Err(mpsc::RecvTimeoutError::Timeout) = done.recv_timeout(poll) {
+        let rows = board.take_rows();
+        if !rows.is_empty() {
+            watch.rows(&rows);
+        }
+        let now = clock::now();
+        if watch.ticks() && now >= next_tick {
+            watch.tick(board.totals(), Duration::from_nanos(now - t0));
+            // On the second, as far as the polls allow.
+            next_tick = (next_tick + nanos(TICK_EVERY)).max(now);
+        }
+    }
 }
 
 /// Loads the script into the main state and one state per thread (each
@@ -336,6 +395,7 @@ fn load_scripts(
         authority: t.authority.clone(),
         url: cfg.url.clone(),
         headers: cfg.headers.clone(),
+        print_to_stderr: cfg.outputs.json_on_stdout(),
     };
     let mut main = MainScript::load(path, target)?;
     let threads = (0..cfg.threads)
@@ -351,11 +411,24 @@ fn peers(cfg: &Config) -> Result<Vec<Peer>, EngineError> {
         Some(r) => r.set.hosts(),
         None => std::slice::from_ref(&cfg.target),
     };
+    // One configuration for every https host: the same trust for all.
+    let client = targets
+        .iter()
+        .any(|t| t.scheme == Scheme::Https)
+        .then(|| client_config(&cfg.tls));
     targets
         .iter()
         .map(|target| {
-            let tls = tls_setup(target, cfg.insecure)?;
-            let addr = preflight(target, tls.as_ref(), cfg.timeout)?;
+            let tls = tls_setup(target, client.as_ref())?;
+            let check = tls
+                .as_ref()
+                .zip(client.as_ref())
+                .map(|(setup, client)| TlsCheck {
+                    setup,
+                    opts: &cfg.tls,
+                    fallback: client.fallback.as_deref(),
+                });
+            let addr = preflight(target, check, cfg.timeout)?;
             Ok(Peer { addr, tls })
         })
         .collect()
@@ -389,14 +462,16 @@ fn check_local_ports(cfg: &Config, peers: &[Peer]) -> Result<(), EngineError> {
     Ok(())
 }
 
-fn tls_setup(target: &Target, insecure: bool) -> Result<Option<TlsSetup>, EngineError> {
-    if target.scheme != Scheme::Https {
+/// What an https host's connections open with: the run's configuration
+/// and the host's name.
+fn tls_setup(target: &Target, client: Option<&ClientTls>) -> Result<Option<TlsSetup>, EngineError> {
+    let Some(client) = client.filter(|_| target.scheme == Scheme::Https) else {
         return Ok(None);
-    }
+    };
     let name = ServerName::try_from(target.host.clone())
         .map_err(|_| EngineError::ServerName(target.host.clone()))?;
     Ok(Some(TlsSetup {
-        config: client_config(insecure),
+        config: client.config.clone(),
         name,
     }))
 }
@@ -406,24 +481,16 @@ fn tls_setup(target: &Target, insecure: bool) -> Result<Option<TlsSetup>, Engine
 /// error before the run instead of a screen of counted failures.
 fn preflight(
     target: &Target,
-    tls: Option<&TlsSetup>,
+    tls: Option<TlsCheck>,
     timeout: Duration,
 ) -> Result<SocketAddr, EngineError> {
     let mut last = None;
     for &addr in &target.addrs {
         match std::net::TcpStream::connect_timeout(&addr, timeout) {
             Ok(sock) => {
-                if let Some(t) = tls {
-                    handshake(sock, t, timeout).map_err(|why| {
-                        if is_certificate_error(&why) {
-                            EngineError::Certificate {
-                                host: target.host.clone(),
-                                why,
-                            }
-                        } else {
-                            EngineError::Tls { addr, why }
-                        }
-                    })?;
+                if let Some(check) = &tls {
+                    handshake(sock, check.setup, timeout)
+                        .map_err(|refused| check.explain(target, addr, refused))?;
                 }
                 return Ok(addr);
             }
@@ -433,15 +500,127 @@ fn preflight(
     Err(last.expect("a target always has at least one address"))
 }
 
-fn handshake(mut sock: std::net::TcpStream, tls: &TlsSetup, timeout: Duration) -> io::Result<()> {
+/// What the pre-flight needs to say why a handshake failed.
+struct TlsCheck<'a> {
+    setup: &'a TlsSetup,
+    opts: &'a TlsOptions,
+    /// Why the system's store was not used, if the built-in roots were.
+    fallback: Option<&'a str>,
+}
+
+/// A failed pre-flight handshake.
+struct Refused {
+    why: io::Error,
+    /// The server asked for a client certificate.
+    asked: bool,
+}
+
+impl TlsCheck<'_> {
+    /// Names the fix: trust for a refused server certificate, `--cert` for
+    /// a server that wants a client certificate, the scheme otherwise.
+    fn explain(&self, target: &Target, addr: SocketAddr, refused: Refused) -> EngineError {
+        let why = refused.why;
+        if is_certificate_error(&why) {
+            let hint = self.certificate_hint(&why);
+            let host = target.host.clone();
+            return EngineError::Certificate { host, why, hint };
+        }
+        let (alert, required) = match rustls_error(&why) {
+            Some(rustls::Error::AlertReceived(a)) => {
+                (true, *a == rustls::AlertDescription::CertificateRequired)
+            }
+            _ => (false, false),
+        };
+        if !(required || (refused.asked && alert)) {
+            return EngineError::Tls { addr, why };
+        }
+        match &self.opts.identity {
+            None => EngineError::ClientCertRequired { addr, why },
+            Some(id) => EngineError::ClientCertRefused {
+                addr,
+                cert: id.cert.display().to_string(),
+                why,
+            },
+        }
+    }
+
+    fn certificate_hint(&self, why: &io::Error) -> String {
+        let unknown = matches!(
+            rustls_error(why),
+            Some(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::UnknownIssuer
+            ))
+        );
+        let pass = "pass its authority with --cacert FILE, or -k to skip verification";
+        match (&self.opts.trust, self.fallback) {
+            _ if !unknown => "pass -k/--insecure to skip verification".to_string(),
+            (Trust::Authorities { file, .. }, _) => format!(
+                "--cacert {} does not hold the authority that issued it; {pass}",
+                file.display()
+            ),
+            (_, Some(store)) => format!(
+                "the system's trust store gave no certificate ({store}), so only metron's built-in roots were tried; {pass}"
+            ),
+            _ => format!("it is issued by an authority the system does not trust; {pass}"),
+        }
+    }
+}
+
+fn handshake(sock: std::net::TcpStream, tls: &TlsSetup, timeout: Duration) -> Result<(), Refused> {
+    let (config, asked) = noting_certificate_requests(&tls.config);
+    let conn = rustls::ClientConnection::new(config, tls.name.clone()).map_err(io::Error::other);
+    conn.and_then(|conn| handshake_io(sock, conn, timeout, &asked))
+        .map_err(|why| Refused {
+            why,
+            asked: asked.load(Ordering::Relaxed),
+        })
+}
+
+fn handshake_io(
+    mut sock: std::net::TcpStream,
+    mut conn: rustls::ClientConnection,
+    timeout: Duration,
+    asked: &AtomicBool,
+) -> io::Result<()> {
     sock.set_read_timeout(Some(timeout))?;
     sock.set_write_timeout(Some(timeout))?;
-    let mut conn = rustls::ClientConnection::new(tls.config.clone(), tls.name.clone())
-        .map_err(io::Error::other)?;
     while conn.is_handshaking() {
         conn.complete_io(&mut sock)?;
     }
     conn.send_close_notify();
     let _ = conn.complete_io(&mut sock);
+    if asked.load(Ordering::Relaxed) {
+        await_verdict(&mut conn, &mut sock, timeout)?;
+    }
+    Ok(())
+}
+
+/// In TLS 1.3 the client's side of the handshake is over before the
+/// server has checked the client's certificate: a refusal comes after, as
+/// an alert. Reads until the server answers the close_notify, closes, or
+/// stays silent for the timeout; only an alert counts as a refusal.
+fn await_verdict(
+    conn: &mut rustls::ClientConnection,
+    sock: &mut std::net::TcpStream,
+    timeout: Duration,
+) -> io::Result<()> {
+    let deadline = std::time::Instant::now() + timeout;
+    // Session tickets and the server's close_notify: a few records.
+    for _ in 0..64 {
+        if std::time::Instant::now() >= deadline {
+            break;
+        }
+        match conn.read_tls(sock) {
+            Ok(0) => break,
+            Ok(_) => {
+                let state = conn.process_new_packets().map_err(transport::tls_error)?;
+                if state.peer_has_closed() {
+                    break;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
     Ok(())
 }

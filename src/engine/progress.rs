@@ -1,10 +1,14 @@
-//! The live progress line: each worker publishes its running totals a few
-//! times a second (from its periodic sweep, never per request), and the
-//! main thread reads them while it waits for the run to end.
+//! What the main thread learns while the run is on: each worker publishes
+//! its running totals a few times a second (from its periodic sweep, never
+//! per request), for the progress line, and with `--thread-timeseries` its
+//! completions in every interval that has closed since it last published.
+//! The main thread reads both while it waits for the run to end.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
+use std::time::Duration;
 
-use crate::clock::Nanos;
+use crate::clock::{self, Nanos};
 use crate::stats::ThreadStats;
 
 /// How often a worker publishes.
@@ -13,6 +17,12 @@ pub const PUBLISH_EVERY: Nanos = 250_000_000;
 /// One slot of running totals per worker thread.
 pub struct Board {
     slots: Vec<Slot>,
+    /// Interval length of the per-thread rows, when they are wanted.
+    rows_every: Option<Duration>,
+    /// The measured window (start, end) once the run has started; until
+    /// then no interval has closed.
+    from: AtomicU64,
+    end: AtomicU64,
 }
 
 #[derive(Default)]
@@ -20,6 +30,17 @@ struct Slot {
     completed: AtomicU64,
     errors: AtomicU64,
     p99_us: AtomicU64,
+    /// Taken by the worker a few times a second and by the main thread as
+    /// often, never per request.
+    rows: Mutex<Rows>,
+}
+
+/// A thread's closed intervals: how many it has published, and the counts
+/// the main thread has not taken yet.
+#[derive(Default)]
+struct Rows {
+    closed: usize,
+    waiting: Vec<u64>,
 }
 
 /// The sum over all threads at one moment.
@@ -32,14 +53,39 @@ pub struct Totals {
     pub p99_us: u64,
 }
 
+/// Completed requests of one thread in one interval of the measured window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Row {
+    pub thread: usize,
+    /// The interval's position, counting from 0 at the window's start.
+    pub interval: usize,
+    pub completed: u64,
+}
+
 impl Board {
-    pub fn new(threads: usize) -> Board {
+    /// A board for `threads` workers; with `rows_every`, they also publish
+    /// their completions per interval of that length.
+    pub fn new(threads: usize, rows_every: Option<Duration>) -> Board {
         Board {
             slots: (0..threads).map(|_| Slot::default()).collect(),
+            rows_every,
+            from: AtomicU64::new(0),
+            end: AtomicU64::new(0),
         }
     }
 
+    /// The measured window, set before the workers start.
+    pub fn start(&self, measure_from: Nanos, end: Nanos) {
+        self.from.store(measure_from, Relaxed);
+        self.end.store(end, Relaxed);
+    }
+
+    /// Called by worker `thread` itself, from its loop.
     pub fn publish(&self, thread: usize, stats: &ThreadStats) {
+        self.publish_at(thread, stats, clock::now());
+    }
+
+    fn publish_at(&self, thread: usize, stats: &ThreadStats, now: Nanos) {
         let Some(slot) = self.slots.get(thread) else {
             return;
         };
@@ -49,6 +95,29 @@ impl Board {
             .store(c.errors.lost_requests() + c.errors.status, Relaxed);
         slot.p99_us
             .store(stats.latency.value_at_quantile(0.99), Relaxed);
+        if let Some(step) = self.rows_every {
+            let closed = self.closed(now, step);
+            let mut rows = lock(&slot.rows);
+            for i in rows.closed..closed {
+                rows.waiting.push(stats.completions_in(i, step));
+            }
+            rows.closed = rows.closed.max(closed);
+        }
+    }
+
+    /// How many intervals of `step` can no longer change at `now`. `now`
+    /// is read on the worker's own thread, and the worker files each
+    /// completion at a clock reading taken later, clamped into the window
+    /// (see the worker's `Window::offset`): so every later completion falls
+    /// at or after `now`'s place in the window, never in an interval that
+    /// ended before it.
+    fn closed(&self, now: Nanos, step: Duration) -> usize {
+        let (from, end) = (self.from.load(Relaxed), self.end.load(Relaxed));
+        if end <= from || now <= from {
+            return 0;
+        }
+        let at = now.min(end - 1) - from;
+        (u128::from(at) / step.as_nanos().max(1)) as usize
     }
 
     pub fn totals(&self) -> Totals {
@@ -58,15 +127,61 @@ impl Board {
             p99_us: t.p99_us.max(s.p99_us.load(Relaxed)),
         })
     }
+
+    /// The rows published since the last call, by interval, then thread.
+    pub fn take_rows(&self) -> Vec<Row> {
+        let mut out = Vec::new();
+        for (thread, slot) in self.slots.iter().enumerate() {
+            let mut rows = lock(&slot.rows);
+            let first = rows.closed - rows.waiting.len();
+            out.extend(rows.waiting.drain(..).enumerate().map(|(k, n)| Row {
+                thread,
+                interval: first + k,
+                completed: n,
+            }));
+        }
+        out.sort_by_key(|r| (r.interval, r.thread));
+        out
+    }
+
+    /// Once the run is over: the rows not yet taken and every interval not
+    /// yet published (the last, cut short by the run's end, included), from
+    /// the threads' final statistics. With what was taken before, each
+    /// thread's rows then add up to its completed requests.
+    pub fn finish(&self, threads: &[ThreadStats], window: Duration) -> Vec<Row> {
+        let Some(step) = self.rows_every else {
+            return Vec::new();
+        };
+        let mut out = self.take_rows();
+        for (thread, (slot, stats)) in self.slots.iter().zip(threads).enumerate() {
+            let mut rows = lock(&slot.rows);
+            let last = stats.intervals_spanned(step, window).max(rows.closed);
+            out.extend((rows.closed..last).map(|i| Row {
+                thread,
+                interval: i,
+                completed: stats.completions_in(i, step),
+            }));
+            rows.closed = last;
+        }
+        out.sort_by_key(|r| (r.interval, r.thread));
+        out
+    }
+}
+
+/// A poisoned lock only means a thread panicked while holding it; the
+/// counts it guards are still whole (each update is a push, then a store).
+fn lock(rows: &Mutex<Rows>) -> std::sync::MutexGuard<'_, Rows> {
+    rows.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::SERIES_STEP;
 
     #[test]
     fn totals_add_threads_and_bound_the_percentile() {
-        let board = Board::new(2);
+        let board = Board::new(2, None);
         let mut a = ThreadStats::default();
         a.counters.completed = 10;
         a.latency.record(100).unwrap();
@@ -80,5 +195,75 @@ mod tests {
         let t = board.totals();
         assert_eq!((t.completed, t.errors), (15, 1));
         assert!((899..=901).contains(&t.p99_us), "{t:?}");
+        assert!(board.take_rows().is_empty());
+    }
+
+    /// A thread with `per_step` completions in each of `steps` 10 ms steps.
+    fn busy(steps: usize, per_step: u32) -> ThreadStats {
+        let mut s = ThreadStats {
+            series: vec![per_step; steps],
+            ..ThreadStats::default()
+        };
+        s.counters.completed = steps as u64 * u64::from(per_step);
+        s
+    }
+
+    #[test]
+    fn closed_intervals_are_those_wholly_before_now_within_the_window() {
+        let step = Duration::from_millis(250);
+        let board = Board::new(1, Some(step));
+        assert_eq!(board.closed(5_000_000_000, step), 0, "not started");
+        let from = 1_000_000_000;
+        board.start(from, from + 1_000_000_000);
+        assert_eq!(board.closed(from - 1, step), 0);
+        assert_eq!(board.closed(from + 249_999_999, step), 0);
+        assert_eq!(board.closed(from + 250_000_000, step), 1);
+        assert_eq!(board.closed(from + 999_999_999, step), 3);
+        // Past the end the last interval stays open: completions read
+        // then are filed in the window's last moment.
+        assert_eq!(board.closed(from + 5_000_000_000, step), 3);
+    }
+
+    #[test]
+    fn rows_come_once_each_and_add_up_to_the_completed_requests() {
+        let step = Duration::from_millis(250);
+        let per = (step.as_nanos() / SERIES_STEP.as_nanos()) as usize;
+        let board = Board::new(2, Some(step));
+        // Two and a half intervals into the window: two have closed.
+        let (from, now) = (1_000_000_000, 1_625_000_000);
+        board.start(from, from + 10_000_000_000);
+        board.publish_at(0, &busy(2 * per + 3, 2), now);
+        board.publish_at(1, &busy(2 * per + 3, 1), now);
+        let rows = board.take_rows();
+        let want = |thread, interval, completed| Row {
+            thread,
+            interval,
+            completed,
+        };
+        assert_eq!(
+            rows,
+            vec![
+                want(0, 0, 50),
+                want(1, 0, 25),
+                want(0, 1, 50),
+                want(1, 1, 25),
+            ]
+        );
+        assert!(board.take_rows().is_empty(), "taken once");
+        // The run ends 0.7 s into the window: the rest, the cut-short
+        // third interval included.
+        let (a, b) = (busy(70, 2), busy(70, 1));
+        let rest = board.finish(&[a.clone(), b.clone()], Duration::from_millis(700));
+        assert_eq!(
+            rest,
+            vec![want(0, 2, 40), want(1, 2, 20)],
+            "only what was not printed"
+        );
+        let sum = |t: usize| -> u64 {
+            let all = rows.iter().chain(&rest);
+            all.filter(|r| r.thread == t).map(|r| r.completed).sum()
+        };
+        assert_eq!(sum(0), a.counters.completed);
+        assert_eq!(sum(1), b.counters.completed);
     }
 }

@@ -4,14 +4,22 @@
 //! TLS is rustls driven by hand over a non-blocking mio socket: records are
 //! read with `read_tls` until the socket would block, and plaintext writes
 //! are buffered by rustls and pushed with `write_tls` (see [`Transport::flush`]).
+//!
+//! [`client_config`] builds the one rustls configuration a run uses, from
+//! the trust and client certificate the command line chose.
 
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use mio::net::TcpStream;
+use rustls::client::ResolvesClientCert;
 use rustls::pki_types::ServerName;
+use rustls::sign::{CertifiedKey, SingleCertAndKey};
 use rustls::ClientConnection;
+
+use crate::cli::config::{TlsOptions, Trust};
 
 /// What a worker needs to open TLS connections.
 #[derive(Clone)]
@@ -145,37 +153,118 @@ pub fn tls_error(e: rustls::Error) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, e)
 }
 
-/// True when `e` came from certificate verification.
-pub fn is_certificate_error(e: &io::Error) -> bool {
+/// The rustls error inside `e`, if TLS made it.
+pub fn rustls_error(e: &io::Error) -> Option<&rustls::Error> {
     e.get_ref()
         .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-        .is_some_and(|t| {
-            matches!(
-                t,
-                rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented
-            )
-        })
 }
 
-/// The client configuration: Mozilla's roots (so no system store is
-/// needed), or no verification at all with `-k`.
-pub fn client_config(insecure: bool) -> Arc<rustls::ClientConfig> {
+/// True when `e` came from certificate verification.
+pub fn is_certificate_error(e: &io::Error) -> bool {
+    rustls_error(e).is_some_and(|t| {
+        matches!(
+            t,
+            rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented
+        )
+    })
+}
+
+/// The client configuration that every https host of a run shares, and
+/// where its trust came from (for the error when a certificate is refused).
+pub struct ClientTls {
+    pub config: Arc<rustls::ClientConfig>,
+    /// Set when the operating system's store gave no usable certificate
+    /// and the compiled-in roots stand in for it: why it gave none.
+    pub fallback: Option<String>,
+}
+
+/// Builds the client configuration: the trust of `opts` (the system's
+/// store, `--cacert`'s authorities, or none with `-k`) and its client
+/// certificate, if any.
+pub fn client_config(opts: &TlsOptions) -> ClientTls {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .expect("the ring provider supports the default protocol versions");
-    let mut config = if insecure {
-        builder
+    let mut fallback = None;
+    let builder = match &opts.trust {
+        Trust::Insecure => builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AcceptAnyCert(provider)))
-            .with_no_client_auth()
-    } else {
-        let roots =
-            rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-        builder.with_root_certificates(roots).with_no_client_auth()
+            .with_custom_certificate_verifier(Arc::new(AcceptAnyCert(provider))),
+        Trust::Authorities { roots, .. } => builder.with_root_certificates(roots.clone()),
+        Trust::System => {
+            let (roots, why) = system_roots();
+            fallback = why;
+            builder.with_root_certificates(roots)
+        }
+    };
+    let mut config = match &opts.identity {
+        Some(id) => {
+            builder.with_client_cert_resolver(Arc::new(SingleCertAndKey::from(id.key.clone())))
+        }
+        None => builder.with_no_client_auth(),
     };
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Arc::new(config)
+    ClientTls {
+        config: Arc::new(config),
+        fallback,
+    }
+}
+
+/// The operating system's trust store (or the files `SSL_CERT_FILE` and
+/// `SSL_CERT_DIR` name, when set). A store that yields no usable
+/// certificate (a minimal container without a CA bundle, say) is replaced
+/// by the compiled-in roots, so public servers still verify; the reason
+/// is returned for the error that a refused certificate then gets.
+fn system_roots() -> (rustls::RootCertStore, Option<String>) {
+    let found = rustls_native_certs::load_native_certs();
+    let mut roots = rustls::RootCertStore::empty();
+    let (added, _unusable) = roots.add_parsable_certificates(found.certs);
+    if added > 0 {
+        return (roots, None);
+    }
+    let why = match found.errors.first() {
+        Some(e) => e.to_string(),
+        None => "it holds no certificates".to_string(),
+    };
+    let built_in = rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    (built_in, Some(why))
+}
+
+/// A copy of `config` that notes whether a server asked for a client
+/// certificate, so that a handshake the server then fails can be told
+/// apart from other failures (see the pre-flight in the engine).
+pub fn noting_certificate_requests(
+    config: &Arc<rustls::ClientConfig>,
+) -> (Arc<rustls::ClientConfig>, Arc<AtomicBool>) {
+    let asked = Arc::new(AtomicBool::new(false));
+    let mut noting = (**config).clone();
+    noting.client_auth_cert_resolver = Arc::new(NoteRequests {
+        inner: config.client_auth_cert_resolver.clone(),
+        asked: asked.clone(),
+    });
+    (Arc::new(noting), asked)
+}
+
+#[derive(Debug)]
+struct NoteRequests {
+    inner: Arc<dyn ResolvesClientCert>,
+    asked: Arc<AtomicBool>,
+}
+
+impl ResolvesClientCert for NoteRequests {
+    fn resolve(
+        &self,
+        root_hint_subjects: &[&[u8]],
+        sigschemes: &[rustls::SignatureScheme],
+    ) -> Option<Arc<CertifiedKey>> {
+        self.asked.store(true, Ordering::Relaxed);
+        self.inner.resolve(root_hint_subjects, sigschemes)
+    }
+
+    fn has_certs(&self) -> bool {
+        self.inner.has_certs()
+    }
 }
 
 /// `-k`: accepts any certificate but still checks handshake signatures, so

@@ -723,7 +723,10 @@ impl Worker {
     /// error and is retried later.
     fn open(&mut self, i: usize, now: Nanos) {
         let peer = &self.peers[self.conns[i].peer()];
-        match connect(peer, self.poll.registry(), Token(i)) {
+        // As in wrk, a script may move its thread (`wrk.thread.addr = ...`)
+        // at any time; every connection opened after that goes there.
+        let addr = self.script.as_ref().map_or(peer.addr, |s| s.addr());
+        match connect(addr, peer, self.poll.registry(), Token(i)) {
             Ok(transport) => self.conns[i].open(transport, now),
             Err(_) => {
                 self.stats.connect_failed(now);
@@ -777,9 +780,15 @@ impl Worker {
     }
 }
 
-/// Starts a connect to `peer` and registers its socket under `token`.
-fn connect(peer: &Peer, registry: &Registry, token: Token) -> io::Result<Transport> {
-    let mut transport = Transport::connect(peer.addr, peer.tls.as_ref())?;
+/// Starts a connect to `addr` (`peer`'s, unless the script moved its
+/// thread) and registers its socket under `token`.
+fn connect(
+    addr: SocketAddr,
+    peer: &Peer,
+    registry: &Registry,
+    token: Token,
+) -> io::Result<Transport> {
+    let mut transport = Transport::connect(addr, peer.tls.as_ref())?;
     let interest = Interest::READABLE | Interest::WRITABLE;
     registry.register(transport.socket(), token, interest)?;
     Ok(transport)

@@ -26,6 +26,11 @@ pub struct Document {
     pub config: RunConfig,
     /// Length of the measured window, in seconds.
     pub window_s: f64,
+    /// When the measured window began, in milliseconds since the Unix
+    /// epoch: the origin of `series` and of each thread's series, for
+    /// epoch-stamped time series. Absent from documents of older versions.
+    #[serde(default)]
+    pub window_start_ms: Option<u64>,
     /// The run was stopped early (Ctrl-C, `thread:stop()`, a script error).
     pub interrupted: bool,
     pub counters: Counters,
@@ -206,6 +211,10 @@ mod build {
                     }),
                 },
                 window_s: s.window.as_secs_f64(),
+                window_start_ms: (outcome.started_at + cfg.warmup)
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .ok()
+                    .map(|d| d.as_millis() as u64),
                 interrupted: outcome.interrupted,
                 counters: s.counters,
                 requests_per_sec: s.requests_per_sec(),

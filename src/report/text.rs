@@ -2,7 +2,7 @@
 //! which parse its output keep working, followed by metron's own lines.
 //!
 //! Everything up to `Transfer/sec` is laid out as the original prints it
-//! (see COMPAT.md, "Report layout"). metron's additions — send lag, the
+//! (docs/REPORT-LAYOUT.md). metron's additions — send lag, the
 //! accounting of every due request, the closed-loop note and warnings —
 //! come after it, where those parsers no longer look.
 

@@ -42,6 +42,7 @@
 //! - `wrk.rs`: the `wrk` table; `net.rs`: lookup, connect and the clock.
 //! - `stats.rs`: `done()`'s arguments; `json.rs`: `cjson`.
 //! - `error.rs`: [`ScriptError`], one line per failure.
+//! - `stdout.rs`: the scripts' standard output kept in order with metron's.
 
 mod copy;
 mod error;
@@ -49,6 +50,7 @@ mod json;
 mod main_script;
 mod net;
 mod stats;
+pub mod stdout;
 mod thread;
 mod thread_script;
 mod wrk;
@@ -76,6 +78,9 @@ pub struct ScriptTarget {
     /// The URL as given; `args[0]` of `init(args)`.
     pub url: String,
     pub headers: Vec<(String, String)>,
+    /// Send the script's `print`, `io.write` and `io.stdout` to standard
+    /// error: standard output carries the JSON document (`--json -`).
+    pub print_to_stderr: bool,
 }
 
 /// A script's code, read once and run in every state.
@@ -119,6 +124,9 @@ impl Source {
         let load_error = |e: mlua::Error| ScriptError::lua(Stage::Load, &self.file, &e);
         wrk::install(&lua, target, thread).map_err(load_error)?;
         json::register(&lua).map_err(load_error)?;
+        if target.print_to_stderr {
+            stdout::to_stderr(&lua).map_err(load_error)?;
+        }
         // "@path" makes Lua name the file in messages: `path:LINE: ...`.
         let chunk = lua.load(&self.code[..]).set_name(format!("@{}", self.file));
         chunk.exec().map_err(load_error)?;
@@ -166,6 +174,7 @@ pub(crate) mod test_support {
             authority: "127.0.0.1:8080".into(),
             url: "http://127.0.0.1:8080/".into(),
             headers: Vec::new(),
+            print_to_stderr: false,
         }
     }
 }

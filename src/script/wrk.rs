@@ -223,6 +223,7 @@ mod tests {
             authority: "example.test:8080".into(),
             url: "http://example.test:8080/start".into(),
             headers: vec![("X-B".into(), "2".into()), ("X-A".into(), "1".into())],
+            print_to_stderr: false,
         }
     }
 

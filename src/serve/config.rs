@@ -8,6 +8,7 @@
 //! [`ServeConfig::check`].
 
 use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::cli::units::{parse_bytes, parse_duration, parse_si_u64};
@@ -101,6 +102,18 @@ pub struct ServeArgs {
     /// Serve HTTPS with a generated certificate that verifying clients reject
     #[arg(long, value_name = "CERT", value_enum)]
     pub tls: Option<BadCert>,
+
+    /// Serve HTTPS with the certificate chain in FILE (PEM, the server's own first); needs --tls-key
+    #[arg(long, value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// Private key of --tls-cert (PEM: PKCS#8, RSA or SEC1)
+    #[arg(long, value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+
+    /// Require a client certificate issued by an authority in FILE (PEM); needs --tls-cert or --tls
+    #[arg(long, value_name = "FILE")]
+    pub client_ca: Option<PathBuf>,
 }
 
 /// Everything a [`super::Server`] needs; tests build it directly.
@@ -122,8 +135,14 @@ pub struct ServeConfig {
     pub fault: Option<FaultPlan>,
     /// Pause between the bytes of a trickled response.
     pub trickle_interval: Duration,
-    /// Serve over TLS with this (rejectable) certificate.
+    /// Serve over TLS with this (rejectable) generated certificate.
     pub tls: Option<BadCert>,
+    /// Serve over TLS with the certificate chain in this PEM file...
+    pub tls_cert: Option<PathBuf>,
+    /// ...and its private key, in this one.
+    pub tls_key: Option<PathBuf>,
+    /// Require client certificates issued by an authority in this PEM file.
+    pub client_ca: Option<PathBuf>,
     /// Inspection: with `record > 0` the server keeps the first `record`
     /// requests in full and counts requests per path. Both take a lock per
     /// request, so benchmarks leave it at 0.
@@ -145,6 +164,9 @@ impl Default for ServeConfig {
             fault: None,
             trickle_interval: TRICKLE_INTERVAL,
             tls: None,
+            tls_cert: None,
+            tls_key: None,
+            client_ca: None,
             record: 0,
         }
     }
@@ -159,9 +181,27 @@ impl ServeConfig {
         if self.close_every == Some(0) {
             return Err("--close-every must be at least 1".to_string());
         }
+        self.check_tls()?;
         match &self.fault {
             Some(plan) => plan.check(),
             None => Ok(()),
+        }
+    }
+
+    /// The TLS options make one certificate, and a client CA needs TLS.
+    fn check_tls(&self) -> Result<(), String> {
+        match (&self.tls, &self.tls_cert, &self.tls_key) {
+            (_, Some(_), None) => Err("--tls-cert needs --tls-key FILE, its private key".into()),
+            (_, None, Some(_)) => {
+                Err("--tls-key needs --tls-cert FILE, the certificate it belongs to".into())
+            }
+            (Some(_), Some(_), _) => {
+                Err("--tls and --tls-cert both choose the certificate; drop one of them".into())
+            }
+            (None, None, _) if self.client_ca.is_some() => {
+                Err("--client-ca needs HTTPS: add --tls-cert FILE --tls-key FILE (or --tls)".into())
+            }
+            _ => Ok(()),
         }
     }
 }
@@ -188,6 +228,9 @@ impl TryFrom<ServeArgs> for ServeConfig {
             fault,
             trickle_interval: args.trickle_interval,
             tls: args.tls,
+            tls_cert: args.tls_cert,
+            tls_key: args.tls_key,
+            client_ca: args.client_ca,
             record: 0,
         };
         cfg.check()?;
@@ -350,6 +393,13 @@ mod tests {
             ),
             (&["--trickle-interval=fast"], "invalid value 'fast'"),
             (&["--tls=valid"], "invalid value 'valid'"),
+            (&["--tls-cert=c.pem"], "--tls-cert needs --tls-key FILE"),
+            (&["--tls-key=k.pem"], "--tls-key needs --tls-cert FILE"),
+            (
+                &["--tls=untrusted", "--tls-cert=c.pem", "--tls-key=k.pem"],
+                "both choose the certificate",
+            ),
+            (&["--client-ca=ca.pem"], "--client-ca needs HTTPS"),
         ];
         for (argv, want) in cases {
             let err = config(argv).unwrap_err();

@@ -10,7 +10,7 @@
 //! This file holds the public face: [`Server`] (start, address, stats,
 //! shutdown) and [`run`] for the command line. The rest is split by concept:
 //! `config` (flags), `plan` (stall schedule), `fault` (injected failures and
-//! their bytes), `tls` (`--tls` certificates), `stats` (what was received),
+//! their bytes), `tls` (HTTPS: certificates, client certificates), `stats` (what was received),
 //! `request` and `body` (parsing), `route` and `reply` (what to answer and
 //! its bytes), `conn` (the per-connection loop).
 
@@ -66,9 +66,14 @@ impl Server {
     /// Binds, starts the server on its own tokio runtime (threads named
     /// `metron-serve`) and returns once it is accepting connections.
     pub fn start(cfg: ServeConfig) -> io::Result<Server> {
-        cfg.check()
-            .map_err(|msg| io::Error::new(io::ErrorKind::InvalidInput, msg))?;
-        let tls = cfg.tls.map(tls::server_config).transpose()?;
+        let invalid = |msg| io::Error::new(io::ErrorKind::InvalidInput, msg);
+        cfg.check().map_err(invalid)?;
+        let tls = tls::server_config(&cfg).map_err(invalid)?;
+        Server::launch(cfg, tls)
+    }
+
+    /// Binds and starts serving, with the TLS configuration already built.
+    fn launch(cfg: ServeConfig, tls: Option<Arc<rustls::ServerConfig>>) -> io::Result<Server> {
         let listener = std::net::TcpListener::bind(cfg.listen)?;
         widen_backlog(&listener);
         listener.set_nonblocking(true)?;
@@ -106,7 +111,7 @@ impl Server {
         self.addr
     }
 
-    /// `http://ADDR`, or `https://ADDR` with `--tls`.
+    /// `http://ADDR`, or `https://ADDR` with TLS.
     pub fn url(&self) -> String {
         let scheme = if self.tls { "https" } else { "http" };
         format!("{scheme}://{}", self.addr)
@@ -227,10 +232,13 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let listen = args.listen;
     let cfg = ServeConfig::try_from(args).map_err(ServeError::Config)?;
+    // Certificate files are read here, so a bad one is its own one-line
+    // error rather than a failure to listen.
+    let tls = tls::server_config(&cfg).map_err(ServeError::Config)?;
     // Signals are hooked before the address is printed, so a supervisor
     // that signals as soon as it reads the line cannot kill the process.
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
-    let server = Server::start(cfg).map_err(|why| ServeError::Listen { listen, why })?;
+    let server = Server::launch(cfg, tls).map_err(|why| ServeError::Listen { listen, why })?;
     let mut stdout = io::stdout().lock();
     writeln!(stdout, "metron serve listening on {}", server.url())?;
     stdout.flush()?;

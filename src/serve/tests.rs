@@ -794,6 +794,7 @@ fn a_probability_picks_the_same_responses_every_time() {
 
 #[test]
 fn tls_serves_with_a_certificate_only_an_insecure_client_accepts() {
+    use crate::cli::config::{TlsOptions, Trust};
     use crate::engine::transport::{client_config, is_certificate_error};
     use rustls::pki_types::ServerName;
     let server = serve(ServeConfig {
@@ -803,7 +804,17 @@ fn tls_serves_with_a_certificate_only_an_insecure_client_accepts() {
     assert_eq!(server.url(), format!("https://{}", server.addr()));
     let name = ServerName::try_from("localhost").unwrap();
     let tls = |insecure: bool| {
-        let conn = rustls::ClientConnection::new(client_config(insecure), name.clone()).unwrap();
+        let trust = if insecure {
+            Trust::Insecure
+        } else {
+            Trust::System
+        };
+        let opts = TlsOptions {
+            trust,
+            identity: None,
+        };
+        let conn =
+            rustls::ClientConnection::new(client_config(&opts).config, name.clone()).unwrap();
         rustls::StreamOwned::new(conn, connect(&server))
     };
     let mut verified = tls(false);

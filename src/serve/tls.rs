@@ -1,16 +1,22 @@
-//! `--tls`: serving HTTPS with a certificate a verifying client must
+//! Serving HTTPS. `--tls` presents a certificate a verifying client must
 //! reject, so that a client's refusal (and its `-k` way around it) can be
-//! tested against a real handshake.
+//! tested against a real handshake; `--tls-cert` and `--tls-key` present
+//! a given one (issued by a test's own authority, say), and `--client-ca`
+//! requires client certificates issued by the authorities in a file.
 //!
-//! The certificate is generated at start (rcgen), for `localhost` and
-//! `127.0.0.1`/`::1`, and never written anywhere: no file to ship, and
+//! The `--tls` certificate is generated at start (rcgen), for `localhost`
+//! and `127.0.0.1`/`::1`, and never written anywhere: no file to ship, and
 //! nothing any client could come to trust.
 
-use std::io;
 use std::sync::Arc;
 
 use rcgen::{CertificateParams, KeyPair};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::server::WebPkiClientVerifier;
+use rustls::sign::{CertifiedKey, SingleCertAndKey};
+
+use super::ServeConfig;
+use crate::cli::pem;
 
 /// The certificate a `--tls` server presents.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -24,18 +30,39 @@ pub enum BadCert {
 /// Names the certificate is issued for.
 const NAMES: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
-/// A server configuration presenting a freshly generated certificate of
-/// kind `cert`.
-pub(crate) fn server_config(cert: BadCert) -> io::Result<Arc<rustls::ServerConfig>> {
-    let (cert, key) = generate(cert).map_err(io::Error::other)?;
+/// The TLS configuration `cfg` asks for, if any; an error is one line
+/// naming the flag and its file.
+pub(crate) fn server_config(
+    cfg: &ServeConfig,
+) -> Result<Option<Arc<rustls::ServerConfig>>, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
+    let certified = match (cfg.tls, &cfg.tls_cert, &cfg.tls_key) {
+        (Some(bad), _, _) => {
+            let (cert, key) = generate(bad).map_err(|e| format!("--tls: {e}"))?;
+            let certified = CertifiedKey::from_der(vec![cert], key, &provider);
+            Arc::new(certified.map_err(|e| format!("--tls: {e}"))?)
+        }
+        (None, Some(cert), Some(key)) => {
+            pem::certified_key(("--tls-cert", cert), ("--tls-key", key))
+                .map_err(|e| e.to_string())?
+        }
+        _ => return Ok(None),
+    };
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(io::Error::other)?
-        .with_no_client_auth()
-        .with_single_cert(vec![cert], key)
-        .map_err(io::Error::other)?;
-    Ok(Arc::new(config))
+        .map_err(|e| e.to_string())?;
+    let builder = match &cfg.client_ca {
+        Some(file) => {
+            let roots = pem::authorities("--client-ca", file).map_err(|e| e.to_string())?;
+            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+                .build()
+                .map_err(|e| format!("--client-ca {}: {e}", file.display()))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+        None => builder.with_no_client_auth(),
+    };
+    let config = builder.with_cert_resolver(Arc::new(SingleCertAndKey::from(certified)));
+    Ok(Some(Arc::new(config)))
 }
 
 /// A self-signed certificate of kind `cert` and its private key.
@@ -129,6 +156,37 @@ mod tests {
 
     #[test]
     fn a_server_config_builds() {
-        assert!(server_config(BadCert::Expired).is_ok());
+        let cfg = |tls| ServeConfig {
+            tls,
+            ..ServeConfig::default()
+        };
+        assert!(server_config(&cfg(Some(BadCert::Expired)))
+            .unwrap()
+            .is_some());
+        assert!(server_config(&cfg(None)).unwrap().is_none());
+    }
+
+    #[test]
+    fn missing_files_are_named_with_their_flag() {
+        let cfg = ServeConfig {
+            tls_cert: Some("no-such-cert.pem".into()),
+            tls_key: Some("no-such-key.pem".into()),
+            ..ServeConfig::default()
+        };
+        let err = server_config(&cfg).unwrap_err();
+        assert!(
+            err.starts_with("--tls-cert no-such-cert.pem: cannot read it"),
+            "{err}"
+        );
+        let cfg = ServeConfig {
+            tls: Some(BadCert::Untrusted),
+            client_ca: Some("no-such-ca.pem".into()),
+            ..ServeConfig::default()
+        };
+        let err = server_config(&cfg).unwrap_err();
+        assert!(
+            err.starts_with("--client-ca no-such-ca.pem: cannot read it"),
+            "{err}"
+        );
     }
 }

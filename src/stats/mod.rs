@@ -3,7 +3,7 @@
 //! A worker records into its own [`ThreadStats`] through a [`Recorder`],
 //! without locks or allocation; after the workers join,
 //! [`RunStats::merge`] adds them up. Every figure here covers the same
-//! measured window (README, "How it measures"): a request belongs to the
+//! measured window (docs/MEASUREMENT.md, §4): a request belongs to the
 //! window when its intended send time does.
 
 pub mod codec;
@@ -252,15 +252,32 @@ impl ThreadStats {
     /// This thread's request rate sampled every [`RATE_SAMPLE`] over the
     /// whole samples that fit in `window`, in requests per second.
     pub fn rate_samples(&self, window: Duration) -> impl Iterator<Item = f64> + '_ {
-        let per = (RATE_SAMPLE.as_nanos() / SERIES_STEP.as_nanos()) as usize;
         let whole = (window.as_nanos() / RATE_SAMPLE.as_nanos()) as usize;
         let scale = 1.0 / RATE_SAMPLE.as_secs_f64();
-        (0..whole).map(move |i| {
-            let lo = (i * per).min(self.series.len());
-            let hi = ((i + 1) * per).min(self.series.len());
-            self.series[lo..hi].iter().map(|&c| c as u64).sum::<u64>() as f64 * scale
-        })
+        (0..whole).map(move |i| self.completions_in(i, RATE_SAMPLE) as f64 * scale)
     }
+
+    /// Completions in the `i`-th interval of length `step` (a multiple of
+    /// [`SERIES_STEP`]) from the window's start.
+    pub fn completions_in(&self, i: usize, step: Duration) -> u64 {
+        let per = steps_per(step);
+        let lo = (i * per).min(self.series.len());
+        let hi = ((i + 1) * per).min(self.series.len());
+        self.series[lo..hi].iter().map(|&c| u64::from(c)).sum()
+    }
+
+    /// How many intervals of length `step` the series spans: all of
+    /// `window`, and any completion filed after it (a response read as a
+    /// stop request arrived).
+    pub fn intervals_spanned(&self, step: Duration, window: Duration) -> usize {
+        let in_window = window.as_nanos().div_ceil(step.as_nanos().max(1)) as usize;
+        in_window.max(self.series.len().div_ceil(steps_per(step)))
+    }
+}
+
+/// How many [`SERIES_STEP`]s make an interval of length `step`.
+fn steps_per(step: Duration) -> usize {
+    (step.as_nanos() / SERIES_STEP.as_nanos()).max(1) as usize
 }
 
 /// One interval of the measured window, all threads merged: what the

@@ -106,6 +106,7 @@ pub fn sample() -> Document {
             requests: None,
         },
         window_s: 10.0,
+        window_start_ms: None,
         interrupted: false,
         counters,
         requests_per_sec: (REQUESTS - 60) as f64 / 10.0,

@@ -1,0 +1,106 @@
+//! Command lines and scripts as they circulate for wrk2 and its forks run
+//! unedited: script arguments after the URL without `--`, lua-cjson's
+//! module, threads moved between servers, and reports over every thread.
+
+mod common;
+
+use common::*;
+use metron::serve::{ServeConfig, Server};
+
+fn script(name: &str) -> String {
+    format!("{}/tests/scripts/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn recording() -> Server {
+    server(ServeConfig {
+        record: 100_000,
+        ..ServeConfig::default()
+    })
+}
+
+/// `... -s multiple-endpoints.lua http://a/x http://b/y`: every URL reaches
+/// init(args), and moving `wrk.thread.addr` sends the next connection to the
+/// other server.
+#[test]
+fn a_thread_moves_between_the_servers_its_arguments_name() {
+    let _g = serial();
+    let (a, b) = (recording(), recording());
+    let (ua, ub) = (url(&a, "/x"), url(&b, "/y"));
+    let o = metron(&[
+        "-t1",
+        "-c1",
+        "-d1s",
+        "-R100",
+        "-s",
+        &script("multiple_endpoints.lua"),
+        &ua,
+        &ub,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (got_a, got_b) = (a.stats().recorded(), b.stats().recorded());
+    assert!(
+        got_a.iter().all(|r| r.path == "/x"),
+        "server a got other paths"
+    );
+    assert!(
+        got_b.iter().all(|r| r.path == "/y"),
+        "server b got other paths"
+    );
+    assert!(
+        got_a.len() >= 40 && got_b.len() >= 40,
+        "{} and {}",
+        got_a.len(),
+        got_b.len()
+    );
+    assert!(
+        got_a.len().abs_diff(got_b.len()) <= 1,
+        "{} and {}",
+        got_a.len(),
+        got_b.len()
+    );
+}
+
+/// done() reaches the threads with `unpack(threads, 1, 2)` and reads the
+/// string globals each thread's init() set.
+#[test]
+fn done_reads_every_threads_string_globals() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let o = metron(&[
+        "-t2",
+        "-c2",
+        "-d1s",
+        "-R100",
+        "-s",
+        &script("thread_report.lua"),
+        &url(&srv, "/"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().filter(|l| l.starts_with("worker-")).collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    let answered: u64 = lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let rest = l
+                .strip_prefix(&format!("worker-{} answered ", i + 1))
+                .unwrap_or_else(|| panic!("{out}"));
+            rest.parse::<u64>().unwrap()
+        })
+        .sum();
+    assert_eq!(answered, 100, "{out}");
+}
+
+/// Extra words without a script would be silently dropped: they are an
+/// error that says a script would receive them.
+#[test]
+fn words_after_the_url_without_a_script_are_refused() {
+    let o = metron(&["-d1s", "http://127.0.0.1:9/", "requests.json", "TOKEN"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = one_line_error(&o);
+    assert!(
+        err.contains("\"requests.json\" after the URL would go to a script"),
+        "{err}"
+    );
+}
