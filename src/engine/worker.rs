@@ -780,7 +780,8 @@ impl Worker {
     }
 }
 
-/// Starts a connect to `peer` and registers its socket under `token`.
+/// Starts a connect to `addr` (`peer`'s, unless the script moved its
+/// thread) and registers its socket under `token`.
 fn connect(
     addr: SocketAddr,
     peer: &Peer,
