@@ -45,7 +45,9 @@ pub(crate) fn install(
     let wrk = lua.create_table()?;
     wrk.set("scheme", target.scheme.as_str())?;
     wrk.set("host", target.host.as_str())?;
-    wrk.set("port", target.port)?;
+    // As in wrk: the port as written in the URL, a string, or nil when the
+    // URL names none (scripts write `wrk.port or "http"`).
+    wrk.set("port", written_port(&target.url))?;
     wrk.set("method", "GET")?;
     wrk.set("path", target.path.as_str())?;
     wrk.set("headers", headers_table(lua, &target.headers)?)?;
@@ -55,6 +57,16 @@ pub(crate) fn install(
     add_functions(lua, &wrk, target)?;
     lua.set_named_registry_value(WRK_KEY, &wrk)?;
     lua.globals().set("wrk", wrk)
+}
+
+/// The port a URL spells out, if any: what follows the last `:` of its
+/// authority, outside an IPv6 literal's brackets.
+fn written_port(url: &str) -> Option<&str> {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_end = authority.rfind(']').unwrap_or(0);
+    let (_, port) = authority[host_end..].rsplit_once(':')?;
+    (!port.is_empty()).then_some(port)
 }
 
 /// This state's `wrk` table, wherever the script keeps the global name.
@@ -244,7 +256,7 @@ mod tests {
         let ok: bool = lua
             .load(
                 r#"return wrk.scheme == "http" and wrk.host == "example.test"
-                   and wrk.port == 8080 and wrk.path == "/start" and wrk.method == "GET"
+                   and wrk.port == "8080" and wrk.path == "/start" and wrk.method == "GET"
                    and wrk.body == nil and wrk.thread == nil and wrk.headers["X-A"] == "1""#,
             )
             .eval()
@@ -340,5 +352,14 @@ mod tests {
             .eval()
             .unwrap();
         assert!(ok);
+    }
+
+    #[test]
+    fn the_port_is_the_string_the_url_spells_out() {
+        assert_eq!(written_port("http://127.0.0.1:8080/a"), Some("8080"));
+        assert_eq!(written_port("https://h:443"), Some("443"));
+        assert_eq!(written_port("http://[::1]:9000/x:y"), Some("9000"));
+        assert_eq!(written_port("http://[::1]/x"), None);
+        assert_eq!(written_port("http://example.test/a:b?c=d:e"), None);
     }
 }
