@@ -5,15 +5,33 @@
 use std::io::Write;
 use std::time::Duration;
 
-use clap::Parser;
+use clap::{Args, Parser};
 
-use crate::cli::config::Config;
-use crate::cli::{BenchArgs, DemoArgs};
-use crate::engine::Stop;
-use crate::report::units::format_time_us;
-use crate::serve::{ServeConfig, Server, StallPlan};
-use crate::stats::RunStats;
+use metron_core::cli::config::Config;
+use metron_core::cli::units::{parse_duration, parse_si_f64};
+use metron_core::cli::BenchArgs;
+use metron_core::engine::Stop;
+use metron_core::report::units::format_time_us;
+use metron_core::stats::RunStats;
+use metron_serve::{ServeConfig, Server, StallPlan};
+
 use crate::Error;
+
+/// `metron demo`: see what coordinated omission hides, in ten seconds.
+#[derive(Args, Debug, Clone)]
+pub struct DemoArgs {
+    /// Duration of the demo run
+    #[arg(short = 'd', long = "duration", default_value = "10s", value_parser = parse_duration, value_name = "T")]
+    pub duration: Duration,
+
+    /// Request rate of the demo run
+    #[arg(short = 'R', long = "rate", default_value = "2000", value_parser = parse_si_f64, value_name = "R")]
+    pub rate: f64,
+
+    /// How long the target stalls, once, 40% into the run
+    #[arg(long = "stall-for", default_value = "1.4s", value_parser = parse_duration, value_name = "T")]
+    pub stall_for: Duration,
+}
 
 const PERCENTILES: [f64; 8] = [50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.0];
 
@@ -67,8 +85,8 @@ pub fn run(args: &DemoArgs, out: &mut dyn Write) -> Result<(), Error> {
         args.rate
     )?;
     let stop = Stop::new();
-    let _signals = crate::signals::stop_on_interrupt(stop.clone())?;
-    let outcome = crate::bench_config(&cfg, &stop, out)?;
+    let _signals = metron_core::signals::stop_on_interrupt(stop.clone())?;
+    let outcome = metron_core::bench_config(&cfg, &stop, out)?;
     side_by_side(out, &outcome.stats)?;
     explain(out, &outcome.stats, args)?;
     server.shutdown();

@@ -1,444 +1,141 @@
-//! metron: an HTTP benchmarking tool with wrk's command line and Lua API,
-//! wrk2's constant-rate latency model, and microsecond pacing.
+//! The `metron` binary's library: the load generator ([`metron_core`],
+//! re-exported whole, so `metron::engine` and the rest read as before), the
+//! built-in target server ([`serve`], the `metron-serve` crate), and the two
+//! commands that need the server: `metron serve` and `metron demo`.
 //!
 //! # Layout
-//! - [`cli`]: flags as typed (wrk, wrk2 and metron's own) and the validated
-//!   [`cli::config::Config`] derived from them.
-//! - [`target`]: a URL parsed into the server under test, and resolved.
-//! - [`schedule`]: the [`schedule::Load`]: the closed loop, or an arrival
-//!   process giving each request's intended send time (the open model).
-//! - [`engine`]: a run in three stages (prepare, start, collect) over worker
-//!   threads, each with its own event loop, connections, timer and
-//!   statistics.
-//! - [`http`]: request bytes, the incremental response parser, body framing.
-//! - [`replay`]: `--requests FILE`: requests built once from a file, their
-//!   hosts and endpoints.
-//! - [`script`]: wrk's Lua API on LuaJIT: hooks, the `wrk` table, `thread`
-//!   objects, statistics for `done()`.
-//! - [`stats`]: histograms and counters per thread, merged after the run.
-//! - [`report`]: the wrk2-layout text report, JSON, HTML, interval logs.
-//! - [`serve`]: the built-in target server used by `demo` and the tests.
+//! - [`serve_args`]: `metron serve`'s flags, turned into a
+//!   [`serve::ServeConfig`].
 //! - [`demo`]: a ten-second show of what coordinated omission hides.
-//! - [`clock`]: the monotonic nanosecond clock every timestamp comes from.
-//! - [`pem`]: PEM files of certificates and keys, read for the client's and
-//!   the target server's TLS flags alike (a leaf both may use).
+//! - [`parse`] and [`run`]: the command line, with `serve` and `demo`
+//!   recognised here and every other command handed to the load generator.
 //!
-//! Modules import only modules below them (docs/ARCHITECTURE.md); the
-//! reports take a plain description of the run built here, not the
-//! configuration. The binary is a thin shell over [`run`]; tests call the
-//! library.
+//! The load generator never depends on the server (docs/ARCHITECTURE.md,
+//! tests/layers.rs): this crate is the one place both meet.
 
-pub mod cli;
-pub mod clock;
 pub mod demo;
-pub mod engine;
-pub mod http;
-pub mod pem;
-mod progress;
-pub mod replay;
-pub mod report;
-pub mod schedule;
-pub mod script;
-pub mod serve;
-mod signals;
-pub mod stats;
-pub mod target;
+pub mod serve_args;
 
-use std::io::{self, IsTerminal, Write};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Duration;
+pub use metron_core::*;
+pub use metron_serve as serve;
 
-use cli::config::{Config, ConfigError};
-use cli::{BenchArgs, Command};
-use engine::{EngineError, Outcome, Stop};
+use std::ffi::OsString;
+use std::io::{self, Write};
+
+use clap::Parser;
+
+use demo::DemoArgs;
+use serve_args::ServeArgs;
+
+/// What the user asked metron to do.
+#[derive(Debug)]
+pub enum Command {
+    /// A command of the load generator: bench, report or merge.
+    Load(metron_core::cli::Command),
+    /// Run the built-in target server.
+    Serve(Box<ServeArgs>),
+    /// Run a short rate-mode test against the built-in target with a stall.
+    Demo(DemoArgs),
+}
 
 /// Everything that can end a command early.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{0}")]
-    Config(#[from] ConfigError),
-    #[error("{0}")]
-    Engine(#[from] EngineError),
+    #[error(transparent)]
+    Load(#[from] metron_core::Error),
     #[error("{0}")]
     Serve(#[from] serve::ServeError),
-    #[error("{0}")]
-    Io(#[from] io::Error),
-    #[error("{0}")]
-    Log(#[from] report::hlog::HlogError),
-    #[error("cannot read {}: {why}", path.display())]
-    Input { path: PathBuf, why: String },
-    #[error("cannot write {flag} {}: {why}{}", path.display(), output_hint(why))]
-    Output {
-        flag: &'static str,
-        path: PathBuf,
-        why: io::Error,
-    },
 }
 
-/// The fix to suggest for a result file that cannot be written.
-fn output_hint(why: &io::Error) -> &'static str {
-    match why.kind() {
-        io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied => {
-            "; check that the directory exists and is writable"
-        }
-        io::ErrorKind::StorageFull => "; free some space or write elsewhere",
-        io::ErrorKind::IsADirectory => "; name a file, not a directory",
-        _ => "",
+impl Error {
+    /// Standard output closed by its reader (`metron ... | head`).
+    pub fn is_broken_pipe(&self) -> bool {
+        matches!(self, Error::Load(metron_core::Error::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe)
+    }
+}
+
+impl From<io::Error> for Error {
+    fn from(e: io::Error) -> Error {
+        Error::Load(e.into())
+    }
+}
+
+impl From<metron_core::cli::config::ConfigError> for Error {
+    fn from(e: metron_core::cli::config::ConfigError) -> Error {
+        Error::Load(e.into())
+    }
+}
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "metron serve",
+    bin_name = "metron serve",
+    about = "Run metron's built-in HTTP target server.",
+    version
+)]
+struct ServeCli {
+    #[command(flatten)]
+    args: ServeArgs,
+}
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "metron demo",
+    bin_name = "metron demo",
+    about = "Load a built-in target that stalls once, and show corrected vs uncorrected latency.",
+    version
+)]
+struct DemoCli {
+    #[command(flatten)]
+    args: DemoArgs,
+}
+
+/// Parses the whole command line (including the program name): `serve`
+/// and `demo` here, anything else by the load generator, so that a bare
+/// URL stays the default, as in wrk.
+pub fn parse<I, T>(args: I) -> Result<Command, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let rest = || args.iter().skip(1).cloned();
+    match args.get(1).and_then(|a| a.to_str()) {
+        Some("serve") => ServeCli::try_parse_from(rest()).map(|c| Command::Serve(Box::new(c.args))),
+        Some("demo") => DemoCli::try_parse_from(rest()).map(|c| Command::Demo(c.args)),
+        _ => metron_core::cli::parse(args).map(Command::Load),
     }
 }
 
 /// Runs one command, writing its report to `out`.
 pub fn run(cmd: Command, out: &mut dyn Write) -> Result<(), Error> {
     match cmd {
-        Command::Bench(args) => bench(&args, out).map(|_| ()),
+        Command::Load(cmd) => Ok(metron_core::run(cmd, out)?),
         Command::Serve(args) => {
             let cfg = serve::ServeConfig::try_from(*args).map_err(serve::ServeError::Config)?;
             Ok(serve::run(cfg)?)
         }
         Command::Demo(args) => demo::run(&args, out),
-        Command::Report(args) => rerender(&args, out),
-        Command::Merge(args) => merge_logs(&args, out),
     }
 }
 
-/// `metron report`: the text report (and optionally the HTML report) of a
-/// saved JSON document.
-pub fn rerender(args: &cli::ReportArgs, mut out: &mut dyn Write) -> Result<(), Error> {
-    let doc = read_document(&args.file)?;
-    let stats = doc.stats().map_err(|why| Error::Input {
-        path: args.file.clone(),
-        why: why.to_string(),
-    })?;
-    let c = &doc.config;
-    let duration = Duration::from_secs_f64(c.duration_s);
-    report::text::write_banner(&mut out, &c.url, duration, c.threads, c.connections)?;
-    if let Some(r) = &c.requests {
-        report::text::write_replay_line(&mut out, &r.file, r.count, r.hosts, &r.described)?;
-    }
-    let view = report::TextReport {
-        url: &c.url,
-        duration,
-        threads: c.threads,
-        connections: c.connections,
-        load: c.load(),
-        latency: true,
-        u_latency: true,
-        stats: &stats,
-    };
-    report::text::write_results(&mut out, &view)?;
-    if let Some(path) = &args.html {
-        write_file("--html", path, report::html::render(&doc).as_bytes())?;
-    }
-    Ok(())
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-fn read_document(path: &Path) -> Result<report::json::Document, Error> {
-    let input = |why: String| Error::Input {
-        path: path.to_path_buf(),
-        why,
-    };
-    let text = std::fs::read_to_string(path).map_err(|e| input(e.to_string()))?;
-    let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| input(format!("not JSON: {e}")))?;
-    let schema = value.get("schema").and_then(|v| v.as_u64());
-    if schema != Some(u64::from(report::json::SCHEMA)) {
-        let found = schema.map_or("no schema field".to_string(), |s| format!("schema {s}"));
-        return Err(input(format!(
-            "{found}, but this metron reads schema {} documents written by --json",
-            report::json::SCHEMA
-        )));
+    #[test]
+    fn subcommands_are_found_by_their_first_word() {
+        assert!(matches!(
+            parse(["metron", "demo"]).unwrap(),
+            Command::Demo(_)
+        ));
+        assert!(matches!(
+            parse(["metron", "serve", "--listen", "127.0.0.1:0"]).unwrap(),
+            Command::Serve(_)
+        ));
+        assert!(matches!(
+            parse(["metron", "http://127.0.0.1:1/"]).unwrap(),
+            Command::Load(metron_core::cli::Command::Bench(_))
+        ));
     }
-    serde_json::from_value(value).map_err(|e| input(format!("not a metron result: {e}")))
-}
-
-/// Runs a load test as the command line describes it, with Ctrl-C ending
-/// it early, and prints the wrk2-layout report.
-pub fn bench(args: &BenchArgs, out: &mut dyn Write) -> Result<Outcome, Error> {
-    let cfg = Config::from_args(args)?;
-    let stop = Stop::new();
-    let _signals = signals::stop_on_interrupt(stop.clone())?;
-    bench_config(&cfg, &stop, out)
-}
-
-/// Runs a load test from a ready configuration (what tests and `demo` use):
-/// the engine's three stages, then the reports, then the script's `done()`.
-pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Result<Outcome, Error> {
-    let o = &cfg.outputs;
-    // A script's output and ours share stdout: one stream, in call order.
-    script::stdout::line_buffered();
-    let mut out = script::stdout::AfterScripts(out);
-    let run = &cfg.run;
-    // With `--json -` stdout carries the document and nothing else.
-    let mut stderr = io::stderr();
-    let text: &mut dyn Write = if o.json_on_stdout() {
-        &mut stderr
-    } else {
-        &mut out
-    };
-    check_outputs(cfg)?;
-    let connections = run.connections();
-    report::text::write_banner(
-        &mut &mut *text,
-        &run.url,
-        run.duration,
-        run.threads,
-        connections,
-    )?;
-    if let Some(r) = &run.replay {
-        let file = r.file.display().to_string();
-        let (requests, hosts) = (r.set.len(), r.set.hosts().len());
-        let order = replay_order(r);
-        report::text::write_replay_line(&mut &mut *text, &file, requests, hosts, &order)?;
-    }
-    if o.thread_timeseries {
-        report::series::write_thread_header(text)?;
-    }
-    // Flushed before setup() and init() can print.
-    text.flush()?;
-    let (outcome, script) = run_live(cfg, stop, text)?;
-    let view = report::TextReport {
-        url: &run.url,
-        duration: run.duration,
-        threads: run.threads,
-        connections,
-        load: run.load.clone(),
-        latency: cfg.latency,
-        u_latency: cfg.u_latency,
-        stats: &outcome.stats,
-    };
-    report::text::write_results(&mut &mut *text, &view)?;
-    write_extras(text, cfg, &outcome)?;
-    text.flush()?;
-    write_files(&mut out, cfg, &outcome)?;
-    // A script error ends the run early; what ran is reported above.
-    if let Some(e) = outcome.failure {
-        return Err(e.into());
-    }
-    if let Some(script) = script.filter(|s| s.has_done()) {
-        let duration_us = outcome.stats.window.as_micros() as u64;
-        script
-            .done(&outcome.stats, duration_us)
-            .map_err(EngineError::from)?;
-    }
-    Ok(outcome)
-}
-
-/// How the requests file is replayed, as the banner and the JSON document
-/// say it.
-fn replay_order(r: &engine::Replay) -> String {
-    match r.order {
-        replay::Order::Sequential => "in file order".to_string(),
-        replay::Order::Random => format!("in random order (--seed {})", r.seed),
-    }
-}
-
-/// The run as the JSON document (and the HTML report drawn from it)
-/// describes it: plain values, so the reports need no configuration.
-fn describe(run: &engine::Setup) -> report::json::RunConfig {
-    report::json::RunConfig {
-        url: run.url.clone(),
-        threads: run.threads,
-        connections: run.connections(),
-        duration_s: run.duration.as_secs_f64(),
-        warmup_s: run.warmup.as_secs_f64(),
-        timeout_s: run.timeout.as_secs_f64(),
-        rate: run.load.rate(),
-        script: run.script.as_ref().map(|p| p.display().to_string()),
-        headers: run
-            .headers
-            .iter()
-            .map(|(k, v)| format!("{k}: {v}"))
-            .collect(),
-        requests: run.replay.as_ref().map(|r| report::json::RequestsConfig {
-            file: r.file.display().to_string(),
-            count: r.set.len(),
-            hosts: r.set.hosts().len(),
-            order: format!("{:?}", r.order).to_lowercase(),
-            seed: r.seed,
-            described: replay_order(r),
-        }),
-    }
-}
-
-/// Runs the engine's three stages with what shows while it runs: the
-/// progress line (on a terminal, without `--quiet`) and the rows of
-/// `--thread-timeseries`. The script's main state comes back for `done()`.
-fn run_live(
-    cfg: &Config,
-    stop: &Arc<Stop>,
-    text: &mut dyn Write,
-) -> Result<(Outcome, Option<script::MainScript>), Error> {
-    let (o, run) = (&cfg.outputs, &cfg.run);
-    let mut live = Live {
-        line: (!o.quiet && io::stderr().is_terminal()).then(|| progress::Line::new(run.duration)),
-        rows: o.thread_timeseries.then_some((o.timeseries_interval, text)),
-        failed: None,
-    };
-    let watched = live.line.is_some() || live.rows.is_some();
-    let mut prepared = engine::prepare(run, stop, watched.then_some(&live as &dyn engine::Watch))?;
-    let script = prepared.script.take();
-    let result = prepared
-        .start()
-        .collect(watched.then_some(&mut live as &mut dyn engine::Watch));
-    if let Some(line) = live.line.as_mut() {
-        line.clear();
-    }
-    let outcome = result?;
-    match live.failed {
-        Some(e) => Err(e.into()),
-        None => Ok((outcome, script)),
-    }
-}
-
-/// What the main thread shows while the workers run.
-struct Live<'a> {
-    line: Option<progress::Line>,
-    /// The interval of `--thread-timeseries`, and where its rows go.
-    rows: Option<(std::time::Duration, &'a mut dyn Write)>,
-    /// The first failed write of a row, reported once the run is over.
-    failed: Option<io::Error>,
-}
-
-impl engine::Watch for Live<'_> {
-    fn ticks(&self) -> bool {
-        self.line.is_some()
-    }
-
-    fn tick(&mut self, totals: engine::progress::Totals, at: std::time::Duration) {
-        if let Some(line) = self.line.as_mut() {
-            line.show(totals, at);
-        }
-    }
-
-    fn rows_every(&self) -> Option<std::time::Duration> {
-        self.rows.as_ref().map(|(every, _)| *every)
-    }
-
-    fn rows(&mut self, rows: &[engine::progress::Row]) {
-        let Some((_, out)) = self.rows.as_mut() else {
-            return;
-        };
-        if self.failed.is_some() {
-            return;
-        }
-        // Rows may go to the terminal the progress line is on.
-        if let Some(line) = self.line.as_mut() {
-            line.clear();
-        }
-        let written = report::series::write_thread_rows(*out, rows).and_then(|()| out.flush());
-        self.failed = written.err();
-        if let Some(line) = self.line.as_mut() {
-            line.restore();
-        }
-    }
-}
-
-/// The raw outputs of the wrk fork, after the report (its per-thread rows
-/// were printed during the run).
-fn write_extras(out: &mut dyn Write, cfg: &Config, outcome: &Outcome) -> io::Result<()> {
-    let (o, run) = (&cfg.outputs, &outcome.stats);
-    if o.timeseries {
-        report::series::write_timeseries(out, run, o.timeseries_interval)?;
-    }
-    if o.histogram {
-        report::series::write_histogram(out, &run.latency)?;
-    }
-    Ok(())
-}
-
-/// The result files: JSON (or JSON on stdout), interval log, HTML.
-fn write_files(stdout: &mut dyn Write, cfg: &Config, outcome: &Outcome) -> Result<(), Error> {
-    let o = &cfg.outputs;
-    if o.json.is_none() && o.html.is_none() && o.hlog.is_none() {
-        return Ok(());
-    }
-    let doc = report::json::Document::new(
-        describe(&cfg.run),
-        cfg.run.interval,
-        &outcome.stats,
-        outcome.started_at + cfg.run.warmup,
-        outcome.interrupted,
-    );
-    if let Some(path) = &o.json {
-        let json = serde_json::to_string_pretty(&doc).map_err(io::Error::other)? + "\n";
-        if o.json_on_stdout() {
-            stdout.write_all(json.as_bytes())?;
-            stdout.flush()?;
-        } else {
-            write_file("--json", path, json.as_bytes())?;
-        }
-    }
-    if let Some(path) = &o.html {
-        write_file("--html", path, report::html::render(&doc).as_bytes())?;
-    }
-    if let Some(path) = &o.hlog {
-        let mut log = Vec::new();
-        let recorders = outcome.stats.intervals();
-        let intervals = stats::interval::merged(&recorders, outcome.stats.window);
-        // Interval times count from the measured window's start.
-        let start = outcome.started_at + cfg.run.warmup;
-        let comment = format!("metron {} {}", env!("CARGO_PKG_VERSION"), cfg.run.url);
-        let endpoints: Vec<String> = outcome
-            .stats
-            .endpoints
-            .iter()
-            .map(|e| e.name.clone())
-            .collect();
-        report::hlog::write_log(&mut log, start, &comment, intervals, &endpoints)?;
-        write_file("--hlog", path, &log)?;
-    }
-    Ok(())
-}
-
-/// `metron merge`: one report from several interval logs (for example from
-/// several machines that loaded the same server).
-pub fn merge_logs(args: &cli::MergeArgs, out: &mut dyn Write) -> Result<(), Error> {
-    let stats = report::hlog::merge(&args.logs)?;
-    report::hlog::write_merged(out, &args.logs, &stats)?;
-    Ok(())
-}
-
-/// Fails before the run, not after it, when a result file could not be
-/// written: its directory must exist and be writable.
-fn check_outputs(cfg: &Config) -> Result<(), Error> {
-    let o = &cfg.outputs;
-    let files = [
-        ("--json", &o.json),
-        ("--html", &o.html),
-        ("--hlog", &o.hlog),
-    ];
-    for (flag, path) in files {
-        let Some(path) = path.as_deref().filter(|p| *p != Path::new("-")) else {
-            continue;
-        };
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        let fail = |why: io::Error| Error::Output {
-            flag,
-            path: path.to_path_buf(),
-            why,
-        };
-        if !dir.is_dir() {
-            let why = format!("there is no directory {}", dir.display());
-            return Err(fail(io::Error::new(io::ErrorKind::NotFound, why)));
-        }
-        let c_dir = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
-            .map_err(|_| fail(io::Error::from(io::ErrorKind::InvalidInput)))?;
-        // SAFETY: access() reads the NUL-terminated path and nothing else.
-        if unsafe { libc::access(c_dir.as_ptr(), libc::W_OK) } != 0 {
-            return Err(fail(io::Error::last_os_error()));
-        }
-    }
-    Ok(())
-}
-
-fn write_file(flag: &'static str, path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    std::fs::write(path, bytes).map_err(|why| Error::Output {
-        flag,
-        path: path.to_path_buf(),
-        why,
-    })
 }

@@ -4,7 +4,7 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cmd = match metron::cli::parse(std::env::args_os()) {
+    let cmd = match metron::parse(std::env::args_os()) {
         Ok(cmd) => cmd,
         // A mistake is one line; --help and --version print as they are.
         Err(e) if e.use_stderr() => {
@@ -20,7 +20,7 @@ fn main() -> ExitCode {
     match metron::run(cmd, &mut out) {
         Ok(()) => ExitCode::SUCCESS,
         // A closed pipe (`metron ... | head`) is the reader's choice, not an error.
-        Err(metron::Error::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
         Err(e) => {
             let _ = out.flush();
             eprintln!("metron: {e}");

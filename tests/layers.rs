@@ -1,58 +1,94 @@
-//! The library's modules depend on each other in one direction only, as
-//! docs/ARCHITECTURE.md draws them: no two modules import each other,
-//! directly or around a cycle, and the built-in target server neither
-//! imports the load generator nor is imported by it.
+//! The workspace's crates and the modules inside each depend on each other
+//! in one direction only, as docs/ARCHITECTURE.md draws them: the load
+//! generator (crates/core) has no async runtime and never uses the built-in
+//! target server (crates/serve); the server uses nothing of the load
+//! generator; both may use the PEM leaf (crates/pem); and inside each crate
+//! no two modules import each other, directly or around a cycle.
 //!
-//! Read from the source itself: every `crate::` and `super::` path outside
-//! unit tests, resolved to the module it names, two levels deep
-//! (`engine::worker`, `http::chunked`). A module's own submodules and its
-//! parent are not counted: they are one unit.
+//! Read from the sources and manifests themselves: every `crate::` and
+//! `super::` path outside unit tests, resolved to the module it names, two
+//! levels deep (`engine::worker`, `http::chunked`). A module's own
+//! submodules and its parent are not counted: they are one unit.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 type Module = Vec<String>;
 
-/// The modules that may import the target server: the command line that
-/// parses its flags, the demo that runs it, and the crate root that
-/// dispatches `metron serve`.
-const SERVE_USERS: [&str; 3] = ["cli", "demo", ""];
-/// Leaf modules the target server may share with the load generator: they
-/// import nothing of either, and would move with it to a crate below both.
-const SHARED_LEAVES: [&str; 1] = ["pem"];
+/// The crates whose modules are checked for cycles.
+const CRATES: [&str; 3] = ["crates/core", "crates/serve", "crates/pem"];
+/// What the load generator must not depend on: the server and any async
+/// runtime (its own event loops are the point of it).
+const NOT_IN_CORE: [&str; 5] = ["metron-serve", "tokio", "tokio-rustls", "hyper", "rcgen"];
 
 #[test]
 fn modules_form_no_cycle() {
-    let graph = graph();
-    if let Some(cycle) = find_cycle(&graph) {
-        panic!(
-            "modules import each other around a cycle: {}; move what they share into a module \
-             below them (docs/ARCHITECTURE.md)",
-            cycle.join(" -> ")
+    for krate in CRATES {
+        let graph = graph(&src(krate));
+        if let Some(cycle) = find_cycle(&graph) {
+            panic!(
+                "{krate}: modules import each other around a cycle: {}; move what they share \
+                 into a module below them (docs/ARCHITECTURE.md)",
+                cycle.join(" -> ")
+            );
+        }
+    }
+}
+
+#[test]
+fn the_load_generator_has_no_server_and_no_runtime() {
+    let deps = dependencies(&Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/core"));
+    for name in NOT_IN_CORE {
+        assert!(
+            !deps.contains(name),
+            "crates/core depends on {name}: the load generator may not (docs/ARCHITECTURE.md)"
         );
+    }
+    for file in rust_files(&src("crates/core")) {
+        let code = without_tests(&std::fs::read_to_string(&file).expect("a source file reads"));
+        for name in ["metron_serve", "tokio"] {
+            assert!(!code.contains(name), "{} uses {name}", file.display());
+        }
     }
 }
 
 #[test]
 fn the_target_server_stands_alone() {
-    let graph = graph();
-    for (from, to) in &graph {
-        let from_serve = from.starts_with("serve");
-        for t in to {
-            if from_serve {
-                assert!(
-                    t.starts_with("serve") || SHARED_LEAVES.contains(&t.as_str()),
-                    "{from} imports {t}: the target server may use nothing of the load generator"
-                );
-            } else if t.starts_with("serve") {
-                let top = from.split("::").next().unwrap_or_default();
-                assert!(
-                    SERVE_USERS.contains(&top),
-                    "{from} imports {t}: only {SERVE_USERS:?} may use the target server"
-                );
-            }
+    let deps = dependencies(&Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/serve"));
+    assert!(
+        !deps.contains("metron-core") && !deps.contains("metron"),
+        "crates/serve depends on the load generator: it may use only crates/pem"
+    );
+    for file in rust_files(&src("crates/serve")) {
+        let code = without_tests(&std::fs::read_to_string(&file).expect("a source file reads"));
+        assert!(
+            !code.contains("metron_core"),
+            "{} uses the load generator: the target server may use only crates/pem",
+            file.display()
+        );
+    }
+}
+
+/// The `[dependencies]` of a crate's manifest (not its dev-dependencies).
+fn dependencies(dir: &Path) -> BTreeSet<String> {
+    let text = std::fs::read_to_string(dir.join("Cargo.toml")).expect("a manifest reads");
+    let mut section = "";
+    let mut out = BTreeSet::new();
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            section = line;
+        } else if section == "[dependencies]" && !line.is_empty() && !line.starts_with('#') {
+            let name = line.split(['=', '.', ' ']).next().unwrap_or_default();
+            out.insert(name.to_string());
         }
     }
+    out
+}
+
+fn src(krate: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(krate)
+        .join("src")
 }
 
 /// The check itself, on a small tree: it finds what it must.
@@ -80,14 +116,14 @@ fn a_cycle_is_found() {
     assert_eq!(refs, ["a::b", "c", "f::g", "m::n::x::Y", "m::z"]);
 }
 
-/// Edges between modules (two levels deep), from every source file.
-fn graph() -> BTreeMap<String, BTreeSet<String>> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let files = rust_files(&root);
-    let modules: BTreeSet<Module> = files.iter().map(|f| module_of(&root, f)).collect();
+/// Edges between a crate's modules (two levels deep), from every source
+/// file under `root`.
+fn graph(root: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let files = rust_files(root);
+    let modules: BTreeSet<Module> = files.iter().map(|f| module_of(root, f)).collect();
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for file in &files {
-        let module = module_of(&root, file);
+        let module = module_of(root, file);
         let text = std::fs::read_to_string(file).expect("a source file reads");
         let from = unit(&module);
         for path in references(&without_tests(&text), &module) {
@@ -110,7 +146,7 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
 
 fn rust_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).expect("src/ lists") {
+    for entry in std::fs::read_dir(dir).expect("a crate's src/ lists") {
         let path = entry.expect("a directory entry").path();
         if path.is_dir() {
             out.extend(rust_files(&path));

@@ -794,8 +794,8 @@ fn a_probability_picks_the_same_responses_every_time() {
 
 #[test]
 fn tls_serves_with_a_certificate_only_an_insecure_client_accepts() {
-    use crate::engine::setup::{TlsOptions, Trust};
-    use crate::engine::transport::{client_config, is_certificate_error};
+    use metron_core::engine::setup::{TlsOptions, Trust};
+    use metron_core::engine::transport::{client_config, is_certificate_error};
     use rustls::pki_types::ServerName;
     let server = serve(ServeConfig {
         tls: Some(BadCert::Untrusted),

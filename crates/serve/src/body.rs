@@ -5,6 +5,15 @@
 //! much it used, so a body of any size streams through a small buffer; an
 //! incomplete chunk-size or trailer line is simply left in the buffer until
 //! more bytes arrive. Bytes are copied out only when a request is recorded.
+//!
+//! This decoder is kept apart from the load generator's
+//! (`metron-core`'s `http::chunked`) on purpose. The two sides want opposite
+//! things: the load generator is strict (a bare LF ends no line there) so a
+//! broken server is reported, not hidden, while this target accepts a bare
+//! LF and lets whatever a client sends reach its counters, so the tests and
+//! `metron serve` measure clients rather than refuse them. Sharing one would
+//! also make the server depend on the load generator, which it must not
+//! (docs/ARCHITECTURE.md).
 
 /// Longest chunk-size line (with extensions) or trailer line accepted.
 const MAX_LINE: usize = 4096;

@@ -113,7 +113,7 @@ impl ServeConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::serve::FaultPlan;
+    use crate::FaultPlan;
 
     #[test]
     fn hand_built_configs_are_checked_too() {
@@ -128,7 +128,7 @@ mod tests {
         };
         assert!(never.check().is_err());
         let never_faulty = ServeConfig {
-            fault: Some(FaultPlan::every(crate::serve::Fault::Reset, 0)),
+            fault: Some(FaultPlan::every(crate::Fault::Reset, 0)),
             ..ServeConfig::default()
         };
         assert!(never_faulty.check().is_err());

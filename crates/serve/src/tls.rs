@@ -16,7 +16,7 @@ use rustls::server::WebPkiClientVerifier;
 use rustls::sign::{CertifiedKey, SingleCertAndKey};
 
 use super::ServeConfig;
-use crate::pem;
+use metron_pem as pem;
 
 /// The certificate a `--tls` server presents.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::choice::choice;
-use super::units::{parse_bytes, parse_duration, parse_si_u64};
-use crate::serve::{
+use metron_core::cli::choice::choice;
+use metron_core::cli::units::{parse_bytes, parse_duration, parse_si_u64};
+use metron_serve::{
     parse_fault, BadCert, FaultPlan, FaultSpec, Per, ServeConfig, StallPlan, MAX_THREADS,
 };
 
@@ -241,7 +241,7 @@ mod tests {
 
     #[test]
     fn fault_flags_make_a_plan() {
-        use crate::serve::{Fault, Probability};
+        use metron_serve::{Fault, Probability};
         let cfg = config(&["--fault=close-mid-body", "--fault-every=3"]).unwrap();
         assert_eq!(cfg.fault, Some(FaultPlan::every(Fault::CloseMidBody, 3)));
         let cfg = config(&[

@@ -5,9 +5,8 @@
 //! connections, resolved addresses, request bytes) in one place.
 //! A flag's tests sit next to the flag, at the bottom of this file.
 
-mod choice;
+pub mod choice;
 pub mod config;
-pub mod serve;
 pub mod units;
 
 use std::ffi::OsString;
@@ -23,10 +22,6 @@ use units::{parse_duration, parse_si_f64, parse_si_u64};
 pub enum Command {
     /// Load-test a URL (the default, as with wrk).
     Bench(Box<BenchArgs>),
-    /// Run the built-in target server.
-    Serve(Box<serve::ServeArgs>),
-    /// Run a short rate-mode test against the built-in target with a stall.
-    Demo(DemoArgs),
     /// Re-render the reports of a saved JSON document.
     Report(ReportArgs),
     /// One report from several HdrHistogram interval logs.
@@ -233,46 +228,6 @@ pub struct BenchArgs {
     pub script_args: Vec<String>,
 }
 
-/// `metron demo`: see what coordinated omission hides, in ten seconds.
-#[derive(Args, Debug, Clone)]
-pub struct DemoArgs {
-    /// Duration of the demo run
-    #[arg(short = 'd', long = "duration", default_value = "10s", value_parser = parse_duration, value_name = "T")]
-    pub duration: Duration,
-
-    /// Request rate of the demo run
-    #[arg(short = 'R', long = "rate", default_value = "2000", value_parser = parse_si_f64, value_name = "R")]
-    pub rate: f64,
-
-    /// How long the target stalls, once, 40% into the run
-    #[arg(long = "stall-for", default_value = "1.4s", value_parser = parse_duration, value_name = "T")]
-    pub stall_for: Duration,
-}
-
-#[derive(Parser, Debug)]
-#[command(
-    name = "metron serve",
-    bin_name = "metron serve",
-    about = "Run metron's built-in HTTP target server.",
-    version
-)]
-struct ServeCli {
-    #[command(flatten)]
-    args: serve::ServeArgs,
-}
-
-#[derive(Parser, Debug)]
-#[command(
-    name = "metron demo",
-    bin_name = "metron demo",
-    about = "Load a built-in target that stalls once, and show corrected vs uncorrected latency.",
-    version
-)]
-struct DemoCli {
-    #[command(flatten)]
-    args: DemoArgs,
-}
-
 /// Parses the whole command line (including the program name).
 ///
 /// Subcommands are recognised by the first word so that a bare URL stays
@@ -285,8 +240,6 @@ where
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
     let rest = || args.iter().skip(1).cloned();
     match args.get(1).and_then(|a| a.to_str()) {
-        Some("serve") => ServeCli::try_parse_from(rest()).map(|c| Command::Serve(Box::new(c.args))),
-        Some("demo") => DemoCli::try_parse_from(rest()).map(|c| Command::Demo(c.args)),
         Some("report") => ReportCli::try_parse_from(rest()).map(|c| Command::Report(c.args)),
         Some("merge") => MergeCli::try_parse_from(rest()).map(|c| Command::Merge(c.args)),
         _ => BenchArgs::try_parse_from(args).map(|a| Command::Bench(Box::new(a))),
@@ -454,12 +407,12 @@ mod tests {
     #[test]
     fn subcommands_are_found_by_their_first_word() {
         assert!(matches!(
-            parse(["metron", "demo"]).unwrap(),
-            Command::Demo(_)
+            parse(["metron", "report", "run.json"]).unwrap(),
+            Command::Report(_)
         ));
         assert!(matches!(
-            parse(["metron", "serve", "--listen", "127.0.0.1:0"]).unwrap(),
-            Command::Serve(_)
+            parse(["metron", "merge", "a.hlog"]).unwrap(),
+            Command::Merge(_)
         ));
     }
 }

@@ -13,10 +13,10 @@ use super::BenchArgs;
 use crate::engine::setup::{Identity, TlsOptions, Trust};
 use crate::engine::{Replay, Setup};
 use crate::http::request::{check_header_value, check_token};
-use crate::pem::{self, PemError};
 use crate::replay::{Order, ReplayError, RequestSet, MAX_ENDPOINTS};
 use crate::schedule::{Load, MAX_RATE};
 use crate::target::{parse_target, Scheme, Target, TargetError};
+use metron_pem::{self as pem, PemError};
 
 /// The longest run: far beyond any benchmark, far below where nanosecond
 /// timestamps would overflow.

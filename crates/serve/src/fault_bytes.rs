@@ -157,8 +157,8 @@ fn payload_len(response: &Response) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::serve::fault::After;
-    use crate::serve::reply::Connection;
+    use crate::fault::After;
+    use crate::reply::Connection;
 
     fn base(body: Body) -> Response {
         Response {
