@@ -66,11 +66,25 @@ fn header(page: &mut String, doc: &Document) {
         escape(&summary_line(doc))
     );
     if doc.interrupted {
+        let why = doc
+            .interruption
+            .as_ref()
+            .map(|i| format!(" by {} after {}", i.cause.describe(), seconds(i.after_s)))
+            .unwrap_or_default();
         let _ = writeln!(
             page,
-            "<p class=\"warn\">This run was interrupted: the figures cover the {} it ran, not the configured {}.</p>",
+            "<p class=\"warn\">This run was interrupted{why}: the figures cover the {} it measured, not the configured {}.</p>",
             seconds(doc.window_s),
             seconds(doc.config.duration_s)
+        );
+    }
+    if let Some(w) = doc.with_unfinished() {
+        let _ = writeln!(
+            page,
+            "<p class=\"warn\">{} requests did not complete (timed out, in flight at the end, or never sent). \
+             Their latency is at least their age when they were given up; the figures marked \
+             “with unfinished” count them at that lower bound.</p>",
+            fmt::count(w.count - doc.latency.corrected.count)
         );
     }
 }
