@@ -10,6 +10,24 @@ use common::*;
 use metron::serve::{Fault, FaultPlan, ServeConfig, StallPlan};
 use metron::stats::StopCause;
 
+/// A server that reads every request and never answers one.
+fn silent() -> metron::serve::Server {
+    server(ServeConfig {
+        fault: Some(FaultPlan::every(Fault::NeverAnswer, 1)),
+        ..ServeConfig::default()
+    })
+}
+
+/// Writes a Lua script for one test; the caller removes it.
+fn script(name: &str, text: &str) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("metron-edges-{name}-{}.lua", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A script that stops its thread at the first response.
+const STOP_ON_RESPONSE: &str = "function response(status, headers, body) wrk.thread:stop() end\n";
+
 /// A server that stops answering for the last S of a D-second run at R/s:
 /// the S·R requests due in that time never complete, and each one's
 /// latency is at least the run's end minus its intended time. Their ages
@@ -73,15 +91,12 @@ fn a_stall_at_the_end_raises_the_conservative_percentiles() {
 #[test]
 fn a_server_that_never_answers_reports_ages_not_zero() {
     let _g = serial();
-    let srv = server(ServeConfig {
-        fault: Some(FaultPlan::every(Fault::NeverAnswer, 1)),
-        ..ServeConfig::default()
-    });
+    let srv = silent();
     let u = url(&srv, "/");
     let (o, text) = bench(&["-t1", "-c4", "-R100", "-d1s", "--timeout", "10s", &u]);
     assert_balanced(&o);
     assert_eq!(o.stats.counters.completed, 0);
-    assert!(!text.contains("0.00us"), "{text}");
+    assert!(!text.contains(" 0.00us"), "{text}");
     assert!(
         text.contains("    Latency        -         -        -         - \n"),
         "{text}"
@@ -100,10 +115,7 @@ fn a_server_that_never_answers_reports_ages_not_zero() {
 #[test]
 fn timeouts_count_at_their_age_when_given_up() {
     let _g = serial();
-    let srv = server(ServeConfig {
-        fault: Some(FaultPlan::every(Fault::NeverAnswer, 1)),
-        ..ServeConfig::default()
-    });
+    let srv = silent();
     let u = url(&srv, "/");
     let (o, _) = bench(&["-t1", "-c2", "-d2s", "--timeout", "300ms", &u]);
     assert_balanced(&o);
@@ -125,12 +137,7 @@ fn a_run_stopped_by_its_script_says_so() {
     let _g = serial();
     let srv = server(ServeConfig::default());
     let u = url(&srv, "/");
-    let script = std::env::temp_dir().join(format!("metron-edges-{}.lua", std::process::id()));
-    std::fs::write(
-        &script,
-        "function response(status, headers, body) wrk.thread:stop() end\n",
-    )
-    .unwrap();
+    let script = script("stop", STOP_ON_RESPONSE);
     let s = script.to_str().unwrap();
     let (o, text) = bench(&["-t1", "-c1", "-d10s", "-s", s, &u]);
     let i = o.stats.interruption.expect("the run was cut short");
@@ -151,39 +158,6 @@ fn a_run_stopped_by_its_script_says_so() {
     let _ = std::fs::remove_file(script);
 }
 
-/// SIGINT ends a run: the report is printed, says where it stopped, and
-/// the exit status is 130 (SIGTERM: 143), as shells report a signal.
-#[test]
-fn a_signal_ends_the_run_with_its_report_and_status() {
-    let _g = serial();
-    let srv = server(ServeConfig::default());
-    let u = url(&srv, "/");
-    for (signal, status, name) in [("INT", 130, "Ctrl-C"), ("TERM", 143, "SIGTERM")] {
-        let child = std::process::Command::new(env!("CARGO_BIN_EXE_metron"))
-            .args(["-t1", "-c2", "-R100", "-d20s", &u])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(1500));
-        let killed = std::process::Command::new("kill")
-            .args([&format!("-{signal}"), &child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(killed.success());
-        let o = wait_bounded(child, Duration::from_secs(20));
-        let out = stdout(&o);
-        assert_eq!(o.status.code(), Some(status), "{out}{}", stderr(&o));
-        assert!(out.contains("Requests/sec:"), "{out}");
-        assert!(out.contains(&format!(" of 20s ({name})")), "{out}");
-        assert!(
-            stderr(&o).contains(&format!("metron: stopped by {name} after ")),
-            "{}",
-            stderr(&o)
-        );
-    }
-}
-
 /// The never-sent warning names what held the requests back: here the
 /// script's delay() keeps the only connection resting.
 #[test]
@@ -191,8 +165,7 @@ fn the_never_sent_warning_names_a_delay() {
     let _g = serial();
     let srv = server(ServeConfig::default());
     let u = url(&srv, "/");
-    let script = std::env::temp_dir().join(format!("metron-delay-{}.lua", std::process::id()));
-    std::fs::write(&script, "function delay() return 5000 end\n").unwrap();
+    let script = script("delay", "function delay() return 5000 end\n");
     let s = script.to_str().unwrap();
     let (o, text) = bench(&["-t1", "-c1", "-R100", "-d1s", "-s", s, &u]);
     assert_balanced(&o);
@@ -246,4 +219,36 @@ fn the_never_sent_warning_names_failed_connects() {
         !warnings.contains("still waited for responses"),
         "{warnings}"
     );
+}
+
+/// `metron report` prints a saved run's report again byte for byte (with
+/// both latency blocks, as it always prints them), its unfinished requests
+/// and its early end included.
+#[test]
+fn a_saved_report_keeps_its_edges() {
+    let _g = serial();
+    let silent = silent();
+    let fine = server(ServeConfig::default());
+    let dir = std::env::temp_dir();
+    let script = script("saved", STOP_ON_RESPONSE);
+    let s = script.to_str().unwrap();
+    let silent_url = url(&silent, "/");
+    let fine_url = url(&fine, "/");
+    let runs: [&[&str]; 2] = [
+        &["-t1", "-c2", "-R50", "-d1s", "-L", "-U", &silent_url],
+        &["-t1", "-c1", "-d5s", "-L", "-U", "-s", s, &fine_url],
+    ];
+    for (i, args) in runs.into_iter().enumerate() {
+        let json = dir.join(format!("metron-edges-{}-{i}.json", std::process::id()));
+        let j = json.to_str().unwrap();
+        let mut argv = vec!["--json", j];
+        argv.extend_from_slice(args);
+        let run = metron(&argv);
+        assert!(run.status.success(), "{}", stderr(&run));
+        let again = metron(&["report", j]);
+        assert!(again.status.success(), "{}", stderr(&again));
+        assert_eq!(stdout(&again), stdout(&run));
+        let _ = std::fs::remove_file(json);
+    }
+    let _ = std::fs::remove_file(script);
 }

@@ -228,7 +228,7 @@ pub fn percentiles(page: &mut String, doc: &Document) {
             latency_real(v)
         }
     };
-    let figures: [(&str, fn(&Summary) -> f64); 2] = [("mean", |s| s.mean), ("stdev", |s| s.stdev)];
+    let figures: [(&str, Figure); 2] = [("mean", |s| s.mean), ("stdev", |s| s.stdev)];
     for (name, pick) in figures {
         let mut row = vec![
             name.to_string(),
@@ -247,6 +247,9 @@ pub fn percentiles(page: &mut String, doc: &Document) {
     let head: Vec<&str> = head.iter().map(String::as_str).collect();
     grid(page, "numbers", &head, &rows);
 }
+
+/// Picks a figure (mean, deviation) out of a summary.
+type Figure = fn(&Summary) -> f64;
 
 /// `n` as a share of `of`, or a dash when there is nothing to share.
 fn share(n: u64, of: u64) -> String {
