@@ -35,7 +35,7 @@ const MIN_DECADES: f64 = 2.0;
 const MAX_DECADES: f64 = (DECADE_LABELS.len() - 1) as f64;
 
 /// The label of the conservative distribution's curves.
-pub const WITH_UNFINISHED: &str = "with unfinished requests (lower bounds)";
+pub const WITH_UNFINISHED: &str = "with unfinished (lower bounds)";
 
 /// Picks one figure out of a series point.
 type Pick = fn(&SeriesPoint) -> u64;

@@ -139,10 +139,16 @@ fn over_time(page: &mut String, doc: &Document) {
     } else {
         "Latency (send → response)"
     };
+    let unfinished = if doc.series.points.iter().any(|p| p.unfinished > 0) {
+        " The dashed line also counts the requests given up in each interval (timed out; in \
+         the last, those in flight or never sent at the end) at their lower bounds."
+    } else {
+        ""
+    };
     let _ = writeln!(
         page,
         "<figcaption>{what} of the requests completed in each {} interval; \
-         intervals that completed none are left out.</figcaption></figure>",
+         intervals that completed none are left out.{unfinished}</figcaption></figure>",
         seconds(doc.series.interval_s)
     );
     page.push_str("<figure>");
