@@ -52,6 +52,15 @@ impl Error {
     pub fn is_broken_pipe(&self) -> bool {
         matches!(self, Error::Load(metron_core::Error::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe)
     }
+
+    /// The process's exit status for this error (see
+    /// [`metron_core::Error::exit_status`]).
+    pub fn exit_status(&self) -> u8 {
+        match self {
+            Error::Load(e) => e.exit_status(),
+            Error::Serve(_) => 1,
+        }
+    }
 }
 
 impl From<io::Error> for Error {

@@ -24,7 +24,7 @@ fn main() -> ExitCode {
         Err(e) => {
             let _ = out.flush();
             eprintln!("metron: {e}");
-            ExitCode::FAILURE
+            ExitCode::from(e.exit_status())
         }
     }
 }

@@ -194,13 +194,14 @@ fn a_run_prints_the_wrk2_report() {
     assert!(!out.contains("nan"), "{out}");
 }
 
-/// Ctrl-C (SIGINT) and SIGTERM end the run early, and the report covers
-/// what ran.
+/// Ctrl-C (SIGINT) and SIGTERM end the run early: the report covers what
+/// ran and says where it stopped, and the exit status is 128 plus the
+/// signal's number, as shells report a process a signal ended.
 #[test]
 fn interrupt_prints_the_report_for_what_ran() {
     let _g = serial();
     let srv = server(ServeConfig::default());
-    for signal in [libc::SIGINT, libc::SIGTERM] {
+    for (signal, name) in [(libc::SIGINT, "Ctrl-C"), (libc::SIGTERM, "SIGTERM")] {
         let child = Command::new(env!("CARGO_BIN_EXE_metron"))
             .args(["-t1", "-c2", "-R100", "-d30s", &url(&srv, "/")])
             .stdout(std::process::Stdio::piped())
@@ -211,9 +212,21 @@ fn interrupt_prints_the_report_for_what_ran() {
         // SAFETY: signalling our own child process.
         unsafe { libc::kill(child.id() as libc::pid_t, signal) };
         let o = wait_bounded(child, std::time::Duration::from_secs(5));
-        assert!(o.status.success(), "signal {signal}: {}", stderr(&o));
+        assert_eq!(o.status.code(), Some(128 + signal), "{}", stderr(&o));
         let out = String::from_utf8_lossy(&o.stdout);
         assert!(out.contains("Requests/sec:"), "signal {signal}: {out}");
+        assert!(
+            out.contains(&format!(
+                " of 30s ({name}): the figures cover the time that ran"
+            )),
+            "{out}"
+        );
+        let err = stderr(&o);
+        assert!(
+            err.starts_with(&format!("metron: stopped by {name} after ")),
+            "{err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
         let completed: u64 = out
             .lines()
             .find_map(|l| {

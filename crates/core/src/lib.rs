@@ -72,6 +72,28 @@ pub enum Error {
         path: PathBuf,
         why: io::Error,
     },
+    /// A signal ended the run early; the report of what ran is out.
+    #[error("stopped by {} after {}; the report covers what ran", cause.describe(), report::units::format_time_us(after.as_micros() as f64))]
+    Interrupted {
+        cause: stats::StopCause,
+        after: Duration,
+    },
+}
+
+impl Error {
+    /// The process's exit status for this error: 128 plus the signal's
+    /// number for a run a signal ended (130 for Ctrl-C, 143 for SIGTERM),
+    /// as shells report a process the signal ended; 1 for the rest.
+    pub fn exit_status(&self) -> u8 {
+        match self {
+            Error::Interrupted { cause, .. } => match cause {
+                stats::StopCause::Interrupt => 130,
+                stats::StopCause::Terminate => 143,
+                _ => 1,
+            },
+            _ => 1,
+        }
+    }
 }
 
 /// The fix to suggest for a result file that cannot be written.
@@ -214,7 +236,22 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
             .done(&outcome.stats, duration_us)
             .map_err(EngineError::from)?;
     }
-    Ok(outcome)
+    // A signal's stop is reported by the exit status, after everything
+    // else; a script's `thread:stop()` in every thread is its own choice.
+    match outcome.stats.interruption {
+        Some(i)
+            if matches!(
+                i.cause,
+                stats::StopCause::Interrupt | stats::StopCause::Terminate
+            ) =>
+        {
+            Err(Error::Interrupted {
+                cause: i.cause,
+                after: i.after,
+            })
+        }
+        _ => Ok(outcome),
+    }
 }
 
 /// How the requests file is replayed, as the banner and the JSON document
@@ -351,7 +388,6 @@ fn write_files(stdout: &mut dyn Write, cfg: &Config, outcome: &Outcome) -> Resul
         cfg.run.interval,
         &outcome.stats,
         outcome.started_at + cfg.run.warmup,
-        outcome.interrupted,
     );
     if let Some(path) = &o.json {
         let json = serde_json::to_string_pretty(&doc).map_err(io::Error::other)? + "\n";

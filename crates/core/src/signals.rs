@@ -9,6 +9,7 @@ use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::{Handle, Signals};
 
 use crate::engine::Stop;
+use crate::stats::StopCause;
 
 /// Stops listening when dropped.
 pub struct Guard {
@@ -22,11 +23,16 @@ pub fn stop_on_interrupt(stop: Arc<Stop>) -> io::Result<Guard> {
     let thread = std::thread::Builder::new()
         .name("metron-signals".into())
         .spawn(move || {
-            for _ in signals.forever() {
+            for signal in signals.forever() {
                 if stop.is_stopped() {
-                    std::process::exit(130);
+                    std::process::exit(128 + signal);
                 }
-                stop.trigger();
+                let cause = if signal == SIGTERM {
+                    StopCause::Terminate
+                } else {
+                    StopCause::Interrupt
+                };
+                stop.trigger(cause);
             }
         })?;
     Ok(Guard {

@@ -267,6 +267,11 @@ impl<T: Io> Conn<T> {
         self.state == State::Idle
     }
 
+    /// Held by the script's `delay()`.
+    pub fn is_resting(&self) -> bool {
+        matches!(self.state, State::Resting { .. })
+    }
+
     /// The requests written and not yet answered, oldest first.
     pub fn in_flight(&self) -> impl Iterator<Item = &InFlight> {
         self.session.in_flight.iter()

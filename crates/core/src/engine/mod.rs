@@ -28,7 +28,7 @@ pub mod worker;
 
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
@@ -40,17 +40,18 @@ use crate::http::request::RequestError;
 use crate::replay::RequestSet;
 use crate::schedule::{Load, Plan};
 use crate::script::{MainScript, ScriptError};
-use crate::stats::{RunStats, ThreadStats};
+use crate::stats::{Interruption, RunStats, StopCause};
 
 pub use prepare::prepare;
 pub use setup::{Replay, Setup};
 use worker::Window;
 
-/// Ends a run early (Ctrl-C, a script's request): wakes every worker.
+/// Ends a run early (Ctrl-C, SIGTERM, an error): wakes every worker.
 #[derive(Default)]
 pub struct Stop {
     stopped: AtomicBool,
-    at: AtomicU64,
+    /// When and why it was first triggered.
+    first: Mutex<Option<(Nanos, StopCause)>>,
     wakers: Mutex<Vec<Arc<Waker>>>,
 }
 
@@ -59,11 +60,14 @@ impl Stop {
         Arc::new(Stop::default())
     }
 
-    /// Asks every worker to stop now; the report covers what ran.
-    pub fn trigger(&self) {
-        if !self.stopped.swap(true, Ordering::SeqCst) {
-            self.at.store(clock::now(), Ordering::SeqCst);
-        }
+    /// Asks every worker to stop now, for `cause`; the report covers what
+    /// ran. Only the first trigger's time and cause are kept.
+    pub fn trigger(&self, cause: StopCause) {
+        self.first
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert((clock::now(), cause));
+        self.stopped.store(true, Ordering::SeqCst);
         for w in self.wakers.lock().unwrap_or_else(|e| e.into_inner()).iter() {
             let _ = w.wake();
         }
@@ -73,8 +77,9 @@ impl Stop {
         self.stopped.load(Ordering::SeqCst)
     }
 
-    fn stopped_at(&self) -> Option<Nanos> {
-        self.is_stopped().then(|| self.at.load(Ordering::SeqCst))
+    /// When and why the run was stopped, if it was.
+    fn stopped(&self) -> Option<(Nanos, StopCause)> {
+        *self.first.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn register(&self, waker: Arc<Waker>) {
@@ -147,16 +152,13 @@ pub struct Outcome {
     pub addr: SocketAddr,
     /// Wall-clock time of the run's start (for logs and time series).
     pub started_at: SystemTime,
-    /// The run was stopped before its duration was up.
-    pub interrupted: bool,
     /// What stopped the run early, if it was an error (a script's): the
     /// statistics still cover what ran.
     pub failure: Option<EngineError>,
 }
 
-/// What a worker thread returns: its statistics and the first fatal error
-/// it met, or nothing when it never started.
-type WorkerResult = io::Result<Option<(ThreadStats, Option<EngineError>)>>;
+/// What a worker thread returns, or nothing when it never started.
+type WorkerResult = io::Result<Option<worker::Finished>>;
 
 /// A worker thread, and the channel that starts it (or, given `None`,
 /// lets it go without running).
@@ -175,6 +177,9 @@ pub struct Prepared {
     load: Load,
     warmup: Duration,
     duration: Duration,
+    /// Length of the recorded intervals: rates are never computed over
+    /// less (see [`RunStats::floor_rates_at`]).
+    interval: Duration,
     ends: Ends,
 }
 
@@ -209,11 +214,13 @@ impl Prepared {
             let _ = w.start.send(Some((plan, window)));
             handles.push(w.handle);
         }
+        let measured = self.duration.saturating_sub(self.warmup);
         Running {
             handles,
             t0,
             started_at,
             window,
+            rate_floor: self.interval.min(measured),
             ends: self.ends,
         }
     }
@@ -225,6 +232,7 @@ pub struct Running {
     t0: Nanos,
     started_at: SystemTime,
     window: Window,
+    rate_floor: Duration,
     ends: Ends,
 }
 
@@ -254,11 +262,13 @@ impl Running {
         let mut threads = Vec::with_capacity(self.handles.len());
         let mut failed = None;
         let mut failure = None;
+        let mut last_end = None::<Nanos>;
         for (j, h) in self.handles.into_iter().enumerate() {
             match h.join() {
-                Ok(Ok(Some((stats, error)))) => {
-                    threads.push(stats);
-                    failure = failure.or(error);
+                Ok(Ok(Some(done))) => {
+                    threads.push(done.stats);
+                    failure = failure.or(done.failure);
+                    last_end = Some(last_end.map_or(done.ended, |e| e.max(done.ended)));
                 }
                 Ok(Ok(None)) => {}
                 Ok(Err(why)) => failed = failed.or(Some(EngineError::Worker { thread: j, why })),
@@ -269,10 +279,13 @@ impl Running {
             return Err(e);
         }
         let window = self.window;
-        let stopped_at = ends
-            .stop
-            .stopped_at()
-            .map_or(window.end, |at| at.min(window.end));
+        // A stop ends the run when it comes; without one, the run ends when
+        // its last thread does: at the window's end, or earlier when every
+        // script called `thread:stop()`.
+        let (stopped_at, cause) = match ends.stop.stopped() {
+            Some((at, cause)) => (at.min(window.end), cause),
+            None => (last_end.unwrap_or(window.end), StopCause::ScriptStop),
+        };
         let measured = Duration::from_nanos(stopped_at.saturating_sub(window.measure_from));
         if let (Some(watch), Some(board)) = (watch, ends.board.as_ref()) {
             let rest = board.finish(&threads, measured);
@@ -281,6 +294,13 @@ impl Running {
             }
         }
         let mut stats = RunStats::merge(threads, measured);
+        stats.floor_rates_at(self.rate_floor);
+        if stopped_at < window.end {
+            stats.interruption = Some(Interruption {
+                cause,
+                after: Duration::from_nanos(stopped_at.saturating_sub(self.t0)),
+            });
+        }
         if let Some(set) = &ends.endpoints {
             stats.name_endpoints(set.endpoints());
         }
@@ -288,7 +308,6 @@ impl Running {
             stats,
             addr: ends.addr,
             started_at: self.started_at,
-            interrupted: stopped_at < window.end,
             failure,
         })
     }

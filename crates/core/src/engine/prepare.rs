@@ -55,6 +55,7 @@ pub fn prepare(
         load: setup.load.clone(),
         warmup: setup.warmup,
         duration: setup.duration,
+        interval: setup.interval,
         ends: Ends {
             done,
             board,

@@ -38,7 +38,7 @@ use crate::http::response::Done;
 use crate::replay::Cursor;
 use crate::schedule::Plan;
 use crate::script::ThreadScript;
-use crate::stats::{Loss, Recorder, ThreadStats};
+use crate::stats::{AtEnd, Loss, Recorder, StopCause, ThreadStats};
 
 use super::conn::{After, Check, Conn, Connect, Eof, InFlight, Out, Read, Received};
 use super::slots::{Assigned, Due, Slot, Slots};
@@ -117,6 +117,16 @@ pub struct Worker {
     started: bool,
     progress: Option<Arc<super::progress::Board>>,
     next_publish: Nanos,
+}
+
+/// What a worker hands back when its run is over.
+pub struct Finished {
+    pub stats: ThreadStats,
+    /// When it stopped: the window's end, or earlier (a stop, an error,
+    /// the script's `thread:stop()`).
+    pub ended: Nanos,
+    /// The first fatal error it met (a script's).
+    pub failure: Option<EngineError>,
 }
 
 /// Where a worker's requests come from.
@@ -221,10 +231,11 @@ impl Schedule {
         }
     }
 
-    /// Intended times in `[from, stop_at)` not taken: due, never sent.
-    fn never_taken(&self, from: Nanos, stop_at: Nanos) -> u64 {
+    /// Counts the intended times in `[a, b)` not taken yet: at the end,
+    /// those are due and never sent (none in a closed loop).
+    fn count_pending(&self, a: Nanos, b: Nanos) -> u64 {
         match &self.0 {
-            Plan::Paced(arrivals) => arrivals.count_pending(from, stop_at),
+            Plan::Paced(arrivals) => arrivals.count_pending(a, b),
             Plan::Closed => 0,
         }
     }
@@ -298,13 +309,9 @@ impl Worker {
     }
 
     /// Runs the event loop until the window ends, the run is stopped or the
-    /// script calls `thread:stop()`; hands back what was measured and the
-    /// first fatal error, if any.
-    pub fn run(
-        mut self,
-        plan: Plan,
-        window: Window,
-    ) -> io::Result<(ThreadStats, Option<EngineError>)> {
+    /// script calls `thread:stop()`; hands back what was measured, when
+    /// this thread stopped and the first fatal error, if any.
+    pub fn run(mut self, plan: Plan, window: Window) -> io::Result<Finished> {
         if let Some(script) = self.script.as_mut() {
             script.activate();
         }
@@ -315,12 +322,16 @@ impl Worker {
         for slot in self.slots.take_free() {
             self.ready(slot.conn);
         }
-        let stop_at = self.event_loop()?;
+        let ended = self.event_loop()?;
         if let Some(script) = self.script.as_mut() {
             script.deactivate();
         }
         let failure = self.failure.take();
-        Ok((self.finish(stop_at), failure))
+        Ok(Finished {
+            stats: self.finish(ended),
+            ended,
+            failure,
+        })
     }
 
     fn event_loop(&mut self) -> io::Result<Nanos> {
@@ -367,7 +378,7 @@ impl Worker {
     /// Records the first fatal error and stops every worker.
     fn fail(&mut self, e: EngineError) {
         self.failure.get_or_insert(e);
-        self.stop.trigger();
+        self.stop.trigger(StopCause::Error);
     }
 
     /// Before the start: waits until every connection is open or has failed
@@ -762,19 +773,38 @@ impl Worker {
         }
     }
 
-    /// Places every due request of the window in its bucket.
+    /// Places every due request of the window in its bucket; those that
+    /// did not complete are filed at their age at `stop_at`.
     fn finish(mut self, stop_at: Nanos) -> ThreadStats {
-        for req in self.conns.iter().flat_map(Conn::in_flight) {
-            self.stats.in_flight_at_end(req.stamp);
+        let mut at_end = AtEnd::default();
+        for conn in &self.conns {
+            for req in conn.in_flight() {
+                self.stats.in_flight_at_end(req.stamp, stop_at);
+            }
+            if conn.in_flight().next().is_some() {
+                at_end.busy += 1;
+            } else if conn.is_resting() {
+                at_end.resting += 1;
+            } else if !conn.is_open() {
+                at_end.down += 1;
+            }
         }
+        if self
+            .script
+            .as_ref()
+            .is_some_and(ThreadScript::stop_requested)
+        {
+            at_end.stopped_threads = 1;
+        }
+        self.stats.at_end(at_end);
         // Sent requests were counted as due when they went out; what is
         // still waiting for a slot or on the schedule is due but never sent.
         for due in self.slots.waiting() {
-            self.stats.never_sent(due.at);
+            self.stats.never_sent(due.at, stop_at);
         }
-        let from = self.stats.window().measure_from;
-        let never_taken = self.schedule.never_taken(from, stop_at);
-        self.stats.never_sent_many(never_taken);
+        let schedule = &self.schedule;
+        self.stats
+            .never_taken(stop_at, |a, b| schedule.count_pending(a, b));
         let calls = self.script.as_ref().map_or(0, ThreadScript::calls);
         self.stats.finish(clock::thread_cpu(), calls)
     }
@@ -832,7 +862,7 @@ mod tests {
         // A batch's further requests take the next times, whenever sent.
         assert_eq!(s.take_slot(0), 2 * MS);
         // Times left in [from, stop): 3..=9 ms.
-        assert_eq!(s.never_taken(0, 10 * MS), 7);
+        assert_eq!(s.count_pending(0, 10 * MS), 7);
     }
 
     #[test]
@@ -841,7 +871,7 @@ mod tests {
         assert!(!s.paced());
         assert_eq!((s.next(), s.take_due(5, 10)), (None, None));
         assert_eq!(s.take_slot(42), 42);
-        assert_eq!(s.never_taken(0, 10), 0);
+        assert_eq!(s.count_pending(0, 10), 0);
     }
 
     #[test]

@@ -7,9 +7,11 @@
 //! format is the one the HdrHistogram libraries read and write: a header of
 //! `#` lines, a legend, then one line per histogram with its start, length,
 //! maximum and the histogram itself, V2-encoded, deflated and in base64.
-//! Each interval gets three lines: corrected latency untagged (what every
-//! reader sums by default), then `Tag=uncorrected` and `Tag=send-lag`;
-//! with per-endpoint statistics, one more per endpoint, tagged
+//! Each interval gets four lines: corrected latency of completed requests
+//! untagged (what every reader sums by default), then `Tag=uncorrected`,
+//! `Tag=send-lag`, and `Tag=with-unfinished`: the corrected latency with
+//! the lower bounds of the requests given up in the interval included
+//! (docs/MEASUREMENT.md, §6), the conservative distribution; with per-endpoint statistics, one more per endpoint, tagged
 //! `endpoint:` and its label (spaces and commas, which tags may not hold,
 //! written as `_` and `;`).
 //!
@@ -33,12 +35,14 @@ use hdrhistogram::Histogram;
 
 use super::text::write_latencies;
 use crate::stats::codec;
-use crate::stats::{new_histogram, Counters, IntervalStats, RunStats, HIST_HIGH_US, HIST_SIGFIG};
+use crate::stats::{new_histogram, Counters, IntervalStats, RunStats, HIST_HIGH_US};
 
 /// Tag of the uncorrected latency histograms.
 pub const TAG_UNCORRECTED: &str = "uncorrected";
 /// Tag of the send lag histograms.
 pub const TAG_SEND_LAG: &str = "send-lag";
+/// Tag of the corrected latency with unfinished requests' lower bounds.
+pub const TAG_WITH_UNFINISHED: &str = "with-unfinished";
 /// Prefix of the tags of per-endpoint corrected latency.
 pub const TAG_ENDPOINT: &str = "endpoint:";
 /// The newest version of the log format; the C reader rejects a log that
@@ -153,10 +157,12 @@ fn write_header(out: &mut dyn Write, since_epoch: Duration, comment: &str) -> io
 }
 
 fn write_interval(out: &mut dyn Write, interval: &IntervalStats) -> io::Result<()> {
+    let with_unfinished = interval.with_unfinished();
     let lines = [
         (None, &interval.latency),
         (Some(TAG_UNCORRECTED), &interval.uncorrected),
         (Some(TAG_SEND_LAG), &interval.send_lag),
+        (Some(TAG_WITH_UNFINISHED), &with_unfinished),
     ];
     for (tag, histogram) in lines {
         let line = interval_line(tag, interval.start(), interval.length, histogram)?;
@@ -378,8 +384,8 @@ fn decode_entry(line: &IntervalLogHistogram, clock: &Clock) -> Result<LogEntry, 
 }
 
 /// Adds up the logs at `paths` as if one run had recorded them all:
-/// untagged histograms into the corrected latency, `uncorrected` and
-/// `send-lag` into theirs; other tags are left out. The window runs from
+/// untagged histograms into the corrected latency, `uncorrected`,
+/// `send-lag` and `with-unfinished` into theirs; other tags are left out. The window runs from
 /// the earliest interval start to the latest interval end.
 pub fn merge(paths: &[PathBuf]) -> Result<RunStats, HlogError> {
     if paths.is_empty() {
@@ -399,6 +405,7 @@ struct Sum {
     latency: Histogram<u64>,
     uncorrected: Histogram<u64>,
     send_lag: Histogram<u64>,
+    with_unfinished: Histogram<u64>,
     saturated: u64,
     first: Option<Duration>,
     last: Duration,
@@ -410,6 +417,7 @@ impl Sum {
             latency: new_histogram(),
             uncorrected: new_histogram(),
             send_lag: new_histogram(),
+            with_unfinished: new_histogram(),
             saturated: 0,
             first: None,
             last: Duration::ZERO,
@@ -424,6 +432,7 @@ impl Sum {
             None => &mut self.latency,
             Some(TAG_UNCORRECTED) => &mut self.uncorrected,
             Some(TAG_SEND_LAG) => &mut self.send_lag,
+            Some(TAG_WITH_UNFINISHED) => &mut self.with_unfinished,
             Some(_) => return,
         };
         add_clamped(into, &entry.histogram, &mut self.saturated);
@@ -438,16 +447,19 @@ impl Sum {
             ..Counters::default()
         };
         let window = self.last.saturating_sub(self.first.unwrap_or_default());
-        RunStats {
-            latency: self.latency,
-            uncorrected: self.uncorrected,
-            send_lag: self.send_lag,
-            req_per_sec: Histogram::new(HIST_SIGFIG).expect("valid precision"),
-            counters,
-            window,
-            threads: Vec::new(),
-            endpoints: Vec::new(),
+        // The lower bounds are what the conservative distribution holds
+        // beyond the completed requests' (none, in logs of older versions).
+        let mut unfinished = self.with_unfinished;
+        if unfinished.subtract(&self.latency).is_err() {
+            unfinished = new_histogram();
         }
+        let mut stats = RunStats::merge(Vec::new(), window);
+        stats.latency = self.latency;
+        stats.uncorrected = self.uncorrected;
+        stats.send_lag = self.send_lag;
+        stats.unfinished = unfinished;
+        stats.counters = counters;
+        stats
     }
 }
 
@@ -516,6 +528,10 @@ mod tests {
                 if i != 1 {
                     record(&mut s.send_lag, &[(20, 10), (150 * (i + 1), 2)]);
                 }
+                // The last interval gave up on three requests.
+                if i == 2 {
+                    record(&mut s.unfinished, &[(400_000, 3)]);
+                }
                 s.completed = 50;
                 s
             })
@@ -553,10 +569,18 @@ mod tests {
     fn a_log_reads_back_as_written() {
         let entries = parse_log(log_text().into_bytes(), "t.hlog").unwrap();
         let base = Duration::from_millis(1_700_000_000_250);
-        assert_eq!(entries.len(), 9);
-        for (interval, lines) in intervals().iter().zip(entries.chunks(3)) {
+        assert_eq!(entries.len(), 12);
+        for (interval, lines) in intervals().iter().zip(entries.chunks(4)) {
             let tags: Vec<Option<&str>> = lines.iter().map(|e| e.tag.as_deref()).collect();
-            assert_eq!(tags, [None, Some(TAG_UNCORRECTED), Some(TAG_SEND_LAG)]);
+            assert_eq!(
+                tags,
+                [
+                    None,
+                    Some(TAG_UNCORRECTED),
+                    Some(TAG_SEND_LAG),
+                    Some(TAG_WITH_UNFINISHED)
+                ]
+            );
             for e in lines {
                 assert_eq!(e.start, base + interval.start());
                 assert_eq!(e.length, interval.length);
@@ -564,7 +588,14 @@ mod tests {
             assert_same(&lines[0].histogram, &interval.latency);
             assert_same(&lines[1].histogram, &interval.uncorrected);
             assert_same(&lines[2].histogram, &interval.send_lag);
+            assert_same(&lines[3].histogram, &interval.with_unfinished());
         }
+        // Merged, the lower bounds come back apart from the latency.
+        let path = temp_path("unfinished.hlog");
+        std::fs::write(&path, log_text()).unwrap();
+        let merged = merge(std::slice::from_ref(&path)).unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert_eq!((merged.latency.len(), merged.unfinished.len()), (150, 3));
     }
 
     #[test]
@@ -584,12 +615,13 @@ mod tests {
         assert_eq!(lines[4], "#[MaxValueDivisor: 1000.000]");
         assert_eq!(lines[5], LEGEND);
         let data = &lines[6..];
-        assert_eq!(data.len(), 9);
-        for (i, triple) in data.chunks(3).enumerate() {
+        assert_eq!(data.len(), 12);
+        for (i, four) in data.chunks(4).enumerate() {
             let at = format!("{i}.000,1.000,");
-            assert!(triple[0].starts_with(&at), "{}", triple[0]);
-            assert!(triple[1].starts_with(&format!("Tag=uncorrected,{at}")));
-            assert!(triple[2].starts_with(&format!("Tag=send-lag,{at}")));
+            assert!(four[0].starts_with(&at), "{}", four[0]);
+            assert!(four[1].starts_with(&format!("Tag=uncorrected,{at}")));
+            assert!(four[2].starts_with(&format!("Tag=send-lag,{at}")));
+            assert!(four[3].starts_with(&format!("Tag=with-unfinished,{at}")));
         }
         // 12 500 µs is stored as the top of its bucket, 12 503 µs.
         assert!(
@@ -598,7 +630,7 @@ mod tests {
             data[0]
         );
         // The interval without send lag still has its line.
-        assert!(data[5].starts_with("Tag=send-lag,1.000,1.000,0.000,"));
+        assert!(data[6].starts_with("Tag=send-lag,1.000,1.000,0.000,"));
     }
 
     #[test]
@@ -751,7 +783,9 @@ mod tests {
         let report = String::from_utf8(report).unwrap();
         let names = format!("{}, {}", a_path.display(), b_path.display());
         assert!(report.starts_with(&format!("Merged 2 interval logs: {names}\n  Thread Stats")));
-        assert_eq!(report.matches("Latency Distribution").count(), 2);
+        // Corrected, with the unfinished requests (the logs' last
+        // intervals gave up on some), uncorrected.
+        assert_eq!(report.matches("Latency Distribution").count(), 3);
         assert!(report.contains("  309 requests in 13.00s\n"), "{report}");
         assert!(report.contains("  Send lag: p50 "), "{report}");
         // Logs carry no bytes, errors or per-thread rates: nothing is

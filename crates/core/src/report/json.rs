@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::schedule::Load;
-use crate::stats::Counters;
+use crate::stats::{Counters, StopCause};
 
 /// Version of the document layout; see the README for the fields.
 pub const SCHEMA: u32 = 1;
@@ -34,7 +34,14 @@ pub struct Document {
     pub window_start_ms: Option<u64>,
     /// The run was stopped early (Ctrl-C, `thread:stop()`, a script error).
     pub interrupted: bool,
+    /// Why and when it was stopped, when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interruption: Option<Interrupted>,
     pub counters: Counters,
+    /// What the rates are computed over, in seconds: `window_s`, or one
+    /// interval when the window is shorter. Absent from older documents.
+    #[serde(default)]
+    pub rate_window_s: Option<f64>,
     pub requests_per_sec: f64,
     pub bytes_per_sec: f64,
     /// CPU time (user + system) of all worker threads, in seconds.
@@ -46,6 +53,28 @@ pub struct Document {
     /// Per endpoint of a requests file (absent without one).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub endpoints: Vec<Endpoint>,
+}
+
+impl Document {
+    /// The conservative distribution (completed requests and unfinished
+    /// ones at their lower bounds), when any request went unfinished.
+    pub fn with_unfinished(&self) -> Option<&Summary> {
+        let corrected = self.latency.corrected.count;
+        self.latency
+            .with_unfinished
+            .as_ref()
+            .filter(|w| w.count > corrected)
+    }
+}
+
+/// How an interrupted run ended.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Interrupted {
+    /// `interrupt` (Ctrl-C), `terminate` (SIGTERM), `error` (a script's)
+    /// or `script-stop` (every thread called `thread:stop()`).
+    pub cause: StopCause,
+    /// Seconds from the start (warm-up included) to the stop.
+    pub after_s: f64,
 }
 
 /// The run's configuration, as the engine used it.
@@ -112,6 +141,13 @@ pub struct LatencySummaries {
     pub uncorrected: Summary,
     /// Intended send time → first byte written.
     pub send_lag: Summary,
+    /// The corrected latency with every unfinished request (timed out, in
+    /// flight at the end, never sent) counted at its age when it was given
+    /// up, a lower bound: the conservative distribution. The same as
+    /// `corrected` when every request completed. Absent from older
+    /// documents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub with_unfinished: Option<Summary>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -151,6 +187,14 @@ pub struct Point {
     pub p999: u64,
     pub p9999: u64,
     pub max: u64,
+    /// Requests given up in the interval (timed out; in the last interval
+    /// also those in flight or never sent at the end).
+    #[serde(default)]
+    pub unfinished: u64,
+    /// p99 of the interval's conservative distribution (completed and
+    /// unfinished requests).
+    #[serde(default)]
+    pub p99_with_unfinished: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -170,6 +214,10 @@ pub struct EncodedHistograms {
     pub uncorrected: String,
     pub send_lag: String,
     pub req_per_sec: String,
+    /// The unfinished requests' lower bounds alone (add `corrected` for
+    /// the conservative distribution). Absent from older documents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unfinished: Option<String>,
 }
 
 mod build {
@@ -184,20 +232,20 @@ mod build {
     use crate::report::{spectrum, summary};
     use crate::stats::codec::{self, encode};
     use crate::stats::interval::merged;
-    use crate::stats::{new_histogram, EndpointStats, RunStats, HIST_SIGFIG, SERIES_STEP};
+    use crate::stats::{
+        new_histogram, EndpointStats, Interruption, RunStats, HIST_SIGFIG, SERIES_STEP,
+    };
 
     impl Document {
         /// Everything the run measured, with the description of the run
         /// that drove it (built by the caller, which knows its settings):
         /// `interval` is the length of the series' intervals,
-        /// `window_start` the wall-clock time the measured window began,
-        /// `interrupted` whether the run ended before its duration.
+        /// `window_start` the wall-clock time the measured window began.
         pub fn new(
             config: RunConfig,
             interval: Duration,
             s: &RunStats,
             window_start: std::time::SystemTime,
-            interrupted: bool,
         ) -> Document {
             Document {
                 schema: SCHEMA,
@@ -208,8 +256,13 @@ mod build {
                     .duration_since(std::time::UNIX_EPOCH)
                     .ok()
                     .map(|d| d.as_millis() as u64),
-                interrupted,
+                interrupted: s.interruption.is_some(),
+                interruption: s.interruption.map(|i| Interrupted {
+                    cause: i.cause,
+                    after_s: i.after.as_secs_f64(),
+                }),
                 counters: s.counters,
+                rate_window_s: Some(s.rate_window.as_secs_f64()),
                 requests_per_sec: s.requests_per_sec(),
                 bytes_per_sec: s.bytes_per_sec(),
                 cpu_s: s.cpu().as_secs_f64(),
@@ -217,6 +270,7 @@ mod build {
                     corrected: summarize(&s.latency),
                     uncorrected: summarize(&s.uncorrected),
                     send_lag: summarize(&s.send_lag),
+                    with_unfinished: Some(summarize(&s.with_unfinished())),
                 },
                 series: series(s, interval),
                 threads: s
@@ -234,6 +288,7 @@ mod build {
                     uncorrected: encode(&s.uncorrected),
                     send_lag: encode(&s.send_lag),
                     req_per_sec: encode(&s.req_per_sec),
+                    unfinished: Some(encode(&s.unfinished)),
                 },
                 endpoints: s
                     .endpoints
@@ -263,7 +318,17 @@ mod build {
             stats.uncorrected = decode(&h.uncorrected)?;
             stats.send_lag = decode(&h.send_lag)?;
             stats.req_per_sec = decode(&h.req_per_sec)?;
+            if let Some(u) = &h.unfinished {
+                stats.unfinished = decode(u)?;
+            }
             stats.counters = self.counters;
+            if let Some(w) = self.rate_window_s {
+                stats.rate_window = Duration::from_secs_f64(w);
+            }
+            stats.interruption = self.interruption.as_ref().map(|i| Interruption {
+                cause: i.cause,
+                after: Duration::from_secs_f64(i.after_s),
+            });
             stats.endpoints = self
                 .endpoints
                 .iter()
@@ -311,6 +376,8 @@ mod build {
                 p999: summary::value_at_percentile(&iv.latency, 99.9),
                 p9999: summary::value_at_percentile(&iv.latency, 99.99),
                 max: summary::max(&iv.latency),
+                unfinished: iv.unfinished.len(),
+                p99_with_unfinished: summary::value_at_percentile(&iv.with_unfinished(), 99.0),
             })
             .collect();
         Series {

@@ -23,6 +23,8 @@ use crate::stats::{Counters, EndpointStats, RunStats};
 const PERCENTILES: [f64; 8] = [50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.0];
 /// Closes each latency block.
 const RULE: &str = "----------------------------------------------------------";
+/// What a figure that has no value prints as (no request to measure).
+const NONE: &str = "-";
 /// Send lag below this never warrants a warning: the operating system's
 /// scheduling alone can delay a send that much.
 const LAG_TOLERANCE_US: f64 = 1000.0;
@@ -77,6 +79,7 @@ pub fn write_results(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
     write_thread_stats(out, stats, true)?;
     if r.latency {
         write_distribution(out, &stats.latency, "Recorded Latency")?;
+        write_with_unfinished(out, stats)?;
     }
     if r.u_latency {
         writeln!(out)?;
@@ -95,6 +98,7 @@ pub fn write_results(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
 pub fn write_latencies(out: &mut impl Write, stats: &RunStats) -> io::Result<()> {
     write_thread_stats(out, stats, false)?;
     write_distribution(out, &stats.latency, "Recorded Latency")?;
+    write_with_unfinished(out, stats)?;
     writeln!(out)?;
     write_distribution(out, &stats.uncorrected, UNCORRECTED)?;
     let window = format_time_us(stats.window.as_micros() as f64);
@@ -180,6 +184,11 @@ fn write_stats_row(
     h: &Histogram<u64>,
     format: fn(f64) -> String,
 ) -> io::Result<()> {
+    // Nothing recorded has no mean: a dash, not a latency of 0.00us.
+    if h.is_empty() {
+        let dashes = [8, 10, 9].map(|width| print_units(NONE, width)).concat();
+        return writeln!(out, "    {name:<10}{dashes}{NONE:>8} ");
+    }
     let (mean, stdev) = (summary::mean(h), summary::stdev(h));
     let max = summary::max(h) as f64;
     let within = summary::within_stdev(h, mean, stdev);
@@ -191,13 +200,47 @@ fn write_stats_row(
 /// The percentile lines and the spectrum of one latency histogram.
 fn write_distribution(out: &mut impl Write, h: &Histogram<u64>, title: &str) -> io::Result<()> {
     writeln!(out, "  Latency Distribution (HdrHistogram - {title})")?;
-    for p in PERCENTILES {
-        let value = summary::value_at_percentile(h, p) as f64;
-        writeln!(out, "{p:7.3}%{}", print_units(&format_time_us(value), 10))?;
-    }
+    write_percentiles(out, h)?;
     writeln!(out, "\n  Detailed Percentile spectrum:")?;
     write_spectrum(out, h)?;
     writeln!(out, "{RULE}")
+}
+
+/// The percentile lines of a distribution (dashes when it is empty).
+fn write_percentiles(out: &mut impl Write, h: &Histogram<u64>) -> io::Result<()> {
+    for p in PERCENTILES {
+        let value = if h.is_empty() {
+            NONE.to_string()
+        } else {
+            format_time_us(summary::value_at_percentile(h, p) as f64)
+        };
+        writeln!(out, "{p:7.3}%{}", print_units(&value, 10))?;
+    }
+    Ok(())
+}
+
+/// When requests went unfinished: the same percentiles with their lower
+/// bounds included (docs/MEASUREMENT.md, §6). The spectrum above stays
+/// that of completed requests, as the original prints it.
+fn write_with_unfinished(out: &mut impl Write, stats: &RunStats) -> io::Result<()> {
+    let n = stats.unfinished.len();
+    if n == 0 {
+        return Ok(());
+    }
+    writeln!(out, "  {}", with_unfinished_title(n))?;
+    write_percentiles(out, &stats.with_unfinished())?;
+    writeln!(out, "{RULE}")
+}
+
+fn with_unfinished_title(n: u64) -> String {
+    format!("Latency Distribution {}", including_unfinished(n))
+}
+
+fn including_unfinished(n: u64) -> String {
+    format!(
+        "including {n} unfinished request{} (lower bounds)",
+        plural(n)
+    )
 }
 
 fn write_totals(out: &mut impl Write, stats: &RunStats) -> io::Result<()> {
@@ -226,6 +269,27 @@ fn write_totals(out: &mut impl Write, stats: &RunStats) -> io::Result<()> {
 
 fn write_own_lines(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
     let stats = r.stats;
+    if let Some(i) = &stats.interruption {
+        writeln!(
+            out,
+            "  Interrupted after {} of {} ({}): the figures cover the time that ran",
+            format_time_us(i.after.as_micros() as f64),
+            format_run_duration(r.duration),
+            i.cause.describe()
+        )?;
+    }
+    if stats.rate_window > stats.window {
+        writeln!(
+            out,
+            "  Note: rates are per second over {}, one interval, not over the {} measured",
+            format_time_us(stats.rate_window.as_micros() as f64),
+            format_time_us(stats.window.as_micros() as f64)
+        )?;
+    }
+    // With -L the whole block was printed above.
+    if !r.latency && !stats.unfinished.is_empty() {
+        writeln!(out, "  {}", with_unfinished_line(stats))?;
+    }
     if r.load.is_open() {
         writeln!(out, "  {}", send_lag_line(&stats.send_lag))?;
     }
@@ -243,6 +307,20 @@ fn write_own_lines(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
         writeln!(out, "  Warning: {warning}")?;
     }
     Ok(())
+}
+
+/// The conservative distribution in one line, for reports without -L.
+fn with_unfinished_line(stats: &RunStats) -> String {
+    let h = stats.with_unfinished();
+    let at = |p| format_time_us(summary::value_at_percentile(&h, p) as f64);
+    let max = format_time_us(summary::max(&h) as f64);
+    format!(
+        "Latency {}: p50 {}, p99 {}, p99.9 {}, max {max}",
+        including_unfinished(stats.unfinished.len()),
+        at(50.0),
+        at(99.0),
+        at(99.9)
+    )
 }
 
 /// How late requests left against their schedule.
@@ -290,16 +368,73 @@ pub fn warnings(r: &TextReport) -> Vec<String> {
         .collect()
 }
 
-/// Requests still queued at the end: every connection stayed busy.
+/// Requests due and never sent, with what kept them back as the run ended:
+/// the state of the connections then, and threads stopped by their script.
 fn never_sent_warning(stats: &RunStats, rate: f64) -> Option<String> {
     let c = &stats.counters;
-    (c.never_sent > 0).then(|| {
-        format!(
-            "{} of {} due requests were never sent: every connection was still busy when the run \
-             ended (the server stopped answering, or -c is too low for -R {rate})",
-            c.never_sent, c.due
-        )
-    })
+    if c.never_sent == 0 {
+        return None;
+    }
+    let a = &c.at_end;
+    let mut causes = Vec::new();
+    if a.busy > 0 {
+        causes.push(format!(
+            "{} connection{} still waited for responses (the server stopped answering, or -c is \
+             too low for -R {rate})",
+            a.busy,
+            plural(a.busy)
+        ));
+    }
+    if a.down > 0 {
+        causes.push(format!(
+            "{} connection{} could not be opened ({} connect error{}: is the server accepting \
+             connections?)",
+            a.down,
+            plural(a.down),
+            c.errors.connect,
+            plural(c.errors.connect)
+        ));
+    }
+    if a.resting > 0 {
+        causes.push(format!(
+            "{} connection{} rested in the script's delay() (raise -c, or shorten the delay)",
+            a.resting,
+            plural(a.resting)
+        ));
+    }
+    if a.stopped_threads > 0 {
+        causes.push(format!(
+            "{} thread{} had been stopped by {} script (thread:stop())",
+            a.stopped_threads,
+            plural(a.stopped_threads),
+            if a.stopped_threads == 1 {
+                "its"
+            } else {
+                "their"
+            }
+        ));
+    }
+    if causes.is_empty() {
+        causes.push(
+            "connections were free, but the generator had not sent them by the end (it fell \
+             behind its schedule)"
+                .to_string(),
+        );
+    }
+    Some(format!(
+        "{} of {} due requests were never sent: at the end {}",
+        c.never_sent,
+        c.due,
+        causes.join("; ")
+    ))
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
 }
 
 /// Requests that left late. Two causes look alike in the send lag and need
@@ -354,7 +489,7 @@ fn lag_allowance_us(threads: usize, rate: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::{Errors, ThreadStats};
+    use crate::stats::{AtEnd, Errors, ThreadStats};
 
     const GOLDEN: &str = include_str!("testdata/golden.txt");
 
@@ -420,8 +555,18 @@ mod tests {
             },
             in_flight: 4,
             never_sent: 1,
+            at_end: AtEnd {
+                busy: 4,
+                ..AtEnd::default()
+            },
             ..Counters::default()
         };
+        // The 3 timeouts at 2 s, the 4 in flight and the 1 never sent at
+        // 150 ms and 20 ms.
+        record(
+            &mut a.unfinished,
+            &[(2_000_000, 3), (150_000, 4), (20_000, 1)],
+        );
         RunStats::merge(vec![a, b], Duration::from_secs(1))
     }
 
@@ -451,7 +596,11 @@ mod tests {
         let text = render(&report(&stats, None));
         assert!(!text.to_lowercase().contains("nan"), "{text}");
         assert!(!text.contains("inf"), "{text}");
-        assert!(text.contains("    Latency     0.00us    0.00us   0.00us    0.00%\n"));
+        // Nothing was measured: dashes, not a latency of 0.00us.
+        assert!(
+            text.contains("    Latency        -         -        -         - \n"),
+            "{text}"
+        );
         assert!(text.contains("  0 requests in 0.00us, 0.00B read\n"));
         assert!(text.contains("Requests/sec:      0.00\n"));
     }
@@ -519,9 +668,16 @@ mod tests {
         let text = render(&r);
         assert!(!text.contains("Latency Distribution"));
         assert!(!text.contains(RULE));
+        // The unfinished requests are summed up in one line instead.
+        assert!(text.contains(
+            "  Latency including 8 unfinished requests (lower bounds): p50 2.50ms, p99 2.00s, \
+             p99.9 2.00s, max 2.00s\n"
+        ));
         r.latency = true;
         let text = render(&r);
-        assert_eq!(text.matches("Latency Distribution").count(), 1);
+        // The corrected block, then the same with the unfinished requests.
+        assert_eq!(text.matches("Latency Distribution").count(), 2);
+        assert!(!text.contains("Latency including"));
         assert!(!text.contains("Uncorrected"));
     }
 

@@ -25,6 +25,7 @@ pub struct EncodedInterval {
     latency: Vec<u8>,
     uncorrected: Vec<u8>,
     send_lag: Vec<u8>,
+    unfinished: Vec<u8>,
     /// Non-empty endpoint histograms, by endpoint index.
     endpoints: Vec<(usize, Vec<u8>)>,
 }
@@ -70,7 +71,7 @@ impl IntervalRecorder {
     /// Closes the open interval (if it holds anything) and opens `index`.
     pub fn roll(&mut self, index: u64) {
         let o = &self.open;
-        if o.completed + o.errors + o.latency.len() + o.send_lag.len() > 0 {
+        if o.completed + o.errors + o.latency.len() + o.send_lag.len() + o.unfinished.len() > 0 {
             let encoded = encode(&self.open);
             self.closed.push(encoded);
         }
@@ -81,6 +82,7 @@ impl IntervalRecorder {
         self.open.latency.reset();
         self.open.uncorrected.reset();
         self.open.send_lag.reset();
+        self.open.unfinished.reset();
         for h in self.open.endpoints.iter_mut().flatten() {
             h.reset();
         }
@@ -112,6 +114,7 @@ fn encode(interval: &IntervalStats) -> EncodedInterval {
         latency: bytes(&interval.latency),
         uncorrected: bytes(&interval.uncorrected),
         send_lag: bytes(&interval.send_lag),
+        unfinished: bytes(&interval.unfinished),
         endpoints: interval
             .endpoints
             .iter()
@@ -159,6 +162,7 @@ pub fn merged<'a>(
                 add_encoded(&mut out.latency, &e.latency, &mut de);
                 add_encoded(&mut out.uncorrected, &e.uncorrected, &mut de);
                 add_encoded(&mut out.send_lag, &e.send_lag, &mut de);
+                add_encoded(&mut out.unfinished, &e.unfinished, &mut de);
                 for (id, bytes) in &e.endpoints {
                     if out.endpoints.len() <= *id {
                         out.endpoints.resize(*id + 1, None);

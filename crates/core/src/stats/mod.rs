@@ -9,6 +9,7 @@
 pub mod codec;
 pub mod interval;
 pub mod recorder;
+pub mod unfinished;
 
 use std::time::Duration;
 
@@ -55,6 +56,40 @@ pub fn histogram_of(values: &[(u64, u64)]) -> Histogram<u64> {
         h.record_n(v, n).expect("test values are in range");
     }
     h
+}
+
+/// Why a run ended before its duration was up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StopCause {
+    /// Ctrl-C (SIGINT).
+    Interrupt,
+    /// SIGTERM.
+    Terminate,
+    /// An error stopped every worker (a script's error).
+    Error,
+    /// Every thread's script called `thread:stop()`.
+    ScriptStop,
+}
+
+impl StopCause {
+    /// How the report names it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            StopCause::Interrupt => "Ctrl-C",
+            StopCause::Terminate => "SIGTERM",
+            StopCause::Error => "an error",
+            StopCause::ScriptStop => "thread:stop() in every thread",
+        }
+    }
+}
+
+/// A run that ended before its duration was up: why, and when.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Interruption {
+    pub cause: StopCause,
+    /// Time from the run's start (warm-up included) to the stop.
+    pub after: Duration,
 }
 
 /// Socket and HTTP errors, counted the way wrk counts them.
@@ -117,6 +152,32 @@ pub struct Counters {
     pub queued: u64,
     /// Latencies above the histogram's range, recorded at its maximum.
     pub saturated: u64,
+    /// Where the connections stood when the run ended: what kept requests
+    /// from being sent, when some never were.
+    #[serde(default)]
+    pub at_end: AtEnd,
+}
+
+/// The connections (and threads) as the run ended, counted once per
+/// connection: busy with requests the server had not answered, resting in
+/// the script's `delay()`, or down (a connect that failed or had not
+/// finished). Idle connections are not counted. `stopped_threads` counts
+/// threads whose script called `thread:stop()` before the end.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct AtEnd {
+    pub busy: u64,
+    pub resting: u64,
+    pub down: u64,
+    pub stopped_threads: u64,
+}
+
+impl AtEnd {
+    pub fn add(&mut self, other: &AtEnd) {
+        self.busy += other.busy;
+        self.resting += other.resting;
+        self.down += other.down;
+        self.stopped_threads += other.stopped_threads;
+    }
 }
 
 impl Counters {
@@ -130,6 +191,15 @@ impl Counters {
         self.reconnects += other.reconnects;
         self.queued += other.queued;
         self.saturated += other.saturated;
+        self.at_end.add(&other.at_end);
+    }
+
+    /// Requests that never got a response and whose latency is therefore
+    /// known only from below: timed out, in flight at the end, never sent
+    /// (docs/MEASUREMENT.md, §6). Read and write errors are not among
+    /// them: those requests ended, with an error instead of a response.
+    pub fn unfinished(&self) -> u64 {
+        self.errors.timeout + self.in_flight + self.never_sent
     }
 
     /// True when every due request is accounted for exactly once.
@@ -153,6 +223,9 @@ pub struct ThreadStats {
     pub uncorrected: Histogram<u64>,
     /// Send lag: intended send time → first byte written (µs).
     pub send_lag: Histogram<u64>,
+    /// Lower bounds of the corrected latency of unfinished requests: each
+    /// one's age when it was given up ([`Counters::unfinished`]).
+    pub unfinished: Histogram<u64>,
     pub counters: Counters,
     /// Completions per [`SERIES_STEP`], counted from the window's start.
     pub series: Vec<u32>,
@@ -198,6 +271,7 @@ impl Default for ThreadStats {
             latency: new_histogram(),
             uncorrected: new_histogram(),
             send_lag: new_histogram(),
+            unfinished: new_histogram(),
             counters: Counters::default(),
             series: Vec::new(),
             cpu: Duration::ZERO,
@@ -301,6 +375,9 @@ pub struct IntervalStats {
     pub latency: Histogram<u64>,
     pub uncorrected: Histogram<u64>,
     pub send_lag: Histogram<u64>,
+    /// Lower bounds of unfinished requests, by the time they were given
+    /// up (the run's end, for those in flight or never sent).
+    pub unfinished: Histogram<u64>,
     /// Corrected latency per endpoint (by index), when endpoints are kept.
     pub endpoints: Vec<Option<Histogram<u64>>>,
 }
@@ -316,8 +393,17 @@ impl IntervalStats {
             latency: new_histogram(),
             uncorrected: new_histogram(),
             send_lag: new_histogram(),
+            unfinished: new_histogram(),
             endpoints: Vec::new(),
         }
+    }
+
+    /// Corrected latency with the unfinished requests' lower bounds
+    /// included: the interval's conservative distribution.
+    pub fn with_unfinished(&self) -> Histogram<u64> {
+        let mut h = self.latency.clone();
+        h.add(&self.unfinished).expect("same bounds");
+        h
     }
 
     pub fn record_endpoint(&mut self, e: usize, us: u64) {
@@ -327,7 +413,6 @@ impl IntervalStats {
         record_clamped(self.endpoints[e].get_or_insert_with(new_histogram), us);
     }
 
-    /// Start of the interval, from the window's start.
     /// When the interval starts, from the window's start.
     pub fn start(&self) -> Duration {
         self.start
@@ -341,12 +426,21 @@ pub struct RunStats {
     pub latency: Histogram<u64>,
     pub uncorrected: Histogram<u64>,
     pub send_lag: Histogram<u64>,
+    /// Lower bounds of the unfinished requests' corrected latency.
+    pub unfinished: Histogram<u64>,
     /// Per-thread request rates sampled every 100 ms (wrk's `Req/Sec`),
     /// in requests per second.
     pub req_per_sec: Histogram<u64>,
     pub counters: Counters,
     /// Length of the measured window (after warm-up, up to the stop).
     pub window: Duration,
+    /// What rates are computed over: the window, or one interval when the
+    /// window is shorter (a run stopped at once), so that a handful of
+    /// requests never make a rate of thousands a second. See
+    /// [`RunStats::floor_rates_at`].
+    pub rate_window: Duration,
+    /// Why and when the run ended early; `None` when it ran its duration.
+    pub interruption: Option<Interruption>,
     /// The threads as they were, for per-thread outputs.
     pub threads: Vec<ThreadStats>,
     /// Per endpoint, merged over threads (empty unless asked for).
@@ -358,6 +452,7 @@ impl RunStats {
         let mut latency = new_histogram();
         let mut uncorrected = new_histogram();
         let mut send_lag = new_histogram();
+        let mut unfinished = new_histogram();
         let mut req_per_sec = Histogram::new(HIST_SIGFIG).expect("valid precision");
         let mut counters = Counters::default();
         let mut endpoints: Vec<EndpointStats> = Vec::new();
@@ -372,6 +467,7 @@ impl RunStats {
             latency.add(&t.latency).expect("same bounds");
             uncorrected.add(&t.uncorrected).expect("same bounds");
             send_lag.add(&t.send_lag).expect("same bounds");
+            unfinished.add(&t.unfinished).expect("same bounds");
             for r in t.rate_samples(window) {
                 let _ = req_per_sec.record(r.round() as u64);
             }
@@ -381,12 +477,30 @@ impl RunStats {
             latency,
             uncorrected,
             send_lag,
+            unfinished,
             req_per_sec,
             counters,
             window,
+            rate_window: window,
+            interruption: None,
             threads,
             endpoints,
         }
+    }
+
+    /// Rates are never computed over less than `floor` (one interval, or
+    /// the whole planned window when that is shorter): the measured window
+    /// of a run stopped early may be a fraction of a millisecond.
+    pub fn floor_rates_at(&mut self, floor: Duration) {
+        self.rate_window = self.window.max(floor);
+    }
+
+    /// Corrected latency with the unfinished requests' lower bounds
+    /// included: the conservative distribution (docs/MEASUREMENT.md, §6).
+    pub fn with_unfinished(&self) -> Histogram<u64> {
+        let mut h = self.latency.clone();
+        h.add(&self.unfinished).expect("same bounds");
+        h
     }
 
     /// Gives the endpoints their labels, by index.
@@ -396,14 +510,15 @@ impl RunStats {
         }
     }
 
-    /// Completed requests per second over the measured window.
+    /// Completed requests per second over the measured window (or its
+    /// floor, [`RunStats::rate_window`]).
     pub fn requests_per_sec(&self) -> f64 {
-        per_sec(self.counters.completed, self.window)
+        per_sec(self.counters.completed, self.rate_window)
     }
 
-    /// Response bytes per second over the measured window.
+    /// Response bytes per second over the measured window (or its floor).
     pub fn bytes_per_sec(&self) -> f64 {
-        per_sec(self.counters.bytes, self.window)
+        per_sec(self.counters.bytes, self.rate_window)
     }
 
     /// Every interval of the window, merged over the threads (see

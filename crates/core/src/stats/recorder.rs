@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::clock::{to_us, Nanos};
 
-use super::ThreadStats;
+use super::{AtEnd, ThreadStats};
 
 /// How a worker's run is bounded in time, known once all threads are ready.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -183,9 +183,22 @@ impl Recorder {
         match why {
             Loss::Read => e.read += 1,
             Loss::Write => e.write += 1,
-            Loss::Timeout => e.timeout += 1,
+            Loss::Timeout => {
+                e.timeout += 1;
+                self.unfinished(stamp.intended, now);
+            }
         }
         self.endpoint(stamp, None, true, offset);
+    }
+
+    /// Files the lower bound of an unfinished request intended at
+    /// `intended` and given up `at`: its age then.
+    fn unfinished(&mut self, intended: Nanos, at: Nanos) {
+        let age = to_us(at.saturating_sub(intended));
+        let s = &mut self.stats;
+        ThreadStats::record(&mut s.unfinished, &mut s.counters.saturated, age);
+        let iv = s.intervals.at(self.window.offset(at));
+        super::record_clamped(&mut iv.unfinished, age);
     }
 
     /// A measured request of an endpoint ended: answered after
@@ -217,22 +230,47 @@ impl Recorder {
         self.stats.counters.reconnects += 1;
     }
 
-    /// At the end: `stamp`'s request is still unanswered.
-    pub fn in_flight_at_end(&mut self, stamp: Stamp) {
-        self.stats.counters.in_flight += u64::from(stamp.measured);
+    /// At the run's `end`: `stamp`'s request is still unanswered.
+    pub fn in_flight_at_end(&mut self, stamp: Stamp, end: Nanos) {
+        if stamp.measured {
+            self.stats.counters.in_flight += 1;
+            self.unfinished(stamp.intended, end);
+        }
     }
 
-    /// At the end: a request due at `due` was never sent.
-    pub fn never_sent(&mut self, due: Nanos) {
-        self.never_sent_many(u64::from(self.window.measures(due)));
+    /// At the run's `end`: a request due at `due` was never sent.
+    pub fn never_sent(&mut self, due: Nanos, end: Nanos) {
+        if self.window.measures(due) {
+            let c = &mut self.stats.counters;
+            c.never_sent += 1;
+            c.due += 1;
+            self.unfinished(due, end);
+        }
     }
 
-    /// At the end: `n` requests of the measured window were never sent
-    /// (counted by the schedule, which knows only their number).
-    pub fn never_sent_many(&mut self, n: u64) {
-        let c = &mut self.stats.counters;
-        c.never_sent += n;
-        c.due += n;
+    /// At the run's `end`: the requests of the schedule that were never
+    /// taken, known only by number (`count(a, b)` counts those intended in
+    /// `[a, b)`), are due and never sent; their ages are filed bucket by
+    /// bucket ([`super::unfinished::record_ages`]).
+    pub fn never_taken(&mut self, end: Nanos, count: impl Fn(Nanos, Nanos) -> u64) {
+        let from = self.window.measure_from;
+        let mut ages = super::new_histogram();
+        let (n, saturated) = super::unfinished::record_ages(&mut ages, from, end, count);
+        if n == 0 {
+            return;
+        }
+        let s = &mut self.stats;
+        s.counters.never_sent += n;
+        s.counters.due += n;
+        s.counters.saturated += saturated;
+        s.unfinished.add(&ages).expect("same bounds");
+        let iv = s.intervals.at(self.window.offset(end));
+        iv.unfinished.add(&ages).expect("same bounds");
+    }
+
+    /// At the end: where this thread's connections stood.
+    pub fn at_end(&mut self, at_end: AtEnd) {
+        self.stats.counters.at_end = at_end;
     }
 
     /// The run is over: closes the last interval.
@@ -346,15 +384,58 @@ mod tests {
         let a = r.sent(SEC, SEC, None);
         let b = r.sent(SEC, SEC, None);
         r.completed(a, 200, 0, SEC + MS);
-        r.in_flight_at_end(b);
-        r.never_sent(2 * SEC);
-        r.never_sent(SEC - 1); // before the window: not due
-        r.never_sent_many(3);
+        r.in_flight_at_end(b, 2 * SEC);
+        r.never_sent(2 * SEC, 2 * SEC);
+        r.never_sent(SEC - 1, 2 * SEC); // before the window: not due
+                                        // Three more, at 1.5 s, 1.6 s and 1.7 s.
+        r.never_taken(2 * SEC, |a, b| {
+            [15, 16, 17]
+                .iter()
+                .filter(|&&t| (a..b).contains(&(t * SEC / 10)))
+                .count() as u64
+        });
         r.queued(SEC);
         r.queued(0);
-        let c = r.finish(Duration::ZERO, 0).counters;
+        let s = r.finish(Duration::ZERO, 0);
+        let c = s.counters;
         assert_eq!((c.due, c.never_sent, c.in_flight, c.queued), (6, 4, 1, 1));
         assert!(c.balanced());
+        assert_eq!(c.unfinished(), 5);
+        assert_eq!(s.unfinished.len(), 5);
+    }
+
+    /// Every request that did not complete is filed at its age when it was
+    /// given up: a lower bound of its latency.
+    #[test]
+    fn unfinished_requests_are_filed_at_their_ages() {
+        let mut r = recorder(0);
+        let timed_out = r.sent(SEC, SEC + MS, None);
+        let read = r.sent(SEC, SEC, None);
+        let open = r.sent(SEC + 500 * MS, SEC + 500 * MS, None);
+        r.lost(timed_out, Loss::Timeout, SEC + 300 * MS);
+        r.lost(read, Loss::Read, SEC + 300 * MS);
+        r.in_flight_at_end(open, 2 * SEC);
+        r.never_sent(SEC + 900 * MS, 2 * SEC);
+        let s = r.finish(Duration::ZERO, 0);
+        let ages: Vec<u64> = s
+            .unfinished
+            .iter_recorded()
+            .map(|v| v.value_iterated_to())
+            .collect();
+        let within = |got: u64, us: u64| s.unfinished.equivalent(got, us);
+        // 100 ms, 300 ms and 500 ms; the read error is not unfinished.
+        assert_eq!(ages.len(), 3, "{ages:?}");
+        assert!(within(ages[0], 100_000) && within(ages[1], 300_000) && within(ages[2], 500_000));
+        assert_eq!(s.counters.unfinished(), 3);
+        assert_eq!(s.latency.len(), 0);
+        // The timeout in the interval it was given up in; the rest in the
+        // interval of the end.
+        let recorders = [&s.intervals];
+        let per_interval: Vec<u64> =
+            crate::stats::interval::merged(&recorders, 2 * Duration::from_secs(1))
+                .map(|i| i.unfinished.len())
+                .collect();
+        assert_eq!(per_interval, [1, 2]);
     }
 
     #[test]

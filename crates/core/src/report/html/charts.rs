@@ -34,6 +34,9 @@ const DECADE_LABELS: [&str; 8] = [
 const MIN_DECADES: f64 = 2.0;
 const MAX_DECADES: f64 = (DECADE_LABELS.len() - 1) as f64;
 
+/// The label of the conservative distribution's curves.
+pub const WITH_UNFINISHED: &str = "with unfinished (lower bounds)";
+
 /// Picks one figure out of a series point.
 type Pick = fn(&SeriesPoint) -> u64;
 
@@ -131,20 +134,24 @@ fn spectrum_series(
 /// The classic HdrHistogram plot of both latency spectra.
 pub fn spectrum(doc: &Document) -> Chart {
     let (corrected, uncorrected) = (&doc.latency.corrected, &doc.latency.uncorrected);
-    let max_us = corrected
-        .spectrum
+    let mut spectra = vec![corrected, uncorrected];
+    spectra.extend(doc.with_unfinished());
+    let max_us = spectra
         .iter()
-        .chain(&uncorrected.spectrum)
+        .flat_map(|s| &s.spectrum)
         .map(|p| p.1)
         .max()
         .unwrap_or(0);
     let unit = LatencyUnit::for_max(max_us);
-    let x = percentile_axis(&[corrected, uncorrected]);
+    let x = percentile_axis(&spectra);
     let (c_label, u_label) = curve_labels(doc);
-    let series = vec![
+    let mut series = vec![
         spectrum_series(corrected, &x, &unit, (c_label, BLUE, false)),
         spectrum_series(uncorrected, &x, &unit, (u_label, ORANGE, true)),
     ];
+    if let Some(w) = doc.with_unfinished() {
+        series.push(spectrum_series(w, &x, &unit, (WITH_UNFINISHED, RED, true)));
+    }
     Chart {
         label: "Latency by percentile".to_string(),
         x,
@@ -209,12 +216,13 @@ fn middle(doc: &Document, p: &SeriesPoint) -> f64 {
     p.t + span(doc, p) / 2.0
 }
 
-/// A latency figure per interval, with gaps at intervals that completed
-/// nothing (their figures are 0 by convention, not a measured latency).
+/// A latency figure per interval, with gaps at intervals that recorded
+/// none (their figures are 0 by convention; a recorded latency is at least
+/// 1 µs).
 fn latency_runs(doc: &Document, unit: &LatencyUnit, name: &str, pick: Pick) -> Vec<Vec<Point>> {
     let mut runs: Vec<Vec<Point>> = vec![Vec::new()];
     for p in &doc.series.points {
-        if p.completed == 0 {
+        if pick(p) == 0 {
             runs.push(Vec::new());
             continue;
         }
@@ -232,23 +240,28 @@ fn latency_runs(doc: &Document, unit: &LatencyUnit, name: &str, pick: Pick) -> V
 
 /// Latency p50, p99 and maximum per interval.
 pub fn latency_over_time(doc: &Document) -> Chart {
-    let measured = doc.series.points.iter().filter(|p| p.completed > 0);
-    let max_us = measured
-        .map(|p| p.max.max(p.p99).max(p.p50))
+    let max_us = doc
+        .series
+        .points
+        .iter()
+        .map(|p| p.max.max(p.p99).max(p.p50).max(p.p99_with_unfinished))
         .max()
         .unwrap_or(0);
     let unit = LatencyUnit::for_max(max_us);
-    let lines: [(&str, &'static str, Pick); 3] = [
-        ("p50", BLUE, |p| p.p50),
-        ("p99", ORANGE, |p| p.p99),
-        ("max", PURPLE, |p| p.max),
+    let mut lines: Vec<(&str, &'static str, bool, Pick)> = vec![
+        ("p50", BLUE, false, |p| p.p50),
+        ("p99", ORANGE, false, |p| p.p99),
+        ("max", PURPLE, false, |p| p.max),
     ];
+    if doc.series.points.iter().any(|p| p.unfinished > 0) {
+        lines.push(("p99 with unfinished", RED, true, |p| p.p99_with_unfinished));
+    }
     let series = lines
         .into_iter()
-        .map(|(name, color, pick)| Series {
+        .map(|(name, color, dashed, pick)| Series {
             label: name.to_string(),
             color,
-            dashed: false,
+            dashed,
             on_right: false,
             runs: latency_runs(doc, &unit, name, pick),
         })

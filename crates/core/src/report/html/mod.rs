@@ -66,11 +66,25 @@ fn header(page: &mut String, doc: &Document) {
         escape(&summary_line(doc))
     );
     if doc.interrupted {
+        let why = doc
+            .interruption
+            .as_ref()
+            .map(|i| format!(" by {} after {}", i.cause.describe(), seconds(i.after_s)))
+            .unwrap_or_default();
         let _ = writeln!(
             page,
-            "<p class=\"warn\">This run was interrupted: the figures cover the {} it ran, not the configured {}.</p>",
+            "<p class=\"warn\">This run was interrupted{why}: the figures cover the {} it measured, not the configured {}.</p>",
             seconds(doc.window_s),
             seconds(doc.config.duration_s)
+        );
+    }
+    if let Some(w) = doc.with_unfinished() {
+        let _ = writeln!(
+            page,
+            "<p class=\"warn\">{} requests did not complete (timed out, in flight at the end, or never sent). \
+             Their latency is at least their age when they were given up; the figures marked \
+             “with unfinished” count them at that lower bound.</p>",
+            fmt::count(w.count - doc.latency.corrected.count)
         );
     }
 }
@@ -125,10 +139,16 @@ fn over_time(page: &mut String, doc: &Document) {
     } else {
         "Latency (send → response)"
     };
+    let unfinished = if doc.series.points.iter().any(|p| p.unfinished > 0) {
+        " The dashed line also counts the requests given up in each interval (timed out; in \
+         the last, those in flight or never sent at the end) at their lower bounds."
+    } else {
+        ""
+    };
     let _ = writeln!(
         page,
         "<figcaption>{what} of the requests completed in each {} interval; \
-         intervals that completed none are left out.</figcaption></figure>",
+         intervals that completed none are left out.{unfinished}</figcaption></figure>",
         seconds(doc.series.interval_s)
     );
     page.push_str("<figure>");

@@ -6,7 +6,7 @@
 
 use std::fmt::Write;
 
-use crate::report::json::{Document, Summary};
+use crate::report::json::{self, Document, Summary};
 
 use super::fmt::{bytes, count, escape, latency_us, percentile, real, seconds, MISSING};
 
@@ -135,11 +135,20 @@ pub fn headline(page: &mut String, doc: &Document) {
         count(c.errors.status),
         count(c.errors.connect)
     );
-    let lat = &doc.latency.corrected;
-    let kind = if doc.config.load().is_open() {
+    let unfinished = doc.with_unfinished();
+    let lat = unfinished.unwrap_or(&doc.latency.corrected);
+    let basis = if doc.config.load().is_open() {
         "corrected"
     } else {
         "send → response"
+    };
+    // With requests unfinished, the cards show the conservative figures.
+    let kind = match unfinished {
+        Some(w) => format!(
+            "{basis}, with {} unfinished at lower bounds",
+            count(w.count - doc.latency.corrected.count)
+        ),
+        None => basis.to_string(),
     };
     page.push_str("<section>\n<h2>Results</h2>\n<div class=\"cards\">");
     card(
@@ -175,12 +184,18 @@ pub fn headline(page: &mut String, doc: &Document) {
             page,
             &format!("Latency {name}"),
             &latency_or_missing(at(lat, p)),
-            kind,
-            false,
+            &kind,
+            unfinished.is_some(),
         );
     }
     let max = (lat.count > 0).then_some(lat.max);
-    card(page, "Latency max", &latency_or_missing(max), kind, false);
+    card(
+        page,
+        "Latency max",
+        &latency_or_missing(max),
+        &kind,
+        unfinished.is_some(),
+    );
     page.push_str("</div>\n</section>\n");
 }
 
@@ -188,33 +203,53 @@ pub fn headline(page: &mut String, doc: &Document) {
 /// and deviation.
 pub fn percentiles(page: &mut String, doc: &Document) {
     let (c, u) = (&doc.latency.corrected, &doc.latency.uncorrected);
-    if c.count == 0 {
+    let unfinished = doc.with_unfinished();
+    if c.count == 0 && unfinished.is_none() {
         page.push_str("<p>No request completed, so there are no latencies to list.</p>\n");
         return;
     }
-    let mut rows: Vec<Vec<String>> = c
-        .percentiles
+    let extra = |p: f64| unfinished.map(|w| latency_or_missing(at(w, p)));
+    let mut rows: Vec<Vec<String>> = json::PERCENTILES
         .iter()
-        .map(|&(p, v)| vec![percentile(p), latency_us(v), latency_or_missing(at(u, p))])
+        .map(|&p| {
+            let mut row = vec![
+                percentile(p),
+                latency_or_missing(at(c, p)),
+                latency_or_missing(at(u, p)),
+            ];
+            row.extend(extra(p));
+            row
+        })
         .collect();
-    rows.push(vec![
-        "mean".into(),
-        latency_real(c.mean),
-        latency_real(u.mean),
-    ]);
-    rows.push(vec![
-        "stdev".into(),
-        latency_real(c.stdev),
-        latency_real(u.stdev),
-    ]);
+    let real_or_missing = |s: &Summary, v: f64| {
+        if s.count == 0 {
+            MISSING.to_string()
+        } else {
+            latency_real(v)
+        }
+    };
+    let figures: [(&str, Figure); 2] = [("mean", |s| s.mean), ("stdev", |s| s.stdev)];
+    for (name, pick) in figures {
+        let mut row = vec![
+            name.to_string(),
+            real_or_missing(c, pick(c)),
+            real_or_missing(u, pick(u)),
+        ];
+        row.extend(unfinished.map(|w| real_or_missing(w, pick(w))));
+        rows.push(row);
+    }
     let (cl, ul) = super::charts::curve_labels(doc);
-    grid(
-        page,
-        "numbers",
-        &["percentile", &escape(cl), &escape(ul)],
-        &rows,
-    );
+    let mut head = vec!["percentile", cl, ul];
+    if unfinished.is_some() {
+        head.push(super::charts::WITH_UNFINISHED);
+    }
+    let head: Vec<String> = head.into_iter().map(escape).collect();
+    let head: Vec<&str> = head.iter().map(String::as_str).collect();
+    grid(page, "numbers", &head, &rows);
 }
+
+/// Picks a figure (mean, deviation) out of a summary.
+type Figure = fn(&Summary) -> f64;
 
 /// `n` as a share of `of`, or a dash when there is nothing to share.
 fn share(n: u64, of: u64) -> String {

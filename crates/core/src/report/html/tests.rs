@@ -67,6 +67,8 @@ fn series_point(i: u64) -> Point {
         p999: if stall { 175_000 } else { 6_000 + i * 500 },
         p9999: if stall { 180_000 } else { 8_000 + i * 600 },
         max: if stall { 181_000 } else { 9_000 + i * 700 },
+        unfinished: 0,
+        p99_with_unfinished: if stall { 150_000 } else { 3_500 + i * 300 },
     }
 }
 
@@ -89,6 +91,7 @@ pub fn sample() -> Document {
         reconnects: 4,
         queued: 2_310,
         saturated: 0,
+        at_end: Default::default(),
     };
     Document {
         schema: SCHEMA,
@@ -108,7 +111,9 @@ pub fn sample() -> Document {
         window_s: 10.0,
         window_start_ms: None,
         interrupted: false,
+        interruption: None,
         counters,
+        rate_window_s: Some(10.0),
         requests_per_sec: (REQUESTS - 60) as f64 / 10.0,
         bytes_per_sec: (REQUESTS * 812) as f64 / 10.0,
         cpu_s: 6.42,
@@ -116,6 +121,7 @@ pub fn sample() -> Document {
             corrected: summary(corrected_us),
             uncorrected: summary(uncorrected_us),
             send_lag: summary(|p| (corrected_us(p) - uncorrected_us(p)) + 15),
+            with_unfinished: None,
         },
         series: Series {
             interval_s: 1.0,
@@ -140,6 +146,7 @@ pub fn sample() -> Document {
             uncorrected: String::new(),
             send_lag: String::new(),
             req_per_sec: String::new(),
+            unfinished: None,
         },
         endpoints: vec![Endpoint {
             name: "GET /<items>".into(),
@@ -268,6 +275,7 @@ fn no_requests() -> Document {
         corrected: empty_summary(),
         uncorrected: empty_summary(),
         send_lag: empty_summary(),
+        with_unfinished: None,
     };
     for p in &mut doc.series.points {
         *p = Point {
@@ -280,10 +288,35 @@ fn no_requests() -> Document {
             p999: 0,
             p9999: 0,
             max: 0,
+            unfinished: 0,
+            p99_with_unfinished: 0,
         };
     }
     doc.threads.iter_mut().for_each(|t| t.completed = 0);
     doc
+}
+
+/// Requests left unfinished: the page warns, the cards show the
+/// conservative figures, the table gains their column and both charts
+/// their curve.
+#[test]
+fn unfinished_requests_show_at_their_lower_bounds() {
+    let mut doc = sample();
+    assert!(doc.with_unfinished().is_none());
+    let mut conservative = summary(|p| corrected_us(p) * 3);
+    conservative.count = doc.latency.corrected.count + 35;
+    doc.latency.with_unfinished = Some(conservative);
+    doc.series.points[9].unfinished = 35;
+    doc.series.points[9].p99_with_unfinished = 2_000_000;
+    let html = render(&doc);
+    assert_clean(&doc, &html);
+    assert!(html.contains("35 requests did not complete"), "no warning");
+    assert!(html.contains("with 35 unfinished at lower bounds"), "cards");
+    assert!(
+        html.contains(super::charts::WITH_UNFINISHED),
+        "table or spectrum"
+    );
+    assert!(html.contains("p99 with unfinished"), "over time");
 }
 
 #[test]
