@@ -62,6 +62,14 @@ fn usage_errors_are_one_line_with_a_non_zero_exit() {
             "multiple of 10ms",
         ),
         (
+            &["--timeseries-interval", "1s", "http://127.0.0.1:1/"],
+            "add one of them, or drop --timeseries-interval",
+        ),
+        (
+            &["--interval", "2s", "http://127.0.0.1:1/"],
+            "add one of them, or drop --interval",
+        ),
+        (
             &["127.0.0.1:8080/"],
             "invalid URL '127.0.0.1:8080/': no scheme",
         ),

@@ -145,14 +145,13 @@ pub struct BenchArgs {
     #[arg(long = "requests", value_name = "FILE", conflicts_with = "script")]
     pub requests: Option<PathBuf>,
 
-    /// Order of --requests
+    /// Order of --requests [default: sequential]
     #[arg(
         long = "requests-order",
         value_parser = choice::choice(&crate::replay::Order::CHOICES),
-        default_value = "sequential",
         value_name = "ORDER"
     )]
-    pub requests_order: crate::replay::Order,
+    pub requests_order: Option<crate::replay::Order>,
 
     /// Seed of --requests-order random, so a run repeats (default: from the clock; the banner shows it)
     #[arg(long = "seed", value_name = "N")]
@@ -190,9 +189,9 @@ pub struct BenchArgs {
     #[arg(long = "html", value_name = "FILE")]
     pub html: Option<PathBuf>,
 
-    /// Length of the intervals of the JSON time series and the interval log
-    #[arg(long = "interval", default_value = "1s", value_parser = parse_duration, value_name = "T")]
-    pub interval: Duration,
+    /// Length of the intervals of --json's time series, --html's charts and --hlog [default: 1s]
+    #[arg(long = "interval", value_parser = parse_duration, value_name = "T")]
+    pub interval: Option<Duration>,
 
     /// After the report: the corrected latency histogram, one count per 1 us from 0 to the last non-empty bin
     #[arg(long = "histogram")]
@@ -206,9 +205,9 @@ pub struct BenchArgs {
     #[arg(long = "thread-timeseries")]
     pub thread_timeseries: bool,
 
-    /// Interval of --timeseries and --thread-timeseries (a multiple of 10ms; printed in ms)
-    #[arg(long = "timeseries-interval", default_value = "250ms", value_parser = parse_duration, value_name = "T")]
-    pub timeseries_interval: Duration,
+    /// Interval of --timeseries and --thread-timeseries (a multiple of 10ms; printed in ms) [default: 250ms]
+    #[arg(long = "timeseries-interval", value_parser = parse_duration, value_name = "T")]
+    pub timeseries_interval: Option<Duration>,
 
     /// No live progress line on stderr (it only shows on a terminal anyway)
     #[arg(long = "quiet")]
