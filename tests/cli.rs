@@ -14,6 +14,21 @@ fn version_flag_is_wrks() {
     assert!(String::from_utf8_lossy(&o.stdout).starts_with("metron "));
 }
 
+/// Every subcommand takes `-v` and `--version` as the top level does, and
+/// prints the very same line, even where it needs arguments otherwise.
+#[test]
+fn subcommands_print_the_same_version_line() {
+    let line = stdout(&metron(&["--version"]));
+    assert_eq!(line, format!("metron {}\n", env!("CARGO_PKG_VERSION")));
+    for sub in ["serve", "demo", "report", "merge"] {
+        for flag in ["-v", "--version"] {
+            let o = metron(&[sub, flag]);
+            assert!(o.status.success(), "{sub} {flag}: {}", stderr(&o));
+            assert_eq!(stdout(&o), line, "{sub} {flag}");
+        }
+    }
+}
+
 #[test]
 fn usage_errors_are_one_line_with_a_non_zero_exit() {
     let cases: &[(&[&str], &str)] = &[

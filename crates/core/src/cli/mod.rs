@@ -13,7 +13,8 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{ArgAction, Args, Parser};
+use clap::error::ErrorKind;
+use clap::{ArgAction, Args, CommandFactory, Parser};
 
 use units::{parse_duration, parse_si_f64, parse_si_u64};
 
@@ -41,11 +42,36 @@ pub struct MergeArgs {
     name = "metron merge",
     bin_name = "metron merge",
     about = "Merge HdrHistogram interval logs (e.g. from several machines) into one latency report.",
-    version
+    version,
+    disable_version_flag = true
 )]
 struct MergeCli {
     #[command(flatten)]
     args: MergeArgs,
+    #[command(flatten)]
+    version: VersionFlag,
+}
+
+/// `-v, --version` for a subcommand, as the top level spells it (wrk's
+/// `-v`); [`same_version`] makes it print the top level's line.
+#[derive(Args, Debug, Clone)]
+pub struct VersionFlag {
+    /// Print the version and exit
+    #[arg(short = 'v', long = "version", action = ArgAction::Version)]
+    version: (),
+}
+
+/// A subcommand's `--version` prints what `metron --version` prints
+/// (`metron X.Y.Z`), not the subcommand's name; every other outcome of its
+/// parse passes through.
+pub fn same_version(e: clap::Error) -> clap::Error {
+    if e.kind() != ErrorKind::DisplayVersion {
+        return e;
+    }
+    match BenchArgs::command().try_get_matches_from(["metron", "--version"]) {
+        Err(top) => top,
+        Ok(_) => e,
+    }
 }
 
 /// `metron report FILE.json [--html OUT]`.
@@ -65,11 +91,14 @@ pub struct ReportArgs {
     name = "metron report",
     bin_name = "metron report",
     about = "Print the text report of a saved JSON result (and optionally write its HTML report).",
-    version
+    version,
+    disable_version_flag = true
 )]
 struct ReportCli {
     #[command(flatten)]
     args: ReportArgs,
+    #[command(flatten)]
+    version: VersionFlag,
 }
 
 const AFTER_HELP: &str = "\
@@ -239,8 +268,12 @@ where
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
     let rest = || args.iter().skip(1).cloned();
     match args.get(1).and_then(|a| a.to_str()) {
-        Some("report") => ReportCli::try_parse_from(rest()).map(|c| Command::Report(c.args)),
-        Some("merge") => MergeCli::try_parse_from(rest()).map(|c| Command::Merge(c.args)),
+        Some("report") => ReportCli::try_parse_from(rest())
+            .map(|c| Command::Report(c.args))
+            .map_err(same_version),
+        Some("merge") => MergeCli::try_parse_from(rest())
+            .map(|c| Command::Merge(c.args))
+            .map_err(same_version),
         _ => BenchArgs::try_parse_from(args).map(|a| Command::Bench(Box::new(a))),
     }
 }
