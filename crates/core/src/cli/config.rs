@@ -395,6 +395,9 @@ pub fn parse_header(h: &str) -> Result<(String, String), ConfigError> {
         header: h.escape_debug().to_string(),
         why,
     };
+    if name.is_empty() {
+        return Err(bad("its name is empty".to_string()));
+    }
     check_token(name).map_err(|why| bad(format!("its name {why}")))?;
     check_header_value(value).map_err(bad)?;
     Ok((name.to_string(), value.to_string()))
@@ -478,6 +481,10 @@ mod tests {
         );
         assert!(err("X: a\u{7f}b").contains("control characters"));
         assert!(err("X Y: v").contains("its name \"X Y\" has ' '"));
+        assert_eq!(
+            err(": v"),
+            "-H ': v': its name is empty; write it as 'Name: value'"
+        );
         assert_eq!(parse_header("X:\tv\t").unwrap(), ("X".into(), "v".into()));
     }
 

@@ -13,6 +13,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use clap::builder::TypedValueParser;
 use clap::error::ErrorKind;
 use clap::{ArgAction, Args, CommandFactory, Parser};
 
@@ -139,7 +140,7 @@ pub struct BenchArgs {
     pub script: Option<PathBuf>,
 
     /// Add a header to every request: "Name: value" (repeatable)
-    #[arg(short = 'H', long = "header", value_name = "H")]
+    #[arg(short = 'H', long = "header", value_name = "H", value_parser = header_text())]
     pub headers: Vec<String>,
 
     /// Print the latency distribution and percentile spectrum
@@ -300,6 +301,16 @@ pub fn error_line(e: &clap::Error) -> String {
     }
 }
 
+/// `-H` as text: bytes that are not UTF-8 are refused with the header
+/// named (U+FFFD where the bad bytes were), where clap's own check would
+/// only say that some argument was not UTF-8.
+fn header_text() -> impl TypedValueParser<Value = String> {
+    clap::builder::OsStringValueParser::new().try_map(|h: OsString| {
+        h.into_string()
+            .map_err(|_| "it is not UTF-8 text; write the header as 'Name: value' in UTF-8")
+    })
+}
+
 /// CPUs named by `-a` (a newtype so that clap takes the list as one value).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CpuList(pub Vec<usize>);
@@ -426,6 +437,26 @@ mod tests {
         assert!(e.contains("'ten'"), "{e}");
         let e = bench(&["-d", "5x", "http://h/"]).unwrap_err();
         assert!(e.contains("'5x'"), "{e}");
+    }
+
+    #[test]
+    fn a_header_that_is_not_utf8_is_named() {
+        use std::os::unix::ffi::OsStringExt;
+        let bad = OsString::from_vec(b"X-Name: caf\xe9".to_vec());
+        let args = [
+            OsString::from("metron"),
+            "-H".into(),
+            bad,
+            "http://h/".into(),
+        ];
+        let e = parse(args).unwrap_err();
+        let line = error_line(&e);
+        assert!(
+            line.starts_with(
+                "invalid value 'X-Name: caf\u{fffd}' for '--header <H>': it is not UTF-8 text;"
+            ),
+            "{line}"
+        );
     }
 
     #[test]
