@@ -137,9 +137,7 @@ fn with_location(message: &str) -> String {
 
 /// `text` starts with `chunk:LINE:`, as Lua's positioned messages do.
 fn starts_with_location(text: &str, chunk: &str) -> bool {
-    text.strip_prefix(chunk)
-        .and_then(|rest| line_number(rest))
-        .is_some()
+    text.strip_prefix(chunk).and_then(line_number).is_some()
 }
 
 /// The length of `:LINE` when `text` starts with `:LINE:`.
