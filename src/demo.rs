@@ -20,15 +20,15 @@ use crate::Error;
 /// `metron demo`: see what coordinated omission hides, in ten seconds.
 #[derive(Args, Debug, Clone)]
 pub struct DemoArgs {
-    /// Duration of the demo run
-    #[arg(short = 'd', long = "duration", default_value = "10s", value_parser = parse_duration, value_name = "T")]
-    pub duration: Duration,
+    /// Duration of the demo run [default: 10s, or longer to fit --stall-for]
+    #[arg(short = 'd', long = "duration", value_parser = parse_duration, value_name = "T")]
+    pub duration: Option<Duration>,
 
     /// Request rate of the demo run
     #[arg(short = 'R', long = "rate", default_value = "2000", value_parser = parse_si_f64, value_name = "R")]
     pub rate: f64,
 
-    /// How long the target stalls, once, 40% into the run
+    /// How long the target stalls, once, 40% into the run; the demo waits it out, however long
     #[arg(long = "stall-for", default_value = "1.4s", value_parser = parse_duration, value_name = "T")]
     pub stall_for: Duration,
 }
@@ -38,24 +38,45 @@ const PERCENTILES: [f64; 8] = [50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.
 /// Where the stall starts, as a share of the run.
 const STALL_AT: f64 = 0.4;
 
+/// Where the stall ends at the latest, as a share of a run whose length
+/// the demo chooses: the rest shows the server recovering.
+const STALL_ENDS_BY: f64 = 0.8;
+
+/// The run's length when `-d` is not given.
+const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+
+/// The run's length: `-d` as given, which must leave the stall time to
+/// end, or else 10 s, lengthened to whole seconds for a long stall so that
+/// the demo waits out any stall (README, "Two commands").
+fn duration(args: &DemoArgs) -> Result<Duration, String> {
+    let Some(d) = args.duration else {
+        let fits = args
+            .stall_for
+            .div_f64(STALL_ENDS_BY - STALL_AT)
+            .as_secs_f64()
+            .ceil();
+        return Ok(DEFAULT_DURATION.max(Duration::from_secs_f64(fits)));
+    };
+    let stall_at = d.mul_f64(STALL_AT);
+    // A stall still on when the run ends leaves nothing to compare.
+    if stall_at + args.stall_for >= d {
+        return Err(format!(
+            "--stall-for {} does not end within the {} run (it starts {} in); use --stall-for below {}, -d above {}, or no -d to let the run fit the stall",
+            secs(args.stall_for),
+            secs(d),
+            secs(stall_at),
+            secs(d.mul_f64(1.0 - STALL_AT)),
+            secs(args.stall_for.div_f64(1.0 - STALL_AT)),
+        ));
+    }
+    Ok(d)
+}
+
 pub fn run(args: &DemoArgs, out: &mut dyn Write) -> Result<(), Error> {
     let invalid = |why: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, why);
-    let stall_at = args.duration.mul_f64(STALL_AT);
+    let duration = duration(args).map_err(invalid)?;
+    let stall_at = duration.mul_f64(STALL_AT);
     let stall = StallPlan::once(stall_at, args.stall_for).map_err(invalid)?;
-    // A stall still on when the run ends leaves nothing to compare.
-    if stall_at + args.stall_for >= args.duration {
-        let longest = args.duration.mul_f64(1.0 - STALL_AT);
-        let shortest = args.stall_for.div_f64(1.0 - STALL_AT);
-        return Err(invalid(format!(
-            "--stall-for {} does not end within the {} run (it starts {} in); use --stall-for below {} or -d above {}",
-            secs(args.stall_for),
-            secs(args.duration),
-            secs(stall_at),
-            secs(longest),
-            secs(shortest),
-        ))
-        .into());
-    }
     let server = Server::start(ServeConfig {
         stall: Some(stall),
         ..ServeConfig::default()
@@ -68,7 +89,7 @@ pub fn run(args: &DemoArgs, out: &mut dyn Write) -> Result<(), Error> {
         "metron".to_string(),
         "-t2".into(),
         "-c20".into(),
-        format!("-d{}ms", args.duration.as_millis()),
+        format!("-d{}ms", duration.as_millis()),
         format!("-R{}", args.rate),
         format!("--timeout={}ms", timeout.as_millis()),
         url.clone(),
@@ -128,4 +149,46 @@ fn explain(out: &mut dyn Write, s: &RunStats, args: &DemoArgs) -> std::io::Resul
          load generator could not keep its schedule (check the Send lag line).",
         secs(args.stall_for)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(cli: &[&str]) -> DemoArgs {
+        let mut argv = vec!["metron demo"];
+        argv.extend_from_slice(cli);
+        crate::DemoCli::try_parse_from(argv).unwrap().args
+    }
+
+    #[test]
+    fn the_default_run_is_ten_seconds() {
+        assert_eq!(duration(&args(&[])), Ok(Duration::from_secs(10)));
+        assert_eq!(
+            duration(&args(&["--stall-for", "4s"])),
+            Ok(Duration::from_secs(10))
+        );
+    }
+
+    /// Without -d the demo waits out any stall: the run grows to fit it,
+    /// with a fifth of the run left to show the recovery.
+    #[test]
+    fn without_d_the_run_grows_to_fit_a_long_stall() {
+        let d = duration(&args(&["--stall-for", "9s"])).unwrap();
+        assert_eq!(d, Duration::from_secs(23));
+        assert!(d.mul_f64(STALL_AT) + Duration::from_secs(9) <= d.mul_f64(STALL_ENDS_BY));
+        let d = duration(&args(&["--stall-for", "1h"])).unwrap();
+        assert_eq!(d, Duration::from_secs(9000));
+    }
+
+    #[test]
+    fn a_given_d_is_kept_or_refused_with_the_fixes_named() {
+        assert_eq!(
+            duration(&args(&["-d", "3s", "--stall-for", "1s"])),
+            Ok(Duration::from_secs(3))
+        );
+        let e = duration(&args(&["-d", "2s", "--stall-for", "3s"])).unwrap_err();
+        assert!(e.contains("does not end within the 2.0s run"), "{e}");
+        assert!(e.contains("or no -d to let the run fit the stall"), "{e}");
+    }
 }

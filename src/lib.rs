@@ -25,6 +25,7 @@ use std::io::{self, Write};
 use clap::Parser;
 
 use demo::DemoArgs;
+use metron_core::cli::{same_version, VersionFlag};
 use serve_args::ServeArgs;
 
 /// What the user asked metron to do.
@@ -80,11 +81,14 @@ impl From<metron_core::cli::config::ConfigError> for Error {
     name = "metron serve",
     bin_name = "metron serve",
     about = "Run metron's built-in HTTP target server.",
-    version
+    version,
+    disable_version_flag = true
 )]
 struct ServeCli {
     #[command(flatten)]
     args: ServeArgs,
+    #[command(flatten)]
+    version: VersionFlag,
 }
 
 #[derive(Parser, Debug)]
@@ -92,11 +96,14 @@ struct ServeCli {
     name = "metron demo",
     bin_name = "metron demo",
     about = "Load a built-in target that stalls once, and show corrected vs uncorrected latency.",
-    version
+    version,
+    disable_version_flag = true
 )]
 struct DemoCli {
     #[command(flatten)]
     args: DemoArgs,
+    #[command(flatten)]
+    version: VersionFlag,
 }
 
 /// Parses the whole command line (including the program name): `serve`
@@ -110,8 +117,12 @@ where
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
     let rest = || args.iter().skip(1).cloned();
     match args.get(1).and_then(|a| a.to_str()) {
-        Some("serve") => ServeCli::try_parse_from(rest()).map(|c| Command::Serve(Box::new(c.args))),
-        Some("demo") => DemoCli::try_parse_from(rest()).map(|c| Command::Demo(c.args)),
+        Some("serve") => ServeCli::try_parse_from(rest())
+            .map(|c| Command::Serve(Box::new(c.args)))
+            .map_err(same_version),
+        Some("demo") => DemoCli::try_parse_from(rest())
+            .map(|c| Command::Demo(c.args))
+            .map_err(same_version),
         _ => metron_core::cli::parse(args).map(Command::Load),
     }
 }

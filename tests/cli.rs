@@ -14,6 +14,21 @@ fn version_flag_is_wrks() {
     assert!(String::from_utf8_lossy(&o.stdout).starts_with("metron "));
 }
 
+/// Every subcommand takes `-v` and `--version` as the top level does, and
+/// prints the very same line, even where it needs arguments otherwise.
+#[test]
+fn subcommands_print_the_same_version_line() {
+    let line = stdout(&metron(&["--version"]));
+    assert_eq!(line, format!("metron {}\n", env!("CARGO_PKG_VERSION")));
+    for sub in ["serve", "demo", "report", "merge"] {
+        for flag in ["-v", "--version"] {
+            let o = metron(&[sub, flag]);
+            assert!(o.status.success(), "{sub} {flag}: {}", stderr(&o));
+            assert_eq!(stdout(&o), line, "{sub} {flag}");
+        }
+    }
+}
+
 #[test]
 fn usage_errors_are_one_line_with_a_non_zero_exit() {
     let cases: &[(&[&str], &str)] = &[
@@ -33,7 +48,11 @@ fn usage_errors_are_one_line_with_a_non_zero_exit() {
         (&["ftp://127.0.0.1/"], "unsupported scheme 'ftp'"),
         (
             &["-H", "nocolon", "http://127.0.0.1:1/"],
-            "write it as 'Name: value'",
+            "-H 'nocolon': not a header; write it as 'Name: value'",
+        ),
+        (
+            &["-H", ": v", "http://127.0.0.1:1/"],
+            "-H ': v': its name is empty; write it as 'Name: value'",
         ),
         (&["-t0", "http://127.0.0.1:1/"], "-t 0: at least one thread"),
         (
@@ -60,6 +79,14 @@ fn usage_errors_are_one_line_with_a_non_zero_exit() {
         (
             &["--timeseries-interval", "15ms", "http://127.0.0.1:1/"],
             "multiple of 10ms",
+        ),
+        (
+            &["--timeseries-interval", "1s", "http://127.0.0.1:1/"],
+            "add one of them, or drop --timeseries-interval",
+        ),
+        (
+            &["--interval", "2s", "http://127.0.0.1:1/"],
+            "add one of them, or drop --interval",
         ),
         (
             &["127.0.0.1:8080/"],
@@ -111,6 +138,32 @@ fn usage_errors_are_one_line_with_a_non_zero_exit() {
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
+}
+
+/// A -H of bytes that are not UTF-8 is named, not lost in a message about
+/// "one or more arguments".
+#[test]
+fn a_header_that_is_not_utf8_names_the_header() {
+    use std::os::unix::ffi::OsStrExt;
+    let bad = std::ffi::OsStr::from_bytes(b"X-Name: caf\xe9");
+    let child = Command::new(env!("CARGO_BIN_EXE_metron"))
+        .arg("-H")
+        .arg(bad)
+        .arg("http://127.0.0.1:1/")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let o = wait_bounded(child, std::time::Duration::from_secs(60));
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains(
+            "invalid value 'X-Name: caf\u{fffd}' for '--header <H>': it is not UTF-8 text"
+        ),
+        "{err}"
+    );
 }
 
 /// Flags that do not parse: exit status 2 and, like every other mistake,

@@ -341,6 +341,96 @@ fn an_error_in_done_still_leaves_the_report() {
     );
 }
 
+/// Every way a script can fail names, on one line, the stage, the file
+/// and the line to fix: loading, each hook, an error raised without a
+/// position (`error(msg, 0)`, `error()`, `error({})`), and request bytes
+/// that are not HTTP.
+#[test]
+fn every_script_error_names_the_stage_the_file_and_the_line() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let dir = std::env::temp_dir().join(format!("metron-lua-errors-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases: &[(&str, &str, &str, &str)] = &[
+        (
+            "load.lua",
+            "local t = nil\nlocal x = t.field\n",
+            "while loading",
+            ":2: attempt to index",
+        ),
+        (
+            "load0.lua",
+            "\nerror('no position', 0)\n",
+            "while loading",
+            ":2: no position",
+        ),
+        (
+            "loadt.lua",
+            "\n\nerror({})\n",
+            "while loading",
+            ":3: table: ",
+        ),
+        (
+            "init.lua",
+            "function init(args)\n  error()\nend\n",
+            "in init()",
+            ":2: nil",
+        ),
+        (
+            "setup.lua",
+            "function setup(t)\n\n  t.addr = 'x'\nend\n",
+            "in setup()",
+            ":3: invalid thread.addr",
+        ),
+        (
+            "request.lua",
+            "function request()\n  error('r')\nend\n",
+            "in request()",
+            ":2: r",
+        ),
+        (
+            "request_type.lua",
+            "\nfunction request()\n  return {}\nend\n",
+            "in request()",
+            ":2: expected a string",
+        ),
+        (
+            "request_http.lua",
+            "\nfunction request()\n  return 'hello'\nend\n",
+            "in request()",
+            ":2: returned bytes that are not whole HTTP requests",
+        ),
+        (
+            "response.lua",
+            "function response()\n  error('s', 0)\nend\n",
+            "in response()",
+            ":2: s",
+        ),
+        (
+            "delay.lua",
+            "function delay()\n  return nil + 1\nend\n",
+            "in delay()",
+            ":2: attempt to perform arithmetic",
+        ),
+        (
+            "done.lua",
+            "function done()\n\n  error('d')\nend\n",
+            "in done()",
+            ":3: d",
+        ),
+    ];
+    for (name, code, stage, line) in cases {
+        let file = dir.join(name);
+        std::fs::write(&file, code).unwrap();
+        let file = file.to_str().unwrap();
+        let o = metron(&["-t1", "-c1", "-R20", "-d1s", "-s", file, &url(&srv, "/")]);
+        let err = one_line_error(&o);
+        let want = format!("script error {stage} ({file}): {file}{line}");
+        assert!(err.contains(&want), "{name}: want '{want}' in '{err}'");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_missing_script_is_a_clear_error() {
     let o = metron(&["-s", "/no/such/script.lua", "http://127.0.0.1:1/"]);

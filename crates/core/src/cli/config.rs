@@ -122,6 +122,10 @@ pub enum ConfigError {
     Interval(Duration),
     #[error("--timeseries-interval {0:?}: use a positive multiple of 10ms, e.g. 250ms")]
     SeriesInterval(Duration),
+    #[error("--interval only sets the intervals of --json, --html and --hlog, and none is given; add one of them, or drop --interval")]
+    IntervalUnused,
+    #[error("--timeseries-interval only sets the interval of --timeseries and --thread-timeseries, and neither is given; add one of them, or drop --timeseries-interval")]
+    SeriesIntervalUnused,
     #[error("{0:?} after the URL would go to a script's init(args), but there is no script; add -s FILE, or drop the extra words")]
     ArgsWithoutScript(String),
 }
@@ -169,7 +173,7 @@ impl Config {
             .map(|h| parse_header(h))
             .collect::<Result<_, _>>()?;
         let outputs = outputs(args)?;
-        let interval = interval(args.interval)?;
+        let interval = interval(args.interval, &outputs)?;
         let threads = args.threads as usize;
         let affinity = match &args.affinity {
             Some(cpus) => Some(check_affinity(&cpus.0)?),
@@ -223,14 +227,15 @@ fn replay(
             "--by-endpoint"
         } else if args.seed.is_some() {
             "--seed"
-        } else if args.requests_order != Order::Sequential {
+        } else if args.requests_order.is_some() {
             "--requests-order"
         } else {
             return Ok(None);
         };
         return Err(ConfigError::NeedsRequests { flag });
     };
-    if args.seed.is_some() && args.requests_order != Order::Random {
+    let order = args.requests_order.unwrap_or(Order::Sequential);
+    if args.seed.is_some() && order != Order::Random {
         return Err(ConfigError::SeedNeedsRandom);
     }
     let set = RequestSet::load(path, target, headers)?;
@@ -257,7 +262,7 @@ fn replay(
     Ok(Some(Replay {
         file: path.clone(),
         set: Arc::new(set),
-        order: args.requests_order,
+        order,
         seed,
         by_endpoint,
     }))
@@ -320,20 +325,44 @@ fn max_head(bytes: u64) -> Result<usize, ConfigError> {
     }
 }
 
-/// `--interval`: the recorded intervals' length.
-fn interval(interval: Duration) -> Result<Duration, ConfigError> {
+/// `--interval` when not given.
+pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
+/// `--timeseries-interval` when not given.
+pub const DEFAULT_SERIES_INTERVAL: Duration = Duration::from_millis(250);
+
+/// `--interval`: the recorded intervals' length. Given without a file
+/// that has intervals, it would change nothing, so it is refused.
+fn interval(given: Option<Duration>, outputs: &Outputs) -> Result<Duration, ConfigError> {
+    let Some(interval) = given else {
+        return Ok(DEFAULT_INTERVAL);
+    };
     if interval < Duration::from_millis(10) {
         return Err(ConfigError::Interval(interval));
+    }
+    if outputs.json.is_none() && outputs.html.is_none() && outputs.hlog.is_none() {
+        return Err(ConfigError::IntervalUnused);
     }
     Ok(interval)
 }
 
-fn outputs(args: &BenchArgs) -> Result<Outputs, ConfigError> {
+/// `--timeseries-interval`: a whole number of the threads' 10 ms steps,
+/// refused when neither output that uses it is asked for.
+fn series_interval(args: &BenchArgs) -> Result<Duration, ConfigError> {
+    let Some(ts) = args.timeseries_interval else {
+        return Ok(DEFAULT_SERIES_INTERVAL);
+    };
     let step = crate::stats::SERIES_STEP.as_nanos();
-    let ts = args.timeseries_interval;
     if ts.is_zero() || ts.as_nanos() % step != 0 {
         return Err(ConfigError::SeriesInterval(ts));
     }
+    if !args.timeseries && !args.thread_timeseries {
+        return Err(ConfigError::SeriesIntervalUnused);
+    }
+    Ok(ts)
+}
+
+fn outputs(args: &BenchArgs) -> Result<Outputs, ConfigError> {
+    let ts = series_interval(args)?;
     Ok(Outputs {
         json: args.json.clone(),
         hlog: args.hlog.clone(),
@@ -366,6 +395,9 @@ pub fn parse_header(h: &str) -> Result<(String, String), ConfigError> {
         header: h.escape_debug().to_string(),
         why,
     };
+    if name.is_empty() {
+        return Err(bad("its name is empty".to_string()));
+    }
     check_token(name).map_err(|why| bad(format!("its name {why}")))?;
     check_header_value(value).map_err(bad)?;
     Ok((name.to_string(), value.to_string()))
@@ -449,6 +481,10 @@ mod tests {
         );
         assert!(err("X: a\u{7f}b").contains("control characters"));
         assert!(err("X Y: v").contains("its name \"X Y\" has ' '"));
+        assert_eq!(
+            err(": v"),
+            "-H ': v': its name is empty; write it as 'Name: value'"
+        );
         assert_eq!(parse_header("X:\tv\t").unwrap(), ("X".into(), "v".into()));
     }
 
@@ -494,6 +530,14 @@ mod tests {
                 "multiple of 10ms",
             ),
             (
+                &["--timeseries-interval", "1s", "http://127.0.0.1/"],
+                "--timeseries-interval only sets the interval of --timeseries and --thread-timeseries, and neither is given; add one of them",
+            ),
+            (
+                &["--interval", "2s", "--histogram", "http://127.0.0.1/"],
+                "--interval only sets the intervals of --json, --html and --hlog, and none is given; add one of them",
+            ),
+            (
                 &["http://127.0.0.1/", "requests.json"],
                 "\"requests.json\" after the URL would go to a script's init(args), but there is no script; add -s FILE",
             ),
@@ -505,6 +549,10 @@ mod tests {
             (
                 &["--cert", "c.pem", "https://127.0.0.1/"],
                 "--cert needs --key FILE",
+            ),
+            (
+                &["--requests-order", "sequential", "http://127.0.0.1/"],
+                "--requests-order needs --requests FILE",
             ),
             (
                 &["-k", "http://127.0.0.1/"],
@@ -525,6 +573,27 @@ mod tests {
             let err = config(args).expect_err(&format!("{args:?} should fail"));
             assert!(err.contains(want), "{args:?}: got '{err}', want '{want}'");
             assert!(!err.contains('\n'), "{args:?}: message spans lines: {err}");
+        }
+    }
+
+    /// Each interval flag is taken with any output that uses it, and
+    /// defaults when not given.
+    #[test]
+    fn interval_flags_go_with_their_outputs() {
+        let c = config(&["http://127.0.0.1/"]).unwrap();
+        assert_eq!(c.run.interval, DEFAULT_INTERVAL);
+        assert_eq!(c.outputs.timeseries_interval, DEFAULT_SERIES_INTERVAL);
+        for output in ["--json", "--html", "--hlog"] {
+            let c = config(&["--interval", "2s", output, "r", "http://127.0.0.1/"]).unwrap();
+            assert_eq!(c.run.interval, Duration::from_secs(2), "{output}");
+        }
+        for output in ["--timeseries", "--thread-timeseries"] {
+            let c = config(&["--timeseries-interval", "1s", output, "http://127.0.0.1/"]).unwrap();
+            assert_eq!(
+                c.outputs.timeseries_interval,
+                Duration::from_secs(1),
+                "{output}"
+            );
         }
     }
 

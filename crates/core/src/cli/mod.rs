@@ -13,7 +13,9 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{ArgAction, Args, Parser};
+use clap::builder::TypedValueParser;
+use clap::error::ErrorKind;
+use clap::{ArgAction, Args, CommandFactory, Parser};
 
 use units::{parse_duration, parse_si_f64, parse_si_u64};
 
@@ -41,11 +43,36 @@ pub struct MergeArgs {
     name = "metron merge",
     bin_name = "metron merge",
     about = "Merge HdrHistogram interval logs (e.g. from several machines) into one latency report.",
-    version
+    version,
+    disable_version_flag = true
 )]
 struct MergeCli {
     #[command(flatten)]
     args: MergeArgs,
+    #[command(flatten)]
+    version: VersionFlag,
+}
+
+/// `-v, --version` for a subcommand, as the top level spells it (wrk's
+/// `-v`); [`same_version`] makes it print the top level's line.
+#[derive(Args, Debug, Clone)]
+pub struct VersionFlag {
+    /// Print the version and exit
+    #[arg(short = 'v', long = "version", action = ArgAction::Version)]
+    version: (),
+}
+
+/// A subcommand's `--version` prints what `metron --version` prints
+/// (`metron X.Y.Z`), not the subcommand's name; every other outcome of its
+/// parse passes through.
+pub fn same_version(e: clap::Error) -> clap::Error {
+    if e.kind() != ErrorKind::DisplayVersion {
+        return e;
+    }
+    match BenchArgs::command().try_get_matches_from(["metron", "--version"]) {
+        Err(top) => top,
+        Ok(_) => e,
+    }
 }
 
 /// `metron report FILE.json [--html OUT]`.
@@ -65,11 +92,14 @@ pub struct ReportArgs {
     name = "metron report",
     bin_name = "metron report",
     about = "Print the text report of a saved JSON result (and optionally write its HTML report).",
-    version
+    version,
+    disable_version_flag = true
 )]
 struct ReportCli {
     #[command(flatten)]
     args: ReportArgs,
+    #[command(flatten)]
+    version: VersionFlag,
 }
 
 const AFTER_HELP: &str = "\
@@ -110,7 +140,7 @@ pub struct BenchArgs {
     pub script: Option<PathBuf>,
 
     /// Add a header to every request: "Name: value" (repeatable)
-    #[arg(short = 'H', long = "header", value_name = "H")]
+    #[arg(short = 'H', long = "header", value_name = "H", value_parser = header_text())]
     pub headers: Vec<String>,
 
     /// Print the latency distribution and percentile spectrum
@@ -145,14 +175,13 @@ pub struct BenchArgs {
     #[arg(long = "requests", value_name = "FILE", conflicts_with = "script")]
     pub requests: Option<PathBuf>,
 
-    /// Order of --requests
+    /// Order of --requests [default: sequential]
     #[arg(
         long = "requests-order",
         value_parser = choice::choice(&crate::replay::Order::CHOICES),
-        default_value = "sequential",
         value_name = "ORDER"
     )]
-    pub requests_order: crate::replay::Order,
+    pub requests_order: Option<crate::replay::Order>,
 
     /// Seed of --requests-order random, so a run repeats (default: from the clock; the banner shows it)
     #[arg(long = "seed", value_name = "N")]
@@ -190,9 +219,9 @@ pub struct BenchArgs {
     #[arg(long = "html", value_name = "FILE")]
     pub html: Option<PathBuf>,
 
-    /// Length of the intervals of the JSON time series and the interval log
-    #[arg(long = "interval", default_value = "1s", value_parser = parse_duration, value_name = "T")]
-    pub interval: Duration,
+    /// Length of the intervals of --json's time series, --html's charts and --hlog [default: 1s]
+    #[arg(long = "interval", value_parser = parse_duration, value_name = "T")]
+    pub interval: Option<Duration>,
 
     /// After the report: the corrected latency histogram, one count per 1 us from 0 to the last non-empty bin
     #[arg(long = "histogram")]
@@ -206,9 +235,9 @@ pub struct BenchArgs {
     #[arg(long = "thread-timeseries")]
     pub thread_timeseries: bool,
 
-    /// Interval of --timeseries and --thread-timeseries (a multiple of 10ms; printed in ms)
-    #[arg(long = "timeseries-interval", default_value = "250ms", value_parser = parse_duration, value_name = "T")]
-    pub timeseries_interval: Duration,
+    /// Interval of --timeseries and --thread-timeseries (a multiple of 10ms; printed in ms) [default: 250ms]
+    #[arg(long = "timeseries-interval", value_parser = parse_duration, value_name = "T")]
+    pub timeseries_interval: Option<Duration>,
 
     /// No live progress line on stderr (it only shows on a terminal anyway)
     #[arg(long = "quiet")]
@@ -240,8 +269,12 @@ where
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
     let rest = || args.iter().skip(1).cloned();
     match args.get(1).and_then(|a| a.to_str()) {
-        Some("report") => ReportCli::try_parse_from(rest()).map(|c| Command::Report(c.args)),
-        Some("merge") => MergeCli::try_parse_from(rest()).map(|c| Command::Merge(c.args)),
+        Some("report") => ReportCli::try_parse_from(rest())
+            .map(|c| Command::Report(c.args))
+            .map_err(same_version),
+        Some("merge") => MergeCli::try_parse_from(rest())
+            .map(|c| Command::Merge(c.args))
+            .map_err(same_version),
         _ => BenchArgs::try_parse_from(args).map(|a| Command::Bench(Box::new(a))),
     }
 }
@@ -266,6 +299,16 @@ pub fn error_line(e: &clap::Error) -> String {
         Some(u) => format!("{message}; usage: {u} (--help lists every flag)"),
         None => format!("{message} (--help lists every flag)"),
     }
+}
+
+/// `-H` as text: bytes that are not UTF-8 are refused with the header
+/// named (U+FFFD where the bad bytes were), where clap's own check would
+/// only say that some argument was not UTF-8.
+fn header_text() -> impl TypedValueParser<Value = String> {
+    clap::builder::OsStringValueParser::new().try_map(|h: OsString| {
+        h.into_string()
+            .map_err(|_| "it is not UTF-8 text; write the header as 'Name: value' in UTF-8")
+    })
 }
 
 /// CPUs named by `-a` (a newtype so that clap takes the list as one value).
@@ -394,6 +437,26 @@ mod tests {
         assert!(e.contains("'ten'"), "{e}");
         let e = bench(&["-d", "5x", "http://h/"]).unwrap_err();
         assert!(e.contains("'5x'"), "{e}");
+    }
+
+    #[test]
+    fn a_header_that_is_not_utf8_is_named() {
+        use std::os::unix::ffi::OsStringExt;
+        let bad = OsString::from_vec(b"X-Name: caf\xe9".to_vec());
+        let args = [
+            OsString::from("metron"),
+            "-H".into(),
+            bad,
+            "http://h/".into(),
+        ];
+        let e = parse(args).unwrap_err();
+        let line = error_line(&e);
+        assert!(
+            line.starts_with(
+                "invalid value 'X-Name: caf\u{fffd}' for '--header <H>': it is not UTF-8 text;"
+            ),
+            "{line}"
+        );
     }
 
     #[test]

@@ -139,8 +139,6 @@ pub enum EngineError {
     },
     #[error("{0}")]
     Script(#[from] ScriptError),
-    #[error("request() on thread {thread} returned bytes that are not whole HTTP requests: {why}")]
-    BadRequest { thread: usize, why: RequestError },
     #[error("the request built from the URL, -H and a script's wrk.method, wrk.path, wrk.headers and wrk.body is refused: {0}; fix those fields")]
     BadStaticRequest(RequestError),
 }

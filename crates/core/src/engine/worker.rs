@@ -33,7 +33,7 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
 
 use crate::clock::{self, Nanos};
-use crate::http::request::{heads_into, Batch};
+use crate::http::request::Batch;
 use crate::http::response::Done;
 use crate::replay::Cursor;
 use crate::schedule::Plan;
@@ -577,11 +577,7 @@ impl Worker {
             Source::Script => {
                 let script = self.script.as_mut().expect("a script source has a script");
                 let own = self.conns[i].own_batch();
-                script.request(own)?;
-                heads_into(own, &mut self.script_heads).map_err(|why| EngineError::BadRequest {
-                    thread: self.index,
-                    why,
-                })?;
+                script.request_batch(own, &mut self.script_heads)?;
                 Ok(Out::Own)
             }
         }

@@ -5,8 +5,9 @@
 //! must say three things on one line: which script, which hook (or loading)
 //! and what Lua said, with Lua's `file:LINE:` kept. mlua appends tracebacks
 //! and wraps errors raised in Rust callbacks; this file undoes both, and
-//! adds the script line a Rust callback was called from, which Lua itself
-//! does not add to errors raised outside Lua code.
+//! adds the script line where Lua itself gives none: a Rust callback's
+//! caller, and an error raised without a position (`error(msg, 0)`, or a
+//! value that is not a string, such as `error()` or `error({})`).
 
 use std::fmt;
 use std::io;
@@ -68,6 +69,14 @@ pub enum ScriptError {
         expected: &'static str,
         found: &'static str,
     },
+    /// `request()` returned a string that is not whole HTTP requests.
+    /// `location` is `file:LINE` of its definition.
+    #[error("script error in request() ({file}): {location}: returned bytes that are not whole HTTP requests: {why}; return HTTP/1.x requests, as wrk.format() builds them from valid fields")]
+    NotHttp {
+        file: String,
+        location: String,
+        why: String,
+    },
 }
 
 impl ScriptError {
@@ -84,6 +93,7 @@ impl ScriptError {
         match self {
             ScriptError::Read { .. } => None,
             ScriptError::Lua { stage, .. } | ScriptError::Return { stage, .. } => Some(*stage),
+            ScriptError::NotHttp { .. } => Some(Stage::Request),
         }
     }
 }
@@ -91,9 +101,8 @@ impl ScriptError {
 /// Lua's message for `error`, on one line, without mlua's decorations.
 pub(crate) fn one_line(error: &mlua::Error) -> String {
     match error {
-        mlua::Error::RuntimeError(message) | mlua::Error::MemoryError(message) => {
-            first_line(message).to_owned()
-        }
+        mlua::Error::RuntimeError(message) => with_location(message),
+        mlua::Error::MemoryError(message) => first_line(message).to_owned(),
         mlua::Error::SyntaxError { message, .. } => first_line(message).to_owned(),
         mlua::Error::CallbackError { traceback, cause } => from_callback(traceback, cause),
         other => first_line(&other.to_string()).to_owned(),
@@ -114,17 +123,54 @@ fn from_callback(traceback: &str, cause: &mlua::Error) -> String {
     }
 }
 
+/// A runtime error's first line. Lua starts it with `chunk:LINE:` unless
+/// the error was raised without a position; then the traceback mlua
+/// appends tells where it was raised.
+fn with_location(message: &str) -> String {
+    let first = first_line(message);
+    let located = frames(message).any(|(chunk, _)| starts_with_location(first, chunk));
+    match caller_location(message) {
+        Some(location) if !located => format!("{location}: {first}"),
+        _ => first.to_owned(),
+    }
+}
+
+/// `text` starts with `chunk:LINE:`, as Lua's positioned messages do.
+fn starts_with_location(text: &str, chunk: &str) -> bool {
+    text.strip_prefix(chunk).and_then(line_number).is_some()
+}
+
+/// The length of `:LINE` when `text` starts with `:LINE:`.
+fn line_number(text: &str) -> Option<usize> {
+    let rest = text.strip_prefix(':')?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    (digits > 0 && rest[digits..].starts_with(':')).then_some(1 + digits)
+}
+
 /// The first `chunk:LINE` frame of a Lua traceback, skipping C frames and
 /// the Lua glue mlua puts around userdata fields (`__mlua_index`, ...).
-fn caller_location(traceback: &str) -> Option<&str> {
-    traceback.lines().skip(1).find_map(|frame| {
-        let frame = frame.trim_start();
-        let (chunk, rest) = frame.split_once(':')?;
-        let (line, _) = rest.split_once(':')?;
-        let is_line = !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit());
+fn caller_location(text: &str) -> Option<&str> {
+    frames(text).find_map(|(chunk, location)| {
         let ours = chunk != "[C]" && !chunk.starts_with("__mlua");
-        (is_line && ours).then(|| &frame[..chunk.len() + 1 + line.len()])
+        ours.then_some(location)
     })
+}
+
+/// The frames of the traceback in `text` (what follows its
+/// `stack traceback:` line) that name a line: each as its chunk and its
+/// `chunk:LINE`.
+fn frames(text: &str) -> impl Iterator<Item = (&str, &str)> {
+    text.lines()
+        .skip_while(|l| l.trim() != "stack traceback:")
+        .skip(1)
+        .filter_map(|frame| {
+            // `chunk:LINE: in ...`; the chunk (a path) may hold colons.
+            let frame = frame.trim_start();
+            frame.match_indices(':').find_map(|(at, _)| {
+                let len = line_number(&frame[at..])?;
+                Some((&frame[..at], &frame[..at + len]))
+            })
+        })
 }
 
 fn first_line(text: &str) -> &str {
@@ -142,6 +188,27 @@ mod tests {
             "a.lua:3: boom\nstack traceback:\n\t[C]: in ?\n\ta.lua:3: in main chunk".into(),
         );
         assert_eq!(one_line(&error), "a.lua:3: boom");
+    }
+
+    /// `error(msg, 0)`, `error()` and `error({})` carry no position; the
+    /// traceback gives the line that raised them.
+    #[test]
+    fn errors_without_a_position_gain_the_raising_line() {
+        let traceback = "\nstack traceback:\n\t[C]: in ?\n\t[C]: in function 'error'\n\
+                         \ta.lua:3: in function 'init'";
+        for value in ["no position", "nil", "table: 0x5555"] {
+            let error = mlua::Error::RuntimeError(format!("{value}{traceback}"));
+            assert_eq!(one_line(&error), format!("a.lua:3: {value}"));
+        }
+        // error(msg, 2) points at the caller: that position is kept.
+        let error = mlua::Error::RuntimeError(format!("a.lua:9: raised for the caller{traceback}"));
+        assert_eq!(one_line(&error), "a.lua:9: raised for the caller");
+        // A chunk name with a colon in it is still recognised.
+        let traceback = "\nstack traceback:\n\t[C]: in ?\n\t/t/a:b.lua:3: in main chunk";
+        let error = mlua::Error::RuntimeError(format!("/t/a:b.lua:3: boom{traceback}"));
+        assert_eq!(one_line(&error), "/t/a:b.lua:3: boom");
+        let error = mlua::Error::RuntimeError(format!("boom{traceback}"));
+        assert_eq!(one_line(&error), "/t/a:b.lua:3: boom");
     }
 
     #[test]

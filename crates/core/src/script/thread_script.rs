@@ -15,6 +15,7 @@ use mlua::{Function, Lua, Table, Value};
 use super::error::{ScriptError, Stage};
 use super::thread::{lock, ThreadHandle};
 use super::{hook, wrk};
+use crate::http::request;
 
 /// The hooks a state defines, found once.
 #[derive(Debug)]
@@ -139,6 +140,22 @@ impl ThreadScript {
         Ok(())
     }
 
+    /// Calls `request()` as [`request`](Self::request) does, and checks
+    /// that its bytes are whole HTTP requests, noting in `heads` which of
+    /// them are HEAD requests (their responses have no body).
+    pub fn request_batch(
+        &mut self,
+        out: &mut Vec<u8>,
+        heads: &mut Vec<bool>,
+    ) -> Result<(), ScriptError> {
+        self.request(out)?;
+        request::heads_into(out, heads).map_err(|why| ScriptError::NotHttp {
+            file: self.file.clone(),
+            location: self.location(self.hooks.request.as_ref()),
+            why: why.to_string(),
+        })
+    }
+
     fn static_bytes(&mut self) -> Result<&[u8], ScriptError> {
         let bytes = match self.static_bytes.take() {
             Some(bytes) => bytes,
@@ -218,18 +235,20 @@ impl ThreadScript {
         expected: &'static str,
         found: &Value,
     ) -> ScriptError {
-        // Where the hook is defined: the line a reader has to fix.
-        let line = hook.and_then(|f| f.info().line_defined);
-        let location = match line {
-            Some(line) => format!("{}:{line}", self.file),
-            None => self.file.clone(),
-        };
         ScriptError::Return {
             stage,
             file: self.file.clone(),
-            location,
+            location: self.location(hook),
             expected,
             found: found.type_name(),
+        }
+    }
+
+    /// Where `hook` is defined, `file:LINE`: the line a reader has to fix.
+    fn location(&self, hook: Option<&Function>) -> String {
+        match hook.and_then(|f| f.info().line_defined) {
+            Some(line) => format!("{}:{line}", self.file),
+            None => self.file.clone(),
         }
     }
 
@@ -506,6 +525,34 @@ mod tests {
                 && text.ends_with("num.lua:1: expected a string of request bytes, got integer"),
             "{text}"
         );
+    }
+
+    /// Bytes that are not HTTP stop the run with the script's file and the
+    /// line of its `request()`, not with a worker's number.
+    #[test]
+    fn request_must_return_whole_http_requests() {
+        let mut t = thread(
+            "junk.lua",
+            "\nfunction request()\n  return 'GET / HTTP/1.1\\r\\nBad Name: v\\r\\n\\r\\n'\nend\n",
+        );
+        let mut heads = Vec::new();
+        let text = t
+            .request_batch(&mut Vec::new(), &mut heads)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            text.starts_with("script error in request() (")
+                && text.contains("junk.lua:2: returned bytes that are not whole HTTP requests: request 1 is not an HTTP request")
+                && text.ends_with("; return HTTP/1.x requests, as wrk.format() builds them from valid fields"),
+            "{text}"
+        );
+        let mut t = thread(
+            "head.lua",
+            "function request() return wrk.format('HEAD') end",
+        );
+        let mut out = Vec::new();
+        t.request_batch(&mut out, &mut heads).unwrap();
+        assert_eq!(heads, [true]);
     }
 
     #[test]
