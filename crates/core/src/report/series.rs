@@ -58,7 +58,7 @@ pub fn write_timeseries(out: &mut dyn Write, run: &RunStats, step: Duration) -> 
 }
 
 /// `--histogram`: one count per microsecond from 0 µs to the last
-/// non-empty bin. Up to 2048 µs each histogram bin is one microsecond;
+/// non-empty bin. Below 2048 µs each histogram bin is one microsecond;
 /// above, a bin spans several (2 µs up to 4096 µs, then 4, and so on), and
 /// its count stands on the first microsecond it covers, with zeros on the
 /// rest, so the counts still add up to the number of requests.
