@@ -7,18 +7,7 @@ mod common;
 use std::collections::HashMap;
 
 use common::*;
-use metron::serve::{ServeConfig, Server};
-
-fn script(name: &str) -> String {
-    format!("{}/tests/scripts/{name}", env!("CARGO_MANIFEST_DIR"))
-}
-
-fn recording() -> Server {
-    server(ServeConfig {
-        record: 100_000,
-        ..ServeConfig::default()
-    })
-}
+use metron::serve::ServeConfig;
 
 /// A fresh directory for one test's files, removed when dropped.
 struct TempDir(std::path::PathBuf);

@@ -4,19 +4,7 @@
 mod common;
 
 use common::*;
-use metron::serve::{ServeConfig, Server};
-
-fn script(name: &str) -> String {
-    format!("{}/tests/scripts/{name}", env!("CARGO_MANIFEST_DIR"))
-}
-
-/// A target that keeps what it receives.
-fn recording() -> Server {
-    server(ServeConfig {
-        record: 100_000,
-        ..ServeConfig::default()
-    })
-}
+use metron::serve::ServeConfig;
 
 #[test]
 fn a_static_script_sets_headers_once_and_costs_no_call_per_request() {

@@ -27,6 +27,19 @@ pub fn server(cfg: ServeConfig) -> Server {
     Server::start(cfg).expect("the built-in target starts")
 }
 
+/// A target that keeps what it receives.
+pub fn recording() -> Server {
+    server(ServeConfig {
+        record: 100_000,
+        ..ServeConfig::default()
+    })
+}
+
+/// The path of a script in tests/scripts.
+pub fn script(name: &str) -> String {
+    format!("{}/tests/scripts/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
 pub fn url(server: &Server, path: &str) -> String {
     format!("http://{}{}", server.addr(), path)
 }
