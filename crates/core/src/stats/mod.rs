@@ -11,6 +11,7 @@ pub mod interval;
 pub mod recorder;
 pub mod unfinished;
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
@@ -46,6 +47,21 @@ pub fn record_clamped(hist: &mut Histogram<u64>, value_us: u64) -> bool {
     // In range by construction, so this cannot fail.
     let _ = hist.record(value_us.clamp(HIST_LOW_US, HIST_HIGH_US));
     value_us > HIST_HIGH_US
+}
+
+/// `latency` and `unfinished` added up; `latency` itself when nothing went
+/// unfinished (the usual case), so that reports which ask for every
+/// interval's conservative distribution copy no histogram for it.
+fn conservative<'a>(
+    latency: &'a Histogram<u64>,
+    unfinished: &Histogram<u64>,
+) -> Cow<'a, Histogram<u64>> {
+    if unfinished.is_empty() {
+        return Cow::Borrowed(latency);
+    }
+    let mut h = latency.clone();
+    h.add(unfinished).expect("same bounds");
+    Cow::Owned(h)
 }
 
 /// A histogram holding `count` of each `value`: fixed data for tests.
@@ -400,10 +416,8 @@ impl IntervalStats {
 
     /// Corrected latency with the unfinished requests' lower bounds
     /// included: the interval's conservative distribution.
-    pub fn with_unfinished(&self) -> Histogram<u64> {
-        let mut h = self.latency.clone();
-        h.add(&self.unfinished).expect("same bounds");
-        h
+    pub fn with_unfinished(&self) -> Cow<'_, Histogram<u64>> {
+        conservative(&self.latency, &self.unfinished)
     }
 
     pub fn record_endpoint(&mut self, e: usize, us: u64) {
@@ -497,10 +511,8 @@ impl RunStats {
 
     /// Corrected latency with the unfinished requests' lower bounds
     /// included: the conservative distribution (docs/MEASUREMENT.md, §6).
-    pub fn with_unfinished(&self) -> Histogram<u64> {
-        let mut h = self.latency.clone();
-        h.add(&self.unfinished).expect("same bounds");
-        h
+    pub fn with_unfinished(&self) -> Cow<'_, Histogram<u64>> {
+        conservative(&self.latency, &self.unfinished)
     }
 
     /// Gives the endpoints their labels, by index.
