@@ -116,6 +116,14 @@ pub enum EngineError {
     },
     #[error("TLS handshake with {addr} failed: {why}; does the server speak TLS on that port? (a plain HTTP server wants http://)")]
     Tls { addr: SocketAddr, why: io::Error },
+    #[error("the server at {addr} did not choose {offered} by ALPN{chose}; it may not speak HTTP/2 over TLS: drop --http2, or offer both with --alpn h2,http/1.1")]
+    Alpn {
+        addr: SocketAddr,
+        offered: String,
+        chose: String,
+    },
+    #[error("the server at {addr} does not speak HTTP/2 with prior knowledge (h2c): {why}; drop --http2 for HTTP/1.1, or use an https:// URL to negotiate HTTP/2 by ALPN")]
+    NotH2c { addr: SocketAddr, why: String },
     #[error("'{0}' is not a valid TLS server name")]
     ServerName(String),
     #[error("worker thread {thread} failed: {why}")]

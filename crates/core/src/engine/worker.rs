@@ -41,6 +41,7 @@ use crate::script::ThreadScript;
 use crate::stats::{AtEnd, Loss, Recorder, StopCause, ThreadStats};
 
 use super::conn::{After, Check, Conn, Connect, Eof, InFlight, Out, Read, Received};
+use super::setup::Protocol;
 use super::slots::{Assigned, Due, Slot, Slots};
 use super::timer::{self, Timer};
 use super::transport::{TlsSetup, Transport};
@@ -85,6 +86,8 @@ pub struct WorkerSetup {
 pub struct Peer {
     pub addr: SocketAddr,
     pub tls: Option<TlsSetup>,
+    /// What the host speaks: chosen by ALPN over TLS, asked for otherwise.
+    pub protocol: Protocol,
 }
 
 pub struct Worker {
