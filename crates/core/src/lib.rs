@@ -1,6 +1,7 @@
 //! metron's load generator: wrk's command line and Lua API, wrk2's
 //! constant-rate latency model, and microsecond pacing. It runs on its own
-//! event loops and threads: no async runtime is in its dependency tree.
+//! event loops and threads, with no async runtime: HTTP/2's library is
+//! polled by hand, through tokio's I/O traits alone.
 //! The built-in target server is the `metron-serve` crate, and the `metron`
 //! binary dispatches `serve` and `demo` (docs/ARCHITECTURE.md).
 //!
@@ -13,7 +14,8 @@
 //! - [`engine`]: a run in three stages (prepare, start, collect) over worker
 //!   threads, each with its own event loop, connections, timer and
 //!   statistics.
-//! - [`http`]: request bytes, the incremental response parser, body framing.
+//! - [`http`]: request bytes, the incremental response parser, body framing,
+//!   and the HTTP/2 client session (`http::h2`).
 //! - [`replay`]: `--requests FILE`: requests built once from a file, their
 //!   hosts and endpoints.
 //! - [`script`]: wrk's Lua API on LuaJIT: hooks, the `wrk` table, `thread`
