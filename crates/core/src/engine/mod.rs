@@ -124,6 +124,8 @@ pub enum EngineError {
     },
     #[error("the server at {addr} does not speak HTTP/2 with prior knowledge (h2c): {why}; drop --http2 for HTTP/1.1, or use an https:// URL to negotiate HTTP/2 by ALPN")]
     NotH2c { addr: SocketAddr, why: String },
+    #[error("a request cannot go over HTTP/2: {0}")]
+    Http2(String),
     #[error("'{0}' is not a valid TLS server name")]
     ServerName(String),
     #[error("worker thread {thread} failed: {why}")]

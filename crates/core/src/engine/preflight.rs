@@ -54,6 +54,7 @@ pub(super) fn peers(run: &Setup) -> Result<Vec<Peer>, EngineError> {
                 addr,
                 tls,
                 protocol,
+                authority: target.authority.clone(),
             })
         })
         .collect()

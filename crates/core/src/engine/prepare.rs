@@ -123,6 +123,7 @@ fn worker_setups(
             cpu: setup.affinity.as_ref().map(|cpus| cpus[j % cpus.len()]),
             connect_wait: nanos(setup.timeout),
             interval: setup.interval,
+            max_streams: setup.protocols.max_streams,
             progress: board.cloned(),
         });
     }

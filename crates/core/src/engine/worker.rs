@@ -33,6 +33,7 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
 
 use crate::clock::{self, Nanos};
+use crate::http::h2::{self, Event as H2Event, H2Request};
 use crate::http::request::Batch;
 use crate::http::response::Done;
 use crate::replay::Cursor;
@@ -76,6 +77,8 @@ pub struct WorkerSetup {
     pub connect_wait: Nanos,
     /// Length of the intervals of the time series and the interval log.
     pub interval: std::time::Duration,
+    /// HTTP/2 streams per connection at most (`-m`).
+    pub max_streams: u32,
     /// Where this thread publishes its running totals for the progress
     /// line (a few times a second, never per request).
     pub progress: Option<Arc<super::progress::Board>>,
@@ -88,6 +91,18 @@ pub struct Peer {
     pub tls: Option<TlsSetup>,
     /// What the host speaks: chosen by ALPN over TLS, asked for otherwise.
     pub protocol: Protocol,
+    /// Its `Host` (HTTP/2's `:authority` when a request names none).
+    pub authority: String,
+}
+
+impl Peer {
+    fn scheme(&self) -> &'static str {
+        if self.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        }
+    }
 }
 
 pub struct Worker {
@@ -97,6 +112,12 @@ pub struct Worker {
     waker: Arc<Waker>,
     stop: Arc<Stop>,
     conns: Vec<Conn>,
+    /// HTTP/2: slots each connection has in `slots` (one per free stream).
+    offered: Vec<u32>,
+    /// HTTP/2: the static request of each peer, converted once.
+    h2_static: Vec<Vec<H2Request>>,
+    /// HTTP/2: streams are being opened in a row; one write sends them.
+    filling: bool,
     /// What due requests wait for: free slots, per peer.
     slots: Slots,
     /// Connections resting after `delay()`, earliest first.
@@ -271,9 +292,37 @@ impl Worker {
             (None, _) => Source::Static(setup.request),
         };
         let peers = setup.peers.len();
+        let settings = h2::Settings {
+            max_streams: setup.max_streams,
+            capture,
+            ..h2::Settings::default()
+        };
         let conns = (0..setup.connections)
-            .map(|c| Conn::new(setup.max_head, capture, c % peers))
+            .map(|c| {
+                let peer = c % peers;
+                match setup.peers[peer].protocol {
+                    Protocol::Http2 => {
+                        Conn::new_h2(setup.max_head, capture, peer, settings.clone())
+                    }
+                    Protocol::Http1 => Conn::new(setup.max_head, capture, peer),
+                }
+            })
             .collect();
+        // The static request, converted once for each HTTP/2 host.
+        let h2_static = match &source {
+            Source::Static(batch) => setup
+                .peers
+                .iter()
+                .map(|p| match p.protocol {
+                    Protocol::Http2 => {
+                        H2Request::from_http1(batch.bytes(), p.scheme(), &p.authority)
+                            .map_err(io::Error::other)
+                    }
+                    Protocol::Http1 => Ok(Vec::new()),
+                })
+                .collect::<io::Result<Vec<_>>>()?,
+            _ => Vec::new(),
+        };
         let sweep_every = (setup.timeout / 10).clamp(1_000_000, 50_000_000);
         let mut w = Worker {
             index: setup.index,
@@ -281,6 +330,9 @@ impl Worker {
             timer,
             waker,
             stop,
+            offered: vec![0; setup.connections],
+            h2_static,
+            filling: false,
             conns,
             slots: Slots::new(peers, setup.connections),
             resting: BinaryHeap::with_capacity(setup.connections),
@@ -321,8 +373,15 @@ impl Worker {
         self.schedule = Schedule(plan);
         self.stats.begin(window, self.schedule.paced());
         self.started = true;
-        // Every open connection takes its first request (or first delay).
-        for slot in self.slots.take_free() {
+        // Every open connection takes its first request (or first delay);
+        // an HTTP/2 one offers its free streams again.
+        self.offered.iter_mut().for_each(|n| *n = 0);
+        let mut slots = self.slots.take_free();
+        slots.dedup();
+        for slot in slots {
+            if self.conns[slot.conn].is_h2() && self.offered[slot.conn] > 0 {
+                continue;
+            }
             self.ready(slot.conn);
         }
         let ended = self.event_loop()?;
@@ -451,6 +510,10 @@ impl Worker {
     }
 
     fn send_assigned(&mut self, a: Assigned) {
+        let i = a.slot.conn;
+        if self.conns[i].is_h2() {
+            self.offered[i] = self.offered[i].saturating_sub(1);
+        }
         if a.waited {
             self.stats.queued(a.due.at);
         }
@@ -491,6 +554,9 @@ impl Worker {
     /// The connection can take a request: after the script's `delay()`, if
     /// it has one, it becomes available.
     fn ready(&mut self, i: usize) {
+        if self.conns[i].is_h2() {
+            return self.top_up(i);
+        }
         if self.started {
             if let Some(script) = self.script.as_mut().filter(|s| s.has_delay()) {
                 match script.delay_ms() {
@@ -525,6 +591,31 @@ impl Worker {
         }
     }
 
+    /// HTTP/2: every free stream of connection `i` becomes a slot (or, in
+    /// the closed loop once started, takes a request at once).
+    fn top_up(&mut self, i: usize) {
+        if self.halted() {
+            return;
+        }
+        let peer = self.conns[i].peer();
+        if self.started && !self.schedule.paced() {
+            self.filling = true;
+            while self.conns[i].free_streams() > 0 && !self.halted() {
+                let request = self.source.next_for(peer);
+                self.send(i, clock::now(), request);
+            }
+            self.filling = false;
+            return self.on_writable(i);
+        }
+        while self.offered[i] < self.conns[i].free_streams() {
+            self.offered[i] += 1;
+            let now = clock::now();
+            if let Some(a) = self.slots.release(peer, Slot { conn: i }, now) {
+                self.send_assigned(a);
+            }
+        }
+    }
+
     /// Connections whose delay is over become available.
     fn wake_rested(&mut self, now: Nanos) {
         while let Some(&Reverse((until, i))) = self.resting.peek() {
@@ -546,6 +637,9 @@ impl Worker {
     /// Writes a batch whose first request is intended at `intended` on
     /// connection `i`; `request` picks it from the requests file, if any.
     fn send(&mut self, i: usize, intended: Nanos, request: u32) {
+        if self.conns[i].is_h2() {
+            return self.send_h2(i, intended, request);
+        }
         let out = match self.load_batch(i, request) {
             Ok(out) => out,
             Err(e) => return self.fail(e),
@@ -569,6 +663,60 @@ impl Worker {
         }
         conn.start_batch(out);
         self.on_writable(i);
+    }
+
+    /// HTTP/2: the request (or each request of a script's batch) on a
+    /// stream of its own.
+    fn send_h2(&mut self, i: usize, intended: Nanos, request: u32) {
+        let peer = &self.peers[self.conns[i].peer()];
+        let converted;
+        let requests: &[H2Request] = match &self.source {
+            Source::Static(_) => &self.h2_static[self.conns[i].peer()],
+            Source::Replay(r) => {
+                let bytes = r.set().bytes(request);
+                match H2Request::from_http1(bytes, peer.scheme(), &peer.authority) {
+                    Ok(v) => {
+                        converted = v;
+                        &converted
+                    }
+                    Err(e) => return self.fail(EngineError::Http2(e.to_string())),
+                }
+            }
+            Source::Script => {
+                let script = self.script.as_mut().expect("a script source has a script");
+                let own = self.conns[i].own_batch();
+                if let Err(e) = script.request_batch(own, &mut self.script_heads) {
+                    return self.fail(e.into());
+                }
+                let bytes = self.conns[i].own_batch();
+                match H2Request::from_http1(bytes, peer.scheme(), &peer.authority) {
+                    Ok(v) => {
+                        converted = v;
+                        &converted
+                    }
+                    Err(e) => return self.fail(EngineError::Http2(e.to_string())),
+                }
+            }
+        };
+        let now = clock::now();
+        let endpoint = self.source.endpoint(request);
+        for (k, req) in requests.iter().enumerate() {
+            let slot = if k == 0 {
+                intended
+            } else {
+                self.schedule.take_slot(now)
+            };
+            let stamp = self.stats.sent(slot, now, endpoint);
+            if self.conns[i].open_stream(req, stamp).is_err() {
+                // No stream after all (the server lowered its limit, or
+                // sent GOAWAY): the request goes nowhere.
+                self.stats.lost(stamp, Loss::Write, now);
+            }
+        }
+        // Streams opened together go out in one write.
+        if !self.filling {
+            self.on_writable(i);
+        }
     }
 
     /// Readies the next batch of connection `i`: calls the script's
@@ -622,6 +770,10 @@ impl Worker {
     /// Hands `n` bytes of the read buffer to the connection. Returns false
     /// when the connection was closed meanwhile.
     fn on_bytes(&mut self, i: usize, n: usize) -> bool {
+        if self.conns[i].is_h2() {
+            self.conns[i].receive(&self.buf[..n]);
+            return self.on_h2_events(i);
+        }
         let mut at = 0;
         while at < n {
             match self.conns[i].receive(&self.buf[at..n]) {
@@ -646,6 +798,56 @@ impl Worker {
                 }
             }
         }
+        true
+    }
+
+    /// HTTP/2: what became of the streams after bytes came in. Returns
+    /// false when the connection was closed meanwhile.
+    fn on_h2_events(&mut self, i: usize) -> bool {
+        while let Some(event) = self.conns[i].next_event() {
+            let now = clock::now();
+            match event {
+                H2Event::Response {
+                    tag,
+                    status,
+                    head_bytes,
+                    body_bytes,
+                } => {
+                    let bytes = head_bytes as u64 + body_bytes;
+                    self.stats.completed(tag.stamp, status, bytes, now);
+                    if let Some(script) = self.script.as_mut().filter(|s| s.has_response()) {
+                        let conn = &self.conns[i];
+                        let result = script.response(
+                            status,
+                            &mut conn.response_headers(),
+                            conn.response_body(),
+                        );
+                        if let Err(e) = result {
+                            self.fail(e.into());
+                            return false;
+                        }
+                    }
+                }
+                H2Event::Reset { tag, .. }
+                | H2Event::Unprocessed { tag }
+                | H2Event::StreamError { tag, .. } => self.stats.lost(tag.stamp, Loss::Read, now),
+                H2Event::GoAway { .. } => {}
+                H2Event::ConnectionError { .. } => {
+                    self.lose(i, Loss::Read);
+                    return false;
+                }
+            }
+            self.conns[i].stream_done();
+        }
+        if self.conns[i].is_finished() {
+            if self.conns[i].in_flight().next().is_none() {
+                self.reopen(i);
+                return false;
+            }
+        } else {
+            self.top_up(i);
+        }
+        self.on_writable(i);
         true
     }
 
@@ -715,8 +917,9 @@ impl Worker {
     fn close(&mut self, i: usize) {
         let now = clock::now();
         let conn = &mut self.conns[i];
-        if conn.is_idle() {
+        if conn.is_idle() || conn.is_h2() {
             self.slots.remove(conn.peer(), Slot { conn: i });
+            self.offered[i] = 0;
         }
         let closed = conn.close(now);
         if let Some(mut t) = closed.io {
