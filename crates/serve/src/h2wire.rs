@@ -17,7 +17,12 @@
 //!   exactly the Nth, and later streams go unprocessed however many the
 //!   client had already sent. The gate reads only each frame's 9-byte
 //!   header (RFC 9113 section 4.1) to find where frames start and which
-//!   stream they belong to; their payloads pass through untouched.
+//!   stream they belong to; their payloads pass through untouched. Two
+//!   things follow from hiding frames: a dropped header block leaves the
+//!   client's HPACK encoder one block ahead of the library's decoder, and
+//!   dropped DATA never has its connection window given back. Neither
+//!   matters once the GOAWAY has arrived, since the client then opens no
+//!   stream; only trailers sent on a stream still open would fail to decode.
 
 use std::future::Future;
 use std::io::{self, IoSlice};

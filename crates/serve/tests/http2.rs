@@ -288,7 +288,7 @@ async fn delayed_streams_wait_side_by_side() {
 
 #[tokio::test]
 async fn nothing_is_written_during_a_stall() {
-    let stall = StallPlan::once(Duration::from_millis(400), Duration::from_millis(500)).unwrap();
+    let stall = StallPlan::once(Duration::from_millis(600), Duration::from_millis(500)).unwrap();
     let server = h2c(ServeConfig {
         stall: Some(stall),
         ..body_size(3)
@@ -298,14 +298,14 @@ async fn nothing_is_written_during_a_stall() {
     assert_eq!(before.body, xs(3));
     let since_start = server.started_at().elapsed();
     assert!(
-        since_start < Duration::from_millis(400),
+        since_start < Duration::from_millis(600),
         "answered before the stall"
     );
-    tokio::time::sleep_until((server.started_at() + Duration::from_millis(450)).into()).await;
+    tokio::time::sleep_until((server.started_at() + Duration::from_millis(650)).into()).await;
     let during = fetch(&mut client, get("/")).await.unwrap();
     let answered = server.started_at().elapsed();
     assert_eq!(during.body, xs(3));
-    assert!(answered >= Duration::from_millis(900), "{answered:?}");
+    assert!(answered >= Duration::from_millis(1100), "{answered:?}");
 }
 
 #[tokio::test]
