@@ -176,13 +176,12 @@ impl ServeConfig {
             return Ok(());
         };
         http2.check()?;
-        match self.fault {
-            Some(plan) if !plan.fault.has_http2_form() => Err(format!(
-                "--fault {} has no HTTP/2 form (a header block is sent whole, and there \
-                 are no chunks); pick another fault or drop --http2",
-                plan.fault
+        let fault = self.fault.map(|plan| plan.fault);
+        match fault.and_then(|f| f.no_http2_form().map(|why| (f, why))) {
+            Some((fault, why)) => Err(format!(
+                "--fault {fault} has no HTTP/2 form ({why}); pick another fault or drop --http2"
             )),
-            _ => Ok(()),
+            None => Ok(()),
         }
     }
 

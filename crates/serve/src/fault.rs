@@ -80,12 +80,20 @@ impl Fault {
             .map_or("", |(_, n)| n)
     }
 
-    /// Whether the fault has an HTTP/2 form (README, Faults). A header block
-    /// goes out as a whole, so it cannot be cut in the middle, and HTTP/2
-    /// has no chunked coding to break: those two are refused with
-    /// `--http2`, and answered 400 when a stream asks for them by route.
+    /// Whether the fault has an HTTP/2 form (README, Faults). Those that do
+    /// not are refused with `--http2`, and answered 400 when a stream asks
+    /// for them by route.
     pub fn has_http2_form(self) -> bool {
-        !matches!(self, Fault::CloseMidHead | Fault::BadChunk)
+        self.no_http2_form().is_none()
+    }
+
+    /// Why the fault has no HTTP/2 form, if it has none.
+    pub fn no_http2_form(self) -> Option<&'static str> {
+        match self {
+            Fault::CloseMidHead => Some("a header block is sent whole"),
+            Fault::BadChunk => Some("HTTP/2 has no chunked coding"),
+            _ => None,
+        }
     }
 
     /// What happens to the connection once the fault's bytes are written,
