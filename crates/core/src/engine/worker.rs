@@ -309,9 +309,7 @@ impl Worker {
             .map(|c| {
                 let peer = c % peers;
                 match setup.peers[peer].protocol {
-                    Protocol::Http2 => {
-                        Conn::new_h2(setup.max_head, capture, peer, settings)
-                    }
+                    Protocol::Http2 => Conn::new_h2(setup.max_head, capture, peer, settings),
                     Protocol::Http1 => Conn::new(setup.max_head, capture, peer),
                 }
             })
@@ -781,9 +779,10 @@ impl Worker {
             Ok(c) => c,
             Err(e) => return self.fail(e),
         };
-        let count = converted
-            .as_ref()
-            .map_or(self.h2_static[peer].len(), Vec::len);
+        let count = match &converted {
+            Some(v) => v.len(),
+            None => self.h2_static[peer].len(),
+        };
         let now = clock::now();
         let endpoint = self.source.endpoint(request);
         for k in 0..count {
