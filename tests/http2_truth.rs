@@ -347,9 +347,8 @@ fn in_the_closed_loop_a_batch_waits_for_its_streams() {
 /// `delay()` rests a stream before its next request. With one stream a
 /// connection (-m1) that is HTTP/1.1's outcome exactly: one connection,
 /// 10-20 ms before each request, 50 to 100 in a second. With four streams
-/// each rests on its own, so four times as many. (The README's Lua section
-/// says `delay()` rests "the connection"; over HTTP/2 the engine rests each
-/// of its streams.)
+/// each rests on its own, so four times as many (README, HTTP/2: "`delay()`
+/// rests a stream, not the connection").
 #[test]
 fn delay_spaces_out_a_streams_requests() {
     let _g = serial();
