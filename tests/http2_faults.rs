@@ -365,20 +365,15 @@ fn a_tiny_window_still_carries_every_body() {
             ..ServeConfig::default()
         },
     );
-    let dir = std::env::temp_dir().join(format!("metron-h2-window-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("upload.lua");
-    std::fs::write(
-        &file,
+    let dir = TempDir::new("h2-window");
+    let script = dir.file(
+        "upload.lua",
         "wrk.method = \"POST\"\nwrk.body = string.rep(\"u\", 1000)\n",
-    )
-    .unwrap();
-    let script = file.to_str().unwrap().to_string();
+    );
     let (o, _) = bench_h2(
         &["-t1", "-c2", "-R100", "-d1s", "-s", &script],
         &url(&srv, "/"),
     );
-    let _ = std::fs::remove_dir_all(&dir);
     assert_balanced(&o);
     let c = &o.stats.counters;
     // Each body takes dozens of round trips, so the last may still be on

@@ -556,11 +556,9 @@ fn response_sees_lowercase_field_names_and_the_body() {
         body_size: 5,
         ..ServeConfig::default()
     });
-    let dir = std::env::temp_dir().join(format!("metron-h2-lua-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("fields.lua");
-    std::fs::write(
-        &file,
+    let dir = TempDir::new("h2-lua");
+    let file = dir.file(
+        "fields.lua",
         r#"
 seen = {}
 function response(status, headers, body)
@@ -575,18 +573,8 @@ local thread
 function setup(t) thread = t end
 function done() io.write("last ", thread:get("last"), "\n") end
 "#,
-    )
-    .unwrap();
-    let o = metron_h2(&[
-        "-t1",
-        "-c1",
-        "-R20",
-        "-d1s",
-        "-s",
-        file.to_str().unwrap(),
-        &url(&srv, "/"),
-    ]);
-    let _ = std::fs::remove_dir_all(&dir);
+    );
+    let o = metron_h2(&["-t1", "-c1", "-R20", "-d1s", "-s", &file, &url(&srv, "/")]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(
