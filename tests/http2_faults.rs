@@ -170,14 +170,14 @@ fn goaway_after_n_streams_loses_no_request() {
         // after 20 streams with two of them, as a graceful shutdown does
         // (RFC 9113 section 6.8): the first says no new streams, the second,
         // a round trip later, names the last one processed. The client
-        // counts frames: two for each retirement the server counted (the
-        // last may still be on its way at the end).
+        // counts connections retired, by the first (the last may still be
+        // on its way at the end).
         let goaways = h.goaway.get(NO_ERROR);
         assert_eq!(goaways, h.goaway.total(), "{mode:?}: {h:?}");
         let retired = srv.stats().h2_goaways() - retirements;
         retirements += retired;
         assert!(
-            goaways <= 2 * retired && 2 * retired <= goaways + 4,
+            goaways <= retired && retired <= goaways + 2,
             "{mode:?}: {goaways} GOAWAYs, {retired} connections retired"
         );
         assert!(
@@ -262,10 +262,6 @@ fn the_servers_stream_limit_is_kept() {
 /// after it connects, as over a network with that round trip: the client
 /// must not take streams for granted before it knows the limit.
 #[test]
-#[ignore = "engine bug: an HTTP/2 connection is ready (conn.rs ready()) before the server's \
-            SETTINGS are read, so the closed loop's first burst opens -m streams (up to \
-            INITIAL_MAX_STREAMS, 100) and the server refuses those above its limit with \
-            REFUSED_STREAM, each counted as a read error (2 x 96 here)"]
 fn the_closed_loop_opens_no_stream_the_server_refuses() {
     let _g = serial();
     let srv = four_streams();
@@ -432,8 +428,6 @@ fn a_head_past_the_limit_is_a_read_error() {
 /// The huge head is valid HTTP/2: with `--max-head 2m` (README: the
 /// largest response head accepted) the client reads it whole.
 #[test]
-#[ignore = "engine bug: --max-head does not reach HTTP/2, whose header list limit \
-            stays 64 KiB (worker.rs builds h2::Settings without setup.max_head)"]
 fn a_huge_head_completes_when_the_limit_allows_it() {
     let _g = serial();
     let srv = h2(
@@ -450,7 +444,9 @@ fn a_huge_head_completes_when_the_limit_allows_it() {
     assert_eq!(c.errors.lost_requests(), 0, "{c:?}");
     let huge = srv.stats().faults().saturating_sub(c.in_flight);
     assert!(huge > 0, "{c:?}");
-    assert!(c.bytes > huge << 20, "{} bytes, {c:?}", c.bytes);
+    // Over 1 MiB of 'p's, each 6 bits in HPACK's Huffman code: at least
+    // 3/4 MiB on the wire.
+    assert!(c.bytes > huge * (3 << 18), "{} bytes, {c:?}", c.bytes);
 }
 
 // ---------------------------------------------------------------------
@@ -605,11 +601,17 @@ fn malformed_frames_are_counted_errors_without_spinning() {
             assert_balanced(&o);
             let c = &o.stats.counters;
             assert_eq!(c.completed, 0, "{what} {mode:?}: {c:?}");
-            assert!(c.errors.read > 0, "{what} {mode:?}: {c:?}");
+            // The bad frame comes with the server's SETTINGS, before any
+            // stream is opened: what went out is lost, the rest never sent.
+            assert_eq!(
+                c.errors.read + c.never_sent + c.in_flight,
+                c.due,
+                "{what} {mode:?}: {c:?}"
+            );
             assert_eq!(c.errors.write, 0, "{what} {mode:?}: {c:?}");
             assert!(c.http2.connection_errors > 0, "{what} {mode:?}: {c:?}");
             assert_eq!(c.http2.resets.total(), 0, "{what} {mode:?}: {c:?}");
-            assert!(text.contains("Socket errors:"), "{what}: {text}");
+            assert!(text.contains(" connection errors, "), "{what}: {text}");
             let share = cpu_share(&o);
             assert!(
                 share < 0.3,

@@ -280,7 +280,8 @@ impl<T: Io> Conn<T> {
     /// Streams that may be opened now (HTTP/2).
     pub fn free_streams(&self) -> u32 {
         match (&self.h2, self.is_open()) {
-            (Some(s), true) => s.free_streams(),
+            // None before the server's SETTINGS give its stream limit.
+            (Some(s), true) if s.settled() => s.free_streams(),
             _ => 0,
         }
     }

@@ -302,6 +302,7 @@ impl Worker {
         let peers = setup.peers.len();
         let settings = h2::Settings {
             max_streams: setup.max_streams,
+            max_header_list: u32::try_from(setup.max_head).unwrap_or(u32::MAX),
             capture,
             ..h2::Settings::default()
         };

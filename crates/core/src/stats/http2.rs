@@ -1,5 +1,6 @@
 //! HTTP/2's own events, which the socket error counts alone would hide:
-//! streams the server reset and GOAWAY frames, each by error code, HTTP/2
+//! streams the server reset and connections it retired with GOAWAY, each
+//! by error code, HTTP/2
 //! connection errors, and requests sent again because the server never
 //! processed them (README, "HTTP/2").
 //!
@@ -130,7 +131,8 @@ pub struct Http2Counts {
     /// Streams the server reset (RST_STREAM), by error code. Each was a
     /// request lost, also counted as a read error.
     pub resets: ByCode,
-    /// GOAWAY frames received, by error code. A GOAWAY alone loses
+    /// Connections the server retired with GOAWAY, by the error code of
+    /// the first (a graceful shutdown sends two). A GOAWAY alone loses
     /// nothing: the connection is replaced once its streams are done.
     pub goaway: ByCode,
     /// Connections ended by an HTTP/2 protocol error; their requests in

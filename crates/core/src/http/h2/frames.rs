@@ -46,6 +46,10 @@ pub(crate) struct Frames {
     goaway_have: usize,
     /// A frame header was read: the first one was checked.
     started: bool,
+    /// The first frame (the server's SETTINGS) began and is still coming.
+    in_first: bool,
+    /// The server's first SETTINGS came whole.
+    settled: bool,
 }
 
 impl Frames {
@@ -59,6 +63,7 @@ impl Frames {
                 }
                 self.left -= n as u64;
                 bytes = &bytes[n..];
+                self.settle();
                 continue;
             }
             let n = (HEADER_LEN - self.have).min(bytes.len());
@@ -70,6 +75,7 @@ impl Frames {
                 if !self.frame(&mut each) {
                     return;
                 }
+                self.settle();
             }
         }
     }
@@ -90,6 +96,7 @@ impl Frames {
                 self.kind = 0xff;
                 return false;
             }
+            self.in_first = true;
         }
         self.kind = kind;
         self.left = u64::from(len);
@@ -100,6 +107,20 @@ impl Frames {
             len: HEADER_LEN as u64 + u64::from(len),
         });
         true
+    }
+
+    /// The first frame's payload is all in: the server's SETTINGS arrived.
+    fn settle(&mut self) {
+        if self.in_first && self.left == 0 {
+            self.in_first = false;
+            self.settled = true;
+        }
+    }
+
+    /// The server's first SETTINGS frame came whole (the library applies
+    /// it as it reads it).
+    pub(crate) fn settled(&self) -> bool {
+        self.settled
     }
 
     fn collect_goaway(&mut self, payload: &[u8], each: &mut impl FnMut(Seen)) {
@@ -145,6 +166,26 @@ fn describe(first: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The server's SETTINGS count as arrived only once their payload is
+    /// all in, however the bytes are split; an empty one at once.
+    #[test]
+    fn settled_once_the_first_settings_are_whole() {
+        let settings = frame(SETTINGS, 0, 0, &[0, 3, 0, 0, 0, 4]);
+        for cut in 1..settings.len() {
+            let mut f = Frames::default();
+            f.scan(&settings[..cut], |_| {});
+            assert!(!f.settled(), "cut at {cut}");
+            f.scan(&settings[cut..], |_| {});
+            assert!(f.settled(), "cut at {cut}");
+        }
+        let mut f = Frames::default();
+        f.scan(&frame(SETTINGS, 0, 0, &[]), |_| {});
+        assert!(f.settled());
+        let mut f = Frames::default();
+        f.scan(b"HTTP/1.1 400 Bad Request\r\n", |_| {});
+        assert!(!f.settled());
+    }
 
     fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
         let len = payload.len() as u32;

@@ -332,6 +332,13 @@ impl<R> Http2<R> {
         }
     }
 
+    /// The server's SETTINGS arrived: its stream limit is known. Streams
+    /// opened before then may exceed it and be refused, so a load
+    /// generator opens none until then.
+    pub fn settled(&self) -> bool {
+        self.frames.settled()
+    }
+
     /// The connection takes no new streams (a GOAWAY, an error, the end of
     /// the stream, stream ids used up): once nothing is in flight, close it
     /// and open another.
@@ -394,8 +401,12 @@ impl<R> Http2<R> {
         self.frames.scan(bytes, |seen| match seen {
             Seen::Frame { kind, stream, len } => streams.count(kind, stream, len),
             Seen::GoAway { last_stream, code } => {
+                // A graceful shutdown sends two; the connection was retired
+                // once, by the first.
+                if goaway.is_none() {
+                    events.push_back((Event::GoAway { code }, None));
+                }
                 *goaway = Some(goaway.map_or(last_stream, |g| g.min(last_stream)));
-                events.push_back((Event::GoAway { code }, None));
             }
             Seen::NotHttp2(why) => not_http2 = Some(why),
         });

@@ -307,7 +307,7 @@ pub fn accounting(page: &mut String, doc: &Document) {
             "HTTP/2 streams reset (also read errors)",
             &h2.resets,
         ));
-        rows.push(by_code("HTTP/2 GOAWAY received", &h2.goaway));
+        rows.push(by_code("HTTP/2 connections retired by GOAWAY", &h2.goaway));
         rows.push(vec![
             "HTTP/2 connection errors".into(),
             count(h2.connection_errors),
