@@ -1,8 +1,7 @@
 //! HTTP/2's own events, which the socket error counts alone would hide:
 //! streams the server reset and connections it retired with GOAWAY, each
-//! by error code, HTTP/2
-//! connection errors, and requests sent again because the server never
-//! processed them (README, "HTTP/2").
+//! by error code, HTTP/2 connection errors, and requests sent again
+//! because the server never processed them (README, "HTTP/2").
 //!
 //! The counts are plain numbers in fixed places, so that a worker records
 //! them without allocating and [`Http2Counts`] stays `Copy` like the rest
