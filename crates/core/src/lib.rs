@@ -129,7 +129,20 @@ pub fn rerender(args: &cli::ReportArgs, mut out: &mut dyn Write) -> Result<(), E
     })?;
     let c = &doc.config;
     let duration = Duration::from_secs_f64(c.duration_s);
-    report::text::write_banner(&mut out, &c.url, duration, c.threads, c.connections)?;
+    // The banner and the report name the protocol the server spoke when
+    // the run offered HTTP/2, as the run's own report did.
+    let protocol = doc
+        .protocol
+        .as_deref()
+        .filter(|p| *p != "HTTP/1.1" || c.max_streams.is_some());
+    report::text::write_banner(
+        &mut out,
+        &c.url,
+        duration,
+        c.threads,
+        c.connections,
+        protocol,
+    )?;
     if let Some(r) = &c.requests {
         report::text::write_replay_line(&mut out, &r.file, r.count, r.hosts, &r.described)?;
     }
@@ -141,6 +154,7 @@ pub fn rerender(args: &cli::ReportArgs, mut out: &mut dyn Write) -> Result<(), E
         load: c.load(),
         latency: true,
         u_latency: true,
+        protocol,
         stats: &stats,
     };
     report::text::write_results(&mut out, &view)?;
@@ -201,6 +215,7 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
         run.duration,
         run.threads,
         connections,
+        run.protocols.banner().as_deref(),
     )?;
     if let Some(r) = &run.replay {
         let file = r.file.display().to_string();
@@ -222,6 +237,10 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
         load: run.load.clone(),
         latency: cfg.latency,
         u_latency: cfg.u_latency,
+        protocol: run
+            .protocols
+            .offers_http2()
+            .then_some(outcome.protocol.as_str()),
         stats: &outcome.stats,
     };
     report::text::write_results(&mut &mut *text, &view)?;
@@ -290,6 +309,10 @@ fn describe(run: &engine::Setup) -> report::json::RunConfig {
             seed: r.seed,
             described: replay_order(r),
         }),
+        max_streams: run
+            .protocols
+            .offers_http2()
+            .then_some(run.protocols.max_streams),
     }
 }
 
@@ -387,6 +410,7 @@ fn write_files(stdout: &mut dyn Write, cfg: &Config, outcome: &Outcome) -> Resul
     }
     let doc = report::json::Document::new(
         describe(&cfg.run),
+        &outcome.protocol,
         cfg.run.interval,
         &outcome.stats,
         outcome.started_at + cfg.run.warmup,

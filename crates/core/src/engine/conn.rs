@@ -18,6 +18,7 @@
 
 use std::collections::VecDeque;
 use std::io;
+use std::rc::Rc;
 
 use crate::clock::Nanos;
 use crate::http::h2::{self, Event, H2Request, Http2, OpenError};
@@ -91,6 +92,15 @@ pub struct InFlight {
     /// Its stream on the connection, by which its response finds it.
     /// HTTP/1.1 numbers requests in the order they are written.
     pub stream: u32,
+}
+
+/// An HTTP/2 request in flight: what the statistics need, and the request
+/// itself, to go out again on another connection when the server never
+/// processed it (it was above a GOAWAY's last stream id).
+#[derive(Clone, Debug)]
+pub struct H2InFlight {
+    pub req: InFlight,
+    pub request: Rc<H2Request>,
 }
 
 /// Where the bytes of a connection's current batch are.
@@ -204,7 +214,7 @@ pub struct Conn<T = Transport> {
     /// HTTP/2's settings when the peer speaks it; its session then lives
     /// in `h2` from the moment the socket is up.
     h2_settings: Option<h2::Settings>,
-    h2: Option<Box<Http2<InFlight>>>,
+    h2: Option<Box<Http2<H2InFlight>>>,
     out: Output,
     /// Responses completed on the current socket.
     served: u64,
@@ -276,23 +286,26 @@ impl<T: Io> Conn<T> {
     }
 
     /// Opens a stream for `req` (HTTP/2); its frames join the output.
-    pub fn open_stream(&mut self, req: &H2Request, stamp: Stamp) -> Result<(), OpenError> {
+    pub fn open_stream(&mut self, request: &Rc<H2Request>, stamp: Stamp) -> Result<(), OpenError> {
         let Some(session) = self.h2.as_mut() else {
             return Err(OpenError::Closed);
         };
-        let tag = InFlight {
-            stamp,
-            head: req.is_head(),
-            stream: 0,
+        let tag = H2InFlight {
+            req: InFlight {
+                stamp,
+                head: request.is_head(),
+                stream: 0,
+            },
+            request: Rc::clone(request),
         };
-        session.open(req, tag)?;
+        session.open(request, tag)?;
         session.take_output(&mut self.out.control);
         self.state = State::Busy;
         Ok(())
     }
 
     /// What became of the HTTP/2 streams after the last bytes received.
-    pub fn next_event(&mut self) -> Option<Event<InFlight>> {
+    pub fn next_event(&mut self) -> Option<Event<H2InFlight>> {
         let event = self.h2.as_mut()?.next_event();
         if let Some(Event::Response { .. }) = event {
             self.served += 1;
@@ -341,7 +354,7 @@ impl<T: Io> Conn<T> {
     /// The requests written and not yet answered (for HTTP/1.1 oldest
     /// first).
     pub fn in_flight(&self) -> impl Iterator<Item = &InFlight> {
-        let h2 = self.h2.iter().flat_map(|s| s.in_flight());
+        let h2 = self.h2.iter().flat_map(|s| s.in_flight().map(|t| &t.req));
         self.session.in_flight.iter().chain(h2)
     }
 
@@ -400,7 +413,7 @@ impl<T: Io> Conn<T> {
         self.state = State::Idle;
         if let Some(settings) = &self.h2_settings {
             // The preface and SETTINGS go out first.
-            let mut session = Box::new(Http2::new(settings.clone()));
+            let mut session = Box::new(Http2::new(*settings));
             session.take_output(&mut self.out.control);
             self.h2 = Some(session);
         }

@@ -163,6 +163,8 @@ pub struct Outcome {
     /// What stopped the run early, if it was an error (a script's): the
     /// statistics still cover what ran.
     pub failure: Option<EngineError>,
+    /// The protocol the hosts spoke, as the reports name it ("HTTP/2").
+    pub protocol: String,
 }
 
 /// What a worker thread returns, or nothing when it never started.
@@ -199,6 +201,8 @@ struct Ends {
     board: Option<Arc<progress::Board>>,
     stop: Arc<Stop>,
     addr: SocketAddr,
+    /// The protocol the hosts speak, as the reports name it.
+    protocol: String,
     /// The requests file, when statistics are kept per endpoint.
     endpoints: Option<Arc<RequestSet>>,
 }
@@ -317,6 +321,7 @@ impl Running {
             addr: ends.addr,
             started_at: self.started_at,
             failure,
+            protocol: ends.protocol,
         })
     }
 }

@@ -68,6 +68,27 @@ impl Protocol {
         }
     }
 
+    /// Its name in the reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Http1 => "HTTP/1.1",
+            Protocol::Http2 => "HTTP/2",
+        }
+    }
+
+    /// What the reports call the protocols of `hosts` (one per host): the
+    /// one they all speak, or each in turn when they differ.
+    pub fn describe(hosts: impl IntoIterator<Item = Protocol>) -> String {
+        let mut seen: Vec<Protocol> = Vec::new();
+        for p in hosts {
+            if !seen.contains(&p) {
+                seen.push(p);
+            }
+        }
+        let names: Vec<&str> = seen.into_iter().map(Protocol::name).collect();
+        names.join(", ")
+    }
+
     /// The protocol an ALPN name stands for.
     pub fn from_alpn(name: &[u8]) -> Option<Protocol> {
         match name {
@@ -95,6 +116,31 @@ impl Default for Protocols {
         Protocols {
             offer: vec![Protocol::Http1],
             max_streams: DEFAULT_MAX_STREAMS,
+        }
+    }
+}
+
+impl Protocols {
+    /// Whether HTTP/2 may be spoken (`-m` then applies).
+    pub fn offers_http2(&self) -> bool {
+        self.offer.contains(&Protocol::Http2)
+    }
+
+    /// What the banner says of the protocol before the run (which only
+    /// the pre-flight learns when ALPN chooses): nothing for HTTP/1.1
+    /// alone, so that the banner stays the one wrk prints.
+    pub fn banner(&self) -> Option<String> {
+        let streams = self.max_streams;
+        match self.offer.as_slice() {
+            [Protocol::Http1] => None,
+            [Protocol::Http2] => Some(format!("HTTP/2, up to {streams} streams each")),
+            several => {
+                let names: Vec<&str> = several.iter().map(|p| p.name()).collect();
+                Some(format!(
+                    "{} by ALPN, up to {streams} HTTP/2 streams each",
+                    names.join(" or ")
+                ))
+            }
         }
     }
 }

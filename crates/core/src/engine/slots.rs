@@ -99,6 +99,14 @@ impl Slots {
         }
     }
 
+    /// Takes the oldest free slot of `peer`, if it has one, for a request
+    /// that does not come from the schedule (HTTP/2's requests sent again).
+    pub fn take(&mut self, peer: usize) -> Option<Slot> {
+        let (slot, _) = self.free[peer].pop_front()?;
+        self.free_count -= 1;
+        Some(slot)
+    }
+
     /// `slot` of `peer` is gone (its connection closed) and must not be
     /// handed out, if it was free.
     pub fn remove(&mut self, peer: usize, slot: Slot) {

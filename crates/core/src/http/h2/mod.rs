@@ -249,7 +249,7 @@ enum Step {
     TooLarge,
 }
 
-impl<R: Copy> Http2<R> {
+impl<R> Http2<R> {
     /// A session whose preface and SETTINGS are ready to be written.
     pub fn new(settings: Settings) -> Self {
         let settings = Settings {
