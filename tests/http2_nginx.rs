@@ -503,39 +503,34 @@ fn goaway_after_keepalive_requests_loses_nothing() {
 #[test]
 fn scripts_shape_http2_requests() {
     let _g = serial();
-    let ngx = Nginx::start(Options::default());
-    let u = ngx.h2c_url("/submit");
-    let post = script("post.lua");
-    let (o, _) = bench(&[
-        "--http2", "-s", &post, "-t1", "-c1", "-m4", "-R200", "-d1s", &u,
-    ]);
-    assert_clean(&o);
-    let log = ngx.access_log();
-    assert_log_matches(&o, &log, 4);
+    let log = scripted_run("post.lua", "/submit");
     let body = r#"{"name":"metron","n":1}"#.len() as u64;
     for l in &log {
-        assert_eq!(
-            (l.method.as_str(), l.uri.as_str()),
-            ("POST", "/submit"),
-            "{l:?}"
-        );
-        assert_eq!(l.content_length, Some(body), "{l:?}");
+        let request = (l.method.as_str(), l.uri.as_str(), l.content_length);
+        assert_eq!(request, ("POST", "/submit", Some(body)), "{l:?}");
     }
 
-    let ngx = Nginx::start(Options::default());
-    let u = ngx.h2c_url("/");
-    let counter = script("counter.lua");
-    let (o, _) = bench(&[
-        "--http2", "-s", &counter, "-t1", "-c1", "-m4", "-R200", "-d1s", &u,
-    ]);
-    assert_clean(&o);
-    let log = ngx.access_log();
-    assert_log_matches(&o, &log, 4);
+    let log = scripted_run("counter.lua", "/");
     let paths: BTreeSet<&str> = log.iter().map(|l| l.uri.as_str()).collect();
     assert_eq!(paths.len(), log.len(), "a path repeated");
     let expected: BTreeSet<String> = (0..log.len()).map(|i| format!("/item/{i}")).collect();
     let expected: BTreeSet<&str> = expected.iter().map(String::as_str).collect();
     assert_eq!(paths, expected);
+}
+
+/// 200 requests a second for 1 s, shaped by the script `name`, to `path`
+/// of a fresh nginx over h2c; returns nginx's log of them.
+fn scripted_run(name: &str, path: &str) -> Vec<Logged> {
+    let ngx = Nginx::start(Options::default());
+    let u = ngx.h2c_url(path);
+    let s = script(name);
+    let (o, _) = bench(&[
+        "--http2", "-s", &s, "-t1", "-c1", "-m4", "-R200", "-d1s", &u,
+    ]);
+    assert_clean(&o);
+    let log = ngx.access_log();
+    assert_log_matches(&o, &log, 4);
+    log
 }
 
 fn script(name: &str) -> String {
