@@ -77,3 +77,44 @@ fn protocol_flags_refuse_what_cannot_work() {
     let o = metron(&["--alpn", "h2", "-d1s", &u]);
     assert!(one_line_error(&o).contains("--alpn only applies to https://"));
 }
+
+/// A stream past --timeout is given up on its own: reset, counted as a
+/// timeout, while the connection and its other streams go on (over
+/// HTTP/1.1 the whole connection would be closed).
+#[test]
+fn a_stream_past_the_timeout_is_reset_alone() {
+    let _g = serial();
+    // Every 10th stream is held open and never answered.
+    let srv = server(ServeConfig {
+        http2: Some(Http2::default()),
+        fault: Some(metron::serve::FaultPlan::every(
+            metron::serve::Fault::NeverAnswer,
+            10,
+        )),
+        ..ServeConfig::default()
+    });
+    let u = url(&srv, "/");
+    let (o, _) = bench(&[
+        "--http2",
+        "-t1",
+        "-c2",
+        "-m20",
+        "-R500",
+        "--timeout",
+        "300ms",
+        "-d2s",
+        &u,
+    ]);
+    assert_balanced(&o);
+    let c = o.stats.counters;
+    assert_eq!(c.due, 1000, "{c:?}");
+    // One in ten never answered: given up after 300 ms, or in flight at
+    // the end when due in its last 300 ms.
+    assert_eq!(c.errors.timeout + c.in_flight, 100, "{c:?}");
+    assert!(c.errors.timeout >= 80, "{c:?}");
+    assert_eq!(c.errors.read + c.errors.write, 0, "{c:?}");
+    assert_eq!(c.completed, 900, "{c:?}");
+    // No connection was closed for it: the pre-flight's and the run's two.
+    assert_eq!(c.reconnects, 0, "{c:?}");
+    assert!(srv.stats().h2_connections() <= 3);
+}

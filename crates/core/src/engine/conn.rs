@@ -320,6 +320,19 @@ impl<T: Io> Conn<T> {
         }
     }
 
+    /// HTTP/2: gives up the streams written more than `timeout` before
+    /// `now`, appending them to `gone`; each is reset with CANCEL, and the
+    /// connection's other streams go on.
+    pub fn expire_streams(&mut self, now: Nanos, timeout: Nanos, gone: &mut Vec<H2InFlight>) {
+        let Some(session) = self.h2.as_mut() else {
+            return;
+        };
+        let expired = |t: &H2InFlight| now.saturating_sub(t.req.stamp.sent()) > timeout;
+        if session.cancel(expired, gone) > 0 {
+            session.take_output(&mut self.out.control);
+        }
+    }
+
     /// The HTTP/2 session will take no new stream (GOAWAY, or a
     /// connection error): the connection is done once nothing is in flight.
     pub fn is_finished(&self) -> bool {

@@ -979,6 +979,20 @@ impl Worker {
         true
     }
 
+    /// HTTP/2: the streams of connection `i` past the timeout are given up
+    /// (reset) and counted as timeouts; the connection and its other
+    /// streams go on.
+    fn expire_streams(&mut self, i: usize, now: Nanos) {
+        let mut gone = Vec::new();
+        self.conns[i].expire_streams(now, self.timeout, &mut gone);
+        for t in gone {
+            self.stats.lost(t.req.stamp, Loss::Timeout, now);
+            self.conns[i].stream_done();
+        }
+        // Their streams are free again (or the connection is replaced).
+        self.on_h2_events(i);
+    }
+
     /// The peer closed the stream.
     fn on_eof(&mut self, i: usize) {
         if self.conns[i].is_h2() {
@@ -1097,6 +1111,7 @@ impl Worker {
         for i in 0..self.conns.len() {
             match self.conns[i].on_timer(now, self.timeout) {
                 Check::Nothing => {}
+                Check::Expired if self.conns[i].is_h2() => self.expire_streams(i, now),
                 Check::Expired => self.lose(i, Loss::Timeout),
                 Check::ConnectTimedOut => self.connect_failed(i),
                 Check::Reopen => self.open(i, now),

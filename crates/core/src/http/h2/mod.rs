@@ -422,6 +422,28 @@ impl<R> Http2<R> {
         self.streams.slots.iter().flatten().map(|s| &s.tag)
     }
 
+    /// Gives up the streams whose tags `expired` picks (requests past the
+    /// timeout): each is reset with CANCEL, its tag appended to `out`;
+    /// the connection's other streams go on. Returns how many.
+    pub fn cancel(&mut self, mut expired: impl FnMut(&R) -> bool, out: &mut Vec<R>) -> usize {
+        let before = out.len();
+        for slot in 0..self.streams.slots.len() {
+            if self.streams.slots[slot]
+                .as_ref()
+                .is_some_and(|s| expired(&s.tag))
+            {
+                // Dropping the stream's handles has the library send
+                // RST_STREAM(CANCEL) for it, written at the next output.
+                out.push(self.streams.remove(slot).tag);
+            }
+        }
+        if out.len() > before {
+            self.wakeups.conn().wake_by_ref();
+            self.drive();
+        }
+        out.len() - before
+    }
+
     /// The server closed the connection. Streams above a GOAWAY's last
     /// stream id come out as [`Event::Unprocessed`]; the rest of
     /// [`Http2::in_flight`] is lost. Returns how many were lost.

@@ -833,3 +833,40 @@ fn cost_of_a_static_get_with_fields_and_body() {
     }
     println!("{count} static GETs answered with fields and a body");
 }
+
+/// A stream given up (past the timeout) is reset with CANCEL on the wire
+/// and leaves the others, which are still answered, and frees its place.
+#[test]
+fn a_cancelled_stream_is_reset_and_the_others_go_on() {
+    const RST_STREAM: u8 = 0x3;
+    const CANCEL: u32 = 0x8;
+    let mut client = raw_client(Settings::default(), 3);
+    let mut gone = Vec::new();
+    assert_eq!(client.cancel(|&tag| tag == 1, &mut gone), 1);
+    assert_eq!(gone, [1]);
+    assert_eq!(tags(&client), [0, 2]);
+    assert_eq!(client.free_streams(), DEFAULT_MAX_STREAMS - 2);
+    let mut out = Vec::new();
+    client.take_output(&mut out);
+    let resets: Vec<_> = frames_of(&out)
+        .into_iter()
+        .filter(|f| f.0 == RST_STREAM)
+        .collect();
+    assert_eq!(resets.len(), 1, "{resets:?}");
+    assert_eq!(resets[0].2, 3, "stream 3 carried tag 1");
+    assert_eq!(resets[0].3, CANCEL.to_be_bytes());
+    // Nothing else is picked, and the rest are answered as usual.
+    assert_eq!(client.cancel(|_| false, &mut gone), 0);
+    let mut headers = frame(HEADERS, END_HEADERS | END_STREAM, 5, &[STATUS_200]);
+    headers.extend(frame(HEADERS, END_HEADERS | END_STREAM, 1, &[STATUS_200]));
+    client.receive(&headers);
+    let mut got: Vec<u32> = events(&mut client)
+        .into_iter()
+        .map(|e| match e {
+            Event::Response { tag, .. } => tag,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    got.sort();
+    assert_eq!(got, [0, 2]);
+}
