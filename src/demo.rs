@@ -153,18 +153,30 @@ fn explain(out: &mut dyn Write, s: &RunStats, args: &DemoArgs) -> std::io::Resul
     let c99 = format_time_us(s.latency.value_at_percentile(99.0) as f64);
     let u99 = format_time_us(s.uncorrected.value_at_percentile(99.0) as f64);
     if args.http2 {
+        let streams = CONNECTIONS * STREAMS;
+        let found = if s.counters.queued == 0 {
+            format!(
+                "Here every request found a free stream, so the uncorrected column saw the whole stall\n\
+                 (p99 {u99}): with streams to spare, HTTP/2 leaves nothing to omit. Coordinated omission\n\
+                 comes back once all {streams} streams are busy (a higher -R, or a longer --stall-for)."
+            )
+        } else {
+            format!(
+                "{} requests found all {streams} streams busy and went out late; their wait is the part the\n\
+                 uncorrected column leaves out (p99 {u99}): coordinated omission, later and smaller than\n\
+                 over HTTP/1.1, but still there.",
+                s.counters.queued
+            )
+        };
         return writeln!(
             out,
             "\nCorrected latency runs from the moment each request was due on the schedule, so the ~{stalled} requests\n\
              that fell due during the {} stall carry the wait a real user would have had (p99 {c99}).\n\
              Over HTTP/2 a due request needs only a free stream, not an idle connection: during the stall\n\
-             metron went on sending on schedule until all {} streams ({CONNECTIONS} connections x {STREAMS}) were busy, so\n\
-             the uncorrected column saw the stall too, for the requests that found a stream (p99 {u99}).\n\
-             Those that found none went out late, and their wait is the part uncorrected latency leaves out:\n\
-             coordinated omission, later and smaller than over HTTP/1.1, but still there.\n\
+             metron went on sending on schedule into {CONNECTIONS} connections x {STREAMS} streams.\n\
+             {found}\n\
              Trust the corrected column; the Send lag line says how long requests waited for a stream.",
             secs(args.stall_for),
-            CONNECTIONS * STREAMS
         );
     }
     writeln!(

@@ -393,6 +393,7 @@ impl Worker {
             }
             self.ready(slot.conn);
         }
+        self.slots.free_before_start();
         let ended = self.event_loop()?;
         if let Some(script) = self.script.as_mut() {
             script.deactivate();
