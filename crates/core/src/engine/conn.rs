@@ -416,7 +416,8 @@ impl<T: Io> Conn<T> {
                 }
                 // Application data or EOF before the handshake finished.
                 Ok(_) | Err(_) if io.handshaking() => Connect::Failed,
-                Ok(_) | Err(_) => self.ready(),
+                Ok(n) => self.ready_with(&scratch[..n]),
+                Err(_) => self.ready(),
             },
             _ => Connect::Pending,
         }
@@ -431,6 +432,20 @@ impl<T: Io> Conn<T> {
             self.h2 = Some(session);
         }
         Connect::Ready
+    }
+
+    /// Ready, with the first bytes the server sent. A TLS 1.3 server may
+    /// send data along with its last handshake flight, before our own
+    /// Finished: an HTTP/2 server's SETTINGS often come that way, and the
+    /// session must see them first. An HTTP/1.1 server has nothing to say
+    /// before a request, so there they are dropped.
+    fn ready_with(&mut self, early: &[u8]) -> Connect {
+        let ready = self.ready();
+        if let Some(session) = self.h2.as_mut() {
+            session.receive(early);
+            session.take_output(&mut self.out.control);
+        }
+        ready
     }
 
     /// Rests the connection until `until` (the script's `delay()`).
@@ -854,6 +869,36 @@ mod tests {
         io(&mut c).handshaking = false;
         assert_eq!(c.on_connect_event(&mut scratch), Connect::Ready);
         assert!(c.is_idle());
+    }
+
+    /// The server's SETTINGS, decrypted with the end of the handshake,
+    /// reach the HTTP/2 session: it acknowledges them.
+    #[test]
+    fn data_that_ends_the_handshake_reaches_the_http2_session() {
+        let mut c: Conn<Mock> = Conn::new_h2(1024, false, 0, h2::Settings::default());
+        let mut mock = Mock {
+            tls: true,
+            handshaking: true,
+            ..Mock::plain()
+        };
+        // An empty SETTINGS frame: length 0, type 4, no flags, stream 0.
+        mock.reads.push_back(Ok(vec![0, 0, 0, 4, 0, 0, 0, 0, 0]));
+        c.open(mock, 0);
+        let mut scratch = [0; 64];
+        assert_eq!(c.on_connect_event(&mut scratch), Connect::Pending);
+        io(&mut c).handshaking = false;
+        assert_eq!(c.on_connect_event(&mut scratch), Connect::Ready);
+        // After the preface, frames: 9-byte headers (length, type, flags,
+        // stream), each followed by its payload.
+        let preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+        let frames = &c.out.control[preface.len()..];
+        let (mut at, mut acked) = (0, false);
+        while at + 9 <= frames.len() {
+            let len = u32::from_be_bytes([0, frames[at], frames[at + 1], frames[at + 2]]);
+            acked |= frames[at + 3] == 4 && frames[at + 4] == 1;
+            at += 9 + len as usize;
+        }
+        assert!(acked, "no SETTINGS ack in {:?}", c.out.control);
     }
 
     #[test]

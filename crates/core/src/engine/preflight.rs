@@ -90,7 +90,7 @@ fn preflight(
                 let protocol = match &tls {
                     Some(check) => {
                         let chosen = handshake(sock, check.setup, timeout)
-                            .map_err(|refused| check.explain(target, addr, refused))?;
+                            .map_err(|refused| check.explain(target, addr, offer, refused))?;
                         negotiated(addr, offer, chosen)?
                     }
                     None => {
@@ -119,11 +119,16 @@ fn negotiated(
     match chosen {
         Some(p) => Ok(p),
         None if offer.contains(&Protocol::Http1) => Ok(Protocol::Http1),
-        None => Err(EngineError::Alpn {
-            addr,
-            offered: offer.iter().map(|p| p.alpn()).collect::<Vec<_>>().join(","),
-            chose: " (it chose none)".to_string(),
-        }),
+        None => Err(not_chosen(addr, offer, " (it chose none)")),
+    }
+}
+
+/// A server that took none of the protocols offered by ALPN.
+fn not_chosen(addr: SocketAddr, offer: &[Protocol], how: &str) -> EngineError {
+    EngineError::Alpn {
+        addr,
+        offered: offer.iter().map(|p| p.alpn()).collect::<Vec<_>>().join(","),
+        chose: how.to_string(),
     }
 }
 
@@ -185,8 +190,15 @@ struct Refused {
 
 impl TlsCheck<'_> {
     /// Names the fix: trust for a refused server certificate, `--cert` for
-    /// a server that wants a client certificate, the scheme otherwise.
-    fn explain(&self, target: &Target, addr: SocketAddr, refused: Refused) -> EngineError {
+    /// a server that wants a client certificate, the protocols for one
+    /// that takes none of those offered, the scheme otherwise.
+    fn explain(
+        &self,
+        target: &Target,
+        addr: SocketAddr,
+        offer: &[Protocol],
+        refused: Refused,
+    ) -> EngineError {
         let why = refused.why;
         if is_certificate_error(&why) {
             let hint = self.certificate_hint(&why);
@@ -194,6 +206,15 @@ impl TlsCheck<'_> {
             return EngineError::Certificate { host, why, hint };
         }
         let (alert, required) = match rustls_error(&why) {
+            // Servers that check ALPN end the handshake with this alert
+            // when they speak none of the protocols offered.
+            Some(rustls::Error::AlertReceived(rustls::AlertDescription::NoApplicationProtocol)) => {
+                return not_chosen(
+                    addr,
+                    offer,
+                    " (it refused the handshake: no_application_protocol)",
+                )
+            }
             Some(rustls::Error::AlertReceived(a)) => {
                 (true, *a == rustls::AlertDescription::CertificateRequired)
             }
