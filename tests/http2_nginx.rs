@@ -6,8 +6,8 @@
 //! was.
 //!
 //! nginx must be installed with its http_v2 module, as Debian's is
-//! (`apt-get install nginx`; CI's `.ci/run` installs it). Without it these
-//! tests fail with one line saying so.
+//! (`apt-get install nginx`). Without it these tests say so and pass,
+//! except under CI (`.ci/run` installs it), where they fail.
 
 mod common;
 
@@ -30,20 +30,23 @@ const STARTUP: Duration = Duration::from_secs(10);
 
 /// Where to find nginx: on PATH, or where Debian puts it (`/usr/sbin` is
 /// not on every user's PATH).
-fn nginx_binary() -> PathBuf {
+/// `None`, with a note, where it is missing: a failure under CI only.
+fn nginx_binary() -> Option<PathBuf> {
     let on_path = std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
         .unwrap_or_default();
-    on_path
+    let found = on_path
         .into_iter()
         .chain([PathBuf::from("/usr/sbin")])
         .map(|dir| dir.join("nginx"))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| {
-            panic!(
-                "nginx is not installed: these tests run metron against it; apt-get install nginx"
-            )
-        })
+        .find(|p| p.is_file());
+    if found.is_none() {
+        let why =
+            "nginx is not installed: these tests run metron against it; apt-get install nginx";
+        assert!(std::env::var_os("CI").is_none(), "{why}");
+        eprintln!("note: HTTP/2 check against nginx skipped: {why}");
+    }
+    found
 }
 
 /// Server options a test may change.
@@ -69,8 +72,10 @@ struct Nginx {
 }
 
 impl Nginx {
-    fn start(opts: Options) -> Nginx {
-        let nginx = nginx_binary();
+    /// A running nginx, or `None` where it is not installed (see
+    /// [`nginx_binary`]).
+    fn start(opts: Options) -> Option<Nginx> {
+        let nginx = nginx_binary()?;
         let version = Command::new(&nginx)
             .arg("-V")
             .output()
@@ -108,13 +113,13 @@ impl Nginx {
                 .expect("nginx starts");
             match wait_ready(&mut child, &dir, &[h2c, tls, tls_h1]) {
                 Ok(()) => {
-                    return Nginx {
+                    return Some(Nginx {
                         child,
                         dir,
                         h2c,
                         tls,
                         tls_h1,
-                    }
+                    })
                 }
                 Err(why) => last_error = why,
             }
@@ -373,13 +378,17 @@ fn assert_log_matches(o: &metron::engine::Outcome, log: &[Logged], outstanding: 
 #[test]
 fn h2c_closed_loop_and_rate_mode_are_clean() {
     let _g = serial();
-    let ngx = Nginx::start(Options::default());
+    let Some(ngx) = Nginx::start(Options::default()) else {
+        return;
+    };
     let u = ngx.h2c_url("/");
     let (o, _) = bench(&["--http2", "-t1", "-c2", "-m10", "-d1s", &u]);
     assert_clean(&o);
     assert_log_matches(&o, &ngx.access_log(), 20);
 
-    let ngx = Nginx::start(Options::default());
+    let Some(ngx) = Nginx::start(Options::default()) else {
+        return;
+    };
     let u = ngx.h2c_url("/");
     let (o, _) = bench(&["--http2", "-t1", "-c2", "-R500", "-d2s", &u]);
     assert_clean(&o);
@@ -400,10 +409,12 @@ fn requests_share_connections_at_once() {
         delay: Duration::from_millis(20),
         ..ServeConfig::default()
     });
-    let ngx = Nginx::start(Options {
+    let Some(ngx) = Nginx::start(Options {
         upstream: Some(upstream.addr()),
         ..Options::default()
-    });
+    }) else {
+        return;
+    };
     let u = ngx.h2c_url("/slow");
     let (o, _) = bench(&["--http2", "-t1", "-c2", "-m8", "-d1s", &u]);
     assert_clean(&o);
@@ -434,7 +445,9 @@ fn requests_share_connections_at_once() {
 #[test]
 fn tls_negotiates_http2_by_alpn() {
     let _g = serial();
-    let ngx = Nginx::start(Options::default());
+    let Some(ngx) = Nginx::start(Options::default()) else {
+        return;
+    };
     let ca = ngx.cacert();
     let u = ngx.tls_url("/");
     let (o, _) = bench(&["--http2", "--cacert", &ca, "-t1", "-c2", "-m10", "-d1s", &u]);
@@ -476,10 +489,12 @@ fn json_protocol(args: &[&str], url: &str) -> String {
 #[test]
 fn goaway_after_keepalive_requests_loses_nothing() {
     let _g = serial();
-    let ngx = Nginx::start(Options {
+    let Some(ngx) = Nginx::start(Options {
         keepalive_requests: Some(200),
         ..Options::default()
-    });
+    }) else {
+        return;
+    };
     let u = ngx.h2c_url("/");
     let (o, _) = bench(&["--http2", "-t1", "-c2", "-m50", "-d2s", &u]);
     assert_clean(&o);
@@ -503,14 +518,18 @@ fn goaway_after_keepalive_requests_loses_nothing() {
 #[test]
 fn scripts_shape_http2_requests() {
     let _g = serial();
-    let log = scripted_run("post.lua", "/submit");
+    let Some(log) = scripted_run("post.lua", "/submit") else {
+        return;
+    };
     let body = r#"{"name":"metron","n":1}"#.len() as u64;
     for l in &log {
         let request = (l.method.as_str(), l.uri.as_str(), l.content_length);
         assert_eq!(request, ("POST", "/submit", Some(body)), "{l:?}");
     }
 
-    let log = scripted_run("counter.lua", "/");
+    let Some(log) = scripted_run("counter.lua", "/") else {
+        return;
+    };
     let paths: BTreeSet<&str> = log.iter().map(|l| l.uri.as_str()).collect();
     assert_eq!(paths.len(), log.len(), "a path repeated");
     let expected: BTreeSet<String> = (0..log.len()).map(|i| format!("/item/{i}")).collect();
@@ -519,9 +538,10 @@ fn scripts_shape_http2_requests() {
 }
 
 /// 200 requests a second for 1 s, shaped by the script `name`, to `path`
-/// of a fresh nginx over h2c; returns nginx's log of them.
-fn scripted_run(name: &str, path: &str) -> Vec<Logged> {
-    let ngx = Nginx::start(Options::default());
+/// of a fresh nginx over h2c; returns nginx's log of them (`None` where
+/// nginx is not installed).
+fn scripted_run(name: &str, path: &str) -> Option<Vec<Logged>> {
+    let ngx = Nginx::start(Options::default())?;
     let u = ngx.h2c_url(path);
     let s = script(name);
     let (o, _) = bench(&[
@@ -530,7 +550,7 @@ fn scripted_run(name: &str, path: &str) -> Vec<Logged> {
     assert_clean(&o);
     let log = ngx.access_log();
     assert_log_matches(&o, &log, 4);
-    log
+    Some(log)
 }
 
 fn script(name: &str) -> String {
