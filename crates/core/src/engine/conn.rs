@@ -340,6 +340,16 @@ impl<T: Io> Conn<T> {
         self.h2.as_ref().is_some_and(|s| s.is_closed())
     }
 
+    /// HTTP/2: connected, but the server's SETTINGS (and so its stream
+    /// limit) have not come yet; no stream is opened until they do.
+    pub fn awaits_settings(&self) -> bool {
+        self.is_open()
+            && self
+                .h2
+                .as_ref()
+                .is_some_and(|s| !s.settled() && !s.is_closed())
+    }
+
     /// TCP connect or TLS handshake under way.
     pub fn is_connecting(&self) -> bool {
         matches!(

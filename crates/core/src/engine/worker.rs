@@ -460,7 +460,12 @@ impl Worker {
         let mut events = Events::with_capacity(1024);
         loop {
             let now = clock::now();
-            let pending = self.conns.iter().any(Conn::is_connecting);
+            // An HTTP/2 connection is ready once the server's SETTINGS
+            // came: the run starts with its streams free.
+            let pending = self
+                .conns
+                .iter()
+                .any(|c| c.is_connecting() || c.awaits_settings());
             if !pending || now >= until {
                 return Ok(());
             }
