@@ -13,7 +13,8 @@ use clap::Args;
 use metron_core::cli::choice::choice;
 use metron_core::cli::units::{parse_bytes, parse_duration, parse_si_u64};
 use metron_serve::{
-    parse_fault, BadCert, FaultPlan, FaultSpec, Per, ServeConfig, StallPlan, MAX_THREADS,
+    parse_fault, parse_probability, BadCert, FaultPlan, FaultSpec, Http2, Per, Probability,
+    ServeConfig, StallPlan, MAX_H2_WINDOW, MAX_THREADS,
 };
 
 /// The long help of `--fault`: every fault by name.
@@ -32,7 +33,21 @@ NAME is one of:
   bad-status-line    write a response whose status code is not a number, then close
   bad-chunk          write a chunked body whose chunk size is not hex, then close
   short-body         write one body byte fewer than Content-Length says, then close
-  trickle            write the response one byte at a time (see --trickle-interval)";
+  trickle            write the response one byte at a time (see --trickle-interval)
+
+Over HTTP/2 (--http2) each fault takes its stream form:
+  close-before-head  close the connection, no GOAWAY, no frame for the stream
+  close-mid-head     refused at start: a header block is sent whole
+  close-mid-body     HEADERS and half the body's DATA, then close the connection (no GOAWAY)
+  reset              reset the TCP connection (RST)
+  never-answer       hold the stream open and unanswered; other streams are served
+  garbage            write bytes that are not HTTP/2 frames on the connection, then close
+  huge-head          a valid 200 whose header block is over 1 MiB
+  bad-status-line    a connection error: GOAWAY with PROTOCOL_ERROR, then close
+  bad-chunk          refused at start: HTTP/2 has no chunked coding
+  short-body         DATA one byte shorter than content-length, then END_STREAM
+  trickle            HEADERS, then the body one byte per DATA frame, each after --trickle-interval
+The faults that close or reset end every stream on the connection.";
 
 /// `metron serve` flags.
 #[derive(Args, Clone, Debug)]
@@ -108,6 +123,30 @@ pub struct ServeArgs {
     /// Require a client certificate issued by an authority in FILE (PEM); needs --tls-cert or --tls
     #[arg(long, value_name = "FILE")]
     pub client_ca: Option<PathBuf>,
+
+    /// Serve HTTP/2: with prior knowledge (h2c) in cleartext; over TLS, ALPN offers h2 and http/1.1
+    #[arg(long)]
+    pub http2: bool,
+
+    /// Send GOAWAY after N streams on a connection, naming the Nth as the last processed
+    #[arg(long, value_name = "N", value_parser = parse_positive)]
+    pub h2_goaway_after: Option<u64>,
+
+    /// Reset each stream (RST_STREAM INTERNAL_ERROR) with probability P, instead of answering it
+    #[arg(long, value_name = "P", value_parser = parse_probability)]
+    pub h2_reset: Option<Probability>,
+
+    /// Seed of the --h2-reset draws: the same seed resets the same streams [default: 0]
+    #[arg(long, value_name = "N")]
+    pub h2_reset_seed: Option<u64>,
+
+    /// SETTINGS_MAX_CONCURRENT_STREAMS: streams a client may have open at once (0 refuses all)
+    #[arg(long, value_name = "N", value_parser = parse_u32)]
+    pub h2_max_streams: Option<u32>,
+
+    /// Initial flow-control window of each stream and of the connection, for request bodies
+    #[arg(long, value_name = "BYTES", value_parser = parse_window)]
+    pub h2_window: Option<u32>,
 }
 
 impl TryFrom<ServeArgs> for ServeConfig {
@@ -120,6 +159,14 @@ impl TryFrom<ServeArgs> for ServeConfig {
             args.fault_every,
             args.fault_per,
             args.fault_seed,
+        )?;
+        let http2 = Http2::from_flags(
+            args.http2,
+            args.h2_goaway_after,
+            args.h2_reset,
+            args.h2_reset_seed,
+            args.h2_max_streams,
+            args.h2_window,
         )?;
         let cfg = ServeConfig {
             listen: args.listen,
@@ -135,6 +182,7 @@ impl TryFrom<ServeArgs> for ServeConfig {
             tls_cert: args.tls_cert,
             tls_key: args.tls_key,
             client_ca: args.client_ca,
+            http2,
             record: 0,
         };
         cfg.check()?;
@@ -147,6 +195,19 @@ fn parse_threads(s: &str) -> Result<usize, String> {
     match usize::try_from(n) {
         Ok(n) if n <= MAX_THREADS => Ok(n),
         _ => Err(format!("'{s}' is more than {MAX_THREADS} threads")),
+    }
+}
+
+fn parse_u32(s: &str) -> Result<u32, String> {
+    let n = parse_si_u64(s)?;
+    u32::try_from(n).map_err(|_| format!("'{s}' is more than {}", u32::MAX))
+}
+
+/// An HTTP/2 window: 1 byte to 2^31 - 1, with units (`16`, `1k`).
+fn parse_window(s: &str) -> Result<u32, String> {
+    match u32::try_from(parse_bytes(s)?) {
+        Ok(n) if (1..=MAX_H2_WINDOW).contains(&n) => Ok(n),
+        _ => Err(format!("'{s}' must be 1 to {MAX_H2_WINDOW} bytes")),
     }
 }
 
@@ -190,6 +251,7 @@ mod tests {
         assert_eq!(cfg.fault, None);
         assert_eq!(cfg.trickle_interval, Duration::from_millis(100));
         assert_eq!(cfg.tls, None);
+        assert_eq!(cfg.http2, None);
         assert_eq!(cfg.record, 0);
         assert_eq!(
             cfg,
@@ -264,6 +326,83 @@ mod tests {
             config(&["--tls=untrusted"]).unwrap().tls,
             Some(BadCert::Untrusted)
         );
+    }
+
+    #[test]
+    fn http2_flags_make_settings() {
+        use metron_serve::Pick;
+        let cfg = config(&["--http2"]).unwrap();
+        assert_eq!(cfg.http2, Some(Http2::default()));
+        let cfg = config(&[
+            "--http2",
+            "--h2-goaway-after=3",
+            "--h2-reset=0.25",
+            "--h2-reset-seed=7",
+            "--h2-max-streams=0",
+            "--h2-window=1k",
+            "--fault=reset",
+            "--tls=untrusted",
+        ])
+        .unwrap();
+        let p = Probability::new(0.25).unwrap();
+        let want = Http2 {
+            goaway_after: Some(3),
+            reset: Some(Pick::Chance { p, seed: 7 }),
+            max_streams: Some(0),
+            window: Some(1024),
+        };
+        assert_eq!(cfg.http2, Some(want));
+    }
+
+    #[test]
+    fn bad_http2_values_are_one_line_reasons() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["--h2-goaway-after=2"], "--h2-goaway-after needs --http2"),
+            (&["--h2-reset=0.5"], "--h2-reset needs --http2"),
+            (&["--h2-max-streams=8"], "--h2-max-streams needs --http2"),
+            (&["--h2-window=16"], "--h2-window needs --http2"),
+            (
+                &["--http2", "--h2-reset-seed=1"],
+                "--h2-reset-seed needs --h2-reset",
+            ),
+            (
+                &["--http2", "--h2-goaway-after=0"],
+                "'0' must be at least 1",
+            ),
+            (
+                &["--http2", "--h2-reset=0"],
+                "must be a probability above 0",
+            ),
+            (
+                &["--http2", "--h2-reset=1.5"],
+                "must be a probability above 0",
+            ),
+            (
+                &["--http2", "--h2-window=0"],
+                "must be 1 to 2147483647 bytes",
+            ),
+            (
+                &["--http2", "--h2-window=2g"],
+                "must be 1 to 2147483647 bytes",
+            ),
+            (
+                &["--http2", "--h2-max-streams=5g"],
+                "is more than 4294967295",
+            ),
+            (
+                &["--http2", "--fault=close-mid-head"],
+                "--fault close-mid-head has no HTTP/2 form",
+            ),
+            (
+                &["--http2", "--fault=bad-chunk:0.5"],
+                "--fault bad-chunk has no HTTP/2 form",
+            ),
+        ];
+        for (argv, want) in cases {
+            let err = config(argv).unwrap_err();
+            let first = err.lines().next().unwrap_or_default();
+            assert!(first.contains(want), "{argv:?}: {err}");
+        }
     }
 
     #[test]

@@ -397,6 +397,52 @@ fn the_demo_shows_corrected_and_uncorrected_side_by_side() {
     );
 }
 
+/// `metron demo --http2` runs over HTTP/2: the banner and report say so,
+/// and the stall shows in the corrected tail.
+#[test]
+fn the_demo_runs_over_http2() {
+    let _g = serial();
+    let o = metron(&[
+        "demo",
+        "--http2",
+        "-d",
+        "3s",
+        "-R",
+        "500",
+        "--stall-for",
+        "1s",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("  2 threads and 20 connections (HTTP/2, up to 100 streams each)\n"),
+        "{out}"
+    );
+    assert!(out.contains("  Protocol: HTTP/2\n"), "{out}");
+    assert!(!out.contains("Socket errors"), "{out}");
+    assert!(
+        out.contains("Over HTTP/2 a due request needs only a free stream"),
+        "{out}"
+    );
+    let max = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("100.000%"))
+        .unwrap();
+    let corrected_max = max.split_whitespace().nth(1).unwrap();
+    // About the stall's second.
+    let secs: f64 = match corrected_max.strip_suffix("ms") {
+        Some(ms) => ms.parse::<f64>().expect(&out) / 1e3,
+        None => corrected_max
+            .strip_suffix('s')
+            .unwrap()
+            .parse()
+            .expect(&out),
+    };
+    assert!((0.9..2.0).contains(&secs), "{out}");
+    // 500/s never fills 2000 streams: the demo says the stall was seen.
+    assert!(out.contains("every request found a free stream"), "{out}");
+}
+
 /// `metron serve` announces its address, answers, and stops on SIGTERM.
 #[test]
 fn serve_runs_until_terminated() {

@@ -9,29 +9,6 @@ use std::collections::HashMap;
 use common::*;
 use metron::serve::ServeConfig;
 
-/// A fresh directory for one test's files, removed when dropped.
-struct TempDir(std::path::PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!("metron-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-
-    fn file(&self, name: &str, text: &str) -> String {
-        let path = self.0.join(name);
-        std::fs::write(&path, text).unwrap();
-        path.display().to_string()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// `wrk -t2 -c10 -d30s -L -s GET_Persist.lua URL requests.json TOKEN`:
 /// the file and the token reach init(args) as args[1] and args[2].
 #[test]

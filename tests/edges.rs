@@ -208,6 +208,7 @@ fn the_never_sent_warning_names_failed_connects() {
         load: cfg.run.load.clone(),
         latency: false,
         u_latency: false,
+        protocol: None,
         stats: &o.stats,
     };
     let warnings = metron::report::text::warnings(&view).join("\n");

@@ -5,6 +5,10 @@
 //! generator; both may use the PEM leaf (crates/pem); and inside each crate
 //! no two modules import each other, directly or around a cycle.
 //!
+//! The load generator may take tokio for its I/O traits alone, which the
+//! HTTP/2 library reads and writes through: without default features and
+//! without any that bring a runtime, and named in one file only.
+//!
 //! Read from the sources and manifests themselves: every `crate::` and
 //! `super::` path outside unit tests, resolved to the module it names, two
 //! levels deep (`engine::worker`, `http::chunked`). A module's own
@@ -19,7 +23,13 @@ type Module = Vec<String>;
 const CRATES: [&str; 3] = ["crates/core", "crates/serve", "crates/pem"];
 /// What the load generator must not depend on: the server and any async
 /// runtime (its own event loops are the point of it).
-const NOT_IN_CORE: [&str; 5] = ["metron-serve", "tokio", "tokio-rustls", "hyper", "rcgen"];
+const NOT_IN_CORE: [&str; 4] = ["metron-serve", "tokio-rustls", "hyper", "rcgen"];
+/// tokio's features that bring a runtime: the load generator may not ask
+/// for any of them.
+const RUNTIME_FEATURES: [&str; 5] = ["rt", "rt-multi-thread", "net", "time", "macros"];
+/// The one source file of the load generator that may name tokio: the
+/// HTTP/2 session's in-memory pipe, for the I/O traits.
+const TOKIO_IN_CORE: &str = "http/h2/pipe.rs";
 
 #[test]
 fn modules_form_no_cycle() {
@@ -37,19 +47,57 @@ fn modules_form_no_cycle() {
 
 #[test]
 fn the_load_generator_has_no_server_and_no_runtime() {
-    let deps = dependencies(&Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/core"));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let deps = dependencies(&root.join("crates/core"));
     for name in NOT_IN_CORE {
         assert!(
             !deps.contains(name),
             "crates/core depends on {name}: the load generator may not (docs/ARCHITECTURE.md)"
         );
     }
-    for file in rust_files(&src("crates/core")) {
-        let code = without_tests(&std::fs::read_to_string(&file).expect("a source file reads"));
-        for name in ["metron_serve", "tokio"] {
-            assert!(!code.contains(name), "{} uses {name}", file.display());
+    if let Some(tokio) = declaration(&root.join("crates/core"), "[dependencies]", "tokio") {
+        // A workspace dependency adds the workspace's declaration to the
+        // crate's own.
+        let declared = if tokio.contains("workspace = true") {
+            let shared = declaration(root, "[workspace.dependencies]", "tokio");
+            format!("{tokio} {}", shared.unwrap_or_default())
+        } else {
+            tokio
+        };
+        assert!(
+            declared.contains("default-features = false"),
+            "crates/core takes tokio with its default features: declare it with \
+             default-features = false (docs/ARCHITECTURE.md)"
+        );
+        for feature in features(&declared) {
+            assert!(
+                !RUNTIME_FEATURES.contains(&feature.as_str()),
+                "crates/core takes tokio's runtime feature {feature:?}: the load generator \
+                 may use tokio's I/O traits only (docs/ARCHITECTURE.md)"
+            );
         }
     }
+    for file in rust_files(&src("crates/core")) {
+        let code = without_tests(&std::fs::read_to_string(&file).expect("a source file reads"));
+        assert!(
+            !code.contains("metron_serve"),
+            "{} uses metron_serve",
+            file.display()
+        );
+        assert!(
+            file.ends_with(TOKIO_IN_CORE) || !code.contains("tokio"),
+            "{} uses tokio: only {TOKIO_IN_CORE} may, for the I/O traits",
+            file.display()
+        );
+    }
+}
+
+/// The features a dependency's declaration asks for.
+#[test]
+fn features_are_read_from_a_declaration() {
+    let declared = r#"{ version = "1", default-features = false, features = ["io-util", "rt"] }"#;
+    assert_eq!(features(declared), ["io-util", "rt"]);
+    assert!(features(r#"{ workspace = true }"#).is_empty());
 }
 
 #[test]
@@ -67,6 +115,48 @@ fn the_target_server_stands_alone() {
             file.display()
         );
     }
+}
+
+/// The declaration of dependency `name` in `section` of the manifest in
+/// `dir`: what follows its name on its line.
+fn declaration(dir: &Path, section: &str, name: &str) -> Option<String> {
+    let text = std::fs::read_to_string(dir.join("Cargo.toml")).expect("a manifest reads");
+    let mut current = "";
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            current = line;
+        } else if current == section && !line.starts_with('#') {
+            let named = line.split(['=', '.', ' ']).next().unwrap_or_default();
+            if named == name {
+                return Some(line[name.len()..].to_string());
+            }
+        }
+    }
+    None
+}
+
+/// The names in every `features = [..]` list of a declaration.
+fn features(declared: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = declared;
+    while let Some(at) = rest.find("features") {
+        let after = &rest[at + "features".len()..];
+        let own = !rest[..at].ends_with("default-");
+        rest = after;
+        let Some(list) = after.trim_start().strip_prefix('=').map(str::trim_start) else {
+            continue;
+        };
+        if let (true, Some(list)) = (own, list.strip_prefix('[')) {
+            let end = list.find(']').unwrap_or(list.len());
+            out.extend(
+                list[..end]
+                    .split(',')
+                    .map(|f| f.trim().trim_matches('"').to_string())
+                    .filter(|f| !f.is_empty()),
+            );
+        }
+    }
+    out
 }
 
 /// The `[dependencies]` of a crate's manifest (not its dev-dependencies).

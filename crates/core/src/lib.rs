@@ -1,6 +1,7 @@
 //! metron's load generator: wrk's command line and Lua API, wrk2's
 //! constant-rate latency model, and microsecond pacing. It runs on its own
-//! event loops and threads: no async runtime is in its dependency tree.
+//! event loops and threads, with no async runtime: HTTP/2's library is
+//! polled by hand, through tokio's I/O traits alone.
 //! The built-in target server is the `metron-serve` crate, and the `metron`
 //! binary dispatches `serve` and `demo` (docs/ARCHITECTURE.md).
 //!
@@ -13,7 +14,8 @@
 //! - [`engine`]: a run in three stages (prepare, start, collect) over worker
 //!   threads, each with its own event loop, connections, timer and
 //!   statistics.
-//! - [`http`]: request bytes, the incremental response parser, body framing.
+//! - [`http`]: request bytes, the incremental response parser, body framing,
+//!   and the HTTP/2 client session (`http::h2`).
 //! - [`replay`]: `--requests FILE`: requests built once from a file, their
 //!   hosts and endpoints.
 //! - [`script`]: wrk's Lua API on LuaJIT: hooks, the `wrk` table, `thread`
@@ -127,7 +129,20 @@ pub fn rerender(args: &cli::ReportArgs, mut out: &mut dyn Write) -> Result<(), E
     })?;
     let c = &doc.config;
     let duration = Duration::from_secs_f64(c.duration_s);
-    report::text::write_banner(&mut out, &c.url, duration, c.threads, c.connections)?;
+    // The banner and the report name the protocol the server spoke when
+    // the run offered HTTP/2, as the run's own report did.
+    let protocol = doc
+        .protocol
+        .as_deref()
+        .filter(|p| *p != "HTTP/1.1" || c.max_streams.is_some());
+    report::text::write_banner(
+        &mut out,
+        &c.url,
+        duration,
+        c.threads,
+        c.connections,
+        protocol,
+    )?;
     if let Some(r) = &c.requests {
         report::text::write_replay_line(&mut out, &r.file, r.count, r.hosts, &r.described)?;
     }
@@ -139,6 +154,7 @@ pub fn rerender(args: &cli::ReportArgs, mut out: &mut dyn Write) -> Result<(), E
         load: c.load(),
         latency: true,
         u_latency: true,
+        protocol,
         stats: &stats,
     };
     report::text::write_results(&mut out, &view)?;
@@ -199,6 +215,7 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
         run.duration,
         run.threads,
         connections,
+        run.protocols.banner().as_deref(),
     )?;
     if let Some(r) = &run.replay {
         let file = r.file.display().to_string();
@@ -220,6 +237,10 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
         load: run.load.clone(),
         latency: cfg.latency,
         u_latency: cfg.u_latency,
+        protocol: run
+            .protocols
+            .offers_http2()
+            .then_some(outcome.protocol.as_str()),
         stats: &outcome.stats,
     };
     report::text::write_results(&mut &mut *text, &view)?;
@@ -288,6 +309,10 @@ fn describe(run: &engine::Setup) -> report::json::RunConfig {
             seed: r.seed,
             described: replay_order(r),
         }),
+        max_streams: run
+            .protocols
+            .offers_http2()
+            .then_some(run.protocols.max_streams),
     }
 }
 
@@ -385,6 +410,7 @@ fn write_files(stdout: &mut dyn Write, cfg: &Config, outcome: &Outcome) -> Resul
     }
     let doc = report::json::Document::new(
         describe(&cfg.run),
+        &outcome.protocol,
         cfg.run.interval,
         &outcome.stats,
         outcome.started_at + cfg.run.warmup,

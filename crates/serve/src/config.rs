@@ -2,8 +2,8 @@
 //! (`metron serve`'s flags, parsed outside this module) and the tests turn
 //! into a running server.
 //!
-//! Checks that involve more than one flag live in [`StallPlan::from_flags`]
-//! and [`FaultPlan::from_flags`], and the ones that also apply to a
+//! Checks that involve more than one flag live in [`StallPlan::from_flags`],
+//! [`FaultPlan::from_flags`] and [`Http2::from_flags`], and the ones that also apply to a
 //! hand-built [`ServeConfig`] in [`ServeConfig::check`]. Their messages name
 //! the flags, which are the server's interface wherever they are parsed.
 
@@ -11,7 +11,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::fault::FaultPlan;
+use super::fault::{FaultPlan, Pick, Probability};
 use super::plan::StallPlan;
 use super::tls::BadCert;
 
@@ -19,6 +19,8 @@ use super::tls::BadCert;
 pub const MAX_THREADS: usize = 1024;
 /// Pause between the bytes of a trickled response, unless told otherwise.
 pub const TRICKLE_INTERVAL: Duration = Duration::from_millis(100);
+/// Largest HTTP/2 flow-control window (2^31 - 1, RFC 9113 section 6.9.1).
+pub const MAX_H2_WINDOW: u32 = (1 << 31) - 1;
 
 /// Everything a [`super::Server`] needs; tests build it directly.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,6 +49,8 @@ pub struct ServeConfig {
     pub tls_key: Option<PathBuf>,
     /// Require client certificates issued by an authority in this PEM file.
     pub client_ca: Option<PathBuf>,
+    /// Serve HTTP/2 (`--http2`), with these HTTP/2 faults and settings.
+    pub http2: Option<Http2>,
     /// Inspection: with `record > 0` the server keeps the first `record`
     /// requests in full and counts requests per path. Both take a lock per
     /// request, so benchmarks leave it at 0.
@@ -71,7 +75,81 @@ impl Default for ServeConfig {
             tls_cert: None,
             tls_key: None,
             client_ca: None,
+            http2: None,
             record: 0,
+        }
+    }
+}
+
+/// What `--http2` and the `--h2-*` flags ask of HTTP/2 connections.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Http2 {
+    /// GOAWAY after this many streams on a connection, naming the last of
+    /// them as the last one processed (`--h2-goaway-after`).
+    pub goaway_after: Option<u64>,
+    /// Reset (RST_STREAM) the streams this picks instead of answering them
+    /// (`--h2-reset`), counted server-wide.
+    pub reset: Option<Pick>,
+    /// SETTINGS_MAX_CONCURRENT_STREAMS (`--h2-max-streams`).
+    pub max_streams: Option<u32>,
+    /// Initial flow-control window of every stream and of the connection,
+    /// for what clients send (`--h2-window`).
+    pub window: Option<u32>,
+}
+
+impl Http2 {
+    /// What `--http2` and the `--h2-*` flags describe; the `--h2-*` flags
+    /// need `--http2`.
+    pub fn from_flags(
+        http2: bool,
+        goaway_after: Option<u64>,
+        reset: Option<Probability>,
+        reset_seed: Option<u64>,
+        max_streams: Option<u32>,
+        window: Option<u32>,
+    ) -> Result<Option<Http2>, String> {
+        if reset_seed.is_some() && reset.is_none() {
+            return Err(
+                "--h2-reset-seed needs --h2-reset P (the share of streams to reset)".into(),
+            );
+        }
+        let given = [
+            (goaway_after.is_some(), "--h2-goaway-after"),
+            (reset.is_some(), "--h2-reset"),
+            (max_streams.is_some(), "--h2-max-streams"),
+            (window.is_some(), "--h2-window"),
+        ];
+        if !http2 {
+            return match given.iter().find(|(given, _)| *given) {
+                Some((_, flag)) => Err(format!("{flag} needs --http2 (it is an HTTP/2 setting)")),
+                None => Ok(None),
+            };
+        }
+        let reset = reset.map(|p| Pick::Chance {
+            p,
+            seed: reset_seed.unwrap_or(0),
+        });
+        Ok(Some(Http2 {
+            goaway_after,
+            reset,
+            max_streams,
+            window,
+        }))
+    }
+
+    /// Rejects values a hand-built config may hold but the flags cannot.
+    fn check(&self) -> Result<(), String> {
+        if self.goaway_after == Some(0) {
+            return Err("--h2-goaway-after must be at least 1".into());
+        }
+        if self.reset == Some(Pick::Every(0)) {
+            return Err("--h2-reset must pick some streams".into());
+        }
+        match self.window {
+            Some(w) if w == 0 || w > MAX_H2_WINDOW => Err(format!(
+                "--h2-window must be 1 to {MAX_H2_WINDOW} bytes, not {w}"
+            )),
+            _ => Ok(()),
         }
     }
 }
@@ -86,8 +164,23 @@ impl ServeConfig {
             return Err("--close-every must be at least 1".to_string());
         }
         self.check_tls()?;
-        match &self.fault {
-            Some(plan) => plan.check(),
+        if let Some(plan) = &self.fault {
+            plan.check()?;
+        }
+        self.check_http2()
+    }
+
+    /// The HTTP/2 settings make sense, and so does the fault over HTTP/2.
+    fn check_http2(&self) -> Result<(), String> {
+        let Some(http2) = &self.http2 else {
+            return Ok(());
+        };
+        http2.check()?;
+        let fault = self.fault.map(|plan| plan.fault);
+        match fault.and_then(|f| f.no_http2_form().map(|why| (f, why))) {
+            Some((fault, why)) => Err(format!(
+                "--fault {fault} has no HTTP/2 form ({why}); pick another fault or drop --http2"
+            )),
             None => Ok(()),
         }
     }
@@ -133,5 +226,98 @@ mod tests {
         };
         assert!(never_faulty.check().is_err());
         assert_eq!(ServeConfig::default().check(), Ok(()));
+    }
+
+    #[test]
+    fn http2_settings_are_checked() {
+        let with = |http2: Http2| ServeConfig {
+            http2: Some(http2),
+            ..ServeConfig::default()
+        };
+        assert_eq!(with(Http2::default()).check(), Ok(()));
+        let cases = [
+            (
+                Http2 {
+                    goaway_after: Some(0),
+                    ..Http2::default()
+                },
+                "--h2-goaway-after must be at least 1",
+            ),
+            (
+                Http2 {
+                    window: Some(0),
+                    ..Http2::default()
+                },
+                "--h2-window must be 1 to 2147483647 bytes, not 0",
+            ),
+            (
+                Http2 {
+                    window: Some(MAX_H2_WINDOW + 1),
+                    ..Http2::default()
+                },
+                "--h2-window must be 1 to",
+            ),
+        ];
+        for (http2, want) in cases {
+            let err = with(http2).check().unwrap_err();
+            assert!(err.contains(want), "{err}");
+        }
+        let cut = ServeConfig {
+            fault: Some(FaultPlan::every(crate::Fault::CloseMidHead, 1)),
+            ..with(Http2::default())
+        };
+        let err = cut.check().unwrap_err();
+        assert!(
+            err.starts_with("--fault close-mid-head has no HTTP/2 form"),
+            "{err}"
+        );
+        let reset = ServeConfig {
+            fault: Some(FaultPlan::every(crate::Fault::Reset, 1)),
+            ..with(Http2::default())
+        };
+        assert_eq!(reset.check(), Ok(()));
+    }
+
+    #[test]
+    fn h2_flags_need_http2() {
+        let p = Probability::new(0.5).unwrap();
+        assert_eq!(
+            Http2::from_flags(false, None, None, None, None, None),
+            Ok(None)
+        );
+        let cases = [
+            (
+                Http2::from_flags(false, Some(3), None, None, None, None),
+                "--h2-goaway-after needs --http2",
+            ),
+            (
+                Http2::from_flags(false, None, Some(p), None, None, None),
+                "--h2-reset needs --http2",
+            ),
+            (
+                Http2::from_flags(false, None, None, None, Some(4), None),
+                "--h2-max-streams needs --http2",
+            ),
+            (
+                Http2::from_flags(false, None, None, None, None, Some(16)),
+                "--h2-window needs --http2",
+            ),
+            (
+                Http2::from_flags(true, None, None, Some(1), None, None),
+                "--h2-reset-seed needs --h2-reset",
+            ),
+        ];
+        for (result, want) in cases {
+            let err = result.unwrap_err();
+            assert!(err.contains(want), "{err}");
+        }
+        let all = Http2::from_flags(true, Some(3), Some(p), Some(9), Some(4), Some(16)).unwrap();
+        let want = Http2 {
+            goaway_after: Some(3),
+            reset: Some(Pick::Chance { p, seed: 9 }),
+            max_streams: Some(4),
+            window: Some(16),
+        };
+        assert_eq!(all, Some(want));
     }
 }

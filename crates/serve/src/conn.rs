@@ -1,4 +1,5 @@
-//! One connection: read requests, answer them in order, write the bytes.
+//! One HTTP/1.1 connection: read requests, answer them in order, write the
+//! bytes. (HTTP/2 is `h2conn`'s; `session` picks which one serves.)
 //!
 //! The loop reads whatever arrived, answers every complete request in it
 //! (pipelined ones included) into one output buffer, and writes that buffer
@@ -16,134 +17,35 @@
 //! plain TCP and TLS (`--tls`), through [`Stream`].
 
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::TcpStream;
-use tokio::time::{sleep, sleep_until, timeout};
-use tokio_rustls::TlsAcceptor;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::time::sleep;
 
-use super::config::ServeConfig;
-use super::fault::{After, Fault, Per};
+use super::fault::{After, Fault};
 use super::fault_bytes::FaultBytes;
-use super::reply::{Canned, Encoder, Reply, Response, BAD_REQUEST, CONTINUE};
+use super::reply::{Encoder, Reply, Response, BAD_REQUEST, CONTINUE};
 use super::request::{Event, Head, Reader};
-use super::route::{default_body, reply_for, Ask, Defaults};
-use super::stats::ServerStats;
+use super::route::{reply_for, Ask};
+use super::shared::{linger, reset, sleep_past, Shared, Stream};
 
 /// Output is written once this much has piled up, even mid-batch.
 const FLUSH_AT: usize = 64 * 1024;
 /// Reads ask for at least this much room.
 const READ_ROOM: usize = 8 * 1024;
-/// How long a closing connection keeps reading what the client still sends.
-const LINGER: Duration = Duration::from_millis(500);
-/// How much a closing connection reads before giving up on a clean close.
-const LINGER_BYTES: usize = 1 << 20;
 /// A trickled response is encoded this much at a time.
 const TRICKLE_PIECE: usize = 4096;
 
-/// What every connection of one server reads.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    pub cfg: ServeConfig,
-    pub started_at: Instant,
-    pub stats: Arc<ServerStats>,
-    pub canned: Option<Canned>,
-    pub defaults: Defaults,
-    /// Set with `--tls`: every connection is TLS.
-    pub tls: Option<Arc<rustls::ServerConfig>>,
-    /// Responses (or connections) the fault plan has counted so far.
-    fault_count: AtomicU64,
-}
-
-impl Shared {
-    pub(crate) fn new(
-        cfg: ServeConfig,
-        started_at: Instant,
-        stats: Arc<ServerStats>,
-        tls: Option<Arc<rustls::ServerConfig>>,
-    ) -> Shared {
-        let mut defaults = Defaults {
-            body_size: cfg.body_size,
-            chunked: cfg.chunked,
-            canned: false,
-        };
-        let canned = Canned::build(default_body(cfg.body_size, defaults));
-        defaults.canned = canned.is_some();
-        Shared {
-            cfg,
-            started_at,
-            stats,
-            canned,
-            defaults,
-            tls,
-            fault_count: AtomicU64::new(0),
-        }
-    }
-
-    /// Counts one more response (or connection) for the fault plan and says
-    /// whether the plan picks it.
-    fn fault_picks(&self, per: Per) -> bool {
-        let Some(plan) = self.cfg.fault.filter(|plan| plan.per == per) else {
-            return false;
-        };
-        plan.picks(self.fault_count.fetch_add(1, Relaxed) + 1)
-    }
-}
-
-/// A connection's byte stream: plain TCP, or TLS over it.
-pub(crate) trait Stream: AsyncRead + AsyncWrite + Unpin + Send {
-    /// The TCP socket underneath, for socket options.
-    fn tcp(&self) -> &TcpStream;
-}
-
-impl Stream for TcpStream {
-    fn tcp(&self) -> &TcpStream {
-        self
-    }
-}
-
-impl Stream for tokio_rustls::server::TlsStream<TcpStream> {
-    fn tcp(&self) -> &TcpStream {
-        self.get_ref().0
-    }
-}
-
-/// Serves one accepted connection until either side ends it.
-pub(crate) async fn serve(stream: TcpStream, shared: Arc<Shared>) {
-    let _open = OpenGuard(Arc::clone(&shared.stats));
-    match shared.tls.clone() {
-        None => serve_on(stream, shared).await,
-        // A client that rejects the certificate ends the handshake, and
-        // with it the connection.
-        Some(tls) => {
-            if let Ok(stream) = TlsAcceptor::from(tls).accept(stream).await {
-                serve_on(stream, shared).await;
-            }
-        }
-    }
-}
-
-async fn serve_on<S: Stream>(stream: S, shared: Arc<Shared>) {
+/// Serves HTTP/1.1 on one connection until either side ends it.
+pub(crate) async fn serve<S: Stream>(stream: S, shared: Arc<Shared>) {
     let mut conn = Conn::new(stream, shared);
     match conn.run().await {
-        Ok(Ending::ServerCloses) => conn.linger().await,
-        Ok(Ending::Reset) => conn.reset(),
+        Ok(Ending::ServerCloses) => linger(&mut conn.stream, &mut conn.input).await,
+        Ok(Ending::Reset) => reset(&conn.stream),
         Ok(Ending::Hold) => conn.hold().await,
         // An I/O error means the client went away: nothing to tell anyone.
         Ok(Ending::ClientClosed) | Err(_) => {}
-    }
-}
-
-/// Keeps the open-connection gauge right however the task ends (it may be
-/// dropped mid-await at shutdown).
-struct OpenGuard(Arc<ServerStats>);
-
-impl Drop for OpenGuard {
-    fn drop(&mut self) {
-        self.0.connection_closed();
     }
 }
 
@@ -173,7 +75,7 @@ struct Conn<S> {
 
 impl<S: Stream> Conn<S> {
     fn new(stream: S, shared: Arc<Shared>) -> Conn<S> {
-        let faulty = shared.fault_picks(Per::Connection);
+        let faulty = shared.connection_faulty();
         Conn {
             stream,
             shared,
@@ -238,8 +140,8 @@ impl<S: Stream> Conn<S> {
             route: head.route,
             head_only: head.head_only,
             http10: head.http10,
-            close: !head.keep_alive || self.close_due(),
-            fault: self.fault_due(),
+            close: !head.keep_alive || self.shared.close_due(self.answered),
+            fault: self.shared.fault_due(self.faulty),
         };
         let reply = reply_for(ask, self.shared.defaults);
         self.send(reply, arrival, head.route.delay()).await
@@ -259,22 +161,6 @@ impl<S: Stream> Conn<S> {
         }
         self.delay(arrival, extra).await?;
         self.emit(reply).await
-    }
-
-    /// The fault the server's plan puts in place of this response, if any.
-    fn fault_due(&self) -> Option<Fault> {
-        let plan = self.shared.cfg.fault?;
-        let picked = match plan.per {
-            Per::Connection => self.faulty,
-            Per::Response => self.shared.fault_picks(Per::Response),
-        };
-        picked.then_some(plan.fault)
-    }
-
-    /// Whether `--close-every` ends the connection with this response.
-    fn close_due(&self) -> bool {
-        let every = self.shared.cfg.close_every;
-        every.is_some_and(|n| n > 0 && self.answered % n == 0)
     }
 
     /// Holds the next response back until `--delay` plus `extra` after its
@@ -386,39 +272,9 @@ impl<S: Stream> Conn<S> {
     }
 
     async fn wait_out_stall(&self) {
-        let Some(plan) = self.shared.cfg.stall else {
-            return;
-        };
-        let origin = self.shared.started_at;
-        if let Some(end) = plan.stall_end(origin.elapsed()) {
-            sleep_past(origin, end).await;
+        if let Some(stall) = self.shared.stall_timer() {
+            stall.await;
         }
-    }
-
-    /// Closes politely: the FIN tells the client the response is complete,
-    /// and reading on for a moment keeps requests it already sent from
-    /// turning the close into a reset that could destroy that response.
-    async fn linger(&mut self) {
-        if self.stream.shutdown().await.is_err() {
-            return;
-        }
-        let mut discarded = 0;
-        let drain = async {
-            while discarded < LINGER_BYTES {
-                self.input.clear();
-                match self.stream.read_buf(&mut self.input).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => discarded += n,
-                }
-            }
-        };
-        let _ = timeout(LINGER, drain).await;
-    }
-
-    /// Closes with a reset: `SO_LINGER` 0 makes the close send RST and
-    /// drop anything unsent.
-    fn reset(&self) {
-        let _ = self.stream.tcp().set_zero_linger();
     }
 
     /// Never answers again: reads and drops whatever the client sends until
@@ -431,15 +287,5 @@ impl<S: Stream> Conn<S> {
                 Ok(n) => self.shared.stats.received(n),
             }
         }
-    }
-}
-
-/// Sleeps until `offset` after `origin`. Offsets come from flags and paths
-/// (`/delay/1e12`), so one past the clock's range sleeps "forever" instead
-/// of overflowing.
-async fn sleep_past(origin: Instant, offset: Duration) {
-    match origin.checked_add(offset) {
-        Some(due) => sleep_until(due.into()).await,
-        None => sleep(Duration::MAX).await,
     }
 }

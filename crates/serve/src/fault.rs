@@ -80,6 +80,22 @@ impl Fault {
             .map_or("", |(_, n)| n)
     }
 
+    /// Whether the fault has an HTTP/2 form (README, Faults). Those that do
+    /// not are refused with `--http2`, and answered 400 when a stream asks
+    /// for them by route.
+    pub fn has_http2_form(self) -> bool {
+        self.no_http2_form().is_none()
+    }
+
+    /// Why the fault has no HTTP/2 form, if it has none.
+    pub fn no_http2_form(self) -> Option<&'static str> {
+        match self {
+            Fault::CloseMidHead => Some("a header block is sent whole"),
+            Fault::BadChunk => Some("HTTP/2 has no chunked coding"),
+            _ => None,
+        }
+    }
+
     /// What happens to the connection once the fault's bytes are written,
     /// given whether the response it replaces would have closed it.
     pub(crate) fn after(self, base_closes: bool) -> After {
@@ -142,6 +158,16 @@ pub enum Pick {
     /// Each one independently with probability `p`, drawn from a sequence
     /// seeded with `seed`, so the same seed picks the same positions.
     Chance { p: Probability, seed: u64 },
+}
+
+impl Pick {
+    /// Whether the `k`th one (from 1) is picked.
+    pub fn picks(&self, k: u64) -> bool {
+        match *self {
+            Pick::Every(n) => n > 0 && k % n == 0,
+            Pick::Chance { p, seed } => unit_draw(seed, k) < p.get(),
+        }
+    }
 }
 
 /// What a [`FaultPlan`] counts.
@@ -208,10 +234,7 @@ impl FaultPlan {
 
     /// Whether the `k`th response or connection (from 1) gets the fault.
     pub fn picks(&self, k: u64) -> bool {
-        match self.pick {
-            Pick::Every(n) => n > 0 && k % n == 0,
-            Pick::Chance { p, seed } => unit_draw(seed, k) < p.get(),
-        }
+        self.pick.picks(k)
     }
 
     /// The plan the `--fault*` flags describe, if any.
@@ -304,7 +327,9 @@ pub fn parse_fault(s: &str) -> Result<FaultSpec, String> {
     Ok(FaultSpec { fault, chance })
 }
 
-fn parse_probability(s: &str) -> Result<Probability, String> {
+/// Parses a probability P (0 < P <= 1), as in `--fault NAME:P`; the error
+/// is a phrase to follow the value it was given for.
+pub fn parse_probability(s: &str) -> Result<Probability, String> {
     match s.parse::<f64>() {
         Ok(p) if p > 0.0 && p <= 1.0 => Probability::new(p),
         _ => Err("must be a probability above 0 and at most 1".to_string()),

@@ -23,8 +23,10 @@ pub(crate) const BAD_CHUNK: &[u8] = b"HTTP/1.1 200 OK\r\n\
 /// Padding fields of the `huge-head` response: so many, of so many bytes
 /// each (`X-Pad: ` and CRLF included), 1 MiB in all. Few and long, so
 /// that a client allowing a large head (`--max-head 2m`) can accept it.
-const HUGE_FIELDS: usize = 16;
+pub(crate) const HUGE_FIELDS: usize = 16;
 const HUGE_FIELD_LEN: usize = 64 * 1024;
+/// Bytes of each padding field's value: the field less `X-Pad: ` and CRLF.
+pub(crate) const HUGE_PAD_LEN: usize = HUGE_FIELD_LEN - 9;
 /// The smallest body a body fault works on, so that it has a middle.
 const MIN_FAULT_BODY: u64 = 2;
 
@@ -36,7 +38,7 @@ pub(crate) fn huge_head() -> &'static [u8] {
         let mut out = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n".to_vec();
         for _ in 0..HUGE_FIELDS {
             out.extend_from_slice(b"X-Pad: ");
-            out.resize(out.len() + HUGE_FIELD_LEN - 9, b'p');
+            out.resize(out.len() + HUGE_PAD_LEN, b'p');
             out.extend_from_slice(b"\r\n");
         }
         out.extend_from_slice(b"Content-Length: 0\r\nConnection: close\r\n\r\n");
@@ -146,6 +148,14 @@ fn with_body(base: Response) -> Option<Response> {
     Some(Response { body, ..base })
 }
 
+/// The body length that HTTP/2's body faults announce and cut: the body
+/// of `base`, or [`MIN_FAULT_BODY`] bytes if that is shorter. HTTP/2 puts
+/// a body in DATA frames, which no client reads as anything else, so even
+/// a response that may not have one gets one to spoil.
+pub(crate) fn fault_body_len(base: &Response) -> u64 {
+    payload_len(base).max(MIN_FAULT_BODY)
+}
+
 /// The body's payload length (chunk framing not counted).
 fn payload_len(response: &Response) -> u64 {
     match response.body {
@@ -205,7 +215,7 @@ mod tests {
         let mut lines = fields.split("\r\n");
         assert_eq!(lines.next(), Some("HTTP/1.1 200 OK"));
         assert_eq!(lines.next(), Some("Content-Type: text/plain"));
-        let pad = format!("X-Pad: {}", "p".repeat(HUGE_FIELD_LEN - 9));
+        let pad = format!("X-Pad: {}", "p".repeat(HUGE_PAD_LEN));
         for _ in 0..HUGE_FIELDS {
             assert!(lines.next() == Some(pad.as_str()));
         }

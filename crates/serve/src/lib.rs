@@ -7,24 +7,37 @@
 //! the wire cannot do that, and owning it also keeps the bytes fixed: no
 //! `Date` header, so tests can compare every byte of a response.
 //!
+//! HTTP/2 (`--http2`) is the other way round: its framing, HPACK and flow
+//! control come from a library (`h2`), and the server keeps its say over
+//! the byte stream underneath (stalls, raw fault bytes) through a wrapper.
+//! Routes, replies, faults and stalls are the same for both protocols.
+//!
 //! This file holds the public face: [`Server`] (start, address, stats,
 //! shutdown) and [`run`] for `metron serve`, which hands it a
 //! [`ServeConfig`] built from its flags; this module never sees the command
 //! line. The rest is split by concept: `config` (what to serve), `plan`
 //! (stall schedule), `fault` (injected failures), `fault_bytes` (their
-//! bytes), `tls` (HTTPS: certificates, client certificates), `stats` (what was received),
-//! `request` and `body` (parsing), `route` and `reply` (what to answer and
-//! its bytes), `conn` (the per-connection loop).
+//! bytes), `tls` (HTTPS: certificates, client certificates), `stats` (what
+//! was received), `request` and `body` (parsing), `route` and `reply` (what
+//! to answer and its bytes), `shared` (what every connection shares),
+//! `session` (one accepted connection: TLS, then which protocol), `conn`
+//! (the HTTP/1.1 loop), and for HTTP/2 `h2conn` (the connection), `h2stream`
+//! (one stream) and `h2wire` (the byte stream under the library).
 
 mod body;
 mod config;
 mod conn;
 mod fault;
 mod fault_bytes;
+mod h2conn;
+mod h2stream;
+mod h2wire;
 mod plan;
 mod reply;
 mod request;
 mod route;
+mod session;
+mod shared;
 mod stats;
 #[cfg(test)]
 mod tests;
@@ -39,13 +52,15 @@ use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
-pub use config::{ServeConfig, MAX_THREADS, TRICKLE_INTERVAL};
-pub use fault::{parse_fault, Fault, FaultPlan, FaultSpec, Per, Pick, Probability};
+pub use config::{Http2, ServeConfig, MAX_H2_WINDOW, MAX_THREADS, TRICKLE_INTERVAL};
+pub use fault::{
+    parse_fault, parse_probability, Fault, FaultPlan, FaultSpec, Per, Pick, Probability,
+};
 pub use plan::StallPlan;
 pub use stats::{RecordedRequest, ServerStats};
 pub use tls::BadCert;
 
-use conn::Shared;
+use shared::Shared;
 
 /// Name of every thread the server runs on.
 const THREAD_NAME: &str = "metron-serve";
@@ -197,7 +212,7 @@ async fn accept(listener: TcpListener, shared: Arc<Shared>) {
                 // Responses are written whole; waiting to coalesce them
                 // with later bytes would only add latency.
                 let _ = stream.set_nodelay(true);
-                tokio::spawn(conn::serve(stream, Arc::clone(&shared)));
+                tokio::spawn(session::serve(stream, Arc::clone(&shared)));
             }
             // Out of file descriptors and the like: retrying at once would
             // spin, and the condition usually clears as connections close.

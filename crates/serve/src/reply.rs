@@ -30,6 +30,8 @@ pub(crate) const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 /// The answer to a request that cannot be parsed; the connection closes.
 pub(crate) const BAD_REQUEST: &[u8] = b"HTTP/1.1 400 Bad Request\r\n\
     Content-Type: text/plain\r\nContent-Length: 12\r\nConnection: close\r\n\r\nbad request\n";
+/// The body of [`BAD_REQUEST`], which HTTP/2 sends in a DATA frame.
+pub(crate) const BAD_REQUEST_BODY: &[u8] = b"bad request\n";
 
 /// What the server does for one request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -287,7 +289,7 @@ fn next_plain(left: u64) -> Phase {
 /// Chunks of a third of the body (rounded up), so that any body of three
 /// bytes or more arrives in at least three chunks, but none over
 /// [`MAX_CHUNK`] so that large bodies exercise many chunk boundaries.
-fn chunk_size(len: u64) -> u64 {
+pub(crate) fn chunk_size(len: u64) -> u64 {
     len.div_ceil(3).clamp(1, MAX_CHUNK)
 }
 
@@ -460,5 +462,6 @@ mod tests {
         let text = std::str::from_utf8(BAD_REQUEST).unwrap();
         let (_, body) = text.split_once("\r\n\r\n").unwrap();
         assert!(text.contains(&format!("Content-Length: {}\r\n", body.len())));
+        assert_eq!(body.as_bytes(), BAD_REQUEST_BODY);
     }
 }

@@ -214,11 +214,8 @@ fn content_length(value: &[u8]) -> Result<u64, Malformed> {
 
 /// The owned copies inspection wants; none when not inspecting.
 fn capture(req: &httparse::Request<'_, '_>, stats: &ServerStats) -> Option<Capture> {
-    if !stats.inspecting() {
-        return None;
-    }
     let target = req.path.unwrap_or("");
-    let record = stats.wants_record().then(|| RecordedRequest {
+    capture_with(stats, target, || RecordedRequest {
         method: req.method.unwrap_or("").to_string(),
         path: target.to_string(),
         version: req.version.unwrap_or(1),
@@ -228,10 +225,23 @@ fn capture(req: &httparse::Request<'_, '_>, stats: &ServerStats) -> Option<Captu
             .map(|h| (h.name.to_string(), h.value.to_vec()))
             .collect(),
         body: Vec::new(),
-    });
+    })
+}
+
+/// What inspection keeps of a request for `target`, whatever protocol
+/// carried it: its path for the per-path counts, and the request `record`
+/// makes while there is room for one. `None` when not inspecting.
+pub(crate) fn capture_with(
+    stats: &ServerStats,
+    target: &str,
+    record: impl FnOnce() -> RecordedRequest,
+) -> Option<Capture> {
+    if !stats.inspecting() {
+        return None;
+    }
     Some(Capture {
         path_key: path_of(target).to_string(),
-        record,
+        record: stats.wants_record().then(record),
     })
 }
 

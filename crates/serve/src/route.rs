@@ -108,6 +108,14 @@ pub(crate) struct Ask {
     pub fault: Option<Fault>,
 }
 
+impl Ask {
+    /// Whether the connection ends after this response: the client or the
+    /// server's `--close-every` asked for it, or the route is `/close`.
+    pub(crate) fn closes(&self) -> bool {
+        self.close || matches!(self.route, Route::Close)
+    }
+}
+
 /// The server-wide shape of the default response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Defaults {
@@ -131,7 +139,7 @@ pub(crate) fn reply_for(ask: Ask, defaults: Defaults) -> Reply {
         Route::Eof => (200, Body::UntilClose(size)),
         Route::Invalid => return Reply::BadRequest,
     };
-    let close = ask.close || matches!(ask.route, Route::Close);
+    let close = ask.closes();
     let fault = match ask.route {
         Route::Fault(fault) => Some(fault),
         _ => ask.fault,

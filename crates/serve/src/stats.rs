@@ -20,9 +20,10 @@ pub struct RecordedRequest {
     pub method: String,
     /// The request-target as sent, query included.
     pub path: String,
-    /// Minor HTTP version: 0 for HTTP/1.0, 1 for HTTP/1.1.
+    /// HTTP version: 0 for HTTP/1.0, 1 for HTTP/1.1, 2 for HTTP/2.
     pub version: u8,
-    /// Header names and values in arrival order, names as sent.
+    /// Header names and values in arrival order, names as sent (HTTP/2
+    /// sends them in lower case, and its pseudo-headers are not kept).
     pub headers: Vec<(String, Vec<u8>)>,
     /// The body after any chunked framing is removed.
     pub body: Vec<u8>,
@@ -48,6 +49,18 @@ pub(crate) struct Capture {
     pub record: Option<RecordedRequest>,
 }
 
+/// What HTTP/2 connections did, as [`ServerStats`]'s `h2_*` methods tell.
+#[derive(Debug, Default)]
+struct H2Counters {
+    connections: AtomicU64,
+    streams: AtomicU64,
+    in_flight: AtomicU64,
+    max_in_flight: AtomicU64,
+    max_on_one_connection: AtomicU64,
+    resets: AtomicU64,
+    goaways: AtomicU64,
+}
+
 /// Counters shared by every connection of one server.
 #[derive(Debug)]
 pub struct ServerStats {
@@ -58,6 +71,7 @@ pub struct ServerStats {
     bad_requests: AtomicU64,
     faults: AtomicU64,
     statuses: Box<[AtomicU64]>,
+    h2: H2Counters,
     record_limit: usize,
     /// Claimed recording slots; checked before touching the lock.
     record_claimed: AtomicUsize,
@@ -74,6 +88,7 @@ impl ServerStats {
             bytes_received: AtomicU64::new(0),
             bad_requests: AtomicU64::new(0),
             faults: AtomicU64::new(0),
+            h2: H2Counters::default(),
             statuses: (0..STATUS_SLOTS).map(|_| AtomicU64::new(0)).collect(),
             record_limit,
             record_claimed: AtomicUsize::new(0),
@@ -125,6 +140,46 @@ impl ServerStats {
         self.statuses.iter().map(|n| n.load(Relaxed)).sum()
     }
 
+    /// Connections served in HTTP/2 (h2c, or `h2` chosen by ALPN).
+    pub fn h2_connections(&self) -> u64 {
+        self.h2.connections.load(Relaxed)
+    }
+
+    /// HTTP/2 streams accepted: requests, whether answered, reset or held.
+    pub fn h2_streams(&self) -> u64 {
+        self.h2.streams.load(Relaxed)
+    }
+
+    /// HTTP/2 streams in flight now: accepted, and neither answered in full
+    /// (the last frame handed to the connection) nor reset. A stream the
+    /// client resets counts until its task notices, a moment after the
+    /// connection has read the reset.
+    pub fn h2_streams_in_flight(&self) -> u64 {
+        self.h2.in_flight.load(Relaxed)
+    }
+
+    /// The most HTTP/2 streams in flight at once, on all connections.
+    pub fn h2_max_streams_in_flight(&self) -> u64 {
+        self.h2.max_in_flight.load(Relaxed)
+    }
+
+    /// The most HTTP/2 streams in flight at once on any one connection.
+    pub fn h2_max_streams_per_connection(&self) -> u64 {
+        self.h2.max_on_one_connection.load(Relaxed)
+    }
+
+    /// RST_STREAM frames the server chose to send (`--h2-reset`); not
+    /// counted in [`Self::faults`].
+    pub fn h2_resets(&self) -> u64 {
+        self.h2.resets.load(Relaxed)
+    }
+
+    /// GOAWAY frames the server chose to send: `--h2-goaway-after`,
+    /// `--close-every`, `/close`, and the `bad-status-line` fault's.
+    pub fn h2_goaways(&self) -> u64 {
+        self.h2.goaways.load(Relaxed)
+    }
+
     /// Requests for `path` (query excluded). Counted only while inspection
     /// is on (`record > 0`); otherwise always 0.
     pub fn path_count(&self, path: &str) -> u64 {
@@ -163,6 +218,32 @@ impl ServerStats {
 
     pub(crate) fn connection_closed(&self) {
         self.open.fetch_sub(1, Relaxed);
+    }
+
+    pub(crate) fn h2_connection(&self) {
+        self.h2.connections.fetch_add(1, Relaxed);
+    }
+
+    /// Counts a stream just accepted on a connection that now has
+    /// `on_connection` streams in flight.
+    pub(crate) fn h2_stream_opened(&self, on_connection: u64) {
+        let h2 = &self.h2;
+        h2.streams.fetch_add(1, Relaxed);
+        let now = h2.in_flight.fetch_add(1, Relaxed) + 1;
+        h2.max_in_flight.fetch_max(now, Relaxed);
+        h2.max_on_one_connection.fetch_max(on_connection, Relaxed);
+    }
+
+    pub(crate) fn h2_stream_closed(&self) {
+        self.h2.in_flight.fetch_sub(1, Relaxed);
+    }
+
+    pub(crate) fn h2_reset(&self) {
+        self.h2.resets.fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn h2_goaway(&self) {
+        self.h2.goaways.fetch_add(1, Relaxed);
     }
 
     pub(crate) fn received(&self, bytes: usize) {
@@ -259,6 +340,22 @@ mod tests {
         assert_eq!(stats.responses(u16::MAX), 0);
         assert_eq!(stats.responses_total(), 3);
         assert_eq!(stats.path_count("/"), 0);
+    }
+
+    #[test]
+    fn streams_in_flight_keep_their_highs() {
+        let stats = ServerStats::new(0);
+        stats.h2_stream_opened(1);
+        stats.h2_stream_opened(2);
+        stats.h2_stream_opened(1);
+        assert_eq!(stats.h2_streams_in_flight(), 3);
+        stats.h2_stream_closed();
+        stats.h2_stream_closed();
+        stats.h2_stream_opened(1);
+        assert_eq!(stats.h2_streams(), 4);
+        assert_eq!(stats.h2_streams_in_flight(), 2);
+        assert_eq!(stats.h2_max_streams_in_flight(), 3);
+        assert_eq!(stats.h2_max_streams_per_connection(), 2);
     }
 
     #[test]

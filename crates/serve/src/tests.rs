@@ -813,8 +813,9 @@ fn tls_serves_with_a_certificate_only_an_insecure_client_accepts() {
             trust,
             identity: None,
         };
-        let conn =
-            rustls::ClientConnection::new(client_config(&opts).config, name.clone()).unwrap();
+        let http1 = [metron_core::engine::setup::Protocol::Http1];
+        let config = client_config(&opts, &http1).config;
+        let conn = rustls::ClientConnection::new(config, name.clone()).unwrap();
         rustls::StreamOwned::new(conn, connect(&server))
     };
     let mut verified = tls(false);

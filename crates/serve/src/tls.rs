@@ -7,6 +7,9 @@
 //! The `--tls` certificate is generated at start (rcgen), for `localhost`
 //! and `127.0.0.1`/`::1`, and never written anywhere: no file to ship, and
 //! nothing any client could come to trust.
+//!
+//! With `--http2`, ALPN offers `h2` and `http/1.1`; `session` serves
+//! whichever the client picked.
 
 use std::sync::Arc;
 
@@ -43,6 +46,11 @@ impl BadCert {
     ];
 }
 
+/// The ALPN name of HTTP/2 over TLS (offered with `--http2`).
+pub(crate) const ALPN_H2: &[u8] = b"h2";
+/// The ALPN name of HTTP/1.1.
+const ALPN_HTTP1: &[u8] = b"http/1.1";
+
 /// Names the certificate is issued for.
 const NAMES: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
@@ -77,7 +85,12 @@ pub(crate) fn server_config(
         }
         None => builder.with_no_client_auth(),
     };
-    let config = builder.with_cert_resolver(Arc::new(SingleCertAndKey::from(certified)));
+    let mut config = builder.with_cert_resolver(Arc::new(SingleCertAndKey::from(certified)));
+    if cfg.http2.is_some() {
+        // HTTP/2 first, so that a client offering both gets it; a client
+        // offering neither (or no ALPN at all) is served HTTP/1.1.
+        config.alpn_protocols = vec![ALPN_H2.to_vec(), ALPN_HTTP1.to_vec()];
+    }
     Ok(Some(Arc::new(config)))
 }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use super::BenchArgs;
-use crate::engine::setup::{Identity, TlsOptions, Trust};
+use crate::engine::setup::{Identity, Protocol, Protocols, TlsOptions, Trust, DEFAULT_MAX_STREAMS};
 use crate::engine::{Replay, Setup};
 use crate::http::request::{check_header_value, check_token};
 use crate::replay::{Order, ReplayError, RequestSet, MAX_ENDPOINTS};
@@ -128,6 +128,16 @@ pub enum ConfigError {
     SeriesIntervalUnused,
     #[error("{0:?} after the URL would go to a script's init(args), but there is no script; add -s FILE, or drop the extra words")]
     ArgsWithoutScript(String),
+    #[error("-m {0}: HTTP/2 streams per connection go from 1 to 2^31-1, e.g. -m 100")]
+    MaxStreams(u64),
+    #[error("-m only sets HTTP/2's streams per connection, and this run speaks HTTP/1.1; add --http2 (or --alpn h2,http/1.1), or drop -m")]
+    StreamsWithoutHttp2,
+    #[error(
+        "--alpn {list:?}: {why}; list h2 and http/1.1, preferred first, e.g. --alpn h2,http/1.1"
+    )]
+    Alpn { list: String, why: String },
+    #[error("--alpn only applies to https:// hosts, and this run has none; for HTTP/2 over plain TCP (h2c) use --http2")]
+    AlpnUnused,
 }
 
 impl Config {
@@ -187,6 +197,7 @@ impl Config {
             None => std::slice::from_ref(&target),
         };
         let tls = tls_options(args, hosts)?;
+        let protocols = protocols(args, hosts)?;
         let run = Setup {
             url: args.url.clone(),
             target,
@@ -199,6 +210,7 @@ impl Config {
             headers,
             affinity,
             tls,
+            protocols,
             max_head: max_head(args.max_head)?,
             script: args.script.clone(),
             script_args: args.script_args.clone(),
@@ -213,6 +225,48 @@ impl Config {
             outputs,
         })
     }
+}
+
+/// What may be spoken, from `--http2`, `--alpn` and `-m`: HTTP/1.1 alone
+/// unless HTTP/2 is asked for.
+fn protocols(args: &BenchArgs, hosts: &[Target]) -> Result<Protocols, ConfigError> {
+    let offer = match &args.alpn {
+        Some(list) => {
+            if !hosts.iter().any(|t| t.scheme == Scheme::Https) {
+                return Err(ConfigError::AlpnUnused);
+            }
+            alpn_list(list)?
+        }
+        None if args.http2 => vec![Protocol::Http2],
+        None => vec![Protocol::Http1],
+    };
+    let max_streams = match args.max_streams {
+        Some(_) if !offer.contains(&Protocol::Http2) => {
+            return Err(ConfigError::StreamsWithoutHttp2)
+        }
+        Some(m) if m == 0 || m > i32::MAX as u64 => return Err(ConfigError::MaxStreams(m)),
+        Some(m) => m as u32,
+        None => DEFAULT_MAX_STREAMS,
+    };
+    Ok(Protocols { offer, max_streams })
+}
+
+/// `--alpn h2,http/1.1`: known names, each once, at least one.
+fn alpn_list(list: &str) -> Result<Vec<Protocol>, ConfigError> {
+    let bad = |why: String| ConfigError::Alpn {
+        list: list.to_string(),
+        why,
+    };
+    let mut offer = Vec::new();
+    for name in list.split(',').map(str::trim) {
+        let p = Protocol::from_alpn(name.as_bytes())
+            .ok_or_else(|| bad(format!("{name:?} is not a protocol metron speaks")))?;
+        if offer.contains(&p) {
+            return Err(bad(format!("{name} is listed twice")));
+        }
+        offer.push(p);
+    }
+    Ok(offer)
 }
 
 /// Loads `--requests` and checks that every thread can reach every host.

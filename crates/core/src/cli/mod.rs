@@ -191,6 +191,18 @@ pub struct BenchArgs {
     #[arg(long = "by-endpoint")]
     pub by_endpoint: bool,
 
+    /// Speak HTTP/2: with prior knowledge (h2c) to http:// URLs, by ALPN offering only h2 to https:// ones
+    #[arg(long = "http2", visible_alias = "h2", conflicts_with = "alpn")]
+    pub http2: bool,
+
+    /// HTTP/2: streams in flight per connection, never more than the server allows [default: 100]
+    #[arg(short = 'm', long = "max-streams", value_parser = parse_si_u64, value_name = "N")]
+    pub max_streams: Option<u64>,
+
+    /// HTTPS: protocols to offer by ALPN, preferred first (h2, http/1.1); the server chooses, the report says which
+    #[arg(long = "alpn", value_name = "LIST")]
+    pub alpn: Option<String>,
+
     /// Skip TLS certificate verification
     #[arg(short = 'k', long = "insecure")]
     pub insecure: bool,

@@ -18,8 +18,10 @@
 
 use std::collections::VecDeque;
 use std::io;
+use std::rc::Rc;
 
 use crate::clock::Nanos;
+use crate::http::h2::{self, Event, H2Request, Http2, OpenError};
 use crate::http::response::{Done, Feed, ResponseParser};
 use crate::stats::{Loss, Stamp};
 
@@ -90,6 +92,15 @@ pub struct InFlight {
     /// Its stream on the connection, by which its response finds it.
     /// HTTP/1.1 numbers requests in the order they are written.
     pub stream: u32,
+}
+
+/// An HTTP/2 request in flight: what the statistics need, and the request
+/// itself, to go out again on another connection when the server never
+/// processed it (it was above a GOAWAY's last stream id).
+#[derive(Clone, Debug)]
+pub struct H2InFlight {
+    pub req: InFlight,
+    pub request: Rc<H2Request>,
 }
 
 /// Where the bytes of a connection's current batch are.
@@ -200,6 +211,10 @@ pub struct Conn<T = Transport> {
     peer: usize,
     io: Option<T>,
     session: Http1,
+    /// HTTP/2's settings when the peer speaks it; its session then lives
+    /// in `h2` from the moment the socket is up.
+    h2_settings: Option<h2::Settings>,
+    h2: Option<Box<Http2<H2InFlight>>>,
     out: Output,
     /// Responses completed on the current socket.
     served: u64,
@@ -231,6 +246,8 @@ impl<T: Io> Conn<T> {
             peer,
             io: None,
             session: Http1::new(max_head, capture),
+            h2_settings: None,
+            h2: None,
             out: Output {
                 control: Vec::new(),
                 control_written: 0,
@@ -243,8 +260,94 @@ impl<T: Io> Conn<T> {
         }
     }
 
+    /// A connection that speaks HTTP/2 with `settings`.
+    pub fn new_h2(max_head: usize, capture: bool, peer: usize, settings: h2::Settings) -> Conn<T> {
+        Conn {
+            h2_settings: Some(settings),
+            ..Conn::new(max_head, capture, peer)
+        }
+    }
+
     pub fn peer(&self) -> usize {
         self.peer
+    }
+
+    /// It speaks HTTP/2: several requests at once, each on a stream.
+    pub fn is_h2(&self) -> bool {
+        self.h2_settings.is_some()
+    }
+
+    /// Streams that may be opened now (HTTP/2).
+    pub fn free_streams(&self) -> u32 {
+        match (&self.h2, self.is_open()) {
+            // None before the server's SETTINGS give its stream limit.
+            (Some(s), true) if s.settled() => s.free_streams(),
+            _ => 0,
+        }
+    }
+
+    /// Opens a stream for `req` (HTTP/2); its frames join the output.
+    pub fn open_stream(&mut self, request: &Rc<H2Request>, stamp: Stamp) -> Result<(), OpenError> {
+        let Some(session) = self.h2.as_mut() else {
+            return Err(OpenError::Closed);
+        };
+        let tag = H2InFlight {
+            req: InFlight {
+                stamp,
+                head: request.is_head(),
+                stream: 0,
+            },
+            request: Rc::clone(request),
+        };
+        session.open(request, tag)?;
+        session.take_output(&mut self.out.control);
+        self.state = State::Busy;
+        Ok(())
+    }
+
+    /// What became of the HTTP/2 streams after the last bytes received.
+    pub fn next_event(&mut self) -> Option<Event<H2InFlight>> {
+        let event = self.h2.as_mut()?.next_event();
+        if let Some(Event::Response { .. }) = event {
+            self.served += 1;
+        }
+        event
+    }
+
+    /// An HTTP/2 stream ended: the connection is idle once none is left.
+    pub fn stream_done(&mut self) {
+        if self.state == State::Busy && self.in_flight().next().is_none() {
+            self.state = State::Idle;
+        }
+    }
+
+    /// HTTP/2: gives up the streams written more than `timeout` before
+    /// `now`, appending them to `gone`; each is reset with CANCEL, and the
+    /// connection's other streams go on.
+    pub fn expire_streams(&mut self, now: Nanos, timeout: Nanos, gone: &mut Vec<H2InFlight>) {
+        let Some(session) = self.h2.as_mut() else {
+            return;
+        };
+        let expired = |t: &H2InFlight| now.saturating_sub(t.req.stamp.sent()) > timeout;
+        if session.cancel(expired, gone) > 0 {
+            session.take_output(&mut self.out.control);
+        }
+    }
+
+    /// The HTTP/2 session will take no new stream (GOAWAY, or a
+    /// connection error): the connection is done once nothing is in flight.
+    pub fn is_finished(&self) -> bool {
+        self.h2.as_ref().is_some_and(|s| s.is_closed())
+    }
+
+    /// HTTP/2: connected, but the server's SETTINGS (and so its stream
+    /// limit) have not come yet; no stream is opened until they do.
+    pub fn awaits_settings(&self) -> bool {
+        self.is_open()
+            && self
+                .h2
+                .as_ref()
+                .is_some_and(|s| !s.settled() && !s.is_closed())
     }
 
     /// TCP connect or TLS handshake under way.
@@ -272,9 +375,11 @@ impl<T: Io> Conn<T> {
         matches!(self.state, State::Resting { .. })
     }
 
-    /// The requests written and not yet answered, oldest first.
+    /// The requests written and not yet answered (for HTTP/1.1 oldest
+    /// first).
     pub fn in_flight(&self) -> impl Iterator<Item = &InFlight> {
-        self.session.in_flight.iter()
+        let h2 = self.h2.iter().flat_map(|s| s.in_flight().map(|t| &t.req));
+        self.session.in_flight.iter().chain(h2)
     }
 
     /// A new attempt: the connect on `io` has started (the caller
@@ -321,7 +426,8 @@ impl<T: Io> Conn<T> {
                 }
                 // Application data or EOF before the handshake finished.
                 Ok(_) | Err(_) if io.handshaking() => Connect::Failed,
-                Ok(_) | Err(_) => self.ready(),
+                Ok(n) => self.ready_with(&scratch[..n]),
+                Err(_) => self.ready(),
             },
             _ => Connect::Pending,
         }
@@ -329,7 +435,27 @@ impl<T: Io> Conn<T> {
 
     fn ready(&mut self) -> Connect {
         self.state = State::Idle;
+        if let Some(settings) = &self.h2_settings {
+            // The preface and SETTINGS go out first.
+            let mut session = Box::new(Http2::new(*settings));
+            session.take_output(&mut self.out.control);
+            self.h2 = Some(session);
+        }
         Connect::Ready
+    }
+
+    /// Ready, with the first bytes the server sent. A TLS 1.3 server may
+    /// send data along with its last handshake flight, before our own
+    /// Finished: an HTTP/2 server's SETTINGS often come that way, and the
+    /// session must see them first. An HTTP/1.1 server has nothing to say
+    /// before a request, so there they are dropped.
+    fn ready_with(&mut self, early: &[u8]) -> Connect {
+        let ready = self.ready();
+        if let Some(session) = self.h2.as_mut() {
+            session.receive(early);
+            session.take_output(&mut self.out.control);
+        }
+        ready
     }
 
     /// Rests the connection until `until` (the script's `delay()`).
@@ -385,7 +511,8 @@ impl<T: Io> Conn<T> {
             o.control.clear();
             o.control_written = 0;
         }
-        if self.state != State::Busy {
+        // HTTP/2's requests are frames in the control output.
+        if self.state != State::Busy || self.h2.is_some() {
             return Ok(());
         }
         let bytes = match o.batch {
@@ -420,6 +547,14 @@ impl<T: Io> Conn<T> {
     /// Hands received bytes to the session; called again with what is
     /// left after each [`Received::Response`].
     pub fn receive(&mut self, bytes: &[u8]) -> Received {
+        if let Some(session) = self.h2.as_mut() {
+            // Streams' news come out of `next_event`.
+            session.receive(bytes);
+            session.take_output(&mut self.out.control);
+            return Received::Partial {
+                consumed: bytes.len(),
+            };
+        }
         let received = self.session.receive(bytes);
         if let Received::Response { .. } = received {
             self.served += 1;
@@ -428,13 +563,19 @@ impl<T: Io> Conn<T> {
     }
 
     /// Fields of the last response, when capture is on (for the script).
-    pub fn response_headers(&self) -> impl Iterator<Item = (&str, &[u8])> {
-        self.session.parser.headers()
+    pub fn response_headers(&self) -> Box<dyn Iterator<Item = (&str, &[u8])> + '_> {
+        match &self.h2 {
+            Some(s) => Box::new(s.headers()),
+            None => Box::new(self.session.parser.headers()),
+        }
     }
 
     /// Body of the last response, when capture is on (for the script).
     pub fn response_body(&self) -> &[u8] {
-        self.session.parser.body()
+        match &self.h2 {
+            Some(s) => s.body(),
+            None => self.session.parser.body(),
+        }
     }
 
     /// The worker is done with the last response (`keep_alive`: the
@@ -452,6 +593,13 @@ impl<T: Io> Conn<T> {
 
     /// The peer closed the stream.
     pub fn on_eof(&mut self) -> Eof {
+        if let Some(session) = self.h2.as_mut() {
+            // Whatever is still in flight is lost.
+            return match session.eof() {
+                0 => Eof::Clean,
+                _ => Eof::Broken,
+            };
+        }
         let eof = self.session.eof();
         if let Eof::Response(..) = eof {
             self.served += 1;
@@ -463,7 +611,11 @@ impl<T: Io> Conn<T> {
     pub fn on_timer(&self, now: Nanos, timeout: Nanos) -> Check {
         match self.state {
             State::Busy => {
-                let oldest = self.session.oldest_sent().map_or(now, |sent| sent.min(now));
+                let oldest = self
+                    .in_flight()
+                    .map(|r| r.stamp.sent())
+                    .min()
+                    .map_or(now, |sent| sent.min(now));
                 if now - oldest > timeout {
                     Check::Expired
                 } else {
@@ -491,6 +643,7 @@ impl<T: Io> Conn<T> {
     pub fn close(&mut self, now: Nanos) -> Closed<T> {
         let io = self.io.take();
         self.session.clear();
+        self.h2 = None;
         self.out.written = 0;
         self.out.control.clear();
         self.out.control_written = 0;
@@ -594,10 +747,6 @@ impl Http1 {
             Ok(None) if self.in_flight.is_empty() => Eof::Clean,
             Ok(None) | Err(_) => Eof::Broken,
         }
-    }
-
-    fn oldest_sent(&self) -> Option<Nanos> {
-        self.in_flight.front().map(|r| r.stamp.sent())
     }
 
     fn clear(&mut self) {
@@ -730,6 +879,36 @@ mod tests {
         io(&mut c).handshaking = false;
         assert_eq!(c.on_connect_event(&mut scratch), Connect::Ready);
         assert!(c.is_idle());
+    }
+
+    /// The server's SETTINGS, decrypted with the end of the handshake,
+    /// reach the HTTP/2 session: it acknowledges them.
+    #[test]
+    fn data_that_ends_the_handshake_reaches_the_http2_session() {
+        let mut c: Conn<Mock> = Conn::new_h2(1024, false, 0, h2::Settings::default());
+        let mut mock = Mock {
+            tls: true,
+            handshaking: true,
+            ..Mock::plain()
+        };
+        // An empty SETTINGS frame: length 0, type 4, no flags, stream 0.
+        mock.reads.push_back(Ok(vec![0, 0, 0, 4, 0, 0, 0, 0, 0]));
+        c.open(mock, 0);
+        let mut scratch = [0; 64];
+        assert_eq!(c.on_connect_event(&mut scratch), Connect::Pending);
+        io(&mut c).handshaking = false;
+        assert_eq!(c.on_connect_event(&mut scratch), Connect::Ready);
+        // After the preface, frames: 9-byte headers (length, type, flags,
+        // stream), each followed by its payload.
+        let preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+        let frames = &c.out.control[preface.len()..];
+        let (mut at, mut acked) = (0, false);
+        while at + 9 <= frames.len() {
+            let len = u32::from_be_bytes([0, frames[at], frames[at + 1], frames[at + 2]]);
+            acked |= frames[at + 3] == 4 && frames[at + 4] == 1;
+            at += 9 + len as usize;
+        }
+        assert!(acked, "no SETTINGS ack in {:?}", c.out.control);
     }
 
     #[test]

@@ -116,6 +116,16 @@ pub enum EngineError {
     },
     #[error("TLS handshake with {addr} failed: {why}; does the server speak TLS on that port? (a plain HTTP server wants http://)")]
     Tls { addr: SocketAddr, why: io::Error },
+    #[error("the server at {addr} did not choose {offered} by ALPN{chose}; it may not speak HTTP/2 over TLS: drop --http2, or offer both with --alpn h2,http/1.1")]
+    Alpn {
+        addr: SocketAddr,
+        offered: String,
+        chose: String,
+    },
+    #[error("the server at {addr} does not speak HTTP/2 with prior knowledge (h2c): {why}; drop --http2 for HTTP/1.1, or use an https:// URL to negotiate HTTP/2 by ALPN")]
+    NotH2c { addr: SocketAddr, why: String },
+    #[error("a request cannot go over HTTP/2: {0}")]
+    Http2(String),
     #[error("'{0}' is not a valid TLS server name")]
     ServerName(String),
     #[error("worker thread {thread} failed: {why}")]
@@ -153,6 +163,8 @@ pub struct Outcome {
     /// What stopped the run early, if it was an error (a script's): the
     /// statistics still cover what ran.
     pub failure: Option<EngineError>,
+    /// The protocol the hosts spoke, as the reports name it ("HTTP/2").
+    pub protocol: String,
 }
 
 /// What a worker thread returns, or nothing when it never started.
@@ -189,6 +201,8 @@ struct Ends {
     board: Option<Arc<progress::Board>>,
     stop: Arc<Stop>,
     addr: SocketAddr,
+    /// The protocol the hosts speak, as the reports name it.
+    protocol: String,
     /// The requests file, when statistics are kept per endpoint.
     endpoints: Option<Arc<RequestSet>>,
 }
@@ -307,6 +321,7 @@ impl Running {
             addr: ends.addr,
             started_at: self.started_at,
             failure,
+            protocol: ends.protocol,
         })
     }
 }

@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use rustls::pki_types::ServerName;
 
-use super::setup::{Setup, TlsOptions, Trust};
+use super::setup::{Protocol, Setup, TlsOptions, Trust};
 use super::transport::{
-    self, client_config, is_certificate_error, noting_certificate_requests, rustls_error,
-    ClientTls, TlsSetup,
+    self, client_config, is_certificate_error, noting_certificate_requests, offering_only,
+    rustls_error, ClientTls, TlsSetup,
 };
 use super::worker::Peer;
 use super::EngineError;
@@ -30,7 +30,7 @@ pub(super) fn peers(run: &Setup) -> Result<Vec<Peer>, EngineError> {
     let client = targets
         .iter()
         .any(|t| t.scheme == Scheme::Https)
-        .then(|| client_config(&run.tls));
+        .then(|| client_config(&run.tls, &run.protocols.offer));
     targets
         .iter()
         .map(|target| {
@@ -43,8 +43,19 @@ pub(super) fn peers(run: &Setup) -> Result<Vec<Peer>, EngineError> {
                     opts: &run.tls,
                     fallback: client.fallback.as_deref(),
                 });
-            let addr = preflight(target, check, run.timeout)?;
-            Ok(Peer { addr, tls })
+            let offer = &run.protocols.offer;
+            let (addr, protocol) = preflight(target, check, offer, run.timeout)?;
+            // Every connection to the host speaks what it chose.
+            let tls = tls.map(|t| TlsSetup {
+                config: offering_only(&t.config, protocol),
+                ..t
+            });
+            Ok(Peer {
+                addr,
+                tls,
+                protocol,
+                authority: target.authority.clone(),
+            })
         })
         .collect()
 }
@@ -69,17 +80,28 @@ fn tls_setup(target: &Target, client: Option<&ClientTls>) -> Result<Option<TlsSe
 fn preflight(
     target: &Target,
     tls: Option<TlsCheck>,
+    offer: &[Protocol],
     timeout: Duration,
-) -> Result<SocketAddr, EngineError> {
+) -> Result<(SocketAddr, Protocol), EngineError> {
     let mut last = None;
     for &addr in &target.addrs {
         match std::net::TcpStream::connect_timeout(&addr, timeout) {
             Ok(sock) => {
-                if let Some(check) = &tls {
-                    handshake(sock, check.setup, timeout)
-                        .map_err(|refused| check.explain(target, addr, refused))?;
-                }
-                return Ok(addr);
+                let protocol = match &tls {
+                    Some(check) => {
+                        let chosen = handshake(sock, check.setup, timeout)
+                            .map_err(|refused| check.explain(target, addr, offer, refused))?;
+                        negotiated(addr, offer, chosen)?
+                    }
+                    None => {
+                        let first = offer.first().copied().unwrap_or(Protocol::Http1);
+                        if first == Protocol::Http2 {
+                            h2c(sock, timeout).map_err(|why| EngineError::NotH2c { addr, why })?;
+                        }
+                        first
+                    }
+                };
+                return Ok((addr, protocol));
             }
             Err(why) => last = Some(EngineError::Connect { addr, why }),
         }
@@ -87,7 +109,71 @@ fn preflight(
     Err(last.expect("a target always has at least one address"))
 }
 
-/// What the pre-flight needs to say why a handshake failed.
+/// The protocol a TLS host chose by ALPN. A server that chose nothing
+/// speaks HTTP/1.1, which is fine only when it was offered.
+fn negotiated(
+    addr: SocketAddr,
+    offer: &[Protocol],
+    chosen: Option<Protocol>,
+) -> Result<Protocol, EngineError> {
+    match chosen {
+        Some(p) => Ok(p),
+        None if offer.contains(&Protocol::Http1) => Ok(Protocol::Http1),
+        None => Err(not_chosen(addr, offer, " (it chose none)")),
+    }
+}
+
+/// A server that took none of the protocols offered by ALPN.
+fn not_chosen(addr: SocketAddr, offer: &[Protocol], how: &str) -> EngineError {
+    EngineError::Alpn {
+        addr,
+        offered: offer.iter().map(|p| p.alpn()).collect::<Vec<_>>().join(","),
+        chose: how.to_string(),
+    }
+}
+
+/// The client connection preface of HTTP/2 and an empty SETTINGS frame.
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00";
+/// The type of a SETTINGS frame, which a server's preface opens with.
+const SETTINGS: u8 = 0x4;
+
+/// Checks that a plain-text server speaks HTTP/2 with prior knowledge:
+/// sent the preface, it must answer with SETTINGS. Says what came instead.
+fn h2c(mut sock: std::net::TcpStream, timeout: Duration) -> Result<(), String> {
+    use std::io::{Read, Write};
+    let io = |e: io::Error| e.to_string();
+    sock.set_read_timeout(Some(timeout)).map_err(io)?;
+    sock.set_write_timeout(Some(timeout)).map_err(io)?;
+    sock.write_all(H2_PREFACE).map_err(io)?;
+    let mut head = [0u8; 9];
+    let mut got = 0;
+    while got < head.len() {
+        match sock.read(&mut head[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(format!(
+                    "it sent no answer to the HTTP/2 preface within {timeout:?}"
+                ))
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    let head = &head[..got];
+    match head {
+        [] => Err("it closed the connection at the HTTP/2 preface".to_string()),
+        h if h.starts_with(b"HTTP/") => Err("it answered in HTTP/1".to_string()),
+        [_, _, _, kind, ..] if *kind == SETTINGS => Ok(()),
+        _ => Err("its first bytes are not an HTTP/2 SETTINGS frame".to_string()),
+    }
+}
+
 struct TlsCheck<'a> {
     setup: &'a TlsSetup,
     opts: &'a TlsOptions,
@@ -104,8 +190,15 @@ struct Refused {
 
 impl TlsCheck<'_> {
     /// Names the fix: trust for a refused server certificate, `--cert` for
-    /// a server that wants a client certificate, the scheme otherwise.
-    fn explain(&self, target: &Target, addr: SocketAddr, refused: Refused) -> EngineError {
+    /// a server that wants a client certificate, the protocols for one
+    /// that takes none of those offered, the scheme otherwise.
+    fn explain(
+        &self,
+        target: &Target,
+        addr: SocketAddr,
+        offer: &[Protocol],
+        refused: Refused,
+    ) -> EngineError {
         let why = refused.why;
         if is_certificate_error(&why) {
             let hint = self.certificate_hint(&why);
@@ -113,6 +206,15 @@ impl TlsCheck<'_> {
             return EngineError::Certificate { host, why, hint };
         }
         let (alert, required) = match rustls_error(&why) {
+            // Servers that check ALPN end the handshake with this alert
+            // when they speak none of the protocols offered.
+            Some(rustls::Error::AlertReceived(rustls::AlertDescription::NoApplicationProtocol)) => {
+                return not_chosen(
+                    addr,
+                    offer,
+                    " (it refused the handshake: no_application_protocol)",
+                )
+            }
             Some(rustls::Error::AlertReceived(a)) => {
                 (true, *a == rustls::AlertDescription::CertificateRequired)
             }
@@ -153,7 +255,11 @@ impl TlsCheck<'_> {
     }
 }
 
-fn handshake(sock: std::net::TcpStream, tls: &TlsSetup, timeout: Duration) -> Result<(), Refused> {
+fn handshake(
+    sock: std::net::TcpStream,
+    tls: &TlsSetup,
+    timeout: Duration,
+) -> Result<Option<Protocol>, Refused> {
     let (config, asked) = noting_certificate_requests(&tls.config);
     let conn = rustls::ClientConnection::new(config, tls.name.clone()).map_err(io::Error::other);
     conn.and_then(|conn| handshake_io(sock, conn, timeout, &asked))
@@ -168,18 +274,19 @@ fn handshake_io(
     mut conn: rustls::ClientConnection,
     timeout: Duration,
     asked: &AtomicBool,
-) -> io::Result<()> {
+) -> io::Result<Option<Protocol>> {
     sock.set_read_timeout(Some(timeout))?;
     sock.set_write_timeout(Some(timeout))?;
     while conn.is_handshaking() {
         conn.complete_io(&mut sock)?;
     }
+    let chosen = conn.alpn_protocol().and_then(Protocol::from_alpn);
     conn.send_close_notify();
     let _ = conn.complete_io(&mut sock);
     if asked.load(Ordering::Relaxed) {
         await_verdict(&mut conn, &mut sock, timeout)?;
     }
-    Ok(())
+    Ok(chosen)
 }
 
 /// In TLS 1.3 the client's side of the handshake is over before the

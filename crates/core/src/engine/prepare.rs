@@ -8,7 +8,7 @@ use std::sync::{mpsc, Arc};
 
 use super::preflight::peers;
 use super::progress::Board;
-use super::setup::Setup;
+use super::setup::{Protocol, Setup};
 use super::worker::{Peer, Window, Worker, WorkerSetup};
 use super::{limits, Ends, EngineError, Prepared, Spawned, Stop, Watch, WorkerResult};
 use crate::clock::nanos;
@@ -61,6 +61,7 @@ pub fn prepare(
             board,
             stop: stop.clone(),
             addr: peers[0].addr,
+            protocol: Protocol::describe(peers.iter().map(|p| p.protocol)),
             endpoints,
         },
     })
@@ -123,6 +124,7 @@ fn worker_setups(
             cpu: setup.affinity.as_ref().map(|cpus| cpus[j % cpus.len()]),
             connect_wait: nanos(setup.timeout),
             interval: setup.interval,
+            max_streams: setup.protocols.max_streams,
             progress: board.cloned(),
         });
     }

@@ -32,6 +32,8 @@ pub struct Setup {
     pub affinity: Option<Vec<usize>>,
     /// How https hosts are authenticated, and how metron authenticates itself.
     pub tls: TlsOptions,
+    /// Which HTTP versions may be spoken, and how many streams at once.
+    pub protocols: Protocols,
     pub max_head: usize,
     pub script: Option<PathBuf>,
     pub script_args: Vec<String>,
@@ -49,6 +51,102 @@ impl Setup {
         self.conns_per_thread.iter().sum()
     }
 }
+
+/// An HTTP version metron speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    Http1,
+    Http2,
+}
+
+impl Protocol {
+    /// Its name in TLS's ALPN (and in the reports).
+    pub fn alpn(self) -> &'static str {
+        match self {
+            Protocol::Http1 => "http/1.1",
+            Protocol::Http2 => "h2",
+        }
+    }
+
+    /// Its name in the reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Http1 => "HTTP/1.1",
+            Protocol::Http2 => "HTTP/2",
+        }
+    }
+
+    /// What the reports call the protocols of `hosts` (one per host): the
+    /// one they all speak, or each in turn when they differ.
+    pub fn describe(hosts: impl IntoIterator<Item = Protocol>) -> String {
+        let mut seen: Vec<Protocol> = Vec::new();
+        for p in hosts {
+            if !seen.contains(&p) {
+                seen.push(p);
+            }
+        }
+        let names: Vec<&str> = seen.into_iter().map(Protocol::name).collect();
+        names.join(", ")
+    }
+
+    /// The protocol an ALPN name stands for.
+    pub fn from_alpn(name: &[u8]) -> Option<Protocol> {
+        match name {
+            b"http/1.1" => Some(Protocol::Http1),
+            b"h2" => Some(Protocol::Http2),
+            _ => None,
+        }
+    }
+}
+
+/// What may be spoken to every host of the run: `offer` in order of
+/// preference. A plain-text host gets the first (HTTP/2 there is h2c with
+/// prior knowledge); a TLS host is offered all of them by ALPN and the
+/// server's choice holds for every connection to it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Protocols {
+    pub offer: Vec<Protocol>,
+    /// HTTP/2 streams in flight per connection at most (`-m`); the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS lowers it.
+    pub max_streams: u32,
+}
+
+impl Default for Protocols {
+    fn default() -> Self {
+        Protocols {
+            offer: vec![Protocol::Http1],
+            max_streams: DEFAULT_MAX_STREAMS,
+        }
+    }
+}
+
+impl Protocols {
+    /// Whether HTTP/2 may be spoken (`-m` then applies).
+    pub fn offers_http2(&self) -> bool {
+        self.offer.contains(&Protocol::Http2)
+    }
+
+    /// What the banner says of the protocol before the run (which only
+    /// the pre-flight learns when ALPN chooses): nothing for HTTP/1.1
+    /// alone, so that the banner stays the one wrk prints.
+    pub fn banner(&self) -> Option<String> {
+        let streams = self.max_streams;
+        match self.offer.as_slice() {
+            [Protocol::Http1] => None,
+            [Protocol::Http2] => Some(format!("HTTP/2, up to {streams} streams each")),
+            several => {
+                let names: Vec<&str> = several.iter().map(|p| p.name()).collect();
+                Some(format!(
+                    "{} by ALPN, up to {streams} HTTP/2 streams each",
+                    names.join(" or ")
+                ))
+            }
+        }
+    }
+}
+
+/// `-m`'s default, as h2load's.
+pub const DEFAULT_MAX_STREAMS: u32 = 100;
 
 /// A requests file, loaded, and how to replay it.
 #[derive(Clone, Debug)]

@@ -99,6 +99,14 @@ impl Slots {
         }
     }
 
+    /// Takes the oldest free slot of `peer`, if it has one, for a request
+    /// that does not come from the schedule (HTTP/2's requests sent again).
+    pub fn take(&mut self, peer: usize) -> Option<Slot> {
+        let (slot, _) = self.free[peer].pop_front()?;
+        self.free_count -= 1;
+        Some(slot)
+    }
+
     /// `slot` of `peer` is gone (its connection closed) and must not be
     /// handed out, if it was free.
     pub fn remove(&mut self, peer: usize, slot: Slot) {
@@ -106,6 +114,15 @@ impl Slots {
         let before = queue.len();
         queue.retain(|&(s, _)| s != slot);
         self.free_count -= before - queue.len();
+    }
+
+    /// Every slot free now was free before the schedule began (they are
+    /// offered again as the run starts): a request due at the start that
+    /// takes one did not wait for it.
+    pub fn free_before_start(&mut self) {
+        for (_, since) in self.free.iter_mut().flatten() {
+            *since = 0;
+        }
     }
 
     /// Takes every free slot, oldest first per peer (when the schedule
@@ -148,6 +165,19 @@ mod tests {
             .map(|k| s.assign(0, due(20, k)).unwrap().slot.conn)
             .collect();
         assert_eq!(order, [2, 0, 1]);
+        assert!(!s.any_free());
+    }
+
+    #[test]
+    fn slots_offered_as_the_run_starts_were_free_before_it() {
+        let mut s = Slots::new(1, 2);
+        assert_eq!(s.release(0, slot(0), 500), None);
+        s.free_before_start();
+        let a = s.assign(0, due(100, 0)).unwrap();
+        assert!(!a.waited, "{a:?}");
+        assert_eq!(s.take(0), None);
+        assert_eq!(s.release(0, slot(1), 700), None);
+        assert_eq!(s.take(0), Some(slot(1)));
         assert!(!s.any_free());
     }
 

@@ -19,7 +19,7 @@ use rustls::pki_types::ServerName;
 use rustls::sign::{CertifiedKey, SingleCertAndKey};
 use rustls::ClientConnection;
 
-use super::setup::{TlsOptions, Trust};
+use super::setup::{Protocol, TlsOptions, Trust};
 
 /// What a worker needs to open TLS connections.
 #[derive(Clone)]
@@ -179,9 +179,9 @@ pub struct ClientTls {
 }
 
 /// Builds the client configuration: the trust of `opts` (the system's
-/// store, `--cacert`'s authorities, or none with `-k`) and its client
-/// certificate, if any.
-pub fn client_config(opts: &TlsOptions) -> ClientTls {
+/// store, `--cacert`'s authorities, or none with `-k`), its client
+/// certificate, if any, and the protocols to offer by ALPN.
+pub fn client_config(opts: &TlsOptions, offer: &[Protocol]) -> ClientTls {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -204,7 +204,7 @@ pub fn client_config(opts: &TlsOptions) -> ClientTls {
         }
         None => builder.with_no_client_auth(),
     };
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = offer.iter().map(|p| p.alpn().as_bytes().to_vec()).collect();
     ClientTls {
         config: Arc::new(config),
         fallback,
@@ -229,6 +229,17 @@ fn system_roots() -> (rustls::RootCertStore, Option<String>) {
     };
     let built_in = rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     (built_in, Some(why))
+}
+
+/// A copy of `config` that offers only `protocol` by ALPN: once a host has
+/// chosen, every connection to it speaks the same.
+pub fn offering_only(
+    config: &Arc<rustls::ClientConfig>,
+    protocol: Protocol,
+) -> Arc<rustls::ClientConfig> {
+    let mut only = (**config).clone();
+    only.alpn_protocols = vec![protocol.alpn().as_bytes().to_vec()];
+    Arc::new(only)
 }
 
 /// A copy of `config` that notes whether a server asked for a client

@@ -22,10 +22,11 @@
 //! connection for that long before its next request, in both modes.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use mio::event::Event;
@@ -33,14 +34,16 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
 
 use crate::clock::{self, Nanos};
+use crate::http::h2::{self, Event as H2Event, H2Request, OpenError};
 use crate::http::request::Batch;
 use crate::http::response::Done;
 use crate::replay::Cursor;
 use crate::schedule::Plan;
 use crate::script::ThreadScript;
-use crate::stats::{AtEnd, Loss, Recorder, StopCause, ThreadStats};
+use crate::stats::{AtEnd, Loss, Recorder, Stamp, StopCause, ThreadStats};
 
-use super::conn::{After, Check, Conn, Connect, Eof, InFlight, Out, Read, Received};
+use super::conn::{After, Check, Conn, Connect, Eof, H2InFlight, InFlight, Out, Read, Received};
+use super::setup::Protocol;
 use super::slots::{Assigned, Due, Slot, Slots};
 use super::timer::{self, Timer};
 use super::transport::{TlsSetup, Transport};
@@ -75,6 +78,8 @@ pub struct WorkerSetup {
     pub connect_wait: Nanos,
     /// Length of the intervals of the time series and the interval log.
     pub interval: std::time::Duration,
+    /// HTTP/2 streams per connection at most (`-m`).
+    pub max_streams: u32,
     /// Where this thread publishes its running totals for the progress
     /// line (a few times a second, never per request).
     pub progress: Option<Arc<super::progress::Board>>,
@@ -85,6 +90,20 @@ pub struct WorkerSetup {
 pub struct Peer {
     pub addr: SocketAddr,
     pub tls: Option<TlsSetup>,
+    /// What the host speaks: chosen by ALPN over TLS, asked for otherwise.
+    pub protocol: Protocol,
+    /// Its `Host` (HTTP/2's `:authority` when a request names none).
+    pub authority: String,
+}
+
+impl Peer {
+    fn scheme(&self) -> &'static str {
+        if self.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        }
+    }
 }
 
 pub struct Worker {
@@ -94,6 +113,19 @@ pub struct Worker {
     waker: Arc<Waker>,
     stop: Arc<Stop>,
     conns: Vec<Conn>,
+    /// HTTP/2: slots each connection has in `slots` (one per free stream).
+    offered: Vec<u32>,
+    /// HTTP/2: the static request of each peer, converted once.
+    h2_static: Vec<Vec<Rc<H2Request>>>,
+    /// HTTP/2: per peer, requests the server never processed (above a
+    /// GOAWAY's last stream id), or that found no stream after all, oldest
+    /// first: they go out again before any new request.
+    retries: Vec<VecDeque<H2InFlight>>,
+    /// HTTP/2: per connection, when each of its streams resting in the
+    /// script's `delay()` comes free.
+    stream_rests: Vec<Vec<Nanos>>,
+    /// HTTP/2: streams are being opened in a row; one write sends them.
+    filling: bool,
     /// What due requests wait for: free slots, per peer.
     slots: Slots,
     /// Connections resting after `delay()`, earliest first.
@@ -268,9 +300,37 @@ impl Worker {
             (None, _) => Source::Static(setup.request),
         };
         let peers = setup.peers.len();
+        let settings = h2::Settings {
+            max_streams: setup.max_streams,
+            max_header_list: u32::try_from(setup.max_head).unwrap_or(u32::MAX),
+            capture,
+            ..h2::Settings::default()
+        };
         let conns = (0..setup.connections)
-            .map(|c| Conn::new(setup.max_head, capture, c % peers))
+            .map(|c| {
+                let peer = c % peers;
+                match setup.peers[peer].protocol {
+                    Protocol::Http2 => Conn::new_h2(setup.max_head, capture, peer, settings),
+                    Protocol::Http1 => Conn::new(setup.max_head, capture, peer),
+                }
+            })
             .collect();
+        // The static request, converted once for each HTTP/2 host.
+        let h2_static = match &source {
+            Source::Static(batch) => setup
+                .peers
+                .iter()
+                .map(|p| match p.protocol {
+                    Protocol::Http2 => {
+                        H2Request::from_http1(batch.bytes(), p.scheme(), &p.authority)
+                            .map(|v| v.into_iter().map(Rc::new).collect())
+                            .map_err(io::Error::other)
+                    }
+                    Protocol::Http1 => Ok(Vec::new()),
+                })
+                .collect::<io::Result<Vec<_>>>()?,
+            _ => Vec::new(),
+        };
         let sweep_every = (setup.timeout / 10).clamp(1_000_000, 50_000_000);
         let mut w = Worker {
             index: setup.index,
@@ -278,6 +338,11 @@ impl Worker {
             timer,
             waker,
             stop,
+            offered: vec![0; setup.connections],
+            h2_static,
+            retries: vec![VecDeque::new(); peers],
+            stream_rests: vec![Vec::new(); setup.connections],
+            filling: false,
             conns,
             slots: Slots::new(peers, setup.connections),
             resting: BinaryHeap::with_capacity(setup.connections),
@@ -318,10 +383,18 @@ impl Worker {
         self.schedule = Schedule(plan);
         self.stats.begin(window, self.schedule.paced());
         self.started = true;
-        // Every open connection takes its first request (or first delay).
-        for slot in self.slots.take_free() {
+        // Every open connection takes its first request (or first delay);
+        // an HTTP/2 one offers its free streams again.
+        self.offered.iter_mut().for_each(|n| *n = 0);
+        let mut slots = self.slots.take_free();
+        slots.dedup();
+        for slot in slots {
+            if self.conns[slot.conn].is_h2() && self.offered[slot.conn] > 0 {
+                continue;
+            }
             self.ready(slot.conn);
         }
+        self.slots.free_before_start();
         let ended = self.event_loop()?;
         if let Some(script) = self.script.as_mut() {
             script.deactivate();
@@ -387,7 +460,12 @@ impl Worker {
         let mut events = Events::with_capacity(1024);
         loop {
             let now = clock::now();
-            let pending = self.conns.iter().any(Conn::is_connecting);
+            // An HTTP/2 connection is ready once the server's SETTINGS
+            // came: the run starts with its streams free.
+            let pending = self
+                .conns
+                .iter()
+                .any(|c| c.is_connecting() || c.awaits_settings());
             if !pending || now >= until {
                 return Ok(());
             }
@@ -448,6 +526,10 @@ impl Worker {
     }
 
     fn send_assigned(&mut self, a: Assigned) {
+        let i = a.slot.conn;
+        if self.conns[i].is_h2() {
+            self.offered[i] = self.offered[i].saturating_sub(1);
+        }
         if a.waited {
             self.stats.queued(a.due.at);
         }
@@ -488,6 +570,9 @@ impl Worker {
     /// The connection can take a request: after the script's `delay()`, if
     /// it has one, it becomes available.
     fn ready(&mut self, i: usize) {
+        if self.conns[i].is_h2() {
+            return self.top_up(i);
+        }
         if self.started {
             if let Some(script) = self.script.as_mut().filter(|s| s.has_delay()) {
                 match script.delay_ms() {
@@ -522,6 +607,114 @@ impl Worker {
         }
     }
 
+    /// HTTP/2: every free stream of connection `i` is put to use: first by
+    /// requests waiting to go out again, then (after the script's
+    /// `delay()`, if it has one) as a slot, or in the closed loop once
+    /// started, by a new request at once. Streams opened here go out in
+    /// one write.
+    fn top_up(&mut self, i: usize) {
+        let peer = self.conns[i].peer();
+        self.filling = true;
+        while self.unclaimed_streams(i) > 0 && !self.halted() {
+            if let Some(again) = self.retries[peer].pop_front() {
+                let stamp = again.req.stamp.resent(clock::now());
+                self.open_h2(i, &again.request, stamp);
+                continue;
+            }
+            match self.stream_delay() {
+                Err(e) => {
+                    self.filling = false;
+                    return self.fail(e);
+                }
+                Ok(Some(until)) => {
+                    self.stream_rests[i].push(until);
+                    self.resting.push(Reverse((until, i)));
+                }
+                Ok(None) => self.offer_stream(i),
+            }
+        }
+        self.filling = false;
+        self.on_writable(i);
+    }
+
+    /// HTTP/2: streams of connection `i` that are free and neither offered
+    /// as slots nor resting.
+    fn unclaimed_streams(&self, i: usize) -> u32 {
+        let claimed = self.offered[i] as usize + self.stream_rests[i].len();
+        let free = self.conns[i].free_streams() as usize;
+        free.saturating_sub(claimed) as u32
+    }
+
+    /// When a stream that came free may take its next request, if the
+    /// script's `delay()` asks it to wait (once the run is on).
+    fn stream_delay(&mut self) -> Result<Option<Nanos>, EngineError> {
+        if !self.started {
+            return Ok(None);
+        }
+        let Some(script) = self.script.as_mut().filter(|s| s.has_delay()) else {
+            return Ok(None);
+        };
+        let ms = script.delay_ms()?;
+        Ok((ms > 0.0).then(|| clock::now() + (ms * 1e6) as Nanos))
+    }
+
+    /// HTTP/2: one free stream of connection `i` takes a new request (the
+    /// closed loop once started) or becomes a slot for a due one.
+    fn offer_stream(&mut self, i: usize) {
+        let peer = self.conns[i].peer();
+        let now = clock::now();
+        if self.started && !self.schedule.paced() {
+            let request = self.source.next_for(peer);
+            return self.send(i, now, request);
+        }
+        self.offered[i] += 1;
+        if let Some(a) = self.slots.release(peer, Slot { conn: i }, now) {
+            self.send_assigned(a);
+        }
+    }
+
+    /// HTTP/2: requests of `peer` waiting to go out again take free slots
+    /// of other connections, if there are any.
+    fn resend(&mut self, peer: usize) {
+        while !self.retries[peer].is_empty() && !self.halted() {
+            let Some(slot) = self.slots.take(peer) else {
+                return;
+            };
+            let i = slot.conn;
+            self.offered[i] = self.offered[i].saturating_sub(1);
+            let again = self.retries[peer].pop_front().expect("not empty");
+            let stamp = again.req.stamp.resent(clock::now());
+            self.open_h2(i, &again.request, stamp);
+            self.on_writable(i);
+        }
+    }
+
+    /// HTTP/2: opens a stream for `request` on connection `i`. A request
+    /// that finds no stream after all (the server lowered its limit, or
+    /// sent GOAWAY) waits to go out again; one the protocol refuses ends
+    /// the run, since every request like it would be refused too.
+    fn open_h2(&mut self, i: usize, request: &Rc<H2Request>, stamp: Stamp) {
+        match self.conns[i].open_stream(request, stamp) {
+            Ok(()) => {}
+            Err(OpenError::Rejected(why)) => {
+                self.stats.lost(stamp, Loss::Write, clock::now());
+                self.fail(EngineError::Http2(why));
+            }
+            Err(OpenError::Full | OpenError::Closed) => {
+                let peer = self.conns[i].peer();
+                let req = InFlight {
+                    stamp,
+                    head: request.is_head(),
+                    stream: 0,
+                };
+                self.retries[peer].push_front(H2InFlight {
+                    req,
+                    request: Rc::clone(request),
+                });
+            }
+        }
+    }
+
     /// Connections whose delay is over become available.
     fn wake_rested(&mut self, now: Nanos) {
         while let Some(&Reverse((until, i))) = self.resting.peek() {
@@ -529,8 +722,22 @@ impl Worker {
                 return;
             }
             self.resting.pop();
-            if self.conns[i].wake(until) {
+            if self.conns[i].is_h2() {
+                self.wake_stream(i, until);
+            } else if self.conns[i].wake(until) {
                 self.available(i);
+            }
+        }
+    }
+
+    /// HTTP/2: the stream of connection `i` resting until `until` may take
+    /// a request (unless the connection closed meanwhile).
+    fn wake_stream(&mut self, i: usize, until: Nanos) {
+        let rests = &mut self.stream_rests[i];
+        if let Some(k) = rests.iter().position(|&u| u == until) {
+            rests.swap_remove(k);
+            if !self.halted() {
+                self.offer_stream(i);
             }
         }
     }
@@ -543,6 +750,9 @@ impl Worker {
     /// Writes a batch whose first request is intended at `intended` on
     /// connection `i`; `request` picks it from the requests file, if any.
     fn send(&mut self, i: usize, intended: Nanos, request: u32) {
+        if self.conns[i].is_h2() {
+            return self.send_h2(i, intended, request);
+        }
         let out = match self.load_batch(i, request) {
             Ok(out) => out,
             Err(e) => return self.fail(e),
@@ -566,6 +776,62 @@ impl Worker {
         }
         conn.start_batch(out);
         self.on_writable(i);
+    }
+
+    /// HTTP/2: the request (or each request of a script's batch) on a
+    /// stream of its own.
+    fn send_h2(&mut self, i: usize, intended: Nanos, request: u32) {
+        let peer = self.conns[i].peer();
+        let converted = match self.h2_requests(i, request) {
+            Ok(c) => c,
+            Err(e) => return self.fail(e),
+        };
+        let count = match &converted {
+            Some(v) => v.len(),
+            None => self.h2_static[peer].len(),
+        };
+        let now = clock::now();
+        let endpoint = self.source.endpoint(request);
+        for k in 0..count {
+            let req = match &converted {
+                Some(v) => Rc::clone(&v[k]),
+                None => Rc::clone(&self.h2_static[peer][k]),
+            };
+            let slot = if k == 0 {
+                intended
+            } else {
+                self.schedule.take_slot(now)
+            };
+            let stamp = self.stats.sent(slot, now, endpoint);
+            self.open_h2(i, &req, stamp);
+        }
+        // Streams opened together go out in one write.
+        if !self.filling {
+            self.on_writable(i);
+        }
+    }
+
+    /// HTTP/2: the requests to send on connection `i`, converted from the
+    /// requests file's `request` or from the script's `request()`; `None`
+    /// for the static request, converted once before the run.
+    fn h2_requests(
+        &mut self,
+        i: usize,
+        request: u32,
+    ) -> Result<Option<Vec<Rc<H2Request>>>, EngineError> {
+        let peer = &self.peers[self.conns[i].peer()];
+        let bytes = match &self.source {
+            Source::Static(_) => return Ok(None),
+            Source::Replay(r) => r.set().bytes(request),
+            Source::Script => {
+                let script = self.script.as_mut().expect("a script source has a script");
+                script.request_batch(self.conns[i].own_batch(), &mut self.script_heads)?;
+                self.conns[i].own_batch()
+            }
+        };
+        H2Request::from_http1(bytes, peer.scheme(), &peer.authority)
+            .map(|v| Some(v.into_iter().map(Rc::new).collect()))
+            .map_err(|e| EngineError::Http2(e.to_string()))
     }
 
     /// Readies the next batch of connection `i`: calls the script's
@@ -619,6 +885,10 @@ impl Worker {
     /// Hands `n` bytes of the read buffer to the connection. Returns false
     /// when the connection was closed meanwhile.
     fn on_bytes(&mut self, i: usize, n: usize) -> bool {
+        if self.conns[i].is_h2() {
+            self.conns[i].receive(&self.buf[..n]);
+            return self.on_h2_events(i);
+        }
         let mut at = 0;
         while at < n {
             match self.conns[i].receive(&self.buf[at..n]) {
@@ -646,8 +916,101 @@ impl Worker {
         true
     }
 
+    /// HTTP/2: what became of the streams after bytes came in (or after
+    /// the server closed the connection). Returns false when the
+    /// connection was closed meanwhile.
+    fn on_h2_events(&mut self, i: usize) -> bool {
+        let peer = self.conns[i].peer();
+        let mut again = false;
+        while let Some(event) = self.conns[i].next_event() {
+            let now = clock::now();
+            match event {
+                H2Event::Response {
+                    tag,
+                    status,
+                    head_bytes,
+                    body_bytes,
+                } => {
+                    let bytes = head_bytes as u64 + body_bytes;
+                    self.stats.completed(tag.req.stamp, status, bytes, now);
+                    if let Some(script) = self.script.as_mut().filter(|s| s.has_response()) {
+                        let conn = &self.conns[i];
+                        let result = script.response(
+                            status,
+                            &mut conn.response_headers(),
+                            conn.response_body(),
+                        );
+                        if let Err(e) = result {
+                            self.fail(e.into());
+                            return false;
+                        }
+                    }
+                }
+                H2Event::Reset { tag, code } => self.stats.reset(tag.req.stamp, code, now),
+                H2Event::StreamError { tag, .. } => self.stats.lost(tag.req.stamp, Loss::Read, now),
+                H2Event::Unprocessed { tag } => {
+                    // Not an error: it goes out again, ahead of new requests.
+                    self.stats.retried(tag.req.stamp);
+                    self.retries[peer].push_back(tag);
+                    again = true;
+                }
+                H2Event::GoAway { code } => self.stats.goaway(code, now),
+                H2Event::ConnectionError { .. } => {
+                    self.stats.connection_error(now);
+                    self.lose(i, Loss::Read);
+                    self.resend(peer);
+                    return false;
+                }
+            }
+            self.conns[i].stream_done();
+        }
+        if self.conns[i].is_finished() {
+            // No new stream goes here: its free slots go away, and it is
+            // replaced once its last stream is done.
+            self.slots.remove(peer, Slot { conn: i });
+            self.offered[i] = 0;
+            if again {
+                self.resend(peer);
+            }
+            if self.conns[i].in_flight().next().is_none() {
+                self.reopen(i);
+                return false;
+            }
+        } else {
+            self.top_up(i);
+            if again {
+                self.resend(peer);
+            }
+        }
+        self.on_writable(i);
+        true
+    }
+
+    /// HTTP/2: the streams of connection `i` past the timeout are given up
+    /// (reset) and counted as timeouts; the connection and its other
+    /// streams go on.
+    fn expire_streams(&mut self, i: usize, now: Nanos) {
+        let mut gone = Vec::new();
+        self.conns[i].expire_streams(now, self.timeout, &mut gone);
+        for t in gone {
+            self.stats.lost(t.req.stamp, Loss::Timeout, now);
+            self.conns[i].stream_done();
+        }
+        // Their streams are free again (or the connection is replaced).
+        self.on_h2_events(i);
+    }
+
     /// The peer closed the stream.
     fn on_eof(&mut self, i: usize) {
+        if self.conns[i].is_h2() {
+            // Streams the server never processed go out again; the rest
+            // in flight are lost.
+            self.conns[i].on_eof();
+            if self.on_h2_events(i) {
+                self.reopen(i);
+            }
+            return;
+        }
         match self.conns[i].on_eof() {
             Eof::Response(req, done) => {
                 if self.on_response(i, req, done) {
@@ -712,8 +1075,10 @@ impl Worker {
     fn close(&mut self, i: usize) {
         let now = clock::now();
         let conn = &mut self.conns[i];
-        if conn.is_idle() {
+        if conn.is_idle() || conn.is_h2() {
             self.slots.remove(conn.peer(), Slot { conn: i });
+            self.offered[i] = 0;
+            self.stream_rests[i].clear();
         }
         let closed = conn.close(now);
         if let Some(mut t) = closed.io {
@@ -753,6 +1118,7 @@ impl Worker {
         for i in 0..self.conns.len() {
             match self.conns[i].on_timer(now, self.timeout) {
                 Check::Nothing => {}
+                Check::Expired if self.conns[i].is_h2() => self.expire_streams(i, now),
                 Check::Expired => self.lose(i, Loss::Timeout),
                 Check::ConnectTimedOut => self.connect_failed(i),
                 Check::Reopen => self.open(i, now),
@@ -773,13 +1139,13 @@ impl Worker {
     /// did not complete are filed at their age at `stop_at`.
     fn finish(mut self, stop_at: Nanos) -> ThreadStats {
         let mut at_end = AtEnd::default();
-        for conn in &self.conns {
+        for (conn, rests) in self.conns.iter().zip(&self.stream_rests) {
             for req in conn.in_flight() {
                 self.stats.in_flight_at_end(req.stamp, stop_at);
             }
             if conn.in_flight().next().is_some() {
                 at_end.busy += 1;
-            } else if conn.is_resting() {
+            } else if conn.is_resting() || !rests.is_empty() {
                 at_end.resting += 1;
             } else if !conn.is_open() {
                 at_end.down += 1;
@@ -797,6 +1163,9 @@ impl Worker {
         // still waiting for a slot or on the schedule is due but never sent.
         for due in self.slots.waiting() {
             self.stats.never_sent(due.at, stop_at);
+        }
+        for again in self.retries.iter().flatten() {
+            self.stats.unsent_at_end(again.req.stamp, stop_at);
         }
         let schedule = &self.schedule;
         self.stats

@@ -25,6 +25,11 @@ pub struct Document {
     pub schema: u32,
     pub metron_version: String,
     pub config: RunConfig,
+    /// The protocol the server spoke: `HTTP/1.1` or `HTTP/2` (each in turn
+    /// when the hosts of a requests file differ). Absent from older
+    /// documents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
     /// Length of the measured window, in seconds.
     pub window_s: f64,
     /// When the measured window began, in milliseconds since the Unix
@@ -93,6 +98,10 @@ pub struct RunConfig {
     /// `--requests`: the file replayed, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests: Option<RequestsConfig>,
+    /// HTTP/2's streams in flight per connection at most (`-m`), when
+    /// HTTP/2 was offered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_streams: Option<u32>,
 }
 
 impl RunConfig {
@@ -240,9 +249,11 @@ mod build {
         /// Everything the run measured, with the description of the run
         /// that drove it (built by the caller, which knows its settings):
         /// `interval` is the length of the series' intervals,
-        /// `window_start` the wall-clock time the measured window began.
+        /// `window_start` the wall-clock time the measured window began,
+        /// `protocol` what the server spoke.
         pub fn new(
             config: RunConfig,
+            protocol: &str,
             interval: Duration,
             s: &RunStats,
             window_start: std::time::SystemTime,
@@ -251,6 +262,7 @@ mod build {
                 schema: SCHEMA,
                 metron_version: env!("CARGO_PKG_VERSION").to_string(),
                 config,
+                protocol: Some(protocol.to_string()),
                 window_s: s.window.as_secs_f64(),
                 window_start_ms: window_start
                     .duration_since(std::time::UNIX_EPOCH)

@@ -17,7 +17,7 @@ use super::units::{
     format_binary, format_metric, format_run_duration, format_time_us, print_units,
 };
 use crate::schedule::Load;
-use crate::stats::{Counters, EndpointStats, RunStats};
+use crate::stats::{ByCode, Counters, EndpointStats, Http2Counts, RunStats};
 
 /// The percentiles of the "Latency Distribution" block.
 const PERCENTILES: [f64; 8] = [50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.0];
@@ -43,6 +43,9 @@ pub struct TextReport<'a> {
     pub latency: bool,
     /// `-U`: also print them for the uncorrected latency.
     pub u_latency: bool,
+    /// The protocol the server chose, when another than HTTP/1.1 was
+    /// offered (`--http2`, `--alpn`); `None` keeps wrk's report.
+    pub protocol: Option<&'a str>,
     pub stats: &'a RunStats,
 }
 
@@ -52,25 +55,31 @@ const UNCORRECTED: &str =
 
 /// Writes the whole report: the banner, the results and metron's lines.
 pub fn write_text(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
-    write_banner(out, r.url, r.duration, r.threads, r.connections)?;
+    write_banner(out, r.url, r.duration, r.threads, r.connections, None)?;
     write_results(out, r)
 }
 
 /// The two lines the original prints before the run starts; callers that
-/// print them early then use [`write_results`] at the end.
+/// print them early then use [`write_results`] at the end. `protocol`, when
+/// given, follows the connections in brackets (HTTP/2 runs).
 pub fn write_banner(
     out: &mut impl Write,
     url: &str,
     duration: Duration,
     threads: usize,
     connections: usize,
+    protocol: Option<&str>,
 ) -> io::Result<()> {
     writeln!(
         out,
         "Running {} test @ {url}",
         format_run_duration(duration)
     )?;
-    writeln!(out, "  {threads} threads and {connections} connections")
+    write!(out, "  {threads} threads and {connections} connections")?;
+    match protocol {
+        Some(p) => writeln!(out, " ({p})"),
+        None => writeln!(out),
+    }
 }
 
 /// Everything after the banner.
@@ -293,6 +302,12 @@ fn write_own_lines(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
     if r.load.is_open() {
         writeln!(out, "  {}", send_lag_line(&stats.send_lag))?;
     }
+    if let Some(protocol) = r.protocol {
+        writeln!(out, "  Protocol: {protocol}")?;
+    }
+    if stats.counters.http2.any() {
+        writeln!(out, "  {}", http2_line(&stats.counters.http2))?;
+    }
     if let Some(line) = accounting_line(&stats.counters) {
         writeln!(out, "  {line}")?;
     }
@@ -320,6 +335,25 @@ fn with_unfinished_line(stats: &RunStats) -> String {
         at(50.0),
         at(99.0),
         at(99.9)
+    )
+}
+
+/// HTTP/2's resets and GOAWAYs by error code, its connection errors, and
+/// the requests sent again because the server never processed them.
+fn http2_line(h: &Http2Counts) -> String {
+    let by_code = |c: &ByCode| match c.total() {
+        0 => String::new(),
+        _ => format!(" ({c})"),
+    };
+    format!(
+        "HTTP/2: {} streams reset{}, {} GOAWAY{}, {} connection errors, \
+         {} requests sent again (never processed)",
+        h.resets.total(),
+        by_code(&h.resets),
+        h.goaway.total(),
+        by_code(&h.goaway),
+        h.connection_errors,
+        h.retried
     )
 }
 
@@ -457,11 +491,16 @@ fn send_lag_warning(r: &TextReport, rate: f64) -> Option<String> {
     // the queue explains the tail. (Requests never sent have no lag, and a
     // server gone silent leaves most of them unsent.)
     let sent = c.due.saturating_sub(c.never_sent);
+    // Over HTTP/2 a request waits for a free stream, not a connection.
+    let (busy, one, raise) = match r.protocol {
+        Some(p) if p.contains("HTTP/2") => ("every stream of the", "a stream", "-c or -m"),
+        _ => ("all", "one", "-c"),
+    };
     Some(if c.queued * 100 > sent {
         format!(
-            "{lag}: {} of the {sent} requests sent ({:.1}%) found all {} connections busy and \
-             waited for one; their latency rightly includes that wait. If the server was not \
-             expected to be slow, raise -c",
+            "{lag}: {} of the {sent} requests sent ({:.1}%) found {busy} {} connections busy \
+             and waited for {one}; their latency rightly includes that wait. If the server was \
+             not expected to be slow, raise {raise}",
             c.queued,
             c.queued as f64 * 100.0 / sent.max(1) as f64,
             r.connections
@@ -508,6 +547,7 @@ mod tests {
             load: Load::from_rate(rate),
             latency: true,
             u_latency: true,
+            protocol: None,
             stats,
         }
     }
@@ -624,6 +664,30 @@ mod tests {
         let text = render(&report(&stats, None));
         assert!(!text.contains("Socket errors"));
         assert!(text.contains("  Non-2xx or 3xx responses: 3\n"));
+    }
+
+    #[test]
+    fn http2_runs_name_the_protocol_and_break_out_its_events() {
+        let mut stats = RunStats::merge(vec![ThreadStats::default()], Duration::from_secs(1));
+        let text = render(&report(&stats, None));
+        assert!(!text.contains("Protocol:"));
+        assert!(!text.contains("HTTP/2:"));
+        stats.counters.http2.resets.count(7);
+        stats.counters.http2.resets.count(7);
+        stats.counters.http2.resets.count(8);
+        stats.counters.http2.goaway.count(0);
+        stats.counters.http2.retried = 4;
+        let mut r = report(&stats, None);
+        r.protocol = Some("HTTP/2");
+        let text = render(&r);
+        assert!(text.contains("  Protocol: HTTP/2\n"), "{text}");
+        assert!(
+            text.contains(
+                "  HTTP/2: 3 streams reset (REFUSED_STREAM 2, CANCEL 1), 1 GOAWAY (NO_ERROR 1), \
+                 0 connection errors, 4 requests sent again (never processed)\n"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

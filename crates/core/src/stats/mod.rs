@@ -7,6 +7,7 @@
 //! window when its intended send time does.
 
 pub mod codec;
+pub mod http2;
 pub mod interval;
 pub mod recorder;
 pub mod unfinished;
@@ -16,6 +17,7 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
+pub use http2::{ByCode, Http2Counts};
 use interval::IntervalRecorder;
 pub use recorder::{Loss, Recorder, Stamp, Window};
 
@@ -172,6 +174,10 @@ pub struct Counters {
     /// from being sent, when some never were.
     #[serde(default)]
     pub at_end: AtEnd,
+    /// HTTP/2's resets, GOAWAYs, connection errors and requests sent again
+    /// (all zero over HTTP/1.1).
+    #[serde(default)]
+    pub http2: Http2Counts,
 }
 
 /// The connections (and threads) as the run ended, counted once per
@@ -208,6 +214,7 @@ impl Counters {
         self.queued += other.queued;
         self.saturated += other.saturated;
         self.at_end.add(&other.at_end);
+        self.http2.add(&other.http2);
     }
 
     /// Requests that never got a response and whose latency is therefore

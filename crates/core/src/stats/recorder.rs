@@ -85,6 +85,13 @@ impl Stamp {
     pub fn sent(&self) -> Nanos {
         self.sent
     }
+
+    /// The same request written again `now` (the server never processed
+    /// it): still due at its intended time, its uncorrected latency now
+    /// counted from this send.
+    pub fn resent(self, now: Nanos) -> Stamp {
+        Stamp { sent: now, ..self }
+    }
 }
 
 /// One thread's statistics while the run is on.
@@ -235,6 +242,46 @@ impl Recorder {
         if stamp.measured {
             self.stats.counters.in_flight += 1;
             self.unfinished(stamp.intended, end);
+        }
+    }
+
+    /// At the run's `end`: `stamp`'s request, written once and never
+    /// processed by the server, was waiting to be sent again. It was
+    /// counted as due when first sent; now it is never sent.
+    pub fn unsent_at_end(&mut self, stamp: Stamp, end: Nanos) {
+        if stamp.measured {
+            self.stats.counters.never_sent += 1;
+            self.unfinished(stamp.intended, end);
+        }
+    }
+
+    /// HTTP/2: the server reset `stamp`'s stream with error `code`: the
+    /// request is lost, as a read error.
+    pub fn reset(&mut self, stamp: Stamp, code: u32, now: Nanos) {
+        if stamp.measured {
+            self.stats.counters.http2.resets.count(code);
+        }
+        self.lost(stamp, Loss::Read, now);
+    }
+
+    /// HTTP/2: a GOAWAY with error `code` came `now`.
+    pub fn goaway(&mut self, code: u32, now: Nanos) {
+        if self.window.past_warmup(now) {
+            self.stats.counters.http2.goaway.count(code);
+        }
+    }
+
+    /// HTTP/2: a connection broke the protocol `now`.
+    pub fn connection_error(&mut self, now: Nanos) {
+        if self.window.past_warmup(now) {
+            self.stats.counters.http2.connection_errors += 1;
+        }
+    }
+
+    /// HTTP/2: `stamp`'s request was never processed and goes out again.
+    pub fn retried(&mut self, stamp: Stamp) {
+        if stamp.measured {
+            self.stats.counters.http2.retried += 1;
         }
     }
 

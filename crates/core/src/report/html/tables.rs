@@ -7,6 +7,7 @@
 use std::fmt::Write;
 
 use crate::report::json::{self, Document, Summary};
+use crate::stats::ByCode;
 
 use super::fmt::{bytes, count, escape, latency_us, percentile, real, seconds, MISSING};
 
@@ -69,9 +70,19 @@ pub fn configuration(page: &mut String, doc: &Document) {
     } else {
         "no"
     };
+    let protocol = match (&doc.protocol, c.max_streams) {
+        (Some(p), Some(m)) => format!(
+            "{} (up to {} HTTP/2 streams per connection)",
+            escape(p),
+            count(u64::from(m))
+        ),
+        (Some(p), None) => escape(p),
+        (None, _) => MISSING.to_string(),
+    };
     let rows = [
         ("Target", format!("<code>{}</code>", escape(&c.url))),
         ("Mode", mode),
+        ("Protocol", protocol),
         ("Threads", count(c.threads as u64)),
         ("Connections", count(c.connections as u64)),
         ("Duration", seconds(c.duration_s)),
@@ -274,7 +285,7 @@ pub fn accounting(page: &mut String, doc: &Document) {
         of_due("In flight at the end", c.in_flight),
         of_due("Never sent", c.never_sent),
         of_due("Error status (≥ 400, counted as completed)", e.status),
-        of_due("Queued (found all connections busy)", c.queued),
+        of_due("Queued (found no free connection or stream)", c.queued),
         vec![
             "Connect errors (attempts)".into(),
             count(e.connect),
@@ -282,6 +293,31 @@ pub fn accounting(page: &mut String, doc: &Document) {
         ],
         vec!["Reconnects".into(), count(c.reconnects), String::new()],
     ];
+    let h2 = &c.http2;
+    if h2.any() {
+        let by_code = |label: &str, codes: &ByCode| {
+            let detail = if codes.total() > 0 {
+                escape(&codes.to_string())
+            } else {
+                String::new()
+            };
+            vec![label.to_string(), count(codes.total()), detail]
+        };
+        rows.push(by_code(
+            "HTTP/2 streams reset (also read errors)",
+            &h2.resets,
+        ));
+        rows.push(by_code("HTTP/2 connections retired by GOAWAY", &h2.goaway));
+        rows.push(vec![
+            "HTTP/2 connection errors".into(),
+            count(h2.connection_errors),
+            String::new(),
+        ]);
+        rows.push(of_due(
+            "HTTP/2 requests sent again (never processed)",
+            h2.retried,
+        ));
+    }
     if c.saturated > 0 {
         rows.push(vec![
             "Latencies above the histogram's range".into(),

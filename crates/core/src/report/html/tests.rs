@@ -72,6 +72,18 @@ fn series_point(i: u64) -> Point {
     }
 }
 
+/// HTTP/2's own counts: a few streams reset, one GOAWAY, requests sent
+/// again.
+fn http2_counts() -> crate::stats::Http2Counts {
+    let mut h = crate::stats::Http2Counts::default();
+    for _ in 0..15 {
+        h.resets.count(7);
+    }
+    h.goaway.count(0);
+    h.retried = 9;
+    h
+}
+
 /// A document with every field set to something plausible: a 10 s rate
 /// run with a stall at 6 s.
 pub fn sample() -> Document {
@@ -92,6 +104,7 @@ pub fn sample() -> Document {
         queued: 2_310,
         saturated: 0,
         at_end: Default::default(),
+        http2: http2_counts(),
     };
     Document {
         schema: SCHEMA,
@@ -107,7 +120,9 @@ pub fn sample() -> Document {
             script: Some("scripts/post <json>.lua".into()),
             headers: vec!["Accept: application/json".into(), "X-Trace: a&b".into()],
             requests: None,
+            max_streams: Some(100),
         },
+        protocol: Some("HTTP/2".into()),
         window_s: 10.0,
         window_start_ms: None,
         interrupted: false,

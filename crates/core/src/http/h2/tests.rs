@@ -1,0 +1,872 @@
+//! The session against the library's own server over a second in-memory
+//! pipe (bytes moved by hand, in bounded loops), and against frames
+//! written byte by byte where the exact wire matters.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+
+use bytes::Bytes;
+use h2::server::{self, SendResponse};
+use h2::{Reason, RecvStream};
+use http::{HeaderMap, HeaderValue, Response, StatusCode};
+
+use super::frames::{CONTINUATION, DATA, GOAWAY, HEADERS, SETTINGS};
+use super::pipe::Pipe;
+use super::*;
+
+const PING: u8 = 0x6;
+const WINDOW_UPDATE: u8 = 0x8;
+const END_STREAM: u8 = 0x1;
+const END_HEADERS: u8 = 0x4;
+const PADDED: u8 = 0x8;
+/// `:status: 200` from HPACK's static table.
+const STATUS_200: u8 = 0x88;
+const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+struct Noop;
+
+impl Wake for Noop {
+    fn wake(self: Arc<Self>) {}
+}
+
+/// One request as the server got it.
+struct Accepted {
+    request: http::request::Parts,
+    body: RecvStream,
+    received: Vec<u8>,
+    respond: SendResponse<Bytes>,
+}
+
+/// The library's server on the other end of a pipe.
+struct Server {
+    pipe: Pipe,
+    handshake: Option<server::Handshake<Pipe, Bytes>>,
+    conn: Option<server::Connection<Pipe, Bytes>>,
+    accepted: Vec<Accepted>,
+    waker: Waker,
+}
+
+impl Server {
+    fn new() -> Server {
+        Server::with(&server::Builder::new())
+    }
+
+    fn with(builder: &server::Builder) -> Server {
+        let pipe = Pipe::default();
+        Server {
+            handshake: Some(builder.handshake(pipe.clone())),
+            pipe,
+            conn: None,
+            accepted: Vec::new(),
+            waker: Waker::from(Arc::new(Noop)),
+        }
+    }
+
+    /// Handshakes, accepts every request that came, reads their bodies.
+    fn poll(&mut self) {
+        let mut cx = Context::from_waker(&self.waker);
+        if let Some(handshake) = self.handshake.as_mut() {
+            if let Poll::Ready(conn) = Pin::new(handshake).poll(&mut cx) {
+                self.conn = Some(conn.expect("the server handshakes"));
+                self.handshake = None;
+            }
+        }
+        let Some(conn) = self.conn.as_mut() else {
+            return;
+        };
+        while let Poll::Ready(Some(accepted)) = conn.poll_accept(&mut cx) {
+            let (request, respond) = accepted.expect("a request");
+            let (request, body) = request.into_parts();
+            self.accepted.push(Accepted {
+                request,
+                body,
+                received: Vec::new(),
+                respond,
+            });
+        }
+        for a in &mut self.accepted {
+            while let Poll::Ready(Some(Ok(data))) = a.body.poll_data(&mut cx) {
+                let _ = a.body.flow_control().release_capacity(data.len());
+                a.received.extend_from_slice(&data);
+            }
+        }
+        // Flushes what the responses queued.
+        let _ = conn.poll_closed(&mut cx);
+    }
+
+    fn respond(&mut self, i: usize, status: u16, body: &[u8]) {
+        let response = Response::builder().status(status).body(()).unwrap();
+        let respond = &mut self.accepted[i].respond;
+        let mut stream = respond.send_response(response, body.is_empty()).unwrap();
+        if !body.is_empty() {
+            stream
+                .send_data(Bytes::copy_from_slice(body), true)
+                .unwrap();
+        }
+    }
+}
+
+/// Moves bytes both ways until neither side has more to say.
+fn exchange(client: &mut Http2<u32>, server: &mut Server) {
+    let mut bytes = Vec::new();
+    for _ in 0..1000 {
+        server.poll();
+        bytes.clear();
+        client.take_output(&mut bytes);
+        let sent = bytes.len();
+        server.pipe.push_input(&bytes);
+        server.poll();
+        bytes.clear();
+        server.pipe.take_output(&mut bytes);
+        if !bytes.is_empty() {
+            client.receive(&bytes);
+        }
+        if sent == 0 && bytes.is_empty() {
+            return;
+        }
+    }
+    panic!("the two sides kept talking for 1000 rounds");
+}
+
+fn events(client: &mut Http2<u32>) -> Vec<Event<u32>> {
+    std::iter::from_fn(|| client.next_event()).collect()
+}
+
+fn session(max_streams: u32) -> Http2<u32> {
+    Http2::new(Settings {
+        max_streams,
+        ..Settings::default()
+    })
+}
+
+fn connected(settings: Settings, server: &mut Server) -> Http2<u32> {
+    let mut client = Http2::new(settings);
+    exchange(&mut client, server);
+    client
+}
+
+fn requests(bytes: &[u8]) -> Vec<H2Request> {
+    H2Request::from_http1(bytes, "http", "127.0.0.1:8080").unwrap()
+}
+
+fn get(path: &str) -> H2Request {
+    let bytes = format!("GET {path} HTTP/1.1\r\nHost: test.local\r\n\r\n");
+    requests(bytes.as_bytes()).remove(0)
+}
+
+fn tags(client: &Http2<u32>) -> Vec<u32> {
+    let mut tags: Vec<u32> = client.in_flight().copied().collect();
+    tags.sort_unstable();
+    tags
+}
+
+/// A frame as written on the wire.
+fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    put_frame(&mut out, kind, flags, stream, payload);
+    out
+}
+
+fn put_frame(out: &mut Vec<u8>, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
+    out.extend_from_slice(&(payload.len() as u32).to_be_bytes()[1..]);
+    out.extend_from_slice(&[kind, flags]);
+    out.extend_from_slice(&stream.to_be_bytes());
+    out.extend_from_slice(payload);
+}
+
+/// The frames in `bytes` (after the preface, if it starts with one).
+fn frames_of(bytes: &[u8]) -> Vec<(u8, u8, u32, Vec<u8>)> {
+    let mut rest = bytes.strip_prefix(PREFACE).unwrap_or(bytes);
+    let mut out = Vec::new();
+    while rest.len() >= 9 {
+        let len = u32::from_be_bytes([0, rest[0], rest[1], rest[2]]) as usize;
+        let stream = u32::from_be_bytes([rest[5], rest[6], rest[7], rest[8]]);
+        out.push((rest[3], rest[4], stream, rest[9..9 + len].to_vec()));
+        rest = &rest[9 + len..];
+    }
+    out
+}
+
+/// A client that got a server's empty SETTINGS, written by hand, with
+/// requests for `paths` open (stream ids 1, 3, 5, ...; tags 0, 1, 2, ...).
+fn raw_client(settings: Settings, paths: usize) -> Http2<u32> {
+    let mut client = Http2::new(settings);
+    for tag in 0..paths {
+        client.open(&get("/"), tag as u32).unwrap();
+    }
+    client.take_output(&mut Vec::new());
+    client.receive(&frame(SETTINGS, 0, 0, &[]));
+    client
+}
+
+/// The tag, status and body bytes of the one event there must be: a
+/// response.
+fn one_response(client: &mut Http2<u32>) -> (u32, u16, u64) {
+    match events(client)[..] {
+        [Event::Response {
+            tag,
+            status,
+            body_bytes,
+            ..
+        }] => (tag, status, body_bytes),
+        ref other => panic!("expected one response, got {other:?}"),
+    }
+}
+
+fn response(tag: u32, status: u16, head_bytes: usize, body_bytes: u64) -> Event<u32> {
+    Event::Response {
+        tag,
+        status,
+        head_bytes,
+        body_bytes,
+    }
+}
+
+#[test]
+fn a_get_and_a_post_with_a_body() {
+    let mut server = Server::new();
+    let mut client = connected(Settings::default(), &mut server);
+    let post =
+        requests(b"POST /form HTTP/1.1\r\nHost: test.local\r\nContent-Length: 5\r\n\r\nhello");
+    client.open(&get("/a?b=c"), 1).unwrap();
+    client.open(&post[0], 2).unwrap();
+    exchange(&mut client, &mut server);
+
+    let got = &server.accepted;
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0].request.method, "GET");
+    assert_eq!(got[0].request.uri, "http://test.local/a?b=c");
+    assert!(got[0].request.headers.is_empty());
+    assert_eq!(got[1].request.method, "POST");
+    assert_eq!(got[1].request.headers["content-length"], "5");
+    assert_eq!(got[1].received, b"hello");
+
+    server.respond(0, 200, b"ok");
+    server.respond(1, 201, b"");
+    exchange(&mut client, &mut server);
+    // HEADERS: 9 + one indexed field; DATA: 9 + 2; 201 is not in the
+    // static table: 9 + a literal of 4 bytes (index, length, "201" in
+    // two bytes of Huffman code).
+    assert_eq!(
+        events(&mut client),
+        [response(1, 200, 10, 11), response(2, 201, 13, 0)]
+    );
+    assert_eq!(client.in_flight().count(), 0);
+    assert_eq!(client.free_streams(), DEFAULT_MAX_STREAMS);
+}
+
+#[test]
+fn many_streams_answered_out_of_order() {
+    let mut server = Server::new();
+    let mut client = connected(Settings::default(), &mut server);
+    for tag in 0..20 {
+        client.open(&get(&format!("/{tag}")), tag).unwrap();
+    }
+    assert_eq!(client.free_streams(), DEFAULT_MAX_STREAMS - 20);
+    exchange(&mut client, &mut server);
+    assert_eq!(server.accepted.len(), 20);
+    for i in (0..20).rev() {
+        let path = server.accepted[i].request.uri.path().to_string();
+        server.respond(i, 200, path.as_bytes());
+    }
+    exchange(&mut client, &mut server);
+    let answered: Vec<u32> = events(&mut client)
+        .into_iter()
+        .map(|e| match e {
+            Event::Response {
+                tag, status: 200, ..
+            } => tag,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(answered, (0..20).rev().collect::<Vec<_>>());
+    assert_eq!(client.free_streams(), DEFAULT_MAX_STREAMS);
+}
+
+#[test]
+fn a_head_response_has_no_body() {
+    let mut server = Server::new();
+    let mut client = connected(Settings::default(), &mut server);
+    let head = requests(b"HEAD /h HTTP/1.1\r\nHost: test.local\r\n\r\n");
+    assert!(head[0].is_head());
+    client.open(&head[0], 7).unwrap();
+    exchange(&mut client, &mut server);
+    assert_eq!(server.accepted[0].request.method, "HEAD");
+    let response = Response::builder()
+        .status(200)
+        .header("content-length", "5")
+        .body(())
+        .unwrap();
+    server.accepted[0]
+        .respond
+        .send_response(response, true)
+        .unwrap();
+    exchange(&mut client, &mut server);
+    assert_eq!(one_response(&mut client), (7, 200, 0));
+}
+
+#[test]
+fn a_large_body_completes_through_flow_control() {
+    // A 64 KiB window, and the library's default, both make the server
+    // wait for WINDOW_UPDATE: capacity must be given back as DATA comes.
+    for window in [65_535, DEFAULT_WINDOW] {
+        let mut server = Server::new();
+        let settings = Settings {
+            window,
+            capture: true,
+            ..Settings::default()
+        };
+        let mut client = connected(settings, &mut server);
+        let size = 1 << 20;
+        let body: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+        client.open(&get("/big"), 1).unwrap();
+        exchange(&mut client, &mut server);
+        server.respond(0, 200, &body);
+        exchange(&mut client, &mut server);
+        let (tag, status, body_bytes) = one_response(&mut client);
+        assert_eq!((tag, status), (1, 200), "window {window}");
+        // Frames of at most 16 KiB (fewer bytes when the window is
+        // short), each with its 9-byte header.
+        let overhead = body_bytes - size as u64;
+        assert!(
+            overhead % 9 == 0 && overhead / 9 >= 64,
+            "window {window}: {body_bytes}"
+        );
+        assert_eq!(client.body(), body, "window {window}");
+    }
+}
+
+#[test]
+fn a_large_post_waits_for_the_servers_window() {
+    let mut server = Server::new();
+    let mut client = connected(Settings::default(), &mut server);
+    let body = vec![b'x'; 300_000];
+    let mut bytes = format!(
+        "POST /up HTTP/1.1\r\nHost: h\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    bytes.extend(&body);
+    client.open(&requests(&bytes)[0], 1).unwrap();
+    exchange(&mut client, &mut server);
+    assert_eq!(server.accepted[0].received.len(), body.len());
+    server.respond(0, 204, b"");
+    exchange(&mut client, &mut server);
+    assert_eq!(one_response(&mut client), (1, 204, 0));
+}
+
+#[test]
+fn interim_responses_are_skipped_and_their_heads_counted() {
+    let mut server = Server::new();
+    let mut client = connected(Settings::default(), &mut server);
+    client.open(&get("/"), 1).unwrap();
+    exchange(&mut client, &mut server);
+    let early = Response::builder().status(103).body(()).unwrap();
+    server.accepted[0]
+        .respond
+        .send_informational(early)
+        .unwrap();
+    exchange(&mut client, &mut server);
+    assert_eq!(events(&mut client), []);
+    server.respond(0, 200, b"");
+    exchange(&mut client, &mut server);
+    // Two HEADERS frames: 103 as a 4-byte literal, 200 indexed.
+    assert_eq!(events(&mut client), [response(1, 200, 13 + 10, 0)]);
+}
+
+#[test]
+fn trailers_end_the_response() {
+    let mut server = Server::new();
+    let settings = Settings {
+        capture: true,
+        ..Settings::default()
+    };
+    let mut client = connected(settings, &mut server);
+    client.open(&get("/"), 1).unwrap();
+    exchange(&mut client, &mut server);
+    let head = Response::builder()
+        .status(200)
+        .header("X-Kind", "Trailed")
+        .body(())
+        .unwrap();
+    let mut stream = server.accepted[0]
+        .respond
+        .send_response(head, false)
+        .unwrap();
+    stream.send_data(Bytes::from_static(b"abc"), false).unwrap();
+    exchange(&mut client, &mut server);
+    assert_eq!(events(&mut client), [], "no END_STREAM yet");
+    let mut trailers = HeaderMap::new();
+    trailers.insert("checksum", HeaderValue::from_static("1"));
+    stream.send_trailers(trailers).unwrap();
+    exchange(&mut client, &mut server);
+    let (tag, status, body_bytes) = one_response(&mut client);
+    assert_eq!((tag, status), (1, 200));
+    assert!(
+        body_bytes > 12,
+        "DATA and the trailers' HEADERS: {body_bytes}"
+    );
+    assert_eq!(client.body(), b"abc");
+    let headers: Vec<(&str, &[u8])> = client.headers().collect();
+    assert_eq!(headers, [("x-kind", &b"Trailed"[..])]);
+}
+
+#[test]
+fn a_reset_stream_gives_its_code() {
+    let mut server = Server::new();
+    let mut client = connected(Settings::default(), &mut server);
+    for tag in 0..3 {
+        client.open(&get("/"), tag).unwrap();
+    }
+    exchange(&mut client, &mut server);
+    server.accepted[0]
+        .respond
+        .send_reset(Reason::INTERNAL_ERROR);
+    server.accepted[1]
+        .respond
+        .send_reset(Reason::REFUSED_STREAM);
+    server.respond(2, 200, b"");
+    exchange(&mut client, &mut server);
+    let mut got = events(&mut client);
+    got.sort_by_key(|e| format!("{e:?}"));
+    assert_eq!(
+        got,
+        [
+            Event::Reset { tag: 0, code: 2 },
+            Event::Reset {
+                tag: 1,
+                code: REFUSED_STREAM
+            },
+            response(2, 200, 10, 0),
+        ]
+    );
+    assert_eq!(client.free_streams(), DEFAULT_MAX_STREAMS);
+}
+
+#[test]
+fn streams_above_a_goaway_come_out_unprocessed() {
+    let mut client = raw_client(Settings::default(), 4);
+    assert_eq!(tags(&client), [0, 1, 2, 3]);
+    let mut goaway = 3u32.to_be_bytes().to_vec();
+    goaway.extend(0u32.to_be_bytes());
+    let mut bytes = frame(HEADERS, END_HEADERS | END_STREAM, 1, &[STATUS_200]);
+    bytes.extend(frame(GOAWAY, 0, 0, &goaway));
+    client.receive(&bytes);
+    let mut got = events(&mut client);
+    got.sort_by_key(|e| format!("{e:?}"));
+    assert_eq!(
+        got,
+        [
+            Event::GoAway { code: 0 },
+            response(0, 200, 10, 0),
+            Event::Unprocessed { tag: 2 },
+            Event::Unprocessed { tag: 3 },
+        ]
+    );
+    // Stream 3 was processed and is still answered; nothing new opens.
+    assert_eq!(tags(&client), [1]);
+    assert!(client.is_closed());
+    assert_eq!(client.free_streams(), 0);
+    assert_eq!(client.open(&get("/"), 9), Err(OpenError::Closed));
+    client.receive(&frame(HEADERS, END_HEADERS | END_STREAM, 3, &[STATUS_200]));
+    assert_eq!(events(&mut client), [response(1, 200, 10, 0)]);
+    assert_eq!(client.eof(), 0);
+    assert_eq!(events(&mut client), []);
+}
+
+#[test]
+fn the_end_of_the_stream_loses_what_a_goaway_did_not_release() {
+    let mut client = raw_client(Settings::default(), 3);
+    let mut goaway = 1u32.to_be_bytes().to_vec();
+    goaway.extend(0u32.to_be_bytes());
+    // The GOAWAY's payload split across reads.
+    let bytes = frame(GOAWAY, 0, 0, &goaway);
+    client.receive(&bytes[..12]);
+    assert_eq!(events(&mut client), []);
+    client.receive(&bytes[12..]);
+    let got = events(&mut client);
+    assert!(got.contains(&Event::GoAway { code: 0 }), "{got:?}");
+    assert_eq!(tags(&client), [0], "stream 1 stays");
+    assert_eq!(client.eof(), 1);
+    assert_eq!(tags(&client), [0], "lost, for the connection to count");
+    client.receive(&frame(HEADERS, END_HEADERS | END_STREAM, 1, &[STATUS_200]));
+    assert_eq!(events(&mut client), [], "nothing is read after the end");
+}
+
+#[test]
+fn the_servers_stream_limit_caps_free_streams() {
+    let mut server = Server::with(server::Builder::new().max_concurrent_streams(3));
+    let mut client = connected(
+        Settings {
+            max_streams: 10,
+            ..Settings::default()
+        },
+        &mut server,
+    );
+    assert_eq!(client.free_streams(), 3);
+    for tag in 0..3 {
+        client.open(&get("/"), tag).unwrap();
+    }
+    assert_eq!(client.free_streams(), 0);
+    assert_eq!(client.open(&get("/"), 3), Err(OpenError::Full));
+    exchange(&mut client, &mut server);
+    server.respond(1, 200, b"");
+    exchange(&mut client, &mut server);
+    assert_eq!(events(&mut client).len(), 1);
+    assert_eq!(client.free_streams(), 1);
+    // And -m below the server's limit is the cap.
+    let mut server = Server::with(server::Builder::new().max_concurrent_streams(50));
+    let client = connected(
+        Settings {
+            max_streams: 2,
+            ..Settings::default()
+        },
+        &mut server,
+    );
+    assert_eq!(client.free_streams(), 2);
+    assert_eq!(session(0).settings.max_streams, 1, "at least one stream");
+}
+
+#[test]
+fn streams_beyond_a_late_limit_wait_in_the_library() {
+    let mut client = Http2::<u32>::new(Settings::default());
+    for tag in 0..5 {
+        client.open(&get("/"), tag).unwrap();
+    }
+    // The server's SETTINGS come before the requests are written.
+    client.receive(&frame(SETTINGS, 0, 0, &[0, 3, 0, 0, 0, 2]));
+    let headers_sent = |client: &mut Http2<u32>| {
+        let mut out = Vec::new();
+        client.take_output(&mut out);
+        frames_of(&out)
+            .iter()
+            .filter(|f| f.0 == HEADERS)
+            .map(|f| f.2)
+            .collect::<Vec<u32>>()
+    };
+    assert_eq!(headers_sent(&mut client), [1, 3]);
+    assert_eq!(client.free_streams(), 0);
+    assert!(!client.is_closed());
+    client.receive(&frame(HEADERS, END_HEADERS | END_STREAM, 1, &[STATUS_200]));
+    assert_eq!(events(&mut client), [response(0, 200, 10, 0)]);
+    assert_eq!(headers_sent(&mut client), [5], "the next one goes out");
+    assert_eq!(client.free_streams(), 0);
+}
+
+#[test]
+fn continuation_and_padding() {
+    let mut client = raw_client(Settings::default(), 1);
+    // `:status: 200`, then `content-length: 2` in a CONTINUATION frame
+    // (HPACK: literal, name index 28).
+    let mut bytes = frame(HEADERS, 0, 1, &[STATUS_200]);
+    bytes.extend(frame(
+        CONTINUATION,
+        END_HEADERS,
+        1,
+        &[0x0f, 0x0d, 0x01, b'2'],
+    ));
+    // A padded DATA frame: pad length 3, "hi", three zero bytes.
+    bytes.extend(frame(
+        DATA,
+        END_STREAM | PADDED,
+        1,
+        &[3, b'h', b'i', 0, 0, 0],
+    ));
+    for piece in bytes.chunks(5) {
+        client.receive(piece);
+    }
+    assert_eq!(events(&mut client), [response(0, 200, 10 + 13, 15)]);
+}
+
+#[test]
+fn settings_and_pings_are_acknowledged() {
+    let mut client = Http2::<u32>::new(Settings::default());
+    let mut out = Vec::new();
+    client.take_output(&mut out);
+    assert!(out.starts_with(PREFACE));
+    let ours = frames_of(&out);
+    assert_eq!(ours[0].0, SETTINGS, "our SETTINGS follow the preface");
+    assert!(
+        ours.iter().any(|f| f.0 == WINDOW_UPDATE
+            && f.2 == 0
+            && f.3 == (DEFAULT_WINDOW - 65_535).to_be_bytes()),
+        "the connection window is raised: {ours:?}"
+    );
+    let mut bytes = frame(SETTINGS, 0, 0, &[0, 3, 0, 0, 0, 7]);
+    bytes.extend(frame(PING, 0, 0, b"12345678"));
+    bytes.extend(frame(WINDOW_UPDATE, 0, 0, &1000u32.to_be_bytes()));
+    client.receive(&bytes);
+    out.clear();
+    client.take_output(&mut out);
+    let replies = frames_of(&out);
+    assert!(replies.contains(&(SETTINGS, 1, 0, vec![])), "{replies:?}");
+    assert!(
+        replies.contains(&(PING, 1, 0, b"12345678".to_vec())),
+        "{replies:?}"
+    );
+    assert_eq!(client.free_streams(), 7);
+    assert_eq!(events(&mut client), []);
+}
+
+#[test]
+fn a_malformed_frame_is_a_connection_error() {
+    let malformed = [
+        // PING must be 8 bytes long.
+        frame(PING, 0, 0, b"1234567"),
+        // DATA must belong to a stream.
+        frame(DATA, 0, 0, b"x"),
+        // Not HPACK: an index beyond both tables.
+        frame(HEADERS, END_HEADERS, 1, &[0xff, 0xff, 0x7f]),
+    ];
+    for bad in malformed {
+        let mut client = raw_client(Settings::default(), 2);
+        client.receive(&bad);
+        let got = events(&mut client);
+        let [Event::ConnectionError { reason }] = &got[..] else {
+            panic!("{bad:?}: {got:?}");
+        };
+        assert!(
+            reason.starts_with("HTTP/2 ") && !reason.contains('\n'),
+            "{reason}"
+        );
+        assert_eq!(tags(&client), [0, 1], "every stream lost");
+        assert!(client.is_closed());
+        assert_eq!(client.open(&get("/"), 5), Err(OpenError::Closed));
+        client.receive(&frame(HEADERS, END_HEADERS | END_STREAM, 1, &[STATUS_200]));
+        assert_eq!(events(&mut client), []);
+        assert_eq!(client.eof(), 2);
+    }
+}
+
+#[test]
+fn a_bad_response_on_one_stream_loses_only_it() {
+    let mut client = raw_client(Settings::default(), 2);
+    // `content-length: 5`, but 3 bytes of body.
+    let mut bytes = frame(
+        HEADERS,
+        END_HEADERS,
+        1,
+        &[STATUS_200, 0x0f, 0x0d, 0x01, b'5'],
+    );
+    bytes.extend(frame(DATA, END_STREAM, 1, b"abc"));
+    bytes.extend(frame(HEADERS, END_HEADERS | END_STREAM, 3, &[STATUS_200]));
+    client.receive(&bytes);
+    let got = events(&mut client);
+    assert!(
+        matches!(&got[..], [Event::StreamError { tag: 0, reason }, Event::Response { tag: 1, .. }]
+            if reason.contains("PROTOCOL_ERROR") || reason.contains("protocol")),
+        "{got:?}"
+    );
+    assert!(!client.is_closed());
+}
+
+#[test]
+fn an_http1_answer_to_the_preface_is_named() {
+    let mut client = Http2::<u32>::new(Settings::default());
+    client.open(&get("/"), 1).unwrap();
+    client.take_output(&mut Vec::new());
+    client.receive(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+    let got = events(&mut client);
+    let [Event::ConnectionError { reason }] = &got[..] else {
+        panic!("{got:?}");
+    };
+    assert!(reason.contains("HTTP/1"), "{reason}");
+    assert_eq!(tags(&client), [1]);
+    assert_eq!(client.eof(), 1);
+}
+
+#[test]
+fn a_partial_frame_waits_and_the_end_loses_it() {
+    let mut client = raw_client(Settings::default(), 1);
+    // A DATA frame that announces 16 KiB and brings 3 bytes.
+    let mut bytes = frame(HEADERS, END_HEADERS, 1, &[STATUS_200]);
+    bytes.extend(&frame(DATA, END_STREAM, 1, &[0; 16384])[..12]);
+    client.receive(&bytes);
+    assert_eq!(events(&mut client), []);
+    assert_eq!(client.eof(), 1);
+}
+
+#[test]
+fn capture_keeps_the_last_responses_fields_and_body() {
+    let mut server = Server::new();
+    let settings = Settings {
+        capture: true,
+        ..Settings::default()
+    };
+    let mut client = connected(settings, &mut server);
+    client.open(&get("/1"), 1).unwrap();
+    client.open(&get("/2"), 2).unwrap();
+    exchange(&mut client, &mut server);
+    for (i, body) in [(0, "one"), (1, "two")] {
+        let head = Response::builder()
+            .status(StatusCode::OK)
+            .header("X-Which", body)
+            .body(())
+            .unwrap();
+        let mut stream = server.accepted[i]
+            .respond
+            .send_response(head, false)
+            .unwrap();
+        stream.send_data(Bytes::from(body), true).unwrap();
+    }
+    exchange(&mut client, &mut server);
+    for want in ["one", "two"] {
+        assert!(matches!(client.next_event(), Some(Event::Response { .. })));
+        assert_eq!(client.body(), want.as_bytes());
+        let headers: Vec<(&str, &[u8])> = client.headers().collect();
+        assert_eq!(headers, [("x-which", want.as_bytes())]);
+    }
+    // Without capture, nothing is kept.
+    let mut server = Server::new();
+    let mut client = connected(Settings::default(), &mut server);
+    client.open(&get("/"), 1).unwrap();
+    exchange(&mut client, &mut server);
+    server.respond(0, 200, b"body");
+    exchange(&mut client, &mut server);
+    assert!(client.next_event().is_some());
+    assert!(client.body().is_empty() && client.headers().next().is_none());
+}
+
+#[test]
+fn a_captured_body_beyond_the_limit_breaks_the_connection() {
+    let mut server = Server::new();
+    let settings = Settings {
+        capture: true,
+        ..Settings::default()
+    };
+    let mut client = connected(settings, &mut server);
+    client.max_capture = 4;
+    client.open(&get("/"), 1).unwrap();
+    client.open(&get("/"), 2).unwrap();
+    exchange(&mut client, &mut server);
+    server.respond(0, 200, b"four");
+    server.respond(1, 200, b"five!");
+    exchange(&mut client, &mut server);
+    let got = events(&mut client);
+    assert!(
+        matches!(&got[..], [Event::Response { tag: 1, .. }, Event::ConnectionError { reason }]
+            if reason.contains("capture size limit")),
+        "{got:?}"
+    );
+    assert_eq!(tags(&client), [2], "lost");
+}
+
+/// Not tests of behaviour: many static GETs through the session, so
+/// that the cost per request can be read off a profile of `open`,
+/// `take_output`, `receive` and `next_event` (`cargo test --release --lib
+/// h2::tests::cost -- --ignored`; `H2_COST_REQUESTS` sets the count).
+fn cost_requests() -> u32 {
+    std::env::var("H2_COST_REQUESTS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(100_000)
+}
+
+/// The least a response can be: one HEADERS frame of one indexed field,
+/// written by hand (so nothing but the session runs).
+#[test]
+#[ignore]
+fn cost_of_a_static_get() {
+    let count = cost_requests();
+    let request = get("/");
+    let mut client = raw_client(Settings::default(), 0);
+    let (mut out, mut input) = (Vec::with_capacity(1 << 16), Vec::with_capacity(1 << 16));
+    let started = std::time::Instant::now();
+    let (mut id, mut answered) = (1, 0);
+    while answered < count {
+        input.clear();
+        for tag in 0..10 {
+            client.open(&request, tag).unwrap();
+            put_frame(
+                &mut input,
+                HEADERS,
+                END_HEADERS | END_STREAM,
+                id,
+                &[STATUS_200],
+            );
+            id += 2;
+        }
+        out.clear();
+        client.take_output(&mut out);
+        client.receive(&input);
+        while let Some(event) = client.next_event() {
+            assert!(matches!(event, Event::Response { status: 200, .. }));
+            answered += 1;
+        }
+    }
+    let each = started.elapsed() / count;
+    println!("{count} static GETs, bare responses: {each:?} each");
+}
+
+/// Responses as a server writes them: fields (HPACK-indexed after the
+/// first) and a small body, from the library's server.
+#[test]
+#[ignore]
+fn cost_of_a_static_get_with_fields_and_body() {
+    let count = cost_requests();
+    let request = get("/");
+    let mut server = Server::new();
+    let mut client = connected(Settings::default(), &mut server);
+    let mut answered = 0;
+    while answered < count {
+        for tag in 0..10 {
+            client.open(&request, tag).unwrap();
+        }
+        exchange(&mut client, &mut server);
+        for mut a in server.accepted.drain(..) {
+            let head = Response::builder()
+                .status(200)
+                .header("content-type", "text/plain")
+                .header("content-length", "13")
+                .header("server", "metron")
+                .body(())
+                .unwrap();
+            let mut stream = a.respond.send_response(head, false).unwrap();
+            stream
+                .send_data(Bytes::from_static(b"Hello, world!"), true)
+                .unwrap();
+        }
+        exchange(&mut client, &mut server);
+        answered += events(&mut client).len() as u32;
+    }
+    println!("{count} static GETs answered with fields and a body");
+}
+
+/// A stream given up (past the timeout) is reset with CANCEL on the wire
+/// and leaves the others, which are still answered, and frees its place.
+#[test]
+fn a_cancelled_stream_is_reset_and_the_others_go_on() {
+    const RST_STREAM: u8 = 0x3;
+    const CANCEL: u32 = 0x8;
+    let mut client = raw_client(Settings::default(), 3);
+    let mut gone = Vec::new();
+    assert_eq!(client.cancel(|&tag| tag == 1, &mut gone), 1);
+    assert_eq!(gone, [1]);
+    assert_eq!(tags(&client), [0, 2]);
+    assert_eq!(client.free_streams(), DEFAULT_MAX_STREAMS - 2);
+    let mut out = Vec::new();
+    client.take_output(&mut out);
+    let resets: Vec<_> = frames_of(&out)
+        .into_iter()
+        .filter(|f| f.0 == RST_STREAM)
+        .collect();
+    assert_eq!(resets.len(), 1, "{resets:?}");
+    assert_eq!(resets[0].2, 3, "stream 3 carried tag 1");
+    assert_eq!(resets[0].3, CANCEL.to_be_bytes());
+    // Nothing else is picked, and the rest are answered as usual.
+    assert_eq!(client.cancel(|_| false, &mut gone), 0);
+    let mut headers = frame(HEADERS, END_HEADERS | END_STREAM, 5, &[STATUS_200]);
+    headers.extend(frame(HEADERS, END_HEADERS | END_STREAM, 1, &[STATUS_200]));
+    client.receive(&headers);
+    let mut got: Vec<u32> = events(&mut client)
+        .into_iter()
+        .map(|e| match e {
+            Event::Response { tag, .. } => tag,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    got.sort();
+    assert_eq!(got, [0, 2]);
+}

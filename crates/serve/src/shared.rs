@@ -1,0 +1,189 @@
+//! What every connection of one server shares, whatever protocol it
+//! speaks: the config and counters ([`Shared`]), the byte stream it is
+//! served over ([`Stream`]: plain TCP or TLS), which responses the fault
+//! plan spoils, and the ways a connection waits and ends (a polite close
+//! that lingers, a reset).
+//!
+//! The HTTP/1.1 loop (`conn`) and the HTTP/2 one (`h2conn`) both build on
+//! this module, so a fault plan, a stall or a close means the same on both.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::time::{sleep, sleep_until, timeout, Sleep};
+
+use super::config::ServeConfig;
+use super::fault::{Fault, Per};
+use super::reply::Canned;
+use super::route::{default_body, Defaults};
+use super::stats::ServerStats;
+
+/// How long a closing connection keeps reading what the client still sends.
+const LINGER: Duration = Duration::from_millis(500);
+/// How much a closing connection reads before giving up on a clean close.
+const LINGER_BYTES: usize = 1 << 20;
+/// Reads while lingering ask for this much room.
+const LINGER_ROOM: usize = 8 * 1024;
+
+/// What every connection of one server reads.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub cfg: ServeConfig,
+    pub started_at: Instant,
+    pub stats: Arc<ServerStats>,
+    pub canned: Option<Canned>,
+    pub defaults: Defaults,
+    /// Set with `--tls`: every connection is TLS.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Responses (or connections) the fault plan has counted so far.
+    fault_count: AtomicU64,
+    /// HTTP/2 streams `--h2-reset` has counted so far.
+    reset_count: AtomicU64,
+}
+
+impl Shared {
+    pub(crate) fn new(
+        cfg: ServeConfig,
+        started_at: Instant,
+        stats: Arc<ServerStats>,
+        tls: Option<Arc<rustls::ServerConfig>>,
+    ) -> Shared {
+        let mut defaults = Defaults {
+            body_size: cfg.body_size,
+            chunked: cfg.chunked,
+            canned: false,
+        };
+        let canned = Canned::build(default_body(cfg.body_size, defaults));
+        defaults.canned = canned.is_some();
+        Shared {
+            cfg,
+            started_at,
+            stats,
+            canned,
+            defaults,
+            tls,
+            fault_count: AtomicU64::new(0),
+            reset_count: AtomicU64::new(0),
+        }
+    }
+
+    /// Counts one more response (or connection) for the fault plan and says
+    /// whether the plan picks it.
+    fn fault_picks(&self, per: Per) -> bool {
+        let Some(plan) = self.cfg.fault.filter(|plan| plan.per == per) else {
+            return false;
+        };
+        plan.picks(self.fault_count.fetch_add(1, Relaxed) + 1)
+    }
+
+    /// Counts a newly accepted connection for the fault plan: whether every
+    /// response on it is to be faulty (`--fault-per connection`).
+    pub(crate) fn connection_faulty(&self) -> bool {
+        self.fault_picks(Per::Connection)
+    }
+
+    /// The fault the plan puts in place of the next response, if any, on a
+    /// connection the plan did (`faulty`) or did not pick.
+    pub(crate) fn fault_due(&self, faulty: bool) -> Option<Fault> {
+        let plan = self.cfg.fault?;
+        let picked = match plan.per {
+            Per::Connection => faulty,
+            Per::Response => self.fault_picks(Per::Response),
+        };
+        picked.then_some(plan.fault)
+    }
+
+    /// Whether `--close-every` ends the connection with its `answered`th
+    /// response.
+    pub(crate) fn close_due(&self, answered: u64) -> bool {
+        let every = self.cfg.close_every;
+        every.is_some_and(|n| n > 0 && answered % n == 0)
+    }
+
+    /// Counts one more HTTP/2 stream for `--h2-reset` and says whether it
+    /// is reset instead of answered.
+    pub(crate) fn reset_due(&self) -> bool {
+        let Some(pick) = self.cfg.http2.and_then(|h2| h2.reset) else {
+            return false;
+        };
+        pick.picks(self.reset_count.fetch_add(1, Relaxed) + 1)
+    }
+
+    /// When the stall under way (if any) ends, as a timer; `None` outside
+    /// a stall.
+    pub(crate) fn stall_timer(&self) -> Option<Sleep> {
+        let plan = self.cfg.stall?;
+        let origin = self.started_at;
+        let end = plan.stall_end(origin.elapsed())?;
+        Some(sleep_past(origin, end))
+    }
+}
+
+/// A connection's byte stream: plain TCP, or TLS over it.
+pub(crate) trait Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static {
+    /// The TCP socket underneath, for socket options.
+    fn tcp(&self) -> &TcpStream;
+}
+
+impl Stream for TcpStream {
+    fn tcp(&self) -> &TcpStream {
+        self
+    }
+}
+
+impl Stream for tokio_rustls::server::TlsStream<TcpStream> {
+    fn tcp(&self) -> &TcpStream {
+        self.get_ref().0
+    }
+}
+
+/// Keeps the open-connection gauge right however the task ends (it may be
+/// dropped mid-await at shutdown).
+pub(crate) struct OpenGuard(pub Arc<ServerStats>);
+
+impl Drop for OpenGuard {
+    fn drop(&mut self) {
+        self.0.connection_closed();
+    }
+}
+
+/// A timer that fires `offset` after `origin`. Offsets come from flags and
+/// paths (`/delay/1e12`), so one past the clock's range waits "forever"
+/// instead of overflowing.
+pub(crate) fn sleep_past(origin: Instant, offset: Duration) -> Sleep {
+    match origin.checked_add(offset) {
+        Some(due) => sleep_until(due.into()),
+        None => sleep(Duration::MAX),
+    }
+}
+
+/// Closes politely: the FIN tells the client the response is complete,
+/// and reading on for a moment keeps requests it already sent from turning
+/// the close into a reset that could destroy that response. `buf` is any
+/// scratch buffer; its contents are discarded.
+pub(crate) async fn linger<S: Stream>(stream: &mut S, buf: &mut Vec<u8>) {
+    if stream.shutdown().await.is_err() {
+        return;
+    }
+    let mut discarded = 0;
+    let drain = async {
+        while discarded < LINGER_BYTES {
+            buf.clear();
+            buf.reserve(LINGER_ROOM);
+            match stream.read_buf(buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => discarded += n,
+            }
+        }
+    };
+    let _ = timeout(LINGER, drain).await;
+}
+
+/// Makes the coming close a reset: `SO_LINGER` 0 makes the close send RST
+/// and drop anything unsent.
+pub(crate) fn reset<S: Stream>(stream: &S) {
+    let _ = stream.tcp().set_zero_linger();
+}
