@@ -103,11 +103,11 @@ fn usage_errors_are_one_line_with_a_non_zero_exit() {
         ),
         (
             &["--seed", "1", "http://127.0.0.1:1/"],
-            "--seed needs --requests FILE",
+            "--seed only seeds --arrival poisson and --requests-order random; add one of them",
         ),
         (
             &["--seed", "1", "--requests", "r.json", "http://127.0.0.1:1/"],
-            "--seed only changes a random order; add --requests-order random",
+            "--seed only seeds --arrival poisson and --requests-order random; add one of them",
         ),
         (
             &["--requests", "/nonexistent/r.json", "http://127.0.0.1:1/"],

@@ -22,6 +22,10 @@
 //!   objects, statistics for `done()`.
 //! - [`stats`]: histograms and counters per thread, merged after the run.
 //! - [`report`]: the wrk2-layout text report, JSON, HTML, interval logs.
+//! - [`verdict`]: judging a run against an SLO (`--slo`), and whether the
+//!   generator kept its schedule.
+//! - [`sweep`]: `metron sweep`, runs at rising rates to find the highest
+//!   that meets an SLO.
 //! - [`clock`]: the monotonic nanosecond clock every timestamp comes from.
 //! - [`signals`]: Ctrl-C and SIGTERM end a run, which is still reported.
 //!
@@ -44,7 +48,9 @@ pub mod schedule;
 pub mod script;
 pub mod signals;
 pub mod stats;
+pub mod sweep;
 pub mod target;
+pub mod verdict;
 
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -74,6 +80,10 @@ pub enum Error {
         path: PathBuf,
         why: io::Error,
     },
+    /// The run was judged against `--slo` and did not pass (its report,
+    /// verdict included, is out).
+    #[error("SLO {verdict}")]
+    Slo { verdict: String, status: u8 },
     /// A signal ended the run early; the report of what ran is out.
     #[error("stopped by {} after {}; the report covers what ran", cause.describe(), report::units::format_time_us(after.as_micros() as f64))]
     Interrupted {
@@ -93,6 +103,7 @@ impl Error {
                 stats::StopCause::Terminate => 143,
                 _ => 1,
             },
+            Error::Slo { status, .. } => *status,
             _ => 1,
         }
     }
@@ -116,6 +127,7 @@ pub fn run(cmd: Command, out: &mut dyn Write) -> Result<(), Error> {
         Command::Bench(args) => bench(&args, out).map(|_| ()),
         Command::Report(args) => rerender(&args, out),
         Command::Merge(args) => merge_logs(&args, out),
+        Command::Sweep(args) => sweep::run(&args, out),
     }
 }
 
@@ -158,6 +170,9 @@ pub fn rerender(args: &cli::ReportArgs, mut out: &mut dyn Write) -> Result<(), E
         stats: &stats,
     };
     report::text::write_results(&mut out, &view)?;
+    if let Some(slo) = &doc.slo {
+        report::text::write_slo(&mut out, slo)?;
+    }
     if let Some(path) = &args.html {
         write_file("--html", path, report::html::render(&doc).as_bytes())?;
     }
@@ -223,12 +238,19 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
         let order = replay_order(r);
         report::text::write_replay_line(&mut &mut *text, &file, requests, hosts, &order)?;
     }
+    let profile = run.load.profile().filter(|p| !p.is_constant());
+    report::text::write_arrival_line(
+        &mut &mut *text,
+        profile.map(describe_profile).as_deref(),
+        run.arrival_seed,
+    )?;
     if o.thread_timeseries {
         report::series::write_thread_header(text)?;
     }
     // Flushed before setup() and init() can print.
     text.flush()?;
-    let (outcome, script) = run_live(cfg, stop, text)?;
+    let (mut outcome, script) = run_live(cfg, stop, text)?;
+    name_phases(&mut outcome.stats, run);
     let view = report::TextReport {
         url: &run.url,
         duration: run.duration,
@@ -244,9 +266,16 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
         stats: &outcome.stats,
     };
     report::text::write_results(&mut &mut *text, &view)?;
+    let slo = cfg
+        .slo
+        .as_ref()
+        .map(|slo| slo.judge(&run_facts(run, &outcome)));
+    if let Some(slo) = &slo {
+        report::text::write_slo(&mut &mut *text, slo)?;
+    }
     write_extras(text, cfg, &outcome)?;
     text.flush()?;
-    write_files(&mut out, cfg, &outcome)?;
+    write_files(&mut out, cfg, &outcome, slo.as_ref())?;
     // A script error ends the run early; what ran is reported above.
     if let Some(e) = outcome.failure {
         return Err(e.into());
@@ -271,7 +300,66 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
                 after: i.after,
             })
         }
-        _ => Ok(outcome),
+        _ => match slo.filter(|s| s.exit_status != 0) {
+            Some(s) => Err(Error::Slo {
+                verdict: match &s.reason {
+                    Some(why) => format!("{}: {why}", s.verdict),
+                    None => s.verdict,
+                },
+                status: s.exit_status,
+            }),
+            None => Ok(outcome),
+        },
+    }
+}
+
+/// What a verdict needs to know of a run besides its statistics.
+pub fn run_facts<'a>(run: &'a engine::Setup, outcome: &'a Outcome) -> verdict::RunFacts<'a> {
+    verdict::RunFacts {
+        stats: &outcome.stats,
+        load: &run.load,
+        threads: run.threads,
+        connections: run.connections(),
+        per_connection: if outcome.protocol.contains("HTTP/2") {
+            run.protocols.max_streams
+        } else {
+            1
+        },
+    }
+}
+
+/// A rate profile in the banner's words: its phases, or how many there
+/// are when a file gives more than a line holds.
+fn describe_profile(p: &schedule::Profile) -> String {
+    let phases = p.phases();
+    let length = report::units::format_run_duration(Duration::from_nanos(p.length().unwrap_or(0)));
+    if phases.len() <= 6 {
+        let labels: Vec<&str> = phases.iter().map(|ph| ph.label.as_str()).collect();
+        format!("{} ({length})", labels.join(","))
+    } else {
+        format!("of {} phases over {length}", phases.len())
+    }
+}
+
+/// Gives the phases of a rate profile their labels and their place in the
+/// measured window (from its start), once the window's length is known.
+fn name_phases(stats: &mut stats::RunStats, run: &engine::Setup) {
+    let Some(profile) = run.load.profile() else {
+        return;
+    };
+    let (from, to) = (run.warmup, run.warmup + stats.window);
+    for ((p, phase), &start) in stats
+        .phases
+        .iter_mut()
+        .zip(profile.phases())
+        .zip(profile.starts())
+    {
+        let start = Duration::from_nanos(start);
+        let end = start.saturating_add(Duration::from_nanos(phase.length));
+        let (lo, hi) = (start.clamp(from, to), end.clamp(from, to));
+        p.label.clone_from(&phase.label);
+        p.start = lo - from;
+        p.length = hi - lo;
     }
 }
 
@@ -286,7 +374,7 @@ fn replay_order(r: &engine::Replay) -> String {
 
 /// The run as the JSON document (and the HTML report drawn from it)
 /// describes it: plain values, so the reports need no configuration.
-fn describe(run: &engine::Setup) -> report::json::RunConfig {
+pub fn describe(run: &engine::Setup) -> report::json::RunConfig {
     report::json::RunConfig {
         url: run.url.clone(),
         threads: run.threads,
@@ -313,6 +401,32 @@ fn describe(run: &engine::Setup) -> report::json::RunConfig {
             .protocols
             .offers_http2()
             .then_some(run.protocols.max_streams),
+        arrival: run.load.is_open().then(|| {
+            match run.arrival_seed {
+                Some(_) => "poisson",
+                None => "constant",
+            }
+            .to_string()
+        }),
+        arrival_seed: run.arrival_seed,
+        rate_profile: run
+            .load
+            .profile()
+            .filter(|p| !p.is_constant())
+            .map(|p| {
+                p.phases()
+                    .iter()
+                    .zip(p.starts())
+                    .map(|(ph, &start)| report::json::ProfilePhase {
+                        label: ph.label.clone(),
+                        start_s: start as f64 / 1e9,
+                        length_s: ph.length as f64 / 1e9,
+                        from: ph.from,
+                        to: ph.to,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
     }
 }
 
@@ -403,18 +517,24 @@ fn write_extras(out: &mut dyn Write, cfg: &Config, outcome: &Outcome) -> io::Res
 }
 
 /// The result files: JSON (or JSON on stdout), interval log, HTML.
-fn write_files(stdout: &mut dyn Write, cfg: &Config, outcome: &Outcome) -> Result<(), Error> {
+fn write_files(
+    stdout: &mut dyn Write,
+    cfg: &Config,
+    outcome: &Outcome,
+    slo: Option<&report::json::SloReport>,
+) -> Result<(), Error> {
     let o = &cfg.outputs;
     if o.json.is_none() && o.html.is_none() && o.hlog.is_none() {
         return Ok(());
     }
-    let doc = report::json::Document::new(
+    let mut doc = report::json::Document::new(
         describe(&cfg.run),
         &outcome.protocol,
         cfg.run.interval,
         &outcome.stats,
         outcome.started_at + cfg.run.warmup,
     );
+    doc.slo = slo.cloned();
     if let Some(path) = &o.json {
         let json = serde_json::to_string_pretty(&doc).map_err(io::Error::other)? + "\n";
         if o.json_on_stdout() {
@@ -490,7 +610,7 @@ fn check_outputs(cfg: &Config) -> Result<(), Error> {
     Ok(())
 }
 
-fn write_file(flag: &'static str, path: &Path, bytes: &[u8]) -> Result<(), Error> {
+pub(crate) fn write_file(flag: &'static str, path: &Path, bytes: &[u8]) -> Result<(), Error> {
     std::fs::write(path, bytes).map_err(|why| Error::Output {
         flag,
         path: path.to_path_buf(),

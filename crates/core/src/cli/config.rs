@@ -9,13 +9,16 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use super::BenchArgs;
+use super::profile::{load_profile_file, ProfileSpec};
+use super::{Arrival, BenchArgs};
+use crate::clock::nanos;
 use crate::engine::setup::{Identity, Protocol, Protocols, TlsOptions, Trust, DEFAULT_MAX_STREAMS};
 use crate::engine::{Replay, Setup};
 use crate::http::request::{check_header_value, check_token};
 use crate::replay::{Order, ReplayError, RequestSet, MAX_ENDPOINTS};
-use crate::schedule::{Load, MAX_RATE};
+use crate::schedule::{Load, Process, Profile, Spacing, MAX_RATE};
 use crate::target::{parse_target, Scheme, Target, TargetError};
+use crate::verdict::{Measure, Slo};
 use metron_pem::{self as pem, PemError};
 
 /// The longest run: far beyond any benchmark, far below where nanosecond
@@ -31,7 +34,12 @@ pub struct Config {
     pub latency: bool,
     pub u_latency: bool,
     pub outputs: Outputs,
+    /// `--slo`: the objective the run is judged against.
+    pub slo: Option<Slo>,
 }
+
+/// `-d` when neither it nor a rate profile says otherwise.
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 
 /// What to produce besides the text report.
 #[derive(Clone, Debug, Default)]
@@ -105,8 +113,21 @@ pub enum ConfigError {
     Endpoints,
     #[error("{flag} needs --requests FILE")]
     NeedsRequests { flag: &'static str },
-    #[error("--seed only changes a random order; add --requests-order random, or drop --seed")]
-    SeedNeedsRandom,
+    #[error("--seed only seeds --arrival poisson and --requests-order random; add one of them, or drop --seed")]
+    SeedUnused,
+    #[error("--arrival poisson spreads the requests of a rate at random; add -R or --rate-profile (without them the run is a closed loop)")]
+    PoissonNeedsRate,
+    #[error("--rate-profile {0}")]
+    ProfileFile(String),
+    #[error("-d {duration:?} and --rate-profile ({profile:?} long) disagree; drop -d (it defaults to the profile's length), or make them agree")]
+    ProfileDuration {
+        duration: Duration,
+        profile: Duration,
+    },
+    #[error("metron sweep {0}")]
+    Sweep(String),
+    #[error("--slo {0}: in throughput mode there is no intended rate to reach; add -R or --rate-profile, or drop that term")]
+    SloRateWithoutRate(String),
     #[error("{flag} only applies to https:// hosts, and this run has none; drop {flag}, or load an https:// URL")]
     TlsUnused { flag: &'static str },
     #[error("{flag} needs {needs}")]
@@ -151,11 +172,28 @@ impl Config {
                 threads: args.threads,
             });
         }
-        if args.duration.is_zero() {
-            return Err(ConfigError::NoDuration(args.duration));
+        let profile = profile(args)?;
+        let duration = match (&profile, args.duration) {
+            (Some(p), given) => {
+                let length = Duration::from_nanos(p.length().unwrap_or(0));
+                match given {
+                    Some(d) if d != length => {
+                        return Err(ConfigError::ProfileDuration {
+                            duration: d,
+                            profile: length,
+                        })
+                    }
+                    _ => length,
+                }
+            }
+            (None, d) => d.unwrap_or(DEFAULT_DURATION),
+        };
+        let warmup = args.warmup.unwrap_or(Duration::ZERO);
+        if duration.is_zero() {
+            return Err(ConfigError::NoDuration(duration));
         }
-        if args.duration > MAX_DURATION {
-            return Err(ConfigError::LongDuration(args.duration));
+        if duration > MAX_DURATION {
+            return Err(ConfigError::LongDuration(duration));
         }
         if let Some(r) = args.rate {
             if r <= 0.0 {
@@ -165,11 +203,8 @@ impl Config {
                 return Err(ConfigError::HugeRate(r));
             }
         }
-        if args.warmup >= args.duration {
-            return Err(ConfigError::WarmupTooLong {
-                warmup: args.warmup,
-                duration: args.duration,
-            });
+        if warmup >= duration {
+            return Err(ConfigError::WarmupTooLong { warmup, duration });
         }
         if args.timeout.is_zero() {
             return Err(ConfigError::NoTimeout(args.timeout));
@@ -182,6 +217,13 @@ impl Config {
             .iter()
             .map(|h| parse_header(h))
             .collect::<Result<_, _>>()?;
+        let (load, arrival_seed) = load(args, profile, duration)?;
+        if let Some(slo) = &args.slo {
+            let rate_term = slo.terms.iter().find(|t| t.measure == Measure::Rate);
+            if let (Some(t), false) = (rate_term, load.is_open()) {
+                return Err(ConfigError::SloRateWithoutRate(t.text.clone()));
+            }
+        }
         let outputs = outputs(args)?;
         let interval = interval(args.interval, &outputs)?;
         let threads = args.threads as usize;
@@ -203,10 +245,11 @@ impl Config {
             target,
             threads,
             conns_per_thread,
-            duration: args.duration,
-            warmup: args.warmup,
+            duration,
+            warmup,
             timeout: args.timeout,
-            load: Load::from_rate(args.rate),
+            load,
+            arrival_seed,
             headers,
             affinity,
             tls,
@@ -223,8 +266,53 @@ impl Config {
             latency: args.latency || args.u_latency,
             u_latency: args.u_latency,
             outputs,
+            slo: args.slo.clone(),
         })
     }
+}
+
+/// `--rate-profile`, read (from its file, if it names one) and built.
+fn profile(args: &BenchArgs) -> Result<Option<Profile>, ConfigError> {
+    let phases = match &args.rate_profile {
+        None => return Ok(None),
+        Some(ProfileSpec::Phases(p)) => p.clone(),
+        Some(ProfileSpec::File(path)) => load_profile_file(path)
+            .map_err(|why| ConfigError::ProfileFile(format!("@{}: {why}", path.display())))?,
+    };
+    Ok(Some(Profile::new(phases)))
+}
+
+/// The load: the closed loop without a rate; with one, evenly spaced or
+/// Poisson arrivals under `-R` or the profile. Also the seed of Poisson
+/// arrivals (given, or from the clock).
+fn load(
+    args: &BenchArgs,
+    profile: Option<Profile>,
+    duration: Duration,
+) -> Result<(Load, Option<u64>), ConfigError> {
+    let arrival = args.arrival.unwrap_or(Arrival::Constant);
+    let profile = match (profile, args.rate) {
+        (Some(p), _) => p,
+        (None, Some(r)) if arrival == Arrival::Constant => return Ok((Load::constant(r), None)),
+        (None, Some(r)) => Profile::constant(r),
+        (None, None) if arrival == Arrival::Poisson => return Err(ConfigError::PoissonNeedsRate),
+        (None, None) => return Ok((Load::Closed, None)),
+    };
+    let (spacing, seed) = match arrival {
+        Arrival::Constant => (Spacing::Even, None),
+        Arrival::Poisson => {
+            let seed = args.seed.unwrap_or_else(clock_seed);
+            (Spacing::Poisson { seed }, Some(seed))
+        }
+    };
+    let process = Process::new(profile, spacing, nanos(duration));
+    Ok((Load::Open(Arc::new(process)), seed))
+}
+
+/// A seed from the clock, short enough to type back in as `--seed`.
+fn clock_seed() -> u64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    now.map_or(0, |d| d.as_nanos() as u64 % 1_000_000)
 }
 
 /// What may be spoken, from `--http2`, `--alpn` and `-m`: HTTP/1.1 alone
@@ -276,11 +364,12 @@ fn replay(
     headers: &[(String, String)],
     conns_per_thread: &[usize],
 ) -> Result<Option<Replay>, ConfigError> {
+    let poisson = args.arrival == Some(Arrival::Poisson);
     let Some(path) = &args.requests else {
         let flag = if args.by_endpoint {
             "--by-endpoint"
-        } else if args.seed.is_some() {
-            "--seed"
+        } else if args.seed.is_some() && !poisson {
+            return Err(ConfigError::SeedUnused);
         } else if args.requests_order.is_some() {
             "--requests-order"
         } else {
@@ -289,8 +378,8 @@ fn replay(
         return Err(ConfigError::NeedsRequests { flag });
     };
     let order = args.requests_order.unwrap_or(Order::Sequential);
-    if args.seed.is_some() && order != Order::Random {
-        return Err(ConfigError::SeedNeedsRandom);
+    if args.seed.is_some() && order != Order::Random && !poisson {
+        return Err(ConfigError::SeedUnused);
     }
     let set = RequestSet::load(path, target, headers)?;
     let hosts = set.hosts().len();
@@ -308,11 +397,7 @@ fn replay(
         return Err(ConfigError::Endpoints);
     }
     let by_endpoint = args.by_endpoint || (!too_many && set.endpoints().len() >= 2);
-    let seed = args.seed.unwrap_or_else(|| {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-        // Short enough to type back in as --seed.
-        now.map_or(0, |d| d.as_nanos() as u64 % 1_000_000)
-    });
+    let seed = args.seed.unwrap_or_else(clock_seed);
     Ok(Some(Replay {
         file: path.clone(),
         set: Arc::new(set),

@@ -7,6 +7,8 @@
 
 pub mod choice;
 pub mod config;
+pub mod profile;
+pub mod sweep;
 pub mod units;
 
 use std::ffi::OsString;
@@ -28,6 +30,32 @@ pub enum Command {
     Report(ReportArgs),
     /// One report from several HdrHistogram interval logs.
     Merge(MergeArgs),
+    /// The highest rate that meets an SLO.
+    Sweep(Box<sweep::SweepArgs>),
+}
+
+/// How requests are spread over time in rate mode (`--arrival`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arrival {
+    /// One request every 1/R.
+    Constant,
+    /// Exponential gaps (a Poisson process), drawn from `--seed`.
+    Poisson,
+}
+
+impl Arrival {
+    pub const CHOICES: [(Arrival, &'static str, &'static str); 2] = [
+        (
+            Arrival::Constant,
+            "constant",
+            "one request every 1/R, as wrk2 sends",
+        ),
+        (
+            Arrival::Poisson,
+            "poisson",
+            "exponential gaps from --seed: independent users",
+        ),
+    ];
 }
 
 /// `metron merge A.hlog B.hlog ...`.
@@ -108,6 +136,7 @@ Subcommands:
   metron demo  [OPTIONS]   show corrected vs uncorrected latency against a stalling target
   metron report FILE.json [--html OUT]   re-render the reports of a saved --json result
   metron merge LOG...      one latency report from several --hlog interval logs
+  metron sweep --slo SPEC --from R1 --to R2 [OPTIONS] URL   the highest rate that meets an SLO
 
 Numbers accept SI suffixes (-c 1k, -R 2.5k); durations accept us, ms, s, m, h (-d 2m).
 Words after the URL go to the script's init(args) as args[1], args[2], ...
@@ -127,9 +156,9 @@ pub struct BenchArgs {
     #[arg(short = 'c', long = "connections", default_value = "10", value_parser = parse_si_u64, value_name = "N")]
     pub connections: u64,
 
-    /// Duration of the test, e.g. 30s, 2m
-    #[arg(short = 'd', long = "duration", default_value = "10s", value_parser = parse_duration, value_name = "T")]
-    pub duration: Duration,
+    /// Duration of the test, e.g. 30s, 2m [default: 10s, or the length of --rate-profile]
+    #[arg(short = 'd', long = "duration", value_parser = parse_duration, value_name = "T")]
+    pub duration: Option<Duration>,
 
     /// Number of worker threads
     #[arg(short = 't', long = "threads", default_value = "2", value_parser = parse_si_u64, value_name = "N")]
@@ -163,9 +192,21 @@ pub struct BenchArgs {
     #[arg(short = 'a', long = "affinity", value_parser = parse_cpu_list, value_name = "CPUS")]
     pub affinity: Option<CpuList>,
 
-    /// Exclude requests intended in the first T of the run from every figure
-    #[arg(long = "warmup", default_value = "0s", value_parser = parse_duration, value_name = "T")]
-    pub warmup: Duration,
+    /// Exclude requests intended in the first T of the run from every figure [default: 0s; each step of metron sweep: 5s]
+    #[arg(long = "warmup", value_parser = parse_duration, value_name = "T")]
+    pub warmup: Option<Duration>,
+
+    /// Rate mode: how requests are spread over time [default: constant]
+    #[arg(long = "arrival", value_parser = choice::choice(&Arrival::CHOICES), value_name = "PROCESS")]
+    pub arrival: Option<Arrival>,
+
+    /// Rate over time instead of -R: holds and linear ramps, "1k:30s,1k-5k:60s,5k:30s", or @FILE of "seconds,rate" rows
+    #[arg(long = "rate-profile", value_parser = profile::parse_profile, value_name = "SPEC", conflicts_with = "rate")]
+    pub rate_profile: Option<profile::ProfileSpec>,
+
+    /// Judge the run: "p99<10ms,p99.9<50ms,errors<0.1%,rate>=99%" (corrected latency); exit status 0 met, 3 not met, 4 inconclusive
+    #[arg(long = "slo", value_parser = crate::verdict::parse_slo, value_name = "SPEC")]
+    pub slo: Option<crate::verdict::Slo>,
 
     /// Largest response head (status line and headers) accepted; a larger one is a read error
     #[arg(long = "max-head", default_value = "64k", value_parser = units::parse_bytes, value_name = "BYTES")]
@@ -183,7 +224,7 @@ pub struct BenchArgs {
     )]
     pub requests_order: Option<crate::replay::Order>,
 
-    /// Seed of --requests-order random, so a run repeats (default: from the clock; the banner shows it)
+    /// Seed of --arrival poisson and --requests-order random, so a run repeats (default: from the clock; the banner shows it)
     #[arg(long = "seed", value_name = "N")]
     pub seed: Option<u64>,
 
@@ -287,6 +328,9 @@ where
         Some("merge") => MergeCli::try_parse_from(rest())
             .map(|c| Command::Merge(c.args))
             .map_err(same_version),
+        Some("sweep") => sweep::SweepCli::try_parse_from(rest())
+            .map(|c| Command::Sweep(Box::new(c.args)))
+            .map_err(same_version),
         _ => BenchArgs::try_parse_from(args).map(|a| Command::Bench(Box::new(a))),
     }
 }
@@ -365,7 +409,7 @@ mod tests {
     fn wrk_defaults() {
         let a = bench(&["http://127.0.0.1:8080/"]).unwrap();
         assert_eq!((a.connections, a.threads), (10, 2));
-        assert_eq!(a.duration, Duration::from_secs(10));
+        assert_eq!(a.duration, None);
         assert_eq!(a.timeout, Duration::from_secs(2));
         assert_eq!(a.rate, None);
     }
@@ -394,7 +438,7 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(a.connections, 1000);
-        assert_eq!(a.duration, Duration::from_secs(120));
+        assert_eq!(a.duration, Some(Duration::from_secs(120)));
         assert_eq!(a.rate, Some(2500.0));
         assert!(a.latency && a.u_latency);
         assert_eq!(a.headers, vec!["X-A: 1", "X-B:2"]);
@@ -438,7 +482,7 @@ mod tests {
         .unwrap();
         assert_eq!(a.url, "http://a/x");
         assert_eq!(a.script_args, vec!["http://b/y", "http://c/z"]);
-        assert_eq!(a.duration, Duration::from_secs(1));
+        assert_eq!(a.duration, Some(Duration::from_secs(1)));
         let a = bench(&["-s", "x.lua", "http://h/", "one", "--", "-two", "--three"]).unwrap();
         assert_eq!(a.script_args, vec!["one", "-two", "--three"]);
     }

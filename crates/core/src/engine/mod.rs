@@ -40,7 +40,7 @@ use crate::http::request::RequestError;
 use crate::replay::RequestSet;
 use crate::schedule::{Load, Plan};
 use crate::script::{MainScript, ScriptError};
-use crate::stats::{Interruption, RunStats, StopCause};
+use crate::stats::{Interruption, Phases, RunStats, StopCause};
 
 pub use prepare::prepare;
 pub use setup::{Replay, Setup};
@@ -78,7 +78,7 @@ impl Stop {
     }
 
     /// When and why the run was stopped, if it was.
-    fn stopped(&self) -> Option<(Nanos, StopCause)> {
+    pub fn stopped(&self) -> Option<(Nanos, StopCause)> {
         *self.first.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -174,7 +174,7 @@ type WorkerResult = io::Result<Option<worker::Finished>>;
 /// lets it go without running).
 struct Spawned {
     handle: JoinHandle<WorkerResult>,
-    start: mpsc::Sender<Option<(Plan, Window)>>,
+    start: mpsc::Sender<Option<(Plan, Window, Phases)>>,
 }
 
 /// A run ready to start (from [`prepare`]): every worker is connected and
@@ -220,10 +220,14 @@ impl Prepared {
             board.start(window.measure_from, window.end);
         }
         let threads = self.workers.len();
+        let phases = self
+            .load
+            .profile()
+            .map_or_else(Phases::default, |p| Phases::new(t0, p.starts()));
         let mut handles = Vec::with_capacity(threads);
         for (j, w) in self.workers.into_iter().enumerate() {
             let plan = self.load.plan(t0, j, threads);
-            let _ = w.start.send(Some((plan, window)));
+            let _ = w.start.send(Some((plan, window, phases.clone())));
             handles.push(w.handle);
         }
         let measured = self.duration.saturating_sub(self.warmup);

@@ -16,6 +16,7 @@ use crate::http::request::{Batch, Parts};
 use crate::replay::Cursor;
 use crate::schedule::Plan;
 use crate::script::{MainScript, ScriptTarget, ThreadScript};
+use crate::stats::Phases;
 use crate::target::Scheme;
 
 /// Prepares the run `setup` describes, up to the start: every worker is
@@ -145,7 +146,7 @@ fn spawn(
     let mut workers = Vec::with_capacity(threads);
     for setup in setups {
         let j = setup.index;
-        let (start_tx, start_rx) = mpsc::channel::<Option<(Plan, Window)>>();
+        let (start_tx, start_rx) = mpsc::channel::<Option<(Plan, Window, Phases)>>();
         let ready = ready_tx.clone();
         let stop = stop.clone();
         let done = done_tx.clone();
@@ -163,7 +164,7 @@ fn spawn(
                 stop.register(worker.waker());
                 let _ = ready.send(Ok(()));
                 match start_rx.recv() {
-                    Ok(Some((plan, window))) => worker.run(plan, window).map(Some),
+                    Ok(Some((plan, window, phases))) => worker.run(plan, window, phases).map(Some),
                     _ => Ok(None),
                 }
             })

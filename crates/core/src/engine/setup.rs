@@ -26,6 +26,8 @@ pub struct Setup {
     pub timeout: Duration,
     /// The closed loop, or the arrival process of rate mode.
     pub load: Load,
+    /// The seed of Poisson arrivals, when the load has them.
+    pub arrival_seed: Option<u64>,
     /// Headers from `-H`, in order.
     pub headers: Vec<(String, String)>,
     /// CPU of each thread, when pinned.

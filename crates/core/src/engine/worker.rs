@@ -40,7 +40,7 @@ use crate::http::response::Done;
 use crate::replay::Cursor;
 use crate::schedule::Plan;
 use crate::script::ThreadScript;
-use crate::stats::{AtEnd, Loss, Recorder, Stamp, StopCause, ThreadStats};
+use crate::stats::{AtEnd, Loss, Phases, Recorder, Stamp, StopCause, ThreadStats};
 
 use super::conn::{After, Check, Conn, Connect, Eof, H2InFlight, InFlight, Out, Read, Received};
 use super::setup::Protocol;
@@ -265,8 +265,8 @@ impl Schedule {
 
     /// Counts the intended times in `[a, b)` not taken yet: at the end,
     /// those are due and never sent (none in a closed loop).
-    fn count_pending(&self, a: Nanos, b: Nanos) -> u64 {
-        match &self.0 {
+    fn count_pending(&mut self, a: Nanos, b: Nanos) -> u64 {
+        match &mut self.0 {
             Plan::Paced(arrivals) => arrivals.count_pending(a, b),
             Plan::Closed => 0,
         }
@@ -376,12 +376,13 @@ impl Worker {
     /// Runs the event loop until the window ends, the run is stopped or the
     /// script calls `thread:stop()`; hands back what was measured, when
     /// this thread stopped and the first fatal error, if any.
-    pub fn run(mut self, plan: Plan, window: Window) -> io::Result<Finished> {
+    pub fn run(mut self, plan: Plan, window: Window, phases: Phases) -> io::Result<Finished> {
         if let Some(script) = self.script.as_mut() {
             script.activate();
         }
         self.schedule = Schedule(plan);
         self.stats.begin(window, self.schedule.paced());
+        self.stats.by_phase(phases);
         self.started = true;
         // Every open connection takes its first request (or first delay);
         // an HTTP/2 one offers its free streams again.
@@ -1167,7 +1168,7 @@ impl Worker {
         for again in self.retries.iter().flatten() {
             self.stats.unsent_at_end(again.req.stamp, stop_at);
         }
-        let schedule = &self.schedule;
+        let schedule = &mut self.schedule;
         self.stats
             .never_taken(stop_at, |a, b| schedule.count_pending(a, b));
         let calls = self.script.as_ref().map_or(0, ThreadScript::calls);

@@ -58,6 +58,61 @@ pub struct Document {
     /// Per endpoint of a requests file (absent without one).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub endpoints: Vec<Endpoint>,
+    /// Per phase of a rate profile (absent without one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<PhaseSummary>,
+    /// The verdict of `--slo` (absent without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo: Option<SloReport>,
+}
+
+/// One phase of a rate profile: the requests intended in it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PhaseSummary {
+    /// As the profile wrote it (`1k-5k:60s`).
+    pub label: String,
+    /// Where the phase starts and how long it lasts within the measured
+    /// window, in seconds from the window's start.
+    pub start_s: f64,
+    pub length_s: f64,
+    /// Requests intended in it, completed (error statuses included), and
+    /// lost or answered with an error status.
+    pub due: u64,
+    pub completed: u64,
+    pub errors: u64,
+    /// Corrected latency with the unfinished requests' lower bounds, µs.
+    pub latency: Summary,
+    /// Corrected latency of completed requests and the unfinished ones'
+    /// lower bounds, encoded as the run's histograms.
+    pub histogram: String,
+    pub unfinished: String,
+}
+
+/// `--slo`: each term with its measured value, and the verdict.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SloReport {
+    /// The objective as given.
+    pub spec: String,
+    /// `met`, `not met` or `inconclusive`.
+    pub verdict: String,
+    /// Why it is inconclusive, when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// 0, 3 or 4.
+    pub exit_status: u8,
+    pub rows: Vec<SloRow>,
+}
+
+/// One term of an objective, judged.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SloRow {
+    /// As given (`p99<10ms`).
+    pub term: String,
+    /// The measured value: microseconds (`unit` = `us`) or a share from 0
+    /// to 1 (`share`).
+    pub value: f64,
+    pub unit: String,
+    pub met: bool,
 }
 
 impl Document {
@@ -102,6 +157,27 @@ pub struct RunConfig {
     /// HTTP/2 was offered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_streams: Option<u32>,
+    /// How requests were spread in rate mode: `constant` or `poisson`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival: Option<String>,
+    /// The seed of Poisson arrivals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival_seed: Option<u64>,
+    /// `--rate-profile`: its phases (`rate` is then their mean).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rate_profile: Vec<ProfilePhase>,
+}
+
+/// One phase of `--rate-profile` as configured.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProfilePhase {
+    pub label: String,
+    /// From the run's start (warm-up included), in seconds.
+    pub start_s: f64,
+    pub length_s: f64,
+    /// Requests per second at its start and at its end.
+    pub from: f64,
+    pub to: f64,
 }
 
 impl RunConfig {
@@ -242,7 +318,7 @@ mod build {
     use crate::stats::codec::{self, encode};
     use crate::stats::interval::merged;
     use crate::stats::{
-        new_histogram, EndpointStats, Interruption, RunStats, HIST_SIGFIG, SERIES_STEP,
+        new_histogram, EndpointStats, Interruption, PhaseStats, RunStats, HIST_SIGFIG, SERIES_STEP,
     };
 
     impl Document {
@@ -317,6 +393,22 @@ mod build {
                         }
                     })
                     .collect(),
+                phases: s
+                    .phases
+                    .iter()
+                    .map(|p| PhaseSummary {
+                        label: p.label.clone(),
+                        start_s: p.start.as_secs_f64(),
+                        length_s: p.length.as_secs_f64(),
+                        due: p.due,
+                        completed: p.completed,
+                        errors: p.errors,
+                        latency: summarize(&p.with_unfinished()),
+                        histogram: encode(&p.latency),
+                        unfinished: encode(&p.unfinished),
+                    })
+                    .collect(),
+                slo: None,
             }
         }
 
@@ -350,6 +442,22 @@ mod build {
                         completed: e.completed,
                         errors: e.errors,
                         latency: Some(decode(&e.histogram)?),
+                    })
+                })
+                .collect::<io::Result<_>>()?;
+            stats.phases = self
+                .phases
+                .iter()
+                .map(|p| {
+                    Ok(PhaseStats {
+                        label: p.label.clone(),
+                        start: Duration::from_secs_f64(p.start_s),
+                        length: Duration::from_secs_f64(p.length_s),
+                        due: p.due,
+                        completed: p.completed,
+                        errors: p.errors,
+                        latency: decode(&p.histogram)?,
+                        unfinished: decode(&p.unfinished)?,
                     })
                 })
                 .collect::<io::Result<_>>()?;

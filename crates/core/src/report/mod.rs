@@ -14,6 +14,7 @@ pub mod json;
 pub mod series;
 pub mod spectrum;
 pub mod summary;
+pub mod sweep;
 pub mod text;
 pub mod units;
 

@@ -11,13 +11,14 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
+use super::json::SloReport;
 use super::spectrum::write_spectrum;
 use super::summary;
 use super::units::{
     format_binary, format_metric, format_run_duration, format_time_us, print_units,
 };
 use crate::schedule::Load;
-use crate::stats::{ByCode, Counters, EndpointStats, Http2Counts, RunStats};
+use crate::stats::{ByCode, Counters, EndpointStats, Http2Counts, PhaseStats, RunStats};
 
 /// The percentiles of the "Latency Distribution" block.
 const PERCENTILES: [f64; 8] = [50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.0];
@@ -96,7 +97,95 @@ pub fn write_results(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
     }
     write_totals(out, stats)?;
     write_endpoints(out, &stats.endpoints)?;
+    write_phases(out, &stats.phases)?;
     write_own_lines(out, r)
+}
+
+/// Per phase of a rate profile: the rate intended and achieved, errors,
+/// and the corrected latency (unfinished requests at their lower bounds)
+/// of the requests intended in it.
+fn write_phases(out: &mut impl Write, phases: &[PhaseStats]) -> io::Result<()> {
+    if phases.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "  Phases (requests by intended time; latency including unfinished requests)"
+    )?;
+    writeln!(
+        out,
+        "  {:>8} {:>8} {:>9} {:>9} {:>8} {:>9} {:>9} {:>9}  Phase",
+        "Start", "Length", "Intended", "Achieved", "Errors", "50%", "99%", "99.9%"
+    )?;
+    for p in phases {
+        let h = p.with_unfinished();
+        let at = |q| match h.is_empty() {
+            true => NONE.to_string(),
+            false => format_time_us(summary::value_at_percentile(&h, q) as f64),
+        };
+        let secs = p.length.as_secs_f64();
+        let rate = |n: u64| match secs > 0.0 {
+            true => format_metric(n as f64 / secs),
+            false => NONE.to_string(),
+        };
+        writeln!(
+            out,
+            "  {:>8} {:>8} {:>9} {:>9} {:>8} {:>9} {:>9} {:>9}  {}",
+            format_time_us(p.start.as_micros() as f64),
+            format_time_us(p.length.as_micros() as f64),
+            rate(p.due),
+            rate(p.completed),
+            p.errors,
+            at(50.0),
+            at(99.0),
+            at(99.9),
+            p.label
+        )?;
+    }
+    Ok(())
+}
+
+/// The line after the banner that says how requests are spread, when it
+/// is not wrk2's constant `-R`: the profile's phases and the seed of
+/// random arrivals (so a run can be repeated).
+pub fn write_arrival_line(
+    out: &mut impl Write,
+    profile: Option<&str>,
+    seed: Option<u64>,
+) -> io::Result<()> {
+    let spread = match seed {
+        Some(seed) => format!("Poisson arrivals (--seed {seed})"),
+        None => "constant arrivals".to_string(),
+    };
+    match profile {
+        Some(p) => writeln!(out, "  rate profile {p}, {spread}"),
+        None if seed.is_some() => writeln!(out, "  {spread}"),
+        None => Ok(()),
+    }
+}
+
+/// `--slo`: a row per term with its measured value, then the verdict as
+/// the report's last line.
+pub fn write_slo(out: &mut impl Write, slo: &SloReport) -> io::Result<()> {
+    for row in &slo.rows {
+        let value = match row.unit.as_str() {
+            "us" => format_time_us(row.value),
+            _ => format!("{:.2}%", row.value * 100.0),
+        };
+        let met = if row.met { "met" } else { "NOT MET" };
+        writeln!(out, "  SLO {}: {value}, {met}", row.term)?;
+    }
+    let failed: Vec<&str> = slo
+        .rows
+        .iter()
+        .filter(|r| !r.met)
+        .map(|r| r.term.as_str())
+        .collect();
+    match (slo.verdict.as_str(), &slo.reason) {
+        ("inconclusive", Some(why)) => writeln!(out, "SLO: inconclusive: {why}"),
+        ("not met", _) => writeln!(out, "SLO: not met ({})", failed.join(", ")),
+        (v, _) => writeln!(out, "SLO: {v}"),
+    }
 }
 
 /// The report of latencies alone, for figures that come without a run
@@ -516,7 +605,7 @@ fn send_lag_warning(r: &TextReport, rate: f64) -> Option<String> {
 /// The send lag tolerated at the 99th percentile: one interval of a
 /// thread's schedule (each thread sends every `threads / rate` seconds),
 /// but never less than [`LAG_TOLERANCE_US`].
-fn lag_allowance_us(threads: usize, rate: f64) -> f64 {
+pub fn lag_allowance_us(threads: usize, rate: f64) -> f64 {
     let interval = threads as f64 / rate * 1e6;
     if interval.is_finite() {
         interval.max(LAG_TOLERANCE_US)

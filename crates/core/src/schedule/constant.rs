@@ -1,7 +1,7 @@
 //! The constant rate of `-R`: request k of the run is due k/R seconds
 //! after the start.
 
-use super::Arrivals;
+use super::{Arrivals, Cursor};
 use crate::clock::Nanos;
 
 /// Highest rate (requests/s): one intended time every nanosecond, the
@@ -29,18 +29,29 @@ impl ConstantRate {
 }
 
 impl Arrivals for ConstantRate {
+    fn cursor(&self) -> Box<dyn Cursor> {
+        Box::new(self.clone())
+    }
+
+    fn rate(&self) -> f64 {
+        self.rate
+    }
+}
+
+/// Stateless: every time has a closed form.
+impl Cursor for ConstantRate {
     /// Exact to the nanosecond within the first 2^53 ns (104 days) of the
     /// run: f64 holds every whole number up to 2^53 exactly, and one
     /// product keeps fractional intervals from drifting. The cast
     /// saturates: a rate of one request a century puts the second request
     /// past the end of time, not back at its start.
     #[inline]
-    fn time_of(&self, k: u64) -> Nanos {
+    fn time_of(&mut self, k: u64) -> Nanos {
         (k as f64 * self.per_request).round() as Nanos
     }
 
-    fn rate(&self) -> f64 {
-        self.rate
+    fn fork(&self) -> Box<dyn Cursor> {
+        Box::new(self.clone())
     }
 }
 
@@ -52,13 +63,13 @@ mod tests {
     fn fractional_intervals_do_not_drift() {
         // 3 req/s: 333,333,333.3 ns apart; after 3 million requests the
         // millionth second is hit exactly.
-        let a = ConstantRate::new(3.0);
+        let mut a = ConstantRate::new(3.0);
         assert_eq!(a.time_of(3_000_000), 1_000_000 * 1_000_000_000);
     }
 
     #[test]
     fn times_never_decrease_and_saturate() {
-        let a = ConstantRate::new(7.5e6);
+        let mut a = ConstantRate::new(7.5e6);
         let times: Vec<Nanos> = (0..1000).map(|k| a.time_of(k)).collect();
         assert!(times.windows(2).all(|w| w[0] <= w[1]));
         assert_eq!(ConstantRate::new(1e-30).time_of(1), Nanos::MAX);

@@ -9,13 +9,18 @@
 //! [`Share`]), so the threads interleave and the whole run follows the
 //! process exactly, for any rate and any T (R < T included).
 //!
-//! An arrival process only says when request k is due ([`ConstantRate`]
-//! today); steps, ramps or random arrivals are further implementations of
-//! [`Arrivals`], and nothing else in the engine or the reports looks
-//! inside one. Lanes are the same whatever the process, so one sequence
-//! can equally be split over the threads of several processes.
+//! An arrival process only says when request k is due. [`Process`] is the
+//! one the command line builds: a rate over time ([`Profile`]: `-R`, or
+//! holds and ramps) and how requests are spread under it ([`Spacing`]:
+//! evenly, or as a Poisson process from a seed). Nothing else in the
+//! engine or the reports looks inside one. Lanes are the same whatever
+//! the process, so one sequence can equally be split over the threads of
+//! several processes.
 
 mod constant;
+mod poisson;
+mod process;
+mod profile;
 
 use std::fmt;
 use std::sync::Arc;
@@ -23,28 +28,46 @@ use std::sync::Arc;
 use crate::clock::Nanos;
 
 pub use constant::{ConstantRate, MAX_RATE};
+pub use process::{Process, Spacing};
+pub use profile::{Phase, Profile};
 
 /// When each request of a run is due.
+pub trait Arrivals: fmt::Debug + Send + Sync {
+    /// A reader of the intended times, for one lane (one thread): it may
+    /// keep what it last computed, so that reading forward is cheap.
+    fn cursor(&self) -> Box<dyn Cursor>;
+
+    /// Requests per second over the run on average: what `-R` asked for,
+    /// the figure the reports and the JSON document quote.
+    fn rate(&self) -> f64;
+
+    /// The rate over time, when the process follows one (for the reports'
+    /// phases and their intended-rate chart).
+    fn profile(&self) -> Option<&Profile> {
+        None
+    }
+}
+
+/// Reads the intended times of an [`Arrivals`] process.
 ///
 /// Times are nanoseconds after the run's start and never decrease in `k`,
 /// which is what lets a thread count the requests due in any window with
 /// a bounded search instead of walking the schedule.
-pub trait Arrivals: fmt::Debug + Send + Sync {
+pub trait Cursor: fmt::Debug + Send {
     /// The intended time of request `k` of the whole run (k = 0, 1, …).
     /// Never less than that of `k - 1`; a time past the end of time is
     /// `Nanos::MAX`, never a wrapped one.
-    fn time_of(&self, k: u64) -> Nanos;
+    fn time_of(&mut self, k: u64) -> Nanos;
 
     /// How many requests are due before `t`: the smallest `k` whose time is
     /// at or after `t`. A process with a closed form may answer directly;
-    /// the default searches in at most 128 calls of [`Arrivals::time_of`].
-    fn index_before(&self, t: Nanos) -> u64 {
+    /// the default searches in at most 128 calls of [`Cursor::time_of`].
+    fn index_before(&mut self, t: Nanos) -> u64 {
         first_at_or_after(|k| self.time_of(k), 0, t)
     }
 
-    /// Requests per second over the run: what `-R` asked for, and the
-    /// figure the reports and the JSON document quote.
-    fn rate(&self) -> f64;
+    /// A fresh reader of the same process.
+    fn fork(&self) -> Box<dyn Cursor>;
 }
 
 /// How the requests of a run are paced.
@@ -76,8 +99,8 @@ impl Load {
         matches!(self, Load::Open(_))
     }
 
-    /// The requested rate in requests per second; `None` in the closed
-    /// loop.
+    /// The requested rate in requests per second (the mean, under a
+    /// profile); `None` in the closed loop.
     pub fn rate(&self) -> Option<f64> {
         match self {
             Load::Open(arrivals) => Some(arrivals.rate()),
@@ -85,11 +108,28 @@ impl Load {
         }
     }
 
+    /// The rate over time, when a profile gives one.
+    pub fn profile(&self) -> Option<&Profile> {
+        match self {
+            Load::Open(arrivals) => arrivals.profile(),
+            Load::Closed => None,
+        }
+    }
+
     /// How lane `lane` of `lanes` sends in a run that starts at `t0`.
     pub fn plan(&self, t0: Nanos, lane: usize, lanes: usize) -> Plan {
         match self {
-            Load::Open(arrivals) => Plan::Paced(Share::new(arrivals.clone(), t0, lane, lanes)),
+            Load::Open(arrivals) => Plan::Paced(Share::new(arrivals.as_ref(), t0, lane, lanes)),
             Load::Closed => Plan::Closed,
+        }
+    }
+
+    /// Requests of the whole run intended in `[from, end)` (ns from its
+    /// start); none in the closed loop.
+    pub fn intended_in(&self, from: Nanos, end: Nanos) -> u64 {
+        match self {
+            Load::Open(arrivals) => Share::new(arrivals.as_ref(), 0, 0, 1).count_in(from, end),
+            Load::Closed => 0,
         }
     }
 }
@@ -107,9 +147,9 @@ pub enum Plan {
 
 /// One lane's requests of the global schedule, consumed in order: lane j
 /// of T owns requests j, j+T, j+2T, … of the run.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Share {
-    arrivals: Arc<dyn Arrivals>,
+    times: Box<dyn Cursor>,
     t0: Nanos,
     lane: u64,
     lanes: u64,
@@ -119,12 +159,21 @@ pub struct Share {
     next: Nanos,
 }
 
+impl Clone for Share {
+    fn clone(&self) -> Self {
+        Share {
+            times: self.times.fork(),
+            ..*self
+        }
+    }
+}
+
 impl Share {
     /// Lane `lane` of `lanes` of `arrivals`, for a run starting at `t0`.
-    pub fn new(arrivals: Arc<dyn Arrivals>, t0: Nanos, lane: usize, lanes: usize) -> Share {
+    pub fn new(arrivals: &dyn Arrivals, t0: Nanos, lane: usize, lanes: usize) -> Share {
         assert!(lanes > 0 && lane < lanes);
         let mut share = Share {
-            arrivals,
+            times: arrivals.cursor(),
             t0,
             lane: lane as u64,
             lanes: lanes as u64,
@@ -136,9 +185,9 @@ impl Share {
     }
 
     /// This lane's time number `m`, absolute and saturating.
-    fn at(&self, m: u64) -> Nanos {
+    fn at(&mut self, m: u64) -> Nanos {
         let k = self.lane.saturating_add(m.saturating_mul(self.lanes));
-        self.t0.saturating_add(self.arrivals.time_of(k))
+        self.t0.saturating_add(self.times.time_of(k))
     }
 
     /// The next intended send time.
@@ -163,13 +212,13 @@ impl Share {
     /// `end` that also lie at or after `from`, without consuming them.
     /// Bounded for any arrival process: two counts of the run's requests
     /// due before a time.
-    pub fn count_pending(&self, from: Nanos, end: Nanos) -> u64 {
+    pub fn count_pending(&mut self, from: Nanos, end: Nanos) -> u64 {
         let first = self.taken.max(self.owned_before(from));
         self.owned_before(end).saturating_sub(first)
     }
 
     /// Number of this lane's intended times in `[from, end)`.
-    pub fn count_in(&self, from: Nanos, end: Nanos) -> u64 {
+    pub fn count_in(&mut self, from: Nanos, end: Nanos) -> u64 {
         self.owned_before(end)
             .saturating_sub(self.owned_before(from))
     }
@@ -177,8 +226,8 @@ impl Share {
     /// How many of this lane's times lie before `t`: of the run's first
     /// `n` requests (those due before `t`), the ones whose index is
     /// `lane` modulo `lanes`.
-    fn owned_before(&self, t: Nanos) -> u64 {
-        let n = self.arrivals.index_before(t.saturating_sub(self.t0));
+    fn owned_before(&mut self, t: Nanos) -> u64 {
+        let n = self.times.index_before(t.saturating_sub(self.t0));
         match n.checked_sub(self.lane) {
             Some(0) | None => 0,
             Some(beyond) => (beyond - 1) / self.lanes + 1,
@@ -190,7 +239,7 @@ impl Share {
 /// that never decreases: a search that doubles its reach, then halves the
 /// gap, so at most 128 probes whatever the process. An index of
 /// `u64::MAX` stands for "never": past every request of any run.
-fn first_at_or_after(time: impl Fn(u64) -> Nanos, lo: u64, t: Nanos) -> u64 {
+pub(crate) fn first_at_or_after(mut time: impl FnMut(u64) -> Nanos, lo: u64, t: Nanos) -> u64 {
     if time(lo) >= t {
         return lo;
     }
@@ -222,7 +271,7 @@ mod tests {
     /// Thread `thread` of `threads` sharing a constant total `rate`
     /// (req/s) that starts at `t0`.
     fn constant(t0: Nanos, rate: f64, thread: usize, threads: usize) -> Share {
-        Share::new(Arc::new(ConstantRate::new(rate)), t0, thread, threads)
+        Share::new(&ConstantRate::new(rate), t0, thread, threads)
     }
 
     fn times(mut a: Share, n: usize) -> Vec<Nanos> {
@@ -272,7 +321,7 @@ mod tests {
 
     #[test]
     fn counts_times_in_a_window() {
-        let a = constant(0, 100.0, 1, 2); // 10 ms, 30 ms, 50 ms, ...
+        let mut a = constant(0, 100.0, 1, 2); // 10 ms, 30 ms, 50 ms, ...
         assert_eq!(a.count_in(0, 1_000_000_000), 50);
         assert_eq!(a.count_in(20_000_000, 60_000_000), 2);
         let mut b = a.clone();
@@ -287,14 +336,14 @@ mod tests {
         let day = 24 * 3600 * 1_000_000_000u64;
         let year = 365 * day;
         // The highest rate over a day: 8.6e13 times, counted at once.
-        let a = constant(5, MAX_RATE, 0, 1);
+        let mut a = constant(5, MAX_RATE, 0, 1);
         assert_eq!(a.count_in(5, 5 + day), day);
         // Over a year the times' indices pass 2^53, where f64 places
         // them to a few nanoseconds: the count is off by as little.
         let n = a.count_in(5, 5 + year);
         assert!(n.abs_diff(year) < 8, "{n}");
         // Two threads share it: each has every other nanosecond.
-        let b = constant(0, MAX_RATE, 1, 2);
+        let mut b = constant(0, MAX_RATE, 1, 2);
         assert_eq!(b.count_in(0, 1_000_001), 500_000);
         // A rate so low that only thread 0's first time is in the run; the
         // others' lie past the end of time and saturate there.
@@ -328,27 +377,37 @@ mod tests {
     struct Bursts;
 
     impl Arrivals for Bursts {
-        fn time_of(&self, k: u64) -> Nanos {
-            (k / 4).saturating_mul(1_000_000)
+        fn cursor(&self) -> Box<dyn Cursor> {
+            Box::new(Bursts)
         }
         fn rate(&self) -> f64 {
             4000.0
         }
     }
 
+    impl Cursor for Bursts {
+        fn time_of(&mut self, k: u64) -> Nanos {
+            (k / 4).saturating_mul(1_000_000)
+        }
+        fn fork(&self) -> Box<dyn Cursor> {
+            Box::new(Bursts)
+        }
+    }
+
     #[test]
     fn any_non_decreasing_process_is_counted_exactly() {
         let bursts: Arc<dyn Arrivals> = Arc::new(Bursts);
-        assert_eq!(bursts.index_before(0), 0);
-        assert_eq!(bursts.index_before(1), 4);
-        assert_eq!(bursts.index_before(1_000_000), 4);
-        assert_eq!(bursts.index_before(1_000_001), 8);
+        let mut c = bursts.cursor();
+        assert_eq!(c.index_before(0), 0);
+        assert_eq!(c.index_before(1), 4);
+        assert_eq!(c.index_before(1_000_000), 4);
+        assert_eq!(c.index_before(1_000_001), 8);
         // The first time that saturates is the first past the end of time.
         let last_burst = Nanos::MAX / 1_000_000;
-        assert_eq!(bursts.index_before(Nanos::MAX), (last_burst + 1) * 4);
+        assert_eq!(c.index_before(Nanos::MAX), (last_burst + 1) * 4);
         for lanes in 1..=5 {
             for lane in 0..lanes {
-                let share = Share::new(bursts.clone(), 3, lane, lanes);
+                let mut share = Share::new(bursts.as_ref(), 3, lane, lanes);
                 let (from, end) = (2_000_003, 9_500_000);
                 let n = walk_count(&share, from, end);
                 assert_eq!(share.count_in(from, end), n, "lane {lane} of {lanes}");

@@ -9,6 +9,7 @@
 pub mod codec;
 pub mod http2;
 pub mod interval;
+pub mod phase;
 pub mod recorder;
 pub mod unfinished;
 
@@ -19,6 +20,7 @@ use hdrhistogram::Histogram;
 
 pub use http2::{ByCode, Http2Counts};
 use interval::IntervalRecorder;
+pub use phase::{PhaseStats, Phases};
 pub use recorder::{Loss, Recorder, Stamp, Window};
 
 /// Lowest trackable value of every latency histogram, in microseconds.
@@ -260,6 +262,8 @@ pub struct ThreadStats {
     pub intervals: IntervalRecorder,
     /// Per endpoint of a requests file, when asked for (else empty).
     pub endpoints: Vec<EndpointStats>,
+    /// Per phase of a rate profile (else empty).
+    pub phases: Vec<PhaseStats>,
 }
 
 /// One endpoint's share of a thread's (or, merged, the run's) requests.
@@ -301,6 +305,7 @@ impl Default for ThreadStats {
             script_calls: 0,
             intervals: IntervalRecorder::default(),
             endpoints: Vec::new(),
+            phases: Vec::new(),
         }
     }
 }
@@ -466,6 +471,8 @@ pub struct RunStats {
     pub threads: Vec<ThreadStats>,
     /// Per endpoint, merged over threads (empty unless asked for).
     pub endpoints: Vec<EndpointStats>,
+    /// Per phase of a rate profile, merged over threads (else empty).
+    pub phases: Vec<PhaseStats>,
 }
 
 impl RunStats {
@@ -477,7 +484,14 @@ impl RunStats {
         let mut req_per_sec = Histogram::new(HIST_SIGFIG).expect("valid precision");
         let mut counters = Counters::default();
         let mut endpoints: Vec<EndpointStats> = Vec::new();
+        let mut phases: Vec<PhaseStats> = Vec::new();
         for t in &threads {
+            if phases.len() < t.phases.len() {
+                phases.resize_with(t.phases.len(), PhaseStats::default);
+            }
+            for (into, p) in phases.iter_mut().zip(&t.phases) {
+                into.add(p);
+            }
             if endpoints.len() < t.endpoints.len() {
                 endpoints.resize(t.endpoints.len(), EndpointStats::default());
             }
@@ -506,6 +520,7 @@ impl RunStats {
             interruption: None,
             threads,
             endpoints,
+            phases,
         }
     }
 

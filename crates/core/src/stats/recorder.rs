@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::clock::{to_us, Nanos};
 
-use super::{AtEnd, ThreadStats};
+use super::{AtEnd, Phases, ThreadStats};
 
 /// How a worker's run is bounded in time, known once all threads are ready.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,6 +101,8 @@ pub struct Recorder {
     window: Window,
     /// Rate mode: requests have intended times, so send lag is kept.
     paced: bool,
+    /// A rate profile's phases, when its figures are broken out by them.
+    phases: Phases,
 }
 
 impl Recorder {
@@ -110,6 +112,7 @@ impl Recorder {
             stats: ThreadStats::new(interval, endpoints),
             window: Window::ALL,
             paced: false,
+            phases: Phases::default(),
         }
     }
 
@@ -117,6 +120,22 @@ impl Recorder {
     pub fn begin(&mut self, window: Window, paced: bool) {
         self.window = window;
         self.paced = paced;
+    }
+
+    /// Breaks the figures out by these phases of the run.
+    pub fn by_phase(&mut self, phases: Phases) {
+        self.stats.phases = vec![Default::default(); phases.len()];
+        self.phases = phases;
+    }
+
+    /// The figures of the phase a request intended at `intended` is in.
+    #[inline]
+    fn phase(&mut self, intended: Nanos) -> Option<&mut super::PhaseStats> {
+        if self.phases.is_empty() {
+            return None;
+        }
+        let i = self.phases.of(intended);
+        self.stats.phases.get_mut(i)
     }
 
     pub fn window(&self) -> Window {
@@ -140,6 +159,9 @@ impl Recorder {
             endpoint,
         };
         if stamp.measured {
+            if let Some(p) = self.phase(stamp.intended) {
+                p.due += 1;
+            }
             let s = &mut self.stats;
             s.counters.due += 1;
             if self.paced {
@@ -177,6 +199,11 @@ impl Recorder {
         iv.errors += u64::from(error);
         s.count_completion(Duration::from_nanos(offset));
         self.endpoint(stamp, Some(corrected), error, offset);
+        if let Some(p) = self.phase(stamp.intended) {
+            p.completed += 1;
+            p.errors += u64::from(error);
+            super::record_clamped(&mut p.latency, corrected);
+        }
     }
 
     /// `stamp`'s request ended `now` without a response.
@@ -186,6 +213,9 @@ impl Recorder {
         }
         let offset = self.window.offset(now);
         self.stats.intervals.at(offset).errors += 1;
+        if let Some(p) = self.phase(stamp.intended) {
+            p.errors += 1;
+        }
         let e = &mut self.stats.counters.errors;
         match why {
             Loss::Read => e.read += 1,
@@ -202,6 +232,9 @@ impl Recorder {
     /// `intended` and given up `at`: its age then.
     fn unfinished(&mut self, intended: Nanos, at: Nanos) {
         let age = to_us(at.saturating_sub(intended));
+        if let Some(p) = self.phase(intended) {
+            super::record_clamped(&mut p.unfinished, age);
+        }
         let s = &mut self.stats;
         ThreadStats::record(&mut s.unfinished, &mut s.counters.saturated, age);
         let iv = s.intervals.at(self.window.offset(at));
@@ -288,6 +321,9 @@ impl Recorder {
     /// At the run's `end`: a request due at `due` was never sent.
     pub fn never_sent(&mut self, due: Nanos, end: Nanos) {
         if self.window.measures(due) {
+            if let Some(p) = self.phase(due) {
+                p.due += 1;
+            }
             let c = &mut self.stats.counters;
             c.never_sent += 1;
             c.due += 1;
@@ -299,10 +335,39 @@ impl Recorder {
     /// taken, known only by number (`count(a, b)` counts those intended in
     /// `[a, b)`), are due and never sent; their ages are filed bucket by
     /// bucket ([`super::unfinished::record_ages`]).
-    pub fn never_taken(&mut self, end: Nanos, count: impl Fn(Nanos, Nanos) -> u64) {
+    pub fn never_taken(&mut self, end: Nanos, mut count: impl FnMut(Nanos, Nanos) -> u64) {
         let from = self.window.measure_from;
         let mut ages = super::new_histogram();
-        let (n, saturated) = super::unfinished::record_ages(&mut ages, from, end, count);
+        let (mut n, mut saturated) = (0, 0);
+        if self.phases.is_empty() {
+            (n, saturated) = super::unfinished::record_ages(&mut ages, from, end, 0, count);
+        } else {
+            // Phase by phase, each walk starting at its newest age.
+            for i in 0..self.phases.len() {
+                let (lo, hi) = self.phases.span(i);
+                let (lo, hi) = (lo.max(from), hi.min(end));
+                if lo >= hi {
+                    continue;
+                }
+                let min_age = to_us(end - hi);
+                let within = |a: Nanos, b: Nanos| {
+                    let (a, b) = (a.max(lo), b.min(hi));
+                    if a < b {
+                        count(a, b)
+                    } else {
+                        0
+                    }
+                };
+                let mut fresh = super::new_histogram();
+                let (pn, ps) = super::unfinished::record_ages(&mut fresh, lo, end, min_age, within);
+                let p = &mut self.stats.phases[i];
+                p.due += pn;
+                p.unfinished.add(&fresh).expect("same bounds");
+                ages.add(&fresh).expect("same bounds");
+                n += pn;
+                saturated += ps;
+            }
+        }
         if n == 0 {
             return;
         }

@@ -17,18 +17,31 @@ use crate::clock::Nanos;
 /// Records into `hist` the age at `end`, in microseconds, of every intended
 /// time in `[from, end)` that `count` counts (`count(a, b)`: how many lie
 /// in `[a, b)`). Ages above the histogram's range are recorded at its top.
-/// Returns how many were recorded, and how many of those were clamped.
+/// None is younger than `min_age_us` (a caller counting only older times
+/// says so, and the walk starts there). Returns how many were recorded,
+/// and how many of those were clamped.
 pub fn record_ages(
     hist: &mut Histogram<u64>,
     from: Nanos,
     end: Nanos,
-    count: impl Fn(Nanos, Nanos) -> u64,
+    min_age_us: u64,
+    mut count: impl FnMut(Nanos, Nanos) -> u64,
 ) -> (u64, u64) {
     let (mut total, mut saturated) = (0, 0);
+    // Once every pending time is filed, the older buckets hold none: the
+    // walk stops at the oldest pending age, not at the window's start.
+    let pending = count(from, end);
+    if pending == 0 {
+        return (0, 0);
+    }
     // Ages are whole microseconds, truncated (as every latency is): the
     // bucket [lo, hi) of ages holds the times t with
     // end - t in [lo * 1000, hi * 1000), that is t in (end - hi µs, end - lo µs].
-    let mut lo_us: u64 = 0;
+    let mut lo_us: u64 = if min_age_us <= HIST_LOW_US {
+        0
+    } else {
+        hist.lowest_equivalent(min_age_us.min(HIST_HIGH_US))
+    };
     loop {
         let newest = (end + 1)
             .saturating_sub(lo_us.saturating_mul(1_000))
@@ -58,7 +71,7 @@ pub fn record_ages(
                 saturated += n;
             }
         }
-        if top || oldest <= from {
+        if top || oldest <= from || total == pending {
             return (total, saturated);
         }
         lo_us = hi_us;
@@ -97,7 +110,7 @@ mod tests {
             (0, 100 * MS, 1),
         ] {
             let mut h = new_histogram();
-            let (n, saturated) = record_ages(&mut h, from, end, every(gap));
+            let (n, saturated) = record_ages(&mut h, from, end, 0, every(gap));
             let expect = one_by_one(from, end, gap);
             assert_eq!(n, expect.len(), "{from} {end} {gap}");
             assert_eq!(saturated, 0);
@@ -108,8 +121,8 @@ mod tests {
     #[test]
     fn nothing_pending_records_nothing() {
         let mut h = new_histogram();
-        assert_eq!(record_ages(&mut h, 5 * MS, 5 * MS, every(MS)), (0, 0));
-        assert_eq!(record_ages(&mut h, 0, 10 * MS, |_, _| 0), (0, 0));
+        assert_eq!(record_ages(&mut h, 5 * MS, 5 * MS, 0, every(MS)), (0, 0));
+        assert_eq!(record_ages(&mut h, 0, 10 * MS, 0, |_, _| 0), (0, 0));
         assert!(h.is_empty());
     }
 
@@ -119,7 +132,7 @@ mod tests {
         let mut h = new_histogram();
         let hour = 3_600_000 * MS;
         // One request an hour over 26 hours: the two oldest are over a day.
-        let (n, saturated) = record_ages(&mut h, 0, day + 2 * hour + 1, every(hour));
+        let (n, saturated) = record_ages(&mut h, 0, day + 2 * hour + 1, 0, every(hour));
         assert_eq!((n, saturated), (27, 2));
         assert!(h.equivalent(h.max(), HIST_HIGH_US));
     }

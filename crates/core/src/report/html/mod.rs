@@ -24,6 +24,35 @@ use fmt::{escape, seconds};
 use style::STYLE;
 
 /// Renders the whole report page.
+/// The page of a sweep: what was asked, the steps as a table, and the
+/// conclusion.
+pub fn render_sweep(doc: &crate::report::sweep::SweepDocument) -> String {
+    let mut page = String::with_capacity(16 * 1024);
+    let _ = write!(
+        page,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <title>metron sweep: {}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n<main>\n",
+        escape(&doc.config.run.url)
+    );
+    let _ = writeln!(
+        page,
+        "<h1>metron sweep</h1>\n<p>{} &mdash; SLO <code>{}</code></p>\n<p><strong>{}</strong></p>",
+        escape(&doc.config.run.url),
+        escape(&doc.config.slo),
+        escape(&doc.conclusion)
+    );
+    page.push_str("<table>\n<tr><th>Rate</th><th>Achieved</th><th>p50 (µs)</th><th>p99 (µs)</th><th>p99.9 (µs)</th><th>Max (µs)</th><th>Errors</th><th>Verdict</th></tr>\n");
+    for s in &doc.steps {
+        let _ = writeln!(
+            page,
+            "<tr><td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            s.rate, s.achieved, s.p50, s.p99, s.p999, s.max, s.errors, escape(&s.slo.verdict)
+        );
+    }
+    page.push_str("</table>\n</main>\n</body>\n</html>\n");
+    page
+}
+
 pub fn render(doc: &Document) -> String {
     let mut page = String::with_capacity(64 * 1024);
     head(&mut page, doc);

@@ -1,0 +1,105 @@
+//! `metron sweep`: every flag of a run, plus the range and steps of the
+//! search for the highest rate that meets an SLO.
+
+use std::time::Duration;
+
+use clap::{Args, Parser};
+
+use super::units::{parse_duration, parse_si_f64};
+use super::BenchArgs;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "metron sweep",
+    bin_name = "metron sweep",
+    about = "Find the highest rate that meets an SLO: constant-rate steps from --from, doubling until the SLO fails or --to is reached, then bisection to --resolution.",
+    version,
+    disable_version_flag = true
+)]
+pub(super) struct SweepCli {
+    #[command(flatten)]
+    pub args: SweepArgs,
+}
+
+/// The sweep's own flags, and those of every step's run.
+#[derive(Args, Debug, Clone)]
+pub struct SweepArgs {
+    /// First rate tried, in requests per second (SI suffixes: 500, 2.5k)
+    #[arg(long = "from", value_parser = parse_si_f64, value_name = "R1")]
+    pub from: f64,
+
+    /// Highest rate tried
+    #[arg(long = "to", value_parser = parse_si_f64, value_name = "R2")]
+    pub to: f64,
+
+    /// Stop bisecting when the bracket is this narrow, relative to the rate that met the SLO
+    #[arg(long = "resolution", default_value = "2%", value_parser = parse_percent, value_name = "PCT")]
+    pub resolution: f64,
+
+    /// Length of each step's run (its --warmup included)
+    #[arg(long = "step-duration", default_value = "20s", value_parser = parse_duration, value_name = "T")]
+    pub step_duration: Duration,
+
+    /// Pause between steps, so that the server drains what the last one left
+    #[arg(long = "cooldown", default_value = "2s", value_parser = parse_duration, value_name = "T")]
+    pub cooldown: Duration,
+
+    #[command(flatten)]
+    pub run: BenchArgs,
+}
+
+/// `2%` or `0.5%` as a fraction.
+fn parse_percent(s: &str) -> Result<f64, String> {
+    let n = s
+        .trim()
+        .strip_suffix('%')
+        .ok_or_else(|| format!("'{s}' is not a percentage; write e.g. 2%"))?;
+    let v: f64 = n
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a percentage; write e.g. 2%"))?;
+    if !(v > 0.0 && v < 100.0) {
+        return Err(format!("'{s}': the resolution is above 0% and below 100%"));
+    }
+    Ok(v / 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{parse, Command};
+
+    #[test]
+    fn a_sweep_takes_every_run_flag() {
+        let cmd = parse([
+            "metron",
+            "sweep",
+            "--slo",
+            "p99<10ms",
+            "--from",
+            "1k",
+            "--to",
+            "8k",
+            "-c",
+            "50",
+            "--resolution",
+            "5%",
+            "--step-duration",
+            "3s",
+            "http://127.0.0.1:1/",
+        ])
+        .unwrap();
+        let Command::Sweep(s) = cmd else {
+            panic!("not a sweep")
+        };
+        assert_eq!((s.from, s.to, s.resolution), (1000.0, 8000.0, 0.05));
+        assert_eq!(s.step_duration, Duration::from_secs(3));
+        assert_eq!(s.cooldown, Duration::from_secs(2));
+        assert_eq!(s.run.connections, 50);
+        assert!(s.run.slo.is_some());
+        assert_eq!(
+            parse_percent("2"),
+            Err("'2' is not a percentage; write e.g. 2%".into())
+        );
+    }
+}

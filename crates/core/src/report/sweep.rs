@@ -1,0 +1,103 @@
+//! What `metron sweep` prints and saves: a row per step (rate, achieved
+//! rate, corrected latency, errors, send lag, verdict), the highest rate
+//! that met the SLO, and the JSON document holding every step with its
+//! histograms (`--json`), from which `--html` draws the knee.
+
+use std::io::{self, Write};
+
+use serde::{Deserialize, Serialize};
+
+use super::json::{RunConfig, SloReport};
+use super::units::{format_metric, format_time_us};
+
+/// Version of the sweep document's layout.
+pub const SWEEP_SCHEMA: u32 = 1;
+
+/// The whole sweep, as `--json` writes it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepDocument {
+    pub schema: u32,
+    /// `sweep`: tells this document from a single run's.
+    pub kind: String,
+    pub metron_version: String,
+    pub config: SweepConfig,
+    pub steps: Vec<SweepStep>,
+    /// The highest rate that met the SLO (`null` when none did).
+    pub highest: Option<f64>,
+    /// Why the sweep ended where it did, in a sentence.
+    pub conclusion: String,
+}
+
+/// How the sweep was asked for; `run` describes the first step's run (its
+/// `rate` is that step's).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepConfig {
+    pub slo: String,
+    pub from: f64,
+    pub to: f64,
+    /// Relative width of the final bracket (0.02 for 2%).
+    pub resolution: f64,
+    pub step_duration_s: f64,
+    pub cooldown_s: f64,
+    pub run: RunConfig,
+}
+
+/// One step: a full measured run at a constant rate, judged.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepStep {
+    /// The rate offered, and the rate of completed requests, per second.
+    pub rate: f64,
+    pub achieved: f64,
+    /// Corrected latency with unfinished requests at their lower bounds,
+    /// in microseconds.
+    pub p50: u64,
+    pub p99: u64,
+    pub p999: u64,
+    pub max: u64,
+    /// Requests lost and error statuses.
+    pub errors: u64,
+    pub due: u64,
+    pub send_lag_p99: u64,
+    /// `met`, `not met` or `inconclusive`, with each term.
+    pub slo: SloReport,
+    /// HdrHistogram V2, deflated, base64: the completed requests'
+    /// corrected latency, and the unfinished ones' lower bounds.
+    pub corrected: String,
+    pub unfinished: String,
+}
+
+/// The table's header.
+pub fn write_header(out: &mut (impl Write + ?Sized)) -> io::Result<()> {
+    writeln!(
+        out,
+        "  {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9}  Verdict",
+        "Step", "Rate", "Achieved", "p50", "p99", "p99.9", "Max", "Errors", "Lag p99"
+    )
+}
+
+/// One step's row, as soon as the step has run.
+pub fn write_row(out: &mut (impl Write + ?Sized), n: usize, s: &SweepStep) -> io::Result<()> {
+    let t = |us: u64| format_time_us(us as f64);
+    let verdict = match &s.slo.reason {
+        Some(_) => "inconclusive".to_string(),
+        None => s.slo.verdict.clone(),
+    };
+    writeln!(
+        out,
+        "  {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9}  {verdict}",
+        n,
+        format_metric(s.rate),
+        format_metric(s.achieved),
+        t(s.p50),
+        t(s.p99),
+        t(s.p999),
+        t(s.max),
+        s.errors,
+        t(s.send_lag_p99),
+    )
+}
+
+/// A rate as the conclusion says it: `3.80k requests/s`.
+pub fn rate_words(r: f64) -> String {
+    format!("{} requests/s", format_metric(r))
+}

@@ -1,0 +1,379 @@
+//! `metron sweep`: the highest rate that meets an SLO.
+//!
+//! Each step is a full measured run at a constant rate, judged as `--slo`
+//! judges a run. Rates double from `--from` until a step fails the SLO or
+//! `--to` is reached; then the bracket between the highest rate that met
+//! it and the lowest that did not is halved until it is narrower than
+//! `--resolution`. A step in which the generator fell behind ends the
+//! sweep: the server was not offered that load, so the limit found would
+//! be metron's, not the server's.
+
+use std::io::{self, Write};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::cli::config::{Config, ConfigError};
+use crate::cli::sweep::SweepArgs;
+use crate::engine::Stop;
+use crate::report::json::SloReport;
+use crate::report::sweep::{
+    rate_words, write_header, write_row, SweepConfig, SweepDocument, SweepStep, SWEEP_SCHEMA,
+};
+use crate::report::{summary, units};
+use crate::schedule::MAX_RATE;
+use crate::stats::codec::encode;
+use crate::verdict::Slo;
+use crate::Error;
+
+/// Warm-up of each step unless `--warmup` says otherwise.
+pub const STEP_WARMUP: Duration = Duration::from_secs(5);
+/// Most steps a sweep runs; bisection to any resolution above 0.01%
+/// needs far fewer.
+const MAX_STEPS: usize = 64;
+
+/// Runs the sweep, printing a row per step and the conclusion. Exit
+/// status (through the error): 0 when some rate met the SLO, 3 when none
+/// did, 4 when the generator was the limit.
+pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<(), Error> {
+    let (slo, base) = check(args)?;
+    let started = std::time::Instant::now();
+    let stop = Stop::new();
+    let _signals = crate::signals::stop_on_interrupt(stop.clone())?;
+    let first = step_config(&base, args.from)?;
+    let run = &first.run;
+    writeln!(
+        out,
+        "Sweeping {} from {} to {}: SLO {}, steps of {} ({} warm-up), resolution {}%",
+        run.url,
+        rate_words(args.from),
+        rate_words(args.to),
+        slo.spec,
+        units::format_run_duration(args.step_duration),
+        units::format_run_duration(run.warmup),
+        args.resolution * 100.0
+    )?;
+    writeln!(
+        out,
+        "  {} threads and {} connections",
+        run.threads,
+        run.connections()
+    )?;
+    write_header(out)?;
+    out.flush()?;
+    let mut search = Search::new(args.from, args.to, args.resolution);
+    let mut steps: Vec<SweepStep> = Vec::new();
+    let mut generator: Option<(f64, String)> = None;
+    while let Some(rate) = search.next() {
+        if !steps.is_empty() {
+            pause(args.cooldown, &stop);
+        }
+        if stop.is_stopped() {
+            break;
+        }
+        let cfg = step_config(&base, rate)?;
+        let step = run_step(&cfg, &slo, &stop, rate)?;
+        write_row(out, steps.len() + 1, &step)?;
+        out.flush()?;
+        let (verdict, reason) = (step.slo.verdict.clone(), step.slo.reason.clone());
+        steps.push(step);
+        if stop.is_stopped() {
+            break;
+        }
+        match (verdict.as_str(), reason) {
+            ("inconclusive", Some(why)) => {
+                generator = Some((rate, why));
+                break;
+            }
+            ("met", _) => search.met(rate),
+            _ => search.failed(rate),
+        }
+    }
+    let conclusion = conclusion(&search, generator.as_ref(), stop.is_stopped());
+    writeln!(out, "{conclusion}")?;
+    if args.run.json.is_some() || args.run.html.is_some() {
+        let doc = SweepDocument {
+            schema: SWEEP_SCHEMA,
+            kind: "sweep".to_string(),
+            metron_version: env!("CARGO_PKG_VERSION").to_string(),
+            config: SweepConfig {
+                slo: slo.spec.clone(),
+                from: args.from,
+                to: args.to,
+                resolution: args.resolution,
+                step_duration_s: args.step_duration.as_secs_f64(),
+                cooldown_s: args.cooldown.as_secs_f64(),
+                run: crate::describe(&first.run),
+            },
+            steps,
+            highest: search.best,
+            conclusion: conclusion.clone(),
+        };
+        write_outputs(args, &doc, out)?;
+    }
+    if let Some(i) = stop.stopped() {
+        return Err(Error::Interrupted {
+            cause: i.1,
+            after: started.elapsed(),
+        });
+    }
+    match (search.best, generator) {
+        (_, Some(_)) => Err(Error::Slo {
+            verdict: "sweep stopped: the generator was the limit".into(),
+            status: 4,
+        }),
+        (None, None) => Err(Error::Slo {
+            verdict: "sweep: no rate met the SLO".into(),
+            status: 3,
+        }),
+        (Some(_), None) => Ok(()),
+    }
+}
+
+/// The sweep's flags, checked: the SLO it needs, the range, and the run
+/// flags the sweep sets itself refused. Returns the SLO and the run flags
+/// each step starts from.
+fn check(args: &SweepArgs) -> Result<(Slo, crate::cli::BenchArgs), Error> {
+    let usage = |why: &str| Error::Config(ConfigError::Sweep(why.to_string()));
+    let Some(slo) = args.run.slo.clone() else {
+        return Err(usage(
+            "needs --slo SPEC, the objective each step is judged by, e.g. --slo p99<50ms",
+        ));
+    };
+    if !(args.from > 0.0 && args.from <= args.to && args.to <= MAX_RATE) {
+        return Err(usage(&format!(
+            "--from {} --to {}: give rates with 0 < --from <= --to <= 1G",
+            args.from, args.to
+        )));
+    }
+    let run = &args.run;
+    let refused = [
+        (
+            run.rate.is_some(),
+            "-R (each step's rate comes from --from and --to)",
+        ),
+        (
+            run.rate_profile.is_some(),
+            "--rate-profile (steps hold constant rates)",
+        ),
+        (run.duration.is_some(), "-d (use --step-duration)"),
+        (
+            run.hlog.is_some(),
+            "--hlog (a log per step is not kept; --json holds every step's histograms)",
+        ),
+        (
+            run.timeseries || run.thread_timeseries || run.histogram,
+            "--timeseries, --thread-timeseries and --histogram (per run outputs)",
+        ),
+        (
+            run.interval.is_some(),
+            "--interval (the sweep keeps no time series)",
+        ),
+    ];
+    if let Some((_, what)) = refused.iter().find(|(on, _)| *on) {
+        return Err(usage(&format!("does not take {what}")));
+    }
+    if args.step_duration <= run.warmup.unwrap_or(STEP_WARMUP) {
+        return Err(usage(&format!(
+            "--step-duration {:?} leaves nothing after the {:?} warm-up; lengthen it or shorten --warmup",
+            args.step_duration,
+            run.warmup.unwrap_or(STEP_WARMUP)
+        )));
+    }
+    let mut base = run.clone();
+    base.duration = Some(args.step_duration);
+    base.warmup = Some(run.warmup.unwrap_or(STEP_WARMUP));
+    base.slo = None;
+    base.json = None;
+    base.html = None;
+    base.latency = false;
+    base.u_latency = false;
+    Ok((slo, base))
+}
+
+/// The configuration of the step at `rate`.
+fn step_config(base: &crate::cli::BenchArgs, rate: f64) -> Result<Config, Error> {
+    let mut args = base.clone();
+    args.rate = Some(rate);
+    Ok(Config::from_args(&args)?)
+}
+
+/// Runs one step with its report discarded, and judges it.
+fn run_step(cfg: &Config, slo: &Slo, stop: &Arc<Stop>, rate: f64) -> Result<SweepStep, Error> {
+    let outcome = match crate::bench_config(cfg, stop, &mut io::sink()) {
+        Ok(o) => o,
+        Err(e) => return Err(e),
+    };
+    let judged: SloReport = slo.judge(&crate::run_facts(&cfg.run, &outcome));
+    let s = &outcome.stats;
+    let h = s.with_unfinished();
+    let at = |p| summary::value_at_percentile(&h, p);
+    let c = &s.counters;
+    Ok(SweepStep {
+        rate,
+        achieved: s.requests_per_sec(),
+        p50: at(50.0),
+        p99: at(99.0),
+        p999: at(99.9),
+        max: summary::max(&h),
+        errors: c.errors.lost_requests() + c.errors.status,
+        due: c.due,
+        send_lag_p99: summary::value_at_percentile(&s.send_lag, 99.0),
+        slo: judged,
+        corrected: encode(&s.latency),
+        unfinished: encode(&s.unfinished),
+    })
+}
+
+/// Waits out the cooldown, or until Ctrl-C.
+fn pause(cooldown: Duration, stop: &Stop) {
+    let until = std::time::Instant::now() + cooldown;
+    while !stop.is_stopped() {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(50)));
+    }
+}
+
+/// The sweep's last line.
+fn conclusion(search: &Search, generator: Option<&(f64, String)>, stopped: bool) -> String {
+    let best = search.best.map(rate_words);
+    match (generator, best) {
+        (Some((rate, why)), best) => format!(
+            "the generator, not the server, is the limit at {}: {why}{}",
+            rate_words(*rate),
+            best.map_or(String::new(), |b| format!(
+                "; highest rate meeting the SLO before it: {b}"
+            ))
+        ),
+        (None, Some(b)) if stopped => {
+            format!("interrupted; highest rate meeting the SLO so far: {b}")
+        }
+        (None, Some(b)) if search.best == Some(search.to) && search.fail.is_none() => {
+            format!("highest rate meeting the SLO: {b} (the top of the sweep, --to)")
+        }
+        (None, Some(b)) => format!("highest rate meeting the SLO: {b}"),
+        (None, None) if stopped => "interrupted before any rate met the SLO".to_string(),
+        (None, None) => format!(
+            "no rate met the SLO: not even the lowest tried, {}",
+            rate_words(search.from)
+        ),
+    }
+}
+
+/// The search over rates: doubling from the first until a failure or the
+/// top, then bisecting the bracket.
+#[derive(Debug)]
+struct Search {
+    from: f64,
+    to: f64,
+    resolution: f64,
+    /// The highest rate that met the SLO, and the lowest that failed.
+    best: Option<f64>,
+    fail: Option<f64>,
+    /// The next rate to try, if any.
+    pending: Option<f64>,
+    tried: usize,
+}
+
+impl Search {
+    fn new(from: f64, to: f64, resolution: f64) -> Search {
+        Search {
+            from,
+            to,
+            resolution,
+            best: None,
+            fail: None,
+            pending: Some(from),
+            tried: 0,
+        }
+    }
+
+    fn next(&mut self) -> Option<f64> {
+        if self.tried >= MAX_STEPS {
+            return None;
+        }
+        self.tried += 1;
+        self.pending.take()
+    }
+
+    fn met(&mut self, rate: f64) {
+        self.best = Some(self.best.map_or(rate, |b| b.max(rate)));
+        self.plan();
+    }
+
+    fn failed(&mut self, rate: f64) {
+        self.fail = Some(self.fail.map_or(rate, |f| f.min(rate)));
+        self.plan();
+    }
+
+    /// Picks the next rate: double while nothing failed, then halve the
+    /// bracket until it is narrow enough.
+    fn plan(&mut self) {
+        self.pending = match (self.best, self.fail) {
+            (Some(b), None) if b < self.to => Some((b * 2.0).min(self.to)),
+            (Some(b), Some(f)) if (f - b) / b > self.resolution => Some((b + f) / 2.0),
+            _ => None,
+        };
+    }
+}
+
+/// `--json` and `--html` of the sweep.
+fn write_outputs(args: &SweepArgs, doc: &SweepDocument, out: &mut dyn Write) -> Result<(), Error> {
+    if let Some(path) = &args.run.json {
+        let json = serde_json::to_string_pretty(doc).map_err(io::Error::other)? + "\n";
+        if path.as_os_str() == "-" {
+            out.write_all(json.as_bytes())?;
+        } else {
+            crate::write_file("--json", path, json.as_bytes())?;
+        }
+    }
+    if let Some(path) = &args.run.html {
+        crate::write_file(
+            "--html",
+            path,
+            crate::report::html::render_sweep(doc).as_bytes(),
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server whose capacity is `cap`: the sweep's rates, met or not.
+    fn sweep(cap: f64, from: f64, to: f64, resolution: f64) -> (Vec<f64>, Option<f64>) {
+        let mut s = Search::new(from, to, resolution);
+        let mut tried = Vec::new();
+        while let Some(r) = s.next() {
+            tried.push(r);
+            if r <= cap {
+                s.met(r)
+            } else {
+                s.failed(r)
+            }
+        }
+        (tried, s.best)
+    }
+
+    #[test]
+    fn doubling_then_bisection_brackets_the_capacity() {
+        let (tried, best) = sweep(4000.0, 1000.0, 64_000.0, 0.05);
+        assert_eq!(&tried[..4], [1000.0, 2000.0, 4000.0, 8000.0]);
+        let best = best.unwrap();
+        assert!((3800.0..=4000.0).contains(&best), "{best} {tried:?}");
+        let (_, best) = sweep(3900.0, 1000.0, 64_000.0, 0.02);
+        assert!((3900.0 * 0.98..=3900.0).contains(&best.unwrap()));
+    }
+
+    #[test]
+    fn the_top_and_the_bottom() {
+        let (tried, best) = sweep(1e9, 100.0, 1000.0, 0.02);
+        assert_eq!(tried, [100.0, 200.0, 400.0, 800.0, 1000.0]);
+        assert_eq!(best, Some(1000.0));
+        let (tried, best) = sweep(50.0, 100.0, 1000.0, 0.02);
+        assert_eq!((tried, best), (vec![100.0], None));
+    }
+}

@@ -1,0 +1,354 @@
+//! Judging a run against a service-level objective (`--slo`), and telling
+//! whether the generator itself kept the schedule, without which no
+//! verdict can be a pass.
+//!
+//! Terms bound the corrected latency *including* the lower bounds of
+//! unfinished requests (docs/MEASUREMENT.md, §6), so a server that stalls
+//! as the run ends can only make a verdict worse; the share of due
+//! requests lost or answered with an error status; and the share of the
+//! intended requests that completed. The verdict is met, not met, or
+//! inconclusive when the generator fell behind: then the server was not
+//! offered the load, and neither a pass nor a fail would be about it.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::cli::units::parse_duration;
+use crate::report::json::{SloReport, SloRow};
+use crate::report::summary;
+use crate::report::text::lag_allowance_us;
+use crate::schedule::Load;
+use crate::stats::RunStats;
+
+/// An objective: terms that must all hold.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Slo {
+    /// As typed, for the reports.
+    pub spec: String,
+    pub terms: Vec<Term>,
+}
+
+/// One bound of an objective.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Term {
+    /// As typed (`p99<10ms`).
+    pub text: String,
+    pub measure: Measure,
+    /// `<=`/`>=` rather than `<`/`>`.
+    pub inclusive: bool,
+    /// Microseconds for latency, a fraction (0.001 for 0.1%) for shares.
+    pub bound: f64,
+}
+
+/// What a term bounds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Measure {
+    /// The corrected latency at this percentile (100 for `max`), from
+    /// above.
+    Latency(f64),
+    /// Lost requests and error statuses over due requests, from above.
+    Errors,
+    /// Completed requests over intended ones, from below.
+    Rate,
+}
+
+/// The outcome of a judged run, and its exit status.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Met,
+    NotMet(Vec<String>),
+    /// The generator fell behind (or nothing was measured): why.
+    Inconclusive(String),
+}
+
+impl Verdict {
+    /// 0 met, 3 not met, 4 inconclusive.
+    pub fn exit_status(&self) -> u8 {
+        match self {
+            Verdict::Met => 0,
+            Verdict::NotMet(_) => 3,
+            Verdict::Inconclusive(_) => 4,
+        }
+    }
+
+    pub fn word(&self) -> &'static str {
+        match self {
+            Verdict::Met => "met",
+            Verdict::NotMet(_) => "not met",
+            Verdict::Inconclusive(_) => "inconclusive",
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Verdict::Met => write!(f, "met"),
+            Verdict::NotMet(terms) => write!(f, "not met ({})", terms.join(", ")),
+            Verdict::Inconclusive(why) => write!(f, "inconclusive: {why}"),
+        }
+    }
+}
+
+/// Parses `--slo` (clap's value parser): `p99<10ms,p99.9<=50ms,max<1s,
+/// errors<0.1%,rate>=99%`.
+pub fn parse_slo(spec: &str) -> Result<Slo, String> {
+    let terms = spec
+        .split(',')
+        .map(|t| parse_term(t.trim()))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Slo {
+        spec: spec.to_string(),
+        terms,
+    })
+}
+
+fn parse_term(text: &str) -> Result<Term, String> {
+    let forms = "terms are pNN<TIME (p99<10ms), max<TIME, errors<PCT% (errors<0.1%) or rate>=PCT% (rate>=99%)";
+    let at = text
+        .find(['<', '>'])
+        .ok_or_else(|| format!("{text:?} has no bound; {forms}"))?;
+    let (name, rest) = (text[..at].trim(), &text[at..]);
+    let (op, value) = match rest.strip_prefix("<=").or_else(|| rest.strip_prefix(">=")) {
+        Some(v) => (&rest[..2], v.trim()),
+        None => (&rest[..1], rest[1..].trim()),
+    };
+    let (upper, inclusive) = (op.starts_with('<'), op.len() == 2);
+    let measure = match name {
+        "max" => Measure::Latency(100.0),
+        "errors" => Measure::Errors,
+        "rate" => Measure::Rate,
+        _ => match name.strip_prefix('p').map(str::parse::<f64>) {
+            Some(Ok(p)) if p > 0.0 && p <= 100.0 => Measure::Latency(p),
+            Some(Ok(_)) => {
+                return Err(format!("{text:?}: a percentile is above 0 and at most 100"))
+            }
+            _ => {
+                return Err(format!(
+                    "{text:?}: {name:?} is not something to bound; {forms}"
+                ))
+            }
+        },
+    };
+    let bound = match measure {
+        Measure::Latency(_) => {
+            if !upper {
+                return Err(format!(
+                    "{text:?}: latency is bounded from above; write {name}<{value}"
+                ));
+            }
+            if !value.ends_with(|c: char| c.is_ascii_alphabetic()) {
+                return Err(format!(
+                    "{text:?}: a latency bound needs its unit, e.g. {name}<{value}ms"
+                ));
+            }
+            let d: Duration = parse_duration(value).map_err(|e| format!("{text:?}: {e}"))?;
+            d.as_secs_f64() * 1e6
+        }
+        Measure::Errors | Measure::Rate => {
+            let wants_upper = measure == Measure::Errors;
+            if upper != wants_upper {
+                let fixed = if wants_upper { "<" } else { ">=" };
+                return Err(format!(
+                    "{text:?}: {name} is bounded from {}; write {name}{fixed}{value}",
+                    if wants_upper { "above" } else { "below" }
+                ));
+            }
+            let pct = value.strip_suffix('%').ok_or_else(|| {
+                format!("{text:?}: give the share in percent, e.g. {name}{op}{value}%")
+            })?;
+            let pct: f64 = pct
+                .trim()
+                .parse()
+                .ok()
+                .filter(|p: &f64| (0.0..=100.0).contains(p))
+                .ok_or_else(|| format!("{text:?}: {value} is not a percentage from 0% to 100%"))?;
+            pct / 100.0
+        }
+    };
+    Ok(Term {
+        text: text.to_string(),
+        measure,
+        inclusive,
+        bound,
+    })
+}
+
+/// What a verdict needs to know of a run besides its statistics.
+pub struct RunFacts<'a> {
+    pub stats: &'a RunStats,
+    pub load: &'a Load,
+    pub threads: usize,
+    pub connections: usize,
+    /// Requests one connection carries at once: 1 over HTTP/1.1, `-m`
+    /// over HTTP/2.
+    pub per_connection: u32,
+}
+
+impl Slo {
+    /// Judges `run`: each term's measured value, then the verdict.
+    pub fn judge(&self, run: &RunFacts) -> SloReport {
+        let stats = run.stats;
+        let latency = stats.with_unfinished();
+        let c = &stats.counters;
+        let share = |n: u64| n as f64 / c.due.max(1) as f64;
+        let rows: Vec<SloRow> = self
+            .terms
+            .iter()
+            .map(|t| {
+                let (value, unit) = match t.measure {
+                    Measure::Latency(p) if p >= 100.0 => (summary::max(&latency) as f64, "us"),
+                    Measure::Latency(p) => (summary::value_at_percentile(&latency, p) as f64, "us"),
+                    Measure::Errors => (share(c.errors.lost_requests() + c.errors.status), "share"),
+                    Measure::Rate => (share(c.completed), "share"),
+                };
+                let met = match (t.measure, t.inclusive) {
+                    (Measure::Rate, true) => value >= t.bound,
+                    (Measure::Rate, false) => value > t.bound,
+                    (_, true) => value <= t.bound,
+                    (_, false) => value < t.bound,
+                };
+                SloRow {
+                    term: t.text.clone(),
+                    value,
+                    unit: unit.to_string(),
+                    met,
+                }
+            })
+            .collect();
+        let failed: Vec<String> = rows
+            .iter()
+            .filter(|r| !r.met)
+            .map(|r| r.term.clone())
+            .collect();
+        let verdict = if c.due == 0 || latency.is_empty() {
+            Verdict::Inconclusive(
+                "nothing was measured: no request completed or was given up".into(),
+            )
+        } else if let Some(why) = generator_limit(run) {
+            Verdict::Inconclusive(why)
+        } else if failed.is_empty() {
+            Verdict::Met
+        } else {
+            Verdict::NotMet(failed)
+        };
+        SloReport {
+            spec: self.spec.clone(),
+            verdict: verdict.word().to_string(),
+            reason: match &verdict {
+                Verdict::Inconclusive(why) => Some(why.clone()),
+                _ => None,
+            },
+            exit_status: verdict.exit_status(),
+            rows,
+        }
+    }
+}
+
+/// Why the generator, not the server, limited the load, if it did: it
+/// left requests late although connections were free (its own CPU), left
+/// them unsent with connections free, or had too few connections to carry
+/// the rate even had every response come as fast as the fastest one did.
+/// A server that stalls fills every connection too, but its fastest
+/// response stays fast, so it is judged, not excused.
+pub fn generator_limit(run: &RunFacts) -> Option<String> {
+    let stats = run.stats;
+    let rate = run.load.rate()?;
+    let c = &stats.counters;
+    let a = &c.at_end;
+    if c.never_sent > 0 && a.busy + a.down + a.resting + a.stopped_threads == 0 {
+        return Some(format!(
+            "{} due requests were never sent although connections were free: the generator \
+             fell behind its schedule; add threads with -t or give metron more CPU",
+            c.never_sent
+        ));
+    }
+    let sent = c.due.saturating_sub(c.never_sent);
+    let queued = c.queued * 100 > sent;
+    let lag_p99 = summary::value_at_percentile(&stats.send_lag, 99.0) as f64;
+    let allowed = lag_allowance_us(run.threads, rate);
+    if lag_p99 > allowed && !queued {
+        return Some(format!(
+            "send lag p99 {} is above the {} allowed while connections were free: the \
+             generator itself sent late; add threads with -t or give metron more CPU",
+            crate::report::units::format_time_us(lag_p99),
+            crate::report::units::format_time_us(allowed)
+        ));
+    }
+    if queued && !stats.uncorrected.is_empty() {
+        let fastest_s = stats.uncorrected.min().max(1) as f64 / 1e6;
+        let slots = run.connections as f64 * f64::from(run.per_connection.max(1));
+        let carried = slots / fastest_s;
+        let peak = run.load.profile().map_or(rate, |p| {
+            p.phases()
+                .iter()
+                .fold(0.0, |m, ph| m.max(ph.from).max(ph.to))
+        });
+        if peak > carried {
+            let needed = (peak * fastest_s / f64::from(run.per_connection.max(1))).ceil();
+            return Some(format!(
+                "-c {} cannot carry {} requests/s: even at the fastest response seen ({}) the \
+                 connections carry at most {:.0} requests/s; raise -c to at least {needed:.0}",
+                run.connections,
+                crate::report::units::format_metric(peak),
+                crate::report::units::format_time_us(fastest_s * 1e6),
+                carried
+            ));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terms_parse() {
+        let slo = parse_slo("p99<10ms, p99.9<=50ms,max<1s,errors<0.1%,rate>=99%").unwrap();
+        let t = &slo.terms;
+        assert_eq!(t.len(), 5);
+        assert_eq!(
+            (t[0].measure, t[0].bound, t[0].inclusive),
+            (Measure::Latency(99.0), 10_000.0, false)
+        );
+        assert_eq!(
+            (t[1].measure, t[1].inclusive),
+            (Measure::Latency(99.9), true)
+        );
+        assert_eq!(t[2].measure, Measure::Latency(100.0));
+        assert_eq!((t[3].measure, t[3].bound), (Measure::Errors, 0.001));
+        assert_eq!(
+            (t[4].measure, t[4].bound, t[4].inclusive),
+            (Measure::Rate, 0.99, true)
+        );
+    }
+
+    #[test]
+    fn a_malformed_term_is_named() {
+        for (spec, says) in [
+            (
+                "p99<5",
+                "\"p99<5\": a latency bound needs its unit, e.g. p99<5ms",
+            ),
+            ("p99>5ms", "latency is bounded from above"),
+            ("p101<5ms", "at most 100"),
+            ("q99<5ms", "\"q99\" is not something to bound"),
+            ("errors<0.1", "give the share in percent"),
+            ("rate<99%", "rate is bounded from below"),
+            ("rate>=120%", "not a percentage"),
+            ("p99", "has no bound"),
+            ("p99<5ms,", "\"\" has no bound"),
+        ] {
+            let e = parse_slo(spec).unwrap_err();
+            assert!(e.contains(says), "{spec}: {e}");
+        }
+    }
+
+    #[test]
+    fn exit_statuses() {
+        assert_eq!(Verdict::Met.exit_status(), 0);
+        assert_eq!(Verdict::NotMet(vec![]).exit_status(), 3);
+        assert_eq!(Verdict::Inconclusive(String::new()).exit_status(), 4);
+    }
+}
