@@ -131,8 +131,8 @@ fn write_phases(out: &mut impl Write, phases: &[PhaseStats]) -> io::Result<()> {
         writeln!(
             out,
             "  {:>8} {:>8} {:>9} {:>9} {:>8} {:>9} {:>9} {:>9}  {}",
-            format_time_us(p.start.as_micros() as f64),
-            format_time_us(p.length.as_micros() as f64),
+            short_secs(p.start),
+            short_secs(p.length),
             rate(p.due),
             rate(p.completed),
             p.errors,
@@ -143,6 +143,12 @@ fn write_phases(out: &mut impl Write, phases: &[PhaseStats]) -> io::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// A phase's start or length: `0s`, `30s`, `2.5s`.
+fn short_secs(d: Duration) -> String {
+    let s = format!("{:.3}", d.as_secs_f64());
+    format!("{}s", s.trim_end_matches('0').trim_end_matches('.'))
 }
 
 /// The line after the banner that says how requests are spread, when it

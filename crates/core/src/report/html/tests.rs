@@ -121,6 +121,9 @@ pub fn sample() -> Document {
             headers: vec!["Accept: application/json".into(), "X-Trace: a&b".into()],
             requests: None,
             max_streams: Some(100),
+            arrival: None,
+            arrival_seed: None,
+            rate_profile: Vec::new(),
         },
         protocol: Some("HTTP/2".into()),
         window_s: 10.0,
@@ -170,6 +173,8 @@ pub fn sample() -> Document {
             latency: summary(corrected_us),
             histogram: String::new(),
         }],
+        phases: Vec::new(),
+        slo: None,
     }
 }
 
