@@ -84,6 +84,10 @@ pub enum Error {
     /// verdict included, is out).
     #[error("SLO {verdict}")]
     Slo { verdict: String, status: u8 },
+    /// A sweep ended without a rate, or at the generator's limit; its
+    /// table and conclusion are out.
+    #[error("{0}")]
+    Sweep(String, u8),
     /// A signal ended the run early; the report of what ran is out.
     #[error("stopped by {} after {}; the report covers what ran", cause.describe(), report::units::format_time_us(after.as_micros() as f64))]
     Interrupted {
@@ -103,7 +107,7 @@ impl Error {
                 stats::StopCause::Terminate => 143,
                 _ => 1,
             },
-            Error::Slo { status, .. } => *status,
+            Error::Slo { status, .. } | Error::Sweep(_, status) => *status,
             _ => 1,
         }
     }
@@ -325,6 +329,7 @@ pub fn run_facts<'a>(run: &'a engine::Setup, outcome: &'a Outcome) -> verdict::R
         } else {
             1
         },
+        fastest_us: outcome.stats.fastest_us,
     }
 }
 

@@ -63,6 +63,10 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<(), Error> {
     let mut search = Search::new(args.from, args.to, args.resolution);
     let mut steps: Vec<SweepStep> = Vec::new();
     let mut generator: Option<(f64, String)> = None;
+    // The server's fastest response over every step so far: at a rate it
+    // cannot take, every response of a step is slow, and only the earlier
+    // steps show that the connections were not what held it back.
+    let mut fastest: Option<u64> = None;
     while let Some(rate) = search.next() {
         if !steps.is_empty() {
             pause(args.cooldown, &stop);
@@ -71,7 +75,7 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<(), Error> {
             break;
         }
         let cfg = step_config(&base, rate)?;
-        let step = run_step(&cfg, &slo, &stop, rate)?;
+        let step = run_step(&cfg, &slo, &stop, rate, &mut fastest)?;
         write_row(out, steps.len() + 1, &step)?;
         out.flush()?;
         let (verdict, reason) = (step.slo.verdict.clone(), step.slo.reason.clone());
@@ -117,14 +121,14 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<(), Error> {
         });
     }
     match (search.best, generator) {
-        (_, Some(_)) => Err(Error::Slo {
-            verdict: "sweep stopped: the generator was the limit".into(),
-            status: 4,
-        }),
-        (None, None) => Err(Error::Slo {
-            verdict: "sweep: no rate met the SLO".into(),
-            status: 3,
-        }),
+        (_, Some((rate, _))) => Err(Error::Sweep(
+            format!(
+                "the sweep stopped at {}, where the generator, not the server, was the limit",
+                rate_words(rate)
+            ),
+            4,
+        )),
+        (None, None) => Err(Error::Sweep("no rate met the SLO".into(), 3)),
         (Some(_), None) => Ok(()),
     }
 }
@@ -198,12 +202,21 @@ fn step_config(base: &crate::cli::BenchArgs, rate: f64) -> Result<Config, Error>
 }
 
 /// Runs one step with its report discarded, and judges it.
-fn run_step(cfg: &Config, slo: &Slo, stop: &Arc<Stop>, rate: f64) -> Result<SweepStep, Error> {
-    let outcome = match crate::bench_config(cfg, stop, &mut io::sink()) {
-        Ok(o) => o,
-        Err(e) => return Err(e),
+fn run_step(
+    cfg: &Config,
+    slo: &Slo,
+    stop: &Arc<Stop>,
+    rate: f64,
+    fastest: &mut Option<u64>,
+) -> Result<SweepStep, Error> {
+    let outcome = crate::bench_config(cfg, stop, &mut io::sink())?;
+    *fastest = match (*fastest, outcome.stats.fastest_us) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     };
-    let judged: SloReport = slo.judge(&crate::run_facts(&cfg.run, &outcome));
+    let mut facts = crate::run_facts(&cfg.run, &outcome);
+    facts.fastest_us = *fastest;
+    let judged: SloReport = slo.judge(&facts);
     let s = &outcome.stats;
     let h = s.with_unfinished();
     let at = |p| summary::value_at_percentile(&h, p);

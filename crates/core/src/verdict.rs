@@ -183,6 +183,9 @@ pub struct RunFacts<'a> {
     /// Requests one connection carries at once: 1 over HTTP/1.1, `-m`
     /// over HTTP/2.
     pub per_connection: u32,
+    /// The fastest response known of the server (µs): this run's, or
+    /// lower from earlier runs against it (a sweep's earlier steps).
+    pub fastest_us: Option<u64>,
 }
 
 impl Slo {
@@ -275,8 +278,8 @@ pub fn generator_limit(run: &RunFacts) -> Option<String> {
             crate::report::units::format_time_us(allowed)
         ));
     }
-    if queued && !stats.uncorrected.is_empty() {
-        let fastest_s = stats.uncorrected.min().max(1) as f64 / 1e6;
+    if let (true, Some(fastest)) = (queued, run.fastest_us) {
+        let fastest_s = fastest.max(1) as f64 / 1e6;
         let slots = run.connections as f64 * f64::from(run.per_connection.max(1));
         let carried = slots / fastest_s;
         let peak = run.load.profile().map_or(rate, |p| {

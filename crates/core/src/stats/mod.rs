@@ -258,6 +258,10 @@ pub struct ThreadStats {
     pub cpu: Duration,
     /// Calls into the thread's Lua script (hooks and the one static build).
     pub script_calls: u64,
+    /// The fastest response of the whole run, warm-up included (µs,
+    /// uncorrected): what the server can do when nothing queues, which
+    /// tells a slow server from too few connections (`verdict`).
+    pub fastest_us: Option<u64>,
     /// The same measurements, interval by interval.
     pub intervals: IntervalRecorder,
     /// Per endpoint of a requests file, when asked for (else empty).
@@ -306,6 +310,7 @@ impl Default for ThreadStats {
             intervals: IntervalRecorder::default(),
             endpoints: Vec::new(),
             phases: Vec::new(),
+            fastest_us: None,
         }
     }
 }
@@ -473,6 +478,8 @@ pub struct RunStats {
     pub endpoints: Vec<EndpointStats>,
     /// Per phase of a rate profile, merged over threads (else empty).
     pub phases: Vec<PhaseStats>,
+    /// The fastest response of any thread, warm-up included (µs).
+    pub fastest_us: Option<u64>,
 }
 
 impl RunStats {
@@ -518,6 +525,7 @@ impl RunStats {
             window,
             rate_window: window,
             interruption: None,
+            fastest_us: threads.iter().filter_map(|t| t.fastest_us).min(),
             threads,
             endpoints,
             phases,

@@ -178,6 +178,9 @@ impl Recorder {
     /// `bytes` bytes (head and body).
     #[inline]
     pub fn completed(&mut self, stamp: Stamp, status: u16, bytes: u64, now: Nanos) {
+        let took = to_us(now - stamp.sent);
+        let fastest = &mut self.stats.fastest_us;
+        *fastest = Some(fastest.map_or(took, |f| f.min(took)));
         if !stamp.measured {
             return;
         }
