@@ -138,6 +138,9 @@ pub fn run(cmd: Command, out: &mut dyn Write) -> Result<(), Error> {
 /// `metron report`: the text report (and optionally the HTML report) of a
 /// saved JSON document.
 pub fn rerender(args: &cli::ReportArgs, mut out: &mut dyn Write) -> Result<(), Error> {
+    if let Some(sweep) = read_sweep(&args.file)? {
+        return sweep::rerender(&sweep, args.html.as_deref(), out);
+    }
     let doc = read_document(&args.file)?;
     let stats = doc.stats().map_err(|why| Error::Input {
         path: args.file.clone(),
@@ -181,6 +184,24 @@ pub fn rerender(args: &cli::ReportArgs, mut out: &mut dyn Write) -> Result<(), E
         write_file("--html", path, report::html::render(&doc).as_bytes())?;
     }
     Ok(())
+}
+
+/// A sweep's document (`metron sweep --json`), when the file is one.
+fn read_sweep(path: &Path) -> Result<Option<report::sweep::SweepDocument>, Error> {
+    let input = |why: String| Error::Input {
+        path: path.to_path_buf(),
+        why,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| input(e.to_string()))?;
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return Ok(None);
+    };
+    if value.get("kind").and_then(|k| k.as_str()) != Some("sweep") {
+        return Ok(None);
+    }
+    serde_json::from_value(value)
+        .map(Some)
+        .map_err(|e| input(format!("not a metron sweep: {e}")))
 }
 
 fn read_document(path: &Path) -> Result<report::json::Document, Error> {

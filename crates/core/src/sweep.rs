@@ -332,6 +332,33 @@ impl Search {
     }
 }
 
+/// `metron report SWEEP.json [--html OUT]`: the table and conclusion of a
+/// saved sweep again, and its page.
+pub fn rerender(
+    doc: &SweepDocument,
+    html: Option<&std::path::Path>,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let c = &doc.config;
+    writeln!(
+        out,
+        "Sweep of {} from {} to {}: SLO {}",
+        c.run.url,
+        rate_words(c.from),
+        rate_words(c.to),
+        c.slo
+    )?;
+    write_header(out)?;
+    for (i, s) in doc.steps.iter().enumerate() {
+        write_row(out, i + 1, s)?;
+    }
+    writeln!(out, "{}", doc.conclusion)?;
+    if let Some(path) = html {
+        crate::write_file("--html", path, crate::report::html::render_sweep(doc).as_bytes())?;
+    }
+    Ok(())
+}
+
 /// `--json` and `--html` of the sweep.
 fn write_outputs(args: &SweepArgs, doc: &SweepDocument, out: &mut dyn Write) -> Result<(), Error> {
     if let Some(path) = &args.run.json {
