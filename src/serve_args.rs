@@ -11,10 +11,10 @@ use std::time::Duration;
 use clap::Args;
 
 use metron_core::cli::choice::choice;
-use metron_core::cli::units::{parse_bytes, parse_duration, parse_si_u64};
+use metron_core::cli::units::{parse_bytes, parse_duration, parse_si_f64, parse_si_u64};
 use metron_serve::{
-    parse_fault, parse_probability, BadCert, FaultPlan, FaultSpec, Http2, Per, Probability,
-    ServeConfig, StallPlan, MAX_H2_WINDOW, MAX_THREADS,
+    parse_fault, parse_probability, BadCert, Capacity, FaultPlan, FaultSpec, Http2, Per,
+    Probability, ServeConfig, StallPlan, MAX_H2_WINDOW, MAX_THREADS,
 };
 
 /// The long help of `--fault`: every fault by name.
@@ -63,6 +63,10 @@ pub struct ServeArgs {
     /// Fixed delay before every response (e.g. 2ms)
     #[arg(long, value_name = "D", default_value = "0", value_parser = parse_duration)]
     pub delay: Duration,
+
+    /// Answer at most RPS requests per second over all connections, in arrival order (e.g. 4k)
+    #[arg(long, value_name = "RPS", value_parser = parse_capacity, allow_negative_numbers = true)]
+    pub capacity: Option<Capacity>,
 
     /// Body length of the default response (e.g. 512, 4k)
     #[arg(long, value_name = "BYTES", default_value = "0", value_parser = parse_bytes)]
@@ -172,6 +176,7 @@ impl TryFrom<ServeArgs> for ServeConfig {
             listen: args.listen,
             threads: args.threads,
             delay: args.delay,
+            capacity: args.capacity,
             body_size: args.body_size,
             chunked: args.chunked,
             close_every: args.close_every,
@@ -211,6 +216,14 @@ fn parse_window(s: &str) -> Result<u32, String> {
     }
 }
 
+/// `--capacity`: requests per second above 0, with SI suffixes and
+/// fractions (`4k`, `0.5`).
+fn parse_capacity(s: &str) -> Result<Capacity, String> {
+    const FIX: &str = "--capacity takes requests per second above 0, e.g. 1000, 4k or 0.5";
+    let rps = parse_si_f64(s).map_err(|why| format!("{why}; {FIX}"))?;
+    Capacity::new(rps).map_err(|_| format!("'{s}' would serve nothing; {FIX}"))
+}
+
 fn parse_positive(s: &str) -> Result<u64, String> {
     match parse_si_u64(s)? {
         0 => Err(format!("'{s}' must be at least 1")),
@@ -244,6 +257,7 @@ mod tests {
         assert_eq!(cfg.listen, "127.0.0.1:8080".parse().unwrap());
         assert_eq!(cfg.threads, 1);
         assert_eq!(cfg.delay, Duration::ZERO);
+        assert_eq!(cfg.capacity, None);
         assert_eq!(cfg.body_size, 0);
         assert!(!cfg.chunked);
         assert_eq!(cfg.close_every, None);
@@ -299,6 +313,25 @@ mod tests {
         let long = config(&["--stall-for=1s", "--stall-every=1s"]);
         let long = long.unwrap_err().to_string();
         assert!(long.contains("shorter than --stall-every"), "{long}");
+    }
+
+    #[test]
+    fn capacity_takes_units_and_fractions_and_refuses_no_rate() {
+        let rps = |arg: &str| config(&[arg]).map(|cfg| cfg.capacity.map(Capacity::rps));
+        assert_eq!(rps("--capacity=4k"), Ok(Some(4000.0)));
+        assert_eq!(rps("--capacity=2.5k"), Ok(Some(2500.0)));
+        assert_eq!(rps("--capacity=0.5"), Ok(Some(0.5)));
+        for bad in [
+            "--capacity=0",
+            "--capacity=-5",
+            "--capacity=fast",
+            "--capacity=4x",
+        ] {
+            let err = rps(bad).unwrap_err();
+            let first = err.lines().next().unwrap_or_default();
+            let fix = "--capacity takes requests per second above 0, e.g. 1000, 4k or 0.5";
+            assert!(first.contains(fix), "{bad}: {err}");
+        }
     }
 
     #[test]

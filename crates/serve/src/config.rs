@@ -11,6 +11,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::capacity::Capacity;
 use super::fault::{FaultPlan, Pick, Probability};
 use super::plan::StallPlan;
 use super::tls::BadCert;
@@ -28,8 +29,12 @@ pub struct ServeConfig {
     pub listen: SocketAddr,
     /// Tokio worker threads (1 to [`MAX_THREADS`]).
     pub threads: usize,
-    /// Added before every response, on top of a `/delay/MS` route's delay.
+    /// Added before every response, on top of a `/delay/MS` route's delay
+    /// (with `capacity`, once the request's service is over).
     pub delay: Duration,
+    /// Answer at most this many requests per second, over all connections,
+    /// in the order they were read (`--capacity`; see `capacity`).
+    pub capacity: Option<Capacity>,
     /// Body length of the default response.
     pub body_size: u64,
     /// Frame the default response with chunked transfer coding.
@@ -65,6 +70,7 @@ impl Default for ServeConfig {
             listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
             threads: 1,
             delay: Duration::ZERO,
+            capacity: None,
             body_size: 0,
             chunked: false,
             close_every: None,

@@ -9,7 +9,11 @@
 //!
 //! Time enters in two places. A response is not written before its due time
 //! (arrival plus `--delay` plus any `/delay/MS`), and no byte is written
-//! during a stall: every write waits for the stall to end first.
+//! during a stall: every write waits for the stall to end first. With
+//! `--capacity` every request read joins the server's one queue at once,
+//! pipelined ones together and in order, and its due time counts from the
+//! end of its service instead of its arrival. As without it, the next
+//! requests are read once those read before are answered.
 //!
 //! A fault replaces a response: its bytes (if any) go out after everything
 //! answered before it, and then it decides how the connection ends, by a
@@ -71,6 +75,9 @@ struct Conn<S> {
     answered: u64,
     /// The fault plan picked this connection (`--fault-per connection`).
     faulty: bool,
+    /// With `--capacity`: what one read amounted to, each request with
+    /// the end of its service. Kept to be reused.
+    batch: Vec<(Event, Option<Duration>)>,
 }
 
 impl<S: Stream> Conn<S> {
@@ -84,6 +91,7 @@ impl<S: Stream> Conn<S> {
             reader: Reader::default(),
             answered: 0,
             faulty,
+            batch: Vec::new(),
         }
     }
 
@@ -108,6 +116,9 @@ impl<S: Stream> Conn<S> {
     /// Answers every complete request in the input buffer; returns how the
     /// connection ends, if one of the answers ends it.
     async fn answer_buffered(&mut self, arrival: Instant) -> io::Result<Option<Ending>> {
+        if self.shared.cfg.capacity.is_some() {
+            return self.answer_queued(arrival).await;
+        }
         let mut pos = 0;
         let ending = loop {
             let (used, event) = self.reader.step(&self.input[pos..], &self.shared.stats);
@@ -116,14 +127,14 @@ impl<S: Stream> Conn<S> {
                 Event::NeedMore => break None,
                 Event::Continue => self.out.extend_from_slice(CONTINUE),
                 Event::Request(head) => {
-                    if let Some(ending) = self.answer(head, arrival).await? {
+                    if let Some(ending) = self.answer(head, arrival, None).await? {
                         break Some(ending);
                     }
                 }
                 Event::Bad => {
                     self.shared.stats.bad_request();
                     break self
-                        .send(Reply::BadRequest, arrival, Duration::ZERO)
+                        .send(Reply::BadRequest, arrival, None, Duration::ZERO)
                         .await?;
                 }
             }
@@ -132,8 +143,63 @@ impl<S: Stream> Conn<S> {
         Ok(ending)
     }
 
-    /// Answers one request; returns how the connection ends, if it does.
-    async fn answer(&mut self, mut head: Head, arrival: Instant) -> io::Result<Option<Ending>> {
+    /// [`Self::answer_buffered`] with `--capacity`: first every complete
+    /// request in the input buffer joins the queue, in order, since they
+    /// all arrived with this read; then each is answered once its service
+    /// is over. A bad request is served too, with its 400.
+    async fn answer_queued(&mut self, arrival: Instant) -> io::Result<Option<Ending>> {
+        let mut batch = std::mem::take(&mut self.batch);
+        let mut pos = 0;
+        loop {
+            let (used, event) = self.reader.step(&self.input[pos..], &self.shared.stats);
+            pos += used;
+            let served = match event {
+                Event::NeedMore => break,
+                Event::Continue => None,
+                Event::Request(_) | Event::Bad => self.shared.book(arrival),
+            };
+            let bad = matches!(event, Event::Bad);
+            batch.push((event, served));
+            // Nothing after bytes that are not HTTP is read.
+            if bad {
+                break;
+            }
+        }
+        self.input.drain(..pos);
+        let mut ending = None;
+        for (event, served) in batch.drain(..) {
+            ending = match event {
+                Event::NeedMore => None,
+                Event::Continue => {
+                    self.out.extend_from_slice(CONTINUE);
+                    None
+                }
+                Event::Request(head) => self.answer(head, arrival, served).await?,
+                Event::Bad => {
+                    self.shared.stats.bad_request();
+                    let reply = Reply::BadRequest;
+                    self.send(reply, arrival, served, Duration::ZERO).await?
+                }
+            };
+            // What was read after the request that ends the connection
+            // goes unanswered, as it would without --capacity.
+            if ending.is_some() {
+                break;
+            }
+        }
+        self.batch = batch;
+        Ok(ending)
+    }
+
+    /// Answers one request, which with `--capacity` is `served` at that
+    /// offset from the server's start; returns how the connection ends, if
+    /// it does.
+    async fn answer(
+        &mut self,
+        mut head: Head,
+        arrival: Instant,
+        served: Option<Duration>,
+    ) -> io::Result<Option<Ending>> {
         self.shared.stats.request_done(head.capture.take());
         self.answered += 1;
         let ask = Ask {
@@ -144,7 +210,7 @@ impl<S: Stream> Conn<S> {
             fault: self.shared.fault_due(self.faulty),
         };
         let reply = reply_for(ask, self.shared.defaults);
-        self.send(reply, arrival, head.route.delay()).await
+        self.send(reply, arrival, served, head.route.delay()).await
     }
 
     /// Counts, delays and writes `reply`; returns how the connection ends,
@@ -153,27 +219,33 @@ impl<S: Stream> Conn<S> {
         &mut self,
         reply: Reply,
         arrival: Instant,
+        served: Option<Duration>,
         extra: Duration,
     ) -> io::Result<Option<Ending>> {
         match reply {
             Reply::Fault { .. } => self.shared.stats.fault_injected(),
             _ => self.shared.stats.responded(reply.status()),
         }
-        self.delay(arrival, extra).await?;
+        self.delay(arrival, served, extra).await?;
         self.emit(reply).await
     }
 
     /// Holds the next response back until `--delay` plus `extra` after its
-    /// request arrived; what is already queued goes out first, since it was
-    /// due earlier. No clock is read when there is no delay.
-    async fn delay(&mut self, arrival: Instant, extra: Duration) -> io::Result<()> {
-        let delay = self.shared.cfg.delay.saturating_add(extra);
-        if delay.is_zero() {
+    /// request arrived, or with `--capacity` after its service is over
+    /// (`served`); what is already queued goes out first, since it was due
+    /// earlier. No clock is read when there is nothing to wait for.
+    async fn delay(
+        &mut self,
+        arrival: Instant,
+        served: Option<Duration>,
+        extra: Duration,
+    ) -> io::Result<()> {
+        let Some((origin, due)) = self.shared.response_due(arrival, served, extra) else {
             return Ok(());
-        }
-        if arrival.elapsed() < delay {
+        };
+        if origin.elapsed() < due {
             self.flush().await?;
-            sleep_past(arrival, delay).await;
+            sleep_past(origin, due).await;
         }
         Ok(())
     }

@@ -4,7 +4,8 @@
 //!
 //! Each stream runs in its own task, so streams on one connection are
 //! answered independently: a `/delay/MS` or `--delay` holds back only its
-//! own stream. What the connection as a whole must do (a GOAWAY after
+//! own stream. With `--capacity` each stream is one request in the
+//! server's queue, joining it once its request is read in full. What the connection as a whole must do (a GOAWAY after
 //! `--close-every` or `/close`, a fault that ends the connection) goes to
 //! the connection's task (`h2conn`) as a [`ConnEvent`], since only it
 //! holds the connection.
@@ -134,8 +135,10 @@ pub(crate) async fn serve(
         return;
     };
     let shared = &link.shared;
+    // Read in full: now it joins the queue of --capacity, if any.
+    let served = shared.book_now();
     if shared.reset_due() {
-        delay(shared, arrival, ask.route.delay()).await;
+        delay(shared, arrival, served, ask.route.delay()).await;
         respond.send_reset(RESET_REASON);
         shared.stats.h2_reset();
         return;
@@ -152,7 +155,7 @@ pub(crate) async fn serve(
         Reply::Fault { .. } => shared.stats.fault_injected(),
         _ => shared.stats.responded(reply.status()),
     }
-    delay(shared, arrival, ask.route.delay()).await;
+    delay(shared, arrival, served, ask.route.delay()).await;
     let sent = match reply {
         Reply::Send(response) => send(&mut respond, response, None).await,
         Reply::Canned { head_only, .. } => {
@@ -210,11 +213,11 @@ async fn read_body(body: &mut RecvStream, mut keep: Option<&mut Vec<u8>>) -> Res
     Ok(())
 }
 
-/// Waits until `--delay` plus `extra` after the request arrived.
-async fn delay(shared: &Shared, arrival: Instant, extra: Duration) {
-    let delay = shared.cfg.delay.saturating_add(extra);
-    if !delay.is_zero() {
-        sleep_past(arrival, delay).await;
+/// Waits until `--delay` plus `extra` after the request arrived, or with
+/// `--capacity` after its service is over (`served`).
+async fn delay(shared: &Shared, arrival: Instant, served: Option<Duration>, extra: Duration) {
+    if let Some((origin, due)) = shared.response_due(arrival, served, extra) {
+        sleep_past(origin, due).await;
     }
 }
 

@@ -16,15 +16,17 @@
 //! shutdown) and [`run`] for `metron serve`, which hands it a
 //! [`ServeConfig`] built from its flags; this module never sees the command
 //! line. The rest is split by concept: `config` (what to serve), `plan`
-//! (stall schedule), `fault` (injected failures), `fault_bytes` (their
-//! bytes), `tls` (HTTPS: certificates, client certificates), `stats` (what
-//! was received), `request` and `body` (parsing), `route` and `reply` (what
-//! to answer and its bytes), `shared` (what every connection shares),
-//! `session` (one accepted connection: TLS, then which protocol), `conn`
-//! (the HTTP/1.1 loop), and for HTTP/2 `h2conn` (the connection), `h2stream`
-//! (one stream) and `h2wire` (the byte stream under the library).
+//! (stall schedule), `capacity` (the one queue of `--capacity`), `fault`
+//! (injected failures), `fault_bytes` (their bytes), `tls` (HTTPS:
+//! certificates, client certificates), `stats` (what was received),
+//! `request` and `body` (parsing), `route` and `reply` (what to answer and
+//! its bytes), `shared` (what every connection shares), `session` (one
+//! accepted connection: TLS, then which protocol), `conn` (the HTTP/1.1
+//! loop), and for HTTP/2 `h2conn` (the connection), `h2stream` (one
+//! stream) and `h2wire` (the byte stream under the library).
 
 mod body;
+mod capacity;
 mod config;
 mod conn;
 mod fault;
@@ -52,6 +54,7 @@ use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
+pub use capacity::Capacity;
 pub use config::{Http2, ServeConfig, MAX_H2_WINDOW, MAX_THREADS, TRICKLE_INTERVAL};
 pub use fault::{
     parse_fault, parse_probability, Fault, FaultPlan, FaultSpec, Per, Pick, Probability,

@@ -96,6 +96,20 @@ impl StallPlan {
         };
         (phase < self.length).then(|| since_start.saturating_add(self.length - phase))
     }
+
+    /// The offset of the first stall that starts at or after `since_start`,
+    /// if there is one (and it is not past the range of a Duration).
+    pub fn next_start(&self, since_start: Duration) -> Option<Duration> {
+        let into = since_start.saturating_sub(self.at);
+        if into.is_zero() {
+            return Some(self.at);
+        }
+        let every = self.every?.as_nanos();
+        // Whole periods from the first start, rounded up.
+        let periods = into.as_nanos().div_ceil(every);
+        let offset = periods.checked_mul(every)?;
+        self.at.checked_add(checked_nanos(offset)?)
+    }
 }
 
 fn check_length(length: Duration) -> Result<(), String> {
@@ -105,10 +119,17 @@ fn check_length(length: Duration) -> Result<(), String> {
     Ok(())
 }
 
+const NANOS_PER_SEC: u128 = 1_000_000_000;
+
 /// A Duration from a nanosecond count no larger than some Duration's.
 fn nanos(n: u128) -> Duration {
-    const PER_SEC: u128 = 1_000_000_000;
-    Duration::new((n / PER_SEC) as u64, (n % PER_SEC) as u32)
+    Duration::new((n / NANOS_PER_SEC) as u64, (n % NANOS_PER_SEC) as u32)
+}
+
+/// A Duration from a nanosecond count, if one can hold it.
+fn checked_nanos(n: u128) -> Option<Duration> {
+    let secs = u64::try_from(n / NANOS_PER_SEC).ok()?;
+    Some(Duration::new(secs, (n % NANOS_PER_SEC) as u32))
 }
 
 #[cfg(test)]
@@ -169,6 +190,22 @@ mod tests {
         );
         let zero = StallPlan::from_flags(Some(ms(1)), Some(ms(0)), None).unwrap_err();
         assert!(zero.contains("longer than zero"), "{zero}");
+    }
+
+    #[test]
+    fn the_next_stall_start_is_at_or_after_the_offset() {
+        let once = StallPlan::once(ms(300), ms(500)).unwrap();
+        assert_eq!(once.next_start(ms(0)), Some(ms(300)));
+        assert_eq!(once.next_start(ms(300)), Some(ms(300)));
+        assert_eq!(once.next_start(ms(301)), None);
+        let periodic = StallPlan::periodic(ms(1000), ms(200), Some(ms(500))).unwrap();
+        assert_eq!(periodic.next_start(ms(0)), Some(ms(500)));
+        assert_eq!(periodic.next_start(ms(500)), Some(ms(500)));
+        assert_eq!(periodic.next_start(ms(501)), Some(ms(1500)));
+        assert_eq!(periodic.next_start(ms(1500)), Some(ms(1500)));
+        assert_eq!(periodic.next_start(ms(100_700)), Some(ms(101_500)));
+        let far = StallPlan::periodic(Duration::MAX, ms(1), Some(ms(5))).unwrap();
+        assert_eq!(far.next_start(ms(6)), None, "past the range");
     }
 
     #[test]

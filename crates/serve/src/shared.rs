@@ -1,8 +1,9 @@
 //! What every connection of one server shares, whatever protocol it
 //! speaks: the config and counters ([`Shared`]), the byte stream it is
 //! served over ([`Stream`]: plain TCP or TLS), which responses the fault
-//! plan spoils, and the ways a connection waits and ends (a polite close
-//! that lingers, a reset).
+//! plan spoils, the queue of `--capacity` and when a response is due, and
+//! the ways a connection waits and ends (a polite close that lingers, a
+//! reset).
 //!
 //! The HTTP/1.1 loop (`conn`) and the HTTP/2 one (`h2conn`) both build on
 //! this module, so a fault plan, a stall or a close means the same on both.
@@ -15,6 +16,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::{sleep, sleep_until, timeout, Sleep};
 
+use super::capacity::Queue;
 use super::config::ServeConfig;
 use super::fault::{Fault, Per};
 use super::reply::Canned;
@@ -42,6 +44,8 @@ pub(crate) struct Shared {
     fault_count: AtomicU64,
     /// HTTP/2 streams `--h2-reset` has counted so far.
     reset_count: AtomicU64,
+    /// The one queue every request joins with `--capacity`.
+    queue: Option<Queue>,
 }
 
 impl Shared {
@@ -58,6 +62,7 @@ impl Shared {
         };
         let canned = Canned::build(default_body(cfg.body_size, defaults));
         defaults.canned = canned.is_some();
+        let queue = cfg.capacity.map(|capacity| Queue::new(capacity, cfg.stall));
         Shared {
             cfg,
             started_at,
@@ -67,6 +72,7 @@ impl Shared {
             tls,
             fault_count: AtomicU64::new(0),
             reset_count: AtomicU64::new(0),
+            queue,
         }
     }
 
@@ -110,6 +116,39 @@ impl Shared {
             return false;
         };
         pick.picks(self.reset_count.fetch_add(1, Relaxed) + 1)
+    }
+
+    /// With `--capacity`, puts a request read at `read` at the back of the
+    /// server's queue; returns when its service completes, as an offset
+    /// from the server's start.
+    pub(crate) fn book(&self, read: Instant) -> Option<Duration> {
+        let queue = self.queue.as_ref()?;
+        Some(queue.book(read.saturating_duration_since(self.started_at)))
+    }
+
+    /// [`Shared::book`] for a request read just now; without `--capacity`
+    /// no clock is read.
+    pub(crate) fn book_now(&self) -> Option<Duration> {
+        let queue = self.queue.as_ref()?;
+        Some(queue.book(self.started_at.elapsed()))
+    }
+
+    /// When the response to a request that arrived at `arrival` is due, as
+    /// an origin and an offset from it (for [`sleep_past`]): `--delay` plus
+    /// `extra` after its arrival, or with `--capacity` after its service
+    /// completes at `served`. `None` when it need not wait at all.
+    pub(crate) fn response_due(
+        &self,
+        arrival: Instant,
+        served: Option<Duration>,
+        extra: Duration,
+    ) -> Option<(Instant, Duration)> {
+        let delay = self.cfg.delay.saturating_add(extra);
+        match served {
+            Some(done) => Some((self.started_at, done.saturating_add(delay))),
+            None if delay.is_zero() => None,
+            None => Some((arrival, delay)),
+        }
     }
 
     /// When the stall under way (if any) ends, as a timer; `None` outside
