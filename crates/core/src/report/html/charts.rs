@@ -1,14 +1,17 @@
-//! The report's three charts, built from the document: latency by
-//! percentile, latency over time, and throughput over time.
+//! The report's charts, built from the document: latency by percentile,
+//! latency over time, throughput over time, the intended and achieved rate
+//! of a rate profile, and a sweep's knee (latency against offered rate).
 //!
 //! This is where document units (µs, counts per interval, percentiles in
 //! 0–100) become display units and chart coordinates; the drawing itself is
 //! [`super::svg`]'s.
 
 use crate::report::json::{Document, Point as SeriesPoint, Summary};
+use crate::report::sweep::{SweepDocument, SweepStep};
 
 use super::axis::Axis;
-use super::fmt::{count, real, trim};
+use super::fmt::{count, latency_us, real, trim};
+use super::slo::Outcome;
 use super::svg::{Chart, Point, Series};
 
 const BLUE: &str = "#2563a8";
@@ -16,6 +19,8 @@ const ORANGE: &str = "#d9731a";
 const PURPLE: &str = "#7d4fa1";
 const GREEN: &str = "#2f8a4c";
 const RED: &str = "#c33b32";
+const GREY: &str = "#6b7280";
+const AMBER: &str = "#b7791f";
 
 /// Labels of the percentile axis, one per decade of 1 / (1 - p): position
 /// `k` is the percentile 100 × (1 - 10^-k).
@@ -127,6 +132,7 @@ fn spectrum_series(
         color,
         dashed,
         on_right: false,
+        rings: false,
         runs: vec![run],
     }
 }
@@ -263,6 +269,7 @@ pub fn latency_over_time(doc: &Document) -> Chart {
             color,
             dashed,
             on_right: false,
+            rings: false,
             runs: latency_runs(doc, &unit, name, pick),
         })
         .collect();
@@ -308,6 +315,7 @@ pub fn throughput_over_time(doc: &Document) -> Chart {
             color: GREEN,
             dashed: false,
             on_right: false,
+            rings: false,
             runs: vec![completed],
         },
         Series {
@@ -315,6 +323,7 @@ pub fn throughput_over_time(doc: &Document) -> Chart {
             color: RED,
             dashed: false,
             on_right: true,
+            rings: false,
             runs: vec![errors],
         },
     ];
@@ -328,6 +337,212 @@ pub fn throughput_over_time(doc: &Document) -> Chart {
     }
 }
 
+/// The rate the profile asked for over the measured window: a point at
+/// each end of each phase (a ramp is linear in between, a step between
+/// phases is a vertical jump), clipped to `[0, end]`, and 0 after the
+/// profile's end. Profile times count from the run's start, warm-up
+/// included, the window's from its own start: they are shifted by the
+/// warm-up.
+fn intended_run(doc: &Document, end: f64) -> Vec<Point> {
+    let shift = doc.config.warmup_s;
+    let shift = if shift.is_finite() { shift } else { 0.0 };
+    let mut run = Vec::new();
+    let mut push = |t: f64, rate: f64, label: &str| {
+        run.push(Point {
+            x: t,
+            y: rate,
+            tip: format!("{} s: intended {}/s ({label})", trim(t, 3), real(rate)),
+        })
+    };
+    let mut profile_end = f64::NEG_INFINITY;
+    for ph in &doc.config.rate_profile {
+        let (a, b) = (ph.start_s - shift, ph.start_s + ph.length_s - shift);
+        if !(a.is_finite() && b.is_finite() && b > a) {
+            continue;
+        }
+        profile_end = profile_end.max(b);
+        if b <= 0.0 || a >= end {
+            continue;
+        }
+        let at = |t: f64| ph.from + (ph.to - ph.from) * (t - a) / (b - a);
+        let (from, to) = (a.max(0.0), b.min(end));
+        push(from, at(from), &ph.label);
+        push(to, at(to), &ph.label);
+    }
+    if profile_end.is_finite() && profile_end < end {
+        let from = profile_end.max(0.0);
+        push(from, 0.0, "after the profile");
+        push(end, 0.0, "after the profile");
+    }
+    run
+}
+
+/// The rate a profile intended, and the rate achieved per interval.
+pub fn intended_rate(doc: &Document) -> Chart {
+    let x = time_axis(doc);
+    let intended = intended_run(doc, x.max);
+    let achieved = rate_run(doc, "completed", |p| p.completed);
+    let top = intended
+        .iter()
+        .chain(&achieved)
+        .map(|p| p.y)
+        .fold(0.0, f64::max);
+    let series = vec![
+        Series {
+            label: "intended".to_string(),
+            color: BLUE,
+            dashed: true,
+            on_right: false,
+            rings: false,
+            runs: vec![intended],
+        },
+        Series {
+            label: "achieved (completed/s)".to_string(),
+            color: GREEN,
+            dashed: false,
+            on_right: false,
+            rings: false,
+            runs: vec![achieved],
+        },
+    ];
+    Chart {
+        label: "Intended and achieved rate".to_string(),
+        x,
+        y: Axis::from_zero(top, 6, "requests per second"),
+        y_right: None,
+        series,
+        empty_note: "No profile or intervals to plot".to_string(),
+    }
+}
+
+/// Picks one latency figure out of a sweep step.
+type StepPick = fn(&SweepStep) -> u64;
+
+/// The knee's latency lines: corrected latency with unfinished requests at
+/// their lower bounds, per step.
+const KNEE_LINES: [(&str, &str, bool, StepPick); 4] = [
+    ("p50", BLUE, false, |s| s.p50),
+    ("p99", ORANGE, false, |s| s.p99),
+    ("p99.9", PURPLE, false, |s| s.p999),
+    ("max", GREY, true, |s| s.max),
+];
+
+/// A latency axis in decades, for values from `low` to `high` µs (both
+/// at least 1): positions are log10(µs), ticks at each power of ten, and at
+/// 2 and 5 times it when the range is two decades or less, labelled in
+/// `unit` as the linear axes are.
+fn log_latency_axis(low: u64, high: u64) -> Axis {
+    let unit = LatencyUnit::for_max(high);
+    let lo = (low.max(1) as f64).log10().floor();
+    let hi = (high.max(1) as f64).log10().ceil().max(lo + 1.0);
+    let mut ticks = Vec::new();
+    let fine = hi - lo <= 2.0;
+    for k in lo as i32..=hi as i32 {
+        for m in [1.0, 2.0, 5.0] {
+            let us = m * 10f64.powi(k);
+            let at = us.log10();
+            if (m == 1.0 || fine) && at <= hi + 1e-9 {
+                ticks.push((at, trim(us * unit.per_us, 3)));
+            }
+        }
+    }
+    Axis {
+        min: lo,
+        max: hi,
+        ticks,
+        title: format!("latency ({}, log scale)", unit.name),
+    }
+}
+
+/// The sweep's knee: each latency percentile against the rate offered,
+/// steps sorted by rate, on a log scale so that p50 and the maximum both
+/// read. Steps that did not meet the SLO, or were inconclusive, are
+/// circled on every line.
+pub fn knee(doc: &SweepDocument) -> Chart {
+    let mut steps: Vec<&SweepStep> = doc.steps.iter().filter(|s| s.rate.is_finite()).collect();
+    steps.sort_by(|a, b| a.rate.total_cmp(&b.rate));
+    let values = || {
+        steps
+            .iter()
+            .flat_map(|s| KNEE_LINES.iter().map(move |l| (l.3)(s)))
+            .filter(|&v| v > 0)
+    };
+    let y = log_latency_axis(values().min().unwrap_or(1), values().max().unwrap_or(1));
+    let x = Axis::from_zero(
+        steps.iter().map(|s| s.rate).fold(0.0, f64::max),
+        8,
+        "offered rate (requests/s)",
+    );
+    let point = |s: &SweepStep, name: &str, v: u64| Point {
+        x: s.rate,
+        y: (v as f64).log10(),
+        tip: format!(
+            "{} requests/s offered: {name} {} ({})",
+            real(s.rate),
+            latency_us(v),
+            Outcome::of(&s.slo).word()
+        ),
+    };
+    let mut series: Vec<Series> = KNEE_LINES
+        .iter()
+        .map(|&(name, color, dashed, pick)| {
+            // A step without latencies (nothing measured) is a gap.
+            let mut runs: Vec<Vec<Point>> = vec![Vec::new()];
+            for s in &steps {
+                match pick(s) {
+                    0 => runs.push(Vec::new()),
+                    v => runs
+                        .last_mut()
+                        .expect("never empty")
+                        .push(point(s, name, v)),
+                }
+            }
+            runs.retain(|r| !r.is_empty());
+            Series {
+                label: name.to_string(),
+                color,
+                dashed,
+                on_right: false,
+                rings: false,
+                runs,
+            }
+        })
+        .collect();
+    for (outcome, label, color) in [
+        (Outcome::NotMet, "SLO not met", RED),
+        (Outcome::Inconclusive, "inconclusive", AMBER),
+    ] {
+        let marked: Vec<Vec<Point>> = steps
+            .iter()
+            .filter(|s| Outcome::of(&s.slo) == outcome)
+            .flat_map(|s| {
+                KNEE_LINES
+                    .iter()
+                    .filter(|l| (l.3)(s) > 0)
+                    .map(|l| vec![point(s, l.0, (l.3)(s))])
+            })
+            .collect();
+        if !marked.is_empty() {
+            series.push(Series {
+                label: label.to_string(),
+                color,
+                dashed: false,
+                on_right: false,
+                rings: true,
+                runs: marked,
+            });
+        }
+    }
+    Chart {
+        label: "Latency against offered rate".to_string(),
+        x,
+        y,
+        y_right: None,
+        series,
+        empty_note: "No step measured a latency".to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -338,6 +553,23 @@ mod tests {
         assert!((decade_position(99.0).unwrap() - 2.0).abs() < 1e-9);
         assert!((decade_position(99.99).unwrap() - 4.0).abs() < 1e-9);
         assert_eq!(decade_position(100.0), None);
+    }
+
+    #[test]
+    fn log_axes_tick_round_latencies() {
+        let a = log_latency_axis(1_800, 190_000);
+        assert_eq!((a.min, a.max), (3.0, 6.0));
+        let labels: Vec<&str> = a.ticks.iter().map(|t| t.1.as_str()).collect();
+        assert_eq!(labels, ["1", "10", "100", "1000"]);
+        assert_eq!(a.title, "latency (ms, log scale)");
+        let fine = log_latency_axis(200, 900);
+        let labels: Vec<&str> = fine.ticks.iter().map(|t| t.1.as_str()).collect();
+        assert_eq!(labels, ["0.1", "0.2", "0.5", "1"]);
+        let long = log_latency_axis(900_000, 12_000_000);
+        let labels: Vec<&str> = long.ticks.iter().map(|t| t.1.as_str()).collect();
+        assert_eq!(labels, ["0.1", "1", "10", "100"]);
+        assert_eq!(long.title, "latency (s, log scale)");
+        assert_eq!(log_latency_axis(0, 0).max, 1.0);
     }
 
     #[test]

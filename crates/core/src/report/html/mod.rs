@@ -1,5 +1,7 @@
 //! The HTML report (`--html FILE`, `metron report run.json --html FILE`):
-//! one self-contained page rendered from a JSON [`Document`].
+//! one self-contained page rendered from a JSON [`Document`]; and a
+//! sweep's page ([`render_sweep`]), in the same style, from its
+//! [`SweepDocument`].
 //!
 //! The page fetches nothing: its style is inline and its charts are SVG
 //! drawn here ([`charts`] on [`svg`]), readable with scripting off and
@@ -10,8 +12,10 @@
 mod axis;
 mod charts;
 mod fmt;
+mod slo;
 mod style;
 mod svg;
+mod sweep;
 mod tables;
 #[cfg(test)]
 mod tests;
@@ -19,49 +23,31 @@ mod tests;
 use std::fmt::Write;
 
 use crate::report::json::Document;
+use crate::report::sweep::SweepDocument;
 
 use fmt::{escape, seconds};
 use style::STYLE;
 
-/// Renders the whole report page.
-/// The page of a sweep: what was asked, the steps as a table, and the
-/// conclusion.
-pub fn render_sweep(doc: &crate::report::sweep::SweepDocument) -> String {
-    let mut page = String::with_capacity(16 * 1024);
-    let _ = write!(
-        page,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <title>metron sweep: {}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n<main>\n",
-        escape(&doc.config.run.url)
-    );
-    let _ = writeln!(
-        page,
-        "<h1>metron sweep</h1>\n<p>{} &mdash; SLO <code>{}</code></p>\n<p><strong>{}</strong></p>",
-        escape(&doc.config.run.url),
-        escape(&doc.config.slo),
-        escape(&doc.conclusion)
-    );
-    page.push_str("<table>\n<tr><th>Rate</th><th>Achieved</th><th>p50 (µs)</th><th>p99 (µs)</th><th>p99.9 (µs)</th><th>Max (µs)</th><th>Errors</th><th>Verdict</th></tr>\n");
-    for s in &doc.steps {
-        let _ = writeln!(
-            page,
-            "<tr><td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            s.rate, s.achieved, s.p50, s.p99, s.p999, s.max, s.errors, escape(&s.slo.verdict)
-        );
-    }
-    page.push_str("</table>\n</main>\n</body>\n</html>\n");
-    page
+/// The page of a sweep (`metron sweep --html FILE`): what was asked, the
+/// conclusion, the knee chart and every step.
+pub fn render_sweep(doc: &SweepDocument) -> String {
+    sweep::render(doc)
 }
 
+/// Renders the whole report page.
 pub fn render(doc: &Document) -> String {
     let mut page = String::with_capacity(64 * 1024);
-    head(&mut page, doc);
+    head(&mut page, "report", &doc.config.url);
     page.push_str("<body>\n<main>\n");
     header(&mut page, doc);
     tables::configuration(&mut page, doc);
     tables::headline(&mut page, doc);
+    if let Some(s) = &doc.slo {
+        slo::section(&mut page, s);
+    }
     latency(&mut page, doc);
     over_time(&mut page, doc);
+    profile(&mut page, doc);
     tables::accounting(&mut page, doc);
     tables::endpoints(&mut page, doc);
     tables::threads(&mut page, doc);
@@ -75,13 +61,15 @@ pub fn render(doc: &Document) -> String {
     page
 }
 
-fn head(page: &mut String, doc: &Document) {
+/// The document's head: `what` (`report`, `sweep`) and the target in the
+/// title, and the inline style sheet.
+fn head(page: &mut String, what: &str, url: &str) {
     let _ = write!(
         page,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>metron report: {}</title>\n<style>\n{STYLE}</style>\n</head>\n",
-        escape(&doc.config.url)
+         <title>metron {what}: {}</title>\n<style>\n{STYLE}</style>\n</head>\n",
+        escape(url)
     );
 }
 
@@ -120,8 +108,17 @@ fn header(page: &mut String, doc: &Document) {
 
 fn summary_line(doc: &Document) -> String {
     let c = &doc.config;
+    let poisson = if c.arrival.as_deref() == Some("poisson") {
+        ", Poisson arrivals"
+    } else {
+        ""
+    };
     let mode = match c.load().rate() {
-        Some(r) => format!("at {} requests/s", fmt::real(r)),
+        Some(r) if !c.rate_profile.is_empty() => format!(
+            "following a rate profile of {} requests/s on average{poisson}",
+            fmt::real(r)
+        ),
+        Some(r) => format!("at {} requests/s{poisson}", fmt::real(r)),
         None => "as fast as possible".to_string(),
     };
     format!(
@@ -186,4 +183,27 @@ fn over_time(page: &mut String, doc: &Document) {
         "<figcaption>Completed requests and errors (lost requests and error statuses) \
          per second, per interval.</figcaption></figure>\n</section>\n",
     );
+}
+
+/// A rate profile: the rate it intended against the rate achieved, and
+/// the figures of each phase.
+fn profile(page: &mut String, doc: &Document) {
+    if doc.config.rate_profile.is_empty() && doc.phases.is_empty() {
+        return;
+    }
+    page.push_str("<section>\n<h2>Rate profile</h2>\n");
+    if !doc.config.rate_profile.is_empty() {
+        page.push_str("<figure>");
+        page.push_str(&charts::intended_rate(doc).to_svg());
+        let _ = writeln!(
+            page,
+            "<figcaption>The rate the profile intended over the measured window (after the \
+             {} warm-up), and the requests completed per second in each {} interval.\
+             </figcaption></figure>",
+            seconds(doc.config.warmup_s),
+            seconds(doc.series.interval_s)
+        );
+    }
+    tables::phases(page, doc);
+    page.push_str("</section>\n");
 }

@@ -14,6 +14,12 @@ h2 { font-size: 19px; margin: 36px 0 12px; padding-bottom: 6px; border-bottom: 1
 h3 { font-size: 16px; margin: 24px 0 8px; }
 code { font: 13px ui-monospace, monospace; word-break: break-all; }
 .warn { background: #fdecea; border-left: 4px solid var(--bad); padding: 8px 12px; color: #6b1a14; }
+.verdict { border-left: 4px solid; padding: 8px 12px; }
+.verdict.met { background: #e8f4ec; border-color: #2f8a4c; color: #1d4d2c; }
+.verdict.failed { background: #fdecea; border-color: var(--bad); color: #6b1a14; }
+.verdict.unsure { background: #fdf6e3; border-color: #b7791f; color: #5c3d0a; }
+tr.failed th, tr.failed td { background: #fdf3f2; }
+tr.unsure th, tr.unsure td { background: #fdf9ee; }
 table { border-collapse: collapse; margin: 8px 0; }
 th, td { padding: 5px 14px 5px 0; text-align: left; vertical-align: top; border-bottom: 1px solid var(--line); }
 thead th { color: var(--muted); font-weight: 600; font-size: 13px; }
@@ -22,6 +28,8 @@ table.numbers td { text-align: right; font-variant-numeric: tabular-nums; paddin
 table.numbers thead th:not(:first-child) { text-align: right; padding-left: 24px; }
 table.numbers tbody th { font-weight: 500; }
 table.threads tbody tr:last-child th, table.threads tbody tr:last-child td { font-weight: 600; border-top: 2px solid var(--line); }
+table.steps td, table.steps thead th:not(:first-child) { padding-left: 16px; white-space: nowrap; }
+table.steps td:last-child, table.steps thead th:last-child { text-align: left; white-space: normal; }
 .cards { display: grid; grid-template-columns: repeat(4, 1fr); gap: 12px; }
 .card { background: var(--soft); border-radius: 8px; padding: 12px 14px; border-top: 3px solid var(--accent); }
 .card.alert { border-top-color: var(--bad); }
@@ -43,6 +51,7 @@ svg .note { font-size: 15px; fill: var(--muted); }
 svg .series { fill: none; stroke-width: 2.2; stroke-linejoin: round; stroke-linecap: round; }
 svg .dot { fill-opacity: 0; }
 svg .dot.shown { fill-opacity: 0.9; r: 3; }
+svg .ring { fill: none; stroke-width: 2; }
 svg .dot:hover { fill-opacity: 1; stroke: #fff; stroke-width: 1.5; }
 footer { margin-top: 40px; color: var(--muted); font-size: 13px; }
 @media (max-width: 720px) { .cards { grid-template-columns: repeat(2, 1fr); } }

@@ -1,5 +1,6 @@
 //! Line charts drawn as inline SVG markup: plot frame, grid, tick labels,
-//! legend, lines and their hover targets.
+//! legend, lines (or rings marking points of other lines) and their hover
+//! targets.
 //!
 //! The charts know nothing about latency or requests: callers hand over
 //! axes and series already in display units. Every number written into the
@@ -28,6 +29,8 @@ const MAX_HOVER_POINTS: usize = 600;
 /// Up to this many points a series is drawn with visible dots as well, so
 /// that short runs (one interval, a handful of percentiles) still show.
 const MAX_DOTTED_POINTS: usize = 40;
+/// Radius of a ring series' marks: clear of the dot it surrounds.
+const RING: u32 = 7;
 
 /// A point of a series, with the text shown when the pointer rests on it.
 pub struct Point {
@@ -44,6 +47,9 @@ pub struct Series {
     pub dashed: bool,
     /// Plotted against the chart's right-hand axis rather than its left.
     pub on_right: bool,
+    /// Drawn as a ring around each point, without a line: marks points of
+    /// other series (a step that failed) rather than a curve of its own.
+    pub rings: bool,
     pub runs: Vec<Vec<Point>>,
 }
 
@@ -212,16 +218,31 @@ impl Chart {
         let mut x = LEFT;
         let y = TOP - 20.0;
         for s in &self.series {
+            if s.rings {
+                let _ = write!(
+                    out,
+                    r#"<circle class="ring" cx="{}" cy="{}" r="{RING}" stroke="{}"/>"#,
+                    coord(x + 11.0),
+                    coord(y),
+                    s.color
+                );
+            } else {
+                let _ = write!(
+                    out,
+                    r#"<line x1="{x0}" y1="{y}" x2="{x1}" y2="{y}" stroke="{c}" stroke-width="2.5"{d}/>"#,
+                    x0 = coord(x),
+                    x1 = coord(x + 22.0),
+                    y = coord(y),
+                    c = s.color,
+                    d = dash(s.dashed),
+                );
+            }
             let _ = write!(
                 out,
-                r#"<line x1="{x0}" y1="{y}" x2="{x1}" y2="{y}" stroke="{c}" stroke-width="2.5"{d}/><text class="legend" x="{tx}" y="{y}" dy="0.32em">{}</text>"#,
-                escape(&s.label),
-                x0 = coord(x),
-                x1 = coord(x + 22.0),
-                y = coord(y),
-                c = s.color,
-                d = dash(s.dashed),
-                tx = coord(x + 28.0),
+                r#"<text class="legend" x="{}" y="{}" dy="0.32em">{}</text>"#,
+                coord(x + 28.0),
+                coord(y),
+                escape(&s.label)
             );
             x += 28.0 + 7.0 * s.label.chars().count() as f64 + 24.0;
         }
@@ -240,6 +261,12 @@ impl Chart {
     /// A series' path, its dots when it is short, and its hover targets.
     fn line(&self, out: &mut String, s: &Series) {
         let axis = self.axis_of(s);
+        if s.rings {
+            for p in s.runs.iter().flatten() {
+                self.ring(out, s, axis, p);
+            }
+            return;
+        }
         let mut d = String::new();
         for run in &s.runs {
             for (i, p) in run.iter().enumerate() {
@@ -278,6 +305,18 @@ impl Chart {
         let _ = write!(
             out,
             r#"<circle class="{class}" cx="{}" cy="{}" r="4" fill="{}"><title>{}</title></circle>"#,
+            coord(self.px(p.x)),
+            coord(self.py(axis, p.y)),
+            s.color,
+            escape(&p.tip)
+        );
+    }
+
+    /// A ring around a point of another series, titled with its tip.
+    fn ring(&self, out: &mut String, s: &Series, axis: &Axis, p: &Point) {
+        let _ = write!(
+            out,
+            r#"<circle class="ring" cx="{}" cy="{}" r="{RING}" stroke="{}"><title>{}</title></circle>"#,
             coord(self.px(p.x)),
             coord(self.py(axis, p.y)),
             s.color,

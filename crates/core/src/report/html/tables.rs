@@ -1,5 +1,5 @@
 //! The report's tables and figure cards: configuration, headline numbers,
-//! percentiles, request accounting and per-thread figures.
+//! percentiles, request accounting, per-phase and per-thread figures.
 //!
 //! Cells are built as HTML fragments: document strings are escaped where
 //! they enter, and everything else is produced by [`super::fmt`].
@@ -12,7 +12,7 @@ use crate::stats::ByCode;
 use super::fmt::{bytes, count, escape, latency_us, percentile, real, seconds, MISSING};
 
 /// A two-column table of labels and (already escaped) HTML values.
-fn key_values(page: &mut String, class: &str, rows: &[(&str, String)]) {
+pub(super) fn key_values(page: &mut String, class: &str, rows: &[(&str, String)]) {
     let _ = write!(page, "<table class=\"{class}\"><tbody>");
     for (label, value) in rows {
         let _ = write!(
@@ -24,14 +24,29 @@ fn key_values(page: &mut String, class: &str, rows: &[(&str, String)]) {
 }
 
 /// A table with a header row; cells are already escaped HTML.
-fn grid(page: &mut String, class: &str, head: &[&str], rows: &[Vec<String>]) {
+pub(super) fn grid(page: &mut String, class: &str, head: &[&str], rows: &[Vec<String>]) {
+    let rows: Vec<(&str, &[String])> = rows.iter().map(|r| ("", r.as_slice())).collect();
+    classed_grid(page, class, head, &rows);
+}
+
+/// [`grid`] with a style class per row (empty for none).
+pub(super) fn classed_grid(
+    page: &mut String,
+    class: &str,
+    head: &[&str],
+    rows: &[(&str, &[String])],
+) {
     let _ = write!(page, "<table class=\"{class}\"><thead><tr>");
     for h in head {
         let _ = write!(page, "<th scope=\"col\">{h}</th>");
     }
     page.push_str("</tr></thead><tbody>");
-    for row in rows {
-        page.push_str("<tr>");
+    for (row_class, row) in rows {
+        if row_class.is_empty() {
+            page.push_str("<tr>");
+        } else {
+            let _ = write!(page, "<tr class=\"{row_class}\">");
+        }
         for (i, cell) in row.iter().enumerate() {
             let _ = if i == 0 {
                 write!(page, "<th scope=\"row\">{cell}</th>")
@@ -48,6 +63,12 @@ fn grid(page: &mut String, class: &str, head: &[&str], rows: &[Vec<String>]) {
 pub fn configuration(page: &mut String, doc: &Document) {
     let c = &doc.config;
     let mode = match c.load().rate() {
+        Some(r) if !c.rate_profile.is_empty() => {
+            format!(
+                "rate profile: {} requests/s on average (open loop)",
+                real(r)
+            )
+        }
         Some(r) => format!("constant rate: {} requests/s (open loop)", real(r)),
         None => "throughput mode (closed loop)".to_string(),
     };
@@ -79,9 +100,22 @@ pub fn configuration(page: &mut String, doc: &Document) {
         (Some(p), None) => escape(p),
         (None, _) => MISSING.to_string(),
     };
-    let rows = [
+    let mut rows = vec![
         ("Target", format!("<code>{}</code>", escape(&c.url))),
         ("Mode", mode),
+    ];
+    if !c.rate_profile.is_empty() {
+        let phases: Vec<String> = c
+            .rate_profile
+            .iter()
+            .map(|p| format!("<code>{}</code>", escape(&p.label)))
+            .collect();
+        rows.push(("Rate profile", phases.join(", ")));
+    }
+    if let Some(a) = &c.arrival {
+        rows.push(("Arrivals", arrivals(a, c.arrival_seed)));
+    }
+    rows.extend([
         ("Protocol", protocol),
         ("Threads", count(c.threads as u64)),
         ("Connections", count(c.connections as u64)),
@@ -93,7 +127,7 @@ pub fn configuration(page: &mut String, doc: &Document) {
         ("Headers", headers),
         ("Interrupted", interrupted.to_string()),
         ("metron version", escape(&doc.metron_version)),
-    ];
+    ]);
     // Two columns of short rows read better than one long, narrow list.
     let (first, second) = rows.split_at(rows.len().div_ceil(2));
     page.push_str("<section>\n<h2>Configuration</h2>\n<div class=\"pair\">");
@@ -102,9 +136,20 @@ pub fn configuration(page: &mut String, doc: &Document) {
     page.push_str("</div>\n</section>\n");
 }
 
+/// How requests were spread in rate mode: evenly, or Poisson arrivals
+/// with the seed that repeats them.
+pub(super) fn arrivals(arrival: &str, seed: Option<u64>) -> String {
+    match (arrival, seed) {
+        ("constant", _) => "evenly spaced (constant)".to_string(),
+        ("poisson", Some(seed)) => format!("Poisson (seed {seed})"),
+        ("poisson", None) => "Poisson".to_string(),
+        (other, _) => escape(other),
+    }
+}
+
 /// The value at `p` in a summary's percentile list, if it lists it and
 /// the summary has values at all (an empty one lists zeros).
-fn at(s: &Summary, p: f64) -> Option<u64> {
+pub(super) fn at(s: &Summary, p: f64) -> Option<u64> {
     if s.count == 0 {
         return None;
     }
@@ -114,7 +159,7 @@ fn at(s: &Summary, p: f64) -> Option<u64> {
         .map(|&(_, v)| v)
 }
 
-fn latency_or_missing(v: Option<u64>) -> String {
+pub(super) fn latency_or_missing(v: Option<u64>) -> String {
     v.map_or_else(|| MISSING.to_string(), latency_us)
 }
 
@@ -128,7 +173,7 @@ fn latency_real(us: f64) -> String {
 }
 
 /// One headline card: a label, a big value and a small note under it.
-fn card(page: &mut String, label: &str, value: &str, note: &str, alert: bool) {
+pub(super) fn card(page: &mut String, label: &str, value: &str, note: &str, alert: bool) {
     let class = if alert { "card alert" } else { "card" };
     let _ = write!(
         page,
@@ -430,6 +475,62 @@ pub fn endpoints(page: &mut String, doc: &Document) {
         &rows,
     );
     page.push_str("</section>\n");
+}
+
+/// Per phase of a rate profile: the rate intended and achieved, errors,
+/// and the latency of the requests intended in it.
+pub fn phases(page: &mut String, doc: &Document) {
+    if doc.phases.is_empty() {
+        return;
+    }
+    page.push_str(
+        "<p>Per phase, the requests whose intended time falls in it, wherever their \
+         response came. Start and length are the phase's share of the measured window \
+         (from its start; a phase within the warm-up has none), the rates are per second \
+         of it, and the latency is corrected, with unfinished requests at their lower \
+         bounds.</p>\n",
+    );
+    let rows: Vec<Vec<String>> = doc
+        .phases
+        .iter()
+        .map(|p| {
+            let rate = |n: u64| {
+                if p.length_s.is_finite() && p.length_s > 0.0 {
+                    real(n as f64 / p.length_s)
+                } else {
+                    MISSING.to_string()
+                }
+            };
+            let mut row = vec![
+                format!("<code>{}</code>", escape(&p.label)),
+                seconds(p.start_s),
+                seconds(p.length_s),
+                rate(p.due),
+                rate(p.completed),
+                count(p.errors),
+            ];
+            for q in [50.0, 99.0, 99.9] {
+                row.push(latency_or_missing(at(&p.latency, q)));
+            }
+            row
+        })
+        .collect();
+    grid(
+        page,
+        "numbers phases",
+        &[
+            "phase",
+            "start",
+            "length",
+            "intended/s",
+            "achieved/s",
+            "errors",
+            "p50",
+            "p99",
+            "p99.9",
+        ],
+        &rows,
+    );
 }
 
 fn cpu(s: f64) -> String {

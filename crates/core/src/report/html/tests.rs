@@ -3,12 +3,13 @@
 //! both latency curves, and numbers that are never `NaN` or infinite.
 
 use crate::report::json::{
-    Document, EncodedHistograms, Endpoint, LatencySummaries, Point, RunConfig, Series, Summary,
-    ThreadSummary, PERCENTILES, SCHEMA,
+    Document, EncodedHistograms, Endpoint, LatencySummaries, PhaseSummary, Point, ProfilePhase,
+    RunConfig, Series, SloReport, SloRow, Summary, ThreadSummary, PERCENTILES, SCHEMA,
 };
+use crate::report::sweep::{SweepConfig, SweepDocument, SweepStep, SWEEP_SCHEMA};
 use crate::stats::{Counters, Errors};
 
-use super::{charts, render};
+use super::{charts, render, render_sweep};
 
 const REQUESTS: u64 = 100_000;
 
@@ -196,8 +197,10 @@ fn assert_clean(doc: &Document, html: &str) {
         !html.to_lowercase().contains("inf"),
         "an infinity in the page"
     );
-    assert_eq!(html.matches("<svg").count(), 3);
-    assert_eq!(html.matches("</svg>").count(), 3);
+    // A rate profile adds its chart to the three every page has.
+    let charts = 3 + usize::from(!doc.config.rate_profile.is_empty());
+    assert_eq!(html.matches("<svg").count(), charts);
+    assert_eq!(html.matches("</svg>").count(), charts);
     assert_eq!(
         html.matches("<table").count(),
         html.matches("</table>").count()
@@ -388,7 +391,8 @@ fn unusable_numbers_never_reach_the_page() {
 }
 
 /// Writes sample pages for a look in a browser (rate mode, throughput
-/// mode, no requests) into a directory:
+/// mode, no requests, a rate profile judged by an SLO, a sweep) into a
+/// directory:
 /// `METRON_HTML_SAMPLES=DIR cargo test -- --ignored write_sample_pages`.
 #[test]
 #[ignore]
@@ -400,13 +404,25 @@ fn write_sample_pages() {
     let mut closed = sample();
     closed.config.rate = None;
     closed.latency.uncorrected = closed.latency.corrected.clone();
+    let mut judged = profiled();
+    judged.slo = Some(slo(
+        "not met",
+        None,
+        vec![
+            slo_row("p99<10ms", 182_250.0, "us", false),
+            slo_row("errors<0.1%", 0.00062, "share", true),
+        ],
+    ));
     for (name, doc) in [
         ("rate", sample()),
         ("throughput", closed),
         ("empty", no_requests()),
+        ("profile", judged),
     ] {
         std::fs::write(dir.join(format!("{name}.html")), render(&doc)).expect("writable directory");
     }
+    std::fs::write(dir.join("sweep.html"), render_sweep(&sweep_sample()))
+        .expect("writable directory");
 }
 
 /// A last interval that the window's end cut short: its rate is over the
@@ -425,4 +441,443 @@ fn a_last_interval_cut_short_shows_its_true_rate() {
     let end = chart.series[0].runs[0].last().unwrap();
     assert_eq!(end.y, completed as f64 / (step / 2.0));
     assert_eq!(end.x, t + step / 4.0);
+}
+
+/// A profile phase as `lib` describes it: times from the run's start,
+/// warm-up included.
+fn profile_phase(label: &str, start_s: f64, length_s: f64, from: f64, to: f64) -> ProfilePhase {
+    ProfilePhase {
+        label: label.into(),
+        start_s,
+        length_s,
+        from,
+        to,
+    }
+}
+
+/// A phase's figures, its window share given from the window's start.
+fn phase(label: &str, start_s: f64, length_s: f64, due: u64) -> PhaseSummary {
+    PhaseSummary {
+        label: label.into(),
+        start_s,
+        length_s,
+        due,
+        completed: due.saturating_sub(10),
+        errors: 3,
+        latency: summary(corrected_us),
+        histogram: String::new(),
+        unfinished: String::new(),
+    }
+}
+
+/// The sample under a profile: a ramp through the 2 s warm-up, a hold,
+/// a ramp down, with Poisson arrivals.
+fn profiled() -> Document {
+    let mut doc = sample();
+    doc.config.rate = Some(3_500.0);
+    doc.config.arrival = Some("poisson".into());
+    doc.config.arrival_seed = Some(42);
+    doc.config.rate_profile = vec![
+        profile_phase("0-4k:4s", 0.0, 4.0, 0.0, 4_000.0),
+        profile_phase("4k:4s", 4.0, 4.0, 4_000.0, 4_000.0),
+        profile_phase("4k-2k:4s", 8.0, 4.0, 4_000.0, 2_000.0),
+    ];
+    doc.phases = vec![
+        phase("0-4k:4s", 0.0, 2.0, 6_000),
+        phase("4k:4s", 2.0, 4.0, 16_000),
+        phase("4k-2k:4s", 6.0, 4.0, 12_000),
+    ];
+    doc
+}
+
+/// The intended line follows the profile in the window's time: the ramp
+/// cut by the warm-up starts at its rate 2 s in.
+#[test]
+fn the_intended_rate_follows_the_profile_after_the_warmup() {
+    let doc = profiled();
+    let chart = charts::intended_rate(&doc);
+    let intended: Vec<(f64, f64)> = chart.series[0].runs[0].iter().map(|p| (p.x, p.y)).collect();
+    assert_eq!(
+        intended,
+        [
+            (0.0, 2_000.0),
+            (2.0, 4_000.0),
+            (2.0, 4_000.0),
+            (6.0, 4_000.0),
+            (6.0, 4_000.0),
+            (10.0, 2_000.0)
+        ]
+    );
+    // Achieved: each interval's completions per second, at its middle.
+    let achieved = &chart.series[1].runs[0];
+    assert_eq!(achieved.len(), doc.series.points.len());
+    assert_eq!((achieved[0].x, achieved[0].y), (0.5, 10_000.0));
+    let svg = chart.to_svg();
+    assert!(svg.contains(">intended</text>") && svg.contains(">achieved (completed/s)</text>"));
+}
+
+/// A profile that ends before the window does: the intended rate drops
+/// to 0 for the rest of it.
+#[test]
+fn the_intended_rate_is_zero_after_the_profile() {
+    let mut doc = profiled();
+    doc.config.rate_profile = vec![profile_phase("3k:6s", 0.0, 6.0, 3_000.0, 3_000.0)];
+    let chart = charts::intended_rate(&doc);
+    let intended: Vec<(f64, f64)> = chart.series[0].runs[0].iter().map(|p| (p.x, p.y)).collect();
+    assert_eq!(
+        intended,
+        [(0.0, 3_000.0), (4.0, 3_000.0), (4.0, 0.0), (10.0, 0.0)]
+    );
+}
+
+#[test]
+fn a_rate_profile_gets_its_chart_and_phase_table() {
+    let mut doc = profiled();
+    // A phase entirely in the warm-up has no share of the window.
+    doc.phases.insert(0, phase("1k:1s", 0.0, 0.0, 0));
+    let html = render(&doc);
+    assert_clean(&doc, &html);
+    for text in [
+        "<h2>Rate profile</h2>",
+        "aria-label=\"Intended and achieved rate\"",
+        "rate profile: 3,500 requests/s on average (open loop)",
+        "Poisson (seed 42)",
+        "<code>0-4k:4s</code>, <code>4k:4s</code>, <code>4k-2k:4s</code>",
+        "following a rate profile of 3,500 requests/s on average, Poisson arrivals",
+    ] {
+        assert!(html.contains(text), "missing {text}");
+    }
+    // label, start, length, intended, achieved, errors, p50, p99, p99.9
+    let p50 = super::fmt::latency_us(corrected_us(50.0));
+    let hold = format!(
+        "<tr><th scope=\"row\"><code>4k:4s</code></th><td>2 s</td><td>4 s</td>\
+         <td>4,000</td><td>3,998</td><td>3</td><td>{p50}</td>"
+    );
+    assert!(html.contains(&hold), "no row for the hold");
+    let warmup =
+        "<tr><th scope=\"row\"><code>1k:1s</code></th><td>0 s</td><td>0 s</td><td>–</td><td>–</td>";
+    assert!(html.contains(warmup), "no row for the warm-up phase");
+    let order = [
+        "<h2>Over time</h2>",
+        "<h2>Rate profile</h2>",
+        "<h2>Accounting",
+    ];
+    let at: Vec<usize> = order.iter().map(|h| html.find(h).unwrap()).collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "sections out of order");
+}
+
+#[test]
+fn phases_without_a_profile_still_get_their_table() {
+    let mut doc = sample();
+    doc.phases = vec![phase("a", 0.0, 5.0, 100), phase("b", 5.0, 5.0, 100)];
+    let html = render(&doc);
+    assert_clean(&doc, &html);
+    assert!(html.contains("<table class=\"numbers phases\">"));
+    assert!(!html.contains("Intended and achieved rate"));
+}
+
+fn slo_row(term: &str, value: f64, unit: &str, met: bool) -> SloRow {
+    SloRow {
+        term: term.into(),
+        value,
+        unit: unit.into(),
+        met,
+    }
+}
+
+fn slo(verdict: &str, reason: Option<&str>, rows: Vec<SloRow>) -> SloReport {
+    SloReport {
+        spec: rows
+            .iter()
+            .map(|r| r.term.as_str())
+            .collect::<Vec<_>>()
+            .join(","),
+        verdict: verdict.into(),
+        reason: reason.map(Into::into),
+        exit_status: match verdict {
+            "met" => 0,
+            "not met" => 3,
+            _ => 4,
+        },
+        rows,
+    }
+}
+
+#[test]
+fn the_slo_table_lists_each_term_and_the_verdict() {
+    let mut doc = sample();
+    doc.slo = Some(slo(
+        "not met",
+        None,
+        vec![
+            slo_row("p99<10ms", 182_250.0, "us", false),
+            slo_row("errors<0.1%", 0.00062, "share", true),
+            slo_row("rate>=99%", 0.9994, "share", true),
+        ],
+    ));
+    let html = render(&doc);
+    assert_clean(&doc, &html);
+    assert!(html.contains("<h2>SLO</h2>"));
+    assert!(html.contains(
+        "<p class=\"verdict failed\">Objective <code>p99&lt;10ms,errors&lt;0.1%,rate&gt;=99%</code>: \
+         <strong>not met (p99&lt;10ms)</strong></p>"
+    ));
+    for row in [
+        "<tr><th scope=\"row\"><code>p99&lt;10ms</code></th><td>182.25 ms</td><td>NOT MET</td></tr>",
+        "<tr><th scope=\"row\"><code>errors&lt;0.1%</code></th><td>0.06%</td><td>met</td></tr>",
+        "<tr><th scope=\"row\"><code>rate&gt;=99%</code></th><td>99.94%</td><td>met</td></tr>",
+    ] {
+        assert!(html.contains(row), "missing {row}");
+    }
+    assert!(html.find("<h2>Results</h2>") < html.find("<h2>SLO</h2>"));
+    assert!(html.find("<h2>SLO</h2>") < html.find("<h2>Latency by percentile</h2>"));
+}
+
+#[test]
+fn an_inconclusive_verdict_says_why() {
+    let mut doc = sample();
+    doc.slo = Some(slo(
+        "inconclusive",
+        Some("send lag p99 1.27ms is above the 1.11ms allowed <free connections>"),
+        vec![slo_row("p99<50ms", 2_889.0, "us", true)],
+    ));
+    let html = render(&doc);
+    assert_clean(&doc, &html);
+    assert!(html.contains(
+        "<strong>inconclusive: send lag p99 1.27ms is above the 1.11ms allowed &lt;free connections&gt;</strong>"
+    ));
+    assert!(html.contains("class=\"verdict unsure\""));
+    assert!(html.contains("<td>2.89 ms</td><td>met</td>"));
+    doc.slo = Some(slo(
+        "met",
+        None,
+        vec![slo_row("max<1s", f64::NAN, "us", true)],
+    ));
+    let html = render(&doc);
+    assert_clean(&doc, &html);
+    assert!(html.contains("class=\"verdict met\""));
+    assert!(html.contains("<td>–</td><td>met</td>"));
+}
+
+fn step(rate: f64, p99: u64, verdict: &str, reason: Option<&str>) -> SweepStep {
+    let met = verdict == "met";
+    SweepStep {
+        rate,
+        achieved: if met { rate * 0.999 } else { rate * 0.9 },
+        p50: p99 / 3,
+        p99,
+        p999: p99 + p99 / 10,
+        max: p99 * 2,
+        errors: if met { 0 } else { 17 },
+        due: (rate * 3.0) as u64,
+        send_lag_p99: if reason.is_some() { 1_830 } else { 45 },
+        slo: slo(
+            verdict,
+            reason,
+            vec![slo_row("p99<20ms", p99 as f64, "us", p99 < 20_000)],
+        ),
+        corrected: String::new(),
+        unfinished: String::new(),
+    }
+}
+
+/// A sweep as `metron sweep` runs it: doubling, a failure, bisection, and a
+/// last step the generator could not keep.
+fn sweep_sample() -> SweepDocument {
+    let mut run = sample().config;
+    run.rate = Some(500.0);
+    run.arrival = Some("constant".into());
+    run.script = None;
+    run.headers = Vec::new();
+    run.max_streams = None;
+    SweepDocument {
+        schema: SWEEP_SCHEMA,
+        kind: "sweep".into(),
+        metron_version: "0.1.0".into(),
+        config: SweepConfig {
+            slo: "p99<20ms".into(),
+            from: 500.0,
+            to: 16_000.0,
+            resolution: 0.02,
+            step_duration_s: 20.0,
+            cooldown_s: 2.0,
+            run,
+        },
+        steps: vec![
+            step(500.0, 2_081, "met", None),
+            step(1_000.0, 2_530, "met", None),
+            step(2_000.0, 190_340, "not met", None),
+            step(1_500.0, 2_110, "met", None),
+            step(1_750.0, 4_110, "met", None),
+            step(
+                1_875.0,
+                15_010,
+                "inconclusive",
+                Some("the generator itself sent late <cpu>"),
+            ),
+        ],
+        highest: Some(1_750.0),
+        conclusion: "the generator, not the server, is the limit at 1.88k requests/s: \
+                     the generator itself sent late <cpu>; highest rate meeting the SLO \
+                     before it: 1.75k requests/s"
+            .into(),
+    }
+}
+
+/// The checks every sweep page must pass: self-contained, one chart,
+/// balanced tables, no unusable number.
+fn assert_clean_sweep(doc: &SweepDocument, html: &str) {
+    assert!(html.starts_with("<!DOCTYPE html>"), "no doctype");
+    assert!(
+        html.contains("<style>") && html.contains(".verdict.met"),
+        "no style"
+    );
+    let url = super::fmt::escape(&doc.config.run.url);
+    let rest = html.replace(&url, "");
+    assert!(
+        !rest.contains("http://") && !rest.contains("https://"),
+        "a link other than the target"
+    );
+    assert!(
+        !html.contains("<script") && !html.contains("<link") && !html.contains("<img"),
+        "an external resource or a script"
+    );
+    assert!(!html.contains("NaN"), "NaN in the page");
+    assert!(
+        !html.to_lowercase().contains("inf"),
+        "an infinity in the page"
+    );
+    assert_eq!(html.matches("<svg").count(), 1);
+    assert_eq!(html.matches("</svg>").count(), 1);
+    assert_eq!(
+        html.matches("<table").count(),
+        html.matches("</table>").count()
+    );
+}
+
+#[test]
+fn the_sweep_page_is_complete_and_self_contained() {
+    let doc = sweep_sample();
+    let html = render_sweep(&doc);
+    assert_clean_sweep(&doc, &html);
+    for text in [
+        "<title>metron sweep: http://127.0.0.1:8080/api/items?page=2&amp;sort=name</title>",
+        "<h1>metron sweep</h1>",
+        "SLO <code>p99&lt;20ms</code>, 6 steps from 500 to 16,000 requests/s",
+        "<h2>Configuration</h2>",
+        "<th scope=\"row\">Resolution</th><td>2% of the rate that met the SLO</td>",
+        "<th scope=\"row\">Step duration</th><td>20 s (2 s warm-up included)</td>",
+        "<th scope=\"row\">Cooldown</th><td>2 s</td>",
+        "<th scope=\"row\">Threads</th><td>2</td>",
+        "<th scope=\"row\">Connections</th><td>64</td>",
+        "<th scope=\"row\">Arrivals</th><td>evenly spaced (constant)</td>",
+        "aria-label=\"Latency against offered rate\"",
+        "<h2>Steps</h2>",
+        "Generated by metron 0.1.0 from a schema 1 sweep document.",
+    ] {
+        assert!(html.contains(text), "missing {text}");
+    }
+    // The conclusion, escaped, as a sentence, styled by how the sweep ended.
+    assert!(html.contains(
+        "<p class=\"verdict unsure\"><strong>The generator, not the server, is the limit at \
+         1.88k requests/s: the generator itself sent late &lt;cpu&gt;;"
+    ));
+    // One row per step in the order they ran, failures marked.
+    assert_eq!(html.matches("<tr class=\"failed\">").count(), 1);
+    assert_eq!(html.matches("<tr class=\"unsure\">").count(), 1);
+    assert!(html.contains(
+        "<tr class=\"failed\"><th scope=\"row\">3</th><td>2,000</td><td>1,800</td>\
+         <td>63.45 ms</td><td>190.34 ms</td><td>209.37 ms</td><td>380.68 ms</td><td>17</td>\
+         <td>45 µs</td><td>not met (p99&lt;20ms)</td></tr>"
+    ));
+    assert!(html.contains(
+        "<td>1.83 ms</td><td>inconclusive: the generator itself sent late &lt;cpu&gt;</td>"
+    ));
+    assert!(html.contains(
+        "<tr><th scope=\"row\">1</th><td>500</td><td>500</td><td>693 µs</td><td>2.08 ms</td>"
+    ));
+}
+
+/// The knee: one line per percentile over the steps sorted by rate, the
+/// failed and inconclusive steps circled on each.
+#[test]
+fn the_knee_chart_plots_percentiles_against_the_rate() {
+    let doc = sweep_sample();
+    let chart = charts::knee(&doc);
+    let labels: Vec<&str> = chart.series.iter().map(|s| s.label.as_str()).collect();
+    assert_eq!(
+        labels,
+        ["p50", "p99", "p99.9", "max", "SLO not met", "inconclusive"]
+    );
+    let rates: Vec<f64> = chart.series[1].runs[0].iter().map(|p| p.x).collect();
+    assert_eq!(rates, [500.0, 1_000.0, 1_500.0, 1_750.0, 1_875.0, 2_000.0]);
+    let p99: Vec<f64> = chart.series[1].runs[0].iter().map(|p| p.y).collect();
+    assert_eq!(p99[5], 190_340f64.log10());
+    assert_eq!(chart.series[4].runs.len(), 4, "one ring per line");
+    assert!(chart.series[4]
+        .runs
+        .iter()
+        .flatten()
+        .all(|p| p.x == 2_000.0));
+    assert!(chart.series[5]
+        .runs
+        .iter()
+        .flatten()
+        .all(|p| p.x == 1_875.0));
+    let tip = &chart.series[1].runs[0][5].tip;
+    assert_eq!(tip, "2,000 requests/s offered: p99 190.34 ms (not met)");
+    let ticks: Vec<&str> = chart.y.ticks.iter().map(|t| t.1.as_str()).collect();
+    assert_eq!(ticks, ["0.1", "1", "10", "100", "1000"]);
+    assert_eq!(chart.y.title, "latency (ms, log scale)");
+    let svg = chart.to_svg();
+    assert_eq!(svg.matches("<circle class=\"ring\"").count(), 8 + 2);
+    for name in ["p50", "p99", "p99.9", "max", "SLO not met", "inconclusive"] {
+        assert!(
+            svg.contains(&format!(">{name}</text>")),
+            "no legend for {name}"
+        );
+    }
+    let html = render_sweep(&doc);
+    assert!(html.contains(&svg));
+    assert!(html.contains("Circled points"));
+}
+
+/// A sweep where every step met the SLO draws no rings and says nothing
+/// of them.
+#[test]
+fn a_sweep_that_met_everywhere_has_no_rings() {
+    let mut doc = sweep_sample();
+    doc.steps.retain(|s| s.slo.verdict == "met");
+    doc.highest = Some(1_750.0);
+    doc.conclusion = "highest rate meeting the SLO: 1.75k requests/s".into();
+    let html = render_sweep(&doc);
+    assert_clean_sweep(&doc, &html);
+    assert!(!html.contains("class=\"ring\""));
+    assert!(!html.contains("Circled points"));
+    assert!(html.contains("<p class=\"verdict met\"><strong>Highest rate meeting the SLO"));
+    assert!(!html.contains("<tr class="));
+}
+
+#[test]
+fn a_sweep_without_measurements_renders() {
+    let mut doc = sweep_sample();
+    doc.steps.clear();
+    doc.highest = None;
+    doc.conclusion = "interrupted before any rate met the SLO".into();
+    let html = render_sweep(&doc);
+    assert_clean_sweep(&doc, &html);
+    assert!(html.contains("No step measured a latency"));
+    assert!(html.contains("No step ran."));
+    assert!(html.contains("<p class=\"verdict failed\">"));
+    // A step that measured nothing: dashes, and a gap in every line.
+    let mut doc = sweep_sample();
+    let s = &mut doc.steps[2];
+    (s.p50, s.p99, s.p999, s.max) = (0, 0, 0, 0);
+    s.rate = f64::NAN;
+    doc.steps[3].achieved = f64::INFINITY;
+    doc.config.resolution = f64::NAN;
+    let html = render_sweep(&doc);
+    assert_clean_sweep(&doc, &html);
+    let chart = charts::knee(&doc);
+    assert_eq!(chart.series[0].runs[0].len(), 5);
 }
