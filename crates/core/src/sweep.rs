@@ -354,7 +354,11 @@ pub fn rerender(
     }
     writeln!(out, "{}", doc.conclusion)?;
     if let Some(path) = html {
-        crate::write_file("--html", path, crate::report::html::render_sweep(doc).as_bytes())?;
+        crate::write_file(
+            "--html",
+            path,
+            crate::report::html::render_sweep(doc).as_bytes(),
+        )?;
     }
     Ok(())
 }
