@@ -74,6 +74,8 @@ pub enum Error {
     Log(#[from] report::hlog::HlogError),
     #[error("cannot read {}: {why}", path.display())]
     Input { path: PathBuf, why: String },
+    #[error("metron merge: {0}")]
+    Merge(String),
     #[error("cannot write {flag} {}: {why}{}", path.display(), output_hint(why))]
     Output {
         flag: &'static str,
@@ -130,20 +132,34 @@ pub fn run(cmd: Command, out: &mut dyn Write) -> Result<(), Error> {
     match cmd {
         Command::Bench(args) => bench(&args, out).map(|_| ()),
         Command::Report(args) => rerender(&args, out),
-        Command::Merge(args) => merge_logs(&args, out),
+        Command::Merge(args) => merge(&args, out),
         Command::Sweep(args) => sweep::run(&args, out),
     }
 }
 
 /// `metron report`: the text report (and optionally the HTML report) of a
 /// saved JSON document.
-pub fn rerender(args: &cli::ReportArgs, mut out: &mut dyn Write) -> Result<(), Error> {
+pub fn rerender(args: &cli::ReportArgs, out: &mut dyn Write) -> Result<(), Error> {
     if let Some(sweep) = read_sweep(&args.file)? {
         return sweep::rerender(&sweep, args.html.as_deref(), out);
     }
     let doc = read_document(&args.file)?;
+    write_document(&doc, &args.file, out)?;
+    if let Some(path) = &args.html {
+        write_file("--html", path, report::html::render(&doc).as_bytes())?;
+    }
+    Ok(())
+}
+
+/// The text report of a saved (or merged) document, as its run printed it
+/// with `-L -U`; `path` names it in errors.
+fn write_document(
+    doc: &report::json::Document,
+    path: &Path,
+    mut out: &mut dyn Write,
+) -> Result<(), Error> {
     let stats = doc.stats().map_err(|why| Error::Input {
-        path: args.file.clone(),
+        path: path.to_path_buf(),
         why: why.to_string(),
     })?;
     let c = &doc.config;
@@ -180,9 +196,7 @@ pub fn rerender(args: &cli::ReportArgs, mut out: &mut dyn Write) -> Result<(), E
     if let Some(slo) = &doc.slo {
         report::text::write_slo(&mut out, slo)?;
     }
-    if let Some(path) = &args.html {
-        write_file("--html", path, report::html::render(&doc).as_bytes())?;
-    }
+    report::text::write_instances(&mut out, &doc.instances)?;
     Ok(())
 }
 
@@ -210,8 +224,13 @@ fn read_document(path: &Path) -> Result<report::json::Document, Error> {
         why,
     };
     let text = std::fs::read_to_string(path).map_err(|e| input(e.to_string()))?;
-    let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| input(format!("not JSON: {e}")))?;
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        input(if e.is_eof() {
+            format!("the document is cut short ({e}); was its run stopped while writing it? run it again")
+        } else {
+            format!("not JSON: {e}")
+        })
+    })?;
     let schema = value.get("schema").and_then(|v| v.as_u64());
     if schema != Some(u64::from(report::json::SCHEMA)) {
         let found = schema.map_or("no schema field".to_string(), |s| format!("schema {s}"));
@@ -269,6 +288,12 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
         profile.map(describe_profile).as_deref(),
         run.arrival_seed,
     )?;
+    report::text::write_distributed_lines(
+        &mut &mut *text,
+        run.load.shard(),
+        run.load.rate(),
+        run.start_at,
+    )?;
     if o.thread_timeseries {
         report::series::write_thread_header(text)?;
     }
@@ -291,6 +316,10 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
         stats: &outcome.stats,
     };
     report::text::write_results(&mut &mut *text, &view)?;
+    if let Some(start) = outcome.start {
+        let measured = outcome.stats.counters.missed_at_start;
+        report::text::write_late_start(&mut &mut *text, start.late, start.missed, measured)?;
+    }
     let slo = cfg
         .slo
         .as_ref()
@@ -453,6 +482,16 @@ pub fn describe(run: &engine::Setup) -> report::json::RunConfig {
                     .collect()
             })
             .unwrap_or_default(),
+        shard: Some(run.load.shard()).filter(|s| !s.is_whole()).map(|s| {
+            report::json::ShardConfig {
+                index: s.index(),
+                count: s.count(),
+            }
+        }),
+        start_at_s: run.start_at.map(|at| {
+            at.duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64())
+        }),
     }
 }
 
@@ -471,6 +510,11 @@ fn run_live(
         failed: None,
     };
     let watched = live.line.is_some() || live.rows.is_some();
+    if let Some(at) = run.start_at {
+        // Connect shortly before the start, not long before.
+        let connect_at = at.checked_sub(engine::CONNECT_AHEAD).unwrap_or(at);
+        engine::wait_for(connect_at, stop);
+    }
     let mut prepared = engine::prepare(run, stop, watched.then_some(&live as &dyn engine::Watch))?;
     let script = prepared.script.take();
     let result = prepared
@@ -561,6 +605,7 @@ fn write_files(
         outcome.started_at + cfg.run.warmup,
     );
     doc.slo = slo.cloned();
+    doc.start_offset_s = outcome.start.map(|s| s.late.as_secs_f64());
     if let Some(path) = &o.json {
         let json = serde_json::to_string_pretty(&doc).map_err(io::Error::other)? + "\n";
         if o.json_on_stdout() {
@@ -592,12 +637,71 @@ fn write_files(
     Ok(())
 }
 
-/// `metron merge`: one report from several interval logs (for example from
-/// several machines that loaded the same server).
-pub fn merge_logs(args: &cli::MergeArgs, out: &mut dyn Write) -> Result<(), Error> {
-    let stats = report::hlog::merge(&args.logs)?;
-    report::hlog::write_merged(out, &args.logs, &stats)?;
+/// `metron merge`: one report from several instances' JSON documents (the
+/// `--shard` parts of one run, say), or from several interval logs.
+pub fn merge(args: &cli::MergeArgs, out: &mut dyn Write) -> Result<(), Error> {
+    let mut json = Vec::new();
+    for path in &args.files {
+        if is_json(path)? {
+            json.push(path);
+        }
+    }
+    if json.is_empty() {
+        if args.json.is_some() || args.html.is_some() {
+            return Err(Error::Merge(
+                "--json and --html need JSON documents (written by --json); interval logs \
+                 merge into the text report only"
+                    .into(),
+            ));
+        }
+        let stats = report::hlog::merge(&args.files)?;
+        report::hlog::write_merged(out, &args.files, &stats)?;
+        return Ok(());
+    }
+    if json.len() < args.files.len() {
+        return Err(Error::Merge(
+            "give JSON documents or interval logs, not both".into(),
+        ));
+    }
+    let mut docs = Vec::with_capacity(json.len());
+    for path in json {
+        if read_sweep(path)?.is_some() {
+            return Err(Error::Input {
+                path: path.clone(),
+                why: "a sweep's document: merge takes the documents of runs".into(),
+            });
+        }
+        docs.push((path.display().to_string(), read_document(path)?));
+    }
+    let merged = report::merge::documents(&docs).map_err(Error::Merge)?;
+    for w in &merged.warnings {
+        eprintln!("metron merge: warning: {w}");
+    }
+    write_document(&merged.doc, Path::new("the merged document"), out)?;
+    if let Some(path) = &args.json {
+        let json = serde_json::to_string_pretty(&merged.doc).map_err(io::Error::other)? + "\n";
+        write_file("--json", path, json.as_bytes())?;
+    }
+    if let Some(path) = &args.html {
+        write_file("--html", path, report::html::render(&merged.doc).as_bytes())?;
+    }
     Ok(())
+}
+
+/// Whether a file holds JSON (a document) rather than an interval log:
+/// its first character that is not white space opens an object.
+fn is_json(path: &Path) -> Result<bool, Error> {
+    let input = |e: io::Error| Error::Input {
+        path: path.to_path_buf(),
+        why: e.to_string(),
+    };
+    let mut head = [0u8; 256];
+    let n =
+        io::Read::read(&mut std::fs::File::open(path).map_err(input)?, &mut head).map_err(input)?;
+    Ok(head[..n]
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|&b| b == b'{'))
 }
 
 /// Fails before the run, not after it, when a result file could not be

@@ -172,6 +172,10 @@ fn check(args: &SweepArgs) -> Result<(Slo, crate::cli::BenchArgs), Error> {
             run.interval.is_some(),
             "--interval (the sweep keeps no time series)",
         ),
+        (
+            run.shard.is_some() || run.start_at.is_some(),
+            "--shard and --start-at (a sweep runs on one machine)",
+        ),
     ];
     if let Some((_, what)) = refused.iter().find(|(on, _)| *on) {
         return Err(usage(&format!("does not take {what}")));

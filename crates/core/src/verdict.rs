@@ -259,6 +259,14 @@ pub fn generator_limit(run: &RunFacts) -> Option<String> {
     let rate = run.load.rate()?;
     let c = &stats.counters;
     let a = &c.at_end;
+    if c.missed_at_start > 0 {
+        return Some(format!(
+            "{} requests of the measured window were due before the run began (it started after \
+             --start-at): the schedule was not sent in full; start metron earlier, or lengthen \
+             --warmup to cover the lateness",
+            c.missed_at_start
+        ));
+    }
     if c.never_sent > 0 && a.busy + a.down + a.resting + a.stopped_threads == 0 {
         return Some(format!(
             "{} due requests were never sent although connections were free: the generator \
@@ -282,10 +290,13 @@ pub fn generator_limit(run: &RunFacts) -> Option<String> {
         let fastest_s = fastest.max(1) as f64 / 1e6;
         let slots = run.connections as f64 * f64::from(run.per_connection.max(1));
         let carried = slots / fastest_s;
+        // The profile is the whole run's; this instance sends its part.
+        let part = run.load.shard().count() as f64;
         let peak = run.load.profile().map_or(rate, |p| {
             p.phases()
                 .iter()
-                .fold(0.0, |m, ph| m.max(ph.from).max(ph.to))
+                .fold(0.0_f64, |m, ph| m.max(ph.from).max(ph.to))
+                / part
         });
         if peak > carried {
             let needed = (peak * fastest_s / f64::from(run.per_connection.max(1))).ceil();

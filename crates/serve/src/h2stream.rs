@@ -186,6 +186,7 @@ async fn read_request(link: &Link, request: Request<RecvStream>) -> Option<Ask> 
             .map(|(name, value)| (name.to_string(), value.as_bytes().to_vec()))
             .collect(),
         body: Vec::new(),
+        received: std::time::Instant::now(),
     });
     let keep = capture.as_mut().and_then(|c| c.record.as_mut());
     read_body(&mut body, keep.map(|r| &mut r.body)).await.ok()?;

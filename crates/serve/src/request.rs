@@ -225,6 +225,7 @@ fn capture(req: &httparse::Request<'_, '_>, stats: &ServerStats) -> Option<Captu
             .map(|h| (h.name.to_string(), h.value.to_vec()))
             .collect(),
         body: Vec::new(),
+        received: std::time::Instant::now(),
     })
 }
 

@@ -27,6 +27,9 @@ pub struct RecordedRequest {
     pub headers: Vec<(String, Vec<u8>)>,
     /// The body after any chunked framing is removed.
     pub body: Vec<u8>,
+    /// When its head had arrived (what a test of pacing judges the
+    /// client's schedule by, on the server's side).
+    pub received: std::time::Instant,
 }
 
 impl RecordedRequest {
@@ -300,6 +303,7 @@ mod tests {
             version: 1,
             headers: vec![("Host".into(), b"x".to_vec())],
             body: Vec::new(),
+            received: std::time::Instant::now(),
         }
     }
 

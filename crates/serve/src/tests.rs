@@ -307,6 +307,7 @@ fn request_bodies_are_recorded() {
             ("Content-Length".into(), b"5".to_vec()),
         ],
         body: b"hello".to_vec(),
+        received: stats.recorded()[0].received,
     };
     let recorded = stats.recorded();
     assert_eq!(recorded.len(), 2, "only the first two are kept");

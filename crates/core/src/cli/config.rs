@@ -115,6 +115,14 @@ pub enum ConfigError {
     NeedsRequests { flag: &'static str },
     #[error("--seed only seeds --arrival poisson and --requests-order random; add one of them, or drop --seed")]
     SeedUnused,
+    #[error("--shard {spec}: {why}")]
+    Shard { spec: String, why: String },
+    #[error("--shard splits a schedule between instances, and a closed loop has none; add -R (the total rate of all instances) or --rate-profile")]
+    ShardNeedsRate,
+    #[error("--shard with --arrival poisson needs --seed N, the same on every instance, so that they all draw one schedule")]
+    ShardNeedsSeed,
+    #[error("--start-at is {late:.1}s in the past, longer ago than the whole {duration:?} run; give a time in the future (e.g. date -d '+1 min' +%s)")]
+    StartAtPast { late: f64, duration: Duration },
     #[error("--arrival poisson spreads the requests of a rate at random; add -R or --rate-profile (without them the run is a closed loop)")]
     PoissonNeedsRate,
     #[error("--rate-profile {0}")]
@@ -218,6 +226,25 @@ impl Config {
             .map(|h| parse_header(h))
             .collect::<Result<_, _>>()?;
         let (load, arrival_seed) = load(args, profile, duration)?;
+        let load = match &args.shard {
+            None => load,
+            Some(_) if !load.is_open() => return Err(ConfigError::ShardNeedsRate),
+            Some(_) if arrival_seed.is_some() && args.seed.is_none() => {
+                return Err(ConfigError::ShardNeedsSeed)
+            }
+            Some(spec) => {
+                let shard = spec
+                    .resolve(|name| std::env::var(name).ok())
+                    .map_err(|why| ConfigError::Shard {
+                        spec: spec.to_string(),
+                        why,
+                    })?;
+                load.split(shard)
+            }
+        };
+        if let Some(at) = args.start_at {
+            check_start_at(at, duration)?;
+        }
         if let Some(slo) = &args.slo {
             let rate_term = slo.terms.iter().find(|t| t.measure == Measure::Rate);
             if let (Some(t), false) = (rate_term, load.is_open()) {
@@ -250,6 +277,7 @@ impl Config {
             timeout: args.timeout,
             load,
             arrival_seed,
+            start_at: args.start_at,
             headers,
             affinity,
             tls,
@@ -307,6 +335,18 @@ fn load(
     };
     let process = Process::new(profile, spacing, nanos(duration));
     Ok((Load::Open(Arc::new(process)), seed))
+}
+
+/// A start that is already past is allowed (the instance was late, and
+/// says so), unless the whole run would be over.
+fn check_start_at(at: std::time::SystemTime, duration: Duration) -> Result<(), ConfigError> {
+    match std::time::SystemTime::now().duration_since(at) {
+        Ok(late) if late >= duration => Err(ConfigError::StartAtPast {
+            late: late.as_secs_f64(),
+            duration,
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// A seed from the clock, short enough to type back in as `--seed`.

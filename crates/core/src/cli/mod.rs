@@ -7,6 +7,7 @@
 
 pub mod choice;
 pub mod config;
+pub mod distributed;
 pub mod profile;
 pub mod sweep;
 pub mod units;
@@ -58,19 +59,27 @@ impl Arrival {
     ];
 }
 
-/// `metron merge A.hlog B.hlog ...`.
+/// `metron merge A.json B.json ...` or `metron merge A.hlog B.hlog ...`.
 #[derive(Args, Debug, Clone)]
 pub struct MergeArgs {
-    /// Interval logs written by --hlog (or by any HdrHistogram tool)
-    #[arg(value_name = "LOG", required = true)]
-    pub logs: Vec<PathBuf>,
+    /// JSON documents written by --json (the instances of one run, e.g. its --shard parts), or interval logs written by --hlog (or by any HdrHistogram tool)
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+
+    /// JSON documents only: write the merged document to FILE
+    #[arg(long = "json", value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// JSON documents only: write the merged HTML report to FILE
+    #[arg(long = "html", value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 #[derive(Parser, Debug)]
 #[command(
     name = "metron merge",
     bin_name = "metron merge",
-    about = "Merge HdrHistogram interval logs (e.g. from several machines) into one latency report.",
+    about = "Merge the JSON documents (or HdrHistogram interval logs) of several instances into one exact report.",
     version,
     disable_version_flag = true
 )]
@@ -227,6 +236,14 @@ pub struct BenchArgs {
     /// Seed of --arrival poisson and --requests-order random, so a run repeats (default: from the clock; the banner shows it)
     #[arg(long = "seed", value_name = "N")]
     pub seed: Option<u64>,
+
+    /// Send part I of N of one schedule (requests k with k mod N = I, at the total -R): "I/N", or "auto/N" and "auto" to take I (and N) from a Kubernetes Indexed Job or a Slurm job array
+    #[arg(long = "shard", value_parser = distributed::parse_shard, value_name = "I/N")]
+    pub shard: Option<distributed::ShardSpec>,
+
+    /// Start the schedule at this wall-clock time on every instance (Unix seconds or RFC 3339); metron connects, then waits for it
+    #[arg(long = "start-at", value_parser = distributed::parse_start_at, value_name = "TIME")]
+    pub start_at: Option<std::time::SystemTime>,
 
     /// Report statistics per endpoint of --requests (automatic when the file has 2 to 100)
     #[arg(long = "by-endpoint")]

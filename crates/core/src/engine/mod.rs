@@ -165,6 +165,8 @@ pub struct Outcome {
     pub failure: Option<EngineError>,
     /// The protocol the hosts spoke, as the reports name it ("HTTP/2").
     pub protocol: String,
+    /// With `--start-at`: how far behind its zero the run began.
+    pub start: Option<LateStart>,
 }
 
 /// What a worker thread returns, or nothing when it never started.
@@ -187,6 +189,8 @@ pub struct Prepared {
     load: Load,
     warmup: Duration,
     duration: Duration,
+    /// `--start-at`: the wall-clock instant of the schedule's zero.
+    start_at: Option<SystemTime>,
     /// Length of the recorded intervals: rates are never computed over
     /// less (see [`RunStats::floor_rates_at`]).
     interval: Duration,
@@ -208,10 +212,18 @@ struct Ends {
 }
 
 impl Prepared {
-    /// Starts every worker on one clock: the run's time zero is now.
+    /// Starts every worker on one clock. The run's time zero is now, or
+    /// the `--start-at` instant: waited for when it is ahead (a stop cuts
+    /// the wait short); when it has passed, the run keeps that zero and
+    /// the requests due before now are passed over, to be counted as
+    /// never sent, so a late instance still sends its part of one
+    /// schedule and its ledger shows what it missed.
     pub fn start(self) -> Running {
-        let t0 = clock::now();
-        let started_at = SystemTime::now();
+        let (t0, started_at) = match self.start_at {
+            None => (clock::now(), SystemTime::now()),
+            Some(at) => (wait_for(at, &self.ends.stop), at),
+        };
+        let begun = clock::now();
         let window = Window {
             measure_from: t0 + nanos(self.warmup),
             end: t0 + nanos(self.duration),
@@ -225,16 +237,27 @@ impl Prepared {
             .profile()
             .map_or_else(Phases::default, |p| Phases::new(t0, p.starts()));
         let mut handles = Vec::with_capacity(threads);
+        // Requests due a moment before the start are sent late, as any
+        // late request is (their send lag shows it); older ones are missed.
+        let missed_until = begun.saturating_sub(nanos(LATE_GRACE)).max(t0);
         for (j, w) in self.workers.into_iter().enumerate() {
-            let plan = self.load.plan(t0, j, threads);
+            let mut plan = self.load.plan(t0, j, threads);
+            if missed_until > t0 {
+                plan.skip_until(missed_until);
+            }
             let _ = w.start.send(Some((plan, window, phases.clone())));
             handles.push(w.handle);
         }
         let measured = self.duration.saturating_sub(self.warmup);
+        let start = self.start_at.map(|_| LateStart {
+            late: Duration::from_nanos(begun.saturating_sub(t0)),
+            missed: self.load.intended_in(0, missed_until - t0),
+        });
         Running {
             handles,
             t0,
             started_at,
+            start,
             window,
             rate_floor: self.interval.min(measured),
             ends: self.ends,
@@ -242,11 +265,52 @@ impl Prepared {
     }
 }
 
+/// How late after `--start-at` a run may begin and still send every
+/// request of its schedule: a scheduling hiccup, not a missed start.
+pub const LATE_GRACE: Duration = Duration::from_millis(10);
+
+/// How long before `--start-at` the connections are opened: enough to
+/// connect thousands, not so long that a server closes them as idle.
+pub const CONNECT_AHEAD: Duration = Duration::from_secs(10);
+
+/// The schedule's zero on the monotonic clock for the wall-clock instant
+/// `at`, once it has come (or at once, when it has passed or the run is
+/// stopped meanwhile).
+pub fn wait_for(at: SystemTime, stop: &Stop) -> Nanos {
+    let (wall, now) = (SystemTime::now(), clock::now());
+    let t0 = match at.duration_since(wall) {
+        Ok(ahead) => now.saturating_add(nanos(ahead)),
+        Err(behind) => now.saturating_sub(nanos(behind.duration())),
+    };
+    // Short sleeps, so that Ctrl-C is not kept waiting.
+    const NAP: Duration = Duration::from_millis(50);
+    loop {
+        let now = clock::now();
+        if now >= t0 || stop.is_stopped() {
+            return t0;
+        }
+        std::thread::sleep(Duration::from_nanos(t0 - now).min(NAP));
+    }
+}
+
+/// How a run with `--start-at` began, against its zero.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LateStart {
+    /// From the zero to the moment the workers were started: the sleep's
+    /// overshoot when on time, more when the instance came late.
+    pub late: Duration,
+    /// This instance's requests due more than [`LATE_GRACE`] before that
+    /// moment: passed over, and counted as never sent where they fall in
+    /// the measured window.
+    pub missed: u64,
+}
+
 /// A run under way (from [`Prepared::start`]).
 pub struct Running {
     handles: Vec<JoinHandle<WorkerResult>>,
     t0: Nanos,
     started_at: SystemTime,
+    start: Option<LateStart>,
     window: Window,
     rate_floor: Duration,
     ends: Ends,
@@ -326,6 +390,7 @@ impl Running {
             started_at: self.started_at,
             failure,
             protocol: ends.protocol,
+            start: self.start,
         })
     }
 }

@@ -56,6 +56,7 @@ pub fn prepare(
         load: setup.load.clone(),
         warmup: setup.warmup,
         duration: setup.duration,
+        start_at: setup.start_at,
         interval: setup.interval,
         ends: Ends {
             done,
@@ -115,10 +116,12 @@ fn worker_setups(
             peers,
             request,
             script,
-            replay: setup
-                .replay
-                .as_ref()
-                .map(|r| Cursor::new(r.set.clone(), r.order, r.seed, j, setup.threads)),
+            replay: setup.replay.as_ref().map(|r| {
+                // In step with the schedule: lane j of this instance's
+                // threads is a lane of the whole run (see `Shard`).
+                let (lane, lanes) = setup.load.shard().lane(j, setup.threads);
+                Cursor::new(r.set.clone(), r.order, r.seed, lane, lanes)
+            }),
             endpoints,
             timeout: nanos(setup.timeout),
             max_head: setup.max_head,

@@ -28,6 +28,9 @@ pub struct Setup {
     pub load: Load,
     /// The seed of Poisson arrivals, when the load has them.
     pub arrival_seed: Option<u64>,
+    /// `--start-at`: the wall-clock instant that is the schedule's zero
+    /// (otherwise the moment every worker is connected).
+    pub start_at: Option<std::time::SystemTime>,
     /// Headers from `-H`, in order.
     pub headers: Vec<(String, String)>,
     /// CPU of each thread, when pinned.

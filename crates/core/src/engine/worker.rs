@@ -263,6 +263,14 @@ impl Schedule {
         }
     }
 
+    /// Counts the intended times in `[a, b)` passed over at a late start.
+    fn count_missed(&mut self, a: Nanos, b: Nanos) -> u64 {
+        match &mut self.0 {
+            Plan::Paced(arrivals) => arrivals.count_missed(a, b),
+            Plan::Closed => 0,
+        }
+    }
+
     /// Counts the intended times in `[a, b)` not taken yet: at the end,
     /// those are due and never sent (none in a closed loop).
     fn count_pending(&mut self, a: Nanos, b: Nanos) -> u64 {
@@ -1171,6 +1179,8 @@ impl Worker {
         let schedule = &mut self.schedule;
         self.stats
             .never_taken(stop_at, |a, b| schedule.count_pending(a, b));
+        self.stats
+            .missed_at_start(stop_at, |a, b| schedule.count_missed(a, b));
         let calls = self.script.as_ref().map_or(0, ThreadScript::calls);
         self.stats.finish(clock::thread_cpu(), calls)
     }

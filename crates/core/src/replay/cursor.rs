@@ -4,7 +4,9 @@
 //! schedule's requests take the file's requests in turn: the thread whose
 //! lane owns requests `j, j+T, j+2T, ...` of the run (see `schedule`)
 //! takes requests `j, j+T, ...` of the file (modulo their number), so the
-//! run as a whole replays the file in order, cycling. In the closed loop there is no
+//! run as a whole replays the file in order, cycling. Under `--shard` the
+//! lane is one of the whole run's, so N instances together replay it in
+//! order too. In the closed loop there is no
 //! global order to keep and a connection is bound to a host: each thread
 //! cycles through each host's requests, all of them, from its own offset.
 //! `random` picks uniformly instead, from a generator seeded per thread
@@ -51,26 +53,20 @@ pub struct Cursor {
 }
 
 impl Cursor {
-    /// The cursor of thread `thread` of `threads`.
-    pub fn new(
-        set: Arc<RequestSet>,
-        order: Order,
-        seed: u64,
-        thread: usize,
-        threads: usize,
-    ) -> Cursor {
+    /// The cursor of lane `lane` of `lanes` (a thread's, in the whole run).
+    pub fn new(set: Arc<RequestSet>, order: Order, seed: u64, lane: usize, lanes: usize) -> Cursor {
         let hosts = set.hosts().len();
         // Distinct, well-mixed streams per thread from one seed.
         let rng =
-            fastrand::Rng::with_seed(seed ^ (thread as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            fastrand::Rng::with_seed(seed ^ (lane as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
         let mut c = Cursor {
             set,
             order,
             rng,
-            next: thread as u64,
-            step: threads as u64,
+            next: lane as u64,
+            step: lanes as u64,
             upcoming: 0,
-            host_next: vec![thread as u64; hosts],
+            host_next: vec![lane as u64; hosts],
         };
         c.upcoming = c.draw();
         c

@@ -64,6 +64,46 @@ pub struct Document {
     /// The verdict of `--slo` (absent without one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slo: Option<SloReport>,
+    /// With `--start-at`: seconds from that instant to the moment the run
+    /// began (a fraction of a millisecond when on time; an instance that
+    /// came late counts the requests due before then as never sent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_offset_s: Option<f64>,
+    /// A document that `metron merge` made: the documents it added, one
+    /// row each (absent from a single run's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instances: Vec<Instance>,
+}
+
+/// One of the documents a merged document adds up, as the per-instance
+/// table shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Instance {
+    /// The file it was read from.
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardConfig>,
+    /// Requests per second asked of it, and achieved.
+    pub rate: Option<f64>,
+    pub requests_per_sec: f64,
+    pub completed: u64,
+    /// Lost requests and error statuses.
+    pub errors: u64,
+    pub never_sent: u64,
+    /// p99 of its send lag, in microseconds.
+    pub send_lag_p99_us: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_offset_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_start_ms: Option<u64>,
+    pub window_s: f64,
+}
+
+/// `--shard I/N`: this instance sent requests k with k mod N = I.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardConfig {
+    pub index: u64,
+    pub count: u64,
 }
 
 /// One phase of a rate profile: the requests intended in it.
@@ -146,7 +186,8 @@ pub struct RunConfig {
     pub duration_s: f64,
     pub warmup_s: f64,
     pub timeout_s: f64,
-    /// Requests per second asked for; `null` in throughput mode.
+    /// Requests per second asked for (of this instance: its part of `-R`
+    /// under `--shard`); `null` in throughput mode.
     pub rate: Option<f64>,
     pub script: Option<String>,
     pub headers: Vec<String>,
@@ -166,6 +207,12 @@ pub struct RunConfig {
     /// `--rate-profile`: its phases (`rate` is then their mean).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rate_profile: Vec<ProfilePhase>,
+    /// `--shard`: which part of the schedule this instance sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardConfig>,
+    /// `--start-at`, in Unix seconds: the schedule's zero.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_at_s: Option<f64>,
 }
 
 /// One phase of `--rate-profile` as configured.
@@ -280,6 +327,35 @@ pub struct Point {
     /// unfinished requests).
     #[serde(default)]
     pub p99_with_unfinished: u64,
+    /// The interval's corrected latency, and its unfinished requests'
+    /// lower bounds, encoded as the run's histograms: what lets `metron
+    /// merge` add several instances' intervals exactly. Absent from
+    /// older documents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unfinished_histogram: Option<String>,
+}
+
+impl Point {
+    /// An interval starting at `t` in which nothing happened.
+    pub fn empty(t: f64) -> Point {
+        Point {
+            t,
+            completed: 0,
+            errors: 0,
+            p50: 0,
+            p90: 0,
+            p99: 0,
+            p999: 0,
+            p9999: 0,
+            max: 0,
+            unfinished: 0,
+            p99_with_unfinished: 0,
+            histogram: None,
+            unfinished_histogram: None,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -409,6 +485,8 @@ mod build {
                     })
                     .collect(),
                 slo: None,
+                start_offset_s: None,
+                instances: Vec::new(),
             }
         }
 
@@ -465,7 +543,7 @@ mod build {
         }
     }
 
-    fn summarize(h: &Histogram<u64>) -> Summary {
+    pub fn summarize(h: &Histogram<u64>) -> Summary {
         Summary {
             count: h.len(),
             min: if h.is_empty() { 0 } else { h.min() },
@@ -498,6 +576,8 @@ mod build {
                 max: summary::max(&iv.latency),
                 unfinished: iv.unfinished.len(),
                 p99_with_unfinished: summary::value_at_percentile(&iv.with_unfinished(), 99.0),
+                histogram: Some(encode(&iv.latency)),
+                unfinished_histogram: Some(encode(&iv.unfinished)),
             })
             .collect();
         Series {
@@ -520,4 +600,4 @@ mod build {
 }
 
 pub use crate::stats::codec::encode;
-pub use build::decode;
+pub use build::{decode, summarize};

@@ -11,6 +11,7 @@ mod extended;
 pub mod hlog;
 pub mod html;
 pub mod json;
+pub mod merge;
 pub mod series;
 pub mod spectrum;
 pub mod summary;

@@ -170,6 +170,102 @@ pub fn write_arrival_line(
     }
 }
 
+/// `--shard` and `--start-at`, under the banner: which part of the
+/// schedule this instance sends, and the instant the schedule starts.
+pub fn write_distributed_lines(
+    out: &mut impl Write,
+    shard: crate::schedule::Shard,
+    rate: Option<f64>,
+    start_at: Option<std::time::SystemTime>,
+) -> io::Result<()> {
+    if let (false, Some(rate)) = (shard.is_whole(), rate) {
+        let n = shard.count();
+        writeln!(
+            out,
+            "  shard {} of {n}: requests {}, {}+{n}, ... of the schedule, {} of {} requests/sec",
+            shard.index(),
+            shard.index(),
+            shard.index(),
+            format_metric(rate),
+            format_metric(rate * n as f64)
+        )?;
+    }
+    if let Some(at) = start_at {
+        writeln!(
+            out,
+            "  schedule starts at {} (--start-at)",
+            super::units::format_wall(at)
+        )?;
+    }
+    Ok(())
+}
+
+/// A run that began after its `--start-at`: by how much, and the requests
+/// it passed over (only when it missed any: a start on time is quiet).
+pub fn write_late_start(
+    out: &mut impl Write,
+    late: Duration,
+    missed: u64,
+    measured: u64,
+) -> io::Result<()> {
+    if missed == 0 {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "  Started {} after --start-at: passed over the {missed} requests due before then \
+         ({measured} in the measured window, counted as never sent)",
+        format_time_us(late.as_secs_f64() * 1e6)
+    )
+}
+
+/// A merged document's instances, a row each, so that one bad node shows:
+/// what it was asked for and achieved, its send lag, errors, and how late
+/// it started after `--start-at`.
+pub fn write_instances(
+    out: &mut impl Write,
+    instances: &[super::json::Instance],
+) -> io::Result<()> {
+    if instances.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "  Merged from {} instances:", instances.len())?;
+    writeln!(
+        out,
+        "    {:<24} {:>6} {:>10} {:>10} {:>12} {:>8} {:>10} {:>12}",
+        "instance",
+        "shard",
+        "rate",
+        "achieved",
+        "send lag p99",
+        "errors",
+        "never sent",
+        "start offset"
+    )?;
+    for i in instances {
+        let shard = i
+            .shard
+            .map_or("-".to_string(), |s| format!("{}/{}", s.index, s.count));
+        let rate = i.rate.map_or("-".to_string(), format_metric);
+        let offset = i
+            .start_offset_s
+            .map_or("-".to_string(), |s| format_time_us(s * 1e6));
+        writeln!(
+            out,
+            "    {:<24} {:>6} {:>10} {:>10} {:>12} {:>8} {:>10} {:>12}",
+            i.name,
+            shard,
+            rate,
+            format!("{:.2}", i.requests_per_sec),
+            format_time_us(i.send_lag_p99_us as f64),
+            i.errors,
+            i.never_sent,
+            offset
+        )?;
+    }
+    Ok(())
+}
+
 /// `--slo`: a row per term with its measured value, then the verdict as
 /// the report's last line.
 pub fn write_slo(out: &mut impl Write, slo: &SloReport) -> io::Result<()> {
@@ -497,13 +593,34 @@ pub fn warnings(r: &TextReport) -> Vec<String> {
         .collect()
 }
 
-/// Requests due and never sent, with what kept them back as the run ended:
-/// the state of the connections then, and threads stopped by their script.
+/// Requests due and never sent, with what kept them back: a start after
+/// `--start-at`, and the state of the connections as the run ended.
 fn never_sent_warning(stats: &RunStats, rate: f64) -> Option<String> {
     let c = &stats.counters;
     if c.never_sent == 0 {
         return None;
     }
+    let mut causes = Vec::new();
+    if c.missed_at_start > 0 {
+        causes.push(format!(
+            "{} had been due before the run began, late, after --start-at",
+            c.missed_at_start
+        ));
+    }
+    if c.never_sent > c.missed_at_start {
+        causes.push(format!("at the end {}", end_causes(c, rate).join("; ")));
+    }
+    Some(format!(
+        "{} of {} due requests were never sent: {}",
+        c.never_sent,
+        c.due,
+        causes.join("; ")
+    ))
+}
+
+/// What kept due requests back as the run ended: the connections'
+/// state and threads stopped by their script.
+fn end_causes(c: &Counters, rate: f64) -> Vec<String> {
     let a = &c.at_end;
     let mut causes = Vec::new();
     if a.busy > 0 {
@@ -550,12 +667,7 @@ fn never_sent_warning(stats: &RunStats, rate: f64) -> Option<String> {
                 .to_string(),
         );
     }
-    Some(format!(
-        "{} of {} due requests were never sent: at the end {}",
-        c.never_sent,
-        c.due,
-        causes.join("; ")
-    ))
+    causes
 }
 
 fn plural(n: u64) -> &'static str {

@@ -139,6 +139,22 @@ fn scaled(mut amount: Extended, table: &Table, decimals: u32) -> String {
     format!("{}{unit}", amount.to_fixed(decimals))
 }
 
+/// A wall-clock instant in RFC 3339, UTC, to the millisecond
+/// (`2026-11-24T12:00:00.000Z`).
+pub fn format_wall(t: std::time::SystemTime) -> String {
+    let at = time::OffsetDateTime::from(t);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        at.year(),
+        u8::from(at.month()),
+        at.day(),
+        at.hour(),
+        at.minute(),
+        at.second(),
+        at.millisecond()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,13 +14,15 @@
 //! holds and ramps) and how requests are spread under it ([`Spacing`]:
 //! evenly, or as a Poisson process from a seed). Nothing else in the
 //! engine or the reports looks inside one. Lanes are the same whatever
-//! the process, so one sequence can equally be split over the threads of
-//! several processes.
+//! the process, so one sequence is equally split over several instances
+//! ([`Shard`], `--shard I/N`): lane j of an instance's T threads is lane
+//! I + N·j of N·T of the whole run.
 
 mod constant;
 mod poisson;
 mod process;
 mod profile;
+mod shard;
 
 use std::fmt;
 use std::sync::Arc;
@@ -30,6 +32,7 @@ use crate::clock::Nanos;
 pub use constant::{ConstantRate, MAX_RATE};
 pub use process::{Process, Spacing};
 pub use profile::{Phase, Profile};
+pub use shard::Shard;
 
 /// When each request of a run is due.
 pub trait Arrivals: fmt::Debug + Send + Sync {
@@ -45,6 +48,11 @@ pub trait Arrivals: fmt::Debug + Send + Sync {
     /// phases and their intended-rate chart).
     fn profile(&self) -> Option<&Profile> {
         None
+    }
+
+    /// Which part of the whole run's schedule this is (`--shard`).
+    fn shard(&self) -> Shard {
+        Shard::WHOLE
     }
 }
 
@@ -99,8 +107,9 @@ impl Load {
         matches!(self, Load::Open(_))
     }
 
-    /// The requested rate in requests per second (the mean, under a
-    /// profile); `None` in the closed loop.
+    /// The rate this instance is asked for, in requests per second (the
+    /// mean, under a profile; its part of `-R` under `--shard`); `None` in
+    /// the closed loop.
     pub fn rate(&self) -> Option<f64> {
         match self {
             Load::Open(arrivals) => Some(arrivals.rate()),
@@ -108,11 +117,32 @@ impl Load {
         }
     }
 
-    /// The rate over time, when a profile gives one.
+    /// The whole run's rate over time, when a profile gives one (under
+    /// `--shard`, this instance sends [`Load::shard`]'s part of it).
     pub fn profile(&self) -> Option<&Profile> {
         match self {
             Load::Open(arrivals) => arrivals.profile(),
             Load::Closed => None,
+        }
+    }
+
+    /// This instance's part of the load: of the whole schedule, the
+    /// requests `shard` owns (the closed loop has no schedule to split).
+    pub fn split(self, shard: Shard) -> Load {
+        match self {
+            Load::Open(whole) if !shard.is_whole() => {
+                assert!(whole.shard().is_whole(), "a schedule is split once");
+                Load::Open(Arc::new(shard::Sharded { whole, shard }))
+            }
+            load => load,
+        }
+    }
+
+    /// Which part of the whole schedule this instance sends.
+    pub fn shard(&self) -> Shard {
+        match self {
+            Load::Open(arrivals) => arrivals.shard(),
+            Load::Closed => Shard::WHOLE,
         }
     }
 
@@ -124,8 +154,8 @@ impl Load {
         }
     }
 
-    /// Requests of the whole run intended in `[from, end)` (ns from its
-    /// start); none in the closed loop.
+    /// Requests of this instance intended in `[from, end)` (ns from the
+    /// run's start); none in the closed loop.
     pub fn intended_in(&self, from: Nanos, end: Nanos) -> u64 {
         match self {
             Load::Open(arrivals) => Share::new(arrivals.as_ref(), 0, 0, 1).count_in(from, end),
@@ -145,6 +175,16 @@ pub enum Plan {
     Paced(Share),
 }
 
+impl Plan {
+    /// The run began late, at `t`: the times before it are passed over
+    /// (see [`Share::skip_until`]).
+    pub fn skip_until(&mut self, t: Nanos) {
+        if let Plan::Paced(share) = self {
+            share.skip_until(t);
+        }
+    }
+}
+
 /// One lane's requests of the global schedule, consumed in order: lane j
 /// of T owns requests j, j+T, j+2T, … of the run.
 #[derive(Debug)]
@@ -155,6 +195,8 @@ pub struct Share {
     lanes: u64,
     /// How many of this lane's times were consumed.
     taken: u64,
+    /// Times before this were passed over unsent (a late start).
+    missed_until: Nanos,
     /// The next intended time (absolute), computed once per advance.
     next: Nanos,
 }
@@ -178,6 +220,7 @@ impl Share {
             lane: lane as u64,
             lanes: lanes as u64,
             taken: 0,
+            missed_until: 0,
             next: 0,
         };
         share.next = share.at(0);
@@ -208,17 +251,36 @@ impl Share {
         self.taken
     }
 
-    /// Counts the intended times from the next one up to (not including)
-    /// `end` that also lie at or after `from`, without consuming them.
-    /// Bounded for any arrival process: two counts of the run's requests
-    /// due before a time.
+    /// Passes over the times before `t` without sending them: they stay
+    /// pending, so that [`Share::count_pending`] counts them at the end
+    /// (due, never sent). For a run that starts after its zero.
+    pub fn skip_until(&mut self, t: Nanos) {
+        self.taken = self.taken.max(self.owned_before(t));
+        self.next = self.at(self.taken);
+        self.missed_until = self.missed_until.max(t);
+    }
+
+    /// Counts the intended times not sent in `[from, end)`: those passed
+    /// over by [`Share::skip_until`], and those from the next one on;
+    /// none is consumed. Bounded for any arrival process: a few counts
+    /// of the run's requests due before a time.
     pub fn count_pending(&mut self, from: Nanos, end: Nanos) -> u64 {
+        let missed = self.count_missed(from, end);
         let first = self.taken.max(self.owned_before(from));
-        self.owned_before(end).saturating_sub(first)
+        missed + self.owned_before(end).saturating_sub(first)
+    }
+
+    /// Of this lane's times in `[from, end)`, those passed over by
+    /// [`Share::skip_until`].
+    pub fn count_missed(&mut self, from: Nanos, end: Nanos) -> u64 {
+        self.count_in(from, end.min(self.missed_until))
     }
 
     /// Number of this lane's intended times in `[from, end)`.
     pub fn count_in(&mut self, from: Nanos, end: Nanos) -> u64 {
+        if from >= end {
+            return 0;
+        }
         self.owned_before(end)
             .saturating_sub(self.owned_before(from))
     }
@@ -228,10 +290,7 @@ impl Share {
     /// `lane` modulo `lanes`.
     fn owned_before(&mut self, t: Nanos) -> u64 {
         let n = self.times.index_before(t.saturating_sub(self.t0));
-        match n.checked_sub(self.lane) {
-            Some(0) | None => 0,
-            Some(beyond) => (beyond - 1) / self.lanes + 1,
-        }
+        shard::owned_of(n, self.lane, self.lanes)
     }
 }
 

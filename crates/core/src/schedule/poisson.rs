@@ -45,7 +45,9 @@ impl PoissonPoints {
         let mut at = 0.0;
         // A NaN or infinite horizon (never for a run, which is bounded)
         // still ends: at most 2^24 chunks.
-        while !(at > horizon) && starts.len() <= 1 << 24 {
+        while at.partial_cmp(&horizon) != Some(std::cmp::Ordering::Greater)
+            && starts.len() <= 1 << 24
+        {
             at += gamma.sample(&mut rng(seed, 0, starts.len() as u64 - 1));
             starts.push(at);
         }
@@ -134,7 +136,8 @@ impl PointCursor {
     /// How many points lie below `x`.
     pub fn count_below(&mut self, x: f64) -> u64 {
         let starts = &self.points.starts;
-        if !(x > 0.0) {
+        // NaN included: no point lies below it.
+        if x.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
             return 0;
         }
         let c = starts.partition_point(|&s| s < x) as u64;

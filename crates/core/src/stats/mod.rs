@@ -172,6 +172,10 @@ pub struct Counters {
     pub queued: u64,
     /// Latencies above the histogram's range, recorded at its maximum.
     pub saturated: u64,
+    /// Of the requests never sent, those due before the run began: it
+    /// started after its `--start-at` and passed them over.
+    #[serde(default)]
+    pub missed_at_start: u64,
     /// Where the connections stood when the run ended: what kept requests
     /// from being sent, when some never were.
     #[serde(default)]
@@ -215,6 +219,7 @@ impl Counters {
         self.reconnects += other.reconnects;
         self.queued += other.queued;
         self.saturated += other.saturated;
+        self.missed_at_start += other.missed_at_start;
         self.at_end.add(&other.at_end);
         self.http2.add(&other.http2);
     }

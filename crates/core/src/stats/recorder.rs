@@ -383,6 +383,15 @@ impl Recorder {
         iv.unfinished.add(&ages).expect("same bounds");
     }
 
+    /// At the end: of the requests never sent, those the run passed over
+    /// because it began late (`count(a, b)` counts them in `[a, b)`).
+    pub fn missed_at_start(&mut self, end: Nanos, count: impl FnOnce(Nanos, Nanos) -> u64) {
+        let from = self.window.measure_from;
+        if from < end {
+            self.stats.counters.missed_at_start += count(from, end);
+        }
+    }
+
     /// At the end: where this thread's connections stood.
     pub fn at_end(&mut self, at_end: AtEnd) {
         self.stats.counters.at_end = at_end;

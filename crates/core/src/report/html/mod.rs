@@ -42,6 +42,7 @@ pub fn render(doc: &Document) -> String {
     header(&mut page, doc);
     tables::configuration(&mut page, doc);
     tables::headline(&mut page, doc);
+    tables::instances(&mut page, doc);
     if let Some(s) = &doc.slo {
         slo::section(&mut page, s);
     }

@@ -115,6 +115,26 @@ pub fn configuration(page: &mut String, doc: &Document) {
     if let Some(a) = &c.arrival {
         rows.push(("Arrivals", arrivals(a, c.arrival_seed)));
     }
+    if let Some(s) = c.shard {
+        rows.push((
+            "Shard",
+            format!(
+                "{} of {}: requests {}, {}+{}, … of the schedule",
+                s.index, s.count, s.index, s.index, s.count
+            ),
+        ));
+    }
+    if let Some(at) = c.start_at_s {
+        let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(at.max(0.0));
+        let late = doc
+            .start_offset_s
+            .map(|s| format!(", began {} after it", latency_us((s * 1e6).round() as u64)))
+            .unwrap_or_default();
+        rows.push((
+            "Start at",
+            format!("{}{late}", escape(&crate::report::units::format_wall(when))),
+        ));
+    }
     rows.extend([
         ("Protocol", protocol),
         ("Threads", count(c.threads as u64)),
@@ -441,6 +461,57 @@ pub fn threads(page: &mut String, doc: &Document) {
         page,
         "numbers threads",
         &["thread", "completed", "share", "CPU time"],
+        &rows,
+    );
+    page.push_str("</section>\n");
+}
+
+/// A merged document's instances, a row each: what each was asked for
+/// and achieved, its send lag, errors, and how late it started.
+pub fn instances(page: &mut String, doc: &Document) {
+    if doc.instances.is_empty() {
+        return;
+    }
+    page.push_str("<section>\n<h2>Instances</h2>\n");
+    let _ = writeln!(
+        page,
+        "<p>This report adds up the runs of {} instances exactly (counters and histograms, \
+         not averages); each one's own figures are below.</p>",
+        doc.instances.len()
+    );
+    let rows: Vec<Vec<String>> = doc
+        .instances
+        .iter()
+        .map(|i| {
+            vec![
+                escape(&i.name),
+                i.shard.map_or(MISSING.to_string(), |s| {
+                    format!("{} of {}", s.index, s.count)
+                }),
+                i.rate.map_or(MISSING.to_string(), real),
+                real(i.requests_per_sec),
+                latency_us(i.send_lag_p99_us),
+                count(i.errors),
+                count(i.never_sent),
+                i.start_offset_s.map_or(MISSING.to_string(), |s| {
+                    latency_us((s * 1e6).round() as u64)
+                }),
+            ]
+        })
+        .collect();
+    grid(
+        page,
+        "numbers instances",
+        &[
+            "instance",
+            "shard",
+            "rate asked",
+            "achieved",
+            "send lag p99",
+            "errors",
+            "never sent",
+            "start offset",
+        ],
         &rows,
     );
     page.push_str("</section>\n");

@@ -70,6 +70,8 @@ fn series_point(i: u64) -> Point {
         max: if stall { 181_000 } else { 9_000 + i * 700 },
         unfinished: 0,
         p99_with_unfinished: if stall { 150_000 } else { 3_500 + i * 300 },
+        histogram: None,
+        unfinished_histogram: None,
     }
 }
 
@@ -104,6 +106,7 @@ pub fn sample() -> Document {
         reconnects: 4,
         queued: 2_310,
         saturated: 0,
+        missed_at_start: 0,
         at_end: Default::default(),
         http2: http2_counts(),
     };
@@ -125,6 +128,8 @@ pub fn sample() -> Document {
             arrival: None,
             arrival_seed: None,
             rate_profile: Vec::new(),
+            shard: None,
+            start_at_s: None,
         },
         protocol: Some("HTTP/2".into()),
         window_s: 10.0,
@@ -176,6 +181,8 @@ pub fn sample() -> Document {
         }],
         phases: Vec::new(),
         slo: None,
+        start_offset_s: None,
+        instances: Vec::new(),
     }
 }
 
@@ -301,19 +308,7 @@ fn no_requests() -> Document {
         with_unfinished: None,
     };
     for p in &mut doc.series.points {
-        *p = Point {
-            t: p.t,
-            completed: 0,
-            errors: 0,
-            p50: 0,
-            p90: 0,
-            p99: 0,
-            p999: 0,
-            p9999: 0,
-            max: 0,
-            unfinished: 0,
-            p99_with_unfinished: 0,
-        };
+        *p = Point::empty(p.t);
     }
     doc.threads.iter_mut().for_each(|t| t.completed = 0);
     doc
