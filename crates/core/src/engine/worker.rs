@@ -608,12 +608,22 @@ impl Worker {
         let now = clock::now();
         let peer = self.conns[i].peer();
         if self.started && !self.schedule.paced() {
+            if self.closed_loop_over(now) {
+                return;
+            }
             let request = self.source.next_for(peer);
             return self.send(i, now, request);
         }
         if let Some(a) = self.slots.release(peer, Slot { conn: i }, now) {
             self.send_assigned(a);
         }
+    }
+
+    /// The closed loop sends nothing once its window has ended. A response
+    /// handled after the end (later in the same batch of events) frees its
+    /// connection or stream, and no new request follows it.
+    fn closed_loop_over(&self, now: Nanos) -> bool {
+        self.started && !self.schedule.paced() && now >= self.stats.window().end
     }
 
     /// HTTP/2: every free stream of connection `i` is put to use: first by
@@ -625,6 +635,9 @@ impl Worker {
         let peer = self.conns[i].peer();
         self.filling = true;
         while self.unclaimed_streams(i) > 0 && !self.halted() {
+            if self.closed_loop_over(clock::now()) {
+                break;
+            }
             if let Some(again) = self.retries[peer].pop_front() {
                 let stamp = again.req.stamp.resent(clock::now());
                 self.open_h2(i, &again.request, stamp);
