@@ -1,9 +1,9 @@
 //! The one clock every timestamp comes from: `CLOCK_MONOTONIC` in
 //! nanoseconds, as a plain `u64`.
 //!
-//! `std::time::Instant` reads the same clock but cannot be handed to a
-//! `timerfd` as an absolute deadline; a raw nanosecond count can, and it
-//! is `Copy`, ordered and cheap to subtract on the hot path.
+//! `std::time::Instant` reads the same clock but cannot be handed to the
+//! kernel as a deadline; a raw nanosecond count can, and it is `Copy`,
+//! ordered and cheap to subtract on the hot path.
 
 use std::time::Duration;
 

@@ -17,6 +17,7 @@
 
 pub mod conn;
 pub mod limits;
+mod poller;
 mod preflight;
 mod prepare;
 pub mod progress;

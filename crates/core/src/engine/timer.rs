@@ -1,11 +1,12 @@
-//! Microsecond-precise wake-ups for the pacing loop.
+//! Microsecond-precise wake-ups where `epoll_pwait2` is missing.
 //!
 //! `epoll_wait` takes whole milliseconds, which is why wrk2 is only accurate
-//! to about ±1 ms. A `timerfd` armed with an absolute `CLOCK_MONOTONIC`
-//! deadline wakes the poller to within the kernel's timer slack, which the
-//! worker sets to 1 ns with `prctl(PR_SET_TIMERSLACK)`. The fd is
-//! registered with the worker's poller like any socket, so one `poll` waits
-//! for I/O and for the next intended send time at once.
+//! to about ±1 ms. The poller ([`super::poller`]) waits with
+//! `epoll_pwait2`'s nanosecond timeout where the kernel has it; elsewhere a
+//! `timerfd` armed with an absolute `CLOCK_MONOTONIC` deadline wakes it to
+//! within the kernel's timer slack, which the worker sets to 1 ns with
+//! `prctl(PR_SET_TIMERSLACK)`. The fd is registered with the poller like
+//! any socket, so one wait covers I/O and the next intended send time.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};

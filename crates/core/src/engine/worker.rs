@@ -25,13 +25,10 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::AsRawFd;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use mio::event::Event;
-use mio::unix::SourceFd;
-use mio::{Events, Interest, Poll, Registry, Token, Waker};
+use mio::{Interest, Registry, Token, Waker};
 
 use crate::clock::{self, Nanos};
 use crate::http::h2::{self, Event as H2Event, H2Request, OpenError};
@@ -43,16 +40,14 @@ use crate::script::ThreadScript;
 use crate::stats::{AtEnd, Loss, Phases, Recorder, Stamp, StopCause, ThreadStats};
 
 use super::conn::{After, Check, Conn, Connect, Eof, H2InFlight, InFlight, Out, Read, Received};
+use super::poller::{Events, Poller, Ready, WAKE};
 use super::setup::Protocol;
 use super::slots::{Assigned, Due, Slot, Slots};
-use super::timer::{self, Timer};
 use super::transport::{TlsSetup, Transport};
 use super::{EngineError, Stop};
 
 pub use crate::stats::Window;
 
-const TIMER: Token = Token(usize::MAX - 1);
-const WAKE: Token = Token(usize::MAX - 2);
 /// Size of the one read buffer all of a worker's connections share.
 const READ_BUF: usize = 64 * 1024;
 
@@ -108,9 +103,7 @@ impl Peer {
 
 pub struct Worker {
     index: usize,
-    poll: Poll,
-    timer: Timer,
-    waker: Arc<Waker>,
+    poller: Poller,
     stop: Arc<Stop>,
     conns: Vec<Conn>,
     /// HTTP/2: slots each connection has in `slots` (one per free stream).
@@ -289,15 +282,10 @@ impl Worker {
     }
 
     fn build(setup: WorkerSetup, stop: Arc<Stop>) -> io::Result<Worker> {
-        timer::set_fine_timer_slack();
         if let Some(cpu) = setup.cpu {
             pin_to_cpu(cpu)?;
         }
-        let poll = Poll::new()?;
-        let waker = Arc::new(Waker::new(poll.registry(), WAKE)?);
-        let timer = Timer::new()?;
-        poll.registry()
-            .register(&mut SourceFd(&timer.as_raw_fd()), TIMER, Interest::READABLE)?;
+        let poller = Poller::new()?;
         let capture = setup
             .script
             .as_ref()
@@ -342,9 +330,7 @@ impl Worker {
         let sweep_every = (setup.timeout / 10).clamp(1_000_000, 50_000_000);
         let mut w = Worker {
             index: setup.index,
-            poll,
-            timer,
-            waker,
+            poller,
             stop,
             offered: vec![0; setup.connections],
             h2_static,
@@ -378,7 +364,7 @@ impl Worker {
     }
 
     pub fn waker(&self) -> Arc<Waker> {
-        self.waker.clone()
+        self.poller.waker()
     }
 
     /// Runs the event loop until the window ends, the run is stopped or the
@@ -428,21 +414,21 @@ impl Worker {
                 return Ok(now);
             }
             self.on_timer(now);
-            self.timer.arm(Some(self.next_deadline()))?;
-            if let Err(e) = self.poll.poll(&mut events, None) {
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(e);
-            }
+            self.poller.wait(&mut events, self.next_deadline())?;
+            let paced = self.schedule.paced();
             for ev in events.iter() {
                 match ev.token() {
-                    TIMER => self.timer.clear(),
                     // Nothing is sent after this moment, so it ends this
                     // thread's window exactly.
                     WAKE if self.stop.is_stopped() => return Ok(clock::now().min(end)),
                     WAKE => {}
-                    Token(c) => self.on_event(c, ev),
+                    Token(c) => self.on_event(c, &ev),
+                }
+                // A long batch of events takes a while to handle: requests
+                // that fall due meanwhile go out between events, not after
+                // the last one.
+                if paced {
+                    self.dispatch();
                 }
             }
         }
@@ -478,17 +464,11 @@ impl Worker {
             if !pending || now >= until {
                 return Ok(());
             }
-            self.timer.arm(Some(until))?;
-            match self.poll.poll(&mut events, None) {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-                Ok(()) => {}
-            }
+            self.poller.wait(&mut events, until)?;
             for ev in events.iter() {
                 match ev.token() {
-                    TIMER => self.timer.clear(),
                     WAKE => {}
-                    Token(c) => self.on_event(c, ev),
+                    Token(c) => self.on_event(c, &ev),
                 }
             }
         }
@@ -545,7 +525,7 @@ impl Worker {
         self.send(a.slot.conn, a.due.at, a.due.request);
     }
 
-    fn on_event(&mut self, i: usize, ev: &Event) {
+    fn on_event(&mut self, i: usize, ev: &Ready) {
         let Some(conn) = self.conns.get(i) else {
             return;
         };
@@ -1104,7 +1084,7 @@ impl Worker {
         }
         let closed = conn.close(now);
         if let Some(mut t) = closed.io {
-            let _ = self.poll.registry().deregister(t.socket());
+            let _ = self.poller.registry().deregister(t.socket());
         }
         if closed.reopen_at <= now {
             self.open(i, closed.reopen_at);
@@ -1120,7 +1100,7 @@ impl Worker {
         // As in wrk, a script may move its thread (`wrk.thread.addr = ...`)
         // at any time; every connection opened after that goes there.
         let addr = self.script.as_ref().map_or(peer.addr, |s| s.addr());
-        match connect(addr, peer, self.poll.registry(), Token(i)) {
+        match connect(addr, peer, self.poller.registry(), Token(i)) {
             Ok(transport) => self.conns[i].open(transport, now),
             Err(_) => {
                 self.stats.connect_failed(now);
