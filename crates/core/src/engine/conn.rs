@@ -689,7 +689,10 @@ impl Http1 {
         let mut parser = ResponseParser::new(max_head);
         parser.set_capture(capture);
         Http1 {
-            in_flight: VecDeque::with_capacity(16),
+            // One request at a time unless a script pipelines a batch: the
+            // queue grows to the largest batch once and stays there. (With
+            // 16 up front, 10,000 connections held 6 MB of empty room.)
+            in_flight: VecDeque::with_capacity(1),
             parser,
             next_stream: 0,
         }
