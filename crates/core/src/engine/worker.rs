@@ -48,6 +48,8 @@ use super::{EngineError, Stop};
 
 pub use crate::stats::Window;
 
+/// Connections a sweep checks between looks at the schedule.
+const SWEEP_SLICE: usize = 256;
 /// Size of the one read buffer all of a worker's connections share.
 const READ_BUF: usize = 64 * 1024;
 
@@ -1117,7 +1119,13 @@ impl Worker {
         if now >= self.next_publish {
             self.publish(now);
         }
+        let paced = self.schedule.paced();
         for i in 0..self.conns.len() {
+            // With thousands of connections a sweep takes milliseconds;
+            // requests falling due meanwhile go out along the way.
+            if paced && i % SWEEP_SLICE == SWEEP_SLICE - 1 {
+                self.dispatch();
+            }
             match self.conns[i].on_timer(now, self.timeout) {
                 Check::Nothing => {}
                 Check::Expired if self.conns[i].is_h2() => self.expire_streams(i, now),
