@@ -22,52 +22,12 @@ cd "$(dirname "$0")/.."
 
 DURATION=${1:-5s}
 ROUNDS=${2:-3}
-TARGET_CPU=${TARGET_CPU:-1}
-LOAD_CPU=${LOAD_CPU:-0}
-# The prefix and port bench/nginx-h2c.conf names.
-NGX=/tmp/ngx
-URL=http://127.0.0.1:18082/
-export PATH="$PATH:/usr/sbin"
+. bench/lib.sh
+URL=$H2C_URL
 
-missing=()
-command -v nginx >/dev/null || missing+=(nginx)
-command -v h2load >/dev/null || missing+=(nghttp2-client)
-if [ ${#missing[@]} -gt 0 ]; then
-    echo "installing ${missing[*]}" >&2
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
-nginx -V 2>&1 | grep -q -- --with-http_v2_module || {
-    echo "$(command -v nginx) lacks http_v2; install Debian's nginx" >&2
-    exit 1
-}
-if (exec 3<>/dev/tcp/127.0.0.1/18082) 2>/dev/null; then
-    echo "127.0.0.1:18082 is taken; stop what listens there (nginx -s stop -p $NGX)" >&2
-    exit 1
-fi
-
+need nginx=nginx h2load=nghttp2-client
 cargo build --release --quiet
-METRON=target/release/metron
-
-mkdir -p "$NGX/logs"
-taskset -c "$TARGET_CPU" nginx -p "$NGX" -e "$NGX/logs/error.log" \
-    -c "$PWD/bench/nginx-h2c.conf" -g 'daemon off; master_process off;' &
-SERVER=$!
-trap 'kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null || true' EXIT
-for _ in $(seq 50); do
-    (exec 3<>/dev/tcp/127.0.0.1/18082) 2>/dev/null && break
-    sleep 0.1
-done
-
-# timed CMD...: runs CMD on the generator's CPU; prints its output, then a
-# last line "cpu SECONDS" (user + system).
-timed() {
-    local tfile out
-    tfile=$(mktemp)
-    out=$(/usr/bin/time -f "%U %S" -o "$tfile" taskset -c "$LOAD_CPU" "$@")
-    printf '%s\ncpu %s\n' "$out" "$(awk '{print $1 + $2}' "$tfile")"
-    rm -f "$tfile"
-}
+start_nginx
 
 # One round of each: "requests seconds cpu-seconds errors".
 metron_round() {
@@ -85,11 +45,7 @@ h2load_round() {
         END { printf "%d %.2f %.3f %d\n", n, s, c, f }'
 }
 
-# median of the numbers on stdin
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-
-# Other work on the machine moves every figure: the load average says how much.
-echo "# $(date -u +%Y-%m-%d) $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); nginx $(nginx -v 2>&1 | sed 's|.*/||') on CPU $TARGET_CPU, generator on CPU $LOAD_CPU"
+header
 echo "# h2c closed loop -t1 -c10 -m100 -d$DURATION; $ROUNDS alternating rounds"
 printf '%-8s %5s %12s %12s %8s %14s\n' tool round requests req/s errors "req/CPU-s"
 m=() h=()
@@ -110,11 +66,6 @@ awk -v mr="$mr" -v mp="$mp" -v hr="$hr" -v hp="$hp" 'BEGIN {
     printf "%-28s %12.0f %12.0f %8.2f\n", "  requests/s", hr, mr, (hr > 0) ? mr / hr : 0;
     printf "%-28s %12.0f %12.0f %8.2f\n", "  requests per CPU-second", hp, mp, (hp > 0) ? mp / hp : 0;
 }'
-
-# us VALUE: a report's duration ("52.00us", "1.30ms", "1.40s") in µs.
-us() { awk -v v="$1" 'BEGIN {
-    u = v; sub(/^[0-9.]+/, "", u); n = v + 0;
-    print (u == "us") ? n : (u == "ms") ? n * 1e3 : (u == "s") ? n * 1e6 : (u == "m") ? n * 6e7 : n * 3.6e9 }'; }
 
 # p50 of the (first, corrected in rate mode) latency distribution of -L.
 p50() { awk '/^ 50.000%/ { print $2; exit }'; }

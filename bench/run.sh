@@ -1,58 +1,48 @@
 #!/usr/bin/env bash
-# Saturation benchmark: metron against wrk, same target, same run.
+# HTTP/1.1 benchmark: metron against wrk, the same nginx, the same run.
 #
-# The target (metron's built-in server) is pinned to one CPU and the load
-# generator under test to the other, so the two never share a core. For
-# each generator it prints requests/s and requests per CPU-second of the
-# generator (user + system), then the ratios metron / wrk.
+# nginx (bench/nginx-h2c.conf, HTTP/1.1 on 18083) is pinned to one CPU and
+# the load generator under test to the other, so the two never share a
+# core.
 #
-#   bench/run.sh [DURATION] [CONNECTIONS] [ROUNDS]   (defaults: 10s, 50, 3)
+# 1. Saturation, closed loop -t1 -cCONNECTIONS: a static GET, then each Lua
+#    script of bench/scripts/ (static.lua only sets request fields;
+#    dynamic_path.lua builds a new path in request() for every request).
+#    wrk and metron alternate for ROUNDS rounds, because a virtual
+#    machine's speed drifts by tens of percent from one minute to the
+#    next; the medians of requests/s and of requests per CPU-second of the
+#    generator (user + system time) are compared, metron / wrk.
+# 2. Pacing, rate mode -t1 -c100 -R90000 for 1 s of warm-up and DURATION
+#    measured (--warmup 1s): the send lag's p50 and p99 (goal: p99 at most
+#    100 µs) and the achieved rate.
 #
-# A virtual machine's speed drifts by tens of percent from minute to
-# minute, so the two tools alternate for ROUNDS rounds and the medians are
-# compared.
+#   bench/run.sh [DURATION] [CONNECTIONS] [ROUNDS]   (defaults: 5s, 50, 3)
 #
-# Needs: wrk (apt-get install wrk), taskset, /usr/bin/time. Loopback only.
+# Needs nginx and wrk (Debian: nginx, wrk), installed here when missing;
+# taskset and /usr/bin/time. Loopback only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DURATION=${1:-10s}
+DURATION=${1:-5s}
 CONNS=${2:-50}
 ROUNDS=${3:-3}
-PORT=${PORT:-18080}
-TARGET_CPU=${TARGET_CPU:-1}
-LOAD_CPU=${LOAD_CPU:-0}
 SCRIPTS=bench/scripts
+. bench/lib.sh
+URL=$H1_URL
 
-command -v wrk >/dev/null || { echo "wrk is not installed: apt-get install wrk" >&2; exit 1; }
+need nginx=nginx wrk=wrk
 cargo build --release --quiet
-METRON=target/release/metron
+start_nginx
 
-taskset -c "$TARGET_CPU" "$METRON" serve --listen "127.0.0.1:$PORT" --body-size 64 >/dev/null &
-SERVER=$!
-trap 'kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null || true' EXIT
-for _ in $(seq 50); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break
-    sleep 0.1
-done
-URL="http://127.0.0.1:$PORT/"
-
-# run NAME CMD...: prints "NAME req/s total-requests cpu-seconds"
+# run CMD...: prints "req/s total-requests cpu-seconds" of a wrk-style
+# report (metron's has the same lines).
 run() {
-    local name=$1; shift
-    local out tfile
-    tfile=$(mktemp)
-    out=$(/usr/bin/time -f "%U %S" -o "$tfile" taskset -c "$LOAD_CPU" "$@")
-    local rps total cpu
-    rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
-    total=$(awk '/ requests in / {print $1; exit}' <<<"$out")
-    cpu=$(awk '{print $1 + $2}' "$tfile")
-    rm -f "$tfile"
-    echo "$name $rps $total $cpu"
+    timed "$@" | awk '
+        /^Requests\/sec:/ { r = $2 }
+        / requests in / && !n { n = $1 }
+        /^cpu / { c = $2 }
+        END { print r, n, c }'
 }
-
-# median of the numbers on stdin
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # measure LABEL [ARGS...]: ROUNDS alternating runs of wrk and metron with
 # the same arguments; prints medians and ratios.
@@ -60,14 +50,14 @@ measure() {
     local label=$1; shift
     local w=() m=()
     for _ in $(seq "$ROUNDS"); do
-        w+=("$(run wrk wrk -t1 -c"$CONNS" -d"$DURATION" "$@" "$URL")")
-        m+=("$(run metron "$METRON" -t1 -c"$CONNS" -d"$DURATION" "$@" "$URL")")
+        w+=("$(run wrk -t1 -c"$CONNS" -d"$DURATION" "$@" "$URL")")
+        m+=("$(run "$METRON" -t1 -c"$CONNS" -d"$DURATION" "$@" "$URL")")
     done
     local wr wp mr mp
-    wr=$(printf '%s\n' "${w[@]}" | awk '{print $2}' | median)
-    wp=$(printf '%s\n' "${w[@]}" | awk '$4 > 0 {print $3 / $4}' | median)
-    mr=$(printf '%s\n' "${m[@]}" | awk '{print $2}' | median)
-    mp=$(printf '%s\n' "${m[@]}" | awk '$4 > 0 {print $3 / $4}' | median)
+    wr=$(printf '%s\n' "${w[@]}" | awk '{print $1}' | median)
+    wp=$(printf '%s\n' "${w[@]}" | awk '$3 > 0 {print $2 / $3}' | median)
+    mr=$(printf '%s\n' "${m[@]}" | awk '{print $1}' | median)
+    mp=$(printf '%s\n' "${m[@]}" | awk '$3 > 0 {print $2 / $3}' | median)
     awk -v label="$label" -v wr="$wr" -v wp="$wp" -v mr="$mr" -v mp="$mp" 'BEGIN {
         printf "%-28s %12s %12s %8s\n", label, "wrk", "metron", "ratio";
         printf "%-28s %12.0f %12.0f %8.2f\n", "  requests/s", wr, mr, (wr > 0) ? mr / wr : 0;
@@ -75,8 +65,20 @@ measure() {
     }'
 }
 
-echo "# $(date -u +%Y-%m-%d) $(nproc) CPUs; target on CPU $TARGET_CPU, generator on CPU $LOAD_CPU; -t1 -c$CONNS -d$DURATION; median of $ROUNDS alternating rounds"
-measure "static GET, closed loop"
+header
+echo "# closed loop -t1 -c$CONNS -d$DURATION against nginx; median of $ROUNDS alternating rounds"
+measure "static GET"
 for script in "$SCRIPTS"/*.lua; do
     measure "script $(basename "$script")" -s "$script"
 done
+
+echo
+echo "# rate mode -t1 -c100 -R90000 --warmup 1s, $DURATION measured"
+secs=$(awk -v d="$DURATION" 'BEGIN { print d + 1 }')
+out=$(taskset -c "$LOAD_CPU" "$METRON" -t1 -c100 -R90000 --warmup 1s -d"${secs}s" "$URL")
+lag=$(awk '/Send lag:/ { print $4, $6; exit }' <<<"$out" | tr -d ,)
+read -r p50 p99 <<<"$lag"
+printf '%-28s %12s\n' "  send lag p50" "$p50" "  send lag p99" "$p99" \
+    "  requests/s" "$(awk '/^Requests\/sec:/ { print $2 }' <<<"$out")"
+awk -v p="$(us "$p99")" 'BEGIN { printf "  send lag p99 at most 100us: %s\n", (p <= 100) ? "yes" : "no" }'
+grep -E 'Socket errors|Warning' <<<"$out" || true

@@ -12,7 +12,7 @@
 //! - [`schedule`]: the [`schedule::Load`]: the closed loop, or an arrival
 //!   process giving each request's intended send time (the open model).
 //! - [`engine`]: a run in three stages (prepare, start, collect) over worker
-//!   threads, each with its own event loop, connections, timer and
+//!   threads, each with its own event loop, connections, poller (`engine::poller`: waiting for I/O and deadlines) and
 //!   statistics.
 //! - [`http`]: request bytes, the incremental response parser, body framing,
 //!   and the HTTP/2 client session (`http::h2`).

@@ -1,0 +1,74 @@
+# Shared by the bench/ scripts (sourced, not run): installing what is
+# missing, starting nginx pinned to its CPU, timing a pinned command, and
+# small figures helpers.
+
+TARGET_CPU=${TARGET_CPU:-1}
+LOAD_CPU=${LOAD_CPU:-0}
+# The prefix and ports bench/nginx-h2c.conf names.
+NGX=/tmp/ngx
+H2C_URL=http://127.0.0.1:18082/
+H1_URL=http://127.0.0.1:18083/
+METRON=target/release/metron
+export PATH="$PATH:/usr/sbin"
+
+# need COMMAND=PACKAGE...: installs Debian's package for each missing
+# command.
+need() {
+    local missing=() pair
+    for pair in "$@"; do
+        command -v "${pair%%=*}" >/dev/null || missing+=("${pair#*=}")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        echo "installing ${missing[*]}" >&2
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+}
+
+# start_nginx: nginx (bench/nginx-h2c.conf) on TARGET_CPU, stopped when
+# the script exits.
+start_nginx() {
+    nginx -V 2>&1 | grep -q -- --with-http_v2_module || {
+        echo "$(command -v nginx) lacks http_v2; install Debian's nginx" >&2
+        exit 1
+    }
+    if (exec 3<>/dev/tcp/127.0.0.1/18082) 2>/dev/null; then
+        echo "127.0.0.1:18082 is taken; stop what listens there (nginx -s stop -p $NGX)" >&2
+        exit 1
+    fi
+    mkdir -p "$NGX/logs"
+    taskset -c "$TARGET_CPU" nginx -p "$NGX" -e "$NGX/logs/error.log" \
+        -c "$PWD/bench/nginx-h2c.conf" -g 'daemon off; master_process off;' &
+    SERVER=$!
+    trap 'kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null || true' EXIT
+    for _ in $(seq 50); do
+        (exec 3<>/dev/tcp/127.0.0.1/18083) 2>/dev/null && return
+        sleep 0.1
+    done
+    echo "nginx did not start listening; see $NGX/logs/error.log" >&2
+    exit 1
+}
+
+# timed CMD...: runs CMD on the generator's CPU; prints its output, then a
+# last line "cpu SECONDS" (user + system).
+timed() {
+    local tfile out
+    tfile=$(mktemp)
+    out=$(/usr/bin/time -f "%U %S" -o "$tfile" taskset -c "$LOAD_CPU" "$@")
+    printf '%s\ncpu %s\n' "$out" "$(awk '{print $1 + $2}' "$tfile")"
+    rm -f "$tfile"
+}
+
+# median of the numbers on stdin
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# us VALUE: a report's duration ("52.00us", "1.30ms", "1.40s") in µs.
+us() { awk -v v="$1" 'BEGIN {
+    u = v; sub(/^[0-9.]+/, "", u); n = v + 0;
+    print (u == "us") ? n : (u == "ms") ? n * 1e3 : (u == "s") ? n * 1e6 : (u == "m") ? n * 6e7 : n * 3.6e9 }'; }
+
+# The header line every table starts with: other work on the machine moves
+# every figure, and the load average says how much.
+header() {
+    echo "# $(date -u +%Y-%m-%d) $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); nginx $(nginx -v 2>&1 | sed 's|.*/||') on CPU $TARGET_CPU, generator on CPU $LOAD_CPU"
+}
