@@ -12,8 +12,8 @@
 //! - [`schedule`]: the [`schedule::Load`]: the closed loop, or an arrival
 //!   process giving each request's intended send time (the open model).
 //! - [`engine`]: a run in three stages (prepare, start, collect) over worker
-//!   threads, each with its own event loop, connections, poller (`engine::poller`: waiting for I/O and deadlines) and
-//!   statistics.
+//!   threads, each with its own event loop, connections, poller (waiting
+//!   for I/O and deadlines at once) and statistics.
 //! - [`http`]: request bytes, the incremental response parser, body framing,
 //!   and the HTTP/2 client session (`http::h2`).
 //! - [`replay`]: `--requests FILE`: requests built once from a file, their
