@@ -6,8 +6,6 @@
 //! Needs python3 and `pip install hdrhistogram`. Without them the test
 //! fails where CI is set, and elsewhere prints a note and passes.
 
-use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, UNIX_EPOCH};
 
 use hdrhistogram::Histogram;
@@ -15,7 +13,8 @@ use metron::report::hlog::write_log;
 use metron::stats::{new_histogram, IntervalStats};
 use serde_json::Value;
 
-const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/hlog_check.py");
+mod common;
+use common::{python_reading, python_ready};
 
 /// Five one-second intervals. The latency values come in blocks wide
 /// enough that the 50th and 99th percentiles fall well inside one: the
@@ -45,39 +44,6 @@ fn intervals() -> Vec<IntervalStats> {
             s
         })
         .collect()
-}
-
-/// Where python3 and the package are missing: a failure under CI, a note
-/// elsewhere. Returns whether the check can go on.
-fn python_ready() -> bool {
-    let probe = Command::new("python3")
-        .args(["-c", "import hdrh.log, hdrh.histogram"])
-        .output();
-    let why = match probe {
-        Err(e) => format!("cannot run python3: {e}"),
-        Ok(out) if !out.status.success() => {
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            let last = stderr.lines().last().unwrap_or("").to_owned();
-            format!(
-                "python3 cannot import the hdrhistogram package ({last}); pip install hdrhistogram"
-            )
-        }
-        Ok(_) => return true,
-    };
-    assert!(std::env::var_os("CI").is_none(), "{why}");
-    eprintln!("note: Python cross-check of the interval log skipped: {why}");
-    false
-}
-
-fn python_reading(log: &Path) -> Value {
-    let out = Command::new("python3")
-        .arg(SCRIPT)
-        .arg(log)
-        .output()
-        .expect("python3 runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "hlog_check.py failed: {stderr}");
-    serde_json::from_slice(&out.stdout).expect("hlog_check.py prints JSON")
 }
 
 fn sum(intervals: &[IntervalStats], pick: fn(&IntervalStats) -> &Histogram<u64>) -> Histogram<u64> {

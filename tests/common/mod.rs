@@ -165,3 +165,39 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// tests/hlog_check.py: reads an interval log with Python's HdrHistogram.
+const HLOG_CHECK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/hlog_check.py");
+
+/// Where python3 and the package are missing: a failure under CI, a note
+/// elsewhere. Returns whether the check can go on.
+pub fn python_ready() -> bool {
+    let probe = Command::new("python3")
+        .args(["-c", "import hdrh.log, hdrh.histogram"])
+        .output();
+    let why = match probe {
+        Err(e) => format!("cannot run python3: {e}"),
+        Ok(out) if !out.status.success() => {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let last = stderr.lines().last().unwrap_or("").to_owned();
+            format!(
+                "python3 cannot import the hdrhistogram package ({last}); pip install hdrhistogram"
+            )
+        }
+        Ok(_) => return true,
+    };
+    assert!(std::env::var_os("CI").is_none(), "{why}");
+    eprintln!("note: Python cross-check of the interval log skipped: {why}");
+    false
+}
+
+pub fn python_reading(log: &std::path::Path) -> serde_json::Value {
+    let out = Command::new("python3")
+        .arg(HLOG_CHECK)
+        .arg(log)
+        .output()
+        .expect("python3 runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "hlog_check.py failed: {stderr}");
+    serde_json::from_slice(&out.stdout).expect("hlog_check.py prints JSON")
+}

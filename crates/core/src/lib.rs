@@ -504,12 +504,17 @@ fn run_live(
     text: &mut dyn Write,
 ) -> Result<(Outcome, Option<script::MainScript>), Error> {
     let (o, run) = (&cfg.outputs, &cfg.run);
+    let hlog = match &o.hlog {
+        Some(path) => Some(HlogStream::create(path, cfg)?),
+        None => None,
+    };
     let mut live = Live {
         line: (!o.quiet && io::stderr().is_terminal()).then(|| progress::Line::new(run.duration)),
         rows: o.thread_timeseries.then_some((o.timeseries_interval, text)),
+        hlog,
         failed: None,
     };
-    let watched = live.line.is_some() || live.rows.is_some();
+    let watched = live.line.is_some() || live.rows.is_some() || live.hlog.is_some();
     if let Some(at) = run.start_at {
         // Connect shortly before the start, not long before.
         let connect_at = at.checked_sub(engine::CONNECT_AHEAD).unwrap_or(at);
@@ -525,8 +530,89 @@ fn run_live(
     }
     let outcome = result?;
     match live.failed {
-        Some(e) => Err(e.into()),
+        Some(e) => Err(e),
         None => Ok((outcome, script)),
+    }
+}
+
+/// `--hlog`, written as the run goes: the file is created before the run,
+/// the header written when the measured window starts, and each interval
+/// appended and flushed as it closes, so that `tail -f` and the
+/// HdrHistogram tools read a run in progress and a killed run leaves every
+/// closed interval on disk.
+struct HlogStream {
+    path: PathBuf,
+    comment: String,
+    endpoints: Vec<String>,
+    state: HlogState,
+}
+
+enum HlogState {
+    Created(std::fs::File),
+    Writing(report::hlog::LogWriter<io::BufWriter<std::fs::File>>),
+    Done,
+}
+
+impl HlogStream {
+    fn create(path: &Path, cfg: &Config) -> Result<HlogStream, Error> {
+        let file = std::fs::File::create(path).map_err(|why| Error::Output {
+            flag: "--hlog",
+            path: path.to_path_buf(),
+            why,
+        })?;
+        let endpoints = cfg
+            .run
+            .replay
+            .as_ref()
+            .filter(|r| r.by_endpoint)
+            .map(|r| r.set.endpoints().to_vec())
+            .unwrap_or_default();
+        Ok(HlogStream {
+            path: path.to_path_buf(),
+            comment: format!("metron {} {}", env!("CARGO_PKG_VERSION"), cfg.run.url),
+            endpoints,
+            state: HlogState::Created(file),
+        })
+    }
+
+    fn failed(&self, why: io::Error) -> Error {
+        Error::Output {
+            flag: "--hlog",
+            path: self.path.clone(),
+            why,
+        }
+    }
+
+    /// Writes the header; interval times count from `at`.
+    fn start(&mut self, at: std::time::SystemTime) -> Result<(), Error> {
+        let HlogState::Created(file) = std::mem::replace(&mut self.state, HlogState::Done) else {
+            return Ok(());
+        };
+        let out = io::BufWriter::new(file);
+        let mut log = report::hlog::LogWriter::start(out, at, &self.comment, &self.endpoints)
+            .map_err(|e| self.failed(e))?;
+        log.flush().map_err(|e| self.failed(e))?;
+        self.state = HlogState::Writing(log);
+        Ok(())
+    }
+
+    /// Appends intervals and flushes them to the file.
+    fn append(
+        &mut self,
+        intervals: &mut dyn Iterator<Item = stats::IntervalStats>,
+    ) -> Result<(), Error> {
+        let HlogState::Writing(log) = &mut self.state else {
+            return Ok(());
+        };
+        let mut written = Ok(());
+        for iv in intervals {
+            written = log.interval(&iv);
+            if written.is_err() {
+                break;
+            }
+        }
+        let written = written.and_then(|()| log.flush());
+        written.map_err(|e| self.failed(e))
     }
 }
 
@@ -535,8 +621,10 @@ struct Live<'a> {
     line: Option<progress::Line>,
     /// The interval of `--thread-timeseries`, and where its rows go.
     rows: Option<(std::time::Duration, &'a mut dyn Write)>,
-    /// The first failed write of a row, reported once the run is over.
-    failed: Option<io::Error>,
+    hlog: Option<HlogStream>,
+    /// The first failed write of a row or of the interval log, reported
+    /// once the run is over.
+    failed: Option<Error>,
 }
 
 impl engine::Watch for Live<'_> {
@@ -566,9 +654,31 @@ impl engine::Watch for Live<'_> {
             line.clear();
         }
         let written = report::series::write_thread_rows(*out, rows).and_then(|()| out.flush());
-        self.failed = written.err();
+        self.failed = written.err().map(Error::from);
         if let Some(line) = self.line.as_mut() {
             line.restore();
+        }
+    }
+
+    fn intervals_wanted(&self) -> bool {
+        self.hlog.is_some()
+    }
+
+    fn window_starts(&mut self, at: std::time::SystemTime) {
+        if let Some(hlog) = self.hlog.as_mut() {
+            if let Err(e) = hlog.start(at) {
+                self.failed.get_or_insert(e);
+                self.hlog = None;
+            }
+        }
+    }
+
+    fn intervals(&mut self, intervals: &mut dyn Iterator<Item = stats::IntervalStats>) {
+        if let Some(hlog) = self.hlog.as_mut() {
+            if let Err(e) = hlog.append(intervals) {
+                self.failed.get_or_insert(e);
+                self.hlog = None;
+            }
         }
     }
 }
@@ -594,7 +704,8 @@ fn write_files(
     slo: Option<&report::json::SloReport>,
 ) -> Result<(), Error> {
     let o = &cfg.outputs;
-    if o.json.is_none() && o.html.is_none() && o.hlog.is_none() {
+    // The interval log was written as the run went (see `HlogStream`).
+    if o.json.is_none() && o.html.is_none() {
         return Ok(());
     }
     let mut doc = report::json::Document::new(
@@ -617,22 +728,6 @@ fn write_files(
     }
     if let Some(path) = &o.html {
         write_file("--html", path, report::html::render(&doc).as_bytes())?;
-    }
-    if let Some(path) = &o.hlog {
-        let mut log = Vec::new();
-        let recorders = outcome.stats.intervals();
-        let intervals = stats::interval::merged(&recorders, outcome.stats.window);
-        // Interval times count from the measured window's start.
-        let start = outcome.started_at + cfg.run.warmup;
-        let comment = format!("metron {} {}", env!("CARGO_PKG_VERSION"), cfg.run.url);
-        let endpoints: Vec<String> = outcome
-            .stats
-            .endpoints
-            .iter()
-            .map(|e| e.name.clone())
-            .collect();
-        report::hlog::write_log(&mut log, start, &comment, intervals, &endpoints)?;
-        write_file("--hlog", path, &log)?;
     }
     Ok(())
 }

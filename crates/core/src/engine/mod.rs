@@ -41,7 +41,7 @@ use crate::http::request::RequestError;
 use crate::replay::RequestSet;
 use crate::schedule::{Load, Plan};
 use crate::script::{MainScript, ScriptError};
-use crate::stats::{Interruption, Phases, RunStats, StopCause};
+use crate::stats::{interval, Interruption, IntervalStats, Phases, RunStats, StopCause};
 
 pub use prepare::prepare;
 pub use setup::{Replay, Setup};
@@ -329,6 +329,17 @@ pub trait Watch {
     /// once: a few times a second during the run, and the rest (the last
     /// interval, cut short, included) as it ends.
     fn rows(&mut self, rows: &[progress::Row]);
+    /// Whether whole intervals are wanted as they close.
+    fn intervals_wanted(&self) -> bool {
+        false
+    }
+    /// The measured window starts at `at` (wall clock); before any
+    /// interval.
+    fn window_starts(&mut self, _at: SystemTime) {}
+    /// Intervals of the statistics (`--interval`), merged over the
+    /// threads, in order and each once: as they close during the run, and
+    /// the rest (the last, cut short, included) as it ends.
+    fn intervals(&mut self, _intervals: &mut dyn Iterator<Item = IntervalStats>) {}
 }
 
 impl Running {
@@ -338,6 +349,8 @@ impl Running {
     pub fn collect(self, mut watch: Option<&mut dyn Watch>) -> Result<Outcome, EngineError> {
         let ends = self.ends;
         if let (Some(watch), Some(board)) = (watch.as_deref_mut(), ends.board.as_ref()) {
+            let warmup = self.window.measure_from.saturating_sub(self.t0);
+            watch.window_starts(self.started_at + Duration::from_nanos(warmup));
             follow(watch, board, &ends.done, self.t0);
         }
         let mut threads = Vec::with_capacity(self.handles.len());
@@ -372,6 +385,12 @@ impl Running {
             let rest = board.finish(&threads, measured);
             if !rest.is_empty() {
                 watch.rows(&rest);
+            }
+            if watch.intervals_wanted() {
+                let recorders: Vec<_> = threads.iter().map(|t| &t.intervals).collect();
+                let taken = board.intervals_taken() as usize;
+                let mut rest = interval::merged(&recorders, measured).skip(taken);
+                watch.intervals(&mut rest);
             }
         }
         let mut stats = RunStats::merge(threads, measured);
@@ -412,6 +431,10 @@ fn follow(watch: &mut dyn Watch, board: &progress::Board, done: &mpsc::Receiver<
         let rows = board.take_rows();
         if !rows.is_empty() {
             watch.rows(&rows);
+        }
+        let intervals = board.take_intervals();
+        if !intervals.is_empty() {
+            watch.intervals(&mut intervals.into_iter());
         }
         let now = clock::now();
         if watch.ticks() && now >= next_tick {

@@ -42,7 +42,10 @@ pub fn prepare(
     let (script, scripts) = load_scripts(setup, first)?;
     let peers = peers(setup)?;
     check_local_ports(setup, &peers)?;
-    let board = watch.map(|w| Arc::new(Board::new(setup.threads, w.rows_every())));
+    let board = watch.map(|w| {
+        let every = w.intervals_wanted().then_some(setup.interval);
+        Arc::new(Board::new(setup.threads, w.rows_every()).with_intervals(every))
+    });
     let setups = worker_setups(setup, scripts, &peers, first, board.as_ref())?;
     let (workers, done) = spawn(setups, stop)?;
     let endpoints = setup

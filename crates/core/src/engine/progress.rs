@@ -1,15 +1,18 @@
 //! What the main thread learns while the run is on: each worker publishes
 //! its running totals a few times a second (from its periodic sweep, never
 //! per request), for the progress line, and with `--thread-timeseries` its
-//! completions in every interval that has closed since it last published.
-//! The main thread reads both while it waits for the run to end.
+//! completions in every interval that has closed since it last published,
+//! and when whole intervals are wanted as they close (the interval log
+//! written as the run goes), its part of each. The main thread reads them
+//! while it waits for the run to end.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::clock::{self, Nanos};
-use crate::stats::ThreadStats;
+use crate::stats::interval::{self, EncodedInterval};
+use crate::stats::{IntervalStats, ThreadStats};
 
 /// How often a worker publishes.
 pub const PUBLISH_EVERY: Nanos = 250_000_000;
@@ -19,6 +22,11 @@ pub struct Board {
     slots: Vec<Slot>,
     /// Interval length of the per-thread rows, when they are wanted.
     rows_every: Option<Duration>,
+    /// Interval length of the statistics, when whole intervals are wanted
+    /// as they close.
+    intervals_every: Option<Duration>,
+    /// Whole intervals handed to the main thread so far.
+    merged: Mutex<u64>,
     /// The measured window (start, end) once the run has started; until
     /// then no interval has closed.
     from: AtomicU64,
@@ -33,6 +41,17 @@ struct Slot {
     /// Taken by the worker a few times a second and by the main thread as
     /// often, never per request.
     rows: Mutex<Rows>,
+    /// The thread's parts of the intervals that have closed, not yet
+    /// merged by the main thread.
+    intervals: Mutex<Parts>,
+}
+
+/// A thread's parts of closed intervals.
+#[derive(Default)]
+struct Parts {
+    /// Every interval below this one has closed in this thread.
+    below: u64,
+    waiting: Vec<EncodedInterval>,
 }
 
 /// A thread's closed intervals: how many it has published, and the counts
@@ -69,9 +88,65 @@ impl Board {
         Board {
             slots: (0..threads).map(|_| Slot::default()).collect(),
             rows_every,
+            intervals_every: None,
+            merged: Mutex::new(0),
             from: AtomicU64::new(0),
             end: AtomicU64::new(0),
         }
+    }
+
+    /// Workers also publish their parts of the intervals of `every` (the
+    /// statistics' interval) as those close.
+    pub fn with_intervals(mut self, every: Option<Duration>) -> Board {
+        self.intervals_every = every;
+        self
+    }
+
+    /// The interval below which every interval has closed at `now`, when
+    /// workers are to publish their parts (see [`Board::publish_intervals`]).
+    pub fn intervals_below(&self, now: Nanos) -> Option<u64> {
+        let step = self.intervals_every?;
+        Some(self.closed(now, step) as u64)
+    }
+
+    /// Called by worker `thread`: its parts of the intervals below `below`
+    /// that closed since it last published.
+    pub fn publish_intervals(&self, thread: usize, parts: Vec<EncodedInterval>, below: u64) {
+        let Some(slot) = self.slots.get(thread) else {
+            return;
+        };
+        let mut p = lock(&slot.intervals);
+        p.waiting.extend(parts);
+        p.below = p.below.max(below);
+    }
+
+    /// The whole intervals that every thread has closed since the last
+    /// call, merged over the threads, oldest first. The window's last
+    /// interval is never among them: it closes with the run (see
+    /// [`Board::closed`]), and [`interval::merged`] gives it then.
+    pub fn take_intervals(&self) -> Vec<IntervalStats> {
+        let Some(step) = self.intervals_every else {
+            return Vec::new();
+        };
+        let mut merged = lock(&self.merged);
+        let mut parts: Vec<_> = self.slots.iter().map(|s| lock(&s.intervals)).collect();
+        let below = parts.iter().map(|p| p.below).min().unwrap_or(0);
+        let mut out = Vec::new();
+        for index in *merged..below {
+            let mut mine = Vec::new();
+            for p in parts.iter_mut() {
+                let n = p.waiting.partition_point(|e| e.index <= index);
+                mine.extend(p.waiting.drain(..n));
+            }
+            out.push(interval::merge_one(index, step, mine.iter()));
+        }
+        *merged = (*merged).max(below);
+        out
+    }
+
+    /// How many whole intervals [`Board::take_intervals`] has handed out.
+    pub fn intervals_taken(&self) -> u64 {
+        *lock(&self.merged)
     }
 
     /// The measured window, set before the workers start.
@@ -168,10 +243,10 @@ impl Board {
     }
 }
 
-/// A poisoned lock only means a thread panicked while holding it; the
-/// counts it guards are still whole (each update is a push, then a store).
-fn lock(rows: &Mutex<Rows>) -> std::sync::MutexGuard<'_, Rows> {
-    rows.lock().unwrap_or_else(|e| e.into_inner())
+/// A poisoned lock only means a thread panicked while holding it; what it
+/// guards is still whole (each update is a push, then a store).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]
@@ -206,6 +281,37 @@ mod tests {
         };
         s.counters.completed = steps as u64 * u64::from(per_step);
         s
+    }
+
+    /// Whole intervals come out once every thread has closed them, each
+    /// once, merged over the threads.
+    #[test]
+    fn intervals_come_out_when_every_thread_has_closed_them() {
+        use crate::stats::interval::IntervalRecorder;
+        let step = Duration::from_millis(100);
+        let board = Board::new(2, None).with_intervals(Some(step));
+        let ms = 1_000_000;
+        let mut threads = [IntervalRecorder::new(step), IntervalRecorder::new(step)];
+        for (t, r) in threads.iter_mut().enumerate() {
+            for at in [10, 120, 230] {
+                let iv = r.at(at * ms);
+                iv.completed += 1 + t as u64;
+                iv.latency.record(at).unwrap();
+            }
+        }
+        // Thread 0 has closed [0, 300 ms), thread 1 only [0, 100 ms).
+        board.publish_intervals(0, threads[0].take_closed(300 * ms, 3), 3);
+        board.publish_intervals(1, threads[1].take_closed(150 * ms, 1), 1);
+        let first = board.take_intervals();
+        assert_eq!(first.len(), 1);
+        assert_eq!((first[0].index, first[0].completed), (0, 3));
+        assert_eq!(first[0].latency.len(), 2);
+        assert!(board.take_intervals().is_empty());
+        board.publish_intervals(1, threads[1].take_closed(300 * ms, 3), 3);
+        let rest = board.take_intervals();
+        let got: Vec<(u64, u64)> = rest.iter().map(|i| (i.index, i.completed)).collect();
+        assert_eq!(got, [(1, 3), (2, 3)]);
+        assert_eq!(board.intervals_taken(), 3);
     }
 
     #[test]

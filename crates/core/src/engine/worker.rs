@@ -1141,6 +1141,10 @@ impl Worker {
     fn publish(&mut self, now: Nanos) {
         self.next_publish = now + super::progress::PUBLISH_EVERY;
         if let Some(board) = &self.progress {
+            if let Some(below) = board.intervals_below(now) {
+                let parts = self.stats.take_closed_intervals(now, below);
+                board.publish_intervals(self.index, parts, below);
+            }
             board.publish(self.index, self.stats.stats());
         }
     }

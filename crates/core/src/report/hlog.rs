@@ -102,25 +102,58 @@ pub fn write_log(
     intervals: impl Iterator<Item = IntervalStats>,
     endpoints: &[String],
 ) -> io::Result<()> {
-    // A clock set before 1970 cannot be written as seconds since it.
-    let since_epoch = start.duration_since(UNIX_EPOCH).unwrap_or_default();
-    write_header(out, since_epoch, comment)?;
-    let tags: Vec<String> = endpoints.iter().map(|e| endpoint_tag(e)).collect();
-    let empty = new_histogram();
+    let mut log = LogWriter::start(out, start, comment, endpoints)?;
     for interval in intervals {
-        write_interval(out, &interval)?;
-        for (e, tag) in tags.iter().enumerate() {
+        log.interval(&interval)?;
+    }
+    log.out.flush()
+}
+
+/// An interval log written as intervals come: the header first, then each
+/// interval's lines (see [`write_log`]).
+pub struct LogWriter<W: Write> {
+    out: W,
+    tags: Vec<String>,
+    empty: Histogram<u64>,
+}
+
+impl<W: Write> LogWriter<W> {
+    /// Writes the header; `start` is the measured window's start.
+    pub fn start(
+        mut out: W,
+        start: SystemTime,
+        comment: &str,
+        endpoints: &[String],
+    ) -> io::Result<LogWriter<W>> {
+        // A clock set before 1970 cannot be written as seconds since it.
+        let since_epoch = start.duration_since(UNIX_EPOCH).unwrap_or_default();
+        write_header(&mut out, since_epoch, comment)?;
+        Ok(LogWriter {
+            out,
+            tags: endpoints.iter().map(|e| endpoint_tag(e)).collect(),
+            empty: new_histogram(),
+        })
+    }
+
+    /// Writes one interval's lines.
+    pub fn interval(&mut self, interval: &IntervalStats) -> io::Result<()> {
+        write_interval(&mut self.out, interval)?;
+        for (e, tag) in self.tags.iter().enumerate() {
             let h = interval.endpoints.get(e).and_then(Option::as_ref);
             let line = interval_line(
                 Some(tag),
                 interval.start(),
                 interval.length,
-                h.unwrap_or(&empty),
+                h.unwrap_or(&self.empty),
             )?;
-            out.write_all(line.as_bytes())?;
+            self.out.write_all(line.as_bytes())?;
         }
+        Ok(())
     }
-    out.flush()
+
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
 }
 
 /// The tag of an endpoint's lines: tags end at a comma and readers split

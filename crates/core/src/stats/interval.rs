@@ -39,6 +39,9 @@ pub struct IntervalRecorder {
     open_until: u64,
     open: IntervalStats,
     closed: Vec<EncodedInterval>,
+    /// How many of `closed` have been handed out while the run goes on
+    /// ([`IntervalRecorder::take_closed`]).
+    handed_out: usize,
 }
 
 impl IntervalRecorder {
@@ -50,6 +53,7 @@ impl IntervalRecorder {
             open_until: length_ns,
             open: IntervalStats::empty(0, length),
             closed: Vec::new(),
+            handed_out: 0,
         }
     }
 
@@ -66,6 +70,18 @@ impl IntervalRecorder {
     /// Closed intervals, oldest first.
     pub fn closed(&self) -> &[EncodedInterval] {
         &self.closed
+    }
+
+    /// Copies of the intervals closed since the last call whose index is
+    /// below `below`, oldest first: those before `below` can no longer
+    /// change. `offset_ns` is now, from the window's start: the open
+    /// interval is closed first if time has moved past it.
+    pub fn take_closed(&mut self, offset_ns: u64, below: u64) -> Vec<EncodedInterval> {
+        self.at(offset_ns);
+        let fresh = &self.closed[self.handed_out..];
+        let n = fresh.partition_point(|i| i.index < below);
+        self.handed_out += n;
+        fresh[..n].to_vec()
     }
 
     /// Closes the open interval (if it holds anything) and opens `index`.
@@ -131,6 +147,39 @@ fn add_encoded(into: &mut Histogram<u64>, bytes: &[u8], de: &mut Deserializer) {
     }
 }
 
+/// Adds one thread's closed interval into `out`.
+fn add_into(out: &mut IntervalStats, e: &EncodedInterval, de: &mut Deserializer) {
+    out.completed += e.completed;
+    out.errors += e.errors;
+    add_encoded(&mut out.latency, &e.latency, de);
+    add_encoded(&mut out.uncorrected, &e.uncorrected, de);
+    add_encoded(&mut out.send_lag, &e.send_lag, de);
+    add_encoded(&mut out.unfinished, &e.unfinished, de);
+    for (id, bytes) in &e.endpoints {
+        if out.endpoints.len() <= *id {
+            out.endpoints.resize(*id + 1, None);
+        }
+        let h = out.endpoints[*id].get_or_insert_with(super::new_histogram);
+        add_encoded(h, bytes, de);
+    }
+}
+
+/// Interval `index` (whole, `length` long) merged from the threads' parts
+/// of it: what [`merged`] gives for any interval but the window's last.
+pub fn merge_one<'a>(
+    index: u64,
+    length: Duration,
+    parts: impl Iterator<Item = &'a EncodedInterval>,
+) -> IntervalStats {
+    let mut out = IntervalStats::empty(index, length);
+    let mut de = Deserializer::new();
+    for e in parts {
+        debug_assert_eq!(e.index, index);
+        add_into(&mut out, e, &mut de);
+    }
+    out
+}
+
 /// Every interval of the window, each merged over all `recorders`;
 /// intervals without data come out empty, so the timeline is continuous.
 /// The last one ends where the window does, and takes in anything
@@ -157,19 +206,7 @@ pub fn merged<'a>(
                 r.closed.partition_point(|i| i.index <= index)
             };
             for e in &r.closed[from..to] {
-                out.completed += e.completed;
-                out.errors += e.errors;
-                add_encoded(&mut out.latency, &e.latency, &mut de);
-                add_encoded(&mut out.uncorrected, &e.uncorrected, &mut de);
-                add_encoded(&mut out.send_lag, &e.send_lag, &mut de);
-                add_encoded(&mut out.unfinished, &e.unfinished, &mut de);
-                for (id, bytes) in &e.endpoints {
-                    if out.endpoints.len() <= *id {
-                        out.endpoints.resize(*id + 1, None);
-                    }
-                    let h = out.endpoints[*id].get_or_insert_with(super::new_histogram);
-                    add_encoded(h, bytes, &mut de);
-                }
+                add_into(&mut out, e, &mut de);
             }
         }
         out.length = length.min(window.saturating_sub(out.start));

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use crate::clock::{to_us, Nanos};
 
+use super::interval::EncodedInterval;
 use super::{AtEnd, Phases, ThreadStats};
 
 /// How a worker's run is bounded in time, known once all threads are ready.
@@ -395,6 +396,14 @@ impl Recorder {
     /// At the end: where this thread's connections stood.
     pub fn at_end(&mut self, at_end: AtEnd) {
         self.stats.counters.at_end = at_end;
+    }
+
+    /// Intervals closed since the last call, below interval `below`, for
+    /// the main thread to write while the run goes on (once per publish,
+    /// never per request).
+    pub fn take_closed_intervals(&mut self, now: Nanos, below: u64) -> Vec<EncodedInterval> {
+        let offset = self.window.offset(now);
+        self.stats.intervals.take_closed(offset, below)
     }
 
     /// The run is over: closes the last interval.
