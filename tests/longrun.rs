@@ -20,16 +20,18 @@ fn corrected(log: &Path) -> Vec<LogEntry> {
         .collect()
 }
 
-/// `--hlog` is written as the run goes: intervals appear in the file while
-/// the run is on, and when the run is killed with SIGKILL (nothing of it
-/// runs afterwards) every interval that had closed is there, readable by
-/// metron and by Python's HdrHistogram, in order and without gaps.
+/// `--hlog` and `--csv` are written as the run goes: intervals appear in
+/// the files while the run is on, and when the run is killed with SIGKILL
+/// (nothing of it runs afterwards) every interval that had closed is
+/// there, readable by metron and by Python's HdrHistogram and csv module,
+/// in order and without gaps.
 #[test]
-fn the_interval_log_is_written_as_the_run_goes_and_survives_sigkill() {
+fn the_interval_log_and_csv_are_written_as_the_run_goes_and_survive_sigkill() {
     let _g = serial();
     let srv = server(ServeConfig::default());
     let dir = TempDir::new("longrun-kill");
     let log = std::path::PathBuf::from(dir.file("run.hlog", ""));
+    let csv = std::path::PathBuf::from(dir.file("run.csv", ""));
     let target = url(&srv, "/");
     let mut child = Command::new(env!("CARGO_BIN_EXE_metron"))
         .args([
@@ -42,6 +44,8 @@ fn the_interval_log_is_written_as_the_run_goes_and_survives_sigkill() {
             "--hlog",
         ])
         .arg(&log)
+        .arg("--csv")
+        .arg(&csv)
         .arg(&target)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -88,16 +92,53 @@ fn the_interval_log_is_written_as_the_run_goes_and_survives_sigkill() {
         let seen = python_reading(&log);
         assert_eq!(seen["total_count"].as_u64(), Some(total), "{seen}");
     }
+
+    // The CSV has a row for each interval the log has (give or take the
+    // one closed between the two writes when the kill came).
+    let rows = csv_rows(&csv);
+    assert!(rows.len().abs_diff(entries.len()) <= 1, "{rows:?}");
+    for (k, r) in rows.iter().enumerate() {
+        assert_eq!(
+            r["start_s"].as_f64(),
+            Some((200 * k) as f64 / 1000.0),
+            "{r}"
+        );
+        assert_eq!(r["intended"].as_u64(), Some(200), "{r}");
+    }
 }
 
-/// A run that ends as it should writes the same log as before: every
-/// interval of the window, the last cut short, summing to the report.
+/// The rows of a CSV file as Python's csv module reads them: a list of
+/// objects, numbers as numbers and empty cells as null.
+fn csv_rows(path: &Path) -> Vec<serde_json::Value> {
+    let script = "import csv, json, sys\n\
+def cell(v):\n    if v == '': return None\n    f = float(v)\n    return int(f) if f.is_integer() and '.' not in v else f\n\
+rows = [{k: cell(v) for k, v in r.items()} for r in csv.DictReader(open(sys.argv[1], newline=''))]\n\
+print(json.dumps(rows))";
+    let out = Command::new("python3")
+        .args(["-c", script])
+        .arg(path)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the script prints JSON")
+}
+
+/// A run that ends as it should: its interval log holds every interval of
+/// the window, the last cut short, and its CSV rows add up to the report,
+/// with the requests the schedule intended per interval; `metron report
+/// FILE.json --csv` writes the same rows from the saved document.
 #[test]
-fn a_streamed_log_adds_up_to_the_report() {
+fn the_log_and_the_csv_of_a_whole_run_add_up_to_its_report() {
     let _g = serial();
     let srv = server(ServeConfig::default());
-    let dir = TempDir::new("longrun-whole");
-    let log = std::path::PathBuf::from(dir.file("run.hlog", ""));
+    let dir = TempDir::new("longrun-csv");
+    let csv = dir.file("run.csv", "");
+    let json = dir.file("run.json", "");
+    let log = dir.file("run.hlog", "");
     let (o, _) = bench(&[
         "-t2",
         "-c4",
@@ -105,13 +146,43 @@ fn a_streamed_log_adds_up_to_the_report() {
         "-d1700ms",
         "--interval",
         "250ms",
+        "--csv",
+        &csv,
+        "--json",
+        &json,
         "--hlog",
-        log.to_str().unwrap(),
+        &log,
         &url(&srv, "/"),
     ]);
-    let entries = corrected(&log);
+    let entries = corrected(Path::new(&log));
     let lengths: Vec<u128> = entries.iter().map(|e| e.length.as_millis()).collect();
     assert_eq!(lengths, [250, 250, 250, 250, 250, 250, 200]);
     let total: u64 = entries.iter().map(|e| e.histogram.len()).sum();
     assert_eq!(total, o.stats.counters.completed);
+
+    let rows = csv_rows(Path::new(&csv));
+    assert_eq!(rows.len(), 7, "{rows:?}");
+    let sum = |col: &str| -> u64 { rows.iter().map(|r| r[col].as_u64().unwrap()).sum() };
+    let c = &o.stats.counters;
+    assert_eq!(sum("completed"), c.completed);
+    assert_eq!(sum("intended"), c.due);
+    assert_eq!(sum("errors"), c.errors.lost_requests() + c.errors.status);
+    assert_eq!(sum("errors_timeout"), c.errors.timeout);
+    assert_eq!(sum("errors_connect"), c.errors.connect);
+    assert_eq!(rows[6]["end_s"].as_f64(), Some(1.7));
+    for r in &rows {
+        assert!(
+            r["p99_us"].as_u64().unwrap() >= r["p50_us"].as_u64().unwrap(),
+            "{r}"
+        );
+        assert!(r["send_lag_p99_us"].as_u64().is_some(), "{r}");
+    }
+
+    let again = dir.file("again.csv", "");
+    let out = common::metron(&["report", &json, "--csv", &again]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(&again).unwrap(),
+        std::fs::read_to_string(&csv).unwrap()
+    );
 }

@@ -141,12 +141,25 @@ pub fn run(cmd: Command, out: &mut dyn Write) -> Result<(), Error> {
 /// saved JSON document.
 pub fn rerender(args: &cli::ReportArgs, out: &mut dyn Write) -> Result<(), Error> {
     if let Some(sweep) = read_sweep(&args.file)? {
+        if args.csv.is_some() {
+            return Err(Error::Input {
+                path: args.file.clone(),
+                why: "a sweep's document has no time series for --csv (its steps are the table \
+                      metron report prints); give a run's document"
+                    .into(),
+            });
+        }
         return sweep::rerender(&sweep, args.html.as_deref(), out);
     }
     let doc = read_document(&args.file)?;
     write_document(&doc, &args.file, out)?;
     if let Some(path) = &args.html {
         write_file("--html", path, report::html::render(&doc).as_bytes())?;
+    }
+    if let Some(path) = &args.csv {
+        let mut rows = Vec::new();
+        report::csv::write_document(&mut rows, &doc)?;
+        write_file("--csv", path, &rows)?;
     }
     Ok(())
 }
@@ -508,13 +521,19 @@ fn run_live(
         Some(path) => Some(HlogStream::create(path, cfg)?),
         None => None,
     };
+    let csv = match &o.csv {
+        Some(path) => Some(CsvStream::create(path, cfg)?),
+        None => None,
+    };
     let mut live = Live {
         line: (!o.quiet && io::stderr().is_terminal()).then(|| progress::Line::new(run.duration)),
         rows: o.thread_timeseries.then_some((o.timeseries_interval, text)),
         hlog,
+        csv,
         failed: None,
     };
-    let watched = live.line.is_some() || live.rows.is_some() || live.hlog.is_some();
+    let watched =
+        live.line.is_some() || live.rows.is_some() || live.hlog.is_some() || live.csv.is_some();
     if let Some(at) = run.start_at {
         // Connect shortly before the start, not long before.
         let connect_at = at.checked_sub(engine::CONNECT_AHEAD).unwrap_or(at);
@@ -532,6 +551,82 @@ fn run_live(
     match live.failed {
         Some(e) => Err(e),
         None => Ok((outcome, script)),
+    }
+}
+
+/// `--csv`, written as the run goes: the header when the file is created,
+/// then a row per interval as it closes, flushed.
+struct CsvStream {
+    path: PathBuf,
+    out: io::BufWriter<std::fs::File>,
+    /// The schedule, to count the requests intended in each interval.
+    intended: Intended,
+    interval_s: f64,
+}
+
+impl CsvStream {
+    fn create(path: &Path, cfg: &Config) -> Result<CsvStream, Error> {
+        let failed = |why| Error::Output {
+            flag: "--csv",
+            path: path.to_path_buf(),
+            why,
+        };
+        let file = std::fs::File::create(path).map_err(failed)?;
+        let mut out = io::BufWriter::new(file);
+        report::csv::write_header(&mut out)
+            .and_then(|()| out.flush())
+            .map_err(failed)?;
+        Ok(CsvStream {
+            path: path.to_path_buf(),
+            out,
+            intended: Intended::new(&cfg.run),
+            interval_s: cfg.run.interval.as_secs_f64(),
+        })
+    }
+
+    fn append(
+        &mut self,
+        intervals: &mut dyn Iterator<Item = &stats::IntervalStats>,
+    ) -> Result<(), Error> {
+        let mut written = Ok(());
+        for iv in intervals {
+            let point = report::json::Point::of(iv, self.intended.count(iv.start(), iv.length));
+            written = report::csv::write_row(&mut self.out, &point, self.interval_s);
+            if written.is_err() {
+                break;
+            }
+        }
+        written
+            .and_then(|()| self.out.flush())
+            .map_err(|why| Error::Output {
+                flag: "--csv",
+                path: self.path.clone(),
+                why,
+            })
+    }
+}
+
+/// Counts the requests the schedule intended in intervals of the measured
+/// window, one after another.
+struct Intended {
+    counter: Option<schedule::Share>,
+    warmup: Duration,
+}
+
+impl Intended {
+    fn new(run: &engine::Setup) -> Intended {
+        Intended {
+            counter: run.load.counter(),
+            warmup: run.warmup,
+        }
+    }
+
+    /// Requests intended in `[start, start + length)` of the window; none
+    /// in the closed loop.
+    fn count(&mut self, start: Duration, length: Duration) -> Option<u64> {
+        let counter = self.counter.as_mut()?;
+        let from = self.warmup + start;
+        Some(counter.count_in(clock::nanos(from), clock::nanos(from + length)))
     }
 }
 
@@ -599,14 +694,14 @@ impl HlogStream {
     /// Appends intervals and flushes them to the file.
     fn append(
         &mut self,
-        intervals: &mut dyn Iterator<Item = stats::IntervalStats>,
+        intervals: &mut dyn Iterator<Item = &stats::IntervalStats>,
     ) -> Result<(), Error> {
         let HlogState::Writing(log) = &mut self.state else {
             return Ok(());
         };
         let mut written = Ok(());
         for iv in intervals {
-            written = log.interval(&iv);
+            written = log.interval(iv);
             if written.is_err() {
                 break;
             }
@@ -622,6 +717,7 @@ struct Live<'a> {
     /// The interval of `--thread-timeseries`, and where its rows go.
     rows: Option<(std::time::Duration, &'a mut dyn Write)>,
     hlog: Option<HlogStream>,
+    csv: Option<CsvStream>,
     /// The first failed write of a row or of the interval log, reported
     /// once the run is over.
     failed: Option<Error>,
@@ -661,7 +757,7 @@ impl engine::Watch for Live<'_> {
     }
 
     fn intervals_wanted(&self) -> bool {
-        self.hlog.is_some()
+        self.hlog.is_some() || self.csv.is_some()
     }
 
     fn window_starts(&mut self, at: std::time::SystemTime) {
@@ -674,10 +770,18 @@ impl engine::Watch for Live<'_> {
     }
 
     fn intervals(&mut self, intervals: &mut dyn Iterator<Item = stats::IntervalStats>) {
+        // A few intervals a second, each taken by every file.
+        let intervals: Vec<stats::IntervalStats> = intervals.collect();
         if let Some(hlog) = self.hlog.as_mut() {
-            if let Err(e) = hlog.append(intervals) {
+            if let Err(e) = hlog.append(&mut intervals.iter()) {
                 self.failed.get_or_insert(e);
                 self.hlog = None;
+            }
+        }
+        if let Some(csv) = self.csv.as_mut() {
+            if let Err(e) = csv.append(&mut intervals.iter()) {
+                self.failed.get_or_insert(e);
+                self.csv = None;
             }
         }
     }
@@ -717,6 +821,12 @@ fn write_files(
     );
     doc.slo = slo.cloned();
     doc.start_offset_s = outcome.start.map(|s| s.late.as_secs_f64());
+    let mut intended = Intended::new(&cfg.run);
+    for (i, p) in doc.series.points.iter_mut().enumerate() {
+        let start = cfg.run.interval * i as u32;
+        let length = p.length_s.map_or(cfg.run.interval, Duration::from_secs_f64);
+        p.intended = intended.count(start, length);
+    }
     if let Some(path) = &o.json {
         let json = serde_json::to_string_pretty(&doc).map_err(io::Error::other)? + "\n";
         if o.json_on_stdout() {

@@ -165,6 +165,10 @@ fn check(args: &SweepArgs) -> Result<(Slo, crate::cli::BenchArgs), Error> {
             "--hlog (a log per step is not kept; --json holds every step's histograms)",
         ),
         (
+            run.csv.is_some(),
+            "--csv (the sweep keeps no time series; its table is one row per step)",
+        ),
+        (
             run.timeseries || run.thread_timeseries || run.histogram,
             "--timeseries, --thread-timeseries and --histogram (per run outputs)",
         ),

@@ -48,6 +48,7 @@ pub struct Outputs {
     pub json: Option<PathBuf>,
     pub hlog: Option<PathBuf>,
     pub html: Option<PathBuf>,
+    pub csv: Option<PathBuf>,
     pub histogram: bool,
     pub timeseries: bool,
     pub thread_timeseries: bool,
@@ -151,7 +152,7 @@ pub enum ConfigError {
     Interval(Duration),
     #[error("--timeseries-interval {0:?}: use a positive multiple of 10ms, e.g. 250ms")]
     SeriesInterval(Duration),
-    #[error("--interval only sets the intervals of --json, --html and --hlog, and none is given; add one of them, or drop --interval")]
+    #[error("--interval only sets the intervals of --json, --html, --hlog and --csv, and none is given; add one of them, or drop --interval")]
     IntervalUnused,
     #[error("--timeseries-interval only sets the interval of --timeseries and --thread-timeseries, and neither is given; add one of them, or drop --timeseries-interval")]
     SeriesIntervalUnused,
@@ -518,7 +519,8 @@ fn interval(given: Option<Duration>, outputs: &Outputs) -> Result<Duration, Conf
     if interval < Duration::from_millis(10) {
         return Err(ConfigError::Interval(interval));
     }
-    if outputs.json.is_none() && outputs.html.is_none() && outputs.hlog.is_none() {
+    let files = [&outputs.json, &outputs.html, &outputs.hlog, &outputs.csv];
+    if files.iter().all(|f| f.is_none()) {
         return Err(ConfigError::IntervalUnused);
     }
     Ok(interval)
@@ -545,6 +547,7 @@ fn outputs(args: &BenchArgs) -> Result<Outputs, ConfigError> {
     Ok(Outputs {
         json: args.json.clone(),
         hlog: args.hlog.clone(),
+        csv: args.csv.clone(),
         html: args.html.clone(),
         histogram: args.histogram,
         timeseries: args.timeseries,
@@ -714,7 +717,7 @@ mod tests {
             ),
             (
                 &["--interval", "2s", "--histogram", "http://127.0.0.1/"],
-                "--interval only sets the intervals of --json, --html and --hlog, and none is given; add one of them",
+                "--interval only sets the intervals of --json, --html, --hlog and --csv, and none is given; add one of them",
             ),
             (
                 &["http://127.0.0.1/", "requests.json"],
@@ -762,7 +765,7 @@ mod tests {
         let c = config(&["http://127.0.0.1/"]).unwrap();
         assert_eq!(c.run.interval, DEFAULT_INTERVAL);
         assert_eq!(c.outputs.timeseries_interval, DEFAULT_SERIES_INTERVAL);
-        for output in ["--json", "--html", "--hlog"] {
+        for output in ["--json", "--html", "--hlog", "--csv"] {
             let c = config(&["--interval", "2s", output, "r", "http://127.0.0.1/"]).unwrap();
             assert_eq!(c.run.interval, Duration::from_secs(2), "{output}");
         }

@@ -112,7 +112,7 @@ pub fn same_version(e: clap::Error) -> clap::Error {
     }
 }
 
-/// `metron report FILE.json [--html OUT]`.
+/// `metron report FILE.json [--html OUT] [--csv OUT]`.
 #[derive(Args, Debug, Clone)]
 pub struct ReportArgs {
     /// A document written by --json
@@ -122,13 +122,17 @@ pub struct ReportArgs {
     /// Also write the HTML report to OUT
     #[arg(long = "html", value_name = "OUT")]
     pub html: Option<PathBuf>,
+
+    /// Also write the time series as CSV to OUT, one row per interval
+    #[arg(long = "csv", value_name = "OUT")]
+    pub csv: Option<PathBuf>,
 }
 
 #[derive(Parser, Debug)]
 #[command(
     name = "metron report",
     bin_name = "metron report",
-    about = "Print the text report of a saved JSON result (and optionally write its HTML report).",
+    about = "Print the text report of a saved JSON result (and optionally write its HTML report or CSV rows).",
     version,
     disable_version_flag = true
 )]
@@ -143,7 +147,8 @@ const AFTER_HELP: &str = "\
 Subcommands:
   metron serve [OPTIONS]   run the built-in target server (metron serve --help)
   metron demo  [OPTIONS]   show corrected vs uncorrected latency against a stalling target
-  metron report FILE.json [--html OUT]   re-render the reports of a saved --json result
+  metron report FILE.json [--html OUT] [--csv OUT]
+                           re-render the reports of a saved --json result
   metron merge LOG...      one latency report from several --hlog interval logs
   metron sweep --slo SPEC --from R1 --to R2 [OPTIONS] URL   the highest rate that meets an SLO
 
@@ -289,7 +294,11 @@ pub struct BenchArgs {
     #[arg(long = "html", value_name = "FILE")]
     pub html: Option<PathBuf>,
 
-    /// Length of the intervals of --json's time series, --html's charts and --hlog [default: 1s]
+    /// Write one CSV row per interval (completed, errors by kind, intended, achieved rate, percentiles), as the run goes
+    #[arg(long = "csv", value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+
+    /// Length of the intervals of --json's time series, --html's charts, --hlog and --csv [default: 1s]
     #[arg(long = "interval", value_parser = parse_duration, value_name = "T")]
     pub interval: Option<Duration>,
 

@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::schedule::Load;
-use crate::stats::{Counters, StopCause};
+use crate::stats::{Counters, Errors, StopCause};
 
 /// Version of the document layout; see the README for the fields.
 pub const SCHEMA: u32 = 1;
@@ -335,6 +335,21 @@ pub struct Point {
     pub histogram: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unfinished_histogram: Option<String>,
+    /// The interval's length in seconds: `interval_s`, or less for the
+    /// window's last, cut short. Absent from older documents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub length_s: Option<f64>,
+    /// Requests the schedule intended in the interval (rate mode only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intended: Option<u64>,
+    /// `errors` by kind, and the failed connects of the interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kinds: Option<Errors>,
+    /// p99 of the uncorrected latency, and of the send lag (rate mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncorrected_p99: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_lag_p99: Option<u64>,
 }
 
 impl Point {
@@ -354,6 +369,11 @@ impl Point {
             p99_with_unfinished: 0,
             histogram: None,
             unfinished_histogram: None,
+            length_s: None,
+            intended: None,
+            error_kinds: None,
+            uncorrected_p99: None,
+            send_lag_p99: None,
         }
     }
 }
@@ -394,8 +414,36 @@ mod build {
     use crate::stats::codec::{self, encode};
     use crate::stats::interval::merged;
     use crate::stats::{
-        new_histogram, EndpointStats, Interruption, PhaseStats, RunStats, HIST_SIGFIG, SERIES_STEP,
+        new_histogram, EndpointStats, Interruption, IntervalStats, PhaseStats, RunStats,
+        HIST_SIGFIG, SERIES_STEP,
     };
+
+    impl Point {
+        /// The point of one interval of a run; `intended` from the schedule.
+        pub fn of(iv: &IntervalStats, intended: Option<u64>) -> Point {
+            let at = |h: &Histogram<u64>, p| summary::value_at_percentile(h, p);
+            Point {
+                t: iv.start().as_secs_f64(),
+                completed: iv.completed,
+                errors: iv.errors,
+                p50: at(&iv.latency, 50.0),
+                p90: at(&iv.latency, 90.0),
+                p99: at(&iv.latency, 99.0),
+                p999: at(&iv.latency, 99.9),
+                p9999: at(&iv.latency, 99.99),
+                max: summary::max(&iv.latency),
+                unfinished: iv.unfinished.len(),
+                p99_with_unfinished: at(&iv.with_unfinished(), 99.0),
+                histogram: Some(encode(&iv.latency)),
+                unfinished_histogram: Some(encode(&iv.unfinished)),
+                length_s: Some(iv.length.as_secs_f64()),
+                intended,
+                error_kinds: Some(iv.kinds),
+                uncorrected_p99: Some(at(&iv.uncorrected, 99.0)),
+                send_lag_p99: (!iv.send_lag.is_empty()).then(|| at(&iv.send_lag, 99.0)),
+            }
+        }
+    }
 
     impl Document {
         /// Everything the run measured, with the description of the run
@@ -564,21 +612,7 @@ mod build {
     fn series(s: &RunStats, interval: Duration) -> Series {
         let recorders = s.intervals();
         let points = merged(&recorders, s.window)
-            .map(|iv| Point {
-                t: iv.start().as_secs_f64(),
-                completed: iv.completed,
-                errors: iv.errors,
-                p50: summary::value_at_percentile(&iv.latency, 50.0),
-                p90: summary::value_at_percentile(&iv.latency, 90.0),
-                p99: summary::value_at_percentile(&iv.latency, 99.0),
-                p999: summary::value_at_percentile(&iv.latency, 99.9),
-                p9999: summary::value_at_percentile(&iv.latency, 99.99),
-                max: summary::max(&iv.latency),
-                unfinished: iv.unfinished.len(),
-                p99_with_unfinished: summary::value_at_percentile(&iv.with_unfinished(), 99.0),
-                histogram: Some(encode(&iv.latency)),
-                unfinished_histogram: Some(encode(&iv.unfinished)),
-            })
+            .map(|iv| Point::of(&iv, None))
             .collect();
         Series {
             interval_s: interval.as_secs_f64(),

@@ -331,6 +331,18 @@ fn series(docs: &[(String, Document)], warnings: &mut Vec<String>) -> Result<Ser
             sum.completed += p.completed;
             sum.errors += p.errors;
             sum.unfinished += p.unfinished;
+            // Counts add up; the uncorrected latency and send lag carry no
+            // histograms per interval, so the merged points leave them out.
+            sum.length_s = match (sum.length_s, p.length_s) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
+            if let Some(k) = &p.error_kinds {
+                sum.error_kinds.get_or_insert_with(Default::default).add(k);
+            }
+            if let Some(n) = p.intended {
+                *sum.intended.get_or_insert(0) += n;
+            }
             match (&p.histogram, &p.unfinished_histogram) {
                 (Some(l), Some(u)) => {
                     add(latency, &decode(l).map_err(|e| format!("{name}: {e}"))?);

@@ -7,6 +7,7 @@
 //! Each of those lives in its own file so the text layout ([`text`]) reads
 //! as the list of lines it prints.
 
+pub mod csv;
 mod extended;
 pub mod hlog;
 pub mod html;

@@ -157,9 +157,17 @@ impl Load {
     /// Requests of this instance intended in `[from, end)` (ns from the
     /// run's start); none in the closed loop.
     pub fn intended_in(&self, from: Nanos, end: Nanos) -> u64 {
+        self.counter().map_or(0, |mut s| s.count_in(from, end))
+    }
+
+    /// This instance's whole schedule from a start at 0, for counting
+    /// requests intended in one window after another (its cursor moves
+    /// forward, so counting later windows costs little); none in the
+    /// closed loop.
+    pub fn counter(&self) -> Option<Share> {
         match self {
-            Load::Open(arrivals) => Share::new(arrivals.as_ref(), 0, 0, 1).count_in(from, end),
-            Load::Closed => 0,
+            Load::Open(arrivals) => Some(Share::new(arrivals.as_ref(), 0, 0, 1)),
+            Load::Closed => None,
         }
     }
 }

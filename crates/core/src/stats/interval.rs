@@ -14,7 +14,7 @@ use std::time::Duration;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 
-use super::IntervalStats;
+use super::{Errors, IntervalStats};
 
 /// A closed interval, with its histograms V2-encoded.
 #[derive(Clone, Debug)]
@@ -22,6 +22,7 @@ pub struct EncodedInterval {
     pub index: u64,
     pub completed: u64,
     pub errors: u64,
+    pub kinds: Errors,
     latency: Vec<u8>,
     uncorrected: Vec<u8>,
     send_lag: Vec<u8>,
@@ -87,7 +88,8 @@ impl IntervalRecorder {
     /// Closes the open interval (if it holds anything) and opens `index`.
     pub fn roll(&mut self, index: u64) {
         let o = &self.open;
-        if o.completed + o.errors + o.latency.len() + o.send_lag.len() + o.unfinished.len() > 0 {
+        let any = o.completed + o.errors + o.kinds.connect;
+        if any + o.latency.len() + o.send_lag.len() + o.unfinished.len() > 0 {
             let encoded = encode(&self.open);
             self.closed.push(encoded);
         }
@@ -95,6 +97,7 @@ impl IntervalRecorder {
         self.open.start = self.length * index as u32;
         self.open.completed = 0;
         self.open.errors = 0;
+        self.open.kinds = Errors::default();
         self.open.latency.reset();
         self.open.uncorrected.reset();
         self.open.send_lag.reset();
@@ -127,6 +130,7 @@ fn encode(interval: &IntervalStats) -> EncodedInterval {
         index: interval.index,
         completed: interval.completed,
         errors: interval.errors,
+        kinds: interval.kinds,
         latency: bytes(&interval.latency),
         uncorrected: bytes(&interval.uncorrected),
         send_lag: bytes(&interval.send_lag),
@@ -151,6 +155,7 @@ fn add_encoded(into: &mut Histogram<u64>, bytes: &[u8], de: &mut Deserializer) {
 fn add_into(out: &mut IntervalStats, e: &EncodedInterval, de: &mut Deserializer) {
     out.completed += e.completed;
     out.errors += e.errors;
+    out.kinds.add(&e.kinds);
     add_encoded(&mut out.latency, &e.latency, de);
     add_encoded(&mut out.uncorrected, &e.uncorrected, de);
     add_encoded(&mut out.send_lag, &e.send_lag, de);

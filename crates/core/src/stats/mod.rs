@@ -408,6 +408,8 @@ pub struct IntervalStats {
     /// Requests lost (read, write, timeout) and error statuses counted in
     /// the interval.
     pub errors: u64,
+    /// The same by kind, and failed connects (which are not requests).
+    pub kinds: Errors,
     /// Latencies recorded in the interval (µs), by completion time; send
     /// lag by send time.
     pub latency: Histogram<u64>,
@@ -428,6 +430,7 @@ impl IntervalStats {
             length,
             completed: 0,
             errors: 0,
+            kinds: Errors::default(),
             latency: new_histogram(),
             uncorrected: new_histogram(),
             send_lag: new_histogram(),

@@ -201,6 +201,7 @@ impl Recorder {
         super::record_clamped(&mut iv.uncorrected, uncorrected);
         iv.completed += 1;
         iv.errors += u64::from(error);
+        iv.kinds.status += u64::from(error);
         s.count_completion(Duration::from_nanos(offset));
         self.endpoint(stamp, Some(corrected), error, offset);
         if let Some(p) = self.phase(stamp.intended) {
@@ -216,7 +217,13 @@ impl Recorder {
             return;
         }
         let offset = self.window.offset(now);
-        self.stats.intervals.at(offset).errors += 1;
+        let iv = self.stats.intervals.at(offset);
+        iv.errors += 1;
+        match why {
+            Loss::Read => iv.kinds.read += 1,
+            Loss::Write => iv.kinds.write += 1,
+            Loss::Timeout => iv.kinds.timeout += 1,
+        }
         if let Some(p) = self.phase(stamp.intended) {
             p.errors += 1;
         }
@@ -265,7 +272,14 @@ impl Recorder {
 
     /// An attempt to connect failed `now`.
     pub fn connect_failed(&mut self, now: Nanos) {
-        self.stats.counters.errors.connect += u64::from(self.window.past_warmup(now));
+        if self.window.past_warmup(now) {
+            self.stats.counters.errors.connect += 1;
+            self.stats
+                .intervals
+                .at(self.window.offset(now))
+                .kinds
+                .connect += 1;
+        }
     }
 
     /// The server closed a connection (or broke its stream), which is

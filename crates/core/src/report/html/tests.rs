@@ -70,8 +70,7 @@ fn series_point(i: u64) -> Point {
         max: if stall { 181_000 } else { 9_000 + i * 700 },
         unfinished: 0,
         p99_with_unfinished: if stall { 150_000 } else { 3_500 + i * 300 },
-        histogram: None,
-        unfinished_histogram: None,
+        ..Point::empty(i as f64)
     }
 }
 
