@@ -415,16 +415,17 @@ impl Running {
     }
 }
 
-/// How often the main thread looks at the board when rows are wanted: as
-/// often as the workers publish.
+/// How often the main thread looks at the board when rows or intervals
+/// are wanted: as often as the workers publish.
 const ROWS_POLL: Duration = Duration::from_nanos(progress::PUBLISH_EVERY);
 const TICK_EVERY: Duration = Duration::from_secs(1);
 
 /// Tells `watch` what the workers publish until they have all exited.
 fn follow(watch: &mut dyn Watch, board: &progress::Board, done: &mpsc::Receiver<()>, t0: Nanos) {
-    let poll = match watch.rows_every() {
-        Some(_) => ROWS_POLL,
-        None => TICK_EVERY,
+    let poll = if watch.rows_every().is_some() || watch.intervals_wanted() {
+        ROWS_POLL
+    } else {
+        TICK_EVERY
     };
     let mut next_tick = t0 + nanos(TICK_EVERY);
     while let Err(mpsc::RecvTimeoutError::Timeout) = done.recv_timeout(poll) {
