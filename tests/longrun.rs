@@ -186,3 +186,18 @@ fn the_log_and_the_csv_of_a_whole_run_add_up_to_its_report() {
         std::fs::read_to_string(&csv).unwrap()
     );
 }
+
+/// A file that cannot be written is refused before the run, in one line
+/// that names the flag and the directory.
+#[test]
+fn a_csv_in_a_missing_directory_is_refused_before_the_run() {
+    let out = common::metron(&[
+        "-d1s",
+        "--csv",
+        "/no/such/dir/run.csv",
+        "http://127.0.0.1:1/",
+    ]);
+    let err = common::one_line_error(&out);
+    assert!(err.contains("--csv"), "{err}");
+    assert!(err.contains("there is no directory /no/such/dir"), "{err}");
+}

@@ -554,10 +554,32 @@ fn run_live(
     }
 }
 
+/// An output file written as the run goes: its flag and path name it in
+/// errors.
+struct OutputFile {
+    flag: &'static str,
+    path: PathBuf,
+}
+
+impl OutputFile {
+    fn create(flag: &'static str, path: &Path) -> Result<(OutputFile, std::fs::File), Error> {
+        let named = OutputFile {
+            flag,
+            path: path.to_path_buf(),
+        };
+        let file = std::fs::File::create(path).map_err(|why| named.failed(why))?;
+        Ok((named, file))
+    }
+
+    fn failed(&self, why: io::Error) -> Error {
+        output_failed(self.flag, &self.path, why)
+    }
+}
+
 /// `--csv`, written as the run goes: the header when the file is created,
 /// then a row per interval as it closes, flushed.
 struct CsvStream {
-    path: PathBuf,
+    file: OutputFile,
     out: io::BufWriter<std::fs::File>,
     /// The schedule, to count the requests intended in each interval.
     intended: Intended,
@@ -566,43 +588,29 @@ struct CsvStream {
 
 impl CsvStream {
     fn create(path: &Path, cfg: &Config) -> Result<CsvStream, Error> {
-        let failed = |why| Error::Output {
-            flag: "--csv",
-            path: path.to_path_buf(),
-            why,
-        };
-        let file = std::fs::File::create(path).map_err(failed)?;
-        let mut out = io::BufWriter::new(file);
+        let (file, f) = OutputFile::create("--csv", path)?;
+        let mut out = io::BufWriter::new(f);
         report::csv::write_header(&mut out)
             .and_then(|()| out.flush())
-            .map_err(failed)?;
+            .map_err(|why| file.failed(why))?;
         Ok(CsvStream {
-            path: path.to_path_buf(),
+            file,
             out,
             intended: Intended::new(&cfg.run),
             interval_s: cfg.run.interval.as_secs_f64(),
         })
     }
 
-    fn append(
-        &mut self,
-        intervals: &mut dyn Iterator<Item = &stats::IntervalStats>,
-    ) -> Result<(), Error> {
-        let mut written = Ok(());
-        for iv in intervals {
-            let point = report::json::Point::of(iv, self.intended.count(iv.start(), iv.length));
-            written = report::csv::write_row(&mut self.out, &point, self.interval_s);
-            if written.is_err() {
-                break;
-            }
-        }
-        written
-            .and_then(|()| self.out.flush())
-            .map_err(|why| Error::Output {
-                flag: "--csv",
-                path: self.path.clone(),
-                why,
+    fn append(&mut self, intervals: &[stats::IntervalStats]) -> Result<(), Error> {
+        let (out, intended, interval_s) = (&mut self.out, &mut self.intended, self.interval_s);
+        intervals
+            .iter()
+            .try_for_each(|iv| {
+                let point = report::json::Point::of(iv, intended.count(iv.start(), iv.length));
+                report::csv::write_row(out, &point, interval_s)
             })
+            .and_then(|()| out.flush())
+            .map_err(|why| self.file.failed(why))
     }
 }
 
@@ -636,7 +644,7 @@ impl Intended {
 /// HdrHistogram tools read a run in progress and a killed run leaves every
 /// closed interval on disk.
 struct HlogStream {
-    path: PathBuf,
+    file: OutputFile,
     comment: String,
     endpoints: Vec<String>,
     state: HlogState,
@@ -650,11 +658,7 @@ enum HlogState {
 
 impl HlogStream {
     fn create(path: &Path, cfg: &Config) -> Result<HlogStream, Error> {
-        let file = std::fs::File::create(path).map_err(|why| Error::Output {
-            flag: "--hlog",
-            path: path.to_path_buf(),
-            why,
-        })?;
+        let (file, f) = OutputFile::create("--hlog", path)?;
         let endpoints = cfg
             .run
             .replay
@@ -663,19 +667,11 @@ impl HlogStream {
             .map(|r| r.set.endpoints().to_vec())
             .unwrap_or_default();
         Ok(HlogStream {
-            path: path.to_path_buf(),
+            file,
             comment: format!("metron {} {}", env!("CARGO_PKG_VERSION"), cfg.run.url),
             endpoints,
-            state: HlogState::Created(file),
+            state: HlogState::Created(f),
         })
-    }
-
-    fn failed(&self, why: io::Error) -> Error {
-        Error::Output {
-            flag: "--hlog",
-            path: self.path.clone(),
-            why,
-        }
     }
 
     /// Writes the header; interval times count from `at`.
@@ -685,29 +681,22 @@ impl HlogStream {
         };
         let out = io::BufWriter::new(file);
         let mut log = report::hlog::LogWriter::start(out, at, &self.comment, &self.endpoints)
-            .map_err(|e| self.failed(e))?;
-        log.flush().map_err(|e| self.failed(e))?;
+            .map_err(|e| self.file.failed(e))?;
+        log.flush().map_err(|e| self.file.failed(e))?;
         self.state = HlogState::Writing(log);
         Ok(())
     }
 
     /// Appends intervals and flushes them to the file.
-    fn append(
-        &mut self,
-        intervals: &mut dyn Iterator<Item = &stats::IntervalStats>,
-    ) -> Result<(), Error> {
+    fn append(&mut self, intervals: &[stats::IntervalStats]) -> Result<(), Error> {
         let HlogState::Writing(log) = &mut self.state else {
             return Ok(());
         };
-        let mut written = Ok(());
-        for iv in intervals {
-            written = log.interval(iv);
-            if written.is_err() {
-                break;
-            }
-        }
-        let written = written.and_then(|()| log.flush());
-        written.map_err(|e| self.failed(e))
+        intervals
+            .iter()
+            .try_for_each(|iv| log.interval(iv))
+            .and_then(|()| log.flush())
+            .map_err(|why| self.file.failed(why))
     }
 }
 
@@ -769,17 +758,15 @@ impl engine::Watch for Live<'_> {
         }
     }
 
-    fn intervals(&mut self, intervals: &mut dyn Iterator<Item = stats::IntervalStats>) {
-        // A few intervals a second, each taken by every file.
-        let intervals: Vec<stats::IntervalStats> = intervals.collect();
+    fn intervals(&mut self, intervals: &[stats::IntervalStats]) {
         if let Some(hlog) = self.hlog.as_mut() {
-            if let Err(e) = hlog.append(&mut intervals.iter()) {
+            if let Err(e) = hlog.append(intervals) {
                 self.failed.get_or_insert(e);
                 self.hlog = None;
             }
         }
         if let Some(csv) = self.csv.as_mut() {
-            if let Err(e) = csv.append(&mut intervals.iter()) {
+            if let Err(e) = csv.append(intervals) {
                 self.failed.get_or_insert(e);
                 self.csv = None;
             }
@@ -917,6 +904,7 @@ fn check_outputs(cfg: &Config) -> Result<(), Error> {
         ("--json", &o.json),
         ("--html", &o.html),
         ("--hlog", &o.hlog),
+        ("--csv", &o.csv),
     ];
     for (flag, path) in files {
         let Some(path) = path.as_deref().filter(|p| *p != Path::new("-")) else {
@@ -926,11 +914,7 @@ fn check_outputs(cfg: &Config) -> Result<(), Error> {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
         };
-        let fail = |why: io::Error| Error::Output {
-            flag,
-            path: path.to_path_buf(),
-            why,
-        };
+        let fail = |why: io::Error| output_failed(flag, path, why);
         if !dir.is_dir() {
             let why = format!("there is no directory {}", dir.display());
             return Err(fail(io::Error::new(io::ErrorKind::NotFound, why)));
@@ -946,9 +930,14 @@ fn check_outputs(cfg: &Config) -> Result<(), Error> {
 }
 
 pub(crate) fn write_file(flag: &'static str, path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    std::fs::write(path, bytes).map_err(|why| Error::Output {
+    std::fs::write(path, bytes).map_err(|why| output_failed(flag, path, why))
+}
+
+/// Writing the output file of `flag` at `path` failed.
+fn output_failed(flag: &'static str, path: &Path, why: io::Error) -> Error {
+    Error::Output {
         flag,
         path: path.to_path_buf(),
         why,
-    })
+    }
 }

@@ -339,7 +339,7 @@ pub trait Watch {
     /// Intervals of the statistics (`--interval`), merged over the
     /// threads, in order and each once: as they close during the run, and
     /// the rest (the last, cut short, included) as it ends.
-    fn intervals(&mut self, _intervals: &mut dyn Iterator<Item = IntervalStats>) {}
+    fn intervals(&mut self, _intervals: &[IntervalStats]) {}
 }
 
 impl Running {
@@ -389,8 +389,8 @@ impl Running {
             if watch.intervals_wanted() {
                 let recorders: Vec<_> = threads.iter().map(|t| &t.intervals).collect();
                 let taken = board.intervals_taken() as usize;
-                let mut rest = interval::merged(&recorders, measured).skip(taken);
-                watch.intervals(&mut rest);
+                let rest: Vec<_> = interval::merged(&recorders, measured).skip(taken).collect();
+                watch.intervals(&rest);
             }
         }
         let mut stats = RunStats::merge(threads, measured);
@@ -435,7 +435,7 @@ fn follow(watch: &mut dyn Watch, board: &progress::Board, done: &mpsc::Receiver<
         }
         let intervals = board.take_intervals();
         if !intervals.is_empty() {
-            watch.intervals(&mut intervals.into_iter());
+            watch.intervals(&intervals);
         }
         let now = clock::now();
         if watch.ticks() && now >= next_tick {
