@@ -71,7 +71,7 @@ fn the_json_document_matches_the_run() {
     let threads: u64 = doc
         .threads
         .iter()
-        .map(|t| t.series.iter().map(|&n| u64::from(n)).sum::<u64>())
+        .map(|t| t.series.iter().sum::<u64>())
         .sum();
     assert_eq!(threads, c.completed);
     let p = |s: &metron::report::json::Summary, q: f64| {

@@ -532,18 +532,18 @@ fn run_live(
         csv,
         failed: None,
     };
-    let watched =
-        live.line.is_some() || live.rows.is_some() || live.hlog.is_some() || live.csv.is_some();
     if let Some(at) = run.start_at {
         // Connect shortly before the start, not long before.
         let connect_at = at.checked_sub(engine::CONNECT_AHEAD).unwrap_or(at);
         engine::wait_for(connect_at, stop);
     }
-    let mut prepared = engine::prepare(run, stop, watched.then_some(&live as &dyn engine::Watch))?;
+    // Always watched: the main thread takes the intervals as they close,
+    // which keeps a long run's memory flat.
+    let mut prepared = engine::prepare(run, stop, Some(&live as &dyn engine::Watch))?;
     let script = prepared.script.take();
     let result = prepared
         .start()
-        .collect(watched.then_some(&mut live as &mut dyn engine::Watch));
+        .collect(Some(&mut live as &mut dyn engine::Watch));
     if let Some(line) = live.line.as_mut() {
         line.clear();
     }
@@ -802,16 +802,16 @@ fn write_files(
     let mut doc = report::json::Document::new(
         describe(&cfg.run),
         &outcome.protocol,
-        cfg.run.interval,
         &outcome.stats,
         outcome.started_at + cfg.run.warmup,
     );
     doc.slo = slo.cloned();
     doc.start_offset_s = outcome.start.map(|s| s.late.as_secs_f64());
     let mut intended = Intended::new(&cfg.run);
+    let interval = outcome.stats.history.interval();
     for (i, p) in doc.series.points.iter_mut().enumerate() {
-        let start = cfg.run.interval * i as u32;
-        let length = p.length_s.map_or(cfg.run.interval, Duration::from_secs_f64);
+        let start = interval * i as u32;
+        let length = p.length_s.map_or(interval, Duration::from_secs_f64);
         p.intended = intended.count(start, length);
     }
     if let Some(path) = &o.json {

@@ -288,6 +288,8 @@ impl Config {
             script_args: args.script_args.clone(),
             replay,
             interval,
+            counts_every: (outputs.timeseries || outputs.thread_timeseries)
+                .then_some(outputs.timeseries_interval),
             script_output_to_stderr: outputs.json_on_stdout(),
         };
         Ok(Config {

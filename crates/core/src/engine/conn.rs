@@ -847,7 +847,7 @@ mod tests {
 
     /// Stamps as the statistics give them, sent at `sent`.
     fn stamp(sent: Nanos) -> Stamp {
-        let mut r = Recorder::new(Duration::from_secs(1), 0);
+        let mut r = Recorder::new(Duration::from_secs(1), 0, None);
         r.begin(Window::ALL, false);
         r.sent(sent, sent, None)
     }

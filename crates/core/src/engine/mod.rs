@@ -41,7 +41,7 @@ use crate::http::request::RequestError;
 use crate::replay::RequestSet;
 use crate::schedule::{Load, Plan};
 use crate::script::{MainScript, ScriptError};
-use crate::stats::{interval, Interruption, IntervalStats, Phases, RunStats, StopCause};
+use crate::stats::{interval, History, Interruption, IntervalStats, Phases, RunStats, StopCause};
 
 pub use prepare::prepare;
 pub use setup::{Replay, Setup};
@@ -261,6 +261,7 @@ impl Prepared {
             start,
             window,
             rate_floor: self.interval.min(measured),
+            interval: self.interval,
             ends: self.ends,
         }
     }
@@ -314,6 +315,8 @@ pub struct Running {
     start: Option<LateStart>,
     window: Window,
     rate_floor: Duration,
+    /// Length of the recorded intervals.
+    interval: Duration,
     ends: Ends,
 }
 
@@ -348,12 +351,17 @@ impl Running {
     /// what they measured.
     pub fn collect(self, mut watch: Option<&mut dyn Watch>) -> Result<Outcome, EngineError> {
         let ends = self.ends;
+        // The intervals are taken from the workers as they close, so that
+        // neither they nor this thread hold a long run's every interval.
+        let mut history = History::new(self.interval);
         if let (Some(watch), Some(board)) = (watch.as_deref_mut(), ends.board.as_ref()) {
             let warmup = self.window.measure_from.saturating_sub(self.t0);
             watch.window_starts(self.started_at + Duration::from_nanos(warmup));
-            follow(watch, board, &ends.done, self.t0);
+            follow(watch, board, &ends.done, self.t0, &mut history);
         }
         let mut threads = Vec::with_capacity(self.handles.len());
+        // The worker index of each of `threads`.
+        let mut indices = Vec::with_capacity(self.handles.len());
         let mut failed = None;
         let mut failure = None;
         let mut last_end = None::<Nanos>;
@@ -361,6 +369,7 @@ impl Running {
             match h.join() {
                 Ok(Ok(Some(done))) => {
                     threads.push(done.stats);
+                    indices.push(j);
                     failure = failure.or(done.failure);
                     last_end = Some(last_end.map_or(done.ended, |e| e.max(done.ended)));
                 }
@@ -381,19 +390,29 @@ impl Running {
             None => (last_end.unwrap_or(window.end), StopCause::ScriptStop),
         };
         let measured = Duration::from_nanos(stopped_at.saturating_sub(window.measure_from));
-        if let (Some(watch), Some(board)) = (watch, ends.board.as_ref()) {
+        // The intervals not taken yet: those the workers handed over as
+        // they ended, the window's last (cut short, with the responses read
+        // as the run stopped), or all of them when no one watched the run.
+        if let Some(board) = ends.board.as_ref() {
+            board.take_intervals(&mut |iv| closed(iv, &mut history, watch.as_deref_mut()));
+            for (&j, t) in indices.iter().zip(threads.iter_mut()) {
+                t.intervals.give_back(board.take_parts(j));
+            }
+        }
+        if let (Some(watch), Some(board)) = (watch.as_deref_mut(), ends.board.as_ref()) {
             let rest = board.finish(&threads, measured);
             if !rest.is_empty() {
                 watch.rows(&rest);
             }
-            if watch.intervals_wanted() {
-                let recorders: Vec<_> = threads.iter().map(|t| &t.intervals).collect();
-                let taken = board.intervals_taken() as usize;
-                let rest: Vec<_> = interval::merged(&recorders, measured).skip(taken).collect();
-                watch.intervals(&rest);
-            }
         }
+        let taken = ends.board.as_ref().map_or(0, |b| b.intervals_taken());
+        let recorders: Vec<_> = threads.iter().map(|t| &t.intervals).collect();
+        for iv in interval::merged_from(&recorders, measured, taken) {
+            closed(&iv, &mut history, watch.as_deref_mut());
+        }
+        drop(recorders);
         let mut stats = RunStats::merge(threads, measured);
+        stats.history = history;
         stats.floor_rates_at(self.rate_floor);
         if stopped_at < window.end {
             stats.interruption = Some(Interruption {
@@ -420,8 +439,23 @@ impl Running {
 const ROWS_POLL: Duration = Duration::from_nanos(progress::PUBLISH_EVERY);
 const TICK_EVERY: Duration = Duration::from_secs(1);
 
+/// An interval every thread has closed, merged: kept for the reports and
+/// told to `watch` when it wants intervals.
+fn closed<'w>(iv: &IntervalStats, history: &mut History, watch: Option<&mut (dyn Watch + 'w)>) {
+    history.push(iv);
+    if let Some(watch) = watch.filter(|w| w.intervals_wanted()) {
+        watch.intervals(std::slice::from_ref(iv));
+    }
+}
+
 /// Tells `watch` what the workers publish until they have all exited.
-fn follow(watch: &mut dyn Watch, board: &progress::Board, done: &mpsc::Receiver<()>, t0: Nanos) {
+fn follow(
+    watch: &mut dyn Watch,
+    board: &progress::Board,
+    done: &mpsc::Receiver<()>,
+    t0: Nanos,
+    history: &mut History,
+) {
     let poll = if watch.rows_every().is_some() || watch.intervals_wanted() {
         ROWS_POLL
     } else {
@@ -433,10 +467,7 @@ fn follow(watch: &mut dyn Watch, board: &progress::Board, done: &mpsc::Receiver<
         if !rows.is_empty() {
             watch.rows(&rows);
         }
-        let intervals = board.take_intervals();
-        if !intervals.is_empty() {
-            watch.intervals(&intervals);
-        }
+        board.take_intervals(&mut |iv| closed(iv, history, Some(&mut *watch)));
         let now = clock::now();
         if watch.ticks() && now >= next_tick {
             watch.tick(board.totals(), Duration::from_nanos(now - t0));

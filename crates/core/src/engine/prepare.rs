@@ -42,9 +42,10 @@ pub fn prepare(
     let (script, scripts) = load_scripts(setup, first)?;
     let peers = peers(setup)?;
     check_local_ports(setup, &peers)?;
+    // Workers hand their closed intervals to a watched run's main thread,
+    // which keeps them (see `Running::collect`).
     let board = watch.map(|w| {
-        let every = w.intervals_wanted().then_some(setup.interval);
-        Arc::new(Board::new(setup.threads, w.rows_every()).with_intervals(every))
+        Arc::new(Board::new(setup.threads, w.rows_every()).with_intervals(Some(setup.interval)))
     });
     let setups = worker_setups(setup, scripts, &peers, first, board.as_ref())?;
     let (workers, done) = spawn(setups, stop)?;
@@ -131,6 +132,7 @@ fn worker_setups(
             cpu: setup.affinity.as_ref().map(|cpus| cpus[j % cpus.len()]),
             connect_wait: nanos(setup.timeout),
             interval: setup.interval,
+            counts_every: setup.counts_every,
             max_streams: setup.protocols.max_streams,
             progress: board.cloned(),
         });

@@ -121,27 +121,40 @@ impl Board {
     }
 
     /// The whole intervals that every thread has closed since the last
-    /// call, merged over the threads, oldest first. The window's last
-    /// interval is never among them: it closes with the run (see
-    /// [`Board::closed`]), and [`interval::merged`] gives it then.
-    pub fn take_intervals(&self) -> Vec<IntervalStats> {
+    /// call, each merged over the threads and given to `each` in turn,
+    /// oldest first (one decoded interval at a time, however many closed).
+    /// The window's last interval is never among them: it closes with the
+    /// run (see [`Board::closed`]), and [`interval::merged`] gives it then.
+    pub fn take_intervals(&self, each: &mut dyn FnMut(&IntervalStats)) {
         let Some(step) = self.intervals_every else {
-            return Vec::new();
+            return;
         };
         let mut merged = lock(&self.merged);
         let mut parts: Vec<_> = self.slots.iter().map(|s| lock(&s.intervals)).collect();
         let below = parts.iter().map(|p| p.below).min().unwrap_or(0);
-        let mut out = Vec::new();
+        let mut out = None::<IntervalStats>;
+        let mut mine = Vec::new();
         for index in *merged..below {
-            let mut mine = Vec::new();
+            mine.clear();
             for p in parts.iter_mut() {
                 let n = p.waiting.partition_point(|e| e.index <= index);
                 mine.extend(p.waiting.drain(..n));
             }
-            out.push(interval::merge_one(index, step, mine.iter()));
+            let out = out.get_or_insert_with(|| IntervalStats::empty(index, step));
+            interval::merge_one(out, index, step, mine.iter());
+            each(out);
         }
         *merged = (*merged).max(below);
-        out
+    }
+
+    /// Once the workers have exited: thread `thread`'s parts of intervals
+    /// that not every thread had published, oldest first, to be merged
+    /// with the rest of the thread's intervals.
+    pub fn take_parts(&self, thread: usize) -> Vec<EncodedInterval> {
+        self.slots
+            .get(thread)
+            .map(|s| std::mem::take(&mut lock(&s.intervals).waiting))
+            .unwrap_or_default()
     }
 
     /// How many whole intervals [`Board::take_intervals`] has handed out.
@@ -276,7 +289,7 @@ mod tests {
     /// A thread with `per_step` completions in each of `steps` 10 ms steps.
     fn busy(steps: usize, per_step: u32) -> ThreadStats {
         let mut s = ThreadStats {
-            series: vec![per_step; steps],
+            series: crate::stats::Completions::of_steps(&vec![per_step; steps]),
             ..ThreadStats::default()
         };
         s.counters.completed = steps as u64 * u64::from(per_step);
@@ -302,16 +315,22 @@ mod tests {
         // Thread 0 has closed [0, 300 ms), thread 1 only [0, 100 ms).
         board.publish_intervals(0, threads[0].take_closed(300 * ms, 3), 3);
         board.publish_intervals(1, threads[1].take_closed(150 * ms, 1), 1);
-        let first = board.take_intervals();
+        let first = taken(&board);
         assert_eq!(first.len(), 1);
         assert_eq!((first[0].index, first[0].completed), (0, 3));
         assert_eq!(first[0].latency.len(), 2);
-        assert!(board.take_intervals().is_empty());
+        assert!(taken(&board).is_empty());
         board.publish_intervals(1, threads[1].take_closed(300 * ms, 3), 3);
-        let rest = board.take_intervals();
+        let rest = taken(&board);
         let got: Vec<(u64, u64)> = rest.iter().map(|i| (i.index, i.completed)).collect();
         assert_eq!(got, [(1, 3), (2, 3)]);
         assert_eq!(board.intervals_taken(), 3);
+    }
+
+    fn taken(board: &Board) -> Vec<IntervalStats> {
+        let mut out = Vec::new();
+        board.take_intervals(&mut |iv| out.push(iv.clone()));
+        out
     }
 
     #[test]

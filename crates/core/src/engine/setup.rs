@@ -47,6 +47,10 @@ pub struct Setup {
     /// Length of the recorded intervals (the JSON time series and the
     /// interval log).
     pub interval: Duration,
+    /// The step at which the threads' completions must stay exact, when an
+    /// output prints them per step (`--timeseries`, `--thread-timeseries`);
+    /// otherwise they coarsen as a long run goes on.
+    pub counts_every: Option<Duration>,
     /// Scripts print to stderr (stdout carries the JSON document).
     pub script_output_to_stderr: bool,
 }

@@ -75,6 +75,8 @@ pub struct WorkerSetup {
     pub connect_wait: Nanos,
     /// Length of the intervals of the time series and the interval log.
     pub interval: std::time::Duration,
+    /// See [`super::Setup::counts_every`].
+    pub counts_every: Option<std::time::Duration>,
     /// HTTP/2 streams per connection at most (`-m`).
     pub max_streams: u32,
     /// Where this thread publishes its running totals for the progress
@@ -349,7 +351,7 @@ impl Worker {
             failure: None,
             timeout: setup.timeout,
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
-            stats: Recorder::new(setup.interval, setup.endpoints),
+            stats: Recorder::new(setup.interval, setup.endpoints, setup.counts_every),
             schedule: Schedule(Plan::Closed),
             next_sweep: 0,
             sweep_every,

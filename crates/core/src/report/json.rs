@@ -384,7 +384,7 @@ pub struct ThreadSummary {
     pub cpu_s: f64,
     /// Completions per `series_step_s`.
     pub series_step_s: f64,
-    pub series: Vec<u32>,
+    pub series: Vec<u64>,
 }
 
 /// The run's histograms, each HdrHistogram V2 deflate-compressed and
@@ -412,10 +412,9 @@ mod build {
     use super::*;
     use crate::report::{spectrum, summary};
     use crate::stats::codec::{self, encode};
-    use crate::stats::interval::merged;
     use crate::stats::{
         new_histogram, EndpointStats, Interruption, IntervalStats, PhaseStats, RunStats,
-        HIST_SIGFIG, SERIES_STEP,
+        HIST_SIGFIG,
     };
 
     impl Point {
@@ -448,13 +447,11 @@ mod build {
     impl Document {
         /// Everything the run measured, with the description of the run
         /// that drove it (built by the caller, which knows its settings):
-        /// `interval` is the length of the series' intervals,
         /// `window_start` the wall-clock time the measured window began,
         /// `protocol` what the server spoke.
         pub fn new(
             config: RunConfig,
             protocol: &str,
-            interval: Duration,
             s: &RunStats,
             window_start: std::time::SystemTime,
         ) -> Document {
@@ -484,15 +481,15 @@ mod build {
                     send_lag: summarize(&s.send_lag),
                     with_unfinished: Some(summarize(&s.with_unfinished())),
                 },
-                series: series(s, interval),
+                series: series(s),
                 threads: s
                     .threads
                     .iter()
                     .map(|t| ThreadSummary {
                         completed: t.counters.completed,
                         cpu_s: t.cpu.as_secs_f64(),
-                        series_step_s: SERIES_STEP.as_secs_f64(),
-                        series: t.series.clone(),
+                        series_step_s: t.series.step().as_secs_f64(),
+                        series: t.series.counts().to_vec(),
                     })
                     .collect(),
                 histograms: EncodedHistograms {
@@ -609,13 +606,14 @@ mod build {
         }
     }
 
-    fn series(s: &RunStats, interval: Duration) -> Series {
-        let recorders = s.intervals();
-        let points = merged(&recorders, s.window)
+    fn series(s: &RunStats) -> Series {
+        let points = s
+            .history
+            .points(s.window)
             .map(|iv| Point::of(&iv, None))
             .collect();
         Series {
-            interval_s: interval.as_secs_f64(),
+            interval_s: s.history.interval().as_secs_f64(),
             points,
         }
     }

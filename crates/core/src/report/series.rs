@@ -86,7 +86,7 @@ mod tests {
         let threads = series
             .into_iter()
             .map(|s| ThreadStats {
-                series: s,
+                series: crate::stats::Completions::of_steps(&s),
                 ..ThreadStats::default()
             })
             .collect();

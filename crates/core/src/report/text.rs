@@ -771,7 +771,7 @@ mod tests {
         let mut t = ThreadStats::default();
         for sample in 0..10 {
             for i in 0..per_sample {
-                t.count_completion(Duration::from_millis(sample * 100 + i));
+                t.count_completion((sample * 100 + i) * 1_000_000);
             }
         }
         t

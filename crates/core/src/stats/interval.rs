@@ -40,9 +40,6 @@ pub struct IntervalRecorder {
     open_until: u64,
     open: IntervalStats,
     closed: Vec<EncodedInterval>,
-    /// How many of `closed` have been handed out while the run goes on
-    /// ([`IntervalRecorder::take_closed`]).
-    handed_out: usize,
 }
 
 impl IntervalRecorder {
@@ -54,7 +51,6 @@ impl IntervalRecorder {
             open_until: length_ns,
             open: IntervalStats::empty(0, length),
             closed: Vec::new(),
-            handed_out: 0,
         }
     }
 
@@ -73,16 +69,25 @@ impl IntervalRecorder {
         &self.closed
     }
 
-    /// Copies of the intervals closed since the last call whose index is
-    /// below `below`, oldest first: those before `below` can no longer
-    /// change. `offset_ns` is now, from the window's start: the open
-    /// interval is closed first if time has moved past it.
+    /// The closed intervals whose index is below `below`, oldest first,
+    /// taken out of the recorder: those before `below` can no longer
+    /// change, and whoever takes them keeps them, so that a thread holds
+    /// only the intervals of the last moments however long the run.
+    /// `offset_ns` is now, from the window's start: the open interval is
+    /// closed first if time has moved past it.
     pub fn take_closed(&mut self, offset_ns: u64, below: u64) -> Vec<EncodedInterval> {
         self.at(offset_ns);
-        let fresh = &self.closed[self.handed_out..];
-        let n = fresh.partition_point(|i| i.index < below);
-        self.handed_out += n;
-        fresh[..n].to_vec()
+        let n = self.closed.partition_point(|i| i.index < below);
+        self.closed.drain(..n).collect()
+    }
+
+    /// Takes back closed intervals handed out by
+    /// [`IntervalRecorder::take_closed`] that no one merged: they are older
+    /// than any still here.
+    pub fn give_back(&mut self, parts: Vec<EncodedInterval>) {
+        if !parts.is_empty() {
+            self.closed.splice(0..0, parts);
+        }
     }
 
     /// Closes the open interval (if it holds anything) and opens `index`.
@@ -93,18 +98,7 @@ impl IntervalRecorder {
             let encoded = encode(&self.open);
             self.closed.push(encoded);
         }
-        self.open.index = index;
-        self.open.start = self.length * index as u32;
-        self.open.completed = 0;
-        self.open.errors = 0;
-        self.open.kinds = Errors::default();
-        self.open.latency.reset();
-        self.open.uncorrected.reset();
-        self.open.send_lag.reset();
-        self.open.unfinished.reset();
-        for h in self.open.endpoints.iter_mut().flatten() {
-            h.reset();
-        }
+        self.open.reuse(index, self.length);
         self.open_until = (index + 1).saturating_mul(self.length_ns);
     }
 
@@ -119,7 +113,19 @@ impl IntervalRecorder {
     }
 }
 
+/// An interval's figures without its per-endpoint histograms: what the
+/// reports' series keep (see [`super::history`]).
+pub(super) fn encode_totals(interval: &IntervalStats) -> EncodedInterval {
+    let mut e = encode_histograms(interval, false);
+    e.endpoints = Vec::new();
+    e
+}
+
 fn encode(interval: &IntervalStats) -> EncodedInterval {
+    encode_histograms(interval, true)
+}
+
+fn encode_histograms(interval: &IntervalStats, endpoints: bool) -> EncodedInterval {
     let bytes = |h: &Histogram<u64>| {
         let mut out = Vec::new();
         // Serializing into a Vec cannot fail for a histogram with our bounds.
@@ -138,6 +144,7 @@ fn encode(interval: &IntervalStats) -> EncodedInterval {
         endpoints: interval
             .endpoints
             .iter()
+            .filter(|_| endpoints)
             .enumerate()
             .filter_map(|(e, h)| h.as_ref().filter(|h| !h.is_empty()).map(|h| (e, bytes(h))))
             .collect(),
@@ -152,7 +159,7 @@ fn add_encoded(into: &mut Histogram<u64>, bytes: &[u8], de: &mut Deserializer) {
 }
 
 /// Adds one thread's closed interval into `out`.
-fn add_into(out: &mut IntervalStats, e: &EncodedInterval, de: &mut Deserializer) {
+pub(super) fn add_into(out: &mut IntervalStats, e: &EncodedInterval, de: &mut Deserializer) {
     out.completed += e.completed;
     out.errors += e.errors;
     out.kinds.add(&e.kinds);
@@ -170,19 +177,20 @@ fn add_into(out: &mut IntervalStats, e: &EncodedInterval, de: &mut Deserializer)
 }
 
 /// Interval `index` (whole, `length` long) merged from the threads' parts
-/// of it: what [`merged`] gives for any interval but the window's last.
+/// of it into `out`, whose memory is reused: what [`merged`] gives for any
+/// interval but the window's last.
 pub fn merge_one<'a>(
+    out: &mut IntervalStats,
     index: u64,
     length: Duration,
     parts: impl Iterator<Item = &'a EncodedInterval>,
-) -> IntervalStats {
-    let mut out = IntervalStats::empty(index, length);
+) {
+    out.reuse(index, length);
     let mut de = Deserializer::new();
     for e in parts {
         debug_assert_eq!(e.index, index);
-        add_into(&mut out, e, &mut de);
+        add_into(out, e, &mut de);
     }
-    out
 }
 
 /// Every interval of the window, each merged over all `recorders`;
@@ -193,6 +201,17 @@ pub fn merged<'a>(
     recorders: &'a [&'a IntervalRecorder],
     window: Duration,
 ) -> impl Iterator<Item = IntervalStats> + 'a {
+    merged_from(recorders, window, 0)
+}
+
+/// [`merged`] from interval `first` on: the intervals before it were
+/// taken out of the recorders while the run went on
+/// ([`IntervalRecorder::take_closed`]).
+pub fn merged_from<'a>(
+    recorders: &'a [&'a IntervalRecorder],
+    window: Duration,
+    first: u64,
+) -> impl Iterator<Item = IntervalStats> + 'a {
     let length = recorders
         .first()
         .map_or(Duration::from_secs(1), |r| r.length);
@@ -200,7 +219,7 @@ pub fn merged<'a>(
     let any_data = recorders.iter().any(|r| r.last_index().is_some());
     let count = by_window.max(u64::from(any_data));
     let mut de = Deserializer::new();
-    (0..count).map(move |index| {
+    (first..count.max(first)).map(move |index| {
         let mut out = IntervalStats::empty(index, length);
         let last = index + 1 == count;
         for r in recorders {
@@ -265,6 +284,31 @@ mod tests {
         assert_eq!((all[1].completed, all[1].latency.len()), (0, 0));
         assert_eq!(all[2].errors, 2);
         assert_eq!(all[3].start(), Duration::from_secs(3));
+    }
+
+    /// Intervals taken out while the run goes on are gone from the
+    /// recorder; those given back (no one merged them) count again.
+    #[test]
+    fn taken_intervals_leave_the_recorder_and_come_back_when_given_back() {
+        let mut r = IntervalRecorder::new(Duration::from_secs(1));
+        for at in [0, SEC, 2 * SEC] {
+            r.at(at).completed += 1;
+        }
+        let taken = r.take_closed(2 * SEC + 1, 2);
+        assert_eq!(taken.iter().map(|i| i.index).collect::<Vec<_>>(), [0, 1]);
+        r.finish();
+        let recs = [&r];
+        let rest: Vec<u64> = merged_from(&recs, Duration::from_secs(3), 2)
+            .map(|i| i.completed)
+            .collect();
+        assert_eq!(rest, [1]);
+        let mut r = r.clone();
+        r.give_back(taken);
+        let recs = [&r];
+        let all: Vec<u64> = merged(&recs, Duration::from_secs(3))
+            .map(|i| i.completed)
+            .collect();
+        assert_eq!(all, [1, 1, 1]);
     }
 
     /// Regression: a response read just after the window's end opened an

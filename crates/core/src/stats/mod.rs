@@ -7,10 +7,12 @@
 //! window when its intended send time does.
 
 pub mod codec;
+pub mod history;
 pub mod http2;
 pub mod interval;
 pub mod phase;
 pub mod recorder;
+pub mod series;
 pub mod unfinished;
 
 use std::borrow::Cow;
@@ -18,10 +20,12 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
+pub use history::History;
 pub use http2::{ByCode, Http2Counts};
 use interval::IntervalRecorder;
 pub use phase::{PhaseStats, Phases};
 pub use recorder::{Loss, Recorder, Stamp, Window};
+pub use series::{Completions, RateSamples};
 
 /// Lowest trackable value of every latency histogram, in microseconds.
 pub const HIST_LOW_US: u64 = 1;
@@ -257,8 +261,10 @@ pub struct ThreadStats {
     /// one's age when it was given up ([`Counters::unfinished`]).
     pub unfinished: Histogram<u64>,
     pub counters: Counters,
-    /// Completions per [`SERIES_STEP`], counted from the window's start.
-    pub series: Vec<u32>,
+    /// Completions over time, counted from the window's start.
+    pub series: Completions,
+    /// Request rates per 100 ms (`Req/Sec`).
+    pub rates: RateSamples,
     /// CPU time (user + system) the thread used.
     pub cpu: Duration,
     /// Calls into the thread's Lua script (hooks and the one static build).
@@ -309,7 +315,8 @@ impl Default for ThreadStats {
             send_lag: new_histogram(),
             unfinished: new_histogram(),
             counters: Counters::default(),
-            series: Vec::new(),
+            series: Completions::default(),
+            rates: RateSamples::default(),
             cpu: Duration::ZERO,
             script_calls: 0,
             intervals: IntervalRecorder::default(),
@@ -321,10 +328,17 @@ impl Default for ThreadStats {
 }
 
 impl ThreadStats {
-    /// Statistics with intervals of `interval` and `endpoints` endpoints.
-    pub fn new(interval: Duration, endpoints: usize) -> ThreadStats {
+    /// Statistics with intervals of `interval` and `endpoints` endpoints;
+    /// completions counted at exactly `counts_every` when an output needs
+    /// that step (see [`Completions::new`]).
+    pub fn new(
+        interval: Duration,
+        endpoints: usize,
+        counts_every: Option<Duration>,
+    ) -> ThreadStats {
         ThreadStats {
             intervals: IntervalRecorder::new(interval),
+            series: Completions::new(counts_every),
             endpoints: vec![EndpointStats::default(); endpoints],
             ..ThreadStats::default()
         }
@@ -350,46 +364,24 @@ impl ThreadStats {
         *saturated += u64::from(record_clamped(hist, value_us));
     }
 
-    /// Counts one completion in the time series at `offset` from the
-    /// window's start.
-    pub fn count_completion(&mut self, offset: Duration) {
-        let slot = (offset.as_nanos() / SERIES_STEP.as_nanos()) as usize;
-        if slot >= self.series.len() {
-            // Grows once per SERIES_STEP at most, not per request.
-            self.series.resize(slot + 1, 0);
-        }
-        self.series[slot] += 1;
+    /// Counts one completion at `offset_ns` from the window's start.
+    #[inline]
+    pub fn count_completion(&mut self, offset_ns: u64) {
+        self.series.count(offset_ns);
+        self.rates.count(offset_ns);
     }
 
-    /// This thread's request rate sampled every [`RATE_SAMPLE`] over the
-    /// whole samples that fit in `window`, in requests per second.
-    pub fn rate_samples(&self, window: Duration) -> impl Iterator<Item = f64> + '_ {
-        let whole = (window.as_nanos() / RATE_SAMPLE.as_nanos()) as usize;
-        let scale = 1.0 / RATE_SAMPLE.as_secs_f64();
-        (0..whole).map(move |i| self.completions_in(i, RATE_SAMPLE) as f64 * scale)
-    }
-
-    /// Completions in the `i`-th interval of length `step` (a multiple of
-    /// [`SERIES_STEP`]) from the window's start.
+    /// Completions in the `i`-th interval of length `step` from the
+    /// window's start (see [`Completions::completions_in`]).
     pub fn completions_in(&self, i: usize, step: Duration) -> u64 {
-        let per = steps_per(step);
-        let lo = (i * per).min(self.series.len());
-        let hi = ((i + 1) * per).min(self.series.len());
-        self.series[lo..hi].iter().map(|&c| u64::from(c)).sum()
+        self.series.completions_in(i, step)
     }
 
-    /// How many intervals of length `step` the series spans: all of
-    /// `window`, and any completion filed after it (a response read as a
-    /// stop request arrived).
+    /// How many intervals of length `step` the series spans (see
+    /// [`Completions::intervals_spanned`]).
     pub fn intervals_spanned(&self, step: Duration, window: Duration) -> usize {
-        let in_window = window.as_nanos().div_ceil(step.as_nanos().max(1)) as usize;
-        in_window.max(self.series.len().div_ceil(steps_per(step)))
+        self.series.intervals_spanned(step, window)
     }
-}
-
-/// How many [`SERIES_STEP`]s make an interval of length `step`.
-fn steps_per(step: Duration) -> usize {
-    (step.as_nanos() / SERIES_STEP.as_nanos()).max(1) as usize
 }
 
 /// One interval of the measured window, all threads merged: what the
@@ -436,6 +428,24 @@ impl IntervalStats {
             send_lag: new_histogram(),
             unfinished: new_histogram(),
             endpoints: Vec::new(),
+        }
+    }
+
+    /// Empties the interval and makes it interval `index` of `length`,
+    /// keeping its histograms' memory.
+    pub fn reuse(&mut self, index: u64, length: Duration) {
+        self.index = index;
+        self.start = length * index as u32;
+        self.length = length;
+        self.completed = 0;
+        self.errors = 0;
+        self.kinds = Errors::default();
+        self.latency.reset();
+        self.uncorrected.reset();
+        self.send_lag.reset();
+        self.unfinished.reset();
+        for h in self.endpoints.iter_mut().flatten() {
+            h.reset();
         }
     }
 
@@ -488,6 +498,10 @@ pub struct RunStats {
     pub phases: Vec<PhaseStats>,
     /// The fastest response of any thread, warm-up included (µs).
     pub fastest_us: Option<u64>,
+    /// The window's intervals, merged over the threads, as the reports
+    /// draw them over time (filled in by the engine, which takes them as
+    /// they close).
+    pub history: History,
 }
 
 impl RunStats {
@@ -518,9 +532,8 @@ impl RunStats {
             uncorrected.add(&t.uncorrected).expect("same bounds");
             send_lag.add(&t.send_lag).expect("same bounds");
             unfinished.add(&t.unfinished).expect("same bounds");
-            for r in t.rate_samples(window) {
-                let _ = req_per_sec.record(r.round() as u64);
-            }
+            // Auto-resizing on both sides, so adding cannot fail.
+            let _ = req_per_sec.add(t.rates.samples(window));
             counters.add(&t.counters);
         }
         RunStats {
@@ -537,6 +550,7 @@ impl RunStats {
             threads,
             endpoints,
             phases,
+            history: History::new(Duration::from_secs(1)),
         }
     }
 
@@ -614,16 +628,6 @@ mod tests {
         };
         assert!(c.balanced());
         assert!(!Counters { due: 11, ..c }.balanced());
-    }
-
-    #[test]
-    fn rate_samples_cover_whole_intervals_only() {
-        let mut t = ThreadStats::default();
-        for i in 0..250 {
-            t.count_completion(Duration::from_millis(i));
-        }
-        let rates: Vec<f64> = t.rate_samples(Duration::from_millis(250)).collect();
-        assert_eq!(rates, vec![1000.0, 1000.0]);
     }
 
     #[test]

@@ -107,10 +107,11 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    /// Intervals of `interval`, statistics for `endpoints` endpoints.
-    pub fn new(interval: Duration, endpoints: usize) -> Recorder {
+    /// Intervals of `interval`, statistics for `endpoints` endpoints,
+    /// completions counted as [`ThreadStats::new`] says.
+    pub fn new(interval: Duration, endpoints: usize, counts_every: Option<Duration>) -> Recorder {
         Recorder {
-            stats: ThreadStats::new(interval, endpoints),
+            stats: ThreadStats::new(interval, endpoints, counts_every),
             window: Window::ALL,
             paced: false,
             phases: Phases::default(),
@@ -202,7 +203,7 @@ impl Recorder {
         iv.completed += 1;
         iv.errors += u64::from(error);
         iv.kinds.status += u64::from(error);
-        s.count_completion(Duration::from_nanos(offset));
+        s.count_completion(offset);
         self.endpoint(stamp, Some(corrected), error, offset);
         if let Some(p) = self.phase(stamp.intended) {
             p.completed += 1;
@@ -438,7 +439,7 @@ mod tests {
     const SEC: Nanos = 1_000_000_000;
 
     fn recorder(endpoints: usize) -> Recorder {
-        let mut r = Recorder::new(Duration::from_secs(1), endpoints);
+        let mut r = Recorder::new(Duration::from_secs(1), endpoints, None);
         r.begin(
             Window {
                 measure_from: SEC,
@@ -489,7 +490,7 @@ mod tests {
 
     #[test]
     fn unpaced_runs_keep_no_send_lag() {
-        let mut r = Recorder::new(Duration::from_secs(1), 0);
+        let mut r = Recorder::new(Duration::from_secs(1), 0, None);
         r.begin(Window::ALL, false);
         r.sent(5, 5, None);
         assert_eq!((r.stats().counters.due, r.stats().send_lag.len()), (1, 0));
