@@ -201,3 +201,17 @@ pub fn python_reading(log: &std::path::Path) -> serde_json::Value {
     assert!(out.status.success(), "hlog_check.py failed: {stderr}");
     serde_json::from_slice(&out.stdout).expect("hlog_check.py prints JSON")
 }
+
+/// Whether headless Chromium is there: a failure under CI, a note
+/// elsewhere. Returns whether the browser check can go on.
+pub fn chromium_ready() -> bool {
+    if Command::new("chromium").arg("--version").output().is_ok() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI must have chromium (see .ci/run)"
+    );
+    eprintln!("chromium is not installed; browser check skipped");
+    false
+}

@@ -26,6 +26,8 @@
 //!   generator kept its schedule.
 //! - [`sweep`]: `metron sweep`, runs at rising rates to find the highest
 //!   that meets an SLO.
+//! - [`dashboard`]: `--dashboard`, a live page of the run served over HTTP
+//!   from the intervals the main thread takes as they close.
 //! - [`clock`]: the monotonic nanosecond clock every timestamp comes from.
 //! - [`signals`]: Ctrl-C and SIGTERM end a run, which is still reported.
 //!
@@ -39,6 +41,7 @@
 
 pub mod cli;
 pub mod clock;
+pub mod dashboard;
 pub mod engine;
 pub mod http;
 mod progress;
@@ -82,6 +85,8 @@ pub enum Error {
         path: PathBuf,
         why: io::Error,
     },
+    #[error("--dashboard={addr}: cannot listen there: {why}; give HOST:PORT on this machine, e.g. --dashboard=127.0.0.1:9090, or a free port")]
+    Dashboard { addr: String, why: io::Error },
     /// The run was judged against `--slo` and did not pass (its report,
     /// verdict included, is out).
     #[error("SLO {verdict}")]
@@ -280,6 +285,7 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
         &mut out
     };
     check_outputs(cfg)?;
+    let dashboard = start_dashboard(cfg)?;
     let connections = run.connections();
     report::text::write_banner(
         &mut &mut *text,
@@ -312,7 +318,7 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
     }
     // Flushed before setup() and init() can print.
     text.flush()?;
-    let (mut outcome, script) = run_live(cfg, stop, text)?;
+    let (mut outcome, script) = run_live(cfg, stop, text, dashboard.as_ref())?;
     name_phases(&mut outcome.stats, run);
     let view = report::TextReport {
         url: &run.url,
@@ -328,30 +334,39 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
             .then_some(outcome.protocol.as_str()),
         stats: &outcome.stats,
     };
-    report::text::write_results(&mut &mut *text, &view)?;
+    // The report goes to the dashboard too, so it is written once into
+    // memory.
+    let mut report = Vec::new();
+    report::text::write_results(&mut report, &view)?;
     if let Some(start) = outcome.start {
         let measured = outcome.stats.counters.missed_at_start;
-        report::text::write_late_start(&mut &mut *text, start.late, start.missed, measured)?;
+        report::text::write_late_start(&mut report, start.late, start.missed, measured)?;
     }
     let slo = cfg
         .slo
         .as_ref()
         .map(|slo| slo.judge(&run_facts(run, &outcome)));
     if let Some(slo) = &slo {
-        report::text::write_slo(&mut &mut *text, slo)?;
+        report::text::write_slo(&mut report, slo)?;
     }
+    text.write_all(&report)?;
     write_extras(text, cfg, &outcome)?;
     text.flush()?;
     write_files(&mut out, cfg, &outcome, slo.as_ref())?;
     // A script error ends the run early; what ran is reported above.
-    if let Some(e) = outcome.failure {
-        return Err(e.into());
-    }
-    if let Some(script) = script.filter(|s| s.has_done()) {
+    let failure = outcome.failure.take();
+    if let Some(script) = script.filter(|s| s.has_done() && failure.is_none()) {
         let duration_us = outcome.stats.window.as_micros() as u64;
         script
             .done(&outcome.stats, duration_us)
             .map_err(EngineError::from)?;
+    }
+    if let Some(d) = &dashboard {
+        d.finish(String::from_utf8_lossy(&report).into_owned());
+        linger(d, stop, o.dashboard_linger);
+    }
+    if let Some(e) = failure {
+        return Err(e.into());
     }
     // A signal's stop is reported by the exit status, after everything
     // else; a script's `thread:stop()` in every thread is its own choice.
@@ -508,13 +523,53 @@ pub fn describe(run: &engine::Setup) -> report::json::RunConfig {
     }
 }
 
+/// `--dashboard`: listening before the run starts, its address printed.
+fn start_dashboard(cfg: &Config) -> Result<Option<dashboard::Dashboard>, Error> {
+    let Some(addr) = &cfg.outputs.dashboard else {
+        return Ok(None);
+    };
+    let config = serde_json::to_string(&describe(&cfg.run)).map_err(io::Error::other)?;
+    let d = dashboard::Dashboard::start(addr, config).map_err(|why| Error::Dashboard {
+        addr: addr.clone(),
+        why,
+    })?;
+    eprintln!("Dashboard: http://{}/", d.addr());
+    if d.is_exposed() {
+        eprintln!(
+            "Warning: the dashboard listens on {}: anyone who can reach it can see this run \
+             (--dashboard=127.0.0.1:PORT keeps it on this machine)",
+            d.addr()
+        );
+    }
+    Ok(Some(d))
+}
+
+/// Keeps the dashboard up after the run: for `linger`, or until Ctrl-C.
+/// After a run that Ctrl-C ended, the next Ctrl-C exits at once.
+fn linger(d: &dashboard::Dashboard, stop: &Stop, linger: Option<Duration>) {
+    let how = match linger {
+        Some(t) => format!("for {}", report::units::format_run_duration(t)),
+        None => "until Ctrl-C".to_string(),
+    };
+    eprintln!("Dashboard: the report stays at http://{}/ {how}", d.addr());
+    let until = linger.map(|t| std::time::Instant::now() + t);
+    let stopped_before = stop.is_stopped();
+    while until.map_or(true, |end| std::time::Instant::now() < end)
+        && (stopped_before || !stop.is_stopped())
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Runs the engine's three stages with what shows while it runs: the
-/// progress line (on a terminal, without `--quiet`) and the rows of
-/// `--thread-timeseries`. The script's main state comes back for `done()`.
+/// progress line (on a terminal, without `--quiet`), the rows of
+/// `--thread-timeseries`, the files written as the run goes and the
+/// dashboard. The script's main state comes back for `done()`.
 fn run_live(
     cfg: &Config,
     stop: &Arc<Stop>,
     text: &mut dyn Write,
+    dashboard: Option<&dashboard::Dashboard>,
 ) -> Result<(Outcome, Option<script::MainScript>), Error> {
     let (o, run) = (&cfg.outputs, &cfg.run);
     let hlog = match &o.hlog {
@@ -530,6 +585,7 @@ fn run_live(
         rows: o.thread_timeseries.then_some((o.timeseries_interval, text)),
         hlog,
         csv,
+        dashboard: dashboard.map(|d| (d, Intended::new(run))),
         failed: None,
     };
     if let Some(at) = run.start_at {
@@ -707,6 +763,8 @@ struct Live<'a> {
     rows: Option<(std::time::Duration, &'a mut dyn Write)>,
     hlog: Option<HlogStream>,
     csv: Option<CsvStream>,
+    /// `--dashboard`, and its count of the requests intended per interval.
+    dashboard: Option<(&'a dashboard::Dashboard, Intended)>,
     /// The first failed write of a row or of the interval log, reported
     /// once the run is over.
     failed: Option<Error>,
@@ -746,7 +804,7 @@ impl engine::Watch for Live<'_> {
     }
 
     fn intervals_wanted(&self) -> bool {
-        self.hlog.is_some() || self.csv.is_some()
+        self.hlog.is_some() || self.csv.is_some() || self.dashboard.is_some()
     }
 
     fn window_starts(&mut self, at: std::time::SystemTime) {
@@ -769,6 +827,11 @@ impl engine::Watch for Live<'_> {
             if let Err(e) = csv.append(intervals) {
                 self.failed.get_or_insert(e);
                 self.csv = None;
+            }
+        }
+        if let Some((d, intended)) = self.dashboard.as_mut() {
+            for iv in intervals {
+                d.interval(iv, intended.count(iv.start(), iv.length));
             }
         }
     }

@@ -169,6 +169,10 @@ fn check(args: &SweepArgs) -> Result<(Slo, crate::cli::BenchArgs), Error> {
             "--csv (the sweep keeps no time series; its table is one row per step)",
         ),
         (
+            run.dashboard.is_some() || run.dashboard_linger.is_some(),
+            "--dashboard (it follows one run; the sweep prints a row per step)",
+        ),
+        (
             run.timeseries || run.thread_timeseries || run.histogram,
             "--timeseries, --thread-timeseries and --histogram (per run outputs)",
         ),

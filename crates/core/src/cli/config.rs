@@ -49,6 +49,11 @@ pub struct Outputs {
     pub hlog: Option<PathBuf>,
     pub html: Option<PathBuf>,
     pub csv: Option<PathBuf>,
+    /// `--dashboard`: the address to serve the live page on.
+    pub dashboard: Option<String>,
+    /// `--dashboard-linger`: how long it stays up after the run (`None`:
+    /// until Ctrl-C).
+    pub dashboard_linger: Option<Duration>,
     pub histogram: bool,
     pub timeseries: bool,
     pub thread_timeseries: bool,
@@ -152,8 +157,10 @@ pub enum ConfigError {
     Interval(Duration),
     #[error("--timeseries-interval {0:?}: use a positive multiple of 10ms, e.g. 250ms")]
     SeriesInterval(Duration),
-    #[error("--interval only sets the intervals of --json, --html, --hlog and --csv, and none is given; add one of them, or drop --interval")]
+    #[error("--interval only sets the intervals of --json, --html, --hlog, --csv and --dashboard, and none is given; add one of them, or drop --interval")]
     IntervalUnused,
+    #[error("--dashboard-linger only sets how long --dashboard stays up, and it is not given; add --dashboard, or drop --dashboard-linger")]
+    LingerWithoutDashboard,
     #[error("--timeseries-interval only sets the interval of --timeseries and --thread-timeseries, and neither is given; add one of them, or drop --timeseries-interval")]
     SeriesIntervalUnused,
     #[error("{0:?} after the URL would go to a script's init(args), but there is no script; add -s FILE, or drop the extra words")]
@@ -522,7 +529,7 @@ fn interval(given: Option<Duration>, outputs: &Outputs) -> Result<Duration, Conf
         return Err(ConfigError::Interval(interval));
     }
     let files = [&outputs.json, &outputs.html, &outputs.hlog, &outputs.csv];
-    if files.iter().all(|f| f.is_none()) {
+    if files.iter().all(|f| f.is_none()) && outputs.dashboard.is_none() {
         return Err(ConfigError::IntervalUnused);
     }
     Ok(interval)
@@ -546,10 +553,15 @@ fn series_interval(args: &BenchArgs) -> Result<Duration, ConfigError> {
 
 fn outputs(args: &BenchArgs) -> Result<Outputs, ConfigError> {
     let ts = series_interval(args)?;
+    if args.dashboard_linger.is_some() && args.dashboard.is_none() {
+        return Err(ConfigError::LingerWithoutDashboard);
+    }
     Ok(Outputs {
         json: args.json.clone(),
         hlog: args.hlog.clone(),
         csv: args.csv.clone(),
+        dashboard: args.dashboard.clone(),
+        dashboard_linger: args.dashboard_linger,
         html: args.html.clone(),
         histogram: args.histogram,
         timeseries: args.timeseries,
@@ -719,7 +731,7 @@ mod tests {
             ),
             (
                 &["--interval", "2s", "--histogram", "http://127.0.0.1/"],
-                "--interval only sets the intervals of --json, --html, --hlog and --csv, and none is given; add one of them",
+                "--interval only sets the intervals of --json, --html, --hlog, --csv and --dashboard, and none is given; add one of them",
             ),
             (
                 &["http://127.0.0.1/", "requests.json"],

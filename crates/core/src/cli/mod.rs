@@ -298,7 +298,15 @@ pub struct BenchArgs {
     #[arg(long = "csv", value_name = "FILE")]
     pub csv: Option<PathBuf>,
 
-    /// Length of the intervals of --json's time series, --html's charts, --hlog and --csv [default: 1s]
+    /// Serve a live page of the run at ADDR (default 127.0.0.1:0, a free port; the address is printed): per-interval charts by Server-Sent Events, /series.json, /metrics for Prometheus, then the final report. Give ADDR with '=': --dashboard=127.0.0.1:9090
+    #[arg(long = "dashboard", value_name = "ADDR", num_args = 0..=1, require_equals = true, default_missing_value = "127.0.0.1:0")]
+    pub dashboard: Option<String>,
+
+    /// How long the dashboard stays up after the run [default: until Ctrl-C]
+    #[arg(long = "dashboard-linger", value_parser = parse_duration, value_name = "T")]
+    pub dashboard_linger: Option<Duration>,
+
+    /// Length of the intervals of --json's time series, --html's charts, --hlog, --csv and --dashboard [default: 1s]
     #[arg(long = "interval", value_parser = parse_duration, value_name = "T")]
     pub interval: Option<Duration>,
 

@@ -1,0 +1,204 @@
+//! The dashboard's HTTP/1.1 server: blocking, a thread per connection
+//! (a page and its event stream are two), one request per connection.
+
+use std::io::{self, BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{metrics, Shared, KEEPALIVE};
+
+/// Connections served at once; more are answered 503 and closed.
+const MAX_CONNECTIONS: usize = 64;
+/// The longest request head read.
+const MAX_HEAD: usize = 8 * 1024;
+/// How long a client may take to send its request.
+const READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+const PAGE: &str = include_str!("page.html");
+
+pub(super) fn serve(listener: TcpListener, shared: Arc<Shared>) {
+    let open = Arc::new(AtomicUsize::new(0));
+    for stream in listener.incoming() {
+        let Ok(stream) = stream else {
+            // A client gone before it was accepted, or no file descriptor
+            // to spare: wait a moment rather than spin.
+            std::thread::sleep(Duration::from_millis(10));
+            continue;
+        };
+        if open.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
+            open.fetch_sub(1, Ordering::AcqRel);
+            let _ = respond(&stream, "503 Service Unavailable", "text/plain", b"busy\n");
+            continue;
+        }
+        let (shared, open) = (shared.clone(), open.clone());
+        let spawned = std::thread::Builder::new()
+            .name("metron-dashboard-conn".into())
+            .spawn(move || {
+                let _ = handle(stream, &shared);
+                open.fetch_sub(1, Ordering::AcqRel);
+            });
+        if spawned.is_err() {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+fn handle(stream: TcpStream, shared: &Shared) -> io::Result<()> {
+    stream.set_read_timeout(Some(READ_TIMEOUT))?;
+    let Some((method, path)) = request_line(&stream)? else {
+        return respond(&stream, "400 Bad Request", "text/plain", b"bad request\n");
+    };
+    if method != "GET" {
+        return respond(
+            &stream,
+            "405 Method Not Allowed",
+            "text/plain",
+            b"the dashboard only shows the run: GET\n",
+        );
+    }
+    // Query strings change nothing here.
+    let path = path.split('?').next().unwrap_or("/");
+    match path {
+        "/" | "/index.html" => {
+            respond(&stream, "200 OK", "text/html; charset=utf-8", &page(shared))
+        }
+        "/series.json" => respond(
+            &stream,
+            "200 OK",
+            "application/json",
+            series_json(shared).as_bytes(),
+        ),
+        "/metrics" => respond(
+            &stream,
+            "200 OK",
+            "text/plain; version=0.0.4; charset=utf-8",
+            metrics::render(&shared.lock()).as_bytes(),
+        ),
+        "/events" => events(stream, shared),
+        _ => respond(&stream, "404 Not Found", "text/plain", b"not found\n"),
+    }
+}
+
+/// The request's method and path, after reading its whole head.
+fn request_line(stream: &TcpStream) -> io::Result<Option<(String, String)>> {
+    let mut reader = BufReader::new(stream.take_limit());
+    let mut first = String::new();
+    reader.read_line(&mut first)?;
+    // The rest of the head: headers are not needed.
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if reader.read_line(&mut line)? == 0 || line.trim().is_empty() {
+            break;
+        }
+    }
+    let mut words = first.split_whitespace();
+    Ok(match (words.next(), words.next(), words.next()) {
+        (Some(m), Some(p), Some(v)) if v.starts_with("HTTP/1.") && p.starts_with('/') => {
+            Some((m.to_string(), p.to_string()))
+        }
+        _ => None,
+    })
+}
+
+trait TakeLimit {
+    fn take_limit(&self) -> io::Take<&TcpStream>;
+}
+
+impl TakeLimit for TcpStream {
+    fn take_limit(&self) -> io::Take<&TcpStream> {
+        io::Read::take(self, MAX_HEAD as u64)
+    }
+}
+
+fn respond(mut stream: &TcpStream, status: &str, kind: &str, body: &[u8]) -> io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\n\
+         Cache-Control: no-store\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(body)?;
+    stream.flush()
+}
+
+/// The page, with the run's description in it.
+fn page(shared: &Shared) -> Vec<u8> {
+    let config = shared.lock().config.clone();
+    // In a script element, "</" could end it early.
+    PAGE.replace("/*CONFIG*/null", &config.replace("</", "<\\/"))
+        .into_bytes()
+}
+
+/// `/series.json`: the description, the intervals kept, the totals and
+/// the report once there is one.
+fn series_json(shared: &Shared) -> String {
+    let state = shared.lock();
+    let first = state.seq - state.points.len() as u64;
+    let points: Vec<&str> = state.points.iter().map(String::as_str).collect();
+    let totals = metrics::totals_json(&state.totals);
+    let report = serde_json::to_string(&state.report).unwrap_or_else(|_| "null".into());
+    format!(
+        "{{\"config\":{},\"first\":{first},\"points\":[{}],\"totals\":{totals},\"report\":{report}}}\n",
+        state.config,
+        points.join(",")
+    )
+}
+
+/// `/events`: every interval kept, a `caught-up` event, then each new one
+/// as it comes, then the report, after which the stream ends.
+fn events(mut stream: TcpStream, shared: &Shared) -> io::Result<()> {
+    stream.write_all(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n\
+          Connection: close\r\n\r\nretry: 1000\n\n",
+    )?;
+    let mut sent = 0u64;
+    let mut caught_up = false;
+    loop {
+        let (batch, report) = {
+            let mut state = shared.lock();
+            // The first pass sends what there is at once.
+            while caught_up && state.seq == sent && state.report.is_none() {
+                let (s, timeout) = shared
+                    .changed
+                    .wait_timeout(state, KEEPALIVE)
+                    .unwrap_or_else(|e| e.into_inner());
+                state = s;
+                if timeout.timed_out() {
+                    break;
+                }
+            }
+            let first = state.seq - state.points.len() as u64;
+            let from = (sent.max(first) - first) as usize;
+            let batch: Vec<String> = state.points.range(from..).cloned().collect();
+            sent = state.seq;
+            (batch, state.report.clone())
+        };
+        let mut out = String::new();
+        for p in &batch {
+            out.push_str("event: point\ndata: ");
+            out.push_str(p);
+            out.push_str("\n\n");
+        }
+        if !caught_up {
+            out.push_str(&format!("event: caught-up\ndata: {sent}\n\n"));
+            caught_up = true;
+        }
+        if let Some(report) = &report {
+            let json = serde_json::to_string(report).unwrap_or_default();
+            out.push_str("event: report\ndata: ");
+            out.push_str(&json);
+            out.push_str("\n\n");
+        }
+        if out.is_empty() {
+            out.push_str(": waiting\n\n");
+        }
+        stream.write_all(out.as_bytes())?;
+        stream.flush()?;
+        if report.is_some() {
+            return Ok(());
+        }
+    }
+}

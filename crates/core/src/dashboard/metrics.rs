@@ -1,0 +1,180 @@
+//! `/metrics`: the run's totals so far in Prometheus' text exposition
+//! format (version 0.0.4), for a Prometheus that scrapes a long run.
+//!
+//! Latencies are summaries in seconds: quantiles of corrected latency over
+//! the whole window so far (the intervals every thread has closed), with
+//! uncorrected latency and send lag beside them.
+
+use std::fmt::Write;
+
+use hdrhistogram::Histogram;
+
+use super::{State, Totals};
+use crate::report::summary;
+
+/// The quantiles each latency summary gives.
+const QUANTILES: [(f64, &str); 5] = [
+    (50.0, "0.5"),
+    (90.0, "0.9"),
+    (99.0, "0.99"),
+    (99.9, "0.999"),
+    (100.0, "1"),
+];
+
+pub(super) fn render(state: &State) -> String {
+    let t = &state.totals;
+    let mut out = String::new();
+    let mut counter = |name: &str, help: &str, samples: &[(&str, f64)]| {
+        let _ = writeln!(out, "# HELP {name} {help}");
+        let _ = writeln!(out, "# TYPE {name} counter");
+        for (labels, v) in samples {
+            let _ = writeln!(out, "{name}{labels} {v}");
+        }
+    };
+    counter(
+        "metron_requests_completed_total",
+        "Responses received in the measured window so far, error statuses included.",
+        &[("", t.completed as f64)],
+    );
+    counter(
+        "metron_requests_errors_total",
+        "Requests lost or answered with a status of 400 or more, by kind; connect counts failed connects.",
+        &[
+            ("{kind=\"status\"}", t.kinds.status as f64),
+            ("{kind=\"read\"}", t.kinds.read as f64),
+            ("{kind=\"write\"}", t.kinds.write as f64),
+            ("{kind=\"timeout\"}", t.kinds.timeout as f64),
+            ("{kind=\"connect\"}", t.kinds.connect as f64),
+        ],
+    );
+    if let Some(n) = t.intended {
+        counter(
+            "metron_requests_intended_total",
+            "Requests the schedule intended so far.",
+            &[("", n as f64)],
+        );
+    }
+    counter(
+        "metron_window_seconds_total",
+        "Seconds of the measured window the figures cover.",
+        &[("", t.seconds)],
+    );
+    summary_of(
+        &mut out,
+        "metron_latency_seconds",
+        "Corrected latency: from the intended send time to the response's end.",
+        &t.latency,
+    );
+    summary_of(
+        &mut out,
+        "metron_uncorrected_latency_seconds",
+        "Uncorrected latency: from the first byte written to the response's end.",
+        &t.uncorrected,
+    );
+    summary_of(
+        &mut out,
+        "metron_send_lag_seconds",
+        "Send lag: from the intended send time to the first byte written.",
+        &t.send_lag,
+    );
+    let _ = writeln!(
+        out,
+        "# HELP metron_run_over Whether the run has ended (the final report is on the page).\n\
+         # TYPE metron_run_over gauge\nmetron_run_over {}",
+        u8::from(state.report.is_some())
+    );
+    out
+}
+
+fn summary_of(out: &mut String, name: &str, help: &str, h: &Histogram<u64>) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} summary");
+    if !h.is_empty() {
+        for (p, q) in QUANTILES {
+            let us = if p == 100.0 {
+                summary::max(h)
+            } else {
+                summary::value_at_percentile(h, p)
+            };
+            let _ = writeln!(out, "{name}{{quantile=\"{q}\"}} {}", us as f64 / 1e6);
+        }
+    }
+    let sum = summary::mean(h) * h.len() as f64 / 1e6;
+    let _ = writeln!(out, "{name}_sum {sum}");
+    let _ = writeln!(out, "{name}_count {}", h.len());
+}
+
+/// The totals as `/series.json` gives them.
+pub(super) fn totals_json(t: &Totals) -> String {
+    let at =
+        |h: &Histogram<u64>, p: f64| (!h.is_empty()).then(|| summary::value_at_percentile(h, p));
+    serde_json::json!({
+        "completed": t.completed,
+        "errors": t.errors,
+        "error_kinds": t.kinds,
+        "intended": t.intended,
+        "seconds": t.seconds,
+        "p50": at(&t.latency, 50.0),
+        "p99": at(&t.latency, 99.0),
+        "p999": at(&t.latency, 99.9),
+        "max": (!t.latency.is_empty()).then(|| summary::max(&t.latency)),
+        "uncorrected_p99": at(&t.uncorrected, 99.0),
+        "send_lag_p99": at(&t.send_lag, 99.0),
+    })
+    .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::{new_histogram, Errors};
+    use std::collections::VecDeque;
+
+    #[test]
+    fn every_sample_line_is_a_name_optional_labels_and_a_number() {
+        let mut latency = new_histogram();
+        latency.record_n(1500, 99).unwrap();
+        latency.record(250_000).unwrap();
+        let state = State {
+            config: "{}".into(),
+            points: VecDeque::new(),
+            seq: 3,
+            totals: Totals {
+                completed: 100,
+                errors: 2,
+                kinds: Errors {
+                    status: 2,
+                    ..Errors::default()
+                },
+                intended: Some(105),
+                seconds: 3.0,
+                latency,
+                uncorrected: new_histogram(),
+                send_lag: new_histogram(),
+            },
+            report: None,
+        };
+        let text = render(&state);
+        assert!(
+            text.contains("metron_requests_completed_total 100\n"),
+            "{text}"
+        );
+        assert!(text.contains("metron_requests_errors_total{kind=\"status\"} 2\n"));
+        assert!(text.contains("metron_requests_intended_total 105\n"));
+        assert!(
+            text.contains("metron_latency_seconds{quantile=\"0.5\"} 0.0015"),
+            "{text}"
+        );
+        assert!(
+            text.contains("metron_latency_seconds{quantile=\"1\"} 0.250"),
+            "{text}"
+        );
+        assert!(text.contains("metron_latency_seconds_count 100\n"));
+        assert!(text.contains("metron_uncorrected_latency_seconds_count 0\n"));
+        assert!(text.contains("metron_run_over 0\n"));
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let (_, value) = line.rsplit_once(' ').unwrap();
+            assert!(value.parse::<f64>().is_ok(), "{line}");
+        }
+    }
+}

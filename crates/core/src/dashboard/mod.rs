@@ -1,0 +1,213 @@
+//! `--dashboard`: a live page of the run, served while it goes and with
+//! its final report after it.
+//!
+//! The dashboard reads only what the main thread already has: each
+//! interval as every thread has closed it (the same merged intervals the
+//! interval log writes) and, at the end, the text report. The workers
+//! never see it. A small blocking HTTP/1.1 server on its own threads
+//! answers four paths:
+//! - `/`: one self-contained page (no external scripts, fonts or fetches
+//!   beyond this server) that draws the intervals as they come;
+//! - `/events`: Server-Sent Events, one `point` event per interval, then
+//!   one `report` event with the final report;
+//! - `/series.json`: the configuration, every interval kept and the totals;
+//! - `/metrics`: running totals and percentiles in Prometheus' text format.
+//!
+//! Nothing can be changed over HTTP. The most recent [`KEPT`] intervals
+//! are kept for the page and the JSON endpoint, so memory stays flat over
+//! a long run; the totals cover the whole window.
+
+mod http;
+mod metrics;
+
+use std::collections::VecDeque;
+use std::io;
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+use crate::report::json::Point;
+use crate::stats::{new_histogram, Errors, IntervalStats};
+
+/// Intervals kept for the page and `/series.json`: 2048 intervals, about
+/// half an hour at the default 1 s, a few hundred bytes each.
+pub const KEPT: usize = 2048;
+
+/// The dashboard of one run: its address and what it shows.
+pub struct Dashboard {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+}
+
+/// What the server threads read and the main thread writes.
+struct Shared {
+    state: Mutex<State>,
+    /// Signalled on every new interval and when the report comes.
+    changed: Condvar,
+}
+
+struct State {
+    /// The run's description, as the JSON document has it.
+    config: String,
+    /// The most recent intervals, as JSON objects, oldest first; the first
+    /// is interval number `seq - points.len()`.
+    points: VecDeque<String>,
+    /// Intervals received so far.
+    seq: u64,
+    totals: Totals,
+    /// The final text report, once the run is over.
+    report: Option<String>,
+}
+
+/// The whole window so far, for `/metrics` and `/series.json`.
+pub(crate) struct Totals {
+    pub completed: u64,
+    pub errors: u64,
+    pub kinds: Errors,
+    /// Requests the schedule intended so far (rate mode).
+    pub intended: Option<u64>,
+    /// Seconds of the window covered by the intervals so far.
+    pub seconds: f64,
+    pub latency: Histogram<u64>,
+    pub uncorrected: Histogram<u64>,
+    pub send_lag: Histogram<u64>,
+}
+
+impl Dashboard {
+    /// Listens on `addr` (`HOST:PORT`, or a port alone for loopback) and
+    /// starts serving; `config` is the run's description as JSON.
+    pub fn start(addr: &str, config: String) -> io::Result<Dashboard> {
+        let listener = TcpListener::bind(resolve(addr)?)?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                config,
+                points: VecDeque::new(),
+                seq: 0,
+                totals: Totals {
+                    completed: 0,
+                    errors: 0,
+                    kinds: Errors::default(),
+                    intended: None,
+                    seconds: 0.0,
+                    latency: new_histogram(),
+                    uncorrected: new_histogram(),
+                    send_lag: new_histogram(),
+                },
+                report: None,
+            }),
+            changed: Condvar::new(),
+        });
+        let server = shared.clone();
+        std::thread::Builder::new()
+            .name("metron-dashboard".into())
+            .spawn(move || http::serve(listener, server))?;
+        Ok(Dashboard { addr, shared })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Whether anyone beyond this machine may reach it.
+    pub fn is_exposed(&self) -> bool {
+        !self.addr.ip().is_loopback()
+    }
+
+    /// An interval every thread has closed, with the requests the schedule
+    /// intended in it.
+    pub fn interval(&self, iv: &IntervalStats, intended: Option<u64>) {
+        let mut point = Point::of(iv, intended);
+        // The page draws figures; the histograms stay in the files.
+        point.histogram = None;
+        point.unfinished_histogram = None;
+        let mut state = self.shared.lock();
+        let mut json = serde_json::to_value(&point).unwrap_or_default();
+        json["i"] = state.seq.into();
+        state.points.push_back(json.to_string());
+        if state.points.len() > KEPT {
+            state.points.pop_front();
+        }
+        state.seq += 1;
+        let t = &mut state.totals;
+        t.completed += iv.completed;
+        t.errors += iv.errors;
+        t.kinds.add(&iv.kinds);
+        t.seconds += iv.length.as_secs_f64();
+        if let Some(n) = intended {
+            *t.intended.get_or_insert(0) += n;
+        }
+        // Same bounds on both sides, so adding cannot fail.
+        let _ = t.latency.add(&iv.latency);
+        let _ = t.uncorrected.add(&iv.uncorrected);
+        let _ = t.send_lag.add(&iv.send_lag);
+        drop(state);
+        self.shared.changed.notify_all();
+    }
+
+    /// The run is over: `report` is its text report, shown from now on.
+    pub fn finish(&self, report: String) {
+        self.shared.lock().report = Some(report);
+        self.shared.changed.notify_all();
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panicked server thread leaves the state whole (each update is
+        // a push and some additions).
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// `HOST:PORT`, or a port alone (loopback).
+fn resolve(addr: &str) -> io::Result<SocketAddr> {
+    let full = if addr.parse::<u16>().is_ok() {
+        format!("127.0.0.1:{addr}")
+    } else {
+        addr.to_string()
+    };
+    full.to_socket_addrs()?.next().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the name resolves to no address",
+        )
+    })
+}
+
+/// How often an idle event stream is sent a comment, so that proxies and
+/// browsers keep it open.
+const KEEPALIVE: Duration = Duration::from_secs(15);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_port_alone_means_loopback() {
+        assert_eq!(resolve("9090").unwrap(), "127.0.0.1:9090".parse().unwrap());
+        assert_eq!(resolve("[::1]:0").unwrap(), "[::1]:0".parse().unwrap());
+        assert!(resolve("nonsense").is_err());
+    }
+
+    #[test]
+    fn totals_add_every_interval_and_points_stay_bounded() {
+        let d = Dashboard::start("127.0.0.1:0", "{}".into()).unwrap();
+        assert!(!d.is_exposed());
+        let length = Duration::from_millis(10);
+        for i in 0..(KEPT as u64 + 10) {
+            let mut iv = IntervalStats::empty(i, length);
+            iv.completed = 2;
+            iv.latency.record_n(100, 2).unwrap();
+            d.interval(&iv, Some(3));
+        }
+        let state = d.shared.lock();
+        assert_eq!(state.points.len(), KEPT);
+        assert!(state.points[0].contains("\"i\":10"), "{}", state.points[0]);
+        assert_eq!(state.totals.completed, 2 * (KEPT as u64 + 10));
+        assert_eq!(state.totals.intended, Some(3 * (KEPT as u64 + 10)));
+        assert_eq!(state.totals.latency.len(), 2 * (KEPT as u64 + 10));
+    }
+}
