@@ -165,8 +165,9 @@ mod tests {
             text.contains("metron_latency_seconds{quantile=\"0.5\"} 0.0015"),
             "{text}"
         );
+        // The histogram keeps 3 significant digits.
         assert!(
-            text.contains("metron_latency_seconds{quantile=\"1\"} 0.250"),
+            text.contains("metron_latency_seconds{quantile=\"1\"} 0.2499"),
             "{text}"
         );
         assert!(text.contains("metron_latency_seconds_count 100\n"));
