@@ -105,6 +105,9 @@ fn the_event_stream_and_json_endpoint_add_up_to_the_run() {
     let indices: Vec<u64> = points.iter().map(|p| p["i"].as_u64().unwrap()).collect();
     assert_eq!(indices, (0..points.len() as u64).collect::<Vec<_>>());
     assert_eq!(points.len(), 12, "3 s in 250 ms intervals");
+    for p in &points {
+        assert!(p["in_flight"].is_u64() && p["waiting"].is_u64(), "{p}");
+    }
 
     let (_, series) = get(&addr, "/series.json");
     let series = json(&series);
@@ -148,6 +151,8 @@ fn the_event_stream_and_json_endpoint_add_up_to_the_run() {
         Some(completed as f64)
     );
     assert_eq!(value("metron_run_over"), Some(1.0));
+    assert!(value("metron_requests_in_flight").is_some());
+    assert!(value("metron_requests_waiting").is_some());
     let p99 = value("metron_latency_seconds{quantile=\"0.99\"}").unwrap();
     assert!(p99 > 0.0 && p99 < 1.0, "{p99}");
 }

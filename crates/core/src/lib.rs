@@ -772,12 +772,15 @@ struct Live<'a> {
 
 impl engine::Watch for Live<'_> {
     fn ticks(&self) -> bool {
-        self.line.is_some()
+        self.line.is_some() || self.dashboard.is_some()
     }
 
     fn tick(&mut self, totals: engine::progress::Totals, at: std::time::Duration) {
         if let Some(line) = self.line.as_mut() {
             line.show(totals, at);
+        }
+        if let Some((d, _)) = &self.dashboard {
+            d.outstanding(totals.in_flight, totals.waiting);
         }
     }
 

@@ -86,6 +86,7 @@ mod tests {
             completed: 2000,
             errors: 3,
             p99_us: 1500,
+            ..Totals::default()
         };
         let s = render(t, Duration::from_secs(2), Duration::from_secs(10), 1000.0);
         assert_eq!(

@@ -79,6 +79,14 @@ pub(super) fn render(state: &State) -> String {
     );
     let _ = writeln!(
         out,
+        "# HELP metron_requests_in_flight Requests sent and not answered yet.\n\
+         # TYPE metron_requests_in_flight gauge\nmetron_requests_in_flight {}\n\
+         # HELP metron_requests_waiting Requests due and not sent yet (never sent, if the run ended now).\n\
+         # TYPE metron_requests_waiting gauge\nmetron_requests_waiting {}",
+        state.in_flight, state.waiting
+    );
+    let _ = writeln!(
+        out,
         "# HELP metron_run_over Whether the run has ended (the final report is on the page).\n\
          # TYPE metron_run_over gauge\nmetron_run_over {}",
         u8::from(state.report.is_some())
@@ -153,6 +161,8 @@ mod tests {
                 send_lag: new_histogram(),
             },
             report: None,
+            in_flight: 4,
+            waiting: 0,
         };
         let text = render(&state);
         assert!(
@@ -173,6 +183,7 @@ mod tests {
         assert!(text.contains("metron_latency_seconds_count 100\n"));
         assert!(text.contains("metron_uncorrected_latency_seconds_count 0\n"));
         assert!(text.contains("metron_run_over 0\n"));
+        assert!(text.contains("metron_requests_in_flight 4\n"));
         for line in text.lines().filter(|l| !l.starts_with('#')) {
             let (_, value) = line.rsplit_once(' ').unwrap();
             assert!(value.parse::<f64>().is_ok(), "{line}");

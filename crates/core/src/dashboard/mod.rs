@@ -59,6 +59,10 @@ struct State {
     totals: Totals,
     /// The final text report, once the run is over.
     report: Option<String>,
+    /// Requests in flight and due but not sent, at the last look (about
+    /// once a second).
+    in_flight: u64,
+    waiting: u64,
 }
 
 /// The whole window so far, for `/metrics` and `/series.json`.
@@ -97,6 +101,8 @@ impl Dashboard {
                     send_lag: new_histogram(),
                 },
                 report: None,
+                in_flight: 0,
+                waiting: 0,
             }),
             changed: Condvar::new(),
         });
@@ -126,6 +132,8 @@ impl Dashboard {
         let mut state = self.shared.lock();
         let mut json = serde_json::to_value(&point).unwrap_or_default();
         json["i"] = state.seq.into();
+        json["in_flight"] = state.in_flight.into();
+        json["waiting"] = state.waiting.into();
         state.points.push_back(json.to_string());
         if state.points.len() > KEPT {
             state.points.pop_front();
@@ -145,6 +153,14 @@ impl Dashboard {
         let _ = t.send_lag.add(&iv.send_lag);
         drop(state);
         self.shared.changed.notify_all();
+    }
+
+    /// Requests in flight, and due but not sent yet, summed over the
+    /// threads' latest figures: given to the intervals that close next.
+    pub fn outstanding(&self, in_flight: u64, waiting: u64) {
+        let mut state = self.shared.lock();
+        state.in_flight = in_flight;
+        state.waiting = waiting;
     }
 
     /// The run is over: `report` is its text report, shown from now on.

@@ -38,6 +38,8 @@ struct Slot {
     completed: AtomicU64,
     errors: AtomicU64,
     p99_us: AtomicU64,
+    in_flight: AtomicU64,
+    waiting: AtomicU64,
     /// Taken by the worker a few times a second and by the main thread as
     /// often, never per request.
     rows: Mutex<Rows>,
@@ -70,6 +72,11 @@ pub struct Totals {
     /// The highest of the threads' 99th percentiles so far: an upper bound
     /// of the run's, and close to it when threads share the load evenly.
     pub p99_us: u64,
+    /// Requests sent and not answered yet.
+    pub in_flight: u64,
+    /// Requests of the measured window due and not sent yet (waiting for
+    /// a connection or a stream): never sent, if the run ended now.
+    pub waiting: u64,
 }
 
 /// Completed requests of one thread in one interval of the measured window.
@@ -193,6 +200,15 @@ impl Board {
         }
     }
 
+    /// Called by worker `thread`: its requests on the wire and those due
+    /// and waiting to be sent.
+    pub fn publish_outstanding(&self, thread: usize, in_flight: u64, waiting: u64) {
+        if let Some(slot) = self.slots.get(thread) {
+            slot.in_flight.store(in_flight, Relaxed);
+            slot.waiting.store(waiting, Relaxed);
+        }
+    }
+
     /// How many intervals of `step` can no longer change at `now`. `now`
     /// is read on the worker's own thread, and the worker files each
     /// completion at a clock reading taken later, clamped into the window
@@ -213,6 +229,8 @@ impl Board {
             completed: t.completed + s.completed.load(Relaxed),
             errors: t.errors + s.errors.load(Relaxed),
             p99_us: t.p99_us.max(s.p99_us.load(Relaxed)),
+            in_flight: t.in_flight + s.in_flight.load(Relaxed),
+            waiting: t.waiting + s.waiting.load(Relaxed),
         })
     }
 
@@ -280,8 +298,12 @@ mod tests {
         board.publish(0, &a);
         board.publish(1, &b);
         board.publish(7, &b); // no such thread: ignored
+        board.publish_outstanding(0, 3, 5);
+        board.publish_outstanding(1, 2, 0);
+        board.publish_outstanding(7, 100, 100);
         let t = board.totals();
         assert_eq!((t.completed, t.errors), (15, 1));
+        assert_eq!((t.in_flight, t.waiting), (5, 5));
         assert!((899..=901).contains(&t.p99_us), "{t:?}");
         assert!(board.take_rows().is_empty());
     }

@@ -1148,6 +1148,12 @@ impl Worker {
                 board.publish_intervals(self.index, parts, below);
             }
             board.publish(self.index, self.stats.stats());
+            let in_flight: usize = self.conns.iter().map(|c| c.in_flight().count()).sum();
+            let window = self.stats.window();
+            let from = window.measure_from;
+            let queued = self.slots.waiting().filter(|d| d.at >= from).count() as u64;
+            let untaken = self.schedule.count_pending(from, now.min(window.end));
+            board.publish_outstanding(self.index, in_flight as u64, queued + untaken);
         }
     }
 
