@@ -83,7 +83,7 @@ fn handle(stream: TcpStream, shared: &Shared) -> io::Result<()> {
 
 /// The request's method and path, after reading its whole head.
 fn request_line(stream: &TcpStream) -> io::Result<Option<(String, String)>> {
-    let mut reader = BufReader::new(stream.take_limit());
+    let mut reader = BufReader::new(io::Read::take(stream, MAX_HEAD as u64));
     let mut first = String::new();
     reader.read_line(&mut first)?;
     // The rest of the head: headers are not needed.
@@ -101,16 +101,6 @@ fn request_line(stream: &TcpStream) -> io::Result<Option<(String, String)>> {
         }
         _ => None,
     })
-}
-
-trait TakeLimit {
-    fn take_limit(&self) -> io::Take<&TcpStream>;
-}
-
-impl TakeLimit for TcpStream {
-    fn take_limit(&self) -> io::Take<&TcpStream> {
-        io::Read::take(self, MAX_HEAD as u64)
-    }
 }
 
 fn respond(mut stream: &TcpStream, status: &str, kind: &str, body: &[u8]) -> io::Result<()> {
