@@ -35,7 +35,7 @@ use hdrhistogram::Histogram;
 
 use super::text::write_latencies;
 use crate::stats::codec;
-use crate::stats::{new_histogram, Counters, IntervalStats, RunStats, HIST_HIGH_US};
+use crate::stats::{add_histogram, new_histogram, Counters, IntervalStats, RunStats, HIST_HIGH_US};
 
 /// Tag of the uncorrected latency histograms.
 pub const TAG_UNCORRECTED: &str = "uncorrected";
@@ -500,9 +500,9 @@ impl Sum {
 /// beyond metron's range: those are recorded at its top and counted as
 /// saturated, as a run does with them, rather than refusing the log.
 fn add_clamped(into: &mut Histogram<u64>, from: &Histogram<u64>, saturated: &mut u64) {
-    // The range is checked before anything is added, so a refusal leaves
-    // `into` as it was.
-    if into.add(from).is_ok() {
+    // Histograms grow as values come, so the range is metron's to check.
+    if from.max() <= HIST_HIGH_US {
+        add_histogram(into, from);
         return;
     }
     for v in from.iter_recorded() {

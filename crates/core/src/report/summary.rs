@@ -9,6 +9,7 @@
 //! library reports the bottom. Each figure here says which C rule it
 //! follows. An empty histogram gives zeros, never NaN.
 
+use crate::stats::HIST_HIGH_US;
 use hdrhistogram::Histogram;
 
 /// The mean of the recorded values, each bucket counted at its median
@@ -90,15 +91,22 @@ pub struct Layout {
 /// Computes [`Layout`] with the C library's rules: enough sub-buckets for
 /// single-unit resolution up to `2 × 10^sigfig`, rounded up to a power of
 /// two; then buckets, each doubling the range, until the sub-bucket mask
-/// shifted up reaches the highest trackable value.
+/// shifted up reaches the highest trackable value. A histogram that grows
+/// as values come (each of metron's) is laid out over the whole range it
+/// can grow to, up to [`HIST_HIGH_US`], like the C library's fixed one.
 pub fn layout(h: &Histogram<u64>) -> Layout {
+    let high = if h.is_auto_resize() {
+        h.high().max(HIST_HIGH_US)
+    } else {
+        h.high()
+    };
     let single_unit_limit = 2 * 10_u64.pow(u32::from(h.sigfig()));
     let sub_bucket_magnitude = ceil_log2(single_unit_limit).max(1);
     let sub_buckets = 1_u64 << sub_bucket_magnitude;
     let unit_magnitude = h.low().max(1).ilog2();
     let mut trackable = (sub_buckets - 1) << unit_magnitude;
     let mut buckets = 1;
-    while trackable < h.high() {
+    while trackable < high {
         trackable <<= 1;
         buckets += 1;
     }
@@ -185,7 +193,9 @@ mod tests {
                 sub_buckets: 2048
             }
         );
-        assert_eq!(u32::from(h.buckets()), layout(&h).buckets);
+        let fixed = Histogram::<u64>::new_with_bounds(1, HIST_HIGH_US, 3).unwrap();
+        assert_eq!(layout(&fixed), layout(&h));
+        assert_eq!(u32::from(fixed.buckets()), layout(&h).buckets);
     }
 
     #[test]

@@ -420,6 +420,6 @@ mod tests {
             refused(&run_of(28_673)),
             "a run of 28673 empty counts in a histogram of 28672"
         );
-        assert_eq!(decode(&run_of(28_672)).unwrap(), histogram_of(&[]));
+        assert!(decode(&run_of(28_672)).unwrap().is_empty());
     }
 }

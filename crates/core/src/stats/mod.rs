@@ -38,10 +38,24 @@ pub const SERIES_STEP: Duration = Duration::from_millis(10);
 /// wrk samples each thread's request rate every 100 ms for `Req/Sec`.
 pub const RATE_SAMPLE: Duration = Duration::from_millis(100);
 
-/// A latency histogram with metron's fixed range and precision.
+/// A latency histogram with metron's precision. Its counts grow with the
+/// largest value recorded (values are clamped to [`HIST_HIGH_US`] on the
+/// way in, see [`record_clamped`]), so a histogram of millisecond
+/// latencies holds about 40 KB where the whole range would take 229 KB;
+/// a run keeps several per thread and per interval. Buckets sit at the
+/// same values whatever the size, so sizes mix freely in additions.
 pub fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(HIST_LOW_US, HIST_HIGH_US, HIST_SIGFIG)
-        .expect("constant histogram bounds are valid")
+    let mut h = Histogram::new_with_bounds(HIST_LOW_US, 2, HIST_SIGFIG)
+        .expect("constant histogram bounds are valid");
+    h.auto(true);
+    h
+}
+
+/// Adds `from` into `into`, one of metron's histograms: it grows to take
+/// any addend, so adding cannot fail.
+#[inline]
+pub fn add_histogram(into: &mut Histogram<u64>, from: &Histogram<u64>) {
+    let _ = into.add(from);
 }
 
 /// Records `value_us` into one of metron's histograms, clamped into
@@ -68,7 +82,7 @@ fn conservative<'a>(
         return Cow::Borrowed(latency);
     }
     let mut h = latency.clone();
-    h.add(unfinished).expect("same bounds");
+    add_histogram(&mut h, unfinished);
     Cow::Owned(h)
 }
 
@@ -302,7 +316,7 @@ impl EndpointStats {
         self.errors += other.errors;
         if let Some(h) = &other.latency {
             let mine = self.latency.get_or_insert_with(new_histogram);
-            mine.add(h).expect("same bounds");
+            add_histogram(mine, h);
         }
     }
 }
@@ -527,11 +541,10 @@ impl RunStats {
             for (into, e) in endpoints.iter_mut().zip(&t.endpoints) {
                 into.add(e);
             }
-            // Same bounds everywhere, so adding cannot fail.
-            latency.add(&t.latency).expect("same bounds");
-            uncorrected.add(&t.uncorrected).expect("same bounds");
-            send_lag.add(&t.send_lag).expect("same bounds");
-            unfinished.add(&t.unfinished).expect("same bounds");
+            add_histogram(&mut latency, &t.latency);
+            add_histogram(&mut uncorrected, &t.uncorrected);
+            add_histogram(&mut send_lag, &t.send_lag);
+            add_histogram(&mut unfinished, &t.unfinished);
             // Auto-resizing on both sides, so adding cannot fail.
             let _ = req_per_sec.add(t.rates.samples(window));
             counters.add(&t.counters);
@@ -609,6 +622,28 @@ fn per_sec(n: u64, window: Duration) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_histogram_takes_room_for_the_values_it_holds_and_grows_to_the_whole_range() {
+        let full = Histogram::<u64>::new_with_bounds(HIST_LOW_US, HIST_HIGH_US, HIST_SIGFIG)
+            .unwrap()
+            .distinct_values();
+        let mut h = new_histogram();
+        record_clamped(&mut h, 10_000);
+        // Up to 10 ms: 4 of the 27 buckets, 5,120 counts of the 28,672.
+        assert_eq!(h.distinct_values(), 5 * 1024);
+        assert!(record_clamped(&mut h, HIST_HIGH_US * 3));
+        assert_eq!(h.distinct_values(), full);
+        assert!(h.equivalent(h.max(), HIST_HIGH_US));
+        // Sizes mix in additions, both ways, and the values stay put.
+        let mut small = new_histogram();
+        record_clamped(&mut small, 3);
+        add_histogram(&mut small, &h);
+        add_histogram(&mut h, &small);
+        assert_eq!((small.len(), h.len()), (3, 5));
+        assert_eq!(small.value_at_quantile(0.0), 3);
+        assert_eq!(h.value_at_quantile(0.5), h.highest_equivalent(10_000));
+    }
 
     #[test]
     fn counters_balance_when_every_request_is_placed() {

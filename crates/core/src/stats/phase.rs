@@ -5,7 +5,7 @@
 
 use hdrhistogram::Histogram;
 
-use super::{conservative, new_histogram};
+use super::{add_histogram, conservative, new_histogram};
 use crate::clock::Nanos;
 
 /// Most phases broken out; a longer profile (a rate file of many rows) is
@@ -53,8 +53,8 @@ impl PhaseStats {
         self.due += other.due;
         self.completed += other.completed;
         self.errors += other.errors;
-        self.latency.add(&other.latency).expect("same bounds");
-        self.unfinished.add(&other.unfinished).expect("same bounds");
+        add_histogram(&mut self.latency, &other.latency);
+        add_histogram(&mut self.unfinished, &other.unfinished);
     }
 
     /// The phase's conservative distribution.

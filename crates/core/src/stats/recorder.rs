@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::clock::{to_us, Nanos};
 
 use super::interval::EncodedInterval;
-use super::{AtEnd, Phases, ThreadStats};
+use super::{add_histogram, AtEnd, Phases, ThreadStats};
 
 /// How a worker's run is bounded in time, known once all threads are ready.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -381,8 +381,8 @@ impl Recorder {
                 let (pn, ps) = super::unfinished::record_ages(&mut fresh, lo, end, min_age, within);
                 let p = &mut self.stats.phases[i];
                 p.due += pn;
-                p.unfinished.add(&fresh).expect("same bounds");
-                ages.add(&fresh).expect("same bounds");
+                add_histogram(&mut p.unfinished, &fresh);
+                add_histogram(&mut ages, &fresh);
                 n += pn;
                 saturated += ps;
             }
@@ -394,9 +394,9 @@ impl Recorder {
         s.counters.never_sent += n;
         s.counters.due += n;
         s.counters.saturated += saturated;
-        s.unfinished.add(&ages).expect("same bounds");
+        add_histogram(&mut s.unfinished, &ages);
         let iv = s.intervals.at(self.window.offset(end));
-        iv.unfinished.add(&ages).expect("same bounds");
+        add_histogram(&mut iv.unfinished, &ages);
     }
 
     /// At the end: of the requests never sent, those the run passed over
