@@ -18,8 +18,8 @@ use hdrhistogram::serialization::Deserializer;
 use super::interval::{self, EncodedInterval};
 use super::IntervalStats;
 
-/// The most points kept: each holds a few hundred bytes of encoded
-/// histograms, so about a megabyte in all.
+/// The most points kept: each holds its histograms compressed, a few
+/// hundred bytes, so well under a megabyte in all.
 pub const MAX_POINTS: usize = 2048;
 
 #[derive(Clone, Debug)]

@@ -3,7 +3,7 @@
 //!
 //! A worker records into the open interval alongside its totals. When time
 //! passes the interval's end, the interval is closed: its histograms are
-//! V2-encoded (a few hundred bytes instead of ~700 KB of counters) and the
+//! V2-encoded (a few hundred bytes instead of tens of KB of counters) and the
 //! next one opens, so a long run costs little memory. This happens at most
 //! once per interval, never per request. After the run,
 //! [`merged`] decodes and adds up the threads' intervals one index at a
@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer, V2Serializer};
 use hdrhistogram::Histogram;
 
 use super::{Errors, IntervalStats};
@@ -113,23 +113,38 @@ impl IntervalRecorder {
     }
 }
 
-/// An interval's figures without its per-endpoint histograms: what the
-/// reports' series keep (see [`super::history`]).
+/// An interval's figures without its per-endpoint histograms, compressed
+/// and without spare capacity: what the reports' series keep for the
+/// whole run (see [`super::history`]), one point a second by default.
+/// Deflate takes about a fifth off a latency histogram of a second at
+/// 10,000 requests/s, and the doubling growth of a Vec left up to as much
+/// again unused.
 pub(super) fn encode_totals(interval: &IntervalStats) -> EncodedInterval {
-    let mut e = encode_histograms(interval, false);
-    e.endpoints = Vec::new();
-    e
+    let mut serializer = V2DeflateSerializer::new();
+    encode_histograms(interval, false, &mut |h, out| {
+        // Serializing into a Vec cannot fail for one of metron's histograms.
+        let _ = serializer.serialize(h, out);
+        out.shrink_to_fit();
+    })
 }
 
+/// A thread's closed interval, kept until the main thread takes it: plain
+/// V2, cheaper to write on the thread that sends requests.
 fn encode(interval: &IntervalStats) -> EncodedInterval {
-    encode_histograms(interval, true)
+    let mut serializer = V2Serializer::new();
+    encode_histograms(interval, true, &mut |h, out| {
+        let _ = serializer.serialize(h, out);
+    })
 }
 
-fn encode_histograms(interval: &IntervalStats, endpoints: bool) -> EncodedInterval {
-    let bytes = |h: &Histogram<u64>| {
+fn encode_histograms(
+    interval: &IntervalStats,
+    endpoints: bool,
+    serialize: &mut dyn FnMut(&Histogram<u64>, &mut Vec<u8>),
+) -> EncodedInterval {
+    let mut bytes = |h: &Histogram<u64>| {
         let mut out = Vec::new();
-        // Serializing into a Vec cannot fail for a histogram with our bounds.
-        let _ = V2Serializer::new().serialize(h, &mut out);
+        serialize(h, &mut out);
         out
     };
     EncodedInterval {
