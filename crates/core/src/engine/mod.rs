@@ -125,8 +125,9 @@ pub enum EngineError {
     },
     #[error("the server at {addr} does not speak HTTP/2 with prior knowledge (h2c): {why}; drop --http2 for HTTP/1.1, or use an https:// URL to negotiate HTTP/2 by ALPN")]
     NotH2c { addr: SocketAddr, why: String },
-    #[error("a request cannot go over HTTP/2: {0}")]
-    Http2(String),
+    /// A request the host's protocol cannot carry; `why` names it.
+    #[error("{why}; change the request (the script's request(), the requests file) or drop --{flag}", flag = protocol_flag(protocol))]
+    Unfit { protocol: &'static str, why: String },
     #[error("'{0}' is not a valid TLS server name")]
     ServerName(String),
     #[error("worker thread {thread} failed: {why}")]
@@ -152,6 +153,14 @@ pub enum EngineError {
     Script(#[from] ScriptError),
     #[error("the request built from the URL, -H and a script's wrk.method, wrk.path, wrk.headers and wrk.body is refused: {0}; fix those fields")]
     BadStaticRequest(RequestError),
+}
+
+/// The flag that asked for `protocol` (named in errors).
+fn protocol_flag(protocol: &str) -> &'static str {
+    match protocol {
+        "HTTP/2" => "http2",
+        _ => "alpn",
+    }
 }
 
 /// What a finished run hands back.

@@ -55,6 +55,7 @@ pub(super) fn peers(run: &Setup) -> Result<Vec<Peer>, EngineError> {
                 tls,
                 protocol,
                 authority: target.authority.clone(),
+                server_limit: None,
             })
         })
         .collect()

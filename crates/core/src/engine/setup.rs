@@ -9,6 +9,7 @@ use rustls::sign::CertifiedKey;
 use rustls::RootCertStore;
 use std::time::Duration;
 
+pub use crate::http::Protocol;
 use crate::replay::{Order, RequestSet};
 use crate::schedule::Load;
 use crate::target::Target;
@@ -61,53 +62,6 @@ impl Setup {
     }
 }
 
-/// An HTTP version metron speaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Protocol {
-    Http1,
-    Http2,
-}
-
-impl Protocol {
-    /// Its name in TLS's ALPN (and in the reports).
-    pub fn alpn(self) -> &'static str {
-        match self {
-            Protocol::Http1 => "http/1.1",
-            Protocol::Http2 => "h2",
-        }
-    }
-
-    /// Its name in the reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Protocol::Http1 => "HTTP/1.1",
-            Protocol::Http2 => "HTTP/2",
-        }
-    }
-
-    /// What the reports call the protocols of `hosts` (one per host): the
-    /// one they all speak, or each in turn when they differ.
-    pub fn describe(hosts: impl IntoIterator<Item = Protocol>) -> String {
-        let mut seen: Vec<Protocol> = Vec::new();
-        for p in hosts {
-            if !seen.contains(&p) {
-                seen.push(p);
-            }
-        }
-        let names: Vec<&str> = seen.into_iter().map(Protocol::name).collect();
-        names.join(", ")
-    }
-
-    /// The protocol an ALPN name stands for.
-    pub fn from_alpn(name: &[u8]) -> Option<Protocol> {
-        match name {
-            b"http/1.1" => Some(Protocol::Http1),
-            b"h2" => Some(Protocol::Http2),
-            _ => None,
-        }
-    }
-}
-
 /// What may be spoken to every host of the run: `offer` in order of
 /// preference. A plain-text host gets the first (HTTP/2 there is h2c with
 /// prior knowledge); a TLS host is offered all of them by ALPN and the
@@ -155,7 +109,7 @@ impl Protocols {
 }
 
 /// `-m`'s default, as h2load's.
-pub const DEFAULT_MAX_STREAMS: u32 = 100;
+pub const DEFAULT_MAX_STREAMS: u32 = crate::http::h2::DEFAULT_MAX_STREAMS;
 
 /// A requests file, loaded, and how to replay it.
 #[derive(Clone, Debug)]

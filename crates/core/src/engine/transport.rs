@@ -20,6 +20,7 @@ use rustls::sign::{CertifiedKey, SingleCertAndKey};
 use rustls::ClientConnection;
 
 use super::setup::{Protocol, TlsOptions, Trust};
+use crate::stats::ConnectCause;
 
 /// What a worker needs to open TLS connections.
 #[derive(Clone)]
@@ -145,6 +146,39 @@ impl TlsStream {
             }
         }
         Ok(())
+    }
+}
+
+/// A connect that has not finished yet: a readiness event came early (or
+/// was meant for the socket its token named before).
+pub fn still_connecting(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::NotConnected
+    ) || matches!(e.raw_os_error(), Some(libc::EINPROGRESS | libc::EALREADY))
+}
+
+/// What a failed connect (or TLS handshake) met, for the report.
+pub fn connect_cause(e: &io::Error) -> ConnectCause {
+    if rustls_error(e).is_some() {
+        return ConnectCause::Tls;
+    }
+    match e.kind() {
+        io::ErrorKind::ConnectionRefused => ConnectCause::Refused,
+        io::ErrorKind::TimedOut => ConnectCause::Timeout,
+        io::ErrorKind::ConnectionReset
+        | io::ErrorKind::ConnectionAborted
+        | io::ErrorKind::BrokenPipe
+        | io::ErrorKind::UnexpectedEof => ConnectCause::Reset,
+        io::ErrorKind::AddrNotAvailable | io::ErrorKind::AddrInUse => ConnectCause::Local,
+        _ if matches!(
+            e.raw_os_error(),
+            Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+        ) =>
+        {
+            ConnectCause::Local
+        }
+        _ => ConnectCause::Other,
     }
 }
 

@@ -1,25 +1,30 @@
-//! One worker thread: its poller, timer, connections, script and
+//! One worker thread: its poller, timers, connections, script and
 //! statistics, and the handlers that tie them together.
 //!
 //! The loop is the same in both modes; the plan decides when requests are
-//! due. In rate mode a due request takes a free slot ([`Slots`]: an idle
-//! connection with HTTP/1.1), or waits (implicitly: it is simply the next
-//! intended time not yet taken) until one frees up, its latency counting
-//! from its intended time all the while. In the closed loop a connection
-//! sends its next request as soon as it is free. Nothing here allocates per
-//! request, locks, or touches memory shared with other threads; the shared
-//! stop flag is read only when the main thread wakes this one.
+//! due. In rate mode a due request takes a free slot ([`Slots`]: a free
+//! stream of some connection's session), or waits (implicitly: it is
+//! simply the next intended time not yet taken) until one frees up, its
+//! latency counting from its intended time all the while. In the closed
+//! loop a stream sends its next request as soon as it is free. Nothing
+//! here allocates per request, locks, or touches memory shared with other
+//! threads; the shared stop flag is read only when the main thread wakes
+//! this one.
 //!
-//! Each connection makes its own transitions ([`Conn`]); the handlers
-//! ([`Worker::on_connected`], [`Worker::on_writable`],
-//! [`Worker::on_readable`], [`Worker::on_timer`]) forward events to it and
-//! act on what it reports: a slot freed or taken, a request sent, answered
-//! or lost (one [`Recorder`] call each), a socket to register or drop.
+//! The worker never asks which protocol a connection speaks: each
+//! connection ([`Conn`]) carries a [`Session`](crate::http::Session) made
+//! by its peer's protocol, and the handlers ([`Worker::on_connected`],
+//! [`Worker::on_readable`], [`Worker::flush`], [`Worker::on_timer`]) move
+//! bytes and act on the session's events: a request answered or lost (one
+//! [`Recorder`] call each), a request the server never processed (sent
+//! again), streams freed (offered as slots), the session retired (a new
+//! connection takes its place at once, and the old one finishes on the
+//! side, no longer counted against `-c`) or finished (closed, reopened).
 //!
 //! A script's `request()` may return several requests at once: the batch
-//! is pipelined on one connection, goes out when its first request falls
-//! due, and takes one slot of the schedule per request. `delay()` rests a
-//! connection for that long before its next request, in both modes.
+//! goes out on one slot when its first request falls due, and takes one
+//! intended time of the schedule per request. `delay()` rests a slot for
+//! that long before its next request, in both modes.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -28,22 +33,23 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use mio::{Interest, Registry, Token, Waker};
 
 use crate::clock::{self, Nanos};
-use crate::http::h2::{self, Event as H2Event, H2Request, OpenError};
-use crate::http::request::Batch;
-use crate::http::response::Done;
+use crate::http::request::{metas_into, Batch, RequestMeta};
+use crate::http::{Failure, OpenError, Protocol, Request, SessionOptions};
 use crate::replay::Cursor;
 use crate::schedule::Plan;
 use crate::script::ThreadScript;
-use crate::stats::{AtEnd, Loss, Phases, Recorder, Stamp, StopCause, ThreadStats};
+use crate::stats::{
+    AtEnd, ConnectCause, Loss, Phases, ReadCause, Recorder, StopCause, ThreadStats,
+};
 
-use super::conn::{After, Check, Conn, Connect, Eof, H2InFlight, InFlight, Out, Read, Received};
+use super::conn::{Check, Conn, Connect, InFlight, Read, ReadFailure};
 use super::poller::{Events, Poller, Ready, WAKE};
-use super::setup::Protocol;
 use super::slots::{Assigned, Due, Slot, Slots};
-use super::transport::{TlsSetup, Transport};
+use super::transport::{self, TlsSetup, Transport};
 use super::{EngineError, Stop};
 
 pub use crate::stats::Window;
@@ -52,6 +58,9 @@ pub use crate::stats::Window;
 const SWEEP_SLICE: usize = 256;
 /// Size of the one read buffer all of a worker's connections share.
 const READ_BUF: usize = 64 * 1024;
+/// How often one request goes out at most when the server keeps saying it
+/// never processed it (refused, or above a GOAWAY's last stream id).
+const MAX_SENDS: u8 = 8;
 
 /// Everything a worker needs, decided before it starts.
 pub struct WorkerSetup {
@@ -77,7 +86,7 @@ pub struct WorkerSetup {
     pub interval: std::time::Duration,
     /// See [`super::Setup::counts_every`].
     pub counts_every: Option<std::time::Duration>,
-    /// HTTP/2 streams per connection at most (`-m`).
+    /// Streams per connection at most (`-m`), where the protocol has several.
     pub max_streams: u32,
     /// Where this thread publishes its running totals for the progress
     /// line (a few times a second, never per request).
@@ -93,6 +102,9 @@ pub struct Peer {
     pub protocol: Protocol,
     /// Its `Host` (HTTP/2's `:authority` when a request names none).
     pub authority: String,
+    /// The most streams the server allows on a connection, as its
+    /// pre-flight learned (where the protocol says).
+    pub server_limit: Option<u32>,
 }
 
 impl Peer {
@@ -105,34 +117,65 @@ impl Peer {
     }
 }
 
+/// A connection's place in the worker, and what the worker keeps of its
+/// free streams.
+struct Place {
+    conn: Conn,
+    role: Role,
+    /// Free streams offered as slots in [`Slots`].
+    offered: u32,
+    /// Free streams resting in the script's `delay()`.
+    resting: u32,
+    /// Bumped whenever the place forgets its rests (its connection closed
+    /// or was replaced), so that wake-ups queued before are ignored.
+    generation: u32,
+}
+
+/// What a place holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    /// One of the connections `-c` asks for: reopened when it closes.
+    Active,
+    /// Retired (the server's GOAWAY, say) and replaced: it finishes what
+    /// is in flight, takes nothing new, and is not reopened.
+    Draining,
+    /// Free for the next connection opened.
+    Vacant,
+}
+
 pub struct Worker {
     index: usize,
     poller: Poller,
     stop: Arc<Stop>,
-    conns: Vec<Conn>,
-    /// HTTP/2: slots each connection has in `slots` (one per free stream).
-    offered: Vec<u32>,
-    /// HTTP/2: the static request of each peer, converted once.
-    h2_static: Vec<Vec<Rc<H2Request>>>,
-    /// HTTP/2: per peer, requests the server never processed (above a
-    /// GOAWAY's last stream id), or that found no stream after all, oldest
-    /// first: they go out again before any new request.
-    retries: Vec<VecDeque<H2InFlight>>,
-    /// HTTP/2: per connection, when each of its streams resting in the
-    /// script's `delay()` comes free.
-    stream_rests: Vec<Vec<Nanos>>,
-    /// HTTP/2: streams are being opened in a row; one write sends them.
-    filling: bool,
+    /// The connections, by token.
+    places: Vec<Place>,
+    vacant: Vec<usize>,
     /// What due requests wait for: free slots, per peer.
     slots: Slots,
-    /// Connections resting after `delay()`, earliest first.
-    resting: BinaryHeap<Reverse<(Nanos, usize)>>,
+    /// Per peer, requests the server never processed (refused, or above a
+    /// GOAWAY's last stream id), or that found no stream after all, oldest
+    /// first: they go out again before any new request.
+    retries: Vec<VecDeque<InFlight>>,
+    /// Rests of the script's `delay()`: (until, place, generation),
+    /// earliest first.
+    resting: BinaryHeap<Reverse<(Nanos, usize, u32)>>,
+    /// Deadlines sessions asked for: (at, place, generation).
+    deadlines: BinaryHeap<Reverse<(Nanos, usize, u32)>>,
+    /// Streams are being opened in a row; one write sends them.
+    filling: bool,
     peers: Vec<Peer>,
+    /// What each peer's sessions open with.
+    session_opts: Vec<SessionOptions>,
     source: Source,
     script: Option<ThreadScript>,
-    /// HEAD flags of the batch the script's `request()` built last (reused,
-    /// never reallocated once grown).
-    script_heads: Vec<bool>,
+    /// The script's last batch, and where each of its requests ends
+    /// (reused, never reallocated once grown).
+    script_bytes: Vec<u8>,
+    script_metas: Vec<RequestMeta>,
+    /// The batch being sent (reused).
+    batch: Vec<Rc<Request>>,
+    /// Requests taken from a closing session (reused).
+    drained: Vec<InFlight>,
     /// The first fatal error (a script's); it stops every worker.
     failure: Option<EngineError>,
     timeout: Nanos,
@@ -160,21 +203,25 @@ pub struct Finished {
 
 /// Where a worker's requests come from.
 enum Source {
-    /// One batch, encoded before the run and shared by every connection.
-    Static(Batch),
-    /// The script's `request()` builds each batch in its connection.
+    /// One batch, built before the run and shared by every send.
+    Static(Vec<Rc<Request>>),
+    /// The script's `request()` builds each batch.
     Script,
-    /// The requests file; the cursor picks every request.
-    Replay(Cursor),
+    /// The requests file; the cursor picks every request, each built once
+    /// (on first use) for this thread.
+    Replay {
+        cursor: Cursor,
+        built: Vec<Option<Rc<Request>>>,
+    },
 }
 
 impl Source {
     /// The request of the schedule's next intended time (rate mode).
     fn next_scheduled(&mut self) -> u32 {
         match self {
-            Source::Replay(r) => {
-                let request = r.peek();
-                r.advance();
+            Source::Replay { cursor, .. } => {
+                let request = cursor.peek();
+                cursor.advance();
                 request
             }
             _ => 0,
@@ -184,7 +231,7 @@ impl Source {
     /// The next request for a connection to `peer` (closed loop).
     fn next_for(&mut self, peer: usize) -> u32 {
         match self {
-            Source::Replay(r) => r.next_for_host(peer),
+            Source::Replay { cursor, .. } => cursor.next_for_host(peer),
             _ => 0,
         }
     }
@@ -192,7 +239,7 @@ impl Source {
     /// The peer a request goes to.
     fn peer_of(&self, request: u32) -> usize {
         match self {
-            Source::Replay(r) => r.set().get(request).host as usize,
+            Source::Replay { cursor, .. } => cursor.set().get(request).host as usize,
             _ => 0,
         }
     }
@@ -200,17 +247,8 @@ impl Source {
     /// The endpoint a request is counted under, if any.
     fn endpoint(&self, request: u32) -> Option<u16> {
         match self {
-            Source::Replay(r) => Some(r.set().get(request).endpoint),
+            Source::Replay { cursor, .. } => Some(cursor.set().get(request).endpoint),
             _ => None,
-        }
-    }
-
-    /// The shared bytes a connection's batch names.
-    fn shared(&self, out: Out) -> &[u8] {
-        match (self, out) {
-            (Source::Static(batch), _) => batch.bytes(),
-            (Source::Replay(r), Out::Shared(request)) => r.set().bytes(request),
-            _ => &[],
         }
     }
 }
@@ -295,59 +333,45 @@ impl Worker {
             .as_ref()
             .is_some_and(ThreadScript::has_response);
         let source = match (setup.replay, &setup.script) {
-            (Some(cursor), _) => Source::Replay(cursor),
+            (Some(cursor), _) => {
+                let built = vec![None; cursor.set().len()];
+                Source::Replay { cursor, built }
+            }
             (None, Some(script)) if !script.is_static() => Source::Script,
-            (None, _) => Source::Static(setup.request),
+            (None, _) => Source::Static(static_batch(&setup.request)?),
         };
-        let peers = setup.peers.len();
-        let settings = h2::Settings {
-            max_streams: setup.max_streams,
-            max_header_list: u32::try_from(setup.max_head).unwrap_or(u32::MAX),
-            capture,
-            ..h2::Settings::default()
-        };
-        let conns = (0..setup.connections)
-            .map(|c| {
-                let peer = c % peers;
-                match setup.peers[peer].protocol {
-                    Protocol::Http2 => Conn::new_h2(setup.max_head, capture, peer, settings),
-                    Protocol::Http1 => Conn::new(setup.max_head, capture, peer),
-                }
+        let session_opts = setup
+            .peers
+            .iter()
+            .map(|p| SessionOptions {
+                max_head: setup.max_head,
+                capture,
+                max_streams: setup.max_streams,
+                scheme: p.scheme(),
+                authority: p.authority.clone(),
             })
             .collect();
-        // The static request, converted once for each HTTP/2 host.
-        let h2_static = match &source {
-            Source::Static(batch) => setup
-                .peers
-                .iter()
-                .map(|p| match p.protocol {
-                    Protocol::Http2 => {
-                        H2Request::from_http1(batch.bytes(), p.scheme(), &p.authority)
-                            .map(|v| v.into_iter().map(Rc::new).collect())
-                            .map_err(io::Error::other)
-                    }
-                    Protocol::Http1 => Ok(Vec::new()),
-                })
-                .collect::<io::Result<Vec<_>>>()?,
-            _ => Vec::new(),
-        };
+        let peers = setup.peers.len();
         let sweep_every = (setup.timeout / 10).clamp(1_000_000, 50_000_000);
         let mut w = Worker {
             index: setup.index,
             poller,
             stop,
-            offered: vec![0; setup.connections],
-            h2_static,
-            retries: vec![VecDeque::new(); peers],
-            stream_rests: vec![Vec::new(); setup.connections],
-            filling: false,
-            conns,
+            places: Vec::with_capacity(setup.connections),
+            vacant: Vec::new(),
             slots: Slots::new(peers, setup.connections),
+            retries: vec![VecDeque::new(); peers],
             resting: BinaryHeap::with_capacity(setup.connections),
+            deadlines: BinaryHeap::new(),
+            filling: false,
             peers: setup.peers,
+            session_opts,
             source,
             script: setup.script,
-            script_heads: Vec::with_capacity(16),
+            script_bytes: Vec::new(),
+            script_metas: Vec::with_capacity(4),
+            batch: Vec::with_capacity(4),
+            drained: Vec::new(),
             failure: None,
             timeout: setup.timeout,
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
@@ -360,7 +384,8 @@ impl Worker {
             next_publish: 0,
         };
         let now = clock::now();
-        for i in 0..w.conns.len() {
+        for c in 0..setup.connections {
+            let i = w.add_place(c % peers);
             w.open(i, now);
         }
         w.await_connections(now + setup.connect_wait)?;
@@ -382,16 +407,15 @@ impl Worker {
         self.stats.begin(window, self.schedule.paced());
         self.stats.by_phase(phases);
         self.started = true;
-        // Every open connection takes its first request (or first delay);
-        // an HTTP/2 one offers its free streams again.
-        self.offered.iter_mut().for_each(|n| *n = 0);
-        let mut slots = self.slots.take_free();
-        slots.dedup();
-        for slot in slots {
-            if self.conns[slot.conn].is_h2() && self.offered[slot.conn] > 0 {
-                continue;
+        // Every open connection offers its free streams again: in the
+        // closed loop each takes its first request, and the script's
+        // `delay()` applies from now on.
+        let _ = self.slots.take_free();
+        for i in 0..self.places.len() {
+            self.places[i].offered = 0;
+            if self.places[i].role == Role::Active {
+                self.top_up(i);
             }
-            self.ready(slot.conn);
         }
         self.slots.free_before_start();
         let ended = self.event_loop()?;
@@ -453,18 +477,21 @@ impl Worker {
         self.stop.trigger(StopCause::Error);
     }
 
-    /// Before the start: waits until every connection is open or has failed
-    /// (or `until`), so that the schedule starts with connections ready.
+    /// Before the start: waits until every connection is open and its
+    /// session ready (an HTTP/2 server's SETTINGS came), or has failed (or
+    /// `until`), so that the schedule starts with its streams free.
     fn await_connections(&mut self, until: Nanos) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
         loop {
             let now = clock::now();
-            // An HTTP/2 connection is ready once the server's SETTINGS
-            // came: the run starts with its streams free.
-            let pending = self
-                .conns
-                .iter()
-                .any(|c| c.is_connecting() || c.awaits_settings());
+            let pending = self.places.iter().any(|p| {
+                p.role == Role::Active
+                    && (p.conn.is_connecting()
+                        || (p.conn.is_open()
+                            && p.conn
+                                .session()
+                                .is_some_and(|s| !s.is_ready() && !s.is_retired())))
+            });
             if !pending || now >= until {
                 return Ok(());
             }
@@ -481,8 +508,10 @@ impl Worker {
     /// The earliest moment the loop has something to do without I/O.
     fn next_deadline(&self) -> Nanos {
         let mut at = self.stats.window().end.min(self.next_sweep);
-        if let Some(Reverse((until, _))) = self.resting.peek() {
-            at = at.min(*until);
+        for heap in [&self.resting, &self.deadlines] {
+            if let Some(Reverse((until, _, _))) = heap.peek() {
+                at = at.min(*until);
+            }
         }
         if self.slots.any_free() {
             if let Some(due) = self.schedule.next() {
@@ -493,11 +522,13 @@ impl Worker {
     }
 
     /// Whatever falls due by `now` without I/O: timeouts and reopenings
-    /// (every sweep), ends of delays, and the schedule's requests.
+    /// (every sweep), sessions' deadlines, ends of delays, and the
+    /// schedule's requests.
     fn on_timer(&mut self, now: Nanos) {
         if now >= self.next_sweep {
             self.sweep(now);
         }
+        self.session_deadlines(now);
         self.wake_rested(now);
         self.dispatch();
     }
@@ -520,24 +551,22 @@ impl Worker {
 
     fn send_assigned(&mut self, a: Assigned) {
         let i = a.slot.conn;
-        if self.conns[i].is_h2() {
-            self.offered[i] = self.offered[i].saturating_sub(1);
-        }
+        self.places[i].offered = self.places[i].offered.saturating_sub(1);
         if a.waited {
             self.stats.queued(a.due.at);
         }
-        self.send(a.slot.conn, a.due.at, a.due.request);
+        self.send(i, a.due.at, a.due.request);
     }
 
     fn on_event(&mut self, i: usize, ev: &Ready) {
-        let Some(conn) = self.conns.get(i) else {
+        let Some(place) = self.places.get(i).filter(|p| p.role != Role::Vacant) else {
             return;
         };
-        if conn.is_connecting() {
+        if place.conn.is_connecting() {
             self.on_connected(i);
-        } else if conn.is_open() {
-            if ev.is_writable() {
-                self.on_writable(i);
+        } else if place.conn.is_open() {
+            if ev.is_writable() && !self.flush(i) {
+                return;
             }
         } else {
             return;
@@ -546,336 +575,56 @@ impl Worker {
         // a connection that only just finished connecting), and an
         // edge-triggered poller reports it only once.
         let closing = ev.is_read_closed() || ev.is_error();
-        if self.conns[i].is_open() && (ev.is_readable() || closing) {
+        if self.places[i].conn.is_open() && (ev.is_readable() || closing) {
             self.on_readable(i, closing);
         }
     }
 
     /// The connect (or the TLS handshake) of connection `i` moved on.
     fn on_connected(&mut self, i: usize) {
-        match self.conns[i].on_connect_event(&mut self.buf) {
+        match self.places[i]
+            .conn
+            .on_connect_event(&mut self.buf, clock::now())
+        {
             Connect::Pending => {}
-            Connect::Ready => self.ready(i),
-            Connect::Failed => self.connect_failed(i),
-        }
-    }
-
-    /// The connection can take a request: after the script's `delay()`, if
-    /// it has one, it becomes available.
-    fn ready(&mut self, i: usize) {
-        if self.conns[i].is_h2() {
-            return self.top_up(i);
-        }
-        if self.started {
-            if let Some(script) = self.script.as_mut().filter(|s| s.has_delay()) {
-                match script.delay_ms() {
-                    Err(e) => return self.fail(e.into()),
-                    Ok(ms) if ms > 0.0 => {
-                        let until = clock::now() + (ms * 1e6) as Nanos;
-                        self.conns[i].rest(until);
-                        self.resting.push(Reverse((until, i)));
-                        return;
-                    }
-                    Ok(_) => {}
-                }
+            // Its session starts: the preface goes out, and early bytes
+            // may already have brought events.
+            Connect::Ready => {
+                self.settle(i, None);
             }
-        }
-        self.available(i);
-    }
-
-    /// Sends at once in the closed loop; otherwise the slot takes a request
-    /// waiting for its peer or is kept free (the schedule picks it up).
-    fn available(&mut self, i: usize) {
-        if self.halted() {
-            return;
-        }
-        let now = clock::now();
-        let peer = self.conns[i].peer();
-        if self.started && !self.schedule.paced() {
-            if self.closed_loop_over(now) {
-                return;
-            }
-            let request = self.source.next_for(peer);
-            return self.send(i, now, request);
-        }
-        if let Some(a) = self.slots.release(peer, Slot { conn: i }, now) {
-            self.send_assigned(a);
+            Connect::Failed(cause) => self.connect_failed(i, cause),
         }
     }
 
-    /// The closed loop sends nothing once its window has ended. A response
-    /// handled after the end (later in the same batch of events) frees its
-    /// connection or stream, and no new request follows it.
-    fn closed_loop_over(&self, now: Nanos) -> bool {
-        self.started && !self.schedule.paced() && now >= self.stats.window().end
-    }
-
-    /// HTTP/2: every free stream of connection `i` is put to use: first by
-    /// requests waiting to go out again, then (after the script's
-    /// `delay()`, if it has one) as a slot, or in the closed loop once
-    /// started, by a new request at once. Streams opened here go out in
-    /// one write.
-    fn top_up(&mut self, i: usize) {
-        let peer = self.conns[i].peer();
-        self.filling = true;
-        while self.unclaimed_streams(i) > 0 && !self.halted() {
-            if self.closed_loop_over(clock::now()) {
-                break;
-            }
-            if let Some(again) = self.retries[peer].pop_front() {
-                let stamp = again.req.stamp.resent(clock::now());
-                self.open_h2(i, &again.request, stamp);
-                continue;
-            }
-            match self.stream_delay() {
-                Err(e) => {
-                    self.filling = false;
-                    return self.fail(e);
-                }
-                Ok(Some(until)) => {
-                    self.stream_rests[i].push(until);
-                    self.resting.push(Reverse((until, i)));
-                }
-                Ok(None) => self.offer_stream(i),
-            }
-        }
-        self.filling = false;
-        self.on_writable(i);
-    }
-
-    /// HTTP/2: streams of connection `i` that are free and neither offered
-    /// as slots nor resting.
-    fn unclaimed_streams(&self, i: usize) -> u32 {
-        let claimed = self.offered[i] as usize + self.stream_rests[i].len();
-        let free = self.conns[i].free_streams() as usize;
-        free.saturating_sub(claimed) as u32
-    }
-
-    /// When a stream that came free may take its next request, if the
-    /// script's `delay()` asks it to wait (once the run is on).
-    fn stream_delay(&mut self) -> Result<Option<Nanos>, EngineError> {
-        if !self.started {
-            return Ok(None);
-        }
-        let Some(script) = self.script.as_mut().filter(|s| s.has_delay()) else {
-            return Ok(None);
-        };
-        let ms = script.delay_ms()?;
-        Ok((ms > 0.0).then(|| clock::now() + (ms * 1e6) as Nanos))
-    }
-
-    /// HTTP/2: one free stream of connection `i` takes a new request (the
-    /// closed loop once started) or becomes a slot for a due one.
-    fn offer_stream(&mut self, i: usize) {
-        let peer = self.conns[i].peer();
-        let now = clock::now();
-        if self.started && !self.schedule.paced() {
-            let request = self.source.next_for(peer);
-            return self.send(i, now, request);
-        }
-        self.offered[i] += 1;
-        if let Some(a) = self.slots.release(peer, Slot { conn: i }, now) {
-            self.send_assigned(a);
-        }
-    }
-
-    /// HTTP/2: requests of `peer` waiting to go out again take free slots
-    /// of other connections, if there are any.
-    fn resend(&mut self, peer: usize) {
-        while !self.retries[peer].is_empty() && !self.halted() {
-            let Some(slot) = self.slots.take(peer) else {
-                return;
-            };
-            let i = slot.conn;
-            self.offered[i] = self.offered[i].saturating_sub(1);
-            let again = self.retries[peer].pop_front().expect("not empty");
-            let stamp = again.req.stamp.resent(clock::now());
-            self.open_h2(i, &again.request, stamp);
-            self.on_writable(i);
-        }
-    }
-
-    /// HTTP/2: opens a stream for `request` on connection `i`. A request
-    /// that finds no stream after all (the server lowered its limit, or
-    /// sent GOAWAY) waits to go out again; one the protocol refuses ends
-    /// the run, since every request like it would be refused too.
-    fn open_h2(&mut self, i: usize, request: &Rc<H2Request>, stamp: Stamp) {
-        match self.conns[i].open_stream(request, stamp) {
-            Ok(()) => {}
-            Err(OpenError::Rejected(why)) => {
-                self.stats.lost(stamp, Loss::Write, clock::now());
-                self.fail(EngineError::Http2(why));
-            }
-            Err(OpenError::Full | OpenError::Closed) => {
-                let peer = self.conns[i].peer();
-                let req = InFlight {
-                    stamp,
-                    head: request.is_head(),
-                    stream: 0,
-                };
-                self.retries[peer].push_front(H2InFlight {
-                    req,
-                    request: Rc::clone(request),
-                });
-            }
-        }
-    }
-
-    /// Connections whose delay is over become available.
-    fn wake_rested(&mut self, now: Nanos) {
-        while let Some(&Reverse((until, i))) = self.resting.peek() {
-            if until > now {
-                return;
-            }
-            self.resting.pop();
-            if self.conns[i].is_h2() {
-                self.wake_stream(i, until);
-            } else if self.conns[i].wake(until) {
-                self.available(i);
-            }
-        }
-    }
-
-    /// HTTP/2: the stream of connection `i` resting until `until` may take
-    /// a request (unless the connection closed meanwhile).
-    fn wake_stream(&mut self, i: usize, until: Nanos) {
-        let rests = &mut self.stream_rests[i];
-        if let Some(k) = rests.iter().position(|&u| u == until) {
-            rests.swap_remove(k);
-            if !self.halted() {
-                self.offer_stream(i);
-            }
-        }
-    }
-
-    fn connect_failed(&mut self, i: usize) {
-        self.stats.connect_failed(clock::now());
-        self.close(i);
-    }
-
-    /// Writes a batch whose first request is intended at `intended` on
-    /// connection `i`; `request` picks it from the requests file, if any.
-    fn send(&mut self, i: usize, intended: Nanos, request: u32) {
-        if self.conns[i].is_h2() {
-            return self.send_h2(i, intended, request);
-        }
-        let out = match self.load_batch(i, request) {
-            Ok(out) => out,
-            Err(e) => return self.fail(e),
-        };
-        let now = clock::now();
-        let endpoint = self.source.endpoint(request);
-        let heads: &[bool] = match &self.source {
-            Source::Static(batch) => batch.heads(),
-            Source::Script => &self.script_heads,
-            Source::Replay(r) if r.set().get(request).head => &[true],
-            Source::Replay(_) => &[false],
-        };
-        let conn = &mut self.conns[i];
-        for (k, &head) in heads.iter().enumerate() {
-            let slot = if k == 0 {
-                intended
-            } else {
-                self.schedule.take_slot(now)
-            };
-            conn.push(self.stats.sent(slot, now, endpoint), head);
-        }
-        conn.start_batch(out);
-        self.on_writable(i);
-    }
-
-    /// HTTP/2: the request (or each request of a script's batch) on a
-    /// stream of its own.
-    fn send_h2(&mut self, i: usize, intended: Nanos, request: u32) {
-        let peer = self.conns[i].peer();
-        let converted = match self.h2_requests(i, request) {
-            Ok(c) => c,
-            Err(e) => return self.fail(e),
-        };
-        let count = match &converted {
-            Some(v) => v.len(),
-            None => self.h2_static[peer].len(),
-        };
-        let now = clock::now();
-        let endpoint = self.source.endpoint(request);
-        for k in 0..count {
-            let req = match &converted {
-                Some(v) => Rc::clone(&v[k]),
-                None => Rc::clone(&self.h2_static[peer][k]),
-            };
-            let slot = if k == 0 {
-                intended
-            } else {
-                self.schedule.take_slot(now)
-            };
-            let stamp = self.stats.sent(slot, now, endpoint);
-            self.open_h2(i, &req, stamp);
-        }
-        // Streams opened together go out in one write.
-        if !self.filling {
-            self.on_writable(i);
-        }
-    }
-
-    /// HTTP/2: the requests to send on connection `i`, converted from the
-    /// requests file's `request` or from the script's `request()`; `None`
-    /// for the static request, converted once before the run.
-    fn h2_requests(
-        &mut self,
-        i: usize,
-        request: u32,
-    ) -> Result<Option<Vec<Rc<H2Request>>>, EngineError> {
-        let peer = &self.peers[self.conns[i].peer()];
-        let bytes = match &self.source {
-            Source::Static(_) => return Ok(None),
-            Source::Replay(r) => r.set().bytes(request),
-            Source::Script => {
-                let script = self.script.as_mut().expect("a script source has a script");
-                script.request_batch(self.conns[i].own_batch(), &mut self.script_heads)?;
-                self.conns[i].own_batch()
-            }
-        };
-        H2Request::from_http1(bytes, peer.scheme(), &peer.authority)
-            .map(|v| Some(v.into_iter().map(Rc::new).collect()))
-            .map_err(|e| EngineError::Http2(e.to_string()))
-    }
-
-    /// Readies the next batch of connection `i`: calls the script's
-    /// `request()` into the connection's buffer when it builds each one.
-    fn load_batch(&mut self, i: usize, request: u32) -> Result<Out, EngineError> {
-        match self.source {
-            Source::Static(_) => Ok(Out::Shared(0)),
-            Source::Replay(_) => Ok(Out::Shared(request)),
-            Source::Script => {
-                let script = self.script.as_mut().expect("a script source has a script");
-                let own = self.conns[i].own_batch();
-                script.request_batch(own, &mut self.script_heads)?;
-                Ok(Out::Own)
-            }
-        }
-    }
-
-    /// Connection `i` can write: it continues its batch.
-    fn on_writable(&mut self, i: usize) {
-        let conn = &mut self.conns[i];
-        let shared = self.source.shared(conn.out());
-        if let Err(why) = conn.on_writable(shared) {
-            self.lose(i, why);
-        }
-    }
-
-    /// Reads until the socket would block, completing responses as they end.
-    /// `closing`: the event also reported the peer's close, which the
-    /// edge-triggered poller will not report again.
+    /// Reads until the socket would block, handing every read to the
+    /// session. `closing`: the event also reported the peer's close, which
+    /// the edge-triggered poller will not report again.
     fn on_readable(&mut self, i: usize, closing: bool) {
         loop {
-            let (n, drained) = match self.conns[i].read(&mut self.buf) {
+            let now = clock::now();
+            let (n, drained) = match self.places[i].conn.read(&mut self.buf) {
                 Read::Bytes { n, drained } => (n, drained),
                 Read::Blocked => return,
-                Read::Eof => return self.on_eof(i),
-                Read::Failed => return self.lose(i, Loss::Read),
+                Read::Eof => {
+                    if let Some(s) = self.places[i].conn.session_mut() {
+                        s.handle_eof(now);
+                    }
+                    self.settle(i, None);
+                    return;
+                }
+                Read::Failed(f) => {
+                    let why = match f {
+                        ReadFailure::Reset => Failure::Reset(None),
+                        ReadFailure::Tls => Failure::Tls,
+                    };
+                    self.settle(i, Some(why));
+                    return;
+                }
             };
-            if !self.on_bytes(i, n) {
+            if let Some(s) = self.places[i].conn.session_mut() {
+                s.handle(&self.buf[..n], now);
+            }
+            if !self.settle(i, None) {
                 return;
             }
             // A short read drained the socket: more data raises a new edge,
@@ -888,209 +637,184 @@ impl Worker {
         }
     }
 
-    /// Hands `n` bytes of the read buffer to the connection. Returns false
-    /// when the connection was closed meanwhile.
-    fn on_bytes(&mut self, i: usize, n: usize) -> bool {
-        if self.conns[i].is_h2() {
-            self.conns[i].receive(&self.buf[..n]);
-            return self.on_h2_events(i);
-        }
-        let mut at = 0;
-        while at < n {
-            match self.conns[i].receive(&self.buf[at..n]) {
-                Received::Partial { consumed } => at += consumed,
-                Received::Response {
-                    consumed,
-                    req,
-                    done,
+    /// Acts on what the session of connection `i` reported after it took
+    /// bytes, a close or a deadline: records its events, then closes the
+    /// connection (finished, or `failed` for the given cause), replaces it
+    /// (retired) or puts its free streams to use, and writes its output.
+    /// Returns false when the connection closed (or the run halted).
+    fn settle(&mut self, i: usize, failed: Option<Failure>) -> bool {
+        let peer = self.places[i].conn.peer();
+        let mut failed = failed;
+        let mut again = false;
+        loop {
+            let Some(event) = self.places[i]
+                .conn
+                .session_mut()
+                .and_then(|s| s.poll_event())
+            else {
+                break;
+            };
+            let now = clock::now();
+            match event {
+                crate::http::Event::Response {
+                    tag, status, bytes, ..
                 } => {
-                    at += consumed;
-                    if !self.on_response(i, req, done) {
+                    self.places[i].conn.served();
+                    self.stats.completed(tag.stamp, status, bytes, now);
+                    if !self.run_response(i, status) {
                         return false;
                     }
                 }
-                Received::Refused => {
-                    self.reopen(i);
-                    return false;
+                crate::http::Event::Lost { tag, why } => self.lost(tag, why, now),
+                crate::http::Event::Unprocessed { tag } => {
+                    again |= self.unprocessed(peer, tag, now);
                 }
-                Received::Malformed => {
-                    self.lose(i, Loss::Read);
-                    return false;
+                crate::http::Event::GoAway { code } => self.stats.goaway(code, now),
+                crate::http::Event::Failed { why } => {
+                    failed.get_or_insert(why);
                 }
             }
         }
-        true
-    }
-
-    /// HTTP/2: what became of the streams after bytes came in (or after
-    /// the server closed the connection). Returns false when the
-    /// connection was closed meanwhile.
-    fn on_h2_events(&mut self, i: usize) -> bool {
-        let peer = self.conns[i].peer();
-        let mut again = false;
-        while let Some(event) = self.conns[i].next_event() {
-            let now = clock::now();
-            match event {
-                H2Event::Response {
-                    tag,
-                    status,
-                    head_bytes,
-                    body_bytes,
-                } => {
-                    let bytes = head_bytes as u64 + body_bytes;
-                    self.stats.completed(tag.req.stamp, status, bytes, now);
-                    if let Some(script) = self.script.as_mut().filter(|s| s.has_response()) {
-                        let conn = &self.conns[i];
-                        let result = script.response(
-                            status,
-                            &mut conn.response_headers(),
-                            conn.response_body(),
-                        );
-                        if let Err(e) = result {
-                            self.fail(e.into());
-                            return false;
-                        }
-                    }
-                }
-                H2Event::Reset { tag, code } => self.stats.reset(tag.req.stamp, code, now),
-                H2Event::StreamError { tag, .. } => self.stats.lost(tag.req.stamp, Loss::Read, now),
-                H2Event::Unprocessed { tag } => {
-                    // Not an error: it goes out again, ahead of new requests.
-                    self.stats.retried(tag.req.stamp);
-                    self.retries[peer].push_back(tag);
-                    again = true;
-                }
-                H2Event::GoAway { code } => self.stats.goaway(code, now),
-                H2Event::ConnectionError { .. } => {
-                    self.stats.connection_error(now);
-                    self.lose(i, Loss::Read);
-                    self.resend(peer);
-                    return false;
-                }
-            }
-            self.conns[i].stream_done();
-        }
-        if self.conns[i].is_finished() {
-            // No new stream goes here: its free slots go away, and it is
-            // replaced once its last stream is done.
-            self.slots.remove(peer, Slot { conn: i });
-            self.offered[i] = 0;
-            if again {
-                self.resend(peer);
-            }
-            if self.conns[i].in_flight().next().is_none() {
-                self.reopen(i);
-                return false;
-            }
+        let (finished, retired) = match self.places[i].conn.session() {
+            Some(s) => (s.is_finished(), s.is_retired()),
+            None => (true, true),
+        };
+        let open = if failed.is_some() || finished {
+            self.end(i, failed);
+            false
         } else {
-            self.top_up(i);
-            if again {
-                self.resend(peer);
+            if retired && self.places[i].role == Role::Active {
+                self.retire(i);
+            } else if self.places[i].role == Role::Active {
+                self.top_up(i);
             }
+            self.flush(i)
+        };
+        if again {
+            self.resend(peer);
         }
-        self.on_writable(i);
-        true
+        self.watch_deadline(i);
+        open && !self.halted()
     }
 
-    /// HTTP/2: the streams of connection `i` past the timeout are given up
-    /// (reset) and counted as timeouts; the connection and its other
-    /// streams go on.
-    fn expire_streams(&mut self, i: usize, now: Nanos) {
-        let mut gone = Vec::new();
-        self.conns[i].expire_streams(now, self.timeout, &mut gone);
-        for t in gone {
-            self.stats.lost(t.req.stamp, Loss::Timeout, now);
-            self.conns[i].stream_done();
-        }
-        // Their streams are free again (or the connection is replaced).
-        self.on_h2_events(i);
-    }
-
-    /// The peer closed the stream.
-    fn on_eof(&mut self, i: usize) {
-        if self.conns[i].is_h2() {
-            // Streams the server never processed go out again; the rest
-            // in flight are lost.
-            self.conns[i].on_eof();
-            if self.on_h2_events(i) {
-                self.reopen(i);
-            }
-            return;
-        }
-        match self.conns[i].on_eof() {
-            Eof::Response(req, done) => {
-                if self.on_response(i, req, done) {
-                    self.reopen(i);
-                }
-            }
-            Eof::Clean => self.reopen(i),
-            Eof::Broken => self.lose(i, Loss::Read),
-        }
-    }
-
-    /// Records a finished response. Returns false when the connection was
-    /// closed (or the run halted) as a result.
-    fn on_response(&mut self, i: usize, req: InFlight, done: Done) -> bool {
-        let bytes = done.head_bytes as u64 + done.body_bytes;
-        self.stats
-            .completed(req.stamp, done.status, bytes, clock::now());
-        if let Some(script) = self.script.as_mut().filter(|s| s.has_response()) {
-            let conn = &self.conns[i];
-            let result = script.response(
-                done.status,
-                &mut conn.response_headers(),
-                conn.response_body(),
-            );
-            if let Err(e) = result {
+    /// Runs the script's `response()` on the response just recorded on
+    /// connection `i`, if it has one. False when the script failed.
+    fn run_response(&mut self, i: usize, status: u16) -> bool {
+        let Some(script) = self.script.as_mut().filter(|s| s.has_response()) else {
+            return true;
+        };
+        let Some(session) = self.places[i].conn.session() else {
+            return true;
+        };
+        let captured = session.captured();
+        let result = script.response(status, &mut captured.fields(), captured.body());
+        match result {
+            Ok(()) => true,
+            Err(e) => {
                 self.fail(e.into());
-                return false;
-            }
-        }
-        match self.conns[i].responded(done.keep_alive) {
-            After::Next => true,
-            After::Free => {
-                self.ready(i);
-                true
-            }
-            After::Close => {
-                self.reopen(i);
                 false
             }
         }
     }
 
-    /// Counts the connection's in-flight requests as lost and recycles it.
-    fn lose(&mut self, i: usize, why: Loss) {
+    /// A request ended without a response, for `why`.
+    fn lost(&mut self, tag: InFlight, why: Failure, now: Nanos) {
+        match why {
+            Failure::Reset(Some(code)) => self.stats.reset(tag.stamp, code, now),
+            _ => self.stats.lost(tag.stamp, loss(why), now),
+        }
+    }
+
+    /// The server never processed `tag`'s request: it goes out again, up
+    /// to [`MAX_SENDS`] times in all (a server that refuses it every time
+    /// resets it, in effect). True when it waits to go again.
+    fn unprocessed(&mut self, peer: usize, tag: InFlight, now: Nanos) -> bool {
+        if tag.sends >= MAX_SENDS {
+            self.lost(tag, Failure::Reset(None), now);
+            return false;
+        }
+        self.stats.retried(tag.stamp);
+        let sends = tag.sends + 1;
+        self.retries[peer].push_back(InFlight { sends, ..tag });
+        true
+    }
+
+    /// Connection `i` is done: what is still in flight on it is lost (to
+    /// `failed`, or to the server's close), and it closes.
+    fn end(&mut self, i: usize, failed: Option<Failure>) {
         let now = clock::now();
-        for req in self.conns[i].in_flight() {
-            self.stats.lost(req.stamp, why, now);
+        let mut drained = std::mem::take(&mut self.drained);
+        if let Some(s) = self.places[i].conn.session_mut() {
+            s.drain(&mut drained);
+        }
+        let why = failed.unwrap_or(Failure::Closed);
+        for tag in drained.drain(..) {
+            self.lost(tag, why, now);
+        }
+        self.drained = drained;
+        match failed {
+            Some(Failure::Protocol) => self.stats.connection_error(now),
+            // The server ended a connection that did its job: it reopens.
+            None if self.places[i].role == Role::Active => self.stats.reconnected(),
+            _ => {}
         }
         self.close(i);
     }
 
-    /// The server ended a connection that did its job (or broke its
-    /// stream): open a new one. Requests pipelined behind its last response
-    /// (sent after a `Connection: close` was on its way, or cut off by the
-    /// close) will get no answer on it: they are lost, as read errors.
-    fn reopen(&mut self, i: usize) {
+    /// The session of connection `i` takes no new request but still has
+    /// some in flight: a new connection takes its place at once, and it
+    /// finishes on the side.
+    fn retire(&mut self, i: usize) {
+        let peer = self.places[i].conn.peer();
+        self.forget_slots(i);
+        self.places[i].role = Role::Draining;
         self.stats.reconnected();
-        self.lose(i, Loss::Read);
+        let j = self.add_place(peer);
+        self.open(j, clock::now());
     }
 
-    /// Closes connection `i` and reopens it now or after its back-off.
+    /// Takes back the free slots of connection `i` and forgets its rests.
+    fn forget_slots(&mut self, i: usize) {
+        let peer = self.places[i].conn.peer();
+        self.slots.remove(peer, Slot { conn: i });
+        let place = &mut self.places[i];
+        place.offered = 0;
+        place.resting = 0;
+        place.generation = place.generation.wrapping_add(1);
+    }
+
+    /// A place for a new connection to `peer`: a vacant one, or a new one.
+    fn add_place(&mut self, peer: usize) -> usize {
+        let conn = Conn::new(peer);
+        if let Some(i) = self.vacant.pop() {
+            let place = &mut self.places[i];
+            place.conn = conn;
+            place.role = Role::Active;
+            return i;
+        }
+        self.places.push(Place {
+            conn,
+            role: Role::Active,
+            offered: 0,
+            resting: 0,
+            generation: 0,
+        });
+        self.places.len() - 1
+    }
+
+    /// Closes connection `i` (whose session was drained): an active one
+    /// reopens now or after its back-off, a draining one leaves its place.
     fn close(&mut self, i: usize) {
         let now = clock::now();
-        let conn = &mut self.conns[i];
-        if conn.is_idle() || conn.is_h2() {
-            self.slots.remove(conn.peer(), Slot { conn: i });
-            self.offered[i] = 0;
-            self.stream_rests[i].clear();
-        }
-        let closed = conn.close(now);
+        self.forget_slots(i);
+        let closed = self.places[i].conn.close(now);
         if let Some(mut t) = closed.io {
             let _ = self.poller.registry().deregister(t.socket());
         }
-        if closed.reopen_at <= now {
+        if self.places[i].role == Role::Draining {
+            self.places[i].role = Role::Vacant;
+            self.vacant.push(i);
+        } else if closed.reopen_at <= now {
             self.open(i, closed.reopen_at);
         } else {
             self.next_sweep = self.next_sweep.min(closed.reopen_at);
@@ -1100,16 +824,273 @@ impl Worker {
     /// Starts connection `i`; a failure to even start counts as a connect
     /// error and is retried later.
     fn open(&mut self, i: usize, now: Nanos) {
-        let peer = &self.peers[self.conns[i].peer()];
+        let p = self.places[i].conn.peer();
+        let peer = &self.peers[p];
         // As in wrk, a script may move its thread (`wrk.thread.addr = ...`)
         // at any time; every connection opened after that goes there.
         let addr = self.script.as_ref().map_or(peer.addr, |s| s.addr());
         match connect(addr, peer, self.poller.registry(), Token(i)) {
-            Ok(transport) => self.conns[i].open(transport, now),
-            Err(_) => {
-                self.stats.connect_failed(now);
-                let at = self.conns[i].open_failed(now);
+            Ok(transport) => {
+                let session = peer.protocol.session(&self.session_opts[p]);
+                self.places[i].conn.open(transport, session, now);
+            }
+            Err(e) => {
+                self.stats.connect_failed(now, transport::connect_cause(&e));
+                let at = self.places[i].conn.open_failed(now);
                 self.next_sweep = self.next_sweep.min(at);
+            }
+        }
+    }
+
+    fn connect_failed(&mut self, i: usize, cause: ConnectCause) {
+        self.stats.connect_failed(clock::now(), cause);
+        self.end(i, Some(Failure::Closed));
+    }
+
+    /// Sends at once in the closed loop once the run is on; otherwise puts
+    /// every free stream of connection `i` to use: first for requests
+    /// waiting to go out again, then (after the script's `delay()`, if it
+    /// has one) as a slot for the schedule. Streams opened here go out in
+    /// one write.
+    fn top_up(&mut self, i: usize) {
+        let peer = self.places[i].conn.peer();
+        self.filling = true;
+        while self.unclaimed(i) > 0 && !self.halted() {
+            if self.closed_loop_over(clock::now()) {
+                break;
+            }
+            if let Some(again) = self.retries[peer].pop_front() {
+                self.send_again(i, again);
+                continue;
+            }
+            match self.slot_delay() {
+                Err(e) => {
+                    self.filling = false;
+                    return self.fail(e);
+                }
+                Ok(Some(until)) => {
+                    let place = &mut self.places[i];
+                    place.resting += 1;
+                    self.resting.push(Reverse((until, i, place.generation)));
+                }
+                Ok(None) => self.offer(i),
+            }
+        }
+        self.filling = false;
+        self.flush(i);
+    }
+
+    /// Free streams of connection `i` neither offered as slots nor resting.
+    fn unclaimed(&self, i: usize) -> u32 {
+        let place = &self.places[i];
+        let claimed = place.offered + place.resting;
+        place.conn.free_streams().saturating_sub(claimed)
+    }
+
+    /// When a stream that came free may take its next request, if the
+    /// script's `delay()` asks it to wait (once the run is on).
+    fn slot_delay(&mut self) -> Result<Option<Nanos>, EngineError> {
+        if !self.started {
+            return Ok(None);
+        }
+        let Some(script) = self.script.as_mut().filter(|s| s.has_delay()) else {
+            return Ok(None);
+        };
+        let ms = script.delay_ms()?;
+        Ok((ms > 0.0).then(|| clock::now() + (ms * 1e6) as Nanos))
+    }
+
+    /// One free stream of connection `i` takes a new request (the closed
+    /// loop, once started) or becomes a slot for a due one.
+    fn offer(&mut self, i: usize) {
+        let peer = self.places[i].conn.peer();
+        let now = clock::now();
+        if self.started && !self.schedule.paced() {
+            let request = self.source.next_for(peer);
+            return self.send(i, now, request);
+        }
+        self.places[i].offered += 1;
+        if let Some(a) = self.slots.release(peer, Slot { conn: i }, now) {
+            self.send_assigned(a);
+        }
+    }
+
+    /// The closed loop sends nothing once its window has ended. A response
+    /// handled after the end (later in the same batch of events) frees its
+    /// stream, and no new request follows it.
+    fn closed_loop_over(&self, now: Nanos) -> bool {
+        self.started && !self.schedule.paced() && now >= self.stats.window().end
+    }
+
+    /// Requests of `peer` waiting to go out again take free slots of its
+    /// connections, if there are any.
+    fn resend(&mut self, peer: usize) {
+        while !self.retries[peer].is_empty() && !self.halted() {
+            let Some(slot) = self.slots.take(peer) else {
+                return;
+            };
+            let i = slot.conn;
+            self.places[i].offered = self.places[i].offered.saturating_sub(1);
+            let again = self.retries[peer].pop_front().expect("not empty");
+            self.send_again(i, again);
+            self.flush(i);
+        }
+    }
+
+    /// Writes a request again on connection `i`: still due at its intended
+    /// time, its uncorrected latency counted from now.
+    fn send_again(&mut self, i: usize, again: InFlight) {
+        let stamp = again.stamp.resent(clock::now());
+        self.open_request(i, InFlight { stamp, ..again });
+    }
+
+    /// Opens a request on connection `i`. One that finds no stream after
+    /// all (the server lowered its limit, or retired the connection) waits
+    /// to go out again; one the protocol refuses ends the run, since every
+    /// request like it would be refused too.
+    fn open_request(&mut self, i: usize, tag: InFlight) {
+        let now = clock::now();
+        let peer = self.places[i].conn.peer();
+        let request = Rc::clone(&tag.request);
+        let Some(session) = self.places[i].conn.session_mut() else {
+            return self.retries[peer].push_front(tag);
+        };
+        match session.open(&request, tag, now) {
+            Ok(()) => {}
+            Err((OpenError::Rejected { protocol, why }, tag)) => {
+                self.stats.lost(tag.stamp, Loss::Write, now);
+                self.fail(EngineError::Unfit { protocol, why });
+            }
+            Err((OpenError::Full | OpenError::Retired, tag)) => {
+                self.retries[peer].push_front(tag);
+            }
+        }
+    }
+
+    /// Sends the batch whose first request is intended at `intended` on
+    /// connection `i`; `request` picks it from the requests file, if any.
+    fn send(&mut self, i: usize, intended: Nanos, request: u32) {
+        if let Err(e) = self.load_batch(request) {
+            return self.fail(e);
+        }
+        let now = clock::now();
+        let endpoint = self.source.endpoint(request);
+        let mut batch = std::mem::take(&mut self.batch);
+        for (k, req) in batch.drain(..).enumerate() {
+            let slot = if k == 0 {
+                intended
+            } else {
+                self.schedule.take_slot(now)
+            };
+            let stamp = self.stats.sent(slot, now, endpoint);
+            self.open_request(
+                i,
+                InFlight {
+                    stamp,
+                    request: req,
+                    sends: 1,
+                },
+            );
+        }
+        self.batch = batch;
+        // Streams opened together go out in one write.
+        if !self.filling {
+            self.flush(i);
+        }
+    }
+
+    /// Puts the next batch in `self.batch`: the static one, the requests
+    /// file's `request` (built on first use), or what the script's
+    /// `request()` returns.
+    fn load_batch(&mut self, request: u32) -> Result<(), EngineError> {
+        self.batch.clear();
+        match &mut self.source {
+            Source::Static(batch) => self.batch.extend(batch.iter().cloned()),
+            Source::Replay { cursor, built } => {
+                let set = cursor.set();
+                let r = built[request as usize].get_or_insert_with(|| {
+                    Rc::new(Request::new(set.wire(request), set.get(request).head))
+                });
+                self.batch.push(Rc::clone(r));
+            }
+            Source::Script => {
+                let script = self.script.as_mut().expect("a script source has a script");
+                script.request_batch(&mut self.script_bytes, &mut self.script_metas)?;
+                let bytes = Bytes::copy_from_slice(&self.script_bytes);
+                let requests = Request::split(&bytes, &self.script_metas);
+                self.batch.extend(requests.into_iter().map(Rc::new));
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes what connection `i` has to send. Returns false when the
+    /// connection closed: its socket broke, and what the server said before
+    /// it stopped (a GOAWAY naming the requests it never saw) was read
+    /// first, so those go out again and only the rest count as write
+    /// errors.
+    fn flush(&mut self, i: usize) -> bool {
+        if self.places[i].conn.on_writable(clock::now()).is_ok() {
+            return true;
+        }
+        while let Read::Bytes { n, .. } = self.places[i].conn.read(&mut self.buf) {
+            if let Some(s) = self.places[i].conn.session_mut() {
+                s.handle(&self.buf[..n], clock::now());
+            }
+        }
+        if let Some(s) = self.places[i].conn.session_mut() {
+            s.handle_eof(clock::now());
+        }
+        self.settle(i, Some(Failure::Write));
+        false
+    }
+
+    /// Connections whose delay is over take a request.
+    fn wake_rested(&mut self, now: Nanos) {
+        while let Some(&Reverse((until, i, generation))) = self.resting.peek() {
+            if until > now {
+                return;
+            }
+            self.resting.pop();
+            let place = &mut self.places[i];
+            if place.generation != generation || place.resting == 0 {
+                continue;
+            }
+            place.resting -= 1;
+            if !self.halted() && self.unclaimed(i) > 0 {
+                self.offer(i);
+                self.flush(i);
+            }
+        }
+    }
+
+    /// Notes when the session of connection `i` next needs its deadline.
+    fn watch_deadline(&mut self, i: usize) {
+        let place = &self.places[i];
+        if let Some(at) = place.conn.session().and_then(|s| s.poll_timeout()) {
+            self.deadlines.push(Reverse((at, i, place.generation)));
+        }
+    }
+
+    /// Sessions whose deadline passed handle it.
+    fn session_deadlines(&mut self, now: Nanos) {
+        while let Some(&Reverse((at, i, generation))) = self.deadlines.peek() {
+            if at > now {
+                return;
+            }
+            self.deadlines.pop();
+            let place = &mut self.places[i];
+            if place.generation != generation {
+                continue;
+            }
+            // A deadline moved later since this entry was queued is not
+            // due yet; the entry for the new one is queued already.
+            let Some(session) = place.conn.session_mut() else {
+                continue;
+            };
+            if session.poll_timeout().is_some_and(|t| t <= now) {
+                session.handle_timeout(now);
+                self.settle(i, None);
             }
         }
     }
@@ -1122,21 +1103,46 @@ impl Worker {
             self.publish(now);
         }
         let paced = self.schedule.paced();
-        for i in 0..self.conns.len() {
+        for i in 0..self.places.len() {
             // With thousands of connections a sweep takes milliseconds;
             // requests falling due meanwhile go out along the way.
             if paced && i % SWEEP_SLICE == SWEEP_SLICE - 1 {
                 self.dispatch();
             }
-            match self.conns[i].on_timer(now, self.timeout) {
+            if self.places[i].role == Role::Vacant {
+                continue;
+            }
+            match self.places[i].conn.on_timer(now, self.timeout) {
                 Check::Nothing => {}
-                Check::Expired if self.conns[i].is_h2() => self.expire_streams(i, now),
-                Check::Expired => self.lose(i, Loss::Timeout),
-                Check::ConnectTimedOut => self.connect_failed(i),
+                Check::Expired => self.expire(i, now),
+                Check::ConnectTimedOut => self.connect_failed(i, ConnectCause::Timeout),
                 Check::Reopen => self.open(i, now),
                 Check::ReopenAt(at) => self.next_sweep = self.next_sweep.min(at),
             }
         }
+    }
+
+    /// Gives up the requests of connection `i` older than the timeout.
+    /// Where the protocol can cancel one request, the connection and its
+    /// other requests go on; otherwise it closes.
+    fn expire(&mut self, i: usize, now: Nanos) {
+        let timeout = self.timeout;
+        let mut gone = std::mem::take(&mut self.drained);
+        if let Some(s) = self.places[i].conn.session_mut() {
+            s.expire(
+                &mut |t: &InFlight| now.saturating_sub(t.stamp.sent()) > timeout,
+                &mut gone,
+            );
+        }
+        for tag in gone.drain(..) {
+            self.stats.lost(tag.stamp, Loss::Timeout, now);
+        }
+        self.drained = gone;
+        let finished = self.places[i]
+            .conn
+            .session()
+            .map_or(true, |s| s.is_finished());
+        self.settle(i, finished.then_some(Failure::Timeout));
     }
 
     /// Shares this thread's running totals with the progress line.
@@ -1148,7 +1154,7 @@ impl Worker {
                 board.publish_intervals(self.index, parts, below);
             }
             board.publish(self.index, self.stats.stats());
-            let in_flight: usize = self.conns.iter().map(|c| c.in_flight().count()).sum();
+            let in_flight: usize = self.places.iter().map(|p| p.conn.in_flight()).sum();
             let window = self.stats.window();
             let from = window.measure_from;
             let queued = self.slots.waiting().filter(|d| d.at >= from).count() as u64;
@@ -1161,13 +1167,15 @@ impl Worker {
     /// did not complete are filed at their age at `stop_at`.
     fn finish(mut self, stop_at: Nanos) -> ThreadStats {
         let mut at_end = AtEnd::default();
-        for (conn, rests) in self.conns.iter().zip(&self.stream_rests) {
-            for req in conn.in_flight() {
-                self.stats.in_flight_at_end(req.stamp, stop_at);
+        let stats = &mut self.stats;
+        for place in self.places.iter().filter(|p| p.role != Role::Vacant) {
+            let conn = &place.conn;
+            if let Some(s) = conn.session() {
+                s.for_each_in_flight(&mut |t| stats.in_flight_at_end(t.stamp, stop_at));
             }
-            if conn.in_flight().next().is_some() {
+            if conn.in_flight() > 0 {
                 at_end.busy += 1;
-            } else if conn.is_resting() || !rests.is_empty() {
+            } else if place.resting > 0 {
                 at_end.resting += 1;
             } else if !conn.is_open() {
                 at_end.down += 1;
@@ -1187,7 +1195,7 @@ impl Worker {
             self.stats.never_sent(due.at, stop_at);
         }
         for again in self.retries.iter().flatten() {
-            self.stats.unsent_at_end(again.req.stamp, stop_at);
+            self.stats.unsent_at_end(again.stamp, stop_at);
         }
         let schedule = &mut self.schedule;
         self.stats
@@ -1197,6 +1205,31 @@ impl Worker {
         let calls = self.script.as_ref().map_or(0, ThreadScript::calls);
         self.stats.finish(clock::thread_cpu(), calls)
     }
+}
+
+/// What a failure costs a request, as wrk counts it, and why.
+fn loss(why: Failure) -> Loss {
+    match why {
+        Failure::Reset(_) => Loss::Read(ReadCause::Reset),
+        Failure::Closed => Loss::Read(ReadCause::Closed),
+        Failure::HeadTooLarge => Loss::Read(ReadCause::HeadTooLarge),
+        Failure::Malformed | Failure::Protocol => Loss::Read(ReadCause::Malformed),
+        Failure::Http2Only => Loss::Read(ReadCause::Http2Only),
+        Failure::Tls => Loss::Read(ReadCause::Tls),
+        Failure::Write => Loss::Write,
+        Failure::Timeout => Loss::Timeout,
+    }
+}
+
+/// The static request as requests shared by every send.
+fn static_batch(batch: &Batch) -> io::Result<Vec<Rc<Request>>> {
+    let mut metas = Vec::new();
+    metas_into(batch.bytes(), &mut metas).map_err(io::Error::other)?;
+    let bytes = Bytes::copy_from_slice(batch.bytes());
+    Ok(Request::split(&bytes, &metas)
+        .into_iter()
+        .map(Rc::new)
+        .collect())
 }
 
 /// Starts a connect to `addr` (`peer`'s, unless the script moved its
@@ -1264,10 +1297,19 @@ mod tests {
     }
 
     #[test]
-    fn a_static_batch_is_shared_and_a_scripts_is_the_connections_own() {
-        let batch = Batch::parse(b"GET / HTTP/1.1\r\n\r\n".to_vec()).unwrap();
-        let mut source = Source::Static(batch.clone());
-        assert_eq!(source.shared(Out::Shared(0)), batch.bytes());
+    fn a_static_batch_is_built_once_and_shared_by_every_send() {
+        let batch =
+            Batch::parse(b"GET /a HTTP/1.1\r\n\r\nHEAD /b HTTP/1.1\r\n\r\n".to_vec()).unwrap();
+        let requests = static_batch(&batch).unwrap();
+        let wires: Vec<(&[u8], bool)> = requests.iter().map(|r| (r.wire(), r.is_head())).collect();
+        assert_eq!(
+            wires,
+            [
+                (&b"GET /a HTTP/1.1\r\n\r\n"[..], false),
+                (&b"HEAD /b HTTP/1.1\r\n\r\n"[..], true)
+            ]
+        );
+        let mut source = Source::Static(requests);
         assert_eq!(
             (
                 source.next_scheduled(),
@@ -1277,6 +1319,14 @@ mod tests {
             (0, 0, 0)
         );
         assert_eq!(source.endpoint(0), None);
-        assert_eq!(Source::Script.shared(Out::Own), b"");
+    }
+
+    #[test]
+    fn every_failure_is_counted_where_wrk_counts_it() {
+        assert_eq!(loss(Failure::Reset(Some(8))), Loss::Read(ReadCause::Reset));
+        assert_eq!(loss(Failure::Protocol), Loss::Read(ReadCause::Malformed));
+        assert_eq!(loss(Failure::Http2Only), Loss::Read(ReadCause::Http2Only));
+        assert_eq!(loss(Failure::Write), Loss::Write);
+        assert_eq!(loss(Failure::Timeout), Loss::Timeout);
     }
 }

@@ -1,21 +1,32 @@
-//! HTTP wire handling for the load generator, kept free of I/O so that it
-//! can be driven by any connection loop and tested on exact bytes.
+//! HTTP for the load generator, kept free of I/O so that it can be driven
+//! by any connection loop and tested on exact bytes.
 //!
-//! - `response`: the incremental response parser, one per connection, which
-//!   frames each response, decides keep-alive and can capture what scripts
-//!   inspect.
-//! - `chunked`: the incremental decoder for chunked bodies, used by the
-//!   response parser and by request splitting.
-//! - `request`: building a request from its parts and splitting a buffer of
-//!   pipelined requests into whole requests.
-//! - `h2`: the HTTP/2 client session (bytes in, events and bytes out), and
-//!   requests converted once from HTTP/1.1 bytes for it.
+//! - `session`: the seam the engine drives: a protocol's state machine for
+//!   one connection (bytes in, events and bytes out, the deadline it
+//!   needs), and the requests it shares with the engine; `capture`: the
+//!   fields and body a script reads.
+//! - `protocol`: the versions by name, and the one place that makes a
+//!   session for each.
+//! - `h1`: HTTP/1.1 as a session, over `response` (the incremental
+//!   response parser) and `chunked` (chunked bodies, also used when
+//!   splitting requests).
+//! - `h2`: HTTP/2 as a session of its own (frames, HPACK through
+//!   `metron-hpack`, flow control), its requests converted once from
+//!   HTTP/1.1 bytes, and what its pre-flight reads.
+//! - `request`: building a request from its parts and splitting a buffer
+//!   of pipelined requests into whole requests.
 
+pub mod capture;
 pub mod chunked;
+pub mod h1;
 pub mod h2;
+pub mod protocol;
 pub mod request;
 pub mod response;
+pub mod session;
 
 pub use chunked::ChunkedDecoder;
+pub use protocol::{Protocol, SessionOptions};
 pub use request::{RequestError, RequestMeta};
 pub use response::{Done, Feed, ParseError, ResponseParser};
+pub use session::{Captured, Event, Failure, OpenError, Request, Session};

@@ -211,6 +211,12 @@ pub fn heads_into(bytes: &[u8], heads: &mut Vec<bool>) -> Result<(), RequestErro
     split(bytes, |request| heads.push(request.head))
 }
 
+/// [`split_requests`] into `metas` (cleared first, its memory kept).
+pub fn metas_into(bytes: &[u8], metas: &mut Vec<RequestMeta>) -> Result<(), RequestError> {
+    metas.clear();
+    split(bytes, |request| metas.push(request))
+}
+
 /// Hands each whole request of `bytes` to `each`, in order; the last one
 /// with any trailing blank lines folded in.
 fn split(bytes: &[u8], mut each: impl FnMut(RequestMeta)) -> Result<(), RequestError> {

@@ -14,8 +14,7 @@
 //! The field helpers at the end are shared with request splitting, so that
 //! both directions frame bodies by the same rules.
 
-use std::ops::Range;
-
+use super::capture::Captured;
 use super::chunked::{BadChunk, ChunkedDecoder};
 
 /// Fields per head; a fixed stack array keeps head parsing allocation-free.
@@ -23,9 +22,6 @@ pub const MAX_HEADERS: usize = 64;
 /// Default cap on a captured body, so that capture cannot be used by a peer
 /// to grow memory without bound.
 pub const DEFAULT_MAX_CAPTURE: usize = 16 * 1024 * 1024;
-/// A captured body buffer larger than this is released at `start()` instead
-/// of being kept for reuse, so one huge response does not pin its memory.
-const RETAINED_CAPTURE: usize = 64 * 1024;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ParseError {
@@ -98,50 +94,6 @@ enum Phase {
     Idle(Done),
 }
 
-/// Byte ranges of one captured field inside the capture arenas.
-#[derive(Clone, Debug)]
-struct FieldSpan {
-    name: Range<usize>,
-    value: Range<usize>,
-}
-
-/// Captured fields and body; arenas rather than one allocation per
-/// field, so capture costs a few copies and no allocations once warmed up.
-#[derive(Debug, Default)]
-struct Capture {
-    names: String,
-    values: Vec<u8>,
-    fields: Vec<FieldSpan>,
-    body: Vec<u8>,
-}
-
-impl Capture {
-    fn set_fields(&mut self, headers: &[httparse::Header<'_>]) {
-        self.clear_fields();
-        for header in headers {
-            let name = self.names.len()..self.names.len() + header.name.len();
-            let value = self.values.len()..self.values.len() + header.value.len();
-            self.names.push_str(header.name);
-            self.values.extend_from_slice(header.value);
-            self.fields.push(FieldSpan { name, value });
-        }
-    }
-
-    fn clear_fields(&mut self) {
-        self.names.clear();
-        self.values.clear();
-        self.fields.clear();
-    }
-
-    fn clear(&mut self) {
-        self.clear_fields();
-        if self.body.capacity() > RETAINED_CAPTURE {
-            self.body = Vec::new();
-        }
-        self.body.clear();
-    }
-}
-
 #[derive(Debug)]
 pub struct ResponseParser {
     max_head: usize,
@@ -156,7 +108,7 @@ pub struct ResponseParser {
     body_bytes: u64,
     status: u16,
     keep_alive: bool,
-    captured: Capture,
+    captured: Captured,
 }
 
 impl ResponseParser {
@@ -175,7 +127,7 @@ impl ResponseParser {
             body_bytes: 0,
             status: 0,
             keep_alive: false,
-            captured: Capture::default(),
+            captured: Captured::default(),
         }
     }
 
@@ -279,17 +231,17 @@ impl ResponseParser {
     /// Captured fields (name, value) in the order received; empty unless
     /// capture is on. Valid until the next `start()`.
     pub fn headers(&self) -> impl Iterator<Item = (&str, &[u8])> {
-        let captured = &self.captured;
-        captured.fields.iter().map(move |span| {
-            let name = captured.names.get(span.name.clone()).unwrap_or_default();
-            let value = captured.values.get(span.value.clone()).unwrap_or_default();
-            (name, value)
-        })
+        self.captured.fields()
     }
 
     /// Captured decoded (de-chunked) body; empty unless capture is on.
     pub fn body(&self) -> &[u8] {
-        &self.captured.body
+        self.captured.body()
+    }
+
+    /// Everything captured of the current (or just completed) response.
+    pub fn captured(&self) -> &Captured {
+        &self.captured
     }
 
     /// Returns the bytes consumed and whether a head was completed.
@@ -369,7 +321,10 @@ impl ResponseParser {
         self.head_bytes = self.head_bytes.saturating_add(len);
         self.status = status;
         if self.capture_on {
-            self.captured.set_fields(response.headers);
+            self.captured.clear_fields();
+            for field in response.headers.iter() {
+                self.captured.push_field(field.name, field.value);
+            }
         }
         if is_interim(status) {
             // Phase stays `Head`: the final response follows.
@@ -407,7 +362,7 @@ impl ResponseParser {
         let Phase::Body(kind) = &mut self.phase else {
             return Ok((0, true));
         };
-        let out = self.capture_on.then_some(&mut self.captured.body);
+        let out = self.capture_on.then(|| self.captured.body_mut());
         let fed = match kind {
             BodyKind::None => Ok((0, true)),
             BodyKind::Length(remaining) => Ok(take_length(remaining, data, out)),
@@ -422,7 +377,7 @@ impl ResponseParser {
         // Before a framing error: the data captured came before it on the
         // wire, so whichever error comes first is reported, however the
         // bytes were split into reads.
-        if self.captured.body.len() > self.max_capture {
+        if self.captured.body().len() > self.max_capture {
             return Err(ParseError::BodyTooLarge);
         }
         let (n, finished) = fed?;
@@ -1090,7 +1045,7 @@ mod tests {
         assert_eq!(seen.body, b"");
         let mut parser = ResponseParser::new(1024);
         let _ = parser.feed(wire);
-        assert_eq!(parser.captured.body.capacity(), 0);
+        assert_eq!(parser.captured.body_mut().capacity(), 0);
         assert!(parser.partial_head.is_empty());
     }
 

@@ -71,7 +71,8 @@ pub struct Prepared {
 /// Every request of the file, built, with its hosts and endpoints.
 #[derive(Debug)]
 pub struct RequestSet {
-    bytes: Box<[u8]>,
+    /// Shared by every thread's requests, each a slice of it.
+    bytes: bytes::Bytes,
     requests: Box<[Prepared]>,
     hosts: Vec<Target>,
     endpoints: Vec<String>,
@@ -137,6 +138,13 @@ impl RequestSet {
 
     pub fn get(&self, r: u32) -> Prepared {
         self.requests[r as usize]
+    }
+
+    /// The wire bytes of request `r`, shared (no copy).
+    pub fn wire(&self, r: u32) -> bytes::Bytes {
+        let p = self.requests[r as usize];
+        let start = p.start as usize;
+        self.bytes.slice(start..start + p.len as usize)
     }
 
     /// The wire bytes of request `r`.
@@ -223,7 +231,7 @@ impl<'a> Builder<'a> {
             by_host[p.host as usize].push(r as u32);
         }
         RequestSet {
-            bytes: self.bytes.into_boxed_slice(),
+            bytes: bytes::Bytes::from(self.bytes),
             requests: self.requests.into_boxed_slice(),
             hosts: self.hosts,
             endpoints,

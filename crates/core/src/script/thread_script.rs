@@ -141,15 +141,16 @@ impl ThreadScript {
     }
 
     /// Calls `request()` as [`request`](Self::request) does, and checks
-    /// that its bytes are whole HTTP requests, noting in `heads` which of
-    /// them are HEAD requests (their responses have no body).
+    /// that its bytes are whole HTTP requests, noting in `requests` where
+    /// each ends and which are HEAD requests (their responses have no
+    /// body).
     pub fn request_batch(
         &mut self,
         out: &mut Vec<u8>,
-        heads: &mut Vec<bool>,
+        requests: &mut Vec<request::RequestMeta>,
     ) -> Result<(), ScriptError> {
         self.request(out)?;
-        request::heads_into(out, heads).map_err(|why| ScriptError::NotHttp {
+        request::metas_into(out, requests).map_err(|why| ScriptError::NotHttp {
             file: self.file.clone(),
             location: self.location(self.hooks.request.as_ref()),
             why: why.to_string(),
@@ -552,7 +553,7 @@ mod tests {
         );
         let mut out = Vec::new();
         t.request_batch(&mut out, &mut heads).unwrap();
-        assert_eq!(heads, [true]);
+        assert_eq!(heads.iter().map(|m| m.head).collect::<Vec<_>>(), [true]);
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub use http2::{ByCode, Http2Counts};
 use interval::IntervalRecorder;
 pub use phase::{PhaseStats, Phases};
 pub use recorder::{Loss, Recorder, Stamp, Window};
+// (ReadCause, ConnectCause and their counts are defined below.)
 pub use series::{Completions, RateSamples};
 
 /// Lowest trackable value of every latency histogram, in microseconds.
@@ -164,6 +165,132 @@ impl Errors {
     }
 }
 
+/// Read errors by what the connection saw; they add up to
+/// [`Errors::read`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ReadCauses {
+    /// The server reset the connection (or, over HTTP/2, the stream).
+    pub reset: u64,
+    /// The server closed the connection before the response ended.
+    pub closed: u64,
+    /// A response head larger than `--max-head`.
+    pub head_too_large: u64,
+    /// Bytes that are not a valid response.
+    pub malformed: u64,
+    /// HTTP/2 frames in answer to an HTTP/1.1 request.
+    pub http2_only: u64,
+    /// TLS failed on an open connection.
+    pub tls: u64,
+}
+
+impl ReadCauses {
+    pub fn add(&mut self, o: &ReadCauses) {
+        self.reset += o.reset;
+        self.closed += o.closed;
+        self.head_too_large += o.head_too_large;
+        self.malformed += o.malformed;
+        self.http2_only += o.http2_only;
+        self.tls += o.tls;
+    }
+
+    pub fn count(&mut self, cause: ReadCause) {
+        *match cause {
+            ReadCause::Reset => &mut self.reset,
+            ReadCause::Closed => &mut self.closed,
+            ReadCause::HeadTooLarge => &mut self.head_too_large,
+            ReadCause::Malformed => &mut self.malformed,
+            ReadCause::Http2Only => &mut self.http2_only,
+            ReadCause::Tls => &mut self.tls,
+        } += 1;
+    }
+
+    /// Each cause with its count, as the reports name them.
+    pub fn named(&self) -> [(&'static str, u64); 6] {
+        [
+            ("reset", self.reset),
+            ("closed early", self.closed),
+            ("head too large", self.head_too_large),
+            ("malformed", self.malformed),
+            ("HTTP/2 frames", self.http2_only),
+            ("TLS", self.tls),
+        ]
+    }
+}
+
+/// Why a read error happened (see [`ReadCauses`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadCause {
+    Reset,
+    Closed,
+    HeadTooLarge,
+    Malformed,
+    Http2Only,
+    Tls,
+}
+
+/// Failed connection attempts by what they met; they add up to
+/// [`Errors::connect`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ConnectCauses {
+    /// Nothing listened (ECONNREFUSED).
+    pub refused: u64,
+    /// The connect or TLS handshake took longer than `--timeout`.
+    pub timeout: u64,
+    /// The server reset or closed the connection while it opened.
+    pub reset: u64,
+    /// The TLS handshake failed.
+    pub tls: u64,
+    /// No socket could be made (too many open files, no local port, ...).
+    pub local: u64,
+    /// Anything else (unreachable, ...).
+    pub other: u64,
+}
+
+impl ConnectCauses {
+    pub fn add(&mut self, o: &ConnectCauses) {
+        self.refused += o.refused;
+        self.timeout += o.timeout;
+        self.reset += o.reset;
+        self.tls += o.tls;
+        self.local += o.local;
+        self.other += o.other;
+    }
+
+    pub fn count(&mut self, cause: ConnectCause) {
+        *match cause {
+            ConnectCause::Refused => &mut self.refused,
+            ConnectCause::Timeout => &mut self.timeout,
+            ConnectCause::Reset => &mut self.reset,
+            ConnectCause::Tls => &mut self.tls,
+            ConnectCause::Local => &mut self.local,
+            ConnectCause::Other => &mut self.other,
+        } += 1;
+    }
+
+    /// Each cause with its count, as the reports name them.
+    pub fn named(&self) -> [(&'static str, u64); 6] {
+        [
+            ("refused", self.refused),
+            ("timed out", self.timeout),
+            ("reset", self.reset),
+            ("TLS handshake", self.tls),
+            ("no local socket", self.local),
+            ("other", self.other),
+        ]
+    }
+}
+
+/// Why a connection attempt failed (see [`ConnectCauses`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConnectCause {
+    Refused,
+    Timeout,
+    Reset,
+    Tls,
+    Local,
+    Other,
+}
+
 /// Where every due request ended up, plus byte and connection counts.
 ///
 /// The identity `due = completed + errors.lost_requests() + in_flight +
@@ -202,6 +329,12 @@ pub struct Counters {
     /// (all zero over HTTP/1.1).
     #[serde(default)]
     pub http2: Http2Counts,
+    /// `errors.read` by cause.
+    #[serde(default)]
+    pub read_causes: ReadCauses,
+    /// `errors.connect` by cause.
+    #[serde(default)]
+    pub connect_causes: ConnectCauses,
 }
 
 /// The connections (and threads) as the run ended, counted once per
@@ -240,6 +373,8 @@ impl Counters {
         self.missed_at_start += other.missed_at_start;
         self.at_end.add(&other.at_end);
         self.http2.add(&other.http2);
+        self.read_causes.add(&other.read_causes);
+        self.connect_causes.add(&other.connect_causes);
     }
 
     /// Requests that never got a response and whose latency is therefore

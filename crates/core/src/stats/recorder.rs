@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::clock::{to_us, Nanos};
 
 use super::interval::EncodedInterval;
-use super::{add_histogram, AtEnd, Phases, ThreadStats};
+use super::{add_histogram, AtEnd, ConnectCause, Phases, ReadCause, ThreadStats};
 
 /// How a worker's run is bounded in time, known once all threads are ready.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,8 +57,8 @@ impl Window {
 /// Why a request ended without a response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Loss {
-    /// Reset, end of stream mid-response, bytes that are not HTTP.
-    Read,
+    /// Reset, end of stream mid-response, bytes that are not HTTP, ...
+    Read(ReadCause),
     Write,
     /// Outstanding longer than `--timeout`.
     Timeout,
@@ -221,16 +221,20 @@ impl Recorder {
         let iv = self.stats.intervals.at(offset);
         iv.errors += 1;
         match why {
-            Loss::Read => iv.kinds.read += 1,
+            Loss::Read(_) => iv.kinds.read += 1,
             Loss::Write => iv.kinds.write += 1,
             Loss::Timeout => iv.kinds.timeout += 1,
         }
         if let Some(p) = self.phase(stamp.intended) {
             p.errors += 1;
         }
-        let e = &mut self.stats.counters.errors;
+        let c = &mut self.stats.counters;
+        let e = &mut c.errors;
         match why {
-            Loss::Read => e.read += 1,
+            Loss::Read(cause) => {
+                e.read += 1;
+                c.read_causes.count(cause);
+            }
             Loss::Write => e.write += 1,
             Loss::Timeout => {
                 e.timeout += 1;
@@ -271,10 +275,11 @@ impl Recorder {
         self.stats.counters.queued += u64::from(self.window.measures(due));
     }
 
-    /// An attempt to connect failed `now`.
-    pub fn connect_failed(&mut self, now: Nanos) {
+    /// An attempt to connect failed `now`, for `cause`.
+    pub fn connect_failed(&mut self, now: Nanos, cause: ConnectCause) {
         if self.window.past_warmup(now) {
             self.stats.counters.errors.connect += 1;
+            self.stats.counters.connect_causes.count(cause);
             self.stats
                 .intervals
                 .at(self.window.offset(now))
@@ -313,7 +318,7 @@ impl Recorder {
         if stamp.measured {
             self.stats.counters.http2.resets.count(code);
         }
-        self.lost(stamp, Loss::Read, now);
+        self.lost(stamp, Loss::Read(ReadCause::Reset), now);
     }
 
     /// HTTP/2: a GOAWAY with error `code` came `now`.
@@ -466,7 +471,7 @@ mod tests {
         let lag = &r.stats().send_lag;
         assert!(lag.equivalent(lag.max(), 2_000));
         r.completed(early, 200, 10, 2 * SEC);
-        r.lost(late, Loss::Read, 3 * SEC);
+        r.lost(late, Loss::Read(ReadCause::Closed), 3 * SEC);
         r.completed(inside, 503, 10, SEC + 5 * MS);
         let s = r.finish(Duration::ZERO, 0);
         let c = s.counters;
@@ -561,7 +566,7 @@ mod tests {
         let read = r.sent(SEC, SEC, None);
         let open = r.sent(SEC + 500 * MS, SEC + 500 * MS, None);
         r.lost(timed_out, Loss::Timeout, SEC + 300 * MS);
-        r.lost(read, Loss::Read, SEC + 300 * MS);
+        r.lost(read, Loss::Read(ReadCause::Closed), SEC + 300 * MS);
         r.in_flight_at_end(open, 2 * SEC);
         r.never_sent(SEC + 900 * MS, 2 * SEC);
         let s = r.finish(Duration::ZERO, 0);
@@ -589,9 +594,9 @@ mod tests {
     #[test]
     fn connect_errors_count_from_the_warmup_on() {
         let mut r = recorder(0);
-        r.connect_failed(SEC - 1);
-        r.connect_failed(SEC);
-        r.connect_failed(4 * SEC);
+        r.connect_failed(SEC - 1, ConnectCause::Refused);
+        r.connect_failed(SEC, ConnectCause::Refused);
+        r.connect_failed(4 * SEC, ConnectCause::Refused);
         assert_eq!(r.stats().counters.errors.connect, 2);
     }
 

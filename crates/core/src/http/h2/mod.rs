@@ -1,97 +1,76 @@
-//! HTTP/2 for the load generator: a client session that, like the rest of
-//! `http`, does no I/O. The connection hands it received bytes
-//! ([`Http2::receive`]) and writes what it asks to send
-//! ([`Http2::take_output`]); in between, the session opens streams for
-//! requests and reports what became of them as [`Event`]s.
+//! HTTP/2 (RFC 9113) as a client [`Session`] of the load generator's own,
+//! doing only what a load generator needs, on the path of every request.
 //!
-//! The protocol itself (framing, HPACK, flow control, SETTINGS and their
-//! acknowledgements, PING replies, CONTINUATION, padding, GOAWAY and
-//! RST_STREAM) is the `h2` library's. It is written for an async runtime,
-//! and none runs here: the library reads and writes an in-memory pipe
-//! (`pipe`), and the session polls its futures by hand whenever bytes come
-//! in or requests go out, with wakers that name which stream has news
-//! (`wake`). Beside the library, a scan of the frame headers (`frames`)
-//! counts each response's bytes and reads GOAWAY's last stream id, which
-//! the library does not report.
+//! Frames are parsed where they lie in the read buffer (only a frame cut
+//! off by the end of a read is copied, to wait for its rest). A request's
+//! header block is encoded once per distinct request ([`Framed`], cached on
+//! the request) and written as it is on every connection; response header
+//! blocks go through HPACK decoding (the dynamic table must follow the
+//! server), but only `:status` and `content-length` are looked at unless a
+//! script reads responses. DATA is counted, not copied, unless a script
+//! reads bodies. Receive windows are large and given back in batches, so
+//! flow control costs a WINDOW_UPDATE per several megabytes. Everything
+//! the session writes collects in one buffer, which the connection writes
+//! with one call per loop turn for all its streams.
 //!
-//! A connection uses it so: [`Http2::new`] once the socket (and TLS) is
-//! up, and write what [`Http2::take_output`] gives (the preface); while
-//! [`Http2::free_streams`] is above 0, [`Http2::open`] requests, then take
-//! the output and write it; after each read, [`Http2::receive`], take every
-//! [`Http2::next_event`], and take the output again (acknowledgements,
-//! WINDOW_UPDATE); at the end of the stream, [`Http2::eof`]. Once
-//! [`Http2::is_closed`] and nothing is in flight, the connection is done.
-//!
-//! Every request given to [`Http2::open`] comes out exactly once: as a
-//! [`Event::Response`], [`Event::Reset`], [`Event::Unprocessed`] or
-//! [`Event::StreamError`]; or, after a [`Event::ConnectionError`] or the
-//! end of the stream ([`Http2::eof`]), it is left in [`Http2::in_flight`]
-//! for the connection to count as lost.
-//!
-//! `request` converts HTTP/1.1 request bytes (what wrk's Lua API
-//! produces) into requests for this session, once.
+//! Errors follow RFC 9113 §5.4: a stream error resets that stream and
+//! loses its request, the connection goes on; a connection error sends
+//! GOAWAY and fails the connection. A GOAWAY from the server retires the
+//! session: streams above its last stream id come out as
+//! [`Event::Unprocessed`] (never processed, so safe to send again), the
+//! rest finish, and no new stream opens. RST_STREAM with REFUSED_STREAM is
+//! unprocessed too.
 
-mod frames;
-mod pipe;
+mod frame;
+pub mod preflight;
 mod request;
-mod wake;
+mod streams;
 
-use std::collections::{HashMap, VecDeque};
-use std::future::Future;
-use std::hash::{BuildHasherDefault, Hasher};
-use std::pin::{pin, Pin};
-use std::task::{Context, Poll};
+use std::collections::VecDeque;
 
-use bytes::Bytes;
-use h2::client::{Connection, ResponseFuture, SendRequest};
-use h2::RecvStream;
-use http::HeaderMap;
+use metron_hpack::Decoder;
 
-use super::response::DEFAULT_MAX_CAPTURE;
-use frames::{Frames, Seen, CONTINUATION, DATA, HEADERS};
-use pipe::Pipe;
-use wake::Wakeups;
+use crate::clock::Nanos;
 
-pub use request::{FromHttp1Error, H2Request};
+use super::session::{Captured, Event, Failure, OpenError, Request, Session};
+use frame::*;
+use streams::{Phase, Stream, Streams};
 
-/// Streams open at once on one connection unless told otherwise.
+pub use frame::REFUSED_STREAM;
+pub use request::{Framed, FromHttp1Error, H2Request};
+
+/// Streams open at once on one connection unless told otherwise (`-m`'s
+/// default, as h2load's).
 pub const DEFAULT_MAX_STREAMS: u32 = 100;
 /// Receive windows (per stream and for the connection) unless told
 /// otherwise: large, so that a load generator never holds a fast server
 /// back on flow control.
 pub const DEFAULT_WINDOW: u32 = 16 << 20;
-/// The largest flow-control window HTTP/2 allows (RFC 9113 §6.9.1).
-pub const MAX_WINDOW: u32 = (1 << 31) - 1;
-/// The largest response head (decoded fields) accepted unless told
-/// otherwise, as for HTTP/1.1.
+/// The largest response head (decoded fields, as HTTP/2 counts them)
+/// accepted unless told otherwise, as for HTTP/1.1.
 pub const DEFAULT_MAX_HEADER_LIST: u32 = 64 * 1024;
-/// Streams assumed allowed before the server's SETTINGS say how many: the
-/// protocol's initial limit is unbounded, and this is the library's
-/// cautious guess. Streams above the server's real limit wait inside the
-/// library until others close, or the server refuses them (a
-/// [`Event::Reset`] with REFUSED_STREAM).
-const INITIAL_MAX_STREAMS: u32 = 100;
-/// Rounds of polling per call: each round polls the connection and the
-/// streams it woke; releasing flow control wakes the connection once more.
-/// Reaching the bound only defers the rest to the next call.
-const MAX_ROUNDS: usize = 16;
-/// The library's code for a refused stream, which may be retried.
-pub const REFUSED_STREAM: u32 = 0x7;
+/// The largest stream id a client may open.
+const MAX_STREAM_ID: u32 = (1 << 31) - 1;
+/// The most a captured body may hold; beyond it the response is lost, as
+/// for HTTP/1.1.
+const MAX_CAPTURE: usize = super::response::DEFAULT_MAX_CAPTURE;
 
 /// How the session talks to the server.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Settings {
     /// Streams open at once (`-m`); the server's
     /// SETTINGS_MAX_CONCURRENT_STREAMS lowers it. At least 1.
     pub max_streams: u32,
-    /// Our receive window, per stream and for the connection (at most
-    /// [`MAX_WINDOW`]). Capacity is given back as DATA arrives.
+    /// Our receive window, per stream and for the connection.
     pub window: u32,
     /// SETTINGS_MAX_HEADER_LIST_SIZE: the largest response head accepted.
     pub max_header_list: u32,
-    /// Keep each response's fields and body for the script
-    /// ([`Http2::headers`], [`Http2::body`]).
+    /// Keep each response's fields and body for a script.
     pub capture: bool,
+    /// `:scheme` ("http" or "https").
+    pub scheme: &'static str,
+    /// `:authority` of a request that names no Host.
+    pub authority: String,
 }
 
 impl Default for Settings {
@@ -101,647 +80,769 @@ impl Default for Settings {
             window: DEFAULT_WINDOW,
             max_header_list: DEFAULT_MAX_HEADER_LIST,
             capture: false,
+            scheme: "http",
+            authority: "localhost".to_string(),
         }
     }
 }
 
-/// What became of requests, and of the connection.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Event<R> {
-    /// A complete response (END_STREAM seen, trailers included; 1xx
-    /// responses before it are skipped). `head_bytes`: the HEADERS and
-    /// CONTINUATION frames before the first DATA frame (interim 1xx heads
-    /// included); `body_bytes`: the DATA frames (padding included) and any
-    /// trailers after them. Both count whole frames, 9-byte frame headers
-    /// included, as they came on the wire.
-    Response {
-        tag: R,
-        status: u16,
-        head_bytes: usize,
-        body_bytes: u64,
-    },
-    /// The server reset the stream (RST_STREAM) with this error code;
-    /// [`REFUSED_STREAM`] means it did not process the request.
-    Reset { tag: R, code: u32 },
-    /// The stream is above the last stream id of the server's GOAWAY: the
-    /// request was never processed and may be sent again elsewhere.
-    Unprocessed { tag: R },
-    /// The response on this stream broke the protocol (a stream error:
-    /// bad fields, a body longer than its Content-Length); this request is
-    /// lost, the connection goes on.
-    StreamError { tag: R, reason: String },
-    /// The server sent GOAWAY: the connection takes no new streams. Comes
-    /// before the other events of the same `receive`.
-    GoAway { code: u32 },
-    /// A protocol error on the connection: it is finished, and every
-    /// request still in [`Http2::in_flight`] is lost.
-    ConnectionError { reason: String },
+/// What the server's SETTINGS said (or the protocol's defaults before).
+#[derive(Clone, Copy, Debug)]
+struct Server {
+    max_streams: u32,
+    initial_window: u32,
+    max_frame: u32,
 }
 
-/// Why a request was not opened.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum OpenError {
-    #[error(
-        "no HTTP/2 stream is free on this connection: wait for a response before opening another"
-    )]
-    Full,
-    #[error("this HTTP/2 connection takes no new streams: open another connection")]
-    Closed,
-    #[error("the request cannot be sent over HTTP/2: {0}")]
-    Rejected(String),
+/// A header block under way: HEADERS without END_HEADERS, waiting for its
+/// CONTINUATION frames.
+#[derive(Clone, Copy, Debug)]
+struct Continued {
+    stream: u32,
+    end_stream: bool,
+    /// Bytes of its frames so far, headers included.
+    wire: u64,
 }
 
-/// One HTTP/2 connection's protocol session; `R` tags each request
-/// (whatever the connection needs back with its outcome).
-pub struct Http2<R> {
+/// One HTTP/2 connection's client session; `T` tags each request.
+pub struct Http2<T> {
     settings: Settings,
-    pipe: Pipe,
-    /// `None` once the library finished the connection (or never started).
-    conn: Option<Connection<Pipe, Bytes>>,
-    send: Option<SendRequest<Bytes>>,
-    /// Whether the library can take a request now.
-    sending: Sending,
-    frames: Frames,
-    streams: Streams<R>,
-    wakeups: Wakeups,
-    /// Scratch for the slots woken in a round.
-    woken: Vec<usize>,
-    events: VecDeque<(Event<R>, Option<Captured>)>,
-    /// The fields and body of the last response returned by `next_event`.
+    server: Server,
+    /// The server's SETTINGS came: its limits are known.
+    settled: bool,
+    out: Vec<u8>,
+    written: usize,
+    /// The start of a frame cut off by the end of the last read.
+    input: Vec<u8>,
+    decoder: Decoder,
+    streams: Streams<T>,
+    events: VecDeque<Event<T>>,
+    /// The captures of the responses in `events`, in order (capture only).
+    captures: VecDeque<Box<Captured>>,
+    /// The capture of the last response returned by `poll_event`.
     last: Captured,
+    /// Captures ready for the next streams: boxed, they move between the
+    /// streams, the events and here without being copied or reallocated.
+    #[allow(clippy::vec_box)]
+    spare: Vec<Box<Captured>>,
+    /// Connection-level send window (request bodies).
+    send_window: i64,
+    /// DATA received on the connection and not yet given back.
+    unacked: u32,
+    next_id: u32,
+    continued: Option<Continued>,
+    block: Vec<u8>,
     /// The lowest last stream id of the server's GOAWAYs.
     goaway: Option<u32>,
-    /// A connection-level failure, reported once the streams it woke
-    /// were polled.
-    broken: Option<String>,
-    /// Why the library ended the connection after the server's GOAWAY:
-    /// an error only if requests are still in flight then.
-    ended: Option<String>,
-    /// A connection error was reported, or the stream ended: nothing more
-    /// is read or opened.
-    dead: bool,
+    /// A connection error, or the end of the stream: nothing more is read
+    /// or opened.
+    failed: bool,
+    /// Streams whose body waits for send window, by id.
+    blocked: Vec<u32>,
     /// The most a captured body may hold; beyond it the response is
-    /// malformed, as for HTTP/1.1.
+    /// lost, as for HTTP/1.1.
     max_capture: usize,
 }
 
-/// Whether the library takes a new stream.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Sending {
-    Ready,
-    /// A stream waits for the server's limit to let it open: no more until
-    /// it does.
-    Busy,
-    /// Never again (the connection failed, or its stream ids ran out).
-    Closed,
-}
-
-impl Sending {
-    fn poll(send: &mut SendRequest<Bytes>, cx: &mut Context<'_>) -> Sending {
-        match send.poll_ready(cx) {
-            Poll::Ready(Ok(())) => Sending::Ready,
-            Poll::Pending => Sending::Busy,
-            Poll::Ready(Err(_)) => Sending::Closed,
-        }
-    }
-}
-
-/// What capture keeps of one response.
-#[derive(Debug, Default)]
-struct Captured {
-    headers: HeaderMap,
-    body: Vec<u8>,
-}
-
-/// The streams in flight, in reusable slots.
-struct Streams<R> {
-    slots: Vec<Option<Stream<R>>>,
-    free: Vec<usize>,
-    /// Stream id to slot, for the frame scan.
-    by_id: HashMap<u32, usize, BuildHasherDefault<IdHasher>>,
-    open: u32,
-}
-
-/// One request in flight.
-struct Stream<R> {
-    tag: R,
-    id: u32,
-    phase: Phase,
-    status: u16,
-    head_bytes: usize,
-    body_bytes: u64,
-    /// A DATA frame came: later HEADERS are trailers.
-    data_seen: bool,
-    captured: Option<Captured>,
-}
-
-enum Phase {
-    Head(ResponseFuture),
-    Body(RecvStream),
-}
-
-/// What polling a stream came to.
-enum Step {
-    Pending,
-    Done,
-    Failed(h2::Error),
-    /// The captured body outgrew the capture limit.
-    TooLarge,
-}
-
-impl<R> Http2<R> {
-    /// A session whose preface and SETTINGS are ready to be written.
-    pub fn new(settings: Settings) -> Self {
+impl<T> Http2<T> {
+    /// A session whose preface, SETTINGS and connection window are ready
+    /// to be written.
+    pub fn new(settings: Settings) -> Http2<T> {
         let settings = Settings {
             max_streams: settings.max_streams.max(1),
-            window: settings.window.clamp(1, MAX_WINDOW),
+            // The connection's window can only grow from its initial size.
+            window: settings.window.clamp(INITIAL_WINDOW, MAX_WINDOW),
             ..settings
         };
-        let mut session = Http2 {
-            settings,
-            pipe: Pipe::default(),
-            conn: None,
-            send: None,
-            sending: Sending::Closed,
-            max_capture: DEFAULT_MAX_CAPTURE,
-            frames: Frames::default(),
-            streams: Streams {
-                slots: Vec::new(),
-                free: Vec::new(),
-                by_id: HashMap::default(),
-                open: 0,
+        let mut out = Vec::with_capacity(4096);
+        out.extend_from_slice(PREFACE);
+        put_settings(
+            &mut out,
+            &[
+                (SETTINGS_ENABLE_PUSH, 0),
+                (SETTINGS_INITIAL_WINDOW_SIZE, settings.window),
+                (SETTINGS_MAX_HEADER_LIST_SIZE, settings.max_header_list),
+            ],
+        );
+        if settings.window > INITIAL_WINDOW {
+            put_window_update(&mut out, 0, settings.window - INITIAL_WINDOW);
+        }
+        Http2 {
+            server: Server {
+                // Unbounded until the server says otherwise; nothing opens
+                // before it has.
+                max_streams: u32::MAX,
+                initial_window: INITIAL_WINDOW,
+                max_frame: MIN_MAX_FRAME,
             },
-            wakeups: Wakeups::new(),
-            woken: Vec::new(),
+            settled: false,
+            out,
+            written: 0,
+            input: Vec::new(),
+            decoder: Decoder::new(metron_hpack::DEFAULT_TABLE_SIZE),
+            streams: Streams::new(settings.max_streams as usize),
             events: VecDeque::new(),
+            captures: VecDeque::new(),
             last: Captured::default(),
+            spare: Vec::new(),
+            send_window: i64::from(INITIAL_WINDOW),
+            unacked: 0,
+            next_id: 1,
+            continued: None,
+            block: Vec::new(),
             goaway: None,
-            broken: None,
-            ended: None,
-            dead: false,
+            failed: false,
+            blocked: Vec::new(),
+            max_capture: MAX_CAPTURE,
+            settings,
+        }
+    }
+
+    /// Handles every whole frame at the start of `bytes`; returns the
+    /// bytes used (the rest is the start of a frame yet to come).
+    fn frames(&mut self, bytes: &[u8], now: Nanos) -> usize {
+        let mut at = 0;
+        while !self.failed {
+            let rest = &bytes[at..];
+            if !self.settled && rest.starts_with(b"HTTP/") {
+                // An HTTP/1 server answering the preface.
+                self.fail(Failure::Malformed);
+                break;
+            }
+            let Some(head) = Head::parse(rest) else {
+                break;
+            };
+            if head.len > MIN_MAX_FRAME as usize {
+                self.connection_error(FRAME_SIZE_ERROR);
+                break;
+            }
+            let Some(payload) = rest.get(HEADER_LEN..HEADER_LEN + head.len) else {
+                break;
+            };
+            self.frame(head, payload, now);
+            at += HEADER_LEN + head.len;
+        }
+        at
+    }
+
+    fn frame(&mut self, h: Head, payload: &[u8], now: Nanos) {
+        if !self.settled && h.kind != SETTINGS {
+            // The server's preface is a SETTINGS frame (§3.4).
+            return self.connection_error(PROTOCOL_ERROR);
+        }
+        if let Some(c) = self.continued {
+            if h.kind != CONTINUATION || h.stream != c.stream {
+                return self.connection_error(PROTOCOL_ERROR);
+            }
+        }
+        match h.kind {
+            DATA => self.on_data(h, payload, now),
+            HEADERS => self.on_headers(h, payload, now),
+            CONTINUATION => self.on_continuation(h, payload, now),
+            RST_STREAM => self.on_rst_stream(h, payload),
+            SETTINGS => self.on_settings(h, payload),
+            PING => self.on_ping(h, payload),
+            GOAWAY => self.on_goaway(h, payload),
+            WINDOW_UPDATE => self.on_window_update(h, payload),
+            // Pushes were refused in our SETTINGS (§8.4).
+            PUSH_PROMISE => self.connection_error(PROTOCOL_ERROR),
+            PRIORITY if h.stream == 0 => self.connection_error(PROTOCOL_ERROR),
+            PRIORITY if payload.len() != 5 => self.connection_error(FRAME_SIZE_ERROR),
+            // PRIORITY is advice for servers; unknown types are ignored (§4.1).
+            _ => {}
+        }
+    }
+
+    fn on_data(&mut self, h: Head, payload: &[u8], now: Nanos) {
+        if h.stream == 0 {
+            return self.connection_error(PROTOCOL_ERROR);
+        }
+        // The whole payload, padding included, counts against the windows.
+        let len = payload.len() as u32;
+        self.unacked += len;
+        if self.unacked >= self.settings.window / 2 {
+            put_window_update(&mut self.out, 0, self.unacked);
+            self.unacked = 0;
+        }
+        let Some(data) = unpad(&h, payload) else {
+            return self.connection_error(PROTOCOL_ERROR);
         };
-        session.handshake();
-        session
-    }
-
-    /// Starts the library's client: it writes the preface into the pipe
-    /// at once, since the pipe never blocks, so one poll completes it.
-    fn handshake(&mut self) {
-        let s = &self.settings;
-        let mut builder = h2::client::Builder::new();
-        builder
-            .initial_window_size(s.window)
-            .initial_connection_window_size(s.window.max(65_535))
-            .max_header_list_size(s.max_header_list)
-            .enable_push(false)
-            .initial_max_send_streams(s.max_streams.min(INITIAL_MAX_STREAMS) as usize);
-        let handshake = pin!(builder.handshake::<_, Bytes>(self.pipe.clone()));
-        let mut cx = Context::from_waker(self.wakeups.conn());
-        match handshake.poll(&mut cx) {
-            Poll::Ready(Ok((mut send, conn))) => {
-                self.sending = Sending::poll(&mut send, &mut cx);
-                self.send = Some(send);
-                self.conn = Some(conn);
-                self.wakeups.conn().wake_by_ref();
+        let Some(slot) = self.streams.find(h.stream) else {
+            return self.unknown_stream(h.stream);
+        };
+        let stream = self.streams.get_mut(slot);
+        if stream.phase == Phase::Head {
+            return self.stream_error(slot, PROTOCOL_ERROR, Failure::Malformed);
+        }
+        stream.wire += (HEADER_LEN + payload.len()) as u64;
+        stream.first_byte.get_or_insert(now);
+        stream.data += data.len() as u64;
+        if let Some(c) = stream.captured.as_mut() {
+            if !c.push_body(data, self.max_capture) {
+                return self.stream_error(slot, CANCEL, Failure::Malformed);
             }
-            Poll::Ready(Err(e)) => self.fail(format!("HTTP/2 could not start: {e}")),
-            Poll::Pending => self.fail("HTTP/2 could not start its handshake".to_string()),
+        }
+        if h.has(END_STREAM) {
+            return self.end(slot, now);
+        }
+        stream.unacked += len;
+        if stream.unacked >= self.settings.window / 2 {
+            put_window_update(&mut self.out, h.stream, stream.unacked);
+            stream.unacked = 0;
         }
     }
 
-    /// Appends everything the protocol wants written to `out`, in order:
-    /// the preface and SETTINGS, requests, acknowledgements, WINDOW_UPDATE.
-    pub fn take_output(&mut self, out: &mut Vec<u8>) {
-        self.drive();
-        self.pipe.take_output(out);
+    fn on_headers(&mut self, h: Head, payload: &[u8], now: Nanos) {
+        if h.stream == 0 {
+            return self.connection_error(PROTOCOL_ERROR);
+        }
+        let Some(fragment) = unpad(&h, payload) else {
+            return self.connection_error(PROTOCOL_ERROR);
+        };
+        let wire = (HEADER_LEN + payload.len()) as u64;
+        if h.has(END_HEADERS) {
+            return self.on_block(h.stream, fragment, h.has(END_STREAM), wire, now);
+        }
+        self.block.clear();
+        self.block.extend_from_slice(fragment);
+        self.continued = Some(Continued {
+            stream: h.stream,
+            end_stream: h.has(END_STREAM),
+            wire,
+        });
     }
 
-    /// Streams that may be opened now: the lower of `max_streams` and the
-    /// server's SETTINGS_MAX_CONCURRENT_STREAMS, less those open; 0 once the
-    /// connection takes no new streams.
-    pub fn free_streams(&self) -> u32 {
-        match &self.send {
-            Some(send) if !self.is_closed() && self.sending == Sending::Ready => {
-                let server = u32::try_from(send.current_max_send_streams()).unwrap_or(u32::MAX);
-                self.settings
-                    .max_streams
-                    .min(server)
-                    .saturating_sub(self.streams.open)
+    fn on_continuation(&mut self, h: Head, payload: &[u8], now: Nanos) {
+        let Some(mut c) = self.continued.take() else {
+            return self.connection_error(PROTOCOL_ERROR);
+        };
+        c.wire += (HEADER_LEN + payload.len()) as u64;
+        self.block.extend_from_slice(payload);
+        // A block may not grow without bound while it waits for its end.
+        if self.block.len() > 2 * self.settings.max_header_list as usize + 4096 {
+            return self.connection_error(PROTOCOL_ERROR);
+        }
+        if !h.has(END_HEADERS) {
+            self.continued = Some(c);
+            return;
+        }
+        let block = std::mem::take(&mut self.block);
+        self.on_block(c.stream, &block, c.end_stream, c.wire, now);
+        self.block = block;
+    }
+
+    /// A whole header block arrived on `id`: a response head (interim or
+    /// final), or trailers.
+    fn on_block(&mut self, id: u32, block: &[u8], end_stream: bool, wire: u64, now: Nanos) {
+        let slot = self.streams.find(id);
+        if slot.is_none() && id >= self.next_id {
+            // The server cannot open streams, and pushes were refused.
+            return self.connection_error(PROTOCOL_ERROR);
+        }
+        let mut head = Fields::default();
+        let mut capture = slot.and_then(|s| {
+            let stream = self.streams.get_mut(s);
+            let trailers = stream.phase == Phase::Body;
+            let captured = stream.captured.as_deref_mut()?;
+            // A head replaces an interim head's fields; trailers add to
+            // the head's.
+            if !trailers {
+                captured.clear_fields();
             }
-            _ => 0,
+            Some(captured)
+        });
+        // Every block is decoded, even for a stream already given up: the
+        // dynamic table must follow the server's.
+        let decoded = self.decoder.decode(block, &mut |name, value| {
+            head.see(name, value);
+            if let Some(c) = capture.as_deref_mut() {
+                if !name.starts_with(b":") {
+                    c.push_field(std::str::from_utf8(name).unwrap_or_default(), value);
+                }
+            }
+        });
+        if decoded.is_err() {
+            return self.connection_error(COMPRESSION_ERROR);
+        }
+        let Some(slot) = slot else {
+            return;
+        };
+        let stream = self.streams.get_mut(slot);
+        stream.wire += wire;
+        stream.first_byte.get_or_insert(now);
+        if head.list_size > self.settings.max_header_list as u64 {
+            return self.stream_error(slot, CANCEL, Failure::HeadTooLarge);
+        }
+        if head.malformed {
+            return self.stream_error(slot, PROTOCOL_ERROR, Failure::Malformed);
+        }
+        match (stream.phase, head.status) {
+            // Trailers: they end the stream and carry no pseudo-field.
+            (Phase::Body, None) if end_stream => self.end(slot, now),
+            (Phase::Body, _) => self.stream_error(slot, PROTOCOL_ERROR, Failure::Malformed),
+            (Phase::Head, None) => self.stream_error(slot, PROTOCOL_ERROR, Failure::Malformed),
+            // Interim (1xx) heads are counted and skipped (§8.1).
+            (Phase::Head, Some(status)) if (100..200).contains(&status) && status != 101 => {
+                if end_stream {
+                    self.stream_error(slot, PROTOCOL_ERROR, Failure::Malformed);
+                }
+            }
+            (Phase::Head, Some(status)) => {
+                stream.status = status;
+                stream.length = head.length;
+                stream.phase = Phase::Body;
+                if end_stream {
+                    self.end(slot, now);
+                }
+            }
         }
     }
 
-    /// The server's SETTINGS arrived: its stream limit is known. Streams
-    /// opened before then may exceed it and be refused, so a load
-    /// generator opens none until then.
-    pub fn settled(&self) -> bool {
-        self.frames.settled()
+    /// The stream ended (END_STREAM): its response is complete, unless its
+    /// body disagrees with its Content-Length (§8.1.1).
+    fn end(&mut self, slot: usize, now: Nanos) {
+        let stream = self.streams.get_mut(slot);
+        let bodiless = stream.head || matches!(stream.status, 204 | 304);
+        if !bodiless && stream.length.is_some_and(|l| l != stream.data) {
+            return self.stream_error(slot, PROTOCOL_ERROR, Failure::Malformed);
+        }
+        if stream.body.is_some() {
+            // The server answered before the whole request body went out:
+            // the rest is not wanted (§8.1).
+            put_rst_stream(&mut self.out, stream.id, NO_ERROR);
+        }
+        let s = self.streams.remove(slot);
+        if let Some(captured) = s.captured {
+            self.captures.push_back(captured);
+        }
+        self.events.push_back(Event::Response {
+            tag: s.tag,
+            status: s.status,
+            bytes: s.wire,
+            first_byte: s.first_byte.unwrap_or(now),
+        });
     }
 
-    /// The connection takes no new streams (a GOAWAY, an error, the end of
-    /// the stream, stream ids used up): once nothing is in flight, close it
-    /// and open another.
-    pub fn is_closed(&self) -> bool {
-        self.dead || self.sending == Sending::Closed || self.goaway.is_some() || self.conn.is_none()
+    fn on_rst_stream(&mut self, h: Head, payload: &[u8]) {
+        if h.stream == 0 {
+            return self.connection_error(PROTOCOL_ERROR);
+        }
+        if payload.len() != 4 {
+            return self.connection_error(FRAME_SIZE_ERROR);
+        }
+        let Some(slot) = self.streams.find(h.stream) else {
+            return self.unknown_stream(h.stream);
+        };
+        let code = be_u32(payload);
+        let s = self.remove(slot);
+        self.events.push_back(if code == REFUSED_STREAM {
+            Event::Unprocessed { tag: s.tag }
+        } else {
+            Event::Lost {
+                tag: s.tag,
+                why: Failure::Reset(Some(code)),
+            }
+        });
     }
 
-    /// Opens a stream for `req`: its HEADERS (and DATA) are queued for
-    /// [`Http2::take_output`]. `tag` comes back with the outcome.
-    pub fn open(&mut self, req: &H2Request, tag: R) -> Result<(), OpenError> {
+    fn on_settings(&mut self, h: Head, payload: &[u8]) {
+        if h.stream != 0 {
+            return self.connection_error(PROTOCOL_ERROR);
+        }
+        if h.has(ACK) {
+            if !payload.is_empty() {
+                self.connection_error(FRAME_SIZE_ERROR);
+            }
+            return;
+        }
+        if payload.len() % 6 != 0 {
+            return self.connection_error(FRAME_SIZE_ERROR);
+        }
+        for entry in payload.chunks_exact(6) {
+            let value = be_u32(&entry[2..]);
+            match u16::from_be_bytes([entry[0], entry[1]]) {
+                SETTINGS_MAX_CONCURRENT_STREAMS => self.server.max_streams = value,
+                SETTINGS_INITIAL_WINDOW_SIZE if value > MAX_WINDOW => {
+                    return self.connection_error(FLOW_CONTROL_ERROR)
+                }
+                SETTINGS_INITIAL_WINDOW_SIZE => {
+                    let delta = i64::from(value) - i64::from(self.server.initial_window);
+                    self.streams.for_each_mut(|s| s.send_window += delta);
+                    self.server.initial_window = value;
+                }
+                SETTINGS_MAX_FRAME_SIZE if !(MIN_MAX_FRAME..=MAX_MAX_FRAME).contains(&value) => {
+                    return self.connection_error(PROTOCOL_ERROR)
+                }
+                SETTINGS_MAX_FRAME_SIZE => self.server.max_frame = value,
+                SETTINGS_ENABLE_PUSH if value > 1 => return self.connection_error(PROTOCOL_ERROR),
+                // The header table size bounds an encoder that indexes;
+                // ours never adds to the server's table.
+                _ => {}
+            }
+        }
+        put_settings_ack(&mut self.out);
+        self.settled = true;
+        self.send_blocked();
+    }
+
+    fn on_ping(&mut self, h: Head, payload: &[u8]) {
+        if h.stream != 0 {
+            return self.connection_error(PROTOCOL_ERROR);
+        }
+        if payload.len() != 8 {
+            return self.connection_error(FRAME_SIZE_ERROR);
+        }
+        if !h.has(ACK) {
+            put_ping_ack(&mut self.out, payload);
+        }
+    }
+
+    fn on_goaway(&mut self, h: Head, payload: &[u8]) {
+        if h.stream != 0 {
+            return self.connection_error(PROTOCOL_ERROR);
+        }
+        if payload.len() < 8 {
+            return self.connection_error(FRAME_SIZE_ERROR);
+        }
+        let last = be_u32(payload) & MAX_STREAM_ID;
+        let code = be_u32(&payload[4..]);
+        // A graceful shutdown sends two: the first retires the connection
+        // (and is the one counted), the second names the last stream.
+        if self.goaway.is_none() {
+            self.events.push_back(Event::GoAway { code });
+        }
+        let last = self.goaway.map_or(last, |g| g.min(last));
+        self.goaway = Some(last);
+        // Streams above it were never processed (§6.8).
+        for slot in self.streams.slots_where(|s| s.id > last) {
+            let s = self.remove(slot);
+            self.events.push_back(Event::Unprocessed { tag: s.tag });
+        }
+    }
+
+    fn on_window_update(&mut self, h: Head, payload: &[u8]) {
+        if payload.len() != 4 {
+            return self.connection_error(FRAME_SIZE_ERROR);
+        }
+        let increment = i64::from(be_u32(payload) & MAX_WINDOW);
+        if h.stream == 0 {
+            if increment == 0 {
+                return self.connection_error(PROTOCOL_ERROR);
+            }
+            self.send_window += increment;
+            if self.send_window > i64::from(MAX_WINDOW) {
+                return self.connection_error(FLOW_CONTROL_ERROR);
+            }
+        } else {
+            let Some(slot) = self.streams.find(h.stream) else {
+                return self.unknown_stream(h.stream);
+            };
+            if increment == 0 {
+                return self.stream_error(slot, PROTOCOL_ERROR, Failure::Malformed);
+            }
+            let stream = self.streams.get_mut(slot);
+            stream.send_window += increment;
+            if stream.send_window > i64::from(MAX_WINDOW) {
+                return self.stream_error(slot, FLOW_CONTROL_ERROR, Failure::Malformed);
+            }
+        }
+        self.send_blocked();
+    }
+
+    /// A frame for a stream not open: one we gave up or finished may still
+    /// see frames in flight; one never opened is an error (§5.1).
+    fn unknown_stream(&mut self, id: u32) {
+        if id >= self.next_id {
+            self.connection_error(PROTOCOL_ERROR);
+        }
+    }
+
+    /// Sends as much of `slot`'s body as the windows allow; it waits among
+    /// the blocked streams for the rest.
+    fn send_body(&mut self, slot: usize) {
+        let max_frame = self.server.max_frame as i64;
+        let stream = self.streams.get_mut(slot);
+        let Some((body, sent)) = stream.body.as_mut() else {
+            return;
+        };
+        while *sent < body.len() {
+            let room = self.send_window.min(stream.send_window).min(max_frame);
+            if room <= 0 {
+                if !self.blocked.contains(&stream.id) {
+                    self.blocked.push(stream.id);
+                }
+                return;
+            }
+            let n = (body.len() - *sent).min(room as usize);
+            let last = *sent + n == body.len();
+            put_data(&mut self.out, stream.id, &body[*sent..*sent + n], last);
+            *sent += n;
+            self.send_window -= n as i64;
+            stream.send_window -= n as i64;
+        }
+        stream.body = None;
+    }
+
+    /// Bodies that waited for window go on, as far as it now allows.
+    fn send_blocked(&mut self) {
+        if self.blocked.is_empty() {
+            return;
+        }
+        for id in std::mem::take(&mut self.blocked) {
+            if let Some(slot) = self.streams.find(id) {
+                self.send_body(slot);
+            }
+        }
+    }
+
+    /// Removes a stream, its capture going back to the spares.
+    fn remove(&mut self, slot: usize) -> Stream<T> {
+        let mut s = self.streams.remove(slot);
+        if let Some(mut c) = s.captured.take() {
+            c.clear();
+            self.spare.push(c);
+        }
+        s
+    }
+
+    /// Resets the stream in `slot` with `code`: its request is lost.
+    fn stream_error(&mut self, slot: usize, code: u32, why: Failure) {
+        let s = self.remove(slot);
+        put_rst_stream(&mut self.out, s.id, code);
+        self.events.push_back(Event::Lost { tag: s.tag, why });
+    }
+
+    /// The server broke the protocol: GOAWAY with `code`, and the
+    /// connection fails.
+    fn connection_error(&mut self, code: u32) {
+        if !self.failed {
+            put_goaway(&mut self.out, 0, code);
+            self.fail(Failure::Protocol);
+        }
+    }
+
+    /// Nothing more is read or opened. The engine hears of it when
+    /// requests are lost with it, or when the server broke the protocol
+    /// (counted even before any stream opened).
+    fn fail(&mut self, why: Failure) {
+        if !self.failed {
+            self.failed = true;
+            self.continued = None;
+            if self.streams.open() > 0 || why == Failure::Protocol {
+                self.events.push_back(Event::Failed { why });
+            }
+        }
+    }
+}
+
+/// What a response's header block says that the session needs.
+#[derive(Default)]
+struct Fields {
+    status: Option<u16>,
+    length: Option<u64>,
+    /// Its size as SETTINGS_MAX_HEADER_LIST_SIZE counts it (§6.5.2).
+    list_size: u64,
+    /// A pseudo-field other than one `:status`, a pseudo-field after a
+    /// regular one, a bad status or Content-Length (§8.3, §8.1.1).
+    malformed: bool,
+    /// A regular field was seen: no pseudo-field may follow.
+    regular: bool,
+}
+
+impl Fields {
+    #[inline]
+    fn see(&mut self, name: &[u8], value: &[u8]) {
+        self.list_size += (name.len() + value.len() + 32) as u64;
+        match name {
+            b":status" if self.status.is_none() && !self.regular => {
+                self.status = parse_status(value);
+                self.malformed |= self.status.is_none();
+            }
+            [b':', ..] => self.malformed = true,
+            b"content-length" => {
+                self.regular = true;
+                let length = parse_length(value);
+                let differs = self.length.is_some_and(|l| Some(l) != length);
+                self.malformed |= length.is_none() || differs;
+                self.length = length;
+            }
+            _ => self.regular = true,
+        }
+    }
+}
+
+fn parse_status(v: &[u8]) -> Option<u16> {
+    match v {
+        [a @ b'1'..=b'9', b @ b'0'..=b'9', c @ b'0'..=b'9'] => {
+            Some(u16::from(a - b'0') * 100 + u16::from(b - b'0') * 10 + u16::from(c - b'0'))
+        }
+        _ => None,
+    }
+}
+
+fn parse_length(v: &[u8]) -> Option<u64> {
+    if v.is_empty() || v.len() > 19 {
+        return None;
+    }
+    v.iter().try_fold(0u64, |n, &d| {
+        d.is_ascii_digit().then(|| n * 10 + u64::from(d - b'0'))
+    })
+}
+
+impl<T> Session<T> for Http2<T> {
+    fn is_ready(&self) -> bool {
+        self.settled
+    }
+
+    fn free_streams(&self) -> u32 {
+        if !self.settled || self.is_retired() {
+            return 0;
+        }
+        let limit = self.settings.max_streams.min(self.server.max_streams);
+        limit.saturating_sub(self.streams.open())
+    }
+
+    fn is_retired(&self) -> bool {
+        self.failed || self.goaway.is_some() || self.next_id > MAX_STREAM_ID
+    }
+
+    fn is_finished(&self) -> bool {
+        self.events.is_empty() && (self.failed || (self.is_retired() && self.streams.open() == 0))
+    }
+
+    fn open(&mut self, request: &Request, tag: T, _now: Nanos) -> Result<(), (OpenError, T)> {
+        if self.is_retired() {
+            return Err((OpenError::Retired, tag));
+        }
         if self.free_streams() == 0 {
-            return Err(if self.is_closed() {
-                OpenError::Closed
-            } else {
-                OpenError::Full
-            });
+            return Err((OpenError::Full, tag));
         }
-        let Some(send) = self.send.as_mut() else {
-            return Err(OpenError::Closed);
-        };
-        let body = req.body_bytes();
-        let (response, mut stream) = send
-            .send_request(req.to_request(), body.is_none())
-            .map_err(|e| rejected(&e))?;
-        if let Some(body) = body {
-            if let Err(e) = stream.send_data(body, true) {
-                stream.send_reset(h2::Reason::CANCEL);
-                return Err(rejected(&e));
+        let (scheme, authority) = (self.settings.scheme, &self.settings.authority);
+        let framed = match request.framed(|wire| Framed::from_http1(wire, scheme, authority)) {
+            Ok(framed) => framed,
+            Err(why) => {
+                let why = why.clone();
+                return Err((
+                    OpenError::Rejected {
+                        protocol: "HTTP/2",
+                        why,
+                    },
+                    tag,
+                ));
             }
-        }
-        let id = u32::from(response.stream_id());
+        };
+        let id = self.next_id;
+        self.next_id += 2;
+        let bodiless = framed.body.is_empty();
+        put_headers(
+            &mut self.out,
+            id,
+            &framed.block,
+            bodiless,
+            self.server.max_frame as usize,
+        );
+        let captured = self
+            .settings
+            .capture
+            .then(|| self.spare.pop().unwrap_or_default());
         let slot = self.streams.insert(Stream {
             tag,
             id,
-            phase: Phase::Head(response),
+            head: framed.head,
+            phase: Phase::Head,
             status: 0,
-            head_bytes: 0,
-            body_bytes: 0,
-            data_seen: false,
-            captured: self.settings.capture.then(Captured::default),
+            length: None,
+            data: 0,
+            wire: 0,
+            first_byte: None,
+            unacked: 0,
+            send_window: i64::from(self.server.initial_window),
+            body: (!bodiless).then(|| (framed.body.clone(), 0)),
+            captured,
         });
-        // Polled once, so the library knows whom to wake for it; the
-        // connection writes its frames.
-        self.wakeups.stream(slot).wake_by_ref();
-        self.wakeups.conn().wake_by_ref();
-        let mut cx = Context::from_waker(self.wakeups.conn());
-        self.sending = Sending::poll(send, &mut cx);
+        self.send_body(slot);
         Ok(())
     }
 
-    /// Takes bytes received from the server; the events they complete are
-    /// then ready ([`Http2::next_event`]), and usually output too (acks,
-    /// WINDOW_UPDATE).
-    pub fn receive(&mut self, bytes: &[u8]) {
-        if self.dead {
+    fn handle(&mut self, bytes: &[u8], now: Nanos) {
+        if self.failed {
             return;
         }
-        let mut not_http2 = None;
-        let (streams, events, goaway) = (&mut self.streams, &mut self.events, &mut self.goaway);
-        self.frames.scan(bytes, |seen| match seen {
-            Seen::Frame { kind, stream, len } => streams.count(kind, stream, len),
-            Seen::GoAway { last_stream, code } => {
-                // A graceful shutdown sends two; the connection was retired
-                // once, by the first.
-                if goaway.is_none() {
-                    events.push_back((Event::GoAway { code }, None));
-                }
-                *goaway = Some(goaway.map_or(last_stream, |g| g.min(last_stream)));
+        if self.input.is_empty() {
+            let used = self.frames(bytes, now);
+            if !self.failed {
+                self.input.extend_from_slice(&bytes[used..]);
             }
-            Seen::NotHttp2(why) => not_http2 = Some(why),
-        });
-        if let Some(why) = not_http2 {
-            self.fail(why);
             return;
         }
-        self.pipe.push_input(bytes);
-        self.wakeups.conn().wake_by_ref();
-        self.drive();
+        let mut input = std::mem::take(&mut self.input);
+        input.extend_from_slice(bytes);
+        let used = self.frames(&input, now);
+        if !self.failed {
+            input.drain(..used);
+            self.input = input;
+        }
     }
 
-    /// The next thing that happened, oldest first.
-    pub fn next_event(&mut self) -> Option<Event<R>> {
-        let (event, captured) = self.events.pop_front()?;
-        if let Some(captured) = captured {
-            self.last = captured;
+    fn handle_eof(&mut self, _now: Nanos) {
+        // Streams above a GOAWAY came out unprocessed; the rest are lost.
+        self.fail(Failure::Closed);
+    }
+
+    fn poll_event(&mut self) -> Option<Event<T>> {
+        let event = self.events.pop_front()?;
+        if let Event::Response { .. } = event {
+            if let Some(mut c) = self.captures.pop_front() {
+                std::mem::swap(&mut *c, &mut self.last);
+                c.clear();
+                self.spare.push(c);
+            }
         }
         Some(event)
     }
 
-    /// The requests opened and not yet answered, in no particular order.
-    pub fn in_flight(&self) -> impl Iterator<Item = &R> {
-        self.streams.slots.iter().flatten().map(|s| &s.tag)
+    fn transmit(&mut self, _now: Nanos) -> &[u8] {
+        &self.out[self.written..]
     }
 
-    /// Gives up the streams whose tags `expired` picks (requests past the
-    /// timeout): each is reset with CANCEL, its tag appended to `out`;
-    /// the connection's other streams go on. Returns how many.
-    pub fn cancel(&mut self, mut expired: impl FnMut(&R) -> bool, out: &mut Vec<R>) -> usize {
-        let before = out.len();
-        for slot in 0..self.streams.slots.len() {
-            if self.streams.slots[slot]
-                .as_ref()
-                .is_some_and(|s| expired(&s.tag))
-            {
-                // Dropping the stream's handles has the library send
-                // RST_STREAM(CANCEL) for it, written at the next output.
-                out.push(self.streams.remove(slot).tag);
-            }
-        }
-        if out.len() > before {
-            self.wakeups.conn().wake_by_ref();
-            self.drive();
-        }
-        out.len() - before
-    }
-
-    /// The server closed the connection. Streams above a GOAWAY's last
-    /// stream id come out as [`Event::Unprocessed`]; the rest of
-    /// [`Http2::in_flight`] is lost. Returns how many were lost.
-    pub fn eof(&mut self) -> usize {
-        self.pipe.close_input();
-        self.dead = true;
-        if let Some(last) = self.goaway {
-            for slot in 0..self.streams.slots.len() {
-                if self.streams.slots[slot]
-                    .as_ref()
-                    .is_some_and(|s| s.id > last)
-                {
-                    let s = self.streams.remove(slot);
-                    self.events
-                        .push_back((Event::Unprocessed { tag: s.tag }, None));
-                }
-            }
-        }
-        self.streams.open as usize
-    }
-
-    /// The fields of the response last returned by `next_event`, names
-    /// lowercase; empty unless capture is on.
-    pub fn headers(&self) -> impl Iterator<Item = (&str, &[u8])> {
-        self.last
-            .headers
-            .iter()
-            .map(|(name, value)| (name.as_str(), value.as_bytes()))
-    }
-
-    /// The body of the response last returned by `next_event`; empty
-    /// unless capture is on.
-    pub fn body(&self) -> &[u8] {
-        &self.last.body
-    }
-
-    /// Polls the connection and the streams it wakes until nothing is
-    /// woken (at most [`MAX_ROUNDS`] rounds).
-    fn drive(&mut self) {
-        for _ in 0..MAX_ROUNDS {
-            if self.dead {
-                return;
-            }
-            let conn = self.wakeups.take_conn();
-            if conn {
-                self.poll_conn();
-            }
-            let mut woken = std::mem::take(&mut self.woken);
-            self.wakeups.take_streams(&mut woken);
-            let idle = !conn && woken.is_empty();
-            for &slot in &woken {
-                self.poll_stream(slot);
-            }
-            self.woken = woken;
-            if idle {
-                break;
-            }
-        }
-        if let Some(why) = self.broken.take() {
-            self.fail(why);
-        } else if self.conn.is_none() && self.streams.open > 0 {
-            let why = self.ended.take().unwrap_or_else(|| {
-                "the HTTP/2 connection ended with requests unanswered".to_string()
-            });
-            self.fail(why);
+    fn transmitted(&mut self, n: usize) {
+        self.written += n;
+        if self.written >= self.out.len() {
+            self.out.clear();
+            self.written = 0;
         }
     }
 
-    fn poll_conn(&mut self) {
-        let Some(conn) = self.conn.as_mut() else {
-            return;
-        };
-        let mut cx = Context::from_waker(self.wakeups.conn());
-        match Pin::new(conn).poll(&mut cx) {
-            Poll::Pending => {}
-            Poll::Ready(result) => {
-                self.conn = None;
-                self.sending = Sending::Closed;
-                match result {
-                    // After the server's GOAWAY, with nothing in flight
-                    // once the streams it woke are polled, the GOAWAY event
-                    // said all there is to say.
-                    Ok(()) => {}
-                    Err(e) if e.is_go_away() && e.is_remote() => {
-                        self.ended = Some(connection_error(&e));
-                    }
-                    Err(e) => self.broken = Some(connection_error(&e)),
-                }
-                return;
-            }
-        }
-        if let Some(send) = self.send.as_mut() {
-            self.sending = Sending::poll(send, &mut cx);
+    fn in_flight(&self) -> usize {
+        self.streams.open() as usize
+    }
+
+    fn for_each_in_flight(&self, each: &mut dyn FnMut(&T)) {
+        self.streams.for_each(|s| each(&s.tag));
+    }
+
+    /// Resets each expired stream with CANCEL; the connection goes on.
+    fn expire(&mut self, expired: &mut dyn FnMut(&T) -> bool, gone: &mut Vec<T>) {
+        for slot in self.streams.slots_where(|s| expired(&s.tag)) {
+            let s = self.remove(slot);
+            put_rst_stream(&mut self.out, s.id, CANCEL);
+            gone.push(s.tag);
         }
     }
 
-    fn poll_stream(&mut self, slot: usize) {
-        let Some(stream) = self.streams.slots.get_mut(slot).and_then(Option::as_mut) else {
-            return;
-        };
-        let mut cx = Context::from_waker(self.wakeups.stream(slot));
-        match stream.poll(&mut cx, self.max_capture) {
-            Step::Pending => {}
-            Step::Done => {
-                let s = self.streams.remove(slot);
-                let event = Event::Response {
-                    tag: s.tag,
-                    status: s.status,
-                    head_bytes: s.head_bytes,
-                    body_bytes: s.body_bytes,
-                };
-                self.events.push_back((event, s.captured));
-            }
-            Step::Failed(e) => self.stream_failed(slot, &e),
-            Step::TooLarge => {
-                self.broken =
-                    Some("expected the captured body to fit within the capture size limit".into());
-            }
+    fn drain(&mut self, into: &mut Vec<T>) {
+        self.failed = true;
+        for slot in self.streams.slots_where(|_| true) {
+            into.push(self.remove(slot).tag);
         }
     }
 
-    /// A stream ended in an error: above the GOAWAY it was never
-    /// processed; a reset is the stream's alone; anything else is the
-    /// connection failing, reported once for every stream.
-    fn stream_failed(&mut self, slot: usize, e: &h2::Error) {
-        let Some(id) = self.streams.slots[slot].as_ref().map(|s| s.id) else {
-            return;
-        };
-        let above_goaway = self.goaway.is_some_and(|last| id > last);
-        let reset = e.reason().filter(|_| e.is_reset());
-        if !above_goaway && reset.is_none() {
-            self.broken.get_or_insert_with(|| connection_error(e));
-            return;
-        }
-        let tag = self.streams.remove(slot).tag;
-        let event = match reset {
-            _ if above_goaway => Event::Unprocessed { tag },
-            Some(code) if e.is_remote() => Event::Reset {
-                tag,
-                code: u32::from(code),
-            },
-            _ => Event::StreamError {
-                tag,
-                reason: format!("HTTP/2 {e}"),
-            },
-        };
-        self.events.push_back((event, None));
+    fn captured(&self) -> &Captured {
+        &self.last
     }
 
-    /// The connection is finished: what is in flight is lost.
-    fn fail(&mut self, reason: String) {
-        if !self.dead {
-            self.dead = true;
-            self.sending = Sending::Closed;
-            self.events
-                .push_back((Event::ConnectionError { reason }, None));
-        }
-    }
-}
-
-impl<R> Streams<R> {
-    fn insert(&mut self, stream: Stream<R>) -> usize {
-        let id = stream.id;
-        let slot = match self.free.pop() {
-            Some(slot) => {
-                self.slots[slot] = Some(stream);
-                slot
-            }
-            None => {
-                self.slots.push(Some(stream));
-                self.slots.len() - 1
-            }
-        };
-        self.by_id.insert(id, slot);
-        self.open += 1;
-        slot
-    }
-
-    /// Takes the stream out of `slot`, which must hold one.
-    fn remove(&mut self, slot: usize) -> Stream<R> {
-        let stream = self.slots[slot].take().expect("a stream in the slot");
-        self.by_id.remove(&stream.id);
-        self.free.push(slot);
-        self.open -= 1;
-        stream
-    }
-
-    /// Counts a frame of `len` bytes (header included) to its response.
-    fn count(&mut self, kind: u8, id: u32, len: u64) {
-        if id == 0 || !matches!(kind, DATA | HEADERS | CONTINUATION) {
-            return;
-        }
-        let Some(stream) = self
-            .by_id
-            .get(&id)
-            .and_then(|&slot| self.slots[slot].as_mut())
-        else {
-            return;
-        };
-        if kind == DATA {
-            stream.data_seen = true;
-        }
-        if stream.data_seen {
-            stream.body_bytes += len;
-        } else {
-            stream.head_bytes = stream
-                .head_bytes
-                .saturating_add(usize::try_from(len).unwrap_or(usize::MAX));
-        }
-    }
-}
-
-impl<R> Stream<R> {
-    /// Moves the response along as far as what was received allows,
-    /// giving back flow-control capacity for every DATA frame.
-    fn poll(&mut self, cx: &mut Context<'_>, max_capture: usize) -> Step {
-        loop {
-            match &mut self.phase {
-                Phase::Head(response) => match Pin::new(response).poll(cx) {
-                    Poll::Pending => return Step::Pending,
-                    Poll::Ready(Err(e)) => return Step::Failed(e),
-                    Poll::Ready(Ok(response)) => {
-                        self.status = response.status().as_u16();
-                        let (parts, body) = response.into_parts();
-                        if let Some(captured) = self.captured.as_mut() {
-                            captured.headers = parts.headers;
-                        }
-                        self.phase = Phase::Body(body);
-                    }
-                },
-                Phase::Body(body) => match body.poll_data(cx) {
-                    Poll::Pending => return Step::Pending,
-                    Poll::Ready(Some(Ok(data))) => {
-                        // Cannot fail: the bytes were just received.
-                        let _ = body.flow_control().release_capacity(data.len());
-                        if let Some(captured) = self.captured.as_mut() {
-                            if captured.body.len() + data.len() > max_capture {
-                                return Step::TooLarge;
-                            }
-                            captured.body.extend_from_slice(&data);
-                        }
-                    }
-                    Poll::Ready(Some(Err(e))) => return Step::Failed(e),
-                    Poll::Ready(None) => {
-                        return match body.poll_trailers(cx) {
-                            Poll::Pending => Step::Pending,
-                            Poll::Ready(Ok(_)) => Step::Done,
-                            Poll::Ready(Err(e)) => Step::Failed(e),
-                        }
-                    }
-                },
-            }
-        }
-    }
-}
-
-fn rejected(e: &h2::Error) -> OpenError {
-    if e.is_go_away() || e.is_io() {
-        OpenError::Closed
-    } else {
-        OpenError::Rejected(e.to_string())
-    }
-}
-
-fn connection_error(e: &h2::Error) -> String {
-    format!("HTTP/2 {e}")
-}
-
-/// Stream ids are small odd numbers handed out in order: spreading them
-/// with one multiplication hashes well enough, far cheaper than the
-/// default hasher.
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8 | u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-    }
-
-    fn write_u32(&mut self, n: u32) {
-        self.0 = u64::from(n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
+    fn server_limit(&self) -> Option<u32> {
+        self.settled.then_some(self.server.max_streams)
     }
 }
 

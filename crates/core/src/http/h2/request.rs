@@ -12,7 +12,7 @@
 use bytes::Bytes;
 use http::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_LENGTH};
 use http::uri::{Authority, PathAndQuery, Scheme, Uri};
-use http::{Method, Request, Version};
+use http::Method;
 
 use super::super::chunked::ChunkedDecoder;
 use super::super::request::{split_requests, RequestError, MAX_REQUEST_HEADERS};
@@ -114,23 +114,56 @@ impl H2Request {
         &self.body
     }
 
-    /// The request as the library takes it. Cloning shares the buffers of
-    /// the authority, path and field values; an empty field map allocates
-    /// nothing.
-    pub(super) fn to_request(&self) -> Request<()> {
-        let mut request = Request::new(());
-        *request.method_mut() = self.method.clone();
-        *request.uri_mut() = self.uri.clone();
-        *request.version_mut() = Version::HTTP_2;
-        if !self.headers.is_empty() {
-            *request.headers_mut() = self.headers.clone();
-        }
-        request
+    /// The scheme of its `:scheme`.
+    pub fn scheme(&self) -> &str {
+        self.uri.scheme_str().unwrap_or("https")
     }
 
-    /// The body, shared (a reference count, no copy).
-    pub(super) fn body_bytes(&self) -> Option<Bytes> {
-        (!self.body.is_empty()).then(|| self.body.clone())
+    /// The request as the session sends it: its header block encoded
+    /// once, and its body.
+    pub fn framed(&self) -> Framed {
+        let mut fields: Vec<(&[u8], &[u8])> = Vec::with_capacity(4 + self.headers.len());
+        fields.extend([
+            (&b":method"[..], self.method().as_bytes()),
+            (b":scheme", self.scheme().as_bytes()),
+            (b":authority", self.authority().as_bytes()),
+            (b":path", self.path().as_bytes()),
+        ]);
+        for (name, value) in &self.headers {
+            fields.push((name.as_str().as_bytes(), value.as_bytes()));
+        }
+        let mut block = Vec::new();
+        metron_hpack::encode_block(&fields, &mut block);
+        Framed {
+            block: block.into_boxed_slice(),
+            body: self.body.clone(),
+            head: self.is_head(),
+        }
+    }
+}
+
+/// One request as the session writes it, built once and written on any
+/// connection any number of times: its header block refers to the static
+/// table only and adds nothing to the server's dynamic table, so it does
+/// not depend on what the connection sent before.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Framed {
+    pub block: Box<[u8]>,
+    /// Empty: the HEADERS frame ends the stream.
+    pub body: Bytes,
+    pub head: bool,
+}
+
+impl Framed {
+    /// Converts the one HTTP/1.x request in `wire` (`scheme` and
+    /// `authority` as in [`H2Request::from_http1`]); the error says why
+    /// it cannot go over HTTP/2.
+    pub fn from_http1(wire: &[u8], scheme: &str, authority: &str) -> Result<Framed, String> {
+        let requests = H2Request::from_http1(wire, scheme, authority).map_err(|e| e.to_string())?;
+        match requests.as_slice() {
+            [one] => Ok(one.framed()),
+            _ => Err(format!("expected one request, found {}", requests.len())),
+        }
     }
 }
 
@@ -331,7 +364,7 @@ mod tests {
         );
         assert_eq!(post.body(), b"hello");
         assert!(requests[2].is_head());
-        assert_eq!(post.to_request().uri(), "http://example.test:8080/submit");
+        assert_eq!(post.scheme(), "http");
     }
 
     #[test]
@@ -339,7 +372,7 @@ mod tests {
         let requests =
             H2Request::from_http1(b"GET / HTTP/1.1\r\n\r\n", "https", "h.test:443").unwrap();
         assert_eq!(requests[0].authority(), "h.test:443");
-        assert_eq!(requests[0].to_request().uri(), "https://h.test:443/");
+        assert_eq!(requests[0].scheme(), "https");
     }
 
     #[test]
@@ -406,5 +439,32 @@ mod tests {
         let scheme = H2Request::from_http1(b"GET / HTTP/1.1\r\n\r\n", "ftp:", "h").unwrap_err();
         assert!(scheme.to_string().contains("scheme"), "{scheme}");
         assert!(!error(b"").contains('\n'));
+    }
+
+    #[test]
+    fn a_framed_request_decodes_to_its_fields_in_order() {
+        let bytes = b"POST /p HTTP/1.1\r\nHost: h.test\r\nContent-Length: 2\r\nX-A: b\r\n\r\nhi";
+        let framed = Framed::from_http1(bytes, "https", "other").unwrap();
+        let mut fields = Vec::new();
+        metron_hpack::Decoder::new(4096)
+            .decode(&framed.block, &mut |n, v| {
+                fields.push((String::from_utf8_lossy(n).into_owned(), v.to_vec()))
+            })
+            .unwrap();
+        let want: Vec<(String, Vec<u8>)> = [
+            (":method", "POST"),
+            (":scheme", "https"),
+            (":authority", "h.test"),
+            (":path", "/p"),
+            ("content-length", "2"),
+            ("x-a", "b"),
+        ]
+        .iter()
+        .map(|(n, v)| (n.to_string(), v.as_bytes().to_vec()))
+        .collect();
+        assert_eq!(fields, want);
+        assert_eq!((&framed.body[..], framed.head), (&b"hi"[..], false));
+        let two = Framed::from_http1(b"GET / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n", "http", "h");
+        assert_eq!(two.unwrap_err(), "expected one request, found 2");
     }
 }

@@ -108,6 +108,15 @@ pub fn sample() -> Document {
         missed_at_start: 0,
         at_end: Default::default(),
         http2: http2_counts(),
+        read_causes: crate::stats::ReadCauses {
+            reset: 12,
+            closed: 8,
+            ..Default::default()
+        },
+        connect_causes: crate::stats::ConnectCauses {
+            refused: 3,
+            ..Default::default()
+        },
     };
     Document {
         schema: SCHEMA,

@@ -1,0 +1,91 @@
+//! The HTTP versions metron speaks, by name, and the one place that turns
+//! a version into a [`Session`]: everything above sees a session and never
+//! asks which protocol it has.
+
+use super::h1::Http1;
+use super::h2::{self, Http2};
+use super::session::Session;
+
+/// An HTTP version metron speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Protocol {
+    Http1,
+    Http2,
+}
+
+/// What every session of a run is opened with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionOptions {
+    /// The largest response head accepted (`--max-head`).
+    pub max_head: usize,
+    /// Keep each response's fields and body for a script's `response()`.
+    pub capture: bool,
+    /// Streams in flight per connection at most (`-m`), where the protocol
+    /// has several.
+    pub max_streams: u32,
+    /// The scheme of the host's URL, "http" or "https".
+    pub scheme: &'static str,
+    /// The host's authority, for requests that name no Host.
+    pub authority: String,
+}
+
+impl Protocol {
+    /// Its name in TLS's ALPN.
+    pub fn alpn(self) -> &'static str {
+        match self {
+            Protocol::Http1 => "http/1.1",
+            Protocol::Http2 => "h2",
+        }
+    }
+
+    /// Its name in the reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Http1 => "HTTP/1.1",
+            Protocol::Http2 => "HTTP/2",
+        }
+    }
+
+    /// The protocol an ALPN name stands for.
+    pub fn from_alpn(name: &[u8]) -> Option<Protocol> {
+        match name {
+            b"http/1.1" => Some(Protocol::Http1),
+            b"h2" => Some(Protocol::Http2),
+            _ => None,
+        }
+    }
+
+    /// It carries several requests at once on one connection (`-m`
+    /// applies).
+    pub fn multiplexes(self) -> bool {
+        self != Protocol::Http1
+    }
+
+    /// A new session of this protocol for one connection.
+    pub fn session<T: 'static>(self, opts: &SessionOptions) -> Box<dyn Session<T>> {
+        match self {
+            Protocol::Http1 => Box::new(Http1::new(opts.max_head, opts.capture)),
+            Protocol::Http2 => Box::new(Http2::new(h2::Settings {
+                max_streams: opts.max_streams,
+                max_header_list: u32::try_from(opts.max_head).unwrap_or(u32::MAX),
+                capture: opts.capture,
+                scheme: opts.scheme,
+                authority: opts.authority.clone(),
+                ..h2::Settings::default()
+            })),
+        }
+    }
+
+    /// What the reports call the protocols of `hosts` (one per host): the
+    /// one they all speak, or each in turn when they differ.
+    pub fn describe(hosts: impl IntoIterator<Item = Protocol>) -> String {
+        let mut seen: Vec<Protocol> = Vec::new();
+        for p in hosts {
+            if !seen.contains(&p) {
+                seen.push(p);
+            }
+        }
+        let names: Vec<&str> = seen.into_iter().map(Protocol::name).collect();
+        names.join(", ")
+    }
+}

@@ -1,0 +1,249 @@
+//! The seam between the engine and a protocol: a [`Session`] is one
+//! connection's protocol state machine, with no I/O and no clock of its own.
+//!
+//! The engine's connection owns the socket and the time. It hands the
+//! session what arrived ([`Session::handle`], [`Session::handle_eof`]),
+//! writes what the session asks to send ([`Session::transmit`]), wakes it
+//! at the deadline it names ([`Session::poll_timeout`]), and opens a
+//! request on it whenever it has a free stream ([`Session::free_streams`]).
+//! What became of the requests comes out as [`Event`]s. HTTP/1.1 is a
+//! session with one stream (a script's pipelined batch aside), HTTP/2 one
+//! with `-m`; a protocol over datagrams hands in and takes out one datagram
+//! per call.
+//!
+//! Every request given to [`Session::open`] comes out exactly once: as an
+//! [`Event::Response`], [`Event::Lost`] or [`Event::Unprocessed`], or, when
+//! the connection ends under it, through [`Session::drain`]. The engine
+//! counts each one from that, so the ledger balances whatever the protocol.
+
+use std::any::Any;
+use std::cell::OnceCell;
+
+use bytes::Bytes;
+
+use crate::clock::Nanos;
+
+pub use super::capture::Captured;
+use super::request::RequestMeta;
+
+/// One connection's protocol session; `T` is what the engine tags each
+/// request with, and gets back with its outcome.
+pub trait Session<T> {
+    /// The session finished its opening (HTTP/2: the server's SETTINGS
+    /// came) and its capacity is known. Nothing is opened before.
+    fn is_ready(&self) -> bool;
+
+    /// Requests it can take now: 0 until ready, while full, and once
+    /// retired.
+    fn free_streams(&self) -> u32;
+
+    /// It will never take another request (the server's GOAWAY or
+    /// `Connection: close`, an error, stream ids used up). The engine
+    /// replaces it at once and lets it finish what is in flight on the
+    /// side; it stops counting against `-c`.
+    fn is_retired(&self) -> bool;
+
+    /// Nothing more can come of it: the engine closes the connection and
+    /// counts whatever [`Session::drain`] hands back as lost.
+    fn is_finished(&self) -> bool;
+
+    /// Opens `request` (queues its bytes for [`Session::transmit`]). A
+    /// request it cannot take is handed back with the reason.
+    fn open(&mut self, request: &Request, tag: T, now: Nanos) -> Result<(), (OpenError, T)>;
+
+    /// Bytes received (over a datagram transport: one datagram).
+    fn handle(&mut self, bytes: &[u8], now: Nanos);
+
+    /// The peer closed its side of the stream.
+    fn handle_eof(&mut self, now: Nanos);
+
+    /// The next outcome, oldest first.
+    fn poll_event(&mut self) -> Option<Event<T>>;
+
+    /// Bytes to write next (over a datagram transport: one datagram);
+    /// empty when there are none. [`Session::transmitted`] says how many
+    /// were written.
+    fn transmit(&mut self, now: Nanos) -> &[u8];
+
+    /// The first `n` bytes of the last [`Session::transmit`] were written.
+    fn transmitted(&mut self, n: usize);
+
+    /// When the session next needs [`Session::handle_timeout`], if ever.
+    fn poll_timeout(&self) -> Option<Nanos> {
+        None
+    }
+
+    /// Its deadline passed.
+    fn handle_timeout(&mut self, _now: Nanos) {}
+
+    /// Requests opened and not yet given back.
+    fn in_flight(&self) -> usize;
+
+    /// Calls `each` on every request in flight.
+    fn for_each_in_flight(&self, each: &mut dyn FnMut(&T));
+
+    /// Gives up the requests for which `expired` is true, appending their
+    /// tags to `gone`. A protocol that can cancel one request (HTTP/2's
+    /// RST_STREAM) does so and goes on; one that cannot gives up every
+    /// request and finishes.
+    fn expire(&mut self, expired: &mut dyn FnMut(&T) -> bool, gone: &mut Vec<T>);
+
+    /// Takes every request still in flight (the connection is closing).
+    fn drain(&mut self, into: &mut Vec<T>);
+
+    /// The fields and body of the last response an [`Event::Response`]
+    /// reported, when capture is on; valid until the next `poll_event`.
+    fn captured(&self) -> &Captured;
+
+    /// What the server said of itself when the session opened (HTTP/2's
+    /// SETTINGS), for the pre-flight and the banner.
+    fn server_limit(&self) -> Option<u32> {
+        None
+    }
+}
+
+/// What became of a request, or of the connection.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event<T> {
+    /// Its response arrived in full. `first_byte`: when the first byte of
+    /// its head came; `bytes`: head and body as on the wire.
+    Response {
+        tag: T,
+        status: u16,
+        bytes: u64,
+        first_byte: Nanos,
+    },
+    /// It ended without a response.
+    Lost { tag: T, why: Failure },
+    /// The server never processed it (above a GOAWAY's last stream id, or
+    /// refused with REFUSED_STREAM): it may be sent again elsewhere.
+    Unprocessed { tag: T },
+    /// The server will take no new stream on this connection (HTTP/2's
+    /// GOAWAY, with its error code).
+    GoAway { code: u32 },
+    /// The connection failed for `why`: every request still in flight is
+    /// lost (the engine drains them), and the connection closes.
+    Failed { why: Failure },
+}
+
+/// Why a request or a connection ended without a response. The engine
+/// counts each under wrk's read, write or timeout, and by this cause.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// The server reset the connection, or (HTTP/2) the stream, with this
+    /// code (`None`: a TCP reset).
+    Reset(Option<u32>),
+    /// The server closed the connection before the response ended.
+    Closed,
+    /// A response head larger than `--max-head`.
+    HeadTooLarge,
+    /// Bytes that are not a valid response.
+    Malformed,
+    /// The server broke the protocol on the connection (an HTTP/2
+    /// connection error).
+    Protocol,
+    /// An HTTP/1.1 request answered with HTTP/2 frames: the server speaks
+    /// HTTP/2 only.
+    Http2Only,
+    /// TLS failed on an open connection.
+    Tls,
+    /// The request could not be written.
+    Write,
+    /// It was outstanding longer than `--timeout`.
+    Timeout,
+}
+
+/// Why a request was not opened.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum OpenError {
+    #[error("no stream is free on this connection: wait for a response before opening another")]
+    Full,
+    #[error("this connection takes no new requests: open another connection")]
+    Retired,
+    #[error("the request cannot be sent over {protocol}: {why}")]
+    Rejected { protocol: &'static str, why: String },
+}
+
+/// One request, in the HTTP/1.1 form that wrk's Lua API builds, shared by
+/// every send of it. A protocol that frames requests otherwise converts it
+/// on first use and keeps the conversion here ([`Request::framed`]), so a
+/// request sent a million times is converted once.
+pub struct Request {
+    wire: Bytes,
+    head: bool,
+    framed: OnceCell<Box<dyn Any>>,
+}
+
+impl Request {
+    /// `wire` holds exactly one HTTP/1.x request.
+    pub fn new(wire: Bytes, head: bool) -> Request {
+        Request {
+            wire,
+            head,
+            framed: OnceCell::new(),
+        }
+    }
+
+    /// The requests of `bytes`, as [`super::request::metas_into`] split
+    /// them, each a slice of the same buffer.
+    pub fn split(bytes: &Bytes, metas: &[RequestMeta]) -> Vec<Request> {
+        let mut at = 0;
+        metas
+            .iter()
+            .map(|m| {
+                let wire = bytes.slice(at..at + m.len);
+                at += m.len;
+                Request::new(wire, m.head)
+            })
+            .collect()
+    }
+
+    /// Its bytes as HTTP/1.1 sends them.
+    pub fn wire(&self) -> &[u8] {
+        &self.wire
+    }
+
+    /// A HEAD request: its response has no body.
+    pub fn is_head(&self) -> bool {
+        self.head
+    }
+
+    /// Its form for a protocol that frames it (built by `convert` on first
+    /// use, then kept). A request goes to one host, so one protocol.
+    pub fn framed<F: Any>(&self, convert: impl FnOnce(&[u8]) -> F) -> &F {
+        let framed = self.framed.get_or_init(|| Box::new(convert(&self.wire)));
+        framed
+            .downcast_ref::<F>()
+            .expect("a request is framed by one protocol only")
+    }
+}
+
+impl std::fmt::Debug for Request {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Request")
+            .field("wire", &String::from_utf8_lossy(&self.wire))
+            .field("head", &self.head)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_is_framed_once_and_kept() {
+        let r = Request::new(Bytes::from_static(b"GET / HTTP/1.1\r\n\r\n"), false);
+        let mut calls = 0;
+        let first = *r.framed(|w| {
+            calls += 1;
+            w.len()
+        });
+        let again = *r.framed(|_| {
+            calls += 1;
+            0usize
+        });
+        assert_eq!((first, again, calls), (18, 18, 1));
+        assert!(!r.is_head());
+    }
+}

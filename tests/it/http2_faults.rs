@@ -1,0 +1,628 @@
+//! The load generator over HTTP/2 against a server that misbehaves: the
+//! HTTP/2 faults of the built-in target (`--h2-goaway-after`, `--h2-reset`,
+//! `--h2-max-streams`, `--h2-window`, and `huge-head` in its HTTP/2 form),
+//! each counted where it belongs, and hand-written servers that do not
+//! speak HTTP/2 properly, each a clear one-line error or counted errors,
+//! with no panic, no hang and no spinning.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+use metron::engine::Outcome;
+use metron::serve::{Fault, FaultPlan, Http2, Pick, Probability, ServeConfig, Server};
+
+/// HTTP/2 error codes (RFC 9113 section 7) the tests expect.
+const NO_ERROR: u32 = 0x0;
+const INTERNAL_ERROR: u32 = 0x2;
+const REFUSED_STREAM: u32 = 0x7;
+
+/// The longest any one run of these tests may take, start to end.
+const LIMIT: Duration = Duration::from_secs(30);
+
+/// The built-in target over h2c with these HTTP/2 settings and `cfg`'s
+/// others.
+fn h2(http2: Http2, cfg: ServeConfig) -> Server {
+    server(ServeConfig {
+        http2: Some(http2),
+        ..cfg
+    })
+}
+
+/// [`bench`] over HTTP/2 with the URL last, within [`LIMIT`]: a run that
+/// does not end by then fails the test rather than hang the suite.
+fn bench_h2(args: &[&str], url: &str) -> (Outcome, String) {
+    let mut argv: Vec<String> = vec!["--http2".into()];
+    argv.extend(args.iter().map(|a| a.to_string()));
+    argv.push(url.to_string());
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let _ = tx.send(try_bench(&argv).map_err(|e| e.to_string()));
+    });
+    match rx.recv_timeout(LIMIT) {
+        Ok(Ok(done)) => done,
+        Ok(Err(e)) => panic!("metron --http2 {args:?} failed: {e}"),
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            panic!("metron --http2 {args:?} ran past {LIMIT:?}")
+        }
+        Err(mpsc::RecvTimeoutError::Disconnected) => panic!("metron --http2 {args:?} panicked"),
+    }
+}
+
+/// CPU the worker threads used, as a share of the run's wall time.
+fn cpu_share(o: &Outcome) -> f64 {
+    o.stats.cpu().as_secs_f64() / o.stats.window.as_secs_f64()
+}
+
+// ---------------------------------------------------------------------
+// The built-in target's HTTP/2 faults.
+// ---------------------------------------------------------------------
+
+/// `--h2-reset P`: each stream the server resets is one read error, and
+/// counted by its error code (INTERNAL_ERROR); the others complete.
+#[test]
+fn reset_streams_are_read_errors_counted_by_code() {
+    let _g = serial();
+    let p = 0.1;
+    let reset = Pick::Chance {
+        p: Probability::new(p).unwrap(),
+        seed: 11,
+    };
+    let srv = h2(
+        Http2 {
+            reset: Some(reset),
+            ..Http2::default()
+        },
+        ServeConfig::default(),
+    );
+    let (o, text) = bench_h2(&["-t1", "-c2", "-R1000", "-d2s"], &url(&srv, "/"));
+    assert_balanced(&o);
+    let c = &o.stats.counters;
+    let resets = srv.stats().h2_resets();
+    // Every reset the client saw is one the server sent; one sent at the
+    // very end may still be on its way.
+    assert!(
+        c.errors.read <= resets && resets <= c.errors.read + c.in_flight,
+        "{resets} resets, {c:?}"
+    );
+    // About one in ten: 200 of 2000, give or take far more than chance.
+    let share = c.errors.read as f64 / c.due as f64;
+    assert!((p / 2.0..=p * 2.0).contains(&share), "{share:.3}: {c:?}");
+    assert_eq!(
+        (
+            c.errors.connect,
+            c.errors.write,
+            c.errors.timeout,
+            c.reconnects
+        ),
+        (0, 0, 0, 0),
+        "a reset is the stream's alone: {c:?}"
+    );
+    assert!(
+        text.contains(&format!("read {}, write 0", c.errors.read)),
+        "{text}"
+    );
+    // Each reset is also counted by its code: INTERNAL_ERROR, what
+    // `--h2-reset` sends (README, `metron serve`).
+    let h = &c.http2;
+    assert_eq!(h.resets.get(INTERNAL_ERROR), c.errors.read, "{h:?}");
+    assert_eq!(h.resets.total(), c.errors.read, "{h:?}");
+    assert_eq!(
+        (h.goaway.total(), h.connection_errors, h.retried),
+        (0, 0, 0),
+        "{h:?}"
+    );
+    assert!(
+        text.contains(&format!(
+            "HTTP/2: {0} streams reset (INTERNAL_ERROR {0}), 0 GOAWAY",
+            c.errors.read
+        )),
+        "{text}"
+    );
+}
+
+/// `--h2-goaway-after 20`: each connection goes away after its 20th
+/// stream (GOAWAY, NO_ERROR, naming the 20th as the last processed).
+/// Requests the client had sent on it above that were never processed:
+/// they go out again on another connection, keeping their intended time.
+/// No request is lost or answered twice, and the GOAWAYs and the requests
+/// sent again are counted.
+#[test]
+fn goaway_after_n_streams_loses_no_request() {
+    let _g = serial();
+    let srv = h2(
+        Http2 {
+            goaway_after: Some(20),
+            ..Http2::default()
+        },
+        ServeConfig {
+            delay: Duration::from_millis(5),
+            ..ServeConfig::default()
+        },
+    );
+    let u = url(&srv, "/");
+    let (mut answered, mut retirements) = (0, 0);
+    // The closed loop opens 30 streams on each new connection at once, so
+    // 10 of them are above the GOAWAY; rate mode sends 300 a second on
+    // each connection, a stream or two at a time.
+    for (mode, streams) in [(&["-m30", "-d1s"][..], 2 * 30), (&["-R600", "-d2s"], 0)] {
+        let args = [&["-t1", "-c2"][..], mode].concat();
+        let (o, text) = bench_h2(&args, &u);
+        assert_balanced(&o);
+        let c = &o.stats.counters;
+        assert!(!c.errors.any_socket(), "{mode:?}: {c:?}");
+        // Requests still waiting to go out again at the end were never
+        // sent (again); in the closed loop at most 10 per connection.
+        assert!(c.never_sent <= 2 * 10, "{mode:?}: {c:?}");
+        assert!(c.completed > 100, "{mode:?}: {c:?}");
+        if streams == 0 {
+            assert_eq!(c.due, 1200, "{c:?}");
+        }
+        let h = &c.http2;
+        // GOAWAY frames, all NO_ERROR. The server retires a connection
+        // after 20 streams with two of them, as a graceful shutdown does
+        // (RFC 9113 section 6.8): the first says no new streams, the second,
+        // a round trip later, names the last one processed. The client
+        // counts connections retired, by the first (the last may still be
+        // on its way at the end).
+        let goaways = h.goaway.get(NO_ERROR);
+        assert_eq!(goaways, h.goaway.total(), "{mode:?}: {h:?}");
+        let retired = srv.stats().h2_goaways() - retirements;
+        retirements += retired;
+        assert!(
+            goaways <= retired && retired <= goaways + 2,
+            "{mode:?}: {goaways} GOAWAYs, {retired} connections retired"
+        );
+        // Each retired connection processed exactly 20 streams, each
+        // completed or still in flight at the end (a retired connection
+        // is replaced at once and finishes on the side, so several may
+        // be finishing then); the two open ones processed fewer.
+        assert!(
+            20 * retired <= c.completed + c.in_flight && c.completed <= 20 * (retired + 2),
+            "{mode:?}: {retired} connections retired for {} completed, {} in flight",
+            c.completed,
+            c.in_flight
+        );
+        assert_eq!(
+            (h.resets.total(), h.connection_errors),
+            (0, 0),
+            "{mode:?}: {h:?}"
+        );
+        // In the closed loop each retirement leaves 10 requests to send
+        // again (fewer for the last, cut off by the end).
+        if streams > 0 {
+            assert!(
+                h.retried + 2 * 10 >= 10 * retired && h.retried <= 10 * retired,
+                "{mode:?}: {} sent again, {retired} connections retired",
+                h.retried
+            );
+        }
+        assert!(
+            text.contains(" requests sent again (never processed)"),
+            "{text}"
+        );
+        // The server processed each request once: what it answered is what
+        // was completed, give or take what was on its way at the end.
+        let total = srv.stats().responses_total();
+        let run = total - answered;
+        answered = total;
+        assert!(
+            (c.completed..=c.completed + c.in_flight).contains(&run),
+            "{mode:?}: the server answered {run}: {c:?}"
+        );
+    }
+}
+
+/// A server that allows 4 streams at once; each stream lives 20 ms on it,
+/// so the client's streams overlap there.
+fn four_streams() -> Server {
+    h2(
+        Http2 {
+            max_streams: Some(4),
+            ..Http2::default()
+        },
+        ServeConfig {
+            delay: Duration::from_millis(20),
+            ..ServeConfig::default()
+        },
+    )
+}
+
+/// `--h2-max-streams 4`: however many streams the client may open (-m 100)
+/// the server never has more than its limit open on one connection, in
+/// either mode, and in rate mode every request is answered.
+#[test]
+fn the_servers_stream_limit_is_kept() {
+    let _g = serial();
+    let srv = four_streams();
+    let u = url(&srv, "/");
+    for mode in [&["-R150", "-d1s"][..], &["-d1s"]] {
+        let args = [&["-t1", "-c2", "-m100"][..], mode].concat();
+        let (o, _) = bench_h2(&args, &u);
+        assert_balanced(&o);
+        let c = &o.stats.counters;
+        assert!(c.completed > 50, "{mode:?}: {c:?}");
+        if mode.len() == 2 {
+            assert!(!c.errors.any_socket(), "{mode:?}: {c:?}");
+            assert!(!c.http2.any(), "{mode:?}: {:?}", c.http2);
+        }
+    }
+    let most = srv.stats().h2_max_streams_per_connection();
+    assert!(
+        (2..=4).contains(&most),
+        "{most} streams at once on a connection"
+    );
+}
+
+/// The closed loop opens no stream above the server's limit, so none is
+/// refused: no errors at all. The server's SETTINGS reach the client 200 ms
+/// after it connects, as over a network with that round trip: the client
+/// must not take streams for granted before it knows the limit.
+#[test]
+fn the_closed_loop_opens_no_stream_the_server_refuses() {
+    let _g = serial();
+    let srv = four_streams();
+    let slow = SlowProxy::start(srv.addr(), Duration::from_millis(200));
+    let (o, _) = bench_h2(&["-t1", "-c2", "-m100", "-d1s"], &slow.url());
+    assert_balanced(&o);
+    let c = &o.stats.counters;
+    assert_eq!(c.http2.resets.get(REFUSED_STREAM), 0, "{c:?}");
+    assert!(!c.errors.any_socket(), "{c:?}");
+    assert!(c.completed > 20, "{c:?}");
+}
+
+/// A TCP proxy on 127.0.0.1:0 in front of `upstream` that holds back the
+/// server's first bytes on each connection for `lag`, as a network with
+/// that round trip would; the client's bytes pass at once. It accepts
+/// until dropped, or at most [`LIMIT`].
+struct SlowProxy {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl SlowProxy {
+    fn start(upstream: SocketAddr, lag: Duration) -> SlowProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            let start = Instant::now();
+            while !stopped.load(Relaxed) && start.elapsed() < LIMIT {
+                match listener.accept() {
+                    Ok((client, _)) => {
+                        let Ok(server) = TcpStream::connect(upstream) else {
+                            continue;
+                        };
+                        let (c2, s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                        std::thread::spawn(move || pipe(client, server, Duration::ZERO));
+                        std::thread::spawn(move || pipe(s2, c2, lag));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
+                }
+            }
+        });
+        SlowProxy {
+            addr,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+}
+
+impl Drop for SlowProxy {
+    fn drop(&mut self) {
+        self.stop.store(true, Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Copies `from` to `to` after `lag`, until either side ends or [`LIMIT`]
+/// passes; then shuts both down, so the other direction ends too.
+fn pipe(mut from: TcpStream, mut to: TcpStream, lag: Duration) {
+    let _ = from.set_nonblocking(false);
+    let _ = from.set_read_timeout(Some(LIMIT));
+    std::thread::sleep(lag);
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        match from.read(&mut buf) {
+            Ok(n) if n > 0 && to.write_all(&buf[..n]).is_ok() => {}
+            _ => break,
+        }
+    }
+    let _ = from.shutdown(std::net::Shutdown::Both);
+    let _ = to.shutdown(std::net::Shutdown::Both);
+}
+
+/// `--h2-window 16`: the server lets the client send 16 bytes at a time on
+/// each stream and on the connection; 1000-byte POST bodies still arrive
+/// whole, every one.
+#[test]
+fn a_tiny_window_still_carries_every_body() {
+    let _g = serial();
+    let srv = h2(
+        Http2 {
+            window: Some(16),
+            ..Http2::default()
+        },
+        ServeConfig {
+            record: 1000,
+            ..ServeConfig::default()
+        },
+    );
+    let dir = TempDir::new("h2-window");
+    let script = dir.file(
+        "upload.lua",
+        "wrk.method = \"POST\"\nwrk.body = string.rep(\"u\", 1000)\n",
+    );
+    let (o, _) = bench_h2(
+        &["-t1", "-c2", "-R100", "-d1s", "-s", &script],
+        &url(&srv, "/"),
+    );
+    assert_balanced(&o);
+    let c = &o.stats.counters;
+    // Each body takes dozens of round trips, so the last may still be on
+    // its way when the run ends.
+    assert_eq!(c.errors.lost_requests(), 0, "{c:?}");
+    assert_eq!(c.completed + c.in_flight, 100, "{c:?}");
+    assert!(c.completed >= 90, "{c:?}");
+    assert!(!c.http2.any(), "{:?}", c.http2);
+    let got = srv.stats().recorded();
+    assert!(got.len() as u64 >= c.completed, "{} bodies", got.len());
+    assert!(got
+        .iter()
+        .all(|r| r.method == "POST" && r.body == [b'u'; 1000]));
+}
+
+/// `huge-head` over HTTP/2: a valid response whose header block (over
+/// 1 MiB) is far past the client's limit (64 KiB). The HTTP/2 library
+/// takes a header block needing that many CONTINUATION frames for a flood
+/// and ends the whole connection (GOAWAY, ENHANCE_YOUR_CALM), so the
+/// requests in flight beside it on that connection are lost with it, each
+/// a read error; the connection is reopened and the run goes on.
+#[test]
+fn a_head_past_the_limit_is_a_read_error() {
+    let _g = serial();
+    let srv = h2(
+        Http2::default(),
+        ServeConfig {
+            fault: Some(FaultPlan::every(Fault::HugeHead, 4)),
+            ..ServeConfig::default()
+        },
+    );
+    let (o, _) = bench_h2(&["-t1", "-c4", "-R200", "-d1s"], &url(&srv, "/"));
+    assert_balanced(&o);
+    let c = &o.stats.counters;
+    let faults = srv.stats().faults();
+    // Each huge head costs its request, and at 50 requests a second on a
+    // connection now and then one more beside it.
+    assert!(
+        faults <= c.errors.read + c.in_flight && c.errors.read <= 2 * faults,
+        "{faults} faults, {c:?}"
+    );
+    let others = c.errors.connect + c.errors.write + c.errors.timeout + c.errors.status;
+    assert_eq!(others, 0, "{c:?}");
+    // Each is one connection error (the client's own GOAWAY, so none is
+    // counted as received).
+    let h = &c.http2;
+    assert!(
+        faults <= h.connection_errors + c.in_flight && h.connection_errors <= faults,
+        "{faults} faults, {h:?}"
+    );
+    assert_eq!((h.goaway.total(), h.resets.total()), (0, 0), "{h:?}");
+    // The three healthy responses in four mostly complete.
+    assert!(c.completed >= c.due / 2, "{c:?}");
+}
+
+/// The huge head is valid HTTP/2: with `--max-head 2m` (README: the
+/// largest response head accepted) the client reads it whole.
+#[test]
+fn a_huge_head_completes_when_the_limit_allows_it() {
+    let _g = serial();
+    let srv = h2(
+        Http2::default(),
+        ServeConfig {
+            fault: Some(FaultPlan::every(Fault::HugeHead, 4)),
+            ..ServeConfig::default()
+        },
+    );
+    let args = ["-t1", "-c4", "-R200", "-d1s", "--max-head", "2m"];
+    let (o, _) = bench_h2(&args, &url(&srv, "/"));
+    assert_balanced(&o);
+    let c = &o.stats.counters;
+    assert_eq!(c.errors.lost_requests(), 0, "{c:?}");
+    let huge = srv.stats().faults().saturating_sub(c.in_flight);
+    assert!(huge > 0, "{c:?}");
+    // Over 1 MiB of 'p's, each 6 bits in HPACK's Huffman code: at least
+    // 3/4 MiB on the wire.
+    assert!(c.bytes > huge * (3 << 18), "{} bytes, {c:?}", c.bytes);
+}
+
+// ---------------------------------------------------------------------
+// Hand-written servers that break HTTP/2.
+// ---------------------------------------------------------------------
+
+/// A server on 127.0.0.1:0 that answers each connection's first bytes with
+/// `reply`, then holds the connection until the client closes it (or a few
+/// seconds pass). It accepts until dropped, or at most [`LIMIT`].
+struct RawServer {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    accepted: Arc<AtomicU64>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// How long a raw connection is held, at most.
+const HOLD: Duration = Duration::from_secs(3);
+/// Connections a raw server serves at most; later ones are closed at once.
+const MAX_RAW_CONNECTIONS: u64 = 2000;
+
+impl RawServer {
+    fn start(reply: &[u8]) -> RawServer {
+        let reply: Arc<[u8]> = reply.into();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let accepted = Arc::new(AtomicU64::new(0));
+        let (stop2, accepted2) = (Arc::clone(&stop), Arc::clone(&accepted));
+        let thread = std::thread::spawn(move || {
+            let start = Instant::now();
+            while !stop2.load(Relaxed) && start.elapsed() < LIMIT {
+                match listener.accept() {
+                    Ok((sock, _)) => {
+                        if accepted2.fetch_add(1, Relaxed) < MAX_RAW_CONNECTIONS {
+                            let reply = Arc::clone(&reply);
+                            std::thread::spawn(move || serve_raw(sock, &reply));
+                        }
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
+                }
+            }
+        });
+        RawServer {
+            addr,
+            stop,
+            accepted,
+            thread: Some(thread),
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+
+    fn accepted(&self) -> u64 {
+        self.accepted.load(Relaxed)
+    }
+}
+
+impl Drop for RawServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Waits for the client's first bytes, writes `reply`, then reads until
+/// the client closes (or [`HOLD`] passes).
+fn serve_raw(mut sock: TcpStream, reply: &[u8]) {
+    let _ = sock.set_nonblocking(false);
+    let _ = sock.set_read_timeout(Some(HOLD));
+    let mut buf = [0u8; 4096];
+    if !matches!(sock.read(&mut buf), Ok(n) if n > 0) {
+        return;
+    }
+    if sock.write_all(reply).is_err() {
+        return;
+    }
+    let until = Instant::now() + HOLD;
+    while Instant::now() < until {
+        match sock.read(&mut buf) {
+            Ok(n) if n > 0 => {}
+            _ => return,
+        }
+    }
+}
+
+/// An empty SETTINGS frame: what an HTTP/2 server's preface opens with
+/// (RFC 9113 section 3.4).
+const SETTINGS: &[u8] = b"\x00\x00\x00\x04\x00\x00\x00\x00\x00";
+
+/// Answers the HTTP/2 preface in HTTP/1.1, as a server that does not speak
+/// h2c does.
+const HTTP1_ANSWER: &[u8] =
+    b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+
+/// A server that answers the preface in HTTP/1.1 is refused before the
+/// run, in one line that says so.
+#[test]
+fn an_http1_answer_to_the_preface_is_one_clear_error() {
+    let raw = RawServer::start(HTTP1_ANSWER);
+    let start = Instant::now();
+    let o = metron_within(&["--http2", "-t1", "-c2", "-d1s", &raw.url()], LIMIT);
+    let err = one_line_error(&o);
+    assert!(
+        err.contains("does not speak HTTP/2 with prior knowledge") && err.contains("HTTP/1"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    // Refused at the pre-flight: no run, no second second.
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(raw.accepted(), 1, "only the pre-flight connected");
+}
+
+/// Servers that open with a valid SETTINGS frame (so the pre-flight takes
+/// them for HTTP/2) and then break the protocol: each connection fails
+/// with a connection error, its requests are read errors, and the
+/// connections are reopened without spinning.
+#[test]
+fn malformed_frames_are_counted_errors_without_spinning() {
+    let _g = serial();
+    let cases: [(&str, &[u8]); 3] = [
+        // DATA must belong to a stream (RFC 9113 section 6.1).
+        (
+            "DATA on stream 0",
+            b"\x00\x00\x04\x00\x00\x00\x00\x00\x00oops",
+        ),
+        // A SETTINGS payload is a multiple of 6 bytes (section 6.5).
+        (
+            "SETTINGS of 5 bytes",
+            b"\x00\x00\x05\x04\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00",
+        ),
+        // Past the 16 KiB frame size the client allows (section 4.2).
+        (
+            "a 64 KiB frame",
+            b"\x01\x00\x00\x00\x00\x00\x00\x00\x01xxxxxxxx",
+        ),
+    ];
+    for (what, frame) in cases {
+        let raw = RawServer::start(&[SETTINGS, frame].concat());
+        for mode in [&["-R100"][..], &[]] {
+            let args = [&["-t1", "-c2", "-d1s", "--timeout", "500ms"][..], mode].concat();
+            let (o, text) = bench_h2(&args, &raw.url());
+            assert_balanced(&o);
+            let c = &o.stats.counters;
+            assert_eq!(c.completed, 0, "{what} {mode:?}: {c:?}");
+            // The bad frame comes with the server's SETTINGS, before any
+            // stream is opened: what went out is lost, the rest never sent.
+            assert_eq!(
+                c.errors.read + c.never_sent + c.in_flight,
+                c.due,
+                "{what} {mode:?}: {c:?}"
+            );
+            assert_eq!(c.errors.write, 0, "{what} {mode:?}: {c:?}");
+            assert!(c.http2.connection_errors > 0, "{what} {mode:?}: {c:?}");
+            assert_eq!(c.http2.resets.total(), 0, "{what} {mode:?}: {c:?}");
+            assert!(text.contains(" connection errors, "), "{what}: {text}");
+            let share = cpu_share(&o);
+            assert!(
+                share < 0.3,
+                "{what} {mode:?}: the worker used {share:.2} of a CPU, {c:?}"
+            );
+        }
+        assert!(
+            raw.accepted() < MAX_RAW_CONNECTIONS,
+            "{what}: a reconnect storm"
+        );
+    }
+}

@@ -1,0 +1,32 @@
+//! The end-to-end tests, one module per subject, in one test binary: one
+//! link of the whole program instead of one per file, which is most of
+//! what the suite's build used to cost. Load tests take `common::serial()`
+//! so that timing-sensitive runs never overlap on a small machine.
+
+#[allow(dead_code)]
+mod common;
+
+mod arrivals;
+mod cli;
+mod dashboard;
+mod deploy;
+mod dropin;
+mod edges;
+mod faults;
+mod http;
+mod http2;
+mod http2_faults;
+mod http2_nginx;
+mod http2_truth;
+mod layers;
+mod longrun;
+mod lua;
+mod outputs;
+mod python_check;
+mod rate;
+mod replay;
+mod shard;
+mod slo;
+mod slurm;
+mod sweep;
+mod tls;

@@ -1,0 +1,136 @@
+//! Rate mode against ground truth: the schedule is kept, and the corrected
+//! percentiles of a run through a server stall are what arithmetic says.
+
+use std::time::Duration;
+
+use crate::common::*;
+use metron::serve::{ServeConfig, StallPlan};
+
+/// Achieved rate within 1% of -R, and every due request accounted for.
+#[test]
+fn achieved_rate_matches_the_requested_rate() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let cases: &[(&str, &str, &str, &str)] = &[
+        ("1", "2", "500", "2s"),
+        ("2", "8", "2000", "2s"),
+        ("2", "4", "0.5", "4s"), // fractional: one request every 2 s
+        ("4", "4", "3", "3s"),   // fewer requests per second than threads
+    ];
+    for &(t, c, r, d) in cases {
+        let u = url(&srv, "/");
+        let (o, _) = bench(&["-t", t, "-c", c, "-R", r, "-d", d, &u]);
+        let rate: f64 = r.parse().unwrap();
+        let secs = o.stats.window.as_secs_f64();
+        let expected = (rate * secs).round() as u64;
+        let counters = &o.stats.counters;
+        assert_balanced(&o);
+        assert_eq!(counters.due, expected, "-t{t} -c{c} -R{r} -d{d}: due");
+        assert!(
+            counters.completed + 1 >= expected,
+            "-t{t} -c{c} -R{r}: {counters:?}"
+        );
+        let achieved = o.stats.requests_per_sec();
+        assert!(
+            (achieved - rate).abs() <= rate * 0.01 + 1.0 / secs,
+            "-t{t} -c{c} -R{r}: achieved {achieved:.3} req/s"
+        );
+        assert_eq!(counters.errors.lost_requests(), 0);
+    }
+}
+
+/// A stall of S seconds at rate R: the S·R requests due during it wait, on
+/// average, S/2, spread uniformly over [0, S]. With N requests in all, the
+/// fraction f = S·R/N of them form that tail, so the corrected quantile q
+/// (above 1 - f) is S·(1 - (1 - q)/f).
+#[test]
+fn corrected_percentiles_match_a_stall_of_known_length() {
+    let _g = serial();
+    let stall = Duration::from_millis(1000);
+    let srv = server(ServeConfig {
+        stall: Some(StallPlan::once(Duration::from_millis(1200), stall).unwrap()),
+        ..ServeConfig::default()
+    });
+    let u = url(&srv, "/");
+    let (o, _) = bench(&["-t2", "-c10", "-R1000", "-d4s", &u]);
+    assert_balanced(&o);
+    let n = o.stats.latency.len() as f64;
+    let f = stall.as_secs_f64() * 1000.0 / n;
+    let s_us = stall.as_micros() as f64;
+    for q in [0.90, 0.99, 0.999] {
+        let want = s_us * (1.0 - (1.0 - q) / f);
+        let got = o.stats.latency.value_at_quantile(q) as f64;
+        // The stall's edges are blurred by a few milliseconds of scheduling
+        // on either side; 5% of S covers that with room.
+        assert!(
+            (got - want).abs() <= 0.05 * s_us,
+            "p{}: got {got:.0} us, want {want:.0} us",
+            q * 100.0
+        );
+    }
+    // Uncorrected latency sees only the few requests that were in flight
+    // when the stall began: its p99 is far below the corrected one.
+    let u99 = o.stats.uncorrected.value_at_quantile(0.99) as f64;
+    let c99 = o.stats.latency.value_at_quantile(0.99) as f64;
+    assert!(
+        u99 * 10.0 < c99,
+        "uncorrected p99 {u99} us vs corrected {c99} us"
+    );
+}
+
+/// --warmup removes the first part of the run from every figure.
+#[test]
+fn warmup_is_excluded_from_every_figure() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let u = url(&srv, "/");
+    let (o, _) = bench(&["-t1", "-c2", "-R200", "-d3s", "--warmup", "1s", &u]);
+    assert_balanced(&o);
+    assert_eq!(o.stats.window, Duration::from_secs(2));
+    assert_eq!(o.stats.counters.due, 400);
+    let c = o.stats.counters;
+    // Every figure covers the same two seconds: histograms and counts
+    // agree, and the rate is the completions over that window. (A few
+    // requests may still be in flight at the end on a loaded machine.)
+    assert_eq!(o.stats.latency.len(), c.completed);
+    assert_eq!(o.stats.requests_per_sec(), c.completed as f64 / 2.0);
+    assert!(c.completed + c.in_flight + c.never_sent >= 398, "{c:?}");
+    let series: u64 = o.stats.threads[0].series.counts().iter().sum();
+    assert_eq!(series, c.completed);
+}
+
+/// Send lag shows the generator keeps its schedule at a modest rate.
+#[test]
+fn send_lag_is_recorded_for_every_request() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let u = url(&srv, "/");
+    let (o, _) = bench(&["-t1", "-c4", "-R1000", "-d1s", &u]);
+    assert_eq!(
+        o.stats.send_lag.len(),
+        o.stats.counters.due - o.stats.counters.never_sent
+    );
+}
+
+/// Regression: at -R 1G counting the requests never sent walked each of
+/// them, seconds after the run's end, and at rates whose times stopped
+/// advancing (-R 1e30 then; now refused) or overflowed (-R 1e-11) it never
+/// ended, deaf to Ctrl-C. Both ends of the range finish with the run.
+#[test]
+fn extreme_rates_end_with_the_run() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let u = url(&srv, "/");
+    for (rate, due) in [("1G", "1000000000 due"), ("1e-11", "")] {
+        let o = metron_within(
+            &["-t2", "-c2", "-R", rate, "-d1s", &u],
+            Duration::from_secs(20),
+        );
+        let out = stdout(&o);
+        assert!(o.status.success(), "-R {rate}: {}", stderr(&o));
+        assert!(
+            out.contains("Requests/sec:") && out.contains(due),
+            "-R {rate}: {out}"
+        );
+    }
+}

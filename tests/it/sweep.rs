@@ -1,0 +1,309 @@
+//! `metron sweep` against targets whose limit is known: a server that
+//! answers at most 4000 requests/s, found to within the resolution; one
+//! connection that cannot carry the rate, which stops the sweep as the
+//! generator's limit; and a bound no rate meets.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::common::judged::*;
+use crate::common::*;
+use metron::report::sweep::rate_words;
+use metron::serve::{Capacity, ServeConfig};
+
+/// The sweep's table rows: the lines after the header, up to the
+/// conclusion.
+fn table_rows(out: &str) -> Vec<&str> {
+    out.lines()
+        .skip_while(|l| !l.trim_start().starts_with("Step "))
+        .skip(1)
+        .filter(|l| {
+            l.split_whitespace()
+                .next()
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+        })
+        .collect()
+}
+
+/// A single queue serving 4000 requests/s: rates double from 1k until one
+/// fails (8k), then the bracket is halved to 5%. Every step below the
+/// capacity meets p99 < 20 ms, every step above it builds a queue that
+/// breaks it, and the answer is within 5% below 4000.
+#[test]
+fn a_sweep_finds_the_capacity_of_the_server() {
+    let _g = serial();
+    let srv = server(ServeConfig {
+        capacity: Some(Capacity::new(4000.0).unwrap()),
+        ..ServeConfig::default()
+    });
+    let dir = TempDir::new("sweep-capacity");
+    let json = dir.file("sweep.json", "");
+    let o = metron_within(
+        &[
+            "sweep",
+            "--slo",
+            "p99<20ms",
+            "--from",
+            "1k",
+            "--to",
+            "16k",
+            "--resolution",
+            "5%",
+            "--step-duration",
+            "3s",
+            "--warmup",
+            "1s",
+            "--cooldown",
+            "500ms",
+            "-t2",
+            "-c50",
+            "--json",
+            &json,
+            &url(&srv, "/"),
+        ],
+        Duration::from_secs(120),
+    );
+    assert_status(&o, 0);
+    let out = stdout(&o);
+    let doc = sweep_document(Path::new(&json));
+    assert_eq!(doc.kind, "sweep");
+    let highest = doc.highest.unwrap_or_else(|| panic!("no highest: {out}"));
+    assert!((3800.0..=4000.0).contains(&highest), "{highest}: {out}");
+    let last = last_line(&out);
+    assert_eq!(
+        last,
+        format!("highest rate meeting the SLO: {}", rate_words(highest))
+    );
+    assert_eq!(doc.conclusion, last);
+    let rates: Vec<f64> = doc.steps.iter().map(|s| s.rate).collect();
+    assert_eq!(&rates[..3], [1000.0, 2000.0, 4000.0], "{rates:?}");
+    assert!(rates.len() <= 12, "{rates:?}");
+    assert_eq!(table_rows(&out).len(), rates.len(), "{out}");
+    for s in &doc.steps {
+        // Each step is a run at its rate over the 2 s after its warm-up.
+        let want = s.rate * 2.0;
+        assert!(
+            (s.due as f64 - want).abs() <= want * 0.01 + 1.0,
+            "{} due at {}/s",
+            s.due,
+            s.rate
+        );
+        let verdict = s.slo.verdict.as_str();
+        if s.rate <= 3900.0 {
+            assert_eq!(verdict, "met", "{}/s: {:?}", s.rate, s.slo);
+            assert!(s.p99 < 20_000, "{}/s: p99 {}", s.rate, s.p99);
+            assert!(
+                (s.achieved / s.rate - 1.0).abs() < 0.02,
+                "{}/s achieved {}",
+                s.rate,
+                s.achieved
+            );
+        } else if s.rate >= 4100.0 {
+            assert_eq!(verdict, "not met", "{}/s: {:?}", s.rate, s.slo);
+            assert!(s.p99 >= 20_000, "{}/s: p99 {}", s.rate, s.p99);
+            // Above the capacity C the server answers C per second, in
+            // the order requests were due: by the step's end (T = 3 s)
+            // those due before C·T/R are answered, so of the requests due
+            // in the measured window [1 s, 3 s) that is C·T - R·1 s, over
+            // 2 s: (3C - R) / 2 per second.
+            let want = (3.0 * 4000.0 - s.rate) / 2.0;
+            assert!(
+                (s.achieved / want - 1.0).abs() < 0.04,
+                "{}/s achieved {}, want {want}",
+                s.rate,
+                s.achieved
+            );
+        }
+        assert_eq!(s.slo.rows.len(), 1);
+        assert_eq!(s.slo.rows[0].met, verdict == "met", "{:?}", s.slo);
+    }
+    // The highest rate is a step that met the SLO, and no step above it
+    // did.
+    assert!(doc
+        .steps
+        .iter()
+        .any(|s| s.rate == highest && s.slo.verdict == "met"));
+    assert!(doc
+        .steps
+        .iter()
+        .all(|s| s.rate <= highest || s.slo.verdict != "met"));
+}
+
+/// One connection against 20 ms responses carries about 50 requests/s, so
+/// the first step, at 100, is the generator's limit: the sweep stops there
+/// with exit status 4 rather than blame the server.
+#[test]
+fn a_sweep_stops_where_the_generator_is_the_limit() {
+    let _g = serial();
+    let srv = delayed(Duration::from_millis(20));
+    let dir = TempDir::new("sweep-generator");
+    let json = dir.file("sweep.json", "");
+    let o = metron_within(
+        &[
+            "sweep",
+            "--slo",
+            "p99<1s",
+            "--from",
+            "100",
+            "--to",
+            "1k",
+            "--step-duration",
+            "2s",
+            "--warmup",
+            "500ms",
+            "--cooldown",
+            "200ms",
+            "-t1",
+            "-c1",
+            "--json",
+            &json,
+            &url(&srv, "/"),
+        ],
+        Duration::from_secs(60),
+    );
+    assert_status(&o, 4);
+    let out = stdout(&o);
+    let last = last_line(&out);
+    assert!(
+        last.starts_with(&format!(
+            "the generator, not the server, is the limit at {}: -c 1 cannot carry",
+            rate_words(100.0)
+        )),
+        "{out}"
+    );
+    assert_eq!(table_rows(&out).len(), 1, "{out}");
+    let doc = sweep_document(Path::new(&json));
+    assert_eq!(doc.highest, None);
+    assert_eq!(doc.steps.len(), 1);
+    assert_eq!(doc.steps[0].slo.verdict, "inconclusive");
+    assert_eq!(doc.conclusion, last);
+}
+
+/// A bound below the server's delay: the lowest rate already fails, and
+/// the sweep says so with exit status 3 after that one step.
+#[test]
+fn a_sweep_where_no_rate_meets_the_slo() {
+    let _g = serial();
+    let srv = delayed(Duration::from_millis(20));
+    let o = metron_within(
+        &[
+            "sweep",
+            "--slo",
+            "p99<1ms",
+            "--from",
+            "10",
+            "--to",
+            "20",
+            "--step-duration",
+            "1500ms",
+            "--warmup",
+            "500ms",
+            "-t1",
+            "-c2",
+            &url(&srv, "/"),
+        ],
+        Duration::from_secs(60),
+    );
+    assert_status(&o, 3);
+    let out = stdout(&o);
+    assert_eq!(
+        last_line(&out),
+        format!(
+            "no rate met the SLO: not even the lowest tried, {}",
+            rate_words(10.0)
+        )
+    );
+    assert_eq!(table_rows(&out).len(), 1, "{out}");
+}
+
+/// A server far faster than the top of the range: every doubling meets
+/// the SLO up to --to, which the conclusion names as the sweep's top.
+#[test]
+fn a_sweep_that_reaches_its_top() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let o = metron_within(
+        &[
+            "sweep",
+            "--slo",
+            "p99<500ms",
+            "--from",
+            "100",
+            "--to",
+            "300",
+            "--step-duration",
+            "1500ms",
+            "--warmup",
+            "500ms",
+            "--cooldown",
+            "0s",
+            "-t1",
+            "-c4",
+            &url(&srv, "/"),
+        ],
+        Duration::from_secs(60),
+    );
+    assert_status(&o, 0);
+    let out = stdout(&o);
+    assert_eq!(
+        last_line(&out),
+        format!(
+            "highest rate meeting the SLO: {} (the top of the sweep, --to)",
+            rate_words(300.0)
+        )
+    );
+    // 100, 200, then the top itself.
+    assert_eq!(table_rows(&out).len(), 3, "{out}");
+}
+
+/// Sweep flags that cannot work are one-line errors, before any step.
+#[test]
+fn sweep_mistakes_are_named() {
+    let srv = server(ServeConfig::default());
+    let u = url(&srv, "/");
+    let sweep = |extra: &[&str]| {
+        let mut args = vec!["sweep"];
+        args.extend_from_slice(extra);
+        args.push(&u);
+        metron(&args)
+    };
+    let e = usage_error(&sweep(&["--from", "1k", "--to", "2k"]), 1);
+    assert!(e.contains("needs --slo"), "{e}");
+    let e = usage_error(
+        &sweep(&["--slo", "p99<5ms", "--from", "2k", "--to", "1k"]),
+        1,
+    );
+    assert!(e.contains("--from") && e.contains("--to"), "{e}");
+    let e = usage_error(
+        &sweep(&["--slo", "p99<5ms", "--from", "1k", "--to", "2k", "-R", "5"]),
+        1,
+    );
+    assert!(e.contains("-R"), "{e}");
+    let e = usage_error(
+        &sweep(&["--slo", "p99<5ms", "--from", "1k", "--to", "2k", "-d", "5s"]),
+        1,
+    );
+    assert!(e.contains("--step-duration"), "{e}");
+    let e = usage_error(
+        &sweep(&[
+            "--slo",
+            "p99<5ms",
+            "--from",
+            "1k",
+            "--to",
+            "2k",
+            "--step-duration",
+            "2s",
+            "--warmup",
+            "2s",
+        ]),
+        1,
+    );
+    assert!(
+        e.contains("--step-duration") && e.contains("warm-up"),
+        "{e}"
+    );
+    let e = usage_error(&sweep(&["--slo", "p99<5", "--from", "1k", "--to", "2k"]), 2);
+    assert!(e.contains("p99<5ms"), "{e}");
+    assert_eq!(srv.stats().requests(), 0);
+}
