@@ -22,8 +22,8 @@ pub struct Decoder {
     max_table_size: usize,
     /// Huffman-decoded literal names; reused across fields and blocks.
     name_scratch: Vec<u8>,
-    /// Huffman-decoded values; separate so a field can hold both at once.
-    value_scratch: Vec<u8>,
+    /// Huffman-decoded values, the last few kept with what they decoded.
+    values: Recent,
 }
 
 impl Default for Decoder {
@@ -40,7 +40,7 @@ impl Decoder {
             table: DynamicTable::new(max_table_size),
             max_table_size,
             name_scratch: Vec::new(),
-            value_scratch: Vec::new(),
+            values: Recent::default(),
         }
     }
 
@@ -140,10 +140,13 @@ impl Decoder {
         let Decoder {
             table,
             name_scratch,
-            value_scratch,
+            values,
             ..
         } = self;
-        let value = value.unpack(value_scratch)?;
+        let value = match value.huffman {
+            true => values.decode(value.bytes)?,
+            false => value.bytes,
+        };
         // Each arm hands the name over separately because only a name from
         // the dynamic table keeps the table borrowed during the callback.
         match name {
@@ -220,6 +223,50 @@ impl<'b> RawString<'b> {
         scratch.clear();
         huffman::decode(self.bytes, scratch)?;
         Ok(scratch)
+    }
+}
+
+/// The Huffman-coded values decoded last, by their coded bytes. Servers
+/// send the same coded values over and over (a server name, a content
+/// type, the date of the current second), and many send them as new
+/// literals every time instead of referring to the table: comparing the
+/// coded bytes costs a few instructions per byte, decoding them several
+/// times that. Searched in full (a length compare per slot), replaced in
+/// turn: a response's handful of values never evict each other.
+#[derive(Debug, Default)]
+struct Recent {
+    slots: [Decoded; RECENT],
+    next: usize,
+}
+
+const RECENT: usize = 8;
+
+#[derive(Debug, Default)]
+struct Decoded {
+    coded: Vec<u8>,
+    plain: Vec<u8>,
+}
+
+impl Recent {
+    fn decode(&mut self, coded: &[u8]) -> Result<&[u8], DecodeError> {
+        let found = self
+            .slots
+            .iter()
+            .position(|s| s.coded.len() == coded.len() && s.coded == coded);
+        let i = match found {
+            Some(i) => i,
+            None => {
+                let i = self.next;
+                self.next = (i + 1) % RECENT;
+                let slot = &mut self.slots[i];
+                slot.coded.clear();
+                slot.plain.clear();
+                huffman::decode(coded, &mut slot.plain)?;
+                slot.coded.extend_from_slice(coded);
+                i
+            }
+        };
+        Ok(&self.slots[i].plain)
     }
 }
 
@@ -445,6 +492,34 @@ mod tests {
         assert_eq!(decoder.table_size(), 34);
         // Growing back does not bring entries back.
         assert_eq!(decoder.table_len(), 1);
+    }
+
+    #[test]
+    fn recent_values_decode_the_same_whether_kept_or_not() {
+        let mut recent = Recent::default();
+        let mut rng = 7u64;
+        let mut values = Vec::new();
+        for _ in 0..200 {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let len = (rng % 24) as usize;
+            let plain: Vec<u8> = (0..len).map(|i| b'a' + ((rng >> i) % 26) as u8).collect();
+            values.push(plain);
+        }
+        // Each value several times, interleaved, so slots are hit, missed
+        // and overwritten.
+        for round in 0..3 {
+            for (i, plain) in values.iter().enumerate() {
+                let mut coded = Vec::new();
+                huffman::encode(plain, &mut coded);
+                let got = recent.decode(&coded).unwrap().to_vec();
+                assert_eq!(&got, plain, "round {round}, value {i}");
+            }
+        }
+        // A bad string is an error, and is not kept as if it decoded.
+        assert!(recent.decode(&[0xff, 0xff, 0xff, 0xff]).is_err());
+        assert!(recent.decode(&[0xff, 0xff, 0xff, 0xff]).is_err());
     }
 
     #[test]
