@@ -144,6 +144,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N")]
     pub h2_reset_seed: Option<u64>,
 
+    /// Error code of the --h2-reset resets, a name or a number: REFUSED_STREAM refuses them unprocessed [default: INTERNAL_ERROR]
+    #[arg(long, value_name = "CODE", value_parser = parse_h2_code)]
+    pub h2_reset_code: Option<u32>,
+
     /// SETTINGS_MAX_CONCURRENT_STREAMS: streams a client may have open at once (0 refuses all)
     #[arg(long, value_name = "N", value_parser = parse_u32)]
     pub h2_max_streams: Option<u32>,
@@ -169,6 +173,7 @@ impl TryFrom<ServeArgs> for ServeConfig {
             args.h2_goaway_after,
             args.h2_reset,
             args.h2_reset_seed,
+            args.h2_reset_code,
             args.h2_max_streams,
             args.h2_window,
         )?;
@@ -206,6 +211,15 @@ fn parse_threads(s: &str) -> Result<usize, String> {
 fn parse_u32(s: &str) -> Result<u32, String> {
     let n = parse_si_u64(s)?;
     u32::try_from(n).map_err(|_| format!("'{s}' is more than {}", u32::MAX))
+}
+
+/// An HTTP/2 error code: its name (`REFUSED_STREAM`, any case) or its value.
+fn parse_h2_code(s: &str) -> Result<u32, String> {
+    metron_core::stats::http2::code_of(s)
+        .or_else(|| s.parse().ok())
+        .ok_or_else(|| {
+            format!("'{s}' is not an HTTP/2 error code: give a name such as REFUSED_STREAM, or a number")
+        })
 }
 
 /// An HTTP/2 window: 1 byte to 2^31 - 1, with units (`16`, `1k`).
@@ -371,6 +385,7 @@ mod tests {
             "--h2-goaway-after=3",
             "--h2-reset=0.25",
             "--h2-reset-seed=7",
+            "--h2-reset-code=refused_stream",
             "--h2-max-streams=0",
             "--h2-window=1k",
             "--fault=reset",
@@ -381,6 +396,7 @@ mod tests {
         let want = Http2 {
             goaway_after: Some(3),
             reset: Some(Pick::Chance { p, seed: 7 }),
+            reset_code: Some(7),
             max_streams: Some(0),
             window: Some(1024),
         };
@@ -392,6 +408,10 @@ mod tests {
         let cases: &[(&[&str], &str)] = &[
             (&["--h2-goaway-after=2"], "--h2-goaway-after needs --http2"),
             (&["--h2-reset=0.5"], "--h2-reset needs --http2"),
+            (
+                &["--http2", "--h2-reset=0.5", "--h2-reset-code=NOPE"],
+                "'NOPE' is not an HTTP/2 error code",
+            ),
             (&["--h2-max-streams=8"], "--h2-max-streams needs --http2"),
             (&["--h2-window=16"], "--h2-window needs --http2"),
             (

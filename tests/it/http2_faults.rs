@@ -63,6 +63,42 @@ fn cpu_share(o: &Outcome) -> f64 {
 // The built-in target's HTTP/2 faults.
 // ---------------------------------------------------------------------
 
+/// `--h2-reset P --h2-reset-code REFUSED_STREAM`: a stream the server
+/// refuses was never processed, so its request goes out again (keeping
+/// its intended time) instead of counting as an error: nothing is lost,
+/// and each refusal is one request sent again.
+#[test]
+fn refused_streams_go_out_again() {
+    let _g = serial();
+    let refuse = Pick::Chance {
+        p: Probability::new(0.1).unwrap(),
+        seed: 5,
+    };
+    let srv = h2(
+        Http2 {
+            reset: Some(refuse),
+            reset_code: Some(REFUSED_STREAM),
+            ..Http2::default()
+        },
+        ServeConfig::default(),
+    );
+    let (o, text) = bench_h2(&["-t1", "-c2", "-R1000", "-d2s"], &url(&srv, "/"));
+    assert_balanced(&o);
+    let c = &o.stats.counters;
+    assert!(!c.errors.any_socket(), "{c:?}\n{text}");
+    assert_eq!(c.http2.resets.total(), 0, "{c:?}");
+    // About one in ten refused, each sent again (one refused at the very
+    // end may still be on its way).
+    let refused = srv.stats().h2_resets();
+    assert!((100..=400).contains(&refused), "{refused} refused: {c:?}");
+    assert!(
+        c.http2.retried <= refused && refused <= c.http2.retried + c.in_flight,
+        "{refused} refused, {c:?}"
+    );
+    assert!(c.completed + c.in_flight + c.never_sent == c.due, "{c:?}");
+    assert!(text.contains("sent again"), "{text}");
+}
+
 /// `--h2-reset P`: each stream the server resets is one read error, and
 /// counted by its error code (INTERNAL_ERROR); the others complete.
 #[test]

@@ -96,6 +96,10 @@ pub struct Http2 {
     /// Reset (RST_STREAM) the streams this picks instead of answering them
     /// (`--h2-reset`), counted server-wide.
     pub reset: Option<Pick>,
+    /// The resets' error code (`--h2-reset-code`; INTERNAL_ERROR when
+    /// unset). REFUSED_STREAM resets at once, before the request is served:
+    /// the stream was never processed, and a client may send it again.
+    pub reset_code: Option<u32>,
     /// SETTINGS_MAX_CONCURRENT_STREAMS (`--h2-max-streams`).
     pub max_streams: Option<u32>,
     /// Initial flow-control window of every stream and of the connection,
@@ -111,13 +115,19 @@ impl Http2 {
         goaway_after: Option<u64>,
         reset: Option<Probability>,
         reset_seed: Option<u64>,
+        reset_code: Option<u32>,
         max_streams: Option<u32>,
         window: Option<u32>,
     ) -> Result<Option<Http2>, String> {
-        if reset_seed.is_some() && reset.is_none() {
-            return Err(
-                "--h2-reset-seed needs --h2-reset P (the share of streams to reset)".into(),
-            );
+        for (given, flag) in [
+            (reset_seed.is_some(), "--h2-reset-seed"),
+            (reset_code.is_some(), "--h2-reset-code"),
+        ] {
+            if given && reset.is_none() {
+                return Err(format!(
+                    "{flag} needs --h2-reset P (the share of streams to reset)"
+                ));
+            }
         }
         let given = [
             (goaway_after.is_some(), "--h2-goaway-after"),
@@ -138,6 +148,7 @@ impl Http2 {
         Ok(Some(Http2 {
             goaway_after,
             reset,
+            reset_code,
             max_streams,
             window,
         }))
@@ -288,39 +299,45 @@ mod tests {
     fn h2_flags_need_http2() {
         let p = Probability::new(0.5).unwrap();
         assert_eq!(
-            Http2::from_flags(false, None, None, None, None, None),
+            Http2::from_flags(false, None, None, None, None, None, None),
             Ok(None)
         );
         let cases = [
             (
-                Http2::from_flags(false, Some(3), None, None, None, None),
+                Http2::from_flags(false, Some(3), None, None, None, None, None),
                 "--h2-goaway-after needs --http2",
             ),
             (
-                Http2::from_flags(false, None, Some(p), None, None, None),
+                Http2::from_flags(false, None, Some(p), None, None, None, None),
                 "--h2-reset needs --http2",
             ),
             (
-                Http2::from_flags(false, None, None, None, Some(4), None),
+                Http2::from_flags(false, None, None, None, None, Some(4), None),
                 "--h2-max-streams needs --http2",
             ),
             (
-                Http2::from_flags(false, None, None, None, None, Some(16)),
+                Http2::from_flags(false, None, None, None, None, None, Some(16)),
                 "--h2-window needs --http2",
             ),
             (
-                Http2::from_flags(true, None, None, Some(1), None, None),
+                Http2::from_flags(true, None, None, Some(1), None, None, None),
                 "--h2-reset-seed needs --h2-reset",
+            ),
+            (
+                Http2::from_flags(true, None, None, None, Some(7), None, None),
+                "--h2-reset-code needs --h2-reset",
             ),
         ];
         for (result, want) in cases {
             let err = result.unwrap_err();
             assert!(err.contains(want), "{err}");
         }
-        let all = Http2::from_flags(true, Some(3), Some(p), Some(9), Some(4), Some(16)).unwrap();
+        let all =
+            Http2::from_flags(true, Some(3), Some(p), Some(9), Some(7), Some(4), Some(16)).unwrap();
         let want = Http2 {
             goaway_after: Some(3),
             reset: Some(Pick::Chance { p, seed: 9 }),
+            reset_code: Some(7),
             max_streams: Some(4),
             window: Some(16),
         };

@@ -44,7 +44,8 @@ const PIECE: usize = 16 * 1024;
 static FILLER: [u8; PIECE] = [FILL; PIECE];
 /// [`TRAILER_NAME`] as HTTP/2 spells field names: in lower case.
 const TRAILER_FIELD: &str = "x-body-bytes";
-/// The error code of an `--h2-reset` RST_STREAM (README, `metron serve`).
+/// The error code of an `--h2-reset` RST_STREAM unless `--h2-reset-code`
+/// says otherwise (README, `metron serve`).
 pub(crate) const RESET_REASON: Reason = Reason::INTERNAL_ERROR;
 
 /// What a stream asks of its connection.
@@ -138,8 +139,13 @@ pub(crate) async fn serve(
     // Read in full: now it joins the queue of --capacity, if any.
     let served = shared.book_now();
     if shared.reset_due() {
-        delay(shared, arrival, served, ask.route.delay()).await;
-        respond.send_reset(RESET_REASON);
+        let code = shared.cfg.http2.and_then(|h2| h2.reset_code);
+        let reason = code.map_or(RESET_REASON, Reason::from);
+        // A refused stream was never processed: it is refused at once.
+        if reason != Reason::REFUSED_STREAM {
+            delay(shared, arrival, served, ask.route.delay()).await;
+        }
+        respond.send_reset(reason);
         shared.stats.h2_reset();
         return;
     }

@@ -31,6 +31,14 @@ const NAMES: [&str; 14] = [
     "HTTP_1_1_REQUIRED",
 ];
 
+/// The HTTP/2 error code a name stands for (any case).
+pub fn code_of(name: &str) -> Option<u32> {
+    NAMES
+        .iter()
+        .position(|n| n.eq_ignore_ascii_case(name))
+        .map(|i| i as u32)
+}
+
 /// The name of an HTTP/2 error code, or its value in hex for one the
 /// protocol does not define.
 pub fn code_name(code: u32) -> String {
