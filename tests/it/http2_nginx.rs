@@ -147,6 +147,14 @@ impl Nginx {
         format!("https://127.0.0.1:{}{path}", self.tls_h1)
     }
 
+    /// Stops nginx gracefully, as `nginx -s quit` does: it sends GOAWAY,
+    /// finishes the requests it has, and exits.
+    fn quit(&self) {
+        // SAFETY: a plain kill(2) of our own child.
+        let pid = self.child.id() as libc::pid_t;
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGQUIT) }, 0);
+    }
+
     /// The certificate nginx presents, for `--cacert`.
     fn cacert(&self) -> String {
         self.dir.join("cert.pem").to_str().unwrap().to_string()
@@ -579,6 +587,41 @@ fn a_retired_connection_draining_a_slow_response_holds_nothing_up() {
         log.iter().any(|l| l.uri == "/big" && l.took_ms >= 1500),
         "no slow response in the log"
     );
+}
+
+/// nginx stopped gracefully in the middle of a run (it closes connections
+/// it finds idle, with no GOAWAY): requests it never saw are not errors.
+/// Those whose bytes never left wait to go out again (never sent, since
+/// nothing listens any more); nginx logged exactly what metron completed;
+/// and the connects that then fail are counted as refused.
+#[test]
+fn a_server_stopping_mid_run_loses_no_request_it_never_saw() {
+    let _g = serial();
+    let Some(ngx) = Nginx::start(Options::default()) else {
+        return;
+    };
+    let u = ngx.h2c_url("/");
+    let run = std::thread::spawn(move || bench(&["--http2", "-t1", "-c2", "-R2000", "-d3s", &u]));
+    std::thread::sleep(Duration::from_millis(1200));
+    ngx.quit();
+    let (o, text) = run.join().expect("the run ends");
+    let c = &o.stats.counters;
+    assert!(c.balanced(), "{c:?}");
+    // No request nginx answered is lost, and none is a write error: a
+    // request sent whole as nginx closed its (idle, to its mind)
+    // connection is one nginx may or may not have read, since it sent no
+    // GOAWAY: a read error, by what the close looked like (its FIN, or
+    // the reset its kernel sent for bytes that came after); only the few
+    // sent in the moment before the close was seen.
+    assert_eq!((c.errors.write, c.errors.timeout), (0, 0), "{c:?}\n{text}");
+    let r = &c.read_causes;
+    assert_eq!(c.errors.read, r.closed + r.reset, "{c:?}");
+    assert!(c.errors.read <= 10, "{c:?}");
+    assert!(c.errors.connect > 0, "{c:?}");
+    assert_eq!(c.connect_causes.refused, c.errors.connect, "{c:?}");
+    assert!(c.completed > 1500 && c.never_sent > 1500, "{c:?}");
+    let log = ngx.access_log();
+    assert_eq!(log.len() as u64, c.completed, "{c:?}");
 }
 
 /// A Lua script's requests go out as HTTP/2 streams: post.lua's method,

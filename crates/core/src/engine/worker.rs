@@ -1025,13 +1025,18 @@ impl Worker {
     }
 
     /// Writes what connection `i` has to send. Returns false when the
-    /// connection closed: its socket broke, and what the server said before
-    /// it stopped (a GOAWAY naming the requests it never saw) was read
-    /// first, so those go out again and only the rest count as write
-    /// errors.
+    /// connection closed: its socket broke. Requests that never left go out
+    /// again, one cut off is a write error, and what the server said before
+    /// it stopped is read first (a GOAWAY naming more requests it never
+    /// saw, responses already sent); the rest were sent whole, and are lost
+    /// as the close says.
     fn flush(&mut self, i: usize) -> bool {
         if self.places[i].conn.on_writable(clock::now()).is_ok() {
             return true;
+        }
+        // Requests that never left cannot have been seen: they go again.
+        if let Some(s) = self.places[i].conn.session_mut() {
+            s.handle_write_error(clock::now());
         }
         while let Read::Bytes { n, .. } = self.places[i].conn.read(&mut self.buf) {
             if let Some(s) = self.places[i].conn.session_mut() {
@@ -1041,7 +1046,7 @@ impl Worker {
         if let Some(s) = self.places[i].conn.session_mut() {
             s.handle_eof(clock::now());
         }
-        self.settle(i, Some(Failure::Write));
+        self.settle(i, None);
         false
     }
 

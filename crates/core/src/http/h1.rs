@@ -22,8 +22,9 @@ use super::session::{Captured, Event, Failure, OpenError, Request, Session};
 
 pub struct Http1<T> {
     /// Requests written (or queued to be) and not yet answered, oldest
-    /// first, with whether each is a HEAD request.
-    in_flight: VecDeque<(T, bool)>,
+    /// first: whether each is a HEAD request, and where its bytes begin in
+    /// everything the connection was given to send, and how many there are.
+    in_flight: VecDeque<(T, bool, u64, u64)>,
     parser: ResponseParser,
     /// The parser awaits `start` for the next response.
     between: bool,
@@ -31,6 +32,9 @@ pub struct Http1<T> {
     /// Bytes to write, from `written` on.
     out: Vec<u8>,
     written: usize,
+    /// Bytes given to send, and bytes sent, over the connection's life.
+    queued: u64,
+    sent: u64,
     events: VecDeque<Event<T>>,
     /// Received bytes not parsed yet (capture only), and when they came.
     pending: Vec<u8>,
@@ -40,6 +44,9 @@ pub struct Http1<T> {
     /// No new request: the server closes after the last response, or the
     /// connection failed. The connection closes once it is finished.
     finished: bool,
+    /// A write failed: nothing more is sent or opened, but what the server
+    /// sent before it stopped is still read.
+    unwritable: bool,
 }
 
 impl<T> Http1<T> {
@@ -57,11 +64,14 @@ impl<T> Http1<T> {
             capture,
             out: Vec::new(),
             written: 0,
+            queued: 0,
+            sent: 0,
             events: VecDeque::new(),
             pending: Vec::new(),
             pending_at: 0,
             first_byte: 0,
             finished: false,
+            unwritable: false,
         }
     }
 
@@ -71,7 +81,7 @@ impl<T> Http1<T> {
         let mut at = 0;
         while at < bytes.len() && !self.finished {
             if self.between {
-                let Some(&(_, head)) = self.in_flight.front() else {
+                let Some(&(_, head, ..)) = self.in_flight.front() else {
                     // Bytes nobody asked for (an idle server's 408, say):
                     // the stream cannot be trusted, and nothing is lost.
                     self.finished = true;
@@ -108,7 +118,7 @@ impl<T> Http1<T> {
 
     /// A response ended: it answers the oldest request.
     fn respond(&mut self, done: Done) {
-        let (tag, _) = self
+        let (tag, ..) = self
             .in_flight
             .pop_front()
             .expect("a response implies a request");
@@ -139,11 +149,11 @@ impl<T> Session<T> for Http1<T> {
     }
 
     fn free_streams(&self) -> u32 {
-        u32::from(!self.finished && self.in_flight.is_empty())
+        u32::from(!self.is_retired() && self.in_flight.is_empty())
     }
 
     fn is_retired(&self) -> bool {
-        self.finished
+        self.finished || self.unwritable
     }
 
     fn is_finished(&self) -> bool {
@@ -151,11 +161,14 @@ impl<T> Session<T> for Http1<T> {
     }
 
     fn open(&mut self, request: &Request, tag: T, _now: Nanos) -> Result<(), (OpenError, T)> {
-        if self.finished {
+        if self.is_retired() {
             return Err((OpenError::Retired, tag));
         }
         self.out.extend_from_slice(request.wire());
-        self.in_flight.push_back((tag, request.is_head()));
+        let len = request.wire().len() as u64;
+        self.in_flight
+            .push_back((tag, request.is_head(), self.queued, len));
+        self.queued += len;
         Ok(())
     }
 
@@ -206,6 +219,7 @@ impl<T> Session<T> for Http1<T> {
     }
 
     fn transmitted(&mut self, n: usize) {
+        self.sent += n as u64;
         self.written += n;
         if self.written >= self.out.len() {
             self.out.clear();
@@ -213,27 +227,54 @@ impl<T> Session<T> for Http1<T> {
         }
     }
 
+    fn handle_write_error(&mut self, _now: Nanos) {
+        self.unwritable = true;
+        self.out.clear();
+        self.written = 0;
+        // Requests are answered in order, so the unsent ones are the last,
+        // and the one cut off is just before them. Events come out in the
+        // order of the requests.
+        let mut unsent = Vec::new();
+        while self.in_flight.back().is_some_and(|r| r.2 >= self.sent) {
+            unsent.push(self.in_flight.pop_back().expect("checked").0);
+        }
+        let cut = self.in_flight.back().is_some_and(|r| r.2 + r.3 > self.sent);
+        if cut {
+            let (tag, ..) = self.in_flight.pop_back().expect("checked");
+            self.events.push_back(Event::Lost {
+                tag,
+                why: Failure::Write,
+            });
+        }
+        self.events.extend(
+            unsent
+                .into_iter()
+                .rev()
+                .map(|tag| Event::Unprocessed { tag }),
+        );
+    }
+
     fn in_flight(&self) -> usize {
         self.in_flight.len()
     }
 
     fn for_each_in_flight(&self, each: &mut dyn FnMut(&T)) {
-        self.in_flight.iter().for_each(|(t, _)| each(t));
+        self.in_flight.iter().for_each(|(t, ..)| each(t));
     }
 
     /// HTTP/1.1 cannot cancel one request: when any has expired, every
     /// request on the connection is given up and the connection closes.
     fn expire(&mut self, expired: &mut dyn FnMut(&T) -> bool, gone: &mut Vec<T>) {
-        if self.in_flight.iter().any(|(t, _)| expired(t)) {
+        if self.in_flight.iter().any(|(t, ..)| expired(t)) {
             self.finished = true;
-            gone.extend(self.in_flight.drain(..).map(|(t, _)| t));
+            gone.extend(self.in_flight.drain(..).map(|(t, ..)| t));
         }
     }
 
     fn drain(&mut self, into: &mut Vec<T>) {
         self.finished = true;
         self.pending.clear();
-        into.extend(self.in_flight.drain(..).map(|(t, _)| t));
+        into.extend(self.in_flight.drain(..).map(|(t, ..)| t));
     }
 
     fn captured(&self) -> &Captured {
@@ -429,6 +470,34 @@ mod tests {
         s.handle(OK, 0);
         assert!(s.is_finished());
         assert_eq!(events(&mut s), []);
+    }
+
+    #[test]
+    fn a_broken_write_gives_back_the_requests_none_of_which_left() {
+        let mut s = Http1::new(1024, false);
+        for tag in 1..=3 {
+            s.open(&get(), tag, 0).unwrap();
+        }
+        // The first request and a byte of the second went out.
+        s.transmitted(GET.len() + 1);
+        s.handle_write_error(0);
+        assert_eq!(
+            events(&mut s),
+            [
+                Event::Lost {
+                    tag: 2,
+                    why: Failure::Write
+                },
+                Event::Unprocessed { tag: 3 }
+            ]
+        );
+        assert!(s.is_retired() && !s.is_finished());
+        // What the server sent before it stopped is still read.
+        s.handle(OK, 5);
+        assert_eq!(events(&mut s), [ok(1, 5)]);
+        s.handle_eof(6);
+        assert_eq!(events(&mut s), []);
+        assert!(s.is_finished());
     }
 
     #[test]

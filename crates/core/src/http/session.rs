@@ -68,6 +68,15 @@ pub trait Session<T> {
     /// The first `n` bytes of the last [`Session::transmit`] were written.
     fn transmitted(&mut self, n: usize);
 
+    /// The transport broke while writing: what was not written never will
+    /// be. A request none of whose bytes left (or, where a request is
+    /// framed, whose head did not leave whole) cannot have been seen by
+    /// the server: it comes out as [`Event::Unprocessed`]. One cut off
+    /// part way is lost as [`Failure::Write`]. Those sent whole stay in
+    /// flight: what the server sent before it stopped is still read, and
+    /// nothing more is sent or opened.
+    fn handle_write_error(&mut self, now: Nanos);
+
     /// When the session next needs [`Session::handle_timeout`], if ever.
     fn poll_timeout(&self) -> Option<Nanos> {
         None

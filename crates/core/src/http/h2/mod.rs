@@ -112,6 +112,8 @@ pub struct Http2<T> {
     settled: bool,
     out: Vec<u8>,
     written: usize,
+    /// Bytes sent over the connection's life (`out` starts there).
+    sent: u64,
     /// The start of a frame cut off by the end of the last read.
     input: Vec<u8>,
     decoder: Decoder,
@@ -137,6 +139,8 @@ pub struct Http2<T> {
     /// A connection error, or the end of the stream: nothing more is read
     /// or opened.
     failed: bool,
+    /// A write failed: nothing more is sent or opened.
+    unwritable: bool,
     /// Streams whose body waits for send window, by id.
     blocked: Vec<u32>,
     /// The most a captured body may hold; beyond it the response is
@@ -178,6 +182,7 @@ impl<T> Http2<T> {
             settled: false,
             out,
             written: 0,
+            sent: 0,
             input: Vec::new(),
             decoder: Decoder::new(metron_hpack::DEFAULT_TABLE_SIZE),
             streams: Streams::new(settings.max_streams as usize),
@@ -192,6 +197,7 @@ impl<T> Http2<T> {
             block: Vec::new(),
             goaway: None,
             failed: false,
+            unwritable: false,
             blocked: Vec::new(),
             max_capture: MAX_CAPTURE,
             settings,
@@ -576,6 +582,7 @@ impl<T> Http2<T> {
             let n = (body.len() - *sent).min(room as usize);
             let last = *sent + n == body.len();
             put_data(&mut self.out, stream.id, &body[*sent..*sent + n], last);
+            stream.end = self.sent + (self.out.len() - self.written) as u64;
             *sent += n;
             self.send_window -= n as i64;
             stream.send_window -= n as i64;
@@ -703,7 +710,7 @@ impl<T> Session<T> for Http2<T> {
     }
 
     fn is_retired(&self) -> bool {
-        self.failed || self.goaway.is_some() || self.next_id > MAX_STREAM_ID
+        self.failed || self.unwritable || self.goaway.is_some() || self.next_id > MAX_STREAM_ID
     }
 
     fn is_finished(&self) -> bool {
@@ -741,6 +748,7 @@ impl<T> Session<T> for Http2<T> {
             bodiless,
             self.server.max_frame as usize,
         );
+        let head_end = self.sent + (self.out.len() - self.written) as u64;
         let captured = self
             .settings
             .capture
@@ -759,6 +767,8 @@ impl<T> Session<T> for Http2<T> {
             send_window: i64::from(self.server.initial_window),
             body: (!bodiless).then(|| (framed.body.clone(), 0)),
             captured,
+            head_end,
+            end: head_end,
         });
         self.send_body(slot);
         Ok(())
@@ -806,11 +816,35 @@ impl<T> Session<T> for Http2<T> {
     }
 
     fn transmitted(&mut self, n: usize) {
+        self.sent += n as u64;
         self.written += n;
         if self.written >= self.out.len() {
             self.out.clear();
             self.written = 0;
         }
+    }
+
+    fn handle_write_error(&mut self, _now: Nanos) {
+        let sent = self.sent;
+        for slot in self
+            .streams
+            .slots_where(|s| s.end > sent || s.body.is_some())
+        {
+            let s = self.remove(slot);
+            self.events.push_back(if s.head_end > sent {
+                Event::Unprocessed { tag: s.tag }
+            } else {
+                Event::Lost {
+                    tag: s.tag,
+                    why: Failure::Write,
+                }
+            });
+        }
+        // What the server sent before it stopped (its GOAWAY) may still be
+        // read; nothing more goes out.
+        self.unwritable = true;
+        self.out.clear();
+        self.written = 0;
     }
 
     fn in_flight(&self) -> usize {

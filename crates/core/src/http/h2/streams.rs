@@ -41,6 +41,11 @@ pub(super) struct Stream<T> {
     /// The request body and how much of it went out, while some has not.
     pub body: Option<(Bytes, usize)>,
     pub captured: Option<Box<Captured>>,
+    /// Where its head ends in everything the connection was given to
+    /// send: until that much has been sent, the server cannot have it.
+    pub head_end: u64,
+    /// Where its last byte queued so far ends (its body's, if it has one).
+    pub end: u64,
 }
 
 pub(super) struct Streams<T> {

@@ -963,3 +963,33 @@ fn cost_of_a_static_get() {
     let each = started.elapsed() / count;
     println!("{count} static GETs, bare responses: {each:?} each");
 }
+
+#[test]
+fn a_broken_write_gives_back_the_streams_whose_head_never_left_whole() {
+    let mut client = raw_client(Settings::default(), 0);
+    for tag in 0..3 {
+        open(&mut client, &get("/"), tag);
+    }
+    // The first HEADERS frame and part of the second went out.
+    let out = client.transmit(0).to_vec();
+    let first = 9 + frames_of(&out)[0].3.len();
+    client.transmitted(first + 4);
+    client.handle_write_error(0);
+    assert_eq!(
+        events(&mut client),
+        [Event::Unprocessed { tag: 1 }, Event::Unprocessed { tag: 2 }]
+    );
+    assert_eq!(tags(&client), [0], "sent whole: the server may have it");
+    assert!(client.is_retired() && !client.is_finished());
+    assert!(client.transmit(0).is_empty(), "nothing more goes out");
+    // The server's GOAWAY, read after the failed write, still counts.
+    let mut goaway = 0u32.to_be_bytes().to_vec();
+    goaway.extend(0u32.to_be_bytes());
+    client.handle(&frame(GOAWAY, 0, 0, &goaway), 0);
+    assert_eq!(
+        events(&mut client),
+        [Event::GoAway { code: 0 }, Event::Unprocessed { tag: 0 }]
+    );
+    client.handle_eof(0);
+    assert!(client.is_finished());
+}
