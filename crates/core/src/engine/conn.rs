@@ -15,7 +15,7 @@ use std::rc::Rc;
 
 use crate::clock::Nanos;
 use crate::http::{Request, Session};
-use crate::stats::{ConnectCause, Stamp};
+use crate::stats::{ConnectCause, ReadCause, Stamp};
 
 use super::transport::{self, Transport};
 
@@ -132,6 +132,16 @@ pub enum Check {
     Expired,
 }
 
+/// Why a connection last went down, for the report's account of the
+/// connections that were down at the end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WentDown {
+    /// An attempt to connect (or a TLS handshake) failed.
+    Connect(ConnectCause),
+    /// An open connection ended with a read error.
+    Read(ReadCause),
+}
+
 /// A closed connection hands back its socket (to deregister) and when it
 /// should be reopened.
 pub struct Closed<T> {
@@ -154,6 +164,8 @@ pub struct Conn<T = Transport> {
     served: u64,
     /// Consecutive attempts that ended before any response.
     failures: u32,
+    /// Why it last went down, until it opens again.
+    went_down: Option<WentDown>,
 }
 
 impl<T: Io> Conn<T> {
@@ -166,7 +178,18 @@ impl<T: Io> Conn<T> {
             session: None,
             served: 0,
             failures: 0,
+            went_down: None,
         }
+    }
+
+    /// Why it last went down, while it has not opened since.
+    pub fn went_down(&self) -> Option<WentDown> {
+        self.went_down
+    }
+
+    /// It went down (or failed to come up) for `why`.
+    pub fn note_down(&mut self, why: WentDown) {
+        self.went_down = Some(why);
     }
 
     pub fn peer(&self) -> usize {
@@ -281,6 +304,7 @@ impl<T: Io> Conn<T> {
     /// session must see them first.
     fn ready(&mut self, early: &[u8], now: Nanos) -> Connect {
         self.state = State::Open;
+        self.went_down = None;
         if let Some(session) = self.session.as_mut() {
             if !early.is_empty() {
                 session.handle(early, now);

@@ -43,10 +43,10 @@ use crate::replay::Cursor;
 use crate::schedule::Plan;
 use crate::script::ThreadScript;
 use crate::stats::{
-    AtEnd, ConnectCause, Loss, Phases, ReadCause, Recorder, StopCause, ThreadStats,
+    AtEnd, ConnectCause, Loss, Phases, ReadCause, Recorder, StopCause, ThreadStats, Wait,
 };
 
-use super::conn::{Check, Conn, Connect, InFlight, Read, ReadFailure};
+use super::conn::{Check, Conn, Connect, InFlight, Read, ReadFailure, WentDown};
 use super::poller::{Events, Poller, Ready, WAKE};
 use super::slots::{Assigned, Due, Slot, Slots};
 use super::transport::{self, TlsSetup, Transport};
@@ -58,6 +58,8 @@ pub use crate::stats::Window;
 const SWEEP_SLICE: usize = 256;
 /// Size of the one read buffer all of a worker's connections share.
 const READ_BUF: usize = 64 * 1024;
+/// How long the reason requests wait for a slot is taken as still true.
+const WAIT_CAUSE_FOR: Nanos = 1_000_000;
 /// How often one request goes out at most when the server keeps saying it
 /// never processed it (refused, or above a GOAWAY's last stream id).
 const MAX_SENDS: u8 = 8;
@@ -159,6 +161,9 @@ pub struct Worker {
     /// Rests of the script's `delay()`: (until, place, generation),
     /// earliest first.
     resting: BinaryHeap<Reverse<(Nanos, usize, u32)>>,
+    /// Per peer, why its requests last had to wait, and when that was
+    /// found.
+    waits_seen: Vec<(Nanos, Wait)>,
     /// Deadlines sessions asked for: (at, place, generation).
     deadlines: BinaryHeap<Reverse<(Nanos, usize, u32)>>,
     /// Streams are being opened in a row; one write sends them.
@@ -363,6 +368,7 @@ impl Worker {
             retries: vec![VecDeque::new(); peers],
             resting: BinaryHeap::with_capacity(setup.connections),
             deadlines: BinaryHeap::new(),
+            waits_seen: vec![(0, Wait::Busy); peers],
             filling: false,
             peers: setup.peers,
             session_opts,
@@ -543,9 +549,51 @@ impl Worker {
             let request = self.source.next_scheduled();
             let peer = self.source.peer_of(request);
             // Without a free slot of its peer, it waits for one.
-            if let Some(a) = self.slots.assign(peer, Due { at, request }) {
-                self.send_assigned(a);
+            match self.slots.assign(peer, Due { at, request }) {
+                Some(a) => self.send_assigned(a),
+                None => {
+                    let why = self.wait_cause(peer, clock::now());
+                    self.stats.waits(at, why);
+                }
             }
+        }
+    }
+
+    /// Why a request of `peer` finds no free slot: some of the peer's
+    /// connections are down or opening, or all are open and the server's
+    /// stream limit (below `-m`) holds them, or all are simply busy. Looked
+    /// up at most once a millisecond: an overloaded run has many requests
+    /// waiting, and thousands of connections to look at.
+    fn wait_cause(&mut self, peer: usize, now: Nanos) -> Wait {
+        let (at, why) = self.waits_seen[peer];
+        if now.saturating_sub(at) < WAIT_CAUSE_FOR && at > 0 {
+            return why;
+        }
+        let why = self.find_wait_cause(peer);
+        self.waits_seen[peer] = (now, why);
+        why
+    }
+
+    fn find_wait_cause(&self, peer: usize) -> Wait {
+        let max = self.session_opts[peer].max_streams;
+        let mut limited = false;
+        for p in &self.places {
+            if p.role != Role::Active || p.conn.peer() != peer {
+                continue;
+            }
+            match p
+                .conn
+                .session()
+                .filter(|s| p.conn.is_open() && s.is_ready())
+            {
+                None => return Wait::Down,
+                Some(s) => limited |= s.server_limit().is_some_and(|l| l < max),
+            }
+        }
+        if limited {
+            Wait::ServerLimit
+        } else {
+            Wait::Busy
         }
     }
 
@@ -752,6 +800,11 @@ impl Worker {
             self.lost(tag, why, now);
         }
         self.drained = drained;
+        if let (Some(f), None) = (failed, self.places[i].conn.went_down()) {
+            if let Loss::Read(cause) = loss(f) {
+                self.places[i].conn.note_down(WentDown::Read(cause));
+            }
+        }
         match failed {
             Some(Failure::Protocol) => self.stats.connection_error(now),
             // The server ended a connection that did its job: it reopens.
@@ -835,7 +888,9 @@ impl Worker {
                 self.places[i].conn.open(transport, session, now);
             }
             Err(e) => {
-                self.stats.connect_failed(now, transport::connect_cause(&e));
+                let cause = transport::connect_cause(&e);
+                self.stats.connect_failed(now, cause);
+                self.places[i].conn.note_down(WentDown::Connect(cause));
                 let at = self.places[i].conn.open_failed(now);
                 self.next_sweep = self.next_sweep.min(at);
             }
@@ -844,6 +899,7 @@ impl Worker {
 
     fn connect_failed(&mut self, i: usize, cause: ConnectCause) {
         self.stats.connect_failed(clock::now(), cause);
+        self.places[i].conn.note_down(WentDown::Connect(cause));
         self.end(i, Some(Failure::Closed));
     }
 
@@ -1178,12 +1234,19 @@ impl Worker {
             if let Some(s) = conn.session() {
                 s.for_each_in_flight(&mut |t| stats.in_flight_at_end(t.stamp, stop_at));
             }
-            if conn.in_flight() > 0 {
+            if place.role == Role::Draining {
+                at_end.draining += 1;
+            } else if conn.in_flight() > 0 {
                 at_end.busy += 1;
             } else if place.resting > 0 {
                 at_end.resting += 1;
             } else if !conn.is_open() {
                 at_end.down += 1;
+                match conn.went_down() {
+                    Some(WentDown::Connect(c)) => at_end.down_connect.count(c),
+                    Some(WentDown::Read(r)) => at_end.down_read.count(r),
+                    None => {}
+                }
             }
         }
         if self

@@ -335,6 +335,9 @@ pub struct Counters {
     /// `errors.connect` by cause.
     #[serde(default)]
     pub connect_causes: ConnectCauses,
+    /// Why requests waited for a slot, as each began to wait.
+    #[serde(default)]
+    pub waits: Waits,
 }
 
 /// The connections (and threads) as the run ended, counted once per
@@ -348,6 +351,17 @@ pub struct AtEnd {
     pub resting: u64,
     pub down: u64,
     pub stopped_threads: u64,
+    /// Connections the server had retired (its GOAWAY, say), still
+    /// finishing what was in flight on them; replaced, and not among the
+    /// others.
+    #[serde(default)]
+    pub draining: u64,
+    /// Of `down`, why each last failed to connect.
+    #[serde(default)]
+    pub down_connect: ConnectCauses,
+    /// Of `down`, why each open connection last ended, by read error.
+    #[serde(default)]
+    pub down_read: ReadCauses,
 }
 
 impl AtEnd {
@@ -356,7 +370,45 @@ impl AtEnd {
         self.resting += other.resting;
         self.down += other.down;
         self.stopped_threads += other.stopped_threads;
+        self.draining += other.draining;
+        self.down_connect.add(&other.down_connect);
+        self.down_read.add(&other.down_read);
     }
+}
+
+/// Why due requests found no free slot and waited for one (rate mode),
+/// counted as each began to wait: every connection of its host open and
+/// all of their streams busy, some of them down or opening, or all open
+/// but held by the server's stream limit (below `-m`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Waits {
+    pub busy: u64,
+    pub down: u64,
+    pub server_limit: u64,
+}
+
+impl Waits {
+    pub fn add(&mut self, o: &Waits) {
+        self.busy += o.busy;
+        self.down += o.down;
+        self.server_limit += o.server_limit;
+    }
+
+    pub fn count(&mut self, why: Wait) {
+        *match why {
+            Wait::Busy => &mut self.busy,
+            Wait::Down => &mut self.down,
+            Wait::ServerLimit => &mut self.server_limit,
+        } += 1;
+    }
+}
+
+/// Why one due request waited (see [`Waits`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    Busy,
+    Down,
+    ServerLimit,
 }
 
 impl Counters {
@@ -375,6 +427,7 @@ impl Counters {
         self.http2.add(&other.http2);
         self.read_causes.add(&other.read_causes);
         self.connect_causes.add(&other.connect_causes);
+        self.waits.add(&other.waits);
     }
 
     /// Requests that never got a response and whose latency is therefore

@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::clock::{to_us, Nanos};
 
 use super::interval::EncodedInterval;
-use super::{add_histogram, AtEnd, ConnectCause, Phases, ReadCause, ThreadStats};
+use super::{add_histogram, AtEnd, ConnectCause, Phases, ReadCause, ThreadStats, Wait};
 
 /// How a worker's run is bounded in time, known once all threads are ready.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -273,6 +273,14 @@ impl Recorder {
     /// A request due at `due` waited for a free connection.
     pub fn queued(&mut self, due: Nanos) {
         self.stats.counters.queued += u64::from(self.window.measures(due));
+    }
+
+    /// A request due at `due` found no free slot, for `why`, and begins to
+    /// wait for one.
+    pub fn waits(&mut self, due: Nanos, why: Wait) {
+        if self.window.measures(due) {
+            self.stats.counters.waits.count(why);
+        }
     }
 
     /// An attempt to connect failed `now`, for `cause`.

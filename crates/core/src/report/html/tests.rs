@@ -117,6 +117,11 @@ pub fn sample() -> Document {
             refused: 3,
             ..Default::default()
         },
+        waits: crate::stats::Waits {
+            busy: 2_300,
+            down: 10,
+            server_limit: 0,
+        },
     };
     Document {
         schema: SCHEMA,
