@@ -22,6 +22,7 @@ mod layers;
 mod longrun;
 mod lua;
 mod outputs;
+mod pool;
 mod python_check;
 mod rate;
 mod replay;

@@ -179,6 +179,48 @@ fn a_sweep_stops_where_the_generator_is_the_limit() {
     assert_eq!(doc.conclusion, last);
 }
 
+/// The same sweep with room to grow (`--max-connections 100`): the one
+/// connection is no longer a guess that ends it, each step opens what its
+/// rate needs, and every step up to the top is judged on the server's
+/// merits and met.
+#[test]
+fn a_sweep_that_may_grow_connections_is_not_held_by_c() {
+    let _g = serial();
+    let srv = delayed(Duration::from_millis(20));
+    let dir = TempDir::new("sweep-grow");
+    let json = dir.file("sweep.json", "");
+    let o = metron_within(
+        &[
+            "sweep",
+            "--slo",
+            "p99<1s",
+            "--from",
+            "100",
+            "--to",
+            "800",
+            "--step-duration",
+            "2s",
+            "--warmup",
+            "500ms",
+            "--cooldown",
+            "200ms",
+            "-t1",
+            "-c1",
+            "--max-connections",
+            "100",
+            "--json",
+            &json,
+            &url(&srv, "/"),
+        ],
+        Duration::from_secs(60),
+    );
+    assert_status(&o, 0);
+    let doc = sweep_document(Path::new(&json));
+    assert_eq!(doc.highest, Some(800.0), "{}", stdout(&o));
+    assert!(doc.steps.len() >= 3, "{:?}", doc.steps.len());
+    assert!(doc.steps.iter().all(|s| s.slo.verdict == "met"));
+}
+
 /// A bound below the server's delay: the lowest rate already fails, and
 /// the sweep says so with exit status 3 after that one step.
 #[test]

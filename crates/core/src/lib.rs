@@ -295,6 +295,9 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
         connections,
         run.protocols.banner().as_deref(),
     )?;
+    if let Some(g) = run.growth {
+        report::text::write_growth_line(&mut &mut *text, g.max, g.from_open_files)?;
+    }
     if let Some(r) = &run.replay {
         let file = r.file.display().to_string();
         let (requests, hosts) = (r.set.len(), r.set.hosts().len());
@@ -401,7 +404,8 @@ pub fn run_facts<'a>(run: &'a engine::Setup, outcome: &'a Outcome) -> verdict::R
         stats: &outcome.stats,
         load: &run.load,
         threads: run.threads,
-        connections: run.connections(),
+        // Connections opened on demand count: the pool could carry that much.
+        connections: run.max_connections(),
         per_connection: if outcome.protocol.contains("HTTP/2") {
             run.protocols.max_streams
         } else {

@@ -10,8 +10,9 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use super::profile::{load_profile_file, ProfileSpec};
-use super::{Arrival, BenchArgs};
+use super::{Arrival, BenchArgs, Connections};
 use crate::clock::nanos;
+use crate::engine::setup::Growth;
 use crate::engine::setup::{Identity, Protocol, Protocols, TlsOptions, Trust, DEFAULT_MAX_STREAMS};
 use crate::engine::{Replay, Setup};
 use crate::http::request::{check_header_value, check_token};
@@ -76,6 +77,10 @@ pub enum ConfigError {
     NoThreads,
     #[error("-c {connections} is fewer than -t {threads}: every thread needs a connection; raise -c to at least {threads} or lower -t")]
     FewerConnections { connections: u64, threads: u64 },
+    #[error("--max-connections {max} is below -c {connections}: it is the most the pool grows to; give at least {connections}")]
+    MaxBelowConnections { max: u64, connections: u64 },
+    #[error("{0} grows the connections for requests that fall due with every stream busy, which only rate mode has: add -R, or give -c a number")]
+    GrowthWithoutRate(&'static str),
     #[error("-d {0:?}: the test needs a positive duration, e.g. -d 10s")]
     NoDuration(Duration),
     #[error(
@@ -182,9 +187,10 @@ impl Config {
         if args.threads == 0 {
             return Err(ConfigError::NoThreads);
         }
-        if args.connections < args.threads {
+        let connections = args.connections.initial(args.threads);
+        if connections < args.threads {
             return Err(ConfigError::FewerConnections {
-                connections: args.connections,
+                connections,
                 threads: args.threads,
             });
         }
@@ -267,7 +273,8 @@ impl Config {
             None => None,
         };
         let target = parse_target(&args.url)?;
-        let conns_per_thread = spread(args.connections as usize, threads);
+        let conns_per_thread = spread(connections as usize, threads);
+        let growth = growth(args, connections, &load)?;
         let replay = replay(args, &target, &headers, &conns_per_thread)?;
         let hosts = match &replay {
             Some(r) => r.set.hosts(),
@@ -280,6 +287,7 @@ impl Config {
             target,
             threads,
             conns_per_thread,
+            growth,
             duration,
             warmup,
             timeout: args.timeout,
@@ -569,6 +577,34 @@ fn outputs(args: &BenchArgs) -> Result<Outputs, ConfigError> {
         timeseries_interval: ts,
         quiet: args.quiet,
     })
+}
+
+/// How far the connections may grow on demand: to `--max-connections`,
+/// or with `-c auto` to what the open-files limit allows. Rate mode only:
+/// a closed loop has no request that waits for a connection.
+fn growth(args: &BenchArgs, connections: u64, load: &Load) -> Result<Option<Growth>, ConfigError> {
+    let auto = args.connections == Connections::Auto;
+    let flag = match (args.max_connections, auto) {
+        (None, false) => return Ok(None),
+        (Some(_), _) => "--max-connections",
+        (None, true) => "-c auto",
+    };
+    if !load.is_open() {
+        return Err(ConfigError::GrowthWithoutRate(flag));
+    }
+    match args.max_connections {
+        Some(max) if max < connections => {
+            Err(ConfigError::MaxBelowConnections { max, connections })
+        }
+        Some(max) => Ok(Some(Growth {
+            max: max as usize,
+            from_open_files: false,
+        })),
+        None => Ok(Some(Growth {
+            max: crate::engine::limits::connections_allowed(args.threads as usize),
+            from_open_files: true,
+        })),
+    }
 }
 
 /// Spreads `total` over `parts` so the shares differ by at most one and add

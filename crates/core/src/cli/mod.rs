@@ -157,6 +157,33 @@ Words after the URL go to the script's init(args) as args[1], args[2], ...
 (flags may still follow them; everything after -- goes to the script too).";
 
 /// Load-test a URL: `metron [OPTIONS] <URL> [SCRIPT ARGS...]`.
+/// `-c`: a number of connections, or `auto`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Connections {
+    Fixed(u64),
+    /// One per thread at the start, growing on demand.
+    Auto,
+}
+
+impl Connections {
+    /// Connections at the start of a run of `threads` threads.
+    pub fn initial(self, threads: u64) -> u64 {
+        match self {
+            Connections::Fixed(n) => n,
+            Connections::Auto => threads,
+        }
+    }
+}
+
+fn parse_connections(s: &str) -> Result<Connections, String> {
+    if s.eq_ignore_ascii_case("auto") {
+        return Ok(Connections::Auto);
+    }
+    parse_si_u64(s)
+        .map(Connections::Fixed)
+        .map_err(|why| format!("{why}; -c takes a number of connections or auto"))
+}
+
 #[derive(Parser, Debug, Clone)]
 #[command(
     name = "metron",
@@ -166,9 +193,13 @@ Words after the URL go to the script's init(args) as args[1], args[2], ...
     after_help = AFTER_HELP
 )]
 pub struct BenchArgs {
-    /// Connections to keep open, in total over all threads
-    #[arg(short = 'c', long = "connections", default_value = "10", value_parser = parse_si_u64, value_name = "N")]
-    pub connections: u64,
+    /// Connections to keep open, in total over all threads; "auto": one per thread at the start, growing on demand (rate mode) up to the open-files limit
+    #[arg(short = 'c', long = "connections", default_value = "10", value_parser = parse_connections, value_name = "N")]
+    pub connections: Connections,
+
+    /// Rate mode: open another connection whenever a due request finds every stream busy, up to N over all threads (they stay open)
+    #[arg(long = "max-connections", value_parser = parse_si_u64, value_name = "N")]
+    pub max_connections: Option<u64>,
 
     /// Duration of the test, e.g. 30s, 2m [default: 10s, or the length of --rate-profile]
     #[arg(short = 'd', long = "duration", value_parser = parse_duration, value_name = "T")]
@@ -442,7 +473,7 @@ mod tests {
     #[test]
     fn wrk_defaults() {
         let a = bench(&["http://127.0.0.1:8080/"]).unwrap();
-        assert_eq!((a.connections, a.threads), (10, 2));
+        assert_eq!((a.connections, a.threads), (Connections::Fixed(10), 2));
         assert_eq!(a.duration, None);
         assert_eq!(a.timeout, Duration::from_secs(2));
         assert_eq!(a.rate, None);
@@ -471,7 +502,7 @@ mod tests {
             "http://h/p",
         ])
         .unwrap();
-        assert_eq!(a.connections, 1000);
+        assert_eq!(a.connections, Connections::Fixed(1000));
         assert_eq!(a.duration, Some(Duration::from_secs(120)));
         assert_eq!(a.rate, Some(2500.0));
         assert!(a.latency && a.u_latency);

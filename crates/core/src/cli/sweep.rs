@@ -95,7 +95,7 @@ mod tests {
         assert_eq!((s.from, s.to, s.resolution), (1000.0, 8000.0, 0.05));
         assert_eq!(s.step_duration, Duration::from_secs(3));
         assert_eq!(s.cooldown, Duration::from_secs(2));
-        assert_eq!(s.run.connections, 50);
+        assert_eq!(s.run.connections, crate::cli::Connections::Fixed(50));
         assert!(s.run.slo.is_some());
         assert_eq!(
             parse_percent("2"),

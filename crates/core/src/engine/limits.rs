@@ -36,6 +36,13 @@ pub fn raise_open_files() -> io::Result<u64> {
     Ok(lim.rlim_cur as u64)
 }
 
+/// The most connections `threads` threads can have open under the
+/// open-file limit (raised as far as it goes): `-c auto`'s ceiling.
+pub fn connections_allowed(threads: usize) -> usize {
+    let limit = raise_open_files().unwrap_or(1024);
+    limit.saturating_sub(overhead(threads)).max(threads as u64) as usize
+}
+
 /// `Some((needed, limit))` when `connections` over `threads` cannot all be
 /// open at once under the open-file limit.
 pub fn open_files_short(connections: usize, threads: usize) -> io::Result<Option<(u64, u64)>> {

@@ -29,7 +29,8 @@ pub fn prepare(
     stop: &Arc<Stop>,
     watch: Option<&dyn Watch>,
 ) -> Result<Prepared, EngineError> {
-    let connections = setup.connections();
+    // Room for every connection the run may open, grown ones included.
+    let connections = setup.max_connections();
     if let Ok(Some((needed, limit))) = limits::open_files_short(connections, setup.threads) {
         return Err(EngineError::OpenFiles {
             connections,
@@ -97,6 +98,7 @@ fn worker_setups(
         .map_or(0, |r| r.set.endpoints().len());
     let mut scripts = scripts.into_iter();
     let mut setups = Vec::with_capacity(setup.threads);
+    let max_per_thread = crate::cli::config::spread(setup.max_connections(), setup.threads);
     for j in 0..setup.threads {
         let mut script = scripts.next();
         let request = match script.as_mut() {
@@ -117,6 +119,7 @@ fn worker_setups(
         setups.push(WorkerSetup {
             index: j,
             connections: setup.conns_per_thread[j],
+            max_connections: max_per_thread[j],
             peers,
             request,
             script,

@@ -20,8 +20,11 @@ pub struct Setup {
     pub url: String,
     pub target: Target,
     pub threads: usize,
-    /// Connections of each thread; they add up to `-c` exactly.
+    /// Connections of each thread at the start; they add up to `-c`
+    /// exactly.
     pub conns_per_thread: Vec<usize>,
+    /// How far the connections may grow on demand, if they may.
+    pub growth: Option<Growth>,
     pub duration: Duration,
     pub warmup: Duration,
     pub timeout: Duration,
@@ -57,9 +60,25 @@ pub struct Setup {
 }
 
 impl Setup {
+    /// Connections at the start.
     pub fn connections(&self) -> usize {
         self.conns_per_thread.iter().sum()
     }
+
+    /// The most connections the run may have open at once.
+    pub fn max_connections(&self) -> usize {
+        self.growth.map_or(self.connections(), |g| g.max)
+    }
+}
+
+/// Connections opened on demand (`--max-connections`, `-c auto`): when a
+/// request falls due and no stream of any connection is free, another
+/// connection opens, up to `max` over all threads, and stays open.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Growth {
+    pub max: usize,
+    /// `max` is what the open-files limit allows (`-c auto`).
+    pub from_open_files: bool,
 }
 
 /// What may be spoken to every host of the run: `offer` in order of

@@ -135,6 +135,11 @@ impl Slots {
             .collect()
     }
 
+    /// Requests of `peer` waiting for a slot.
+    pub fn waiting_for(&self, peer: usize) -> usize {
+        self.waiting[peer].len()
+    }
+
     /// Requests still waiting for a slot (never sent, at the end).
     pub fn waiting(&self) -> impl Iterator<Item = &Due> {
         self.waiting.iter().flatten()

@@ -67,7 +67,11 @@ const MAX_SENDS: u8 = 8;
 /// Everything a worker needs, decided before it starts.
 pub struct WorkerSetup {
     pub index: usize,
+    /// Connections at the start.
     pub connections: usize,
+    /// The most connections this thread may have open: more than
+    /// `connections` when they grow on demand.
+    pub max_connections: usize,
     /// Where connections go: connection `c` to `peers[c % peers.len()]`.
     pub peers: Vec<Peer>,
     /// The requests, encoded and checked once (unused when a script or a
@@ -152,6 +156,16 @@ pub struct Worker {
     /// The connections, by token.
     places: Vec<Place>,
     vacant: Vec<usize>,
+    /// Places holding an active connection (counted against `-c`), at
+    /// most `max_active`: more open on demand when requests wait.
+    active: usize,
+    max_active: usize,
+    initial: usize,
+    peak: usize,
+    opened_on_demand: u64,
+    /// Per peer, the streams a connection to it takes at once, once one
+    /// has said (for growing: how many waiting requests one more serves).
+    streams_each: Vec<u32>,
     /// What due requests wait for: free slots, per peer.
     slots: Slots,
     /// Per peer, requests the server never processed (refused, or above a
@@ -164,6 +178,8 @@ pub struct Worker {
     /// Per peer, why its requests last had to wait, and when that was
     /// found.
     waits_seen: Vec<(Nanos, Wait)>,
+    /// Requests intended before this were counted by why they waited.
+    waits_counted: Nanos,
     /// Deadlines sessions asked for: (at, place, generation).
     deadlines: BinaryHeap<Reverse<(Nanos, usize, u32)>>,
     /// Streams are being opened in a row; one write sends them.
@@ -241,6 +257,14 @@ impl Source {
         }
     }
 
+    /// The request of the schedule's next intended time, not taken.
+    fn upcoming(&self) -> u32 {
+        match self {
+            Source::Replay { cursor, .. } => cursor.peek(),
+            _ => 0,
+        }
+    }
+
     /// The peer a request goes to.
     fn peer_of(&self, request: u32) -> usize {
         match self {
@@ -266,6 +290,14 @@ struct Schedule(Plan);
 impl Schedule {
     fn paced(&self) -> bool {
         matches!(self.0, Plan::Paced(_))
+    }
+
+    /// The first intended time at or after `t` not taken yet, in rate mode.
+    fn next_from(&mut self, t: Nanos) -> Option<Nanos> {
+        match &mut self.0 {
+            Plan::Paced(arrivals) => Some(arrivals.peek().max(arrivals.first_from(t))),
+            Plan::Closed => None,
+        }
     }
 
     /// The next intended time, in rate mode.
@@ -364,11 +396,18 @@ impl Worker {
             stop,
             places: Vec::with_capacity(setup.connections),
             vacant: Vec::new(),
+            active: 0,
+            max_active: setup.max_connections.max(setup.connections),
+            initial: setup.connections,
+            peak: setup.connections,
+            opened_on_demand: 0,
+            streams_each: vec![1; peers],
             slots: Slots::new(peers, setup.connections),
             retries: vec![VecDeque::new(); peers],
             resting: BinaryHeap::with_capacity(setup.connections),
             deadlines: BinaryHeap::new(),
             waits_seen: vec![(0, Wait::Busy); peers],
+            waits_counted: 0,
             filling: false,
             peers: setup.peers,
             session_opts,
@@ -448,7 +487,8 @@ impl Worker {
                 return Ok(now);
             }
             self.on_timer(now);
-            self.poller.wait(&mut events, self.next_deadline())?;
+            let deadline = self.next_deadline();
+            self.poller.wait(&mut events, deadline)?;
             let paced = self.schedule.paced();
             for ev in events.iter() {
                 match ev.token() {
@@ -512,7 +552,7 @@ impl Worker {
     }
 
     /// The earliest moment the loop has something to do without I/O.
-    fn next_deadline(&self) -> Nanos {
+    fn next_deadline(&mut self) -> Nanos {
         let mut at = self.stats.window().end.min(self.next_sweep);
         for heap in [&self.resting, &self.deadlines] {
             if let Some(Reverse((until, _, _))) = heap.peek() {
@@ -521,6 +561,12 @@ impl Worker {
         }
         if self.slots.any_free() {
             if let Some(due) = self.schedule.next() {
+                at = at.min(due);
+            }
+        } else if self.active < self.max_active {
+            // A request falling due with no slot free may open a
+            // connection: wake for the first not yet seen waiting.
+            if let Some(due) = self.schedule.next_from(self.waits_counted) {
                 at = at.min(due);
             }
         }
@@ -542,21 +588,80 @@ impl Worker {
     /// Sends every due request that has a free slot to go on.
     fn dispatch(&mut self) {
         let end = self.stats.window().end;
-        while self.slots.any_free() && !self.halted() {
-            let Some(at) = self.schedule.take_due(clock::now(), end) else {
+        while !self.halted() {
+            let now = clock::now();
+            if !self.slots.any_free() {
+                return self.no_free_slot(now, end);
+            }
+            let Some(at) = self.schedule.take_due(now, end) else {
                 return;
             };
             let request = self.source.next_scheduled();
             let peer = self.source.peer_of(request);
             // Without a free slot of its peer, it waits for one.
             match self.slots.assign(peer, Due { at, request }) {
-                Some(a) => self.send_assigned(a),
+                Some(a) => {
+                    self.send_assigned(a);
+                    // The last free slot went: where the pool may grow, one
+                    // more connection opens now, so that the next request
+                    // finds it open instead of waiting for its connect.
+                    if !self.slots.any_free() {
+                        self.grow(peer, 1);
+                    }
+                }
                 None => {
-                    let why = self.wait_cause(peer, clock::now());
-                    self.stats.waits(at, why);
+                    if at >= self.waits_counted {
+                        let why = self.wait_cause(peer, now);
+                        self.stats.waits(at, why);
+                    }
+                    self.grow(peer, 0);
                 }
             }
         }
+    }
+
+    /// No slot is free: due requests stay on the schedule until one is.
+    /// Each is counted once, as it begins to wait, by why it waits; and
+    /// the pool grows for them, if it may.
+    fn no_free_slot(&mut self, now: Nanos, end: Nanos) {
+        let Some(next) = self.schedule.next().filter(|&t| t <= now && t < end) else {
+            return;
+        };
+        let peer = self.source.peer_of(self.source.upcoming());
+        let until = (now + 1).min(end);
+        let fresh = self
+            .schedule
+            .count_pending(self.waits_counted.max(next), until);
+        if fresh > 0 {
+            let why = self.wait_cause(peer, now);
+            self.stats.waits_n(next, why, fresh);
+            self.waits_counted = until;
+        }
+        let pending = self.schedule.count_pending(next, until);
+        self.grow(peer, pending as usize);
+    }
+
+    /// Opens another connection to `peer` for its waiting requests (those
+    /// in its queue, and `due` more still on the schedule), when the pool
+    /// may grow and the connections already opening would not take them
+    /// all. It stays open for the rest of the run.
+    fn grow(&mut self, peer: usize, due: usize) {
+        if self.active >= self.max_active {
+            return;
+        }
+        let opening = self
+            .places
+            .iter()
+            .filter(|p| p.role == Role::Active && p.conn.peer() == peer && !p.conn.is_ready())
+            .count();
+        let each = self.streams_each[peer].max(1) as usize;
+        if self.slots.waiting_for(peer) + due <= opening * each {
+            return;
+        }
+        let i = self.add_place(peer);
+        self.opened_on_demand += 1;
+        self.peak = self.peak.max(self.active);
+        self.open(i, clock::now());
     }
 
     /// Why a request of `peer` finds no free slot: some of the peer's
@@ -821,6 +926,7 @@ impl Worker {
         let peer = self.places[i].conn.peer();
         self.forget_slots(i);
         self.places[i].role = Role::Draining;
+        self.active -= 1;
         self.stats.reconnected();
         let j = self.add_place(peer);
         self.open(j, clock::now());
@@ -838,6 +944,7 @@ impl Worker {
 
     /// A place for a new connection to `peer`: a vacant one, or a new one.
     fn add_place(&mut self, peer: usize) -> usize {
+        self.active += 1;
         let conn = Conn::new(peer);
         if let Some(i) = self.vacant.pop() {
             let place = &mut self.places[i];
@@ -910,6 +1017,10 @@ impl Worker {
     /// one write.
     fn top_up(&mut self, i: usize) {
         let peer = self.places[i].conn.peer();
+        if let Some(s) = self.places[i].conn.session().filter(|s| s.is_ready()) {
+            let each = s.free_streams() + s.in_flight() as u32;
+            self.streams_each[peer] = self.streams_each[peer].max(each);
+        }
         self.filling = true;
         while self.unclaimed(i) > 0 && !self.halted() {
             if self.closed_loop_over(clock::now()) {
@@ -1257,6 +1368,8 @@ impl Worker {
             at_end.stopped_threads = 1;
         }
         self.stats.at_end(at_end);
+        self.stats
+            .connections(self.initial, self.peak, self.opened_on_demand);
         // Sent requests were counted as due when they went out; what is
         // still waiting for a slot or on the schedule is due but never sent.
         for due in self.slots.waiting() {

@@ -83,6 +83,20 @@ pub fn write_banner(
     }
 }
 
+/// Under the banner, when connections may grow on demand: how far.
+pub fn write_growth_line(
+    out: &mut impl Write,
+    max: usize,
+    from_open_files: bool,
+) -> io::Result<()> {
+    let why = if from_open_files {
+        " (as many as the open-files limit allows)"
+    } else {
+        ""
+    };
+    writeln!(out, "  more connections open on demand, up to {max}{why}")
+}
+
 /// Everything after the banner.
 pub fn write_results(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
     let stats = r.stats;
@@ -496,6 +510,14 @@ fn write_own_lines(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
     if let Some(protocol) = r.protocol {
         writeln!(out, "  Protocol: {protocol}")?;
     }
+    let pool = &stats.counters.connections;
+    if pool.opened_on_demand > 0 {
+        writeln!(
+            out,
+            "  Connections: {} at start, peak {} ({} opened on demand)",
+            pool.initial, pool.peak, pool.opened_on_demand
+        )?;
+    }
     if stats.counters.http2.any() {
         writeln!(out, "  {}", http2_line(&stats.counters.http2))?;
     }
@@ -699,25 +721,87 @@ fn send_lag_warning(r: &TextReport, rate: f64) -> Option<String> {
     // server gone silent leaves most of them unsent.)
     let sent = c.due.saturating_sub(c.never_sent);
     // Over HTTP/2 a request waits for a free stream, not a connection.
-    let (busy, one, raise) = match r.protocol {
-        Some(p) if p.contains("HTTP/2") => ("every stream of the", "a stream", "-c or -m"),
-        _ => ("all", "one", "-c"),
+    let (busy, one) = match r.protocol {
+        Some(p) if p.contains("HTTP/2") => ("every stream of the", "a stream"),
+        _ => ("all", "one"),
     };
-    Some(if c.queued * 100 > sent {
+    if c.queued * 100 <= sent {
+        return Some(format!(
+            "{lag}: connections were free, so the generator itself sent late and the server \
+             did not see a steady -R {rate}; add threads with -t or give metron more CPU"
+        ));
+    }
+    let waited = format!(
+        "{lag}: {} of the {sent} requests sent ({:.1}%)",
+        c.queued,
+        c.queued as f64 * 100.0 / sent.max(1) as f64
+    );
+    let w = &c.waits;
+    Some(if w.down > w.busy + w.server_limit {
         format!(
-            "{lag}: {} of the {sent} requests sent ({:.1}%) found {busy} {} connections busy \
-             and waited for {one}; their latency rightly includes that wait. If the server was \
-             not expected to be slow, raise {raise}",
-            c.queued,
-            c.queued as f64 * 100.0 / sent.max(1) as f64,
-            r.connections
+            "{waited} waited while connections were down or opening ({}); their latency \
+             rightly includes that wait",
+            down_line(c)
+        )
+    } else if w.server_limit > w.busy {
+        format!(
+            "{waited} found every stream busy that the server allows (its \
+             SETTINGS_MAX_CONCURRENT_STREAMS, below -m) and waited for one; their latency \
+             rightly includes that wait. {}",
+            pool_needs(r, rate)
         )
     } else {
         format!(
-            "{lag}: connections were free, so the generator itself sent late and the server \
-             did not see a steady -R {rate}; add threads with -t or give metron more CPU"
+            "{waited} found {busy} {} connections busy and waited for {one}; their latency \
+             rightly includes that wait. {}",
+            pool_size(r),
+            pool_needs(r, rate)
         )
     })
+}
+
+/// The connections the pool had at most.
+fn pool_size(r: &TextReport) -> u64 {
+    let peak = r.stats.counters.connections.peak;
+    if peak > 0 {
+        peak
+    } else {
+        r.connections as u64
+    }
+}
+
+/// What the rate needs, by Little's law from what the run saw: a pool
+/// busy all along that carried `achieved` requests a second on `n`
+/// connections needs `n * rate / achieved` for the rate asked (the time
+/// per response, and so the streams each connection carries, as seen).
+fn pool_needs(r: &TextReport, rate: f64) -> String {
+    let achieved = r.stats.requests_per_sec();
+    let n = pool_size(r) as f64;
+    let per_response = format_time_us(r.stats.uncorrected.mean());
+    let needed = (n * rate / achieved.max(f64::MIN_POSITIVE)).ceil();
+    if !needed.is_finite() || needed <= n {
+        return "If the server was not expected to be slow, raise -c".to_string();
+    }
+    format!(
+        "At {} requests/s and {per_response} per response, about {needed:.0} connections are \
+         busy at once: raise -c to {needed:.0}, or pass --max-connections to open them as needed",
+        format_metric(rate)
+    )
+}
+
+/// The failed connects and how the connections went down, in brief.
+fn down_line(c: &Counters) -> String {
+    let named: Vec<String> = c
+        .connect_causes
+        .named()
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(what, n)| format!("{what} {n}"))
+        .collect();
+    match named.is_empty() {
+        true => format!("{} connect errors", c.errors.connect),
+        false => format!("{} connect errors: {}", c.errors.connect, named.join(", ")),
+    }
 }
 
 /// The send lag tolerated at the 99th percentile: one interval of a

@@ -293,6 +293,12 @@ impl Share {
             .saturating_sub(self.owned_before(from))
     }
 
+    /// This lane's first time at or after `t` (taken or not).
+    pub fn first_from(&mut self, t: Nanos) -> Nanos {
+        let m = self.owned_before(t);
+        self.at(m)
+    }
+
     /// How many of this lane's times lie before `t`: of the run's first
     /// `n` requests (those due before `t`), the ones whose index is
     /// `lane` modulo `lanes`.

@@ -338,6 +338,9 @@ pub struct Counters {
     /// Why requests waited for a slot, as each began to wait.
     #[serde(default)]
     pub waits: Waits,
+    /// The connections at the start, at most, and opened on demand.
+    #[serde(default)]
+    pub connections: Pool,
 }
 
 /// The connections (and threads) as the run ended, counted once per
@@ -376,6 +379,25 @@ impl AtEnd {
     }
 }
 
+/// The connections over the run: how many opened at the start, the most
+/// open at once (summed over threads: connections opened on demand stay
+/// open, so each thread's most is its last), and how many opened on
+/// demand (`--max-connections`, `-c auto`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Pool {
+    pub initial: u64,
+    pub peak: u64,
+    pub opened_on_demand: u64,
+}
+
+impl Pool {
+    pub fn add(&mut self, o: &Pool) {
+        self.initial += o.initial;
+        self.peak += o.peak;
+        self.opened_on_demand += o.opened_on_demand;
+    }
+}
+
 /// Why due requests found no free slot and waited for one (rate mode),
 /// counted as each began to wait: every connection of its host open and
 /// all of their streams busy, some of them down or opening, or all open
@@ -394,12 +416,12 @@ impl Waits {
         self.server_limit += o.server_limit;
     }
 
-    pub fn count(&mut self, why: Wait) {
+    pub fn count_n(&mut self, why: Wait, n: u64) {
         *match why {
             Wait::Busy => &mut self.busy,
             Wait::Down => &mut self.down,
             Wait::ServerLimit => &mut self.server_limit,
-        } += 1;
+        } += n;
     }
 }
 
@@ -428,6 +450,7 @@ impl Counters {
         self.read_causes.add(&other.read_causes);
         self.connect_causes.add(&other.connect_causes);
         self.waits.add(&other.waits);
+        self.connections.add(&other.connections);
     }
 
     /// Requests that never got a response and whose latency is therefore

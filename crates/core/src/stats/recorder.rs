@@ -278,8 +278,13 @@ impl Recorder {
     /// A request due at `due` found no free slot, for `why`, and begins to
     /// wait for one.
     pub fn waits(&mut self, due: Nanos, why: Wait) {
+        self.waits_n(due, why, 1);
+    }
+
+    /// `n` requests due from `due` on found no free slot, for `why`.
+    pub fn waits_n(&mut self, due: Nanos, why: Wait, n: u64) {
         if self.window.measures(due) {
-            self.stats.counters.waits.count(why);
+            self.stats.counters.waits.count_n(why, n);
         }
     }
 
@@ -294,6 +299,16 @@ impl Recorder {
                 .kinds
                 .connect += 1;
         }
+    }
+
+    /// The connections of this thread: `initial` at the start, `peak` at
+    /// most, `on_demand` of them opened for requests that waited.
+    pub fn connections(&mut self, initial: usize, peak: usize, on_demand: u64) {
+        self.stats.counters.connections = super::Pool {
+            initial: initial as u64,
+            peak: peak as u64,
+            opened_on_demand: on_demand,
+        };
     }
 
     /// The server closed a connection (or broke its stream), which is

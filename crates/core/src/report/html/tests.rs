@@ -122,6 +122,11 @@ pub fn sample() -> Document {
             down: 10,
             server_limit: 0,
         },
+        connections: crate::stats::Pool {
+            initial: 64,
+            peak: 64,
+            opened_on_demand: 0,
+        },
     };
     Document {
         schema: SCHEMA,
