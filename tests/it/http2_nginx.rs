@@ -458,6 +458,59 @@ fn requests_share_connections_at_once() {
     assert!(o.stats.counters.completed > 200, "{:?}", o.stats.counters);
 }
 
+/// Connections on demand against nginx answering in 20 ms (its upstream
+/// is): at 400 requests/s about 8 connections are busy at once; from 2,
+/// with room for 100, the pool grows to what the rate needs, no request
+/// waits on it, none is left unsent, and nginx logs every one. Over
+/// HTTP/1.1 (TLS, nginx's port without HTTP/2) and over h2c with one
+/// stream per connection.
+#[test]
+fn connections_open_on_demand_against_nginx() {
+    let _g = serial();
+    let upstream = server(ServeConfig {
+        delay: Duration::from_millis(20),
+        threads: 2,
+        ..ServeConfig::default()
+    });
+    let Some(ngx) = Nginx::start(Options {
+        upstream: Some(upstream.addr()),
+        ..Options::default()
+    }) else {
+        return;
+    };
+    let cacert = ngx.cacert();
+    let runs = [
+        (ngx.tls_h1_url("/slow"), vec!["--cacert", &cacert]),
+        (ngx.h2c_url("/slow"), vec!["--http2", "-m1"]),
+    ];
+    let mut logged = 0;
+    for (u, flags) in &runs {
+        let args = [
+            &flags[..],
+            &["-t1", "-c2", "--max-connections", "100", "-R400", "-d3s", u],
+        ]
+        .concat();
+        let (o, text) = bench(&args);
+        let c = &o.stats.counters;
+        assert!(c.balanced(), "{u}: {c:?}");
+        assert_eq!(
+            (c.never_sent, c.errors.lost_requests(), c.waits.busy),
+            (0, 0, 0),
+            "{u}: {c:?}\n{text}"
+        );
+        assert!((6..=100).contains(&c.connections.peak), "{u}: {c:?}");
+        let p50 = o.stats.latency.value_at_quantile(0.5) as f64 / 1000.0;
+        assert!((20.0..=24.0).contains(&p50), "{u}: p50 {p50} ms\n{text}");
+        let log = ngx.access_log();
+        let new = log.len() - logged;
+        logged = log.len();
+        assert!(
+            new as u64 >= c.completed && new as u64 <= c.completed + c.in_flight,
+            "{u}: nginx logged {new}, {c:?}"
+        );
+    }
+}
+
 /// Over TLS: --http2 gets h2 by ALPN, --alpn h2,http/1.1 lets the server
 /// choose (and the JSON says what it chose), and --http2 against a port
 /// without HTTP/2 is one line that says so.
