@@ -49,6 +49,39 @@ start_nginx() {
     exit 1
 }
 
+# start_h2o: h2o (bench/h2o-h2c.conf, h2c on 18090) on TARGET_CPU,
+# stopped when the script exits (with nginx, if that runs too).
+H2O_URL=http://127.0.0.1:18090/
+start_h2o() {
+    if (exec 3<>/dev/tcp/127.0.0.1/18090) 2>/dev/null; then
+        echo "127.0.0.1:18090 is taken; stop what listens there" >&2
+        exit 1
+    fi
+    mkdir -p /tmp/h2o-bench/root
+    printf 'hello\n' >/tmp/h2o-bench/root/index.html
+    chmod -R a+rX /tmp/h2o-bench
+    taskset -c "$TARGET_CPU" h2o -c "$PWD/bench/h2o-h2c.conf" >/tmp/h2o-bench/out.log 2>&1 &
+    H2O=$!
+    trap 'kill ${SERVER:-} $H2O 2>/dev/null; wait 2>/dev/null || true' EXIT
+    for _ in $(seq 50); do
+        (exec 3<>/dev/tcp/127.0.0.1/18090) 2>/dev/null && return
+        sleep 0.1
+    done
+    echo "h2o did not start listening; see /tmp/h2o-bench/out.log" >&2
+    exit 1
+}
+
+# busy_start / busy_stop: a busy loop sharing the generator's CPU, as on a
+# machine that runs other work.
+busy_start() {
+    taskset -c "$LOAD_CPU" sh -c 'while :; do :; done' &
+    BUSY=$!
+}
+busy_stop() {
+    kill "$BUSY" 2>/dev/null
+    wait "$BUSY" 2>/dev/null || true
+}
+
 # timed CMD...: runs CMD on the generator's CPU; prints its output, then a
 # last line "cpu SECONDS" (user + system).
 timed() {

@@ -30,7 +30,7 @@ fi
 # fuzzing crates to the copy.
 [ -f fuzz/Cargo.lock ] || cp Cargo.lock fuzz/Cargo.lock
 
-targets=(response chunked histogram)
+targets=(response chunked histogram hpack h2_session)
 # Build all targets before the clock starts.
 cargo +nightly fuzz build
 
