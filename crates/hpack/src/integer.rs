@@ -1,5 +1,6 @@
 //! Prefix-coded integers (RFC 7541 §5.1), the framing of every index,
-//! string length and table size.
+//! string length and table size; QPACK (RFC 9204 §4.1.1) frames its
+//! fields with the same integers.
 //!
 //! The decoder caps values at `u32::MAX` and at five continuation octets:
 //! nothing legitimate in a header block comes near that, and the cap keeps
@@ -15,7 +16,7 @@ const MAX_CONTINUATION_OCTETS: usize = 5;
 /// Decodes the integer whose prefix is the low `prefix_bits` (1..=8) of
 /// `input[0]`, returning the value and the number of octets it took.
 #[inline]
-pub(crate) fn decode(input: &[u8], prefix_bits: u32) -> Result<(usize, usize), DecodeError> {
+pub fn decode(input: &[u8], prefix_bits: u32) -> Result<(usize, usize), DecodeError> {
     let (&first, rest) = input.split_first().ok_or(DecodeError::Truncated)?;
     let prefix_max = ((1u32 << prefix_bits) - 1) as u8;
     let prefix = first & prefix_max;
@@ -47,7 +48,7 @@ fn decode_continuation(mut value: u64, rest: &[u8]) -> Result<(usize, usize), De
 
 /// Appends `value` with a `prefix_bits`-bit prefix; `flags` fills the
 /// high bits of the first octet (the representation's pattern).
-pub(crate) fn encode(value: usize, prefix_bits: u32, flags: u8, out: &mut Vec<u8>) {
+pub fn encode(value: usize, prefix_bits: u32, flags: u8, out: &mut Vec<u8>) {
     let prefix_max = (1usize << prefix_bits) - 1;
     if value < prefix_max {
         out.push(flags | value as u8);

@@ -32,7 +32,7 @@ mod decoder;
 mod encoder;
 mod error;
 pub mod huffman;
-mod integer;
+pub mod integer;
 mod static_table;
 mod table;
 #[cfg(test)]

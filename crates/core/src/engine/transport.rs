@@ -13,7 +13,8 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use mio::net::TcpStream;
+use mio::event::Source;
+use mio::net::{TcpStream, UdpSocket};
 use rustls::client::ResolvesClientCert;
 use rustls::pki_types::ServerName;
 use rustls::sign::{CertifiedKey, SingleCertAndKey};
@@ -32,6 +33,9 @@ pub struct TlsSetup {
 pub enum Transport {
     Plain(TcpStream),
     Tls(Box<TlsStream>),
+    /// A connected UDP socket: one datagram per read and write, for a
+    /// session that does its own TLS (QUIC).
+    Datagrams(UdpSocket),
 }
 
 pub struct TlsStream {
@@ -53,17 +57,41 @@ impl Transport {
         })
     }
 
-    pub fn socket(&mut self) -> &mut TcpStream {
+    /// A UDP socket connected to `addr`, for a protocol over datagrams.
+    pub fn datagrams(addr: SocketAddr) -> io::Result<Transport> {
+        let local: SocketAddr = if addr.is_ipv4() {
+            ([0, 0, 0, 0], 0).into()
+        } else {
+            ([0u16; 8], 0).into()
+        };
+        let sock = UdpSocket::bind(local)?;
+        sock.connect(addr)?;
+        Ok(Transport::Datagrams(sock))
+    }
+
+    /// The socket, to register with the poller.
+    pub fn socket(&mut self) -> &mut dyn Source {
         match self {
             Transport::Plain(s) => s,
             Transport::Tls(t) => &mut t.sock,
+            Transport::Datagrams(s) => s,
+        }
+    }
+
+    fn tcp(&mut self) -> Option<&mut TcpStream> {
+        match self {
+            Transport::Plain(s) => Some(s),
+            Transport::Tls(t) => Some(&mut t.sock),
+            Transport::Datagrams(_) => None,
         }
     }
 
     /// After the first writable event: `Ok` when the TCP connect succeeded.
     /// Also switches off Nagle, since requests are written whole.
     pub fn finish_connect(&mut self) -> io::Result<()> {
-        let sock = self.socket();
+        let Some(sock) = self.tcp() else {
+            return Ok(());
+        };
         if let Some(e) = sock.take_error()? {
             return Err(e);
         }
@@ -81,8 +109,8 @@ impl Transport {
     /// True while a TLS handshake is still under way.
     pub fn handshaking(&self) -> bool {
         match self {
-            Transport::Plain(_) => false,
             Transport::Tls(t) => t.tls.is_handshaking(),
+            _ => false,
         }
     }
 
@@ -91,6 +119,7 @@ impl Transport {
         match self {
             Transport::Plain(s) => s.read(buf),
             Transport::Tls(t) => t.read(buf),
+            Transport::Datagrams(s) => s.recv(buf),
         }
     }
 
@@ -104,14 +133,15 @@ impl Transport {
                 t.flush()?;
                 Ok(n)
             }
+            Transport::Datagrams(s) => s.send(buf),
         }
     }
 
     /// Pushes buffered TLS records (handshake or data) to the socket.
     pub fn flush(&mut self) -> io::Result<()> {
         match self {
-            Transport::Plain(_) => Ok(()),
             Transport::Tls(t) => t.flush(),
+            _ => Ok(()),
         }
     }
 }

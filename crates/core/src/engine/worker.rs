@@ -37,6 +37,7 @@ use bytes::Bytes;
 use mio::{Interest, Registry, Token, Waker};
 
 use crate::clock::{self, Nanos};
+use crate::http::protocol::Carrier;
 use crate::http::request::{metas_into, Batch, RequestMeta};
 use crate::http::{Failure, OpenError, Protocol, Request, SessionOptions};
 use crate::replay::Cursor;
@@ -386,6 +387,11 @@ impl Worker {
                 max_streams: setup.max_streams,
                 scheme: p.scheme(),
                 authority: p.authority.clone(),
+                tls: p.tls.as_ref().map(|t| t.config.clone()),
+                server_name: p
+                    .tls
+                    .as_ref()
+                    .map_or_else(String::new, |t| t.name.to_str().into_owned()),
             })
             .collect();
         let peers = setup.peers.len();
@@ -989,9 +995,12 @@ impl Worker {
         // As in wrk, a script may move its thread (`wrk.thread.addr = ...`)
         // at any time; every connection opened after that goes there.
         let addr = self.script.as_ref().map_or(peer.addr, |s| s.addr());
-        match connect(addr, peer, self.poller.registry(), Token(i)) {
-            Ok(transport) => {
-                let session = peer.protocol.session(&self.session_opts[p]);
+        let opened = connect(addr, peer, self.poller.registry(), Token(i)).and_then(|t| {
+            let session = peer.protocol.session(&self.session_opts[p], addr, now);
+            Ok((t, session.map_err(io::Error::other)?))
+        });
+        match opened {
+            Ok((transport, session)) => {
                 self.places[i].conn.open(transport, session, now);
             }
             Err(e) => {
@@ -1421,7 +1430,11 @@ fn connect(
     registry: &Registry,
     token: Token,
 ) -> io::Result<Transport> {
-    let mut transport = Transport::connect(addr, peer.tls.as_ref())?;
+    let mut transport = match peer.protocol.carrier() {
+        Carrier::Stream => Transport::connect(addr, peer.tls.as_ref())?,
+        // The session does its own TLS over datagrams.
+        Carrier::Datagrams => Transport::datagrams(addr)?,
+    };
     let interest = Interest::READABLE | Interest::WRITABLE;
     registry.register(transport.socket(), token, interest)?;
     Ok(transport)

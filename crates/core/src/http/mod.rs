@@ -13,6 +13,9 @@
 //! - `h2`: HTTP/2 as a session of its own (frames, HPACK through
 //!   `metron-hpack`, flow control), its requests converted once from
 //!   HTTP/1.1 bytes, and what its pre-flight reads.
+//! - `h3`: HTTP/3 as a session over QUIC (quinn-proto's connection,
+//!   driven by the engine's datagrams and deadlines), with its own framing
+//!   and static-table QPACK.
 //! - `request`: building a request from its parts and splitting a buffer
 //!   of pipelined requests into whole requests.
 
@@ -20,6 +23,7 @@ pub mod capture;
 pub mod chunked;
 pub mod h1;
 pub mod h2;
+pub mod h3;
 pub mod protocol;
 pub mod request;
 pub mod response;

@@ -2,8 +2,14 @@
 //! a version into a [`Session`]: everything above sees a session and never
 //! asks which protocol it has.
 
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use crate::clock::Nanos;
+
 use super::h1::Http1;
 use super::h2::{self, Http2};
+use super::h3::{Http3, QuicOptions};
 use super::session::Session;
 
 /// An HTTP version metron speaks.
@@ -11,10 +17,20 @@ use super::session::Session;
 pub enum Protocol {
     Http1,
     Http2,
+    Http3,
+}
+
+/// What carries a protocol's bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Carrier {
+    /// A TCP stream (TLS over it for https).
+    Stream,
+    /// UDP datagrams (the session does its own TLS, as QUIC does).
+    Datagrams,
 }
 
 /// What every session of a run is opened with.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct SessionOptions {
     /// The largest response head accepted (`--max-head`).
     pub max_head: usize,
@@ -27,6 +43,10 @@ pub struct SessionOptions {
     pub scheme: &'static str,
     /// The host's authority, for requests that name no Host.
     pub authority: String,
+    /// For a protocol that does its own TLS (QUIC): the client
+    /// configuration, offering its ALPN, and the name to verify.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+    pub server_name: String,
 }
 
 impl Protocol {
@@ -35,6 +55,7 @@ impl Protocol {
         match self {
             Protocol::Http1 => "http/1.1",
             Protocol::Http2 => "h2",
+            Protocol::Http3 => "h3",
         }
     }
 
@@ -43,6 +64,7 @@ impl Protocol {
         match self {
             Protocol::Http1 => "HTTP/1.1",
             Protocol::Http2 => "HTTP/2",
+            Protocol::Http3 => "HTTP/3",
         }
     }
 
@@ -51,6 +73,7 @@ impl Protocol {
         match name {
             b"http/1.1" => Some(Protocol::Http1),
             b"h2" => Some(Protocol::Http2),
+            b"h3" => Some(Protocol::Http3),
             _ => None,
         }
     }
@@ -61,10 +84,39 @@ impl Protocol {
         self != Protocol::Http1
     }
 
-    /// A new session of this protocol for one connection.
-    pub fn session<T: 'static>(self, opts: &SessionOptions) -> Box<dyn Session<T>> {
+    /// What carries its bytes.
+    pub fn carrier(self) -> Carrier {
         match self {
+            Protocol::Http3 => Carrier::Datagrams,
+            _ => Carrier::Stream,
+        }
+    }
+
+    /// A new session of this protocol for one connection to `remote`,
+    /// started at `now`; the error says why none can start.
+    pub fn session<T: 'static>(
+        self,
+        opts: &SessionOptions,
+        remote: SocketAddr,
+        now: Nanos,
+    ) -> Result<Box<dyn Session<T>>, String> {
+        Ok(match self {
             Protocol::Http1 => Box::new(Http1::new(opts.max_head, opts.capture)),
+            Protocol::Http3 => {
+                let tls = opts
+                    .tls
+                    .clone()
+                    .ok_or("HTTP/3 needs TLS: use an https:// URL")?;
+                let quic = QuicOptions {
+                    tls,
+                    server_name: opts.server_name.clone(),
+                    authority: opts.authority.clone(),
+                    max_streams: opts.max_streams,
+                    max_field_section: opts.max_head as u64,
+                    capture: opts.capture,
+                };
+                Box::new(Http3::new(&quic, remote, now)?)
+            }
             Protocol::Http2 => Box::new(Http2::new(h2::Settings {
                 max_streams: opts.max_streams,
                 max_header_list: u32::try_from(opts.max_head).unwrap_or(u32::MAX),
@@ -73,7 +125,7 @@ impl Protocol {
                 authority: opts.authority.clone(),
                 ..h2::Settings::default()
             })),
-        }
+        })
     }
 
     /// What the reports call the protocols of `hosts` (one per host): the

@@ -1,0 +1,222 @@
+//! One QUIC connection from quinn-proto, driven by hand: an endpoint of its
+//! own (one UDP socket per connection, as h2load's HTTP/3 client has),
+//! datagrams in and out, its deadlines, and the engine's clock (`Nanos`)
+//! mapped onto the `Instant`s quinn-proto counts in.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use quinn_proto::crypto::rustls::QuicClientConfig;
+use quinn_proto::{
+    ClientConfig, Connection, ConnectionError, ConnectionHandle, DatagramEvent, Endpoint,
+    EndpointConfig, TransportConfig, VarInt,
+};
+
+use crate::clock::Nanos;
+use crate::http::session::Failure;
+
+/// What every HTTP/3 session of a host opens with.
+#[derive(Clone, Debug)]
+pub struct QuicOptions {
+    /// TLS 1.3 offering `h3` by ALPN, with the run's trust and identity.
+    pub tls: Arc<rustls::ClientConfig>,
+    /// The name the certificate must carry (SNI).
+    pub server_name: String,
+    /// `:authority` of a request that names no Host.
+    pub authority: String,
+    /// Requests in flight per connection at most (`-m`).
+    pub max_streams: u32,
+    /// The largest response head accepted (`--max-head`).
+    pub max_field_section: u64,
+    /// Keep each response's fields and body for a script.
+    pub capture: bool,
+}
+
+/// What QUIC says of a connection, for the reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QuicFacts {
+    /// From the first Initial packet to the handshake's end.
+    pub handshake: Option<Duration>,
+    /// The server accepted early (0-RTT) data.
+    pub zero_rtt: bool,
+    pub lost_packets: u64,
+    pub sent_packets: u64,
+}
+
+pub(super) struct Quic {
+    endpoint: Endpoint,
+    conn: Connection,
+    handle: ConnectionHandle,
+    remote: SocketAddr,
+    epoch: Instant,
+    epoch_nanos: Nanos,
+    /// The datagram to send next, `pending` bytes long (0: none).
+    datagram: Vec<u8>,
+    pending: usize,
+    started: Nanos,
+    connected: Option<Nanos>,
+}
+
+/// Bidirectional streams the server may open: none (HTTP/3 servers open
+/// none). Unidirectional: its control stream, QPACK's two, and room.
+const PEER_UNI_STREAMS: u32 = 8;
+
+impl Quic {
+    pub(super) fn connect(
+        opts: &QuicOptions,
+        remote: SocketAddr,
+        now: Nanos,
+    ) -> Result<Quic, String> {
+        let crypto = QuicClientConfig::try_from(opts.tls.clone())
+            .map_err(|e| format!("TLS cannot carry QUIC: {e}"))?;
+        let mut transport = TransportConfig::default();
+        transport
+            .max_concurrent_bidi_streams(VarInt::from_u32(0))
+            .max_concurrent_uni_streams(VarInt::from_u32(PEER_UNI_STREAMS))
+            // Large windows, as over HTTP/2: flow control never holds a
+            // fast server back.
+            .stream_receive_window(VarInt::from_u32(16 << 20))
+            .receive_window(VarInt::from_u32(64 << 20));
+        let mut config = ClientConfig::new(Arc::new(crypto));
+        config.transport_config(Arc::new(transport));
+        let mut endpoint = Endpoint::new(Arc::new(EndpointConfig::default()), None, false, None);
+        let epoch = Instant::now();
+        let (handle, conn) = endpoint
+            .connect(epoch, config, remote, &opts.server_name)
+            .map_err(|e| format!("QUIC cannot start: {e}"))?;
+        Ok(Quic {
+            endpoint,
+            conn,
+            handle,
+            remote,
+            epoch,
+            epoch_nanos: now,
+            datagram: Vec::with_capacity(1500),
+            pending: 0,
+            started: now,
+            connected: None,
+        })
+    }
+
+    fn instant(&self, now: Nanos) -> Instant {
+        self.epoch + Duration::from_nanos(now.saturating_sub(self.epoch_nanos))
+    }
+
+    fn nanos(&self, t: Instant) -> Nanos {
+        self.epoch_nanos + t.saturating_duration_since(self.epoch).as_nanos() as Nanos
+    }
+
+    pub(super) fn conn(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+
+    /// A datagram from the server.
+    pub(super) fn handle(&mut self, datagram: &[u8], now: Nanos) {
+        let at = self.instant(now);
+        let data = BytesMut::from(datagram);
+        let mut scratch = Vec::new();
+        if let Some(DatagramEvent::ConnectionEvent(handle, event)) =
+            self.endpoint
+                .handle(at, self.remote, None, None, data, &mut scratch)
+        {
+            if handle == self.handle {
+                self.conn.handle_event(event);
+            }
+        }
+        self.endpoint_events();
+    }
+
+    /// What the connection tells the endpoint, and back (new connection
+    /// ids, retirement).
+    fn endpoint_events(&mut self) {
+        while let Some(event) = self.conn.poll_endpoint_events() {
+            if let Some(back) = self.endpoint.handle_event(self.handle, event) {
+                self.conn.handle_event(back);
+            }
+        }
+    }
+
+    /// The next application event.
+    pub(super) fn poll(&mut self, now: Nanos) -> Option<quinn_proto::Event> {
+        self.endpoint_events();
+        let event = self.conn.poll()?;
+        if let quinn_proto::Event::Connected = event {
+            self.connected.get_or_insert(now);
+        }
+        Some(event)
+    }
+
+    /// The next datagram to send (empty: none now).
+    pub(super) fn transmit(&mut self, now: Nanos) -> &[u8] {
+        if self.pending == 0 {
+            let at = self.instant(now);
+            self.datagram.clear();
+            if let Some(t) = self.conn.poll_transmit(at, 1, &mut self.datagram) {
+                self.pending = t.size;
+            }
+        }
+        &self.datagram[..self.pending]
+    }
+
+    /// Prepares the next datagram and says QUIC's deadline after it.
+    pub(super) fn poll_timeout_after_transmit(&mut self, now: Nanos) -> Option<Nanos> {
+        let _ = self.transmit(now);
+        self.poll_timeout()
+    }
+
+    /// The datagram [`Quic::transmit`] gave went out.
+    pub(super) fn transmitted(&mut self) {
+        self.pending = 0;
+    }
+
+    pub(super) fn poll_timeout(&mut self) -> Option<Nanos> {
+        self.conn.poll_timeout().map(|t| self.nanos(t))
+    }
+
+    pub(super) fn handle_timeout(&mut self, now: Nanos) {
+        let at = self.instant(now);
+        self.conn.handle_timeout(at);
+        self.endpoint_events();
+    }
+
+    /// Closes the connection with an HTTP/3 error code.
+    pub(super) fn close(&mut self, now: Nanos, code: u64) {
+        let at = self.instant(now);
+        let code = VarInt::from_u64(code).unwrap_or(VarInt::from_u32(0x101));
+        self.conn.close(at, code, bytes::Bytes::new());
+    }
+
+    pub(super) fn is_drained(&self) -> bool {
+        self.conn.is_drained()
+    }
+
+    pub(super) fn facts(&self) -> QuicFacts {
+        let stats = self.conn.stats();
+        QuicFacts {
+            handshake: self
+                .connected
+                .map(|at| Duration::from_nanos(at.saturating_sub(self.started))),
+            zero_rtt: self.conn.accepted_0rtt(),
+            lost_packets: stats.path.lost_packets,
+            sent_packets: stats.path.sent_packets,
+        }
+    }
+}
+
+/// What a lost connection costs the requests on it.
+pub(super) fn failure(reason: &ConnectionError) -> Failure {
+    match reason {
+        ConnectionError::TimedOut => Failure::Timeout,
+        ConnectionError::Reset => Failure::Reset(None),
+        ConnectionError::ApplicationClosed(close) => {
+            Failure::Reset(Some(close.error_code.into_inner() as u32))
+        }
+        ConnectionError::ConnectionClosed(_) | ConnectionError::TransportError(_) => {
+            Failure::Protocol
+        }
+        ConnectionError::VersionMismatch => Failure::Protocol,
+        ConnectionError::LocallyClosed | ConnectionError::CidsExhausted => Failure::Closed,
+    }
+}
