@@ -66,14 +66,28 @@ pub fn certificates(
 /// The certificate authorities of the file, each checked to be usable as
 /// a trust anchor.
 pub fn authorities(flag: &'static str, path: &Path) -> Result<RootCertStore, PemError> {
+    authorities_as_given(flag, path).map(|(roots, _)| roots)
+}
+
+/// [`authorities`], and the certificates as the file gives them, for a
+/// caller that also trusts a server presenting one of them itself (a
+/// self-signed certificate given as its own authority).
+pub fn authorities_as_given(
+    flag: &'static str,
+    path: &Path,
+) -> Result<(RootCertStore, Vec<CertificateDer<'static>>), PemError> {
+    let certs = certificates(flag, path)?;
     let mut roots = RootCertStore::empty();
-    for (n, cert) in certificates(flag, path)?.into_iter().enumerate() {
-        roots.add(cert).map_err(|e| {
-            let why = format!("certificate {} in it cannot be an authority ({e})", n + 1);
+    for (n, cert) in certs.iter().enumerate() {
+        roots.add(cert.clone()).map_err(|_| {
+            let why = format!(
+                "certificate {} in it cannot be an authority (it is not a well-formed X.509 certificate)",
+                n + 1
+            );
             PemError::new(flag, path, why, FIX_CERTS)
         })?;
     }
-    Ok(roots)
+    Ok((roots, certs))
 }
 
 /// The first private key of the file: PKCS#8, RSA (PKCS#1) or SEC1.

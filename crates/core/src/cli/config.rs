@@ -489,10 +489,14 @@ fn tls_options(args: &BenchArgs, hosts: &[Target]) -> Result<TlsOptions, ConfigE
     }
     let trust = match (&args.cacert, args.insecure) {
         (Some(file), true) => return Err(ConfigError::CacertInsecure(file.display().to_string())),
-        (Some(file), false) => Trust::Authorities {
-            file: file.clone(),
-            roots: Arc::new(pem::authorities("--cacert", file)?),
-        },
+        (Some(file), false) => {
+            let (roots, certs) = pem::authorities_as_given("--cacert", file)?;
+            Trust::Authorities {
+                file: file.clone(),
+                roots: Arc::new(roots),
+                certs: certs.into(),
+            }
+        }
         (None, true) => Trust::Insecure,
         (None, false) => Trust::System,
     };

@@ -25,6 +25,7 @@ pub mod setup;
 pub mod slots;
 pub mod timer;
 pub mod transport;
+mod trust;
 pub mod worker;
 
 use std::io;

@@ -41,7 +41,7 @@ pub(super) fn peers(run: &Setup) -> Result<Vec<Peer>, EngineError> {
                 .map(|(setup, client)| TlsCheck {
                     setup,
                     opts: &run.tls,
-                    fallback: client.fallback.as_deref(),
+                    store_trouble: client.store_trouble.as_deref(),
                 });
             let offer = &run.protocols.offer;
             let (addr, protocol) = preflight(target, check, offer, run.timeout)?;
@@ -178,8 +178,8 @@ fn h2c(mut sock: std::net::TcpStream, timeout: Duration) -> Result<(), String> {
 struct TlsCheck<'a> {
     setup: &'a TlsSetup,
     opts: &'a TlsOptions,
-    /// Why the system's store was not used, if the built-in roots were.
-    fallback: Option<&'a str>,
+    /// What was wrong with the system's store, if it was used.
+    store_trouble: Option<&'a str>,
 }
 
 /// A failed pre-flight handshake.
@@ -242,15 +242,13 @@ impl TlsCheck<'_> {
             ))
         );
         let pass = "pass its authority with --cacert FILE, or -k to skip verification";
-        match (&self.opts.trust, self.fallback) {
+        match (&self.opts.trust, self.store_trouble) {
             _ if !unknown => "pass -k/--insecure to skip verification".to_string(),
             (Trust::Authorities { file, .. }, _) => format!(
                 "--cacert {} does not hold the authority that issued it; {pass}",
                 file.display()
             ),
-            (_, Some(store)) => format!(
-                "the system's trust store gave no certificate ({store}), so only metron's built-in roots were tried; {pass}"
-            ),
+            (_, Some(trouble)) => format!("{trouble}; {pass}"),
             _ => format!("it is issued by an authority the system does not trust; {pass}"),
         }
     }

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use rustls::pki_types::CertificateDer;
 use rustls::sign::CertifiedKey;
 use rustls::RootCertStore;
 use std::time::Duration;
@@ -141,9 +142,12 @@ pub enum Trust {
     System,
     /// `--cacert FILE`: those issued by an authority in FILE, and no
     /// other; the file replaces the system's store, as it does for curl.
+    /// A certificate that is itself in FILE is trusted too, though marked
+    /// as an authority, as curl trusts it (see `engine::trust`).
     Authorities {
         file: PathBuf,
         roots: Arc<RootCertStore>,
+        certs: Arc<[CertificateDer<'static>]>,
     },
     /// `-k`: any certificate.
     Insecure,
