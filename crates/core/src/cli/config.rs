@@ -368,15 +368,15 @@ fn clock_seed() -> u64 {
 /// What may be spoken, from `--http2`, `--alpn` and `-m`: HTTP/1.1 alone
 /// unless HTTP/2 is asked for.
 fn protocols(args: &BenchArgs, hosts: &[Target]) -> Result<Protocols, ConfigError> {
-    let offer = match &args.alpn {
+    let (offer, asked_by) = match &args.alpn {
         Some(list) => {
             if !hosts.iter().any(|t| t.scheme == Scheme::Https) {
                 return Err(ConfigError::AlpnUnused);
             }
-            alpn_list(list)?
+            (alpn_list(list)?, Some(format!("--alpn {list}")))
         }
-        None if args.http2 => vec![Protocol::Http2],
-        None => vec![Protocol::Http1],
+        None if args.http2 => (vec![Protocol::Http2], Some("--http2".to_string())),
+        None => (vec![Protocol::Http1], None),
     };
     let max_streams = match args.max_streams {
         Some(_) if !offer.contains(&Protocol::Http2) => {
@@ -386,7 +386,11 @@ fn protocols(args: &BenchArgs, hosts: &[Target]) -> Result<Protocols, ConfigErro
         Some(m) => m as u32,
         None => DEFAULT_MAX_STREAMS,
     };
-    Ok(Protocols { offer, max_streams })
+    Ok(Protocols {
+        offer,
+        max_streams,
+        asked_by,
+    })
 }
 
 /// `--alpn h2,http/1.1`: known names, each once, at least one.

@@ -16,6 +16,7 @@
 //! [`timer`] gives the loop microsecond wake-ups.
 
 pub mod conn;
+mod greeting;
 pub mod limits;
 mod poller;
 mod preflight;
@@ -24,6 +25,7 @@ pub mod progress;
 pub mod setup;
 pub mod slots;
 pub mod timer;
+mod tls_words;
 pub mod transport;
 mod trust;
 pub mod worker;
@@ -103,29 +105,44 @@ pub enum EngineError {
     #[error("the TLS certificate of {host} was rejected: {why}; {hint}")]
     Certificate {
         host: String,
-        why: io::Error,
+        why: String,
         hint: String,
     },
     #[error(
         "the server at {addr} requires a client certificate ({why}); pass --cert FILE --key FILE"
     )]
-    ClientCertRequired { addr: SocketAddr, why: io::Error },
+    ClientCertRequired { addr: SocketAddr, why: String },
     #[error("the server at {addr} refused the client certificate of --cert {cert} ({why}); use a certificate issued by an authority the server trusts")]
     ClientCertRefused {
         addr: SocketAddr,
         cert: String,
-        why: io::Error,
+        why: String,
     },
     #[error("TLS handshake with {addr} failed: {why}; does the server speak TLS on that port? (a plain HTTP server wants http://)")]
-    Tls { addr: SocketAddr, why: io::Error },
-    #[error("the server at {addr} did not choose {offered} by ALPN{chose}; it may not speak HTTP/2 over TLS: drop --http2, or offer both with --alpn h2,http/1.1")]
+    Tls { addr: SocketAddr, why: String },
+    #[error("the TLS handshake with {addr} timed out: no answer within {after:?} (--timeout); does the server speak TLS on that port? check the URL, or raise --timeout for a slow server")]
+    TlsTimeout { addr: SocketAddr, after: Duration },
+    #[error("the server at {addr} did not choose {offered} by ALPN{chose}; {advice}")]
     Alpn {
         addr: SocketAddr,
         offered: String,
         chose: String,
+        advice: String,
     },
     #[error("the server at {addr} does not speak HTTP/2 with prior knowledge (h2c): {why}; drop --http2 for HTTP/1.1, or use an https:// URL to negotiate HTTP/2 by ALPN")]
     NotH2c { addr: SocketAddr, why: String },
+    #[error(
+        "the server at {addr} chose h2 by ALPN, but {why}; drop {flag} to load it over HTTP/1.1"
+    )]
+    NotH2 {
+        addr: SocketAddr,
+        why: String,
+        flag: String,
+    },
+    #[error("the server at {addr} allows no HTTP/2 streams (its SETTINGS_MAX_CONCURRENT_STREAMS is 0), so no request could be sent; raise its limit, or drop {flag} to load it over HTTP/1.1")]
+    NoStreams { addr: SocketAddr, flag: String },
+    #[error("the server at {addr} speaks HTTP/2 only: {fix}")]
+    Http2Only { addr: SocketAddr, fix: String },
     /// A request the host's protocol cannot carry; `why` names it.
     #[error("{why}; change the request (the script's request(), the requests file) or drop --{flag}", flag = protocol_flag(protocol))]
     Unfit { protocol: &'static str, why: String },

@@ -73,6 +73,9 @@ pub struct Protocols {
     /// HTTP/2 streams in flight per connection at most (`-m`); the server's
     /// SETTINGS_MAX_CONCURRENT_STREAMS lowers it.
     pub max_streams: u32,
+    /// The flag that chose `offer`, as typed (`--http2`, `--alpn h2`), for
+    /// the errors that tell what to change; `None` for the default.
+    pub asked_by: Option<String>,
 }
 
 impl Default for Protocols {
@@ -80,6 +83,7 @@ impl Default for Protocols {
         Protocols {
             offer: vec![Protocol::Http1],
             max_streams: DEFAULT_MAX_STREAMS,
+            asked_by: None,
         }
     }
 }
