@@ -4,6 +4,8 @@
 //! `--client-ca`, so that each failure reads the same way: one line naming
 //! the flag, the file, what is wrong and the fix.
 
+mod x509;
+
 use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
@@ -19,6 +21,11 @@ use rustls::RootCertStore;
 const MAX_BYTES: u64 = 16 << 20;
 
 const FIX_CERTS: &str = "give a PEM file of -----BEGIN CERTIFICATE----- blocks";
+const VERSION_1: &str = "it is an X.509 version 1 certificate (what openssl x509 -req makes \
+     without extensions), and TLS here needs version 3";
+const REISSUE_V3: &str =
+    "reissue it as version 3 by giving extensions, e.g. openssl x509 -req ... \
+     -extfile <(printf 'basicConstraints=CA:FALSE\\nkeyUsage=digitalSignature,keyEncipherment')";
 const FIX_KEY: &str =
     "give a PEM key (BEGIN PRIVATE KEY, BEGIN RSA PRIVATE KEY or BEGIN EC PRIVATE KEY)";
 
@@ -116,6 +123,9 @@ pub fn certified_key(
     key: (&'static str, &Path),
 ) -> Result<Arc<CertifiedKey>, PemError> {
     let chain = certificates(cert.0, cert.1)?;
+    if x509::version(&chain[0]) == Some(1) {
+        return Err(PemError::new(cert.0, cert.1, VERSION_1, REISSUE_V3));
+    }
     let der = private_key(key.0, key.1)?;
     let provider = rustls::crypto::ring::default_provider();
     let signer = provider.key_provider.load_private_key(der).map_err(|e| {
@@ -226,6 +236,23 @@ mod tests {
         assert_eq!(certificates("--cert", &c).unwrap().len(), 1);
         assert_eq!(authorities("--cacert", &c).unwrap().len(), 1);
         assert!(certified_key(("--cert", &c), ("--key", &k)).is_ok());
+    }
+
+    /// Regression: a version 1 certificate got advice about PEM blocks.
+    #[test]
+    fn a_version_1_certificate_is_named_with_how_to_reissue_it() {
+        let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
+        let (c, k) = (testdata.join("v1.pem"), testdata.join("v1-key.pem"));
+        let err = one_line(certified_key(("--cert", &c), ("--key", &k)).unwrap_err());
+        assert!(
+            err.starts_with(&format!(
+                "--cert {}: it is an X.509 version 1 certificate",
+                c.display()
+            )),
+            "{err}"
+        );
+        assert!(err.contains("reissue it as version 3"), "{err}");
+        assert!(err.contains("-extfile"), "{err}");
     }
 
     #[test]
