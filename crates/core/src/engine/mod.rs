@@ -213,6 +213,8 @@ pub struct Prepared {
     /// The script's main state: whoever collects the run takes it and
     /// calls `done()` once the report is out.
     pub script: Option<MainScript>,
+    /// Each host, as its pre-flight found it.
+    hosts: Vec<Host>,
     workers: Vec<Spawned>,
     load: Load,
     warmup: Duration,
@@ -239,7 +241,45 @@ struct Ends {
     endpoints: Option<Arc<RequestSet>>,
 }
 
+/// A host of a prepared run as its pre-flight found it: what the banner
+/// can say of it before the start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Host {
+    /// Where its connections go.
+    pub addr: SocketAddr,
+    /// What it speaks: chosen by ALPN over TLS, asked for otherwise.
+    pub protocol: setup::Protocol,
+    /// HTTP/2: the server's SETTINGS_MAX_CONCURRENT_STREAMS, when it set
+    /// one.
+    pub server_limit: Option<u32>,
+    /// HTTP/2: the most streams the run keeps on each connection to it,
+    /// `-m` lowered to the server's limit; `None` over HTTP/1.1.
+    pub streams: Option<u32>,
+}
+
+impl Host {
+    fn of(peer: &worker::Peer, max_streams: u32) -> Host {
+        let streams = (peer.protocol == setup::Protocol::Http2).then(|| {
+            peer.server_limit
+                .map_or(max_streams, |l| l.min(max_streams))
+        });
+        Host {
+            addr: peer.addr,
+            protocol: peer.protocol,
+            server_limit: peer.server_limit,
+            streams,
+        }
+    }
+}
+
 impl Prepared {
+    /// Each host of the run (the URL's, or every one of a requests file,
+    /// in its order), as its pre-flight found it: for a banner that says
+    /// "up to 128 streams" when the server capped `-m 500` at 128.
+    pub fn hosts(&self) -> &[Host] {
+        &self.hosts
+    }
+
     /// Starts every worker on one clock. The run's time zero is now, or
     /// the `--start-at` instant: waited for when it is ahead (a stop cuts
     /// the wait short); when it has passed, the run keeps that zero and
@@ -501,5 +541,32 @@ fn follow(
             // On the second, as far as the polls allow.
             next_tick = (next_tick + nanos(TICK_EVERY)).max(now);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use setup::Protocol;
+
+    fn peer(protocol: Protocol, server_limit: Option<u32>) -> worker::Peer {
+        worker::Peer {
+            addr: "127.0.0.1:8080".parse().unwrap(),
+            tls: None,
+            protocol,
+            authority: "127.0.0.1:8080".into(),
+            server_limit,
+        }
+    }
+
+    /// The banner's streams: -m, lowered to the server's limit, over
+    /// HTTP/2 only.
+    #[test]
+    fn a_hosts_streams_are_m_within_the_servers_limit() {
+        let streams = |p, limit, m| Host::of(&peer(p, limit), m).streams;
+        assert_eq!(streams(Protocol::Http2, Some(128), 500), Some(128));
+        assert_eq!(streams(Protocol::Http2, Some(128), 100), Some(100));
+        assert_eq!(streams(Protocol::Http2, None, 500), Some(500));
+        assert_eq!(streams(Protocol::Http1, None, 100), None);
     }
 }
