@@ -22,6 +22,7 @@ mod layers;
 mod longrun;
 mod lua;
 mod outputs;
+mod preflight;
 mod python_check;
 mod rate;
 mod replay;
