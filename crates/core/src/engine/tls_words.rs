@@ -29,7 +29,10 @@ pub fn tls_error(e: &rustls::Error) -> String {
     match e {
         E::InvalidCertificate(c) => certificate(c),
         E::NoCertificatesPresented => "the server presented no certificate".to_string(),
-        E::AlertReceived(a) => format!("the server ended it with the alert {}", alert(*a)),
+        E::AlertReceived(a) => format!(
+            "the server ended the handshake with the alert {}",
+            alert(*a)
+        ),
         E::InvalidMessage(_) => "the server's answer is not TLS".to_string(),
         E::InappropriateMessage { .. } | E::InappropriateHandshakeMessage { .. } => {
             "the server sent a TLS message out of turn".to_string()
@@ -244,11 +247,11 @@ mod tests {
             ),
             (
                 rustls::Error::AlertReceived(AlertDescription::CertificateRequired),
-                "the server ended it with the alert certificate_required",
+                "the server ended the handshake with the alert certificate_required",
             ),
             (
                 rustls::Error::AlertReceived(AlertDescription::UnknownCA),
-                "the server ended it with the alert unknown_ca",
+                "the server ended the handshake with the alert unknown_ca",
             ),
             (
                 rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType),
