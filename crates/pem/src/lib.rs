@@ -23,6 +23,7 @@ const MAX_BYTES: u64 = 16 << 20;
 const FIX_CERTS: &str = "give a PEM file of -----BEGIN CERTIFICATE----- blocks";
 const VERSION_1: &str = "it is an X.509 version 1 certificate (what openssl x509 -req makes \
      without extensions), and TLS here needs version 3";
+const VERSION_2: &str = "it is an X.509 version 2 certificate, and TLS here needs version 3";
 const REISSUE_V3: &str =
     "reissue it as version 3 by giving extensions, e.g. openssl x509 -req ... \
      -extfile <(printf 'basicConstraints=CA:FALSE\\nkeyUsage=digitalSignature,keyEncipherment')";
@@ -123,8 +124,10 @@ pub fn certified_key(
     key: (&'static str, &Path),
 ) -> Result<Arc<CertifiedKey>, PemError> {
     let chain = certificates(cert.0, cert.1)?;
-    if x509::version(&chain[0]) == Some(1) {
-        return Err(PemError::new(cert.0, cert.1, VERSION_1, REISSUE_V3));
+    match x509::version(&chain[0]) {
+        Some(1) => return Err(PemError::new(cert.0, cert.1, VERSION_1, REISSUE_V3)),
+        Some(2) => return Err(PemError::new(cert.0, cert.1, VERSION_2, REISSUE_V3)),
+        _ => {}
     }
     let der = private_key(key.0, key.1)?;
     let provider = rustls::crypto::ring::default_provider();
@@ -155,8 +158,9 @@ pub fn certified_key(
                 "pass the key that was made with that certificate",
             ))
         }
-        Err(e) => {
-            let why = format!("its first certificate cannot be parsed ({e})");
+        // rustls's reason names its own types: the words are ours.
+        Err(_) => {
+            let why = "its first certificate is not a well-formed X.509 certificate";
             Err(PemError::new(cert.0, cert.1, why, FIX_CERTS))
         }
     }

@@ -180,19 +180,31 @@ impl Probe<'_> {
         let rtt = self.rtt.max(began.elapsed() / 2);
         let reached = match self.negotiated(tls.chosen)? {
             Protocol::Http2 => {
-                let heard = greeting::hello(&mut tls.stream, self.timeout)
-                    .map_err(|why| self.after_handshake(target, check, &tls, why))?;
-                let limit = self.settings(heard).map_err(|why| EngineError::NotH2 {
+                let not_h2 = |why| EngineError::NotH2 {
                     addr: self.addr,
                     why,
                     flag: self.flag(),
-                })?;
+                };
+                let heard = match greeting::hello(&mut tls.stream, self.timeout) {
+                    Ok(heard) => heard,
+                    Err(why) if rustls_error(&why).is_some() => {
+                        return Err(self.after_handshake(target, check, &tls, why))
+                    }
+                    Err(why) => return Err(not_h2(tls_words::handshake(&why))),
+                };
+                let limit = self.settings(heard).map_err(not_h2)?;
                 self.reached(Protocol::Http2, limit)?
             }
             Protocol::Http1 => {
                 let wait = first_words_wait(rtt, self.timeout);
-                let heard = greeting::listen(&mut tls.stream, wait)
-                    .map_err(|why| self.after_handshake(target, check, &tls, why))?;
+                let heard = match greeting::listen(&mut tls.stream, wait) {
+                    Ok(heard) => heard,
+                    Err(why) if rustls_error(&why).is_some() => {
+                        return Err(self.after_handshake(target, check, &tls, why))
+                    }
+                    // Reset or gone: as good as closed.
+                    Err(_) => Heard::Closed,
+                };
                 let h2_only = match heard {
                     Heard::Said(Answer::Settings { .. }) => true,
                     // Some servers close at once when ALPN chose nothing
@@ -349,9 +361,8 @@ impl Probe<'_> {
         self.explain(target, check, refused)
     }
 
-    /// A read after the handshake failed: a TLS refusal (a client
-    /// certificate refused after a TLS 1.3 handshake) is explained as a
-    /// handshake's; anything else is the connection's.
+    /// A TLS error after the handshake (a client certificate refused
+    /// after a TLS 1.3 handshake), explained as a handshake's.
     fn after_handshake(
         &self,
         target: &Target,
@@ -359,12 +370,6 @@ impl Probe<'_> {
         tls: &Handshaken,
         why: io::Error,
     ) -> EngineError {
-        if rustls_error(&why).is_none() {
-            return EngineError::Tls {
-                addr: self.addr,
-                why: tls_words::handshake(&why),
-            };
-        }
         let asked = tls.asked();
         self.explain(target, check, Refused { why, asked })
     }
