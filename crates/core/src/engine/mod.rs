@@ -10,7 +10,9 @@
 //! the report.
 //!
 //! Layout: [`setup`] is what the engine is asked to run; [`prepare`] is the
-//! first stage; [`worker`] runs one thread's loop and handlers; [`slots`] is what a due
+//! first stage, and `preflight` its check of each server (with `greeting`
+//! reading what a server says first, `trust` deciding which certificates
+//! pass and `tls_words` saying why one did not); [`worker`] runs one thread's loop and handlers; [`slots`] is what a due
 //! request waits for; [`conn`] is a connection's life and its protocol
 //! session; [`transport`] hides plain TCP vs TLS;
 //! [`timer`] gives the loop microsecond wake-ups.

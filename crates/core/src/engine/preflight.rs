@@ -179,44 +179,8 @@ impl Probe<'_> {
         };
         let rtt = self.rtt.max(began.elapsed() / 2);
         let reached = match self.negotiated(tls.chosen)? {
-            Protocol::Http2 => {
-                let not_h2 = |why| EngineError::NotH2 {
-                    addr: self.addr,
-                    why,
-                    flag: self.flag(),
-                };
-                let heard = match greeting::hello(&mut tls.stream, self.timeout) {
-                    Ok(heard) => heard,
-                    Err(why) if rustls_error(&why).is_some() => {
-                        return Err(self.after_handshake(target, check, &tls, why))
-                    }
-                    Err(why) => return Err(not_h2(tls_words::handshake(&why))),
-                };
-                let limit = self.settings(heard).map_err(not_h2)?;
-                self.reached(Protocol::Http2, limit)?
-            }
-            Protocol::Http1 => {
-                let wait = first_words_wait(rtt, self.timeout);
-                let heard = match greeting::listen(&mut tls.stream, wait) {
-                    Ok(heard) => heard,
-                    Err(why) if rustls_error(&why).is_some() => {
-                        return Err(self.after_handshake(target, check, &tls, why))
-                    }
-                    // Reset or gone: as good as closed.
-                    Err(_) => Heard::Closed,
-                };
-                let h2_only = match heard {
-                    Heard::Said(Answer::Settings { .. }) => true,
-                    // Some servers close at once when ALPN chose nothing
-                    // they speak: ask again, offering h2 alone.
-                    Heard::Closed => self.chooses_h2(check.setup),
-                    _ => false,
-                };
-                if h2_only {
-                    return Err(self.http2_only());
-                }
-                self.reached(Protocol::Http1, None)?
-            }
+            Protocol::Http2 => self.h2_over_tls(&mut tls, target, check)?,
+            Protocol::Http1 => self.h1_over_tls(&mut tls, target, check, rtt)?,
         };
         let asked = tls.asked();
         tls.close(self.timeout).map_err(|why| {
@@ -224,6 +188,61 @@ impl Probe<'_> {
             self.explain(target, check, refused)
         })?;
         Ok(reached)
+    }
+
+    /// h2 chosen by ALPN: the server must answer the preface with SETTINGS.
+    fn h2_over_tls(
+        &self,
+        tls: &mut Handshaken,
+        target: &Target,
+        check: &TlsCheck,
+    ) -> Result<Reached, EngineError> {
+        let not_h2 = |why| EngineError::NotH2 {
+            addr: self.addr,
+            why,
+            flag: self.flag(),
+        };
+        let heard = match greeting::hello(&mut tls.stream, self.timeout) {
+            Ok(heard) => heard,
+            Err(why) if rustls_error(&why).is_some() => {
+                return Err(self.after_handshake(target, check, tls, why))
+            }
+            Err(why) => return Err(not_h2(tls_words::handshake(&why))),
+        };
+        let limit = self.settings(heard).map_err(not_h2)?;
+        self.reached(Protocol::Http2, limit)
+    }
+
+    /// HTTP/1.1 over TLS: a server that sends HTTP/2 SETTINGS unasked, or
+    /// closes at once and chooses h2 when offered it alone, speaks HTTP/2
+    /// only.
+    fn h1_over_tls(
+        &self,
+        tls: &mut Handshaken,
+        target: &Target,
+        check: &TlsCheck,
+        rtt: Duration,
+    ) -> Result<Reached, EngineError> {
+        let wait = first_words_wait(rtt, self.timeout);
+        let heard = match greeting::listen(&mut tls.stream, wait) {
+            Ok(heard) => heard,
+            Err(why) if rustls_error(&why).is_some() => {
+                return Err(self.after_handshake(target, check, tls, why))
+            }
+            // Reset or gone: as good as closed.
+            Err(_) => Heard::Closed,
+        };
+        let h2_only = match heard {
+            Heard::Said(Answer::Settings { .. }) => true,
+            // Some servers close at once when ALPN chose nothing they
+            // speak: ask again, offering h2 alone.
+            Heard::Closed => self.chooses_h2(check.setup),
+            _ => false,
+        };
+        if h2_only {
+            return Err(self.http2_only());
+        }
+        self.reached(Protocol::Http1, None)
     }
 
     /// The server's SETTINGS in answer to the preface, or what came
