@@ -10,42 +10,18 @@
 //! except under CI (`.ci/run` installs it), where they fail.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::common::servers;
 use crate::common::*;
 use metron::serve::ServeConfig;
 
 /// What the access log says of each request, in this order.
 const LOG_FORMAT: &str = "$connection $msec $request_time $status $server_protocol \
                           $request_method $request_uri $content_length";
-
-/// How long nginx may take to start listening.
-const STARTUP: Duration = Duration::from_secs(10);
-
-/// Where to find nginx: on PATH, or where Debian puts it (`/usr/sbin` is
-/// not on every user's PATH).
-/// `None`, with a note, where it is missing: a failure under CI only.
-fn nginx_binary() -> Option<PathBuf> {
-    let on_path = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .unwrap_or_default();
-    let found = on_path
-        .into_iter()
-        .chain([PathBuf::from("/usr/sbin")])
-        .map(|dir| dir.join("nginx"))
-        .find(|p| p.is_file());
-    if found.is_none() {
-        let why =
-            "nginx is not installed: these tests run metron against it; apt-get install nginx";
-        assert!(std::env::var_os("CI").is_none(), "{why}");
-        eprintln!("note: HTTP/2 check against nginx skipped: {why}");
-    }
-    found
-}
 
 /// Server options a test may change.
 #[derive(Default)]
@@ -73,9 +49,9 @@ struct Nginx {
 
 impl Nginx {
     /// A running nginx, or `None` where it is not installed (see
-    /// [`nginx_binary`]).
+    /// [`servers::tool`]).
     fn start(opts: Options) -> Option<Nginx> {
-        let nginx = nginx_binary()?;
+        let nginx = servers::tool("nginx", "nginx")?;
         let version = Command::new(&nginx)
             .arg("-V")
             .output()
@@ -85,7 +61,7 @@ impl Nginx {
             "{} lacks the http_v2 module these tests need; install Debian's nginx (apt-get install nginx)",
             nginx.display()
         );
-        let dir = fresh_dir();
+        let dir = servers::fresh_dir("nginx");
         write_certificate(&dir);
         std::fs::create_dir_all(dir.join("files")).unwrap();
         std::fs::write(dir.join("files/big"), vec![b'x'; 100 * 1024]).unwrap();
@@ -93,7 +69,7 @@ impl Nginx {
         // another process may take one meanwhile: then try new ones.
         let mut last_error = String::new();
         for _ in 0..5 {
-            let [h2c, tls, tls_h1] = free_ports();
+            let [h2c, tls, tls_h1] = servers::free_ports();
             std::fs::write(
                 dir.join("nginx.conf"),
                 config(&dir, &opts, h2c, tls, tls_h1),
@@ -113,7 +89,7 @@ impl Nginx {
                 .stderr(Stdio::null())
                 .spawn()
                 .expect("nginx starts");
-            match wait_ready(&mut child, &dir, &[h2c, tls, tls_h1]) {
+            match servers::wait_listening(&mut child, &[h2c, tls, tls_h1], || last_line(&dir)) {
                 Ok(()) => {
                     return Some(Nginx {
                         child,
@@ -188,28 +164,6 @@ impl Drop for Nginx {
     }
 }
 
-/// Waits, at most [`STARTUP`], until nginx accepts connections on every
-/// port; says why when it exits instead, or never does.
-fn wait_ready(child: &mut Child, dir: &Path, ports: &[u16]) -> Result<(), String> {
-    let start = Instant::now();
-    while start.elapsed() < STARTUP {
-        if let Ok(Some(status)) = child.try_wait() {
-            return Err(format!("it exited ({status}): {}", last_line(dir)));
-        }
-        let up = ports.iter().all(|&p| {
-            TcpStream::connect_timeout(&([127, 0, 0, 1], p).into(), Duration::from_secs(1)).is_ok()
-        });
-        if up {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Err(format!(
-        "not listening after {STARTUP:?}: {}",
-        last_line(dir)
-    ))
-}
-
 /// The last line of nginx's error log in `dir`.
 fn last_line(dir: &Path) -> String {
     let log = std::fs::read_to_string(dir.join("error.log")).unwrap_or_default();
@@ -219,16 +173,6 @@ fn last_line(dir: &Path) -> String {
         .to_string()
 }
 
-/// A directory of the test's own under the system's temporary directory.
-fn fresh_dir() -> PathBuf {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("metron-nginx-{}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 /// A self-signed certificate for 127.0.0.1 and its key, as nginx reads
 /// them (and metron trusts it with `--cacert`).
 fn write_certificate(dir: &Path) {
@@ -236,15 +180,6 @@ fn write_certificate(dir: &Path) {
         .expect("a certificate is generated");
     std::fs::write(dir.join("cert.pem"), ck.cert.pem()).unwrap();
     std::fs::write(dir.join("key.pem"), ck.key_pair.serialize_pem()).unwrap();
-}
-
-/// Ports that were free a moment ago: bound on 127.0.0.1:0, then released.
-fn free_ports() -> [u16; 3] {
-    let listeners: Vec<TcpListener> = (0..3)
-        .map(|_| TcpListener::bind("127.0.0.1:0").expect("a free port"))
-        .collect();
-    let port = |i: usize| listeners[i].local_addr().unwrap().port();
-    [port(0), port(1), port(2)]
 }
 
 /// nginx's configuration: every file inside `dir`, one worker, no

@@ -23,6 +23,7 @@ mod longrun;
 mod lua;
 mod outputs;
 mod pool;
+mod preflight;
 mod python_check;
 mod rate;
 mod replay;

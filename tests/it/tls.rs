@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common::servers;
 use crate::common::*;
 use metron::serve::{ServeConfig, Server};
 use rcgen::{
@@ -264,7 +265,10 @@ fn a_private_authority_is_trusted_with_cacert() {
     let pki = Pki::new();
     let (_srv, u) = pki.server(None);
     let err = one_line_error(&metron_with_env(&["-t1", "-c1", "-d1s", &u], &[]));
-    assert!(err.contains("UnknownIssuer"), "{err}");
+    assert!(
+        err.contains("it is issued by an authority the system does not trust"),
+        "{err}"
+    );
     assert!(
         err.contains("pass its authority with --cacert FILE, or -k to skip verification"),
         "{err}"
@@ -297,11 +301,32 @@ fn the_system_store_honours_ssl_cert_file() {
     let o = metron_with_env(&args, &[("SSL_CERT_FILE", &missing)]);
     let err = one_line_error(&o);
     assert!(
-        err.contains("only metron's built-in roots were tried"),
+        err.contains(&format!(
+            "SSL_CERT_FILE names {missing}, which does not exist, so only metron's built-in roots were tried"
+        )),
         "{err}"
     );
-    assert!(err.contains(&missing), "{err}");
     assert!(err.contains("--cacert FILE"), "{err}");
+    assert_sentences(&err);
+
+    // Regression: beside an SSL_CERT_DIR that gives certificates, a
+    // missing SSL_CERT_FILE went unmentioned.
+    let store = pki.dir.0.join("store");
+    std::fs::create_dir_all(&store).unwrap();
+    std::fs::copy(&pki.other_ca, store.join("other.pem")).unwrap();
+    let store = arg(&store);
+    let env = [
+        ("SSL_CERT_FILE", missing.as_str()),
+        ("SSL_CERT_DIR", store.as_str()),
+    ];
+    let err = one_line_error(&metron_with_env(&args, &env));
+    assert!(
+        err.contains(&format!(
+            "SSL_CERT_FILE names {missing}, which does not exist, so only the authorities in \
+             SSL_CERT_DIR ({store}) were tried; pass its authority with --cacert FILE"
+        )),
+        "{err}"
+    );
 }
 
 #[test]
@@ -450,4 +475,335 @@ fn the_serve_command_serves_a_given_certificate() {
         err.contains("--tls-key") && err.contains("does not belong"),
         "{err}"
     );
+}
+
+/// No Rust type or variant names (`UnknownIssuer`, `Other(OtherError(..))`)
+/// and no bare OS error for a timeout: a message is words.
+fn assert_sentences(err: &str) {
+    for word in err.split(|c: char| !c.is_ascii_alphanumeric()) {
+        let inner_capital = word
+            .char_indices()
+            .skip(1)
+            .any(|(i, c)| c.is_ascii_uppercase() && word.as_bytes()[i - 1].is_ascii_lowercase());
+        assert!(!inner_capital, "{word:?} in: {err}");
+    }
+    assert!(!err.contains("os error 11"), "{err}");
+}
+
+/// nginx serving one certificate over TLS on one port, and on another the
+/// same with client certificates required (issued by `client_ca`, when
+/// given). Its access log has the Host and SNI name of each request.
+struct TlsNginx {
+    process: servers::Process,
+    port: u16,
+    mtls_port: u16,
+}
+
+impl TlsNginx {
+    /// `None` where nginx is not installed (see [`servers::tool`]).
+    fn start(cert: &Path, key: &Path, client_ca: Option<&Path>) -> Option<TlsNginx> {
+        let nginx = servers::tool("nginx", "nginx")?;
+        let client_ca = client_ca.unwrap_or(cert).to_path_buf();
+        let (process, [port, mtls_port]) = servers::start(
+            servers::fresh_dir("nginx-tls"),
+            |dir, [port, mtls]| {
+                let conf = nginx_tls_config(dir, port, mtls, cert, key, &client_ca);
+                std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+                let mut cmd = Command::new(&nginx);
+                cmd.arg("-p").arg(dir).arg("-e").arg(dir.join("error.log"));
+                cmd.arg("-c").arg(dir.join("nginx.conf"));
+                cmd.args(["-g", "daemon off; master_process off;"]);
+                cmd
+            },
+            |dir| {
+                let log = std::fs::read_to_string(dir.join("error.log")).unwrap_or_default();
+                log.lines()
+                    .last()
+                    .unwrap_or("(empty error log)")
+                    .to_string()
+            },
+        );
+        Some(TlsNginx {
+            process,
+            port,
+            mtls_port,
+        })
+    }
+
+    /// `HOST SNI PROTOCOL STATUS` of each request so far.
+    fn access_log(&self) -> Vec<String> {
+        // nginx writes a line once it is done with the request: let the
+        // last ones land.
+        std::thread::sleep(Duration::from_millis(300));
+        let log = std::fs::read_to_string(self.process.dir.join("access.log")).unwrap_or_default();
+        log.lines().map(str::to_string).collect()
+    }
+}
+
+fn nginx_tls_config(
+    dir: &Path,
+    port: u16,
+    mtls: u16,
+    cert: &Path,
+    key: &Path,
+    ca: &Path,
+) -> String {
+    let (d, cert, key, ca) = (dir.display(), cert.display(), key.display(), ca.display());
+    format!(
+        "worker_processes 1;
+pid {d}/nginx.pid;
+error_log {d}/error.log;
+events {{ worker_connections 256; }}
+http {{
+  log_format metron '$host $ssl_server_name $server_protocol $status';
+  access_log {d}/access.log metron;
+  client_body_temp_path {d}/client_body;
+  proxy_temp_path {d}/proxy;
+  fastcgi_temp_path {d}/fastcgi;
+  uwsgi_temp_path {d}/uwsgi;
+  scgi_temp_path {d}/scgi;
+  ssl_certificate {cert};
+  ssl_certificate_key {key};
+  server {{
+    listen 127.0.0.1:{port} ssl;
+    location / {{ return 200 \"hello\\n\"; }}
+  }}
+  server {{
+    listen 127.0.0.1:{mtls} ssl;
+    ssl_client_certificate {ca};
+    ssl_verify_client on;
+    location / {{ return 200 \"hello\\n\"; }}
+  }}
+}}
+"
+    )
+}
+
+/// [`completes`], and nginx answered every request 200.
+fn completes_at(ngx: &TlsNginx, args: &[&str]) {
+    completes(args);
+    let log = ngx.access_log();
+    assert!(!log.is_empty(), "nginx logged nothing");
+    assert!(log.iter().all(|l| l.ends_with(" 200")), "{log:?}");
+}
+
+/// Regression: a certificate made the usual way (`openssl req -x509`,
+/// which marks it CA:TRUE) given with --cacert was refused as
+/// `Other(OtherError(CaUsedAsEndEntity))`, though curl accepts it. It is
+/// trusted now, by its names only; without --cacert the refusal says what
+/// it is and how to trust it.
+#[test]
+fn a_self_signed_certificate_in_cacert_is_trusted_as_curl_trusts_it() {
+    if !servers::openssl_ready() {
+        return;
+    }
+    let pem = Pem::new();
+    let (cert, key) =
+        servers::self_signed(&pem.0, "server", "localhost", "DNS:localhost,IP:127.0.0.1");
+    let Some(ngx) = TlsNginx::start(&cert, &key, None) else {
+        return;
+    };
+    let cacert = arg(&cert);
+    let p = ngx.port;
+    for host in ["127.0.0.1", "localhost"] {
+        completes_at(
+            &ngx,
+            &["--cacert", &cacert, &format!("https://{host}:{p}/")],
+        );
+    }
+
+    let u = format!("https://127.0.0.1:{p}/");
+    let err = one_line_error(&metron_with_env(&["-t1", "-c1", "-d1s", &u], &[]));
+    assert_eq!(
+        err,
+        "metron: the TLS certificate of 127.0.0.1 was rejected: it is an authority's \
+         certificate (CA:TRUE), not a server's; to trust it as it is, pass it with --cacert \
+         FILE, or -k to skip verification\n"
+    );
+
+    // Its names still count.
+    let pin = format!("app.test:{p}:127.0.0.1");
+    let u = format!("https://app.test:{p}/");
+    let err = one_line_error(&metron(&[
+        "-t1",
+        "-c1",
+        "-d1s",
+        "--cacert",
+        &cacert,
+        "--resolve",
+        &pin,
+        &u,
+    ]));
+    assert!(
+        err.contains("was rejected: it is for localhost, 127.0.0.1, not for app.test; use a URL with a name it is for"),
+        "{err}"
+    );
+    assert_sentences(&err);
+}
+
+/// `--resolve` sends the connections to 127.0.0.1 while SNI, the
+/// certificate's name and Host stay the URL's: a certificate for a real
+/// name is tested against a local server, and nginx saw that name.
+#[test]
+fn resolve_reaches_a_local_server_by_the_name_on_its_certificate() {
+    if !servers::openssl_ready() {
+        return;
+    }
+    let pem = Pem::new();
+    let (cert, key) = servers::self_signed(&pem.0, "app", "app.test", "DNS:app.test");
+    let Some(ngx) = TlsNginx::start(&cert, &key, None) else {
+        return;
+    };
+    let (cacert, p) = (arg(&cert), ngx.port);
+    let pin = format!("app.test:{p}:127.0.0.1");
+    completes_at(
+        &ngx,
+        &[
+            "--cacert",
+            &cacert,
+            "--resolve",
+            &pin,
+            &format!("https://app.test:{p}/"),
+        ],
+    );
+    let log = ngx.access_log();
+    assert!(
+        log.iter().all(|l| l == "app.test app.test HTTP/1.1 200"),
+        "{log:?}"
+    );
+
+    // By its address, the name does not match, and the fix is named.
+    let u = format!("https://127.0.0.1:{p}/");
+    let err = one_line_error(&metron(&["-t1", "-c1", "-d1s", "--cacert", &cacert, &u]));
+    assert!(
+        err.contains("it is for app.test, not for 127.0.0.1; use a URL with a name it is for (with --resolve NAME:PORT:ADDR"),
+        "{err}"
+    );
+    assert_sentences(&err);
+
+    for (bad, want) in [
+        (format!("app.test:{p}"), "it has no ADDR"),
+        (
+            format!("app.test:{p}:app.local"),
+            "ADDR \"app.local\" is not an IP address",
+        ),
+    ] {
+        let o = metron(&[
+            "-t1",
+            "-c1",
+            "-d1s",
+            "--cacert",
+            &cacert,
+            "--resolve",
+            &bad,
+            &u,
+        ]);
+        let err = one_line_error(&o);
+        assert!(
+            err.starts_with(&format!("metron: --resolve {bad:?}: {want}"))
+                && err.contains("write it as HOST:PORT:ADDR"),
+            "{err}"
+        );
+    }
+}
+
+/// Regression: a version 1 client certificate (`openssl x509 -req`
+/// without extensions) got advice about PEM blocks. The one line says what
+/// it is and how to reissue it, and the certificate reissued that way is
+/// taken by nginx requiring client certificates.
+#[test]
+fn a_version_1_client_certificate_says_how_to_reissue_it() {
+    if !servers::openssl_ready() {
+        return;
+    }
+    let pem = Pem::new();
+    let dir = &pem.0;
+    let (ca, ca_key) = servers::self_signed(dir, "ca", "metron test authority", "DNS:ca.test");
+    let (server, server_key) =
+        servers::self_signed(dir, "server", "localhost", "DNS:localhost,IP:127.0.0.1");
+    let client = [
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=client",
+        "-keyout",
+        "client-key.pem",
+        "-out",
+        "client.csr",
+    ];
+    servers::openssl(dir, &client);
+    let (ca, ca_key) = (arg(&ca), arg(&ca_key));
+    let sign = |out: &str, extra: &[&str]| {
+        let mut args = vec![
+            "x509",
+            "-req",
+            "-in",
+            "client.csr",
+            "-CA",
+            &ca,
+            "-CAkey",
+            &ca_key,
+        ];
+        args.extend_from_slice(&["-days", "2", "-out", out]);
+        args.extend_from_slice(extra);
+        servers::openssl(dir, &args);
+        arg(&dir.join(out))
+    };
+    let v1 = sign("client-v1.pem", &[]);
+    let key = arg(&dir.join("client-key.pem"));
+    let Some(ngx) = TlsNginx::start(&server, &server_key, Some(Path::new(&ca))) else {
+        return;
+    };
+    let u = format!("https://127.0.0.1:{}/", ngx.mtls_port);
+    let cacert = arg(&server);
+    let o = metron(&[
+        "-t1", "-c1", "-d1s", "--cacert", &cacert, "--cert", &v1, "--key", &key, &u,
+    ]);
+    let err = one_line_error(&o);
+    assert!(
+        err.starts_with(&format!(
+            "metron: --cert {v1}: it is an X.509 version 1 certificate"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("reissue it as version 3") && err.contains("-extfile"),
+        "{err}"
+    );
+
+    // Reissued as the line says.
+    let ext = pem.write(
+        "v3.ext",
+        "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\n",
+    );
+    let v3 = sign("client-v3.pem", &["-extfile", &ext]);
+    completes_at(
+        &ngx,
+        &["--cacert", &cacert, "--cert", &v3, "--key", &key, &u],
+    );
+}
+
+/// A TLS handshake the server never answers printed EAGAIN's words; it
+/// says it timed out after --timeout.
+#[test]
+fn a_tls_handshake_that_times_out_says_so() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    // Accepts, and never says a word.
+    std::thread::spawn(move || {
+        let held: Vec<_> = listener.incoming().take(4).collect();
+        std::thread::sleep(Duration::from_secs(5));
+        drop(held);
+    });
+    let u = format!("https://{addr}/");
+    let err = one_line_error(&metron(&["-t1", "-c1", "-d1s", "--timeout", "300ms", &u]));
+    assert!(
+        err.starts_with(&format!(
+            "metron: the TLS handshake with {addr} timed out: no answer within 300ms (--timeout)"
+        )),
+        "{err}"
+    );
+    assert_sentences(&err);
 }

@@ -1,11 +1,12 @@
 //! The server under test: a URL parsed into scheme, host, port, path and
-//! `Host` header value, and the host resolved to its addresses.
+//! `Host` header value, and the host resolved to its addresses, or to
+//! those `--resolve` pins it to.
 //!
 //! Both the command line's URL and every absolute URL of a requests file go
 //! through here, so this module sits below the two of them and imports
 //! neither.
 
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scheme {
@@ -35,14 +36,20 @@ pub enum TargetError {
     Url { url: String, why: String },
     #[error("unsupported scheme '{0}': use http:// or https://")]
     Scheme(String),
-    #[error("cannot resolve host '{host}': {why}; check the host name in the URL")]
+    #[error("cannot resolve host '{host}': {why}; check the host name in the URL, or give its address with --resolve HOST:PORT:ADDR")]
     Resolve { host: String, why: String },
 }
 
 /// Parses and resolves the URL.
 pub fn parse_target(raw: &str) -> Result<Target, TargetError> {
+    parse_target_pinned(raw, &[])
+}
+
+/// Parses the URL and resolves it, to pinned addresses if `pins` has
+/// its host and port.
+pub fn parse_target_pinned(raw: &str, pins: &[Pin]) -> Result<Target, TargetError> {
     let mut target = parse_url(raw)?;
-    resolve(&mut target)?;
+    resolve_pinned(&mut target, pins)?;
     Ok(target)
 }
 
@@ -110,6 +117,77 @@ pub fn parse_url(raw: &str) -> Result<Target, TargetError> {
     })
 }
 
+/// The addresses of a host and port, given instead of looked up
+/// (`--resolve HOST:PORT:ADDR[,ADDR...]`, curl's syntax): connections go
+/// there while the name stays the host's, for TLS (SNI and the
+/// certificate's name) and `Host`, so a certificate for a real name can
+/// be tested against another server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pin {
+    /// Lower case, an IPv6 literal without brackets, as URLs give hosts.
+    pub host: String,
+    pub port: u16,
+    pub addrs: Vec<IpAddr>,
+}
+
+impl Pin {
+    /// Reads `HOST:PORT:ADDR[,ADDR...]`; an IPv6 host or address goes in
+    /// brackets. The error says what is wrong.
+    pub fn parse(given: &str) -> Result<Pin, String> {
+        let (host, rest) = match given.strip_prefix('[') {
+            Some(v6) => v6
+                .split_once("]:")
+                .ok_or("an IPv6 HOST needs its closing bracket and a PORT")?,
+            None => given.split_once(':').ok_or("it has no PORT and no ADDR")?,
+        };
+        let (port, addrs) = rest.split_once(':').ok_or("it has no ADDR")?;
+        if host.is_empty() {
+            return Err("HOST is empty".into());
+        }
+        let port = port
+            .parse::<u16>()
+            .ok()
+            .filter(|&p| p != 0)
+            .ok_or_else(|| format!("PORT {port:?} is not a port number (1-65535)"))?;
+        let addrs = addrs
+            .split(',')
+            .map(|a| {
+                let bare = a.strip_prefix('[').and_then(|a| a.strip_suffix(']'));
+                bare.unwrap_or(a).parse::<IpAddr>().map_err(|_| {
+                    format!("ADDR {a:?} is not an IP address (an IPv6 one goes in brackets: [::1])")
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Pin {
+            host: host.to_ascii_lowercase(),
+            port,
+            addrs,
+        })
+    }
+
+    /// Whether the pin is for `target`'s host and port.
+    pub fn is_for(&self, target: &Target) -> bool {
+        self.port == target.port && self.host.eq_ignore_ascii_case(&target.host)
+    }
+}
+
+/// Looks up the target's host, or takes the addresses pinned to its host
+/// and port.
+pub fn resolve_pinned(target: &mut Target, pins: &[Pin]) -> Result<(), TargetError> {
+    match pins.iter().find(|p| p.is_for(target)) {
+        Some(pin) => {
+            let port = target.port;
+            target.addrs = pin
+                .addrs
+                .iter()
+                .map(|&a| SocketAddr::new(a, port))
+                .collect();
+            Ok(())
+        }
+        None => resolve(target),
+    }
+}
+
 /// Looks up the target's host.
 pub fn resolve(target: &mut Target) -> Result<(), TargetError> {
     let host = &target.host;
@@ -151,6 +229,52 @@ mod tests {
         );
         let t = parse_target("http://localhost:81/").unwrap();
         assert!(!t.addrs.is_empty());
+    }
+
+    #[test]
+    fn pinned_hosts_keep_their_name_and_take_the_address() {
+        let pins = [Pin::parse("App.Test:8443:127.0.0.1").unwrap()];
+        let t = parse_target_pinned("https://app.test:8443/x", &pins).unwrap();
+        assert_eq!(t.addrs, vec!["127.0.0.1:8443".parse().unwrap()]);
+        assert_eq!(
+            (t.host.as_str(), t.authority.as_str()),
+            ("app.test", "app.test:8443")
+        );
+        // Another port of the same host is not pinned.
+        let err = parse_target_pinned("https://app.test:9443/", &pins).unwrap_err();
+        assert!(
+            err.to_string().contains("cannot resolve host 'app.test'"),
+            "{err}"
+        );
+        let pin = Pin::parse("[::1]:80:[::1],127.0.0.2").unwrap();
+        assert_eq!(pin.host, "::1");
+        assert_eq!(
+            pin.addrs,
+            vec![
+                "::1".parse::<IpAddr>().unwrap(),
+                "127.0.0.2".parse().unwrap()
+            ]
+        );
+        let t = parse_target_pinned("http://[::1]/", &[pin]).unwrap();
+        assert_eq!(t.addrs.len(), 2);
+    }
+
+    #[test]
+    fn bad_pins_say_what_is_wrong() {
+        let err = |s: &str| Pin::parse(s).unwrap_err();
+        assert_eq!(err("app.test"), "it has no PORT and no ADDR");
+        assert_eq!(err("app.test:443"), "it has no ADDR");
+        assert_eq!(err(":443:127.0.0.1"), "HOST is empty");
+        assert_eq!(
+            err("a:https:127.0.0.1"),
+            "PORT \"https\" is not a port number (1-65535)"
+        );
+        assert_eq!(
+            err("a:0:127.0.0.1"),
+            "PORT \"0\" is not a port number (1-65535)"
+        );
+        assert!(err("a:443:localhost").starts_with("ADDR \"localhost\" is not an IP address"));
+        assert!(err("a:443:::1:x").starts_with("ADDR"));
     }
 
     #[test]

@@ -4,6 +4,8 @@
 //! `--client-ca`, so that each failure reads the same way: one line naming
 //! the flag, the file, what is wrong and the fix.
 
+mod x509;
+
 use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
@@ -19,6 +21,12 @@ use rustls::RootCertStore;
 const MAX_BYTES: u64 = 16 << 20;
 
 const FIX_CERTS: &str = "give a PEM file of -----BEGIN CERTIFICATE----- blocks";
+const VERSION_1: &str = "it is an X.509 version 1 certificate (what openssl x509 -req makes \
+     without extensions), and TLS here needs version 3";
+const VERSION_2: &str = "it is an X.509 version 2 certificate, and TLS here needs version 3";
+const REISSUE_V3: &str =
+    "reissue it as version 3 by giving extensions, e.g. openssl x509 -req ... \
+     -extfile <(printf 'basicConstraints=CA:FALSE\\nkeyUsage=digitalSignature,keyEncipherment')";
 const FIX_KEY: &str =
     "give a PEM key (BEGIN PRIVATE KEY, BEGIN RSA PRIVATE KEY or BEGIN EC PRIVATE KEY)";
 
@@ -66,14 +74,28 @@ pub fn certificates(
 /// The certificate authorities of the file, each checked to be usable as
 /// a trust anchor.
 pub fn authorities(flag: &'static str, path: &Path) -> Result<RootCertStore, PemError> {
+    authorities_as_given(flag, path).map(|(roots, _)| roots)
+}
+
+/// [`authorities`], and the certificates as the file gives them, for a
+/// caller that also trusts a server presenting one of them itself (a
+/// self-signed certificate given as its own authority).
+pub fn authorities_as_given(
+    flag: &'static str,
+    path: &Path,
+) -> Result<(RootCertStore, Vec<CertificateDer<'static>>), PemError> {
+    let certs = certificates(flag, path)?;
     let mut roots = RootCertStore::empty();
-    for (n, cert) in certificates(flag, path)?.into_iter().enumerate() {
-        roots.add(cert).map_err(|e| {
-            let why = format!("certificate {} in it cannot be an authority ({e})", n + 1);
+    for (n, cert) in certs.iter().enumerate() {
+        roots.add(cert.clone()).map_err(|_| {
+            let why = format!(
+                "certificate {} in it cannot be an authority (it is not a well-formed X.509 certificate)",
+                n + 1
+            );
             PemError::new(flag, path, why, FIX_CERTS)
         })?;
     }
-    Ok(roots)
+    Ok((roots, certs))
 }
 
 /// The first private key of the file: PKCS#8, RSA (PKCS#1) or SEC1.
@@ -102,6 +124,11 @@ pub fn certified_key(
     key: (&'static str, &Path),
 ) -> Result<Arc<CertifiedKey>, PemError> {
     let chain = certificates(cert.0, cert.1)?;
+    match x509::version(&chain[0]) {
+        Some(1) => return Err(PemError::new(cert.0, cert.1, VERSION_1, REISSUE_V3)),
+        Some(2) => return Err(PemError::new(cert.0, cert.1, VERSION_2, REISSUE_V3)),
+        _ => {}
+    }
     let der = private_key(key.0, key.1)?;
     let provider = rustls::crypto::ring::default_provider();
     let signer = provider.key_provider.load_private_key(der).map_err(|e| {
@@ -131,8 +158,9 @@ pub fn certified_key(
                 "pass the key that was made with that certificate",
             ))
         }
-        Err(e) => {
-            let why = format!("its first certificate cannot be parsed ({e})");
+        // rustls's reason names its own types: the words are ours.
+        Err(_) => {
+            let why = "its first certificate is not a well-formed X.509 certificate";
             Err(PemError::new(cert.0, cert.1, why, FIX_CERTS))
         }
     }
@@ -212,6 +240,23 @@ mod tests {
         assert_eq!(certificates("--cert", &c).unwrap().len(), 1);
         assert_eq!(authorities("--cacert", &c).unwrap().len(), 1);
         assert!(certified_key(("--cert", &c), ("--key", &k)).is_ok());
+    }
+
+    /// Regression: a version 1 certificate got advice about PEM blocks.
+    #[test]
+    fn a_version_1_certificate_is_named_with_how_to_reissue_it() {
+        let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
+        let (c, k) = (testdata.join("v1.pem"), testdata.join("v1-key.pem"));
+        let err = one_line(certified_key(("--cert", &c), ("--key", &k)).unwrap_err());
+        assert!(
+            err.starts_with(&format!(
+                "--cert {}: it is an X.509 version 1 certificate",
+                c.display()
+            )),
+            "{err}"
+        );
+        assert!(err.contains("reissue it as version 3"), "{err}");
+        assert!(err.contains("-extfile"), "{err}");
     }
 
     #[test]

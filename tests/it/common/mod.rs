@@ -4,6 +4,7 @@
 //! small machine.
 
 pub mod judged;
+pub mod servers;
 
 use std::io::Read;
 use std::process::{Child, Command, Output, Stdio};
@@ -151,6 +152,10 @@ impl TempDir {
         let dir = std::env::temp_dir().join(format!("metron-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         TempDir(dir)
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        &self.0
     }
 
     pub fn file(&self, name: &str, text: &str) -> String {

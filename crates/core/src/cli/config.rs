@@ -18,7 +18,7 @@ use crate::engine::{Replay, Setup};
 use crate::http::request::{check_header_value, check_token};
 use crate::replay::{Order, ReplayError, RequestSet, MAX_ENDPOINTS};
 use crate::schedule::{Load, Process, Profile, Spacing, MAX_RATE};
-use crate::target::{parse_target, Scheme, Target, TargetError};
+use crate::target::{parse_target_pinned, Pin, Scheme, Target, TargetError};
 use crate::verdict::{Measure, Slo};
 use metron_pem::{self as pem, PemError};
 
@@ -180,6 +180,15 @@ pub enum ConfigError {
     Alpn { list: String, why: String },
     #[error("--alpn only applies to https:// hosts, and this run has none; for HTTP/2 over plain TCP (h2c) use --http2")]
     AlpnUnused,
+    #[error("--resolve {given:?}: {why}; write it as HOST:PORT:ADDR, e.g. --resolve app.test:8443:127.0.0.1")]
+    Resolve { given: String, why: String },
+    #[error("--resolve {given:?} pins {host}:{port}, which no host of this run is ({hosts}); give a host and port of the URL, or drop it")]
+    ResolveUnused {
+        given: String,
+        host: String,
+        port: u16,
+        hosts: String,
+    },
 }
 
 impl Config {
@@ -272,14 +281,16 @@ impl Config {
             Some(cpus) => Some(check_affinity(&cpus.0)?),
             None => None,
         };
-        let target = parse_target(&args.url)?;
+        let pins = pins(&args.resolve)?;
+        let target = parse_target_pinned(&args.url, &pins)?;
         let conns_per_thread = spread(connections as usize, threads);
         let growth = growth(args, connections, &load)?;
-        let replay = replay(args, &target, &headers, &conns_per_thread)?;
+        let replay = replay(args, &target, &headers, &pins, &conns_per_thread)?;
         let hosts = match &replay {
             Some(r) => r.set.hosts(),
             None => std::slice::from_ref(&target),
         };
+        check_pins_used(&args.resolve, &pins, hosts)?;
         let tls = tls_options(args, hosts)?;
         let protocols = protocols(args, hosts)?;
         let run = Setup {
@@ -376,15 +387,15 @@ fn clock_seed() -> u64 {
 /// What may be spoken, from `--http2`, `--alpn` and `-m`: HTTP/1.1 alone
 /// unless HTTP/2 is asked for.
 fn protocols(args: &BenchArgs, hosts: &[Target]) -> Result<Protocols, ConfigError> {
-    let offer = match &args.alpn {
+    let (offer, asked_by) = match &args.alpn {
         Some(list) => {
             if !hosts.iter().any(|t| t.scheme == Scheme::Https) {
                 return Err(ConfigError::AlpnUnused);
             }
-            alpn_list(list)?
+            (alpn_list(list)?, Some(format!("--alpn {list}")))
         }
-        None if args.http2 => vec![Protocol::Http2],
-        None => vec![Protocol::Http1],
+        None if args.http2 => (vec![Protocol::Http2], Some("--http2".to_string())),
+        None => (vec![Protocol::Http1], None),
     };
     let max_streams = match args.max_streams {
         Some(_) if !offer.contains(&Protocol::Http2) => {
@@ -394,7 +405,11 @@ fn protocols(args: &BenchArgs, hosts: &[Target]) -> Result<Protocols, ConfigErro
         Some(m) => m as u32,
         None => DEFAULT_MAX_STREAMS,
     };
-    Ok(Protocols { offer, max_streams })
+    Ok(Protocols {
+        offer,
+        max_streams,
+        asked_by,
+    })
 }
 
 /// `--alpn h2,http/1.1`: known names, each once, at least one.
@@ -415,11 +430,52 @@ fn alpn_list(list: &str) -> Result<Vec<Protocol>, ConfigError> {
     Ok(offer)
 }
 
+/// `--resolve`, each read.
+fn pins(given: &[String]) -> Result<Vec<Pin>, ConfigError> {
+    given
+        .iter()
+        .map(|g| {
+            Pin::parse(g).map_err(|why| ConfigError::Resolve {
+                given: g.clone(),
+                why,
+            })
+        })
+        .collect()
+}
+
+/// Refuses a `--resolve` that pins no host of the run: a typo in it would
+/// otherwise send the load where DNS says, silently.
+fn check_pins_used(given: &[String], pins: &[Pin], hosts: &[Target]) -> Result<(), ConfigError> {
+    let Some((g, pin)) = given
+        .iter()
+        .zip(pins)
+        .find(|(_, pin)| !hosts.iter().any(|t| pin.is_for(t)))
+    else {
+        return Ok(());
+    };
+    let mut names: Vec<String> = hosts
+        .iter()
+        .map(|t| format!("{}:{}", t.host, t.port))
+        .collect();
+    if names.len() > 3 {
+        let more = names.len() - 3;
+        names.truncate(3);
+        names.push(format!("{more} more"));
+    }
+    Err(ConfigError::ResolveUnused {
+        given: g.clone(),
+        host: pin.host.clone(),
+        port: pin.port,
+        hosts: names.join(", "),
+    })
+}
+
 /// Loads `--requests` and checks that every thread can reach every host.
 fn replay(
     args: &BenchArgs,
     target: &Target,
     headers: &[(String, String)],
+    pins: &[Pin],
     conns_per_thread: &[usize],
 ) -> Result<Option<Replay>, ConfigError> {
     let poisson = args.arrival == Some(Arrival::Poisson);
@@ -439,7 +495,7 @@ fn replay(
     if args.seed.is_some() && order != Order::Random && !poisson {
         return Err(ConfigError::SeedUnused);
     }
-    let set = RequestSet::load(path, target, headers)?;
+    let set = RequestSet::load(path, target, headers, pins)?;
     let hosts = set.hosts().len();
     let fewest = conns_per_thread.iter().copied().min().unwrap_or(0);
     if fewest < hosts {
@@ -497,10 +553,14 @@ fn tls_options(args: &BenchArgs, hosts: &[Target]) -> Result<TlsOptions, ConfigE
     }
     let trust = match (&args.cacert, args.insecure) {
         (Some(file), true) => return Err(ConfigError::CacertInsecure(file.display().to_string())),
-        (Some(file), false) => Trust::Authorities {
-            file: file.clone(),
-            roots: Arc::new(pem::authorities("--cacert", file)?),
-        },
+        (Some(file), false) => {
+            let (roots, certs) = pem::authorities_as_given("--cacert", file)?;
+            Trust::Authorities {
+                file: file.clone(),
+                roots: Arc::new(roots),
+                certs: certs.into(),
+            }
+        }
         (None, true) => Trust::Insecure,
         (None, false) => Trust::System,
     };
@@ -800,6 +860,18 @@ mod tests {
                 &["http://no-such-host.invalid/"],
                 "cannot resolve host 'no-such-host.invalid'",
             ),
+            (
+                &["--resolve", "app.test:443", "https://app.test/"],
+                "--resolve \"app.test:443\": it has no ADDR; write it as HOST:PORT:ADDR",
+            ),
+            (
+                &["--resolve", "app.test:443:app.local", "https://app.test/"],
+                "--resolve \"app.test:443:app.local\": ADDR \"app.local\" is not an IP address",
+            ),
+            (
+                &["--resolve", "localhost:8443:127.0.0.1", "https://localhost/"],
+                "--resolve \"localhost:8443:127.0.0.1\" pins localhost:8443, which no host of this run is (localhost:443); give a host and port of the URL, or drop it",
+            ),
         ];
         for (args, want) in cases {
             let err = config(args).expect_err(&format!("{args:?} should fail"));
@@ -827,6 +899,31 @@ mod tests {
                 "{output}"
             );
         }
+    }
+
+    /// `--resolve` connects to its address while the name stays the URL's.
+    #[test]
+    fn resolve_pins_the_address_not_the_name() {
+        let c = config(&[
+            "--resolve",
+            "app.test:8443:127.0.0.1",
+            "https://app.test:8443/",
+        ])
+        .unwrap();
+        let t = &c.run.target;
+        assert_eq!(t.addrs, vec!["127.0.0.1:8443".parse().unwrap()]);
+        assert_eq!(
+            (t.host.as_str(), t.authority.as_str()),
+            ("app.test", "app.test:8443")
+        );
+        let c = config(&[
+            "--resolve",
+            "localhost:80:127.0.0.2",
+            "--resolve",
+            "app.test:443:[::1],127.0.0.1",
+            "https://app.test/",
+        ]);
+        assert!(c.unwrap_err().contains("pins localhost:80, which no host"));
     }
 
     #[test]

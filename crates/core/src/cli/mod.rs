@@ -297,6 +297,10 @@ pub struct BenchArgs {
     #[arg(long = "alpn", value_name = "LIST")]
     pub alpn: Option<String>,
 
+    /// Connect to ADDR for HOST:PORT, while the TLS name and Host stay HOST (as curl's --resolve; repeatable; ADDR,ADDR for several)
+    #[arg(long = "resolve", value_name = "HOST:PORT:ADDR")]
+    pub resolve: Vec<String>,
+
     /// Skip TLS certificate verification
     #[arg(short = 'k', long = "insecure")]
     pub insecure: bool,

@@ -10,12 +10,15 @@
 //! the report.
 //!
 //! Layout: [`setup`] is what the engine is asked to run; [`prepare`] is the
-//! first stage; [`worker`] runs one thread's loop and handlers; [`slots`] is what a due
+//! first stage, and `preflight` its check of each server (with `greeting`
+//! reading what a server says first, `trust` deciding which certificates
+//! pass and `tls_words` saying why one did not); [`worker`] runs one thread's loop and handlers; [`slots`] is what a due
 //! request waits for; [`conn`] is a connection's life and its protocol
 //! session; [`transport`] hides plain TCP vs TLS;
 //! [`timer`] gives the loop microsecond wake-ups.
 
 pub mod conn;
+mod greeting;
 pub mod limits;
 mod poller;
 mod preflight;
@@ -24,7 +27,9 @@ pub mod progress;
 pub mod setup;
 pub mod slots;
 pub mod timer;
+mod tls_words;
 pub mod transport;
+mod trust;
 pub mod worker;
 
 use std::io;
@@ -102,29 +107,44 @@ pub enum EngineError {
     #[error("the TLS certificate of {host} was rejected: {why}; {hint}")]
     Certificate {
         host: String,
-        why: io::Error,
+        why: String,
         hint: String,
     },
     #[error(
         "the server at {addr} requires a client certificate ({why}); pass --cert FILE --key FILE"
     )]
-    ClientCertRequired { addr: SocketAddr, why: io::Error },
+    ClientCertRequired { addr: SocketAddr, why: String },
     #[error("the server at {addr} refused the client certificate of --cert {cert} ({why}); use a certificate issued by an authority the server trusts")]
     ClientCertRefused {
         addr: SocketAddr,
         cert: String,
-        why: io::Error,
+        why: String,
     },
     #[error("TLS handshake with {addr} failed: {why}; does the server speak TLS on that port? (a plain HTTP server wants http://)")]
-    Tls { addr: SocketAddr, why: io::Error },
-    #[error("the server at {addr} did not choose {offered} by ALPN{chose}; it may not speak HTTP/2 over TLS: drop --http2, or offer both with --alpn h2,http/1.1")]
+    Tls { addr: SocketAddr, why: String },
+    #[error("the TLS handshake with {addr} timed out: no answer within {after:?} (--timeout); does the server speak TLS on that port? check the URL, or raise --timeout for a slow server")]
+    TlsTimeout { addr: SocketAddr, after: Duration },
+    #[error("the server at {addr} did not choose {offered} by ALPN{chose}; {advice}")]
     Alpn {
         addr: SocketAddr,
         offered: String,
         chose: String,
+        advice: String,
     },
     #[error("the server at {addr} does not speak HTTP/2 with prior knowledge (h2c): {why}; drop --http2 for HTTP/1.1, or use an https:// URL to negotiate HTTP/2 by ALPN")]
     NotH2c { addr: SocketAddr, why: String },
+    #[error(
+        "the server at {addr} chose h2 by ALPN, but {why}; drop {flag} to load it over HTTP/1.1"
+    )]
+    NotH2 {
+        addr: SocketAddr,
+        why: String,
+        flag: String,
+    },
+    #[error("the server at {addr} allows no HTTP/2 streams (its SETTINGS_MAX_CONCURRENT_STREAMS is 0), so no request could be sent; raise its limit, or drop {flag} to load it over HTTP/1.1")]
+    NoStreams { addr: SocketAddr, flag: String },
+    #[error("the server at {addr} speaks HTTP/2 only: {fix}")]
+    Http2Only { addr: SocketAddr, fix: String },
     /// A request the host's protocol cannot carry; `why` names it.
     #[error("{why}; change the request (the script's request(), the requests file) or drop --{flag}", flag = protocol_flag(protocol))]
     Unfit { protocol: &'static str, why: String },
@@ -195,6 +215,8 @@ pub struct Prepared {
     /// The script's main state: whoever collects the run takes it and
     /// calls `done()` once the report is out.
     pub script: Option<MainScript>,
+    /// Each host, as its pre-flight found it.
+    hosts: Vec<Host>,
     workers: Vec<Spawned>,
     load: Load,
     warmup: Duration,
@@ -221,7 +243,45 @@ struct Ends {
     endpoints: Option<Arc<RequestSet>>,
 }
 
+/// A host of a prepared run as its pre-flight found it: what the banner
+/// can say of it before the start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Host {
+    /// Where its connections go.
+    pub addr: SocketAddr,
+    /// What it speaks: chosen by ALPN over TLS, asked for otherwise.
+    pub protocol: setup::Protocol,
+    /// HTTP/2: the server's SETTINGS_MAX_CONCURRENT_STREAMS, when it set
+    /// one.
+    pub server_limit: Option<u32>,
+    /// HTTP/2: the most streams the run keeps on each connection to it,
+    /// `-m` lowered to the server's limit; `None` over HTTP/1.1.
+    pub streams: Option<u32>,
+}
+
+impl Host {
+    fn of(peer: &worker::Peer, max_streams: u32) -> Host {
+        let streams = (peer.protocol == setup::Protocol::Http2).then(|| {
+            peer.server_limit
+                .map_or(max_streams, |l| l.min(max_streams))
+        });
+        Host {
+            addr: peer.addr,
+            protocol: peer.protocol,
+            server_limit: peer.server_limit,
+            streams,
+        }
+    }
+}
+
 impl Prepared {
+    /// Each host of the run (the URL's, or every one of a requests file,
+    /// in its order), as its pre-flight found it: for a banner that says
+    /// "up to 128 streams" when the server capped `-m 500` at 128.
+    pub fn hosts(&self) -> &[Host] {
+        &self.hosts
+    }
+
     /// Starts every worker on one clock. The run's time zero is now, or
     /// the `--start-at` instant: waited for when it is ahead (a stop cuts
     /// the wait short); when it has passed, the run keeps that zero and
@@ -483,5 +543,32 @@ fn follow(
             // On the second, as far as the polls allow.
             next_tick = (next_tick + nanos(TICK_EVERY)).max(now);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use setup::Protocol;
+
+    fn peer(protocol: Protocol, server_limit: Option<u32>) -> worker::Peer {
+        worker::Peer {
+            addr: "127.0.0.1:8080".parse().unwrap(),
+            tls: None,
+            protocol,
+            authority: "127.0.0.1:8080".into(),
+            server_limit,
+        }
+    }
+
+    /// The banner's streams: -m, lowered to the server's limit, over
+    /// HTTP/2 only.
+    #[test]
+    fn a_hosts_streams_are_m_within_the_servers_limit() {
+        let streams = |p, limit, m| Host::of(&peer(p, limit), m).streams;
+        assert_eq!(streams(Protocol::Http2, Some(128), 500), Some(128));
+        assert_eq!(streams(Protocol::Http2, Some(128), 100), Some(100));
+        assert_eq!(streams(Protocol::Http2, None, 500), Some(500));
+        assert_eq!(streams(Protocol::Http1, None, 100), None);
     }
 }

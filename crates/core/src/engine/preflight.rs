@@ -1,22 +1,35 @@
 //! The pre-flight: each server is reached once before the run, with a TLS
 //! handshake for https hosts, so that an unreachable server, an untrusted
-//! certificate or a missing client certificate is one clear error naming
-//! the fix, instead of a screen of counted failures.
+//! certificate, a missing client certificate or a protocol the server
+//! does not speak is one clear error naming the fix, instead of a screen
+//! of counted failures.
+//!
+//! An HTTP/2 host is sent the client preface and read for its SETTINGS
+//! (over TLS too, once ALPN chose h2): they prove it speaks HTTP/2, and
+//! say how many streams it allows. An HTTP/1.1 host is listened to briefly
+//! for an HTTP/2-only server that speaks first (see `greeting`); over TLS
+//! one that closes at once, or refuses every protocol offered, is asked
+//! once more offering h2 alone.
 
 use std::io;
-use std::net::SocketAddr;
+use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use rustls::pki_types::ServerName;
+use rustls::{AlertDescription, CertificateError, ClientConnection, StreamOwned};
 
-use super::setup::{Protocol, Setup, TlsOptions, Trust};
+use super::greeting::{self, first_words_wait, Heard};
+use super::setup::{Protocol, Protocols, Setup, TlsOptions, Trust};
 use super::transport::{
     self, client_config, is_certificate_error, noting_certificate_requests, offering_only,
     rustls_error, ClientTls, TlsSetup,
 };
+use super::trust::webpki_fault;
 use super::worker::Peer;
-use super::EngineError;
+use super::{tls_words, EngineError};
+use crate::http::h2::preflight::Answer;
 use crate::target::{Scheme, Target};
 
 /// Where the connections go: the URL's host, or every host of the
@@ -41,21 +54,20 @@ pub(super) fn peers(run: &Setup) -> Result<Vec<Peer>, EngineError> {
                 .map(|(setup, client)| TlsCheck {
                     setup,
                     opts: &run.tls,
-                    fallback: client.fallback.as_deref(),
+                    store_trouble: client.store_trouble.as_deref(),
                 });
-            let offer = &run.protocols.offer;
-            let (addr, protocol) = preflight(target, check, offer, run.timeout)?;
+            let reached = preflight(target, check, &run.protocols, run.timeout)?;
             // Every connection to the host speaks what it chose.
             let tls = tls.map(|t| TlsSetup {
-                config: offering_only(&t.config, protocol),
+                config: offering_only(&t.config, reached.protocol),
                 ..t
             });
             Ok(Peer {
-                addr,
+                addr: reached.addr,
                 tls,
-                protocol,
+                protocol: reached.protocol,
                 authority: target.authority.clone(),
-                server_limit: None,
+                server_limit: reached.server_limit,
             })
         })
         .collect()
@@ -75,34 +87,37 @@ fn tls_setup(target: &Target, client: Option<&ClientTls>) -> Result<Option<TlsSe
     }))
 }
 
+/// What the pre-flight found of a host.
+struct Reached {
+    addr: SocketAddr,
+    protocol: Protocol,
+    /// HTTP/2: the server's SETTINGS_MAX_CONCURRENT_STREAMS, if it set one.
+    server_limit: Option<u32>,
+}
+
 /// Finds the first address that accepts a connection (and a TLS handshake),
-/// so that an unreachable server or an untrusted certificate is one clear
-/// error before the run instead of a screen of counted failures.
+/// and checks there that the server speaks what the run will send.
 fn preflight(
     target: &Target,
     tls: Option<TlsCheck>,
-    offer: &[Protocol],
+    protocols: &Protocols,
     timeout: Duration,
-) -> Result<(SocketAddr, Protocol), EngineError> {
+) -> Result<Reached, EngineError> {
     let mut last = None;
     for &addr in &target.addrs {
-        match std::net::TcpStream::connect_timeout(&addr, timeout) {
+        let began = Instant::now();
+        match TcpStream::connect_timeout(&addr, timeout) {
             Ok(sock) => {
-                let protocol = match &tls {
-                    Some(check) => {
-                        let chosen = handshake(sock, check.setup, timeout)
-                            .map_err(|refused| check.explain(target, addr, offer, refused))?;
-                        negotiated(addr, offer, chosen)?
-                    }
-                    None => {
-                        let first = offer.first().copied().unwrap_or(Protocol::Http1);
-                        if first == Protocol::Http2 {
-                            h2c(sock, timeout).map_err(|why| EngineError::NotH2c { addr, why })?;
-                        }
-                        first
-                    }
+                let probe = Probe {
+                    addr,
+                    protocols,
+                    timeout,
+                    rtt: began.elapsed(),
                 };
-                return Ok((addr, protocol));
+                return match &tls {
+                    Some(check) => probe.secure(sock, target, check),
+                    None => probe.plain(sock),
+                };
             }
             Err(why) => last = Some(EngineError::Connect { addr, why }),
         }
@@ -110,76 +125,335 @@ fn preflight(
     Err(last.expect("a target always has at least one address"))
 }
 
-/// The protocol a TLS host chose by ALPN. A server that chose nothing
-/// speaks HTTP/1.1, which is fine only when it was offered.
-fn negotiated(
+/// One host's pre-flight, over the connection it opened.
+struct Probe<'a> {
     addr: SocketAddr,
-    offer: &[Protocol],
-    chosen: Option<Protocol>,
-) -> Result<Protocol, EngineError> {
-    match chosen {
-        Some(p) => Ok(p),
-        None if offer.contains(&Protocol::Http1) => Ok(Protocol::Http1),
-        None => Err(not_chosen(addr, offer, " (it chose none)")),
-    }
+    protocols: &'a Protocols,
+    timeout: Duration,
+    /// How long the TCP connect took: a round trip.
+    rtt: Duration,
 }
 
-/// A server that took none of the protocols offered by ALPN.
-fn not_chosen(addr: SocketAddr, offer: &[Protocol], how: &str) -> EngineError {
-    EngineError::Alpn {
-        addr,
-        offered: offer.iter().map(|p| p.alpn()).collect::<Vec<_>>().join(","),
-        chose: how.to_string(),
-    }
-}
-
-/// The client connection preface of HTTP/2 and an empty SETTINGS frame.
-const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00";
-/// The type of a SETTINGS frame, which a server's preface opens with.
-const SETTINGS: u8 = 0x4;
-
-/// Checks that a plain-text server speaks HTTP/2 with prior knowledge:
-/// sent the preface, it must answer with SETTINGS. Says what came instead.
-fn h2c(mut sock: std::net::TcpStream, timeout: Duration) -> Result<(), String> {
-    use std::io::{Read, Write};
-    let io = |e: io::Error| e.to_string();
-    sock.set_read_timeout(Some(timeout)).map_err(io)?;
-    sock.set_write_timeout(Some(timeout)).map_err(io)?;
-    sock.write_all(H2_PREFACE).map_err(io)?;
-    let mut head = [0u8; 9];
-    let mut got = 0;
-    while got < head.len() {
-        match sock.read(&mut head[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
-                return Err(format!(
-                    "it sent no answer to the HTTP/2 preface within {timeout:?}"
-                ))
+impl Probe<'_> {
+    /// A plain-text host: h2c with prior knowledge must answer the
+    /// preface with SETTINGS; an HTTP/1.1 one must not speak HTTP/2 first.
+    fn plain(&self, mut sock: TcpStream) -> Result<Reached, EngineError> {
+        let addr = self.addr;
+        let not_h2c = |why: String| EngineError::NotH2c { addr, why };
+        sock.set_write_timeout(Some(self.timeout))
+            .map_err(|why| EngineError::Connect { addr, why })?;
+        match self.protocols.offer.first().copied() {
+            Some(Protocol::Http2) => {
+                let heard = greeting::hello(&mut sock, self.timeout).map_err(|e| {
+                    not_h2c(match e.kind() {
+                        io::ErrorKind::ConnectionReset => "it reset the connection".to_string(),
+                        _ => e.to_string(),
+                    })
+                })?;
+                let limit = self.settings(heard).map_err(not_h2c)?;
+                self.reached(Protocol::Http2, limit)
             }
-            Err(e) => return Err(e.to_string()),
+            _ => {
+                let wait = first_words_wait(self.rtt, self.timeout);
+                if self.speaks_http2_first(&mut sock, wait) {
+                    return Err(self.http2_only());
+                }
+                self.reached(Protocol::Http1, None)
+            }
         }
     }
-    let head = &head[..got];
-    match head {
-        [] => Err("it closed the connection at the HTTP/2 preface".to_string()),
-        h if h.starts_with(b"HTTP/") => Err("it answered in HTTP/1".to_string()),
-        [_, _, _, kind, ..] if *kind == SETTINGS => Ok(()),
-        _ => Err("its first bytes are not an HTTP/2 SETTINGS frame".to_string()),
+
+    /// An https host: the handshake, then, by the protocol ALPN chose, its
+    /// SETTINGS or a moment's listening, then close_notify (and, if it
+    /// asked for a client certificate, its verdict on the one given).
+    fn secure(
+        &self,
+        sock: TcpStream,
+        target: &Target,
+        check: &TlsCheck,
+    ) -> Result<Reached, EngineError> {
+        let began = Instant::now();
+        let mut tls = match handshake(sock, check.setup, self.timeout) {
+            Ok(tls) => tls,
+            Err(refused) => return Err(self.refused(target, check, refused)),
+        };
+        let rtt = self.rtt.max(began.elapsed() / 2);
+        let reached = match self.negotiated(tls.chosen)? {
+            Protocol::Http2 => self.h2_over_tls(&mut tls, target, check)?,
+            Protocol::Http1 => self.h1_over_tls(&mut tls, target, check, rtt)?,
+            // Never offered over TCP: HTTP/3 runs over QUIC (`quic_probe`).
+            Protocol::Http3 => {
+                let why = "it chose h3 by ALPN over TCP, which carries no HTTP/3".to_string();
+                return Err(EngineError::Tls {
+                    addr: self.addr,
+                    why,
+                });
+            }
+        };
+        let asked = tls.asked();
+        tls.close(self.timeout).map_err(|why| {
+            let refused = Refused { why, asked };
+            self.explain(target, check, refused)
+        })?;
+        Ok(reached)
+    }
+
+    /// h2 chosen by ALPN: the server must answer the preface with SETTINGS.
+    fn h2_over_tls(
+        &self,
+        tls: &mut Handshaken,
+        target: &Target,
+        check: &TlsCheck,
+    ) -> Result<Reached, EngineError> {
+        let not_h2 = |why| EngineError::NotH2 {
+            addr: self.addr,
+            why,
+            flag: self.flag(),
+        };
+        let heard = match greeting::hello(&mut tls.stream, self.timeout) {
+            Ok(heard) => heard,
+            Err(why) if rustls_error(&why).is_some() => {
+                return Err(self.after_handshake(target, check, tls, why))
+            }
+            Err(why) => return Err(not_h2(tls_words::handshake(&why))),
+        };
+        let limit = self.settings(heard).map_err(not_h2)?;
+        self.reached(Protocol::Http2, limit)
+    }
+
+    /// HTTP/1.1 over TLS: a server that sends HTTP/2 SETTINGS unasked, or
+    /// closes at once and chooses h2 when offered it alone, speaks HTTP/2
+    /// only.
+    fn h1_over_tls(
+        &self,
+        tls: &mut Handshaken,
+        target: &Target,
+        check: &TlsCheck,
+        rtt: Duration,
+    ) -> Result<Reached, EngineError> {
+        let wait = first_words_wait(rtt, self.timeout);
+        let heard = match greeting::listen(&mut tls.stream, wait) {
+            Ok(heard) => heard,
+            Err(why) if rustls_error(&why).is_some() => {
+                return Err(self.after_handshake(target, check, tls, why))
+            }
+            // Reset or gone: as good as closed.
+            Err(_) => Heard::Closed,
+        };
+        let h2_only = match heard {
+            Heard::Said(Answer::Settings { .. }) => true,
+            // Some servers close at once when ALPN chose nothing they
+            // speak: ask again, offering h2 alone.
+            Heard::Closed => self.chooses_h2(check.setup),
+            _ => false,
+        };
+        if h2_only {
+            return Err(self.http2_only());
+        }
+        self.reached(Protocol::Http1, None)
+    }
+
+    /// The server's SETTINGS in answer to the preface, or what came
+    /// instead, in words.
+    fn settings(&self, heard: Heard) -> Result<Option<u32>, String> {
+        match heard {
+            Heard::Said(Answer::Settings { max_streams }) => Ok(max_streams),
+            Heard::Said(Answer::Http1) => Err("it answered in HTTP/1".to_string()),
+            Heard::Said(_) => Err("its first bytes are not an HTTP/2 SETTINGS frame".to_string()),
+            Heard::Closed => Err("it closed the connection at the HTTP/2 preface".to_string()),
+            Heard::Silent => Err(format!(
+                "it sent no answer to the HTTP/2 preface within {:?}",
+                self.timeout
+            )),
+        }
+    }
+
+    /// A host found fit, unless it allows no stream at all: then no
+    /// request could ever be sent to it.
+    fn reached(
+        &self,
+        protocol: Protocol,
+        server_limit: Option<u32>,
+    ) -> Result<Reached, EngineError> {
+        if server_limit == Some(0) {
+            return Err(EngineError::NoStreams {
+                addr: self.addr,
+                flag: self.flag(),
+            });
+        }
+        Ok(Reached {
+            addr: self.addr,
+            protocol,
+            server_limit,
+        })
+    }
+
+    /// Whether a plain-text server sent HTTP/2 SETTINGS unasked.
+    fn speaks_http2_first(&self, sock: &mut TcpStream, wait: Duration) -> bool {
+        matches!(
+            greeting::listen(sock, wait),
+            Ok(Heard::Said(Answer::Settings { .. }))
+        )
+    }
+
+    /// Whether the server chooses h2 when offered it alone, on a
+    /// connection of its own (closed at once).
+    fn chooses_h2(&self, setup: &TlsSetup) -> bool {
+        let Ok(mut sock) = TcpStream::connect_timeout(&self.addr, self.timeout) else {
+            return false;
+        };
+        let config = offering_only(&setup.config, Protocol::Http2);
+        let Ok(mut conn) = ClientConnection::new(config, setup.name.clone()) else {
+            return false;
+        };
+        let _ = sock.set_read_timeout(Some(self.timeout));
+        let _ = sock.set_write_timeout(Some(self.timeout));
+        while conn.is_handshaking() {
+            if conn.complete_io(&mut sock).is_err() {
+                return false;
+            }
+        }
+        let chosen = conn.alpn_protocol().and_then(Protocol::from_alpn);
+        conn.send_close_notify();
+        let _ = conn.complete_io(&mut sock);
+        chosen == Some(Protocol::Http2)
+    }
+
+    /// The protocol a TLS host chose by ALPN. A server that chose nothing
+    /// speaks HTTP/1.1, which is fine only when it was offered.
+    fn negotiated(&self, chosen: Option<Protocol>) -> Result<Protocol, EngineError> {
+        match chosen {
+            Some(p) => Ok(p),
+            None if self.protocols.offer.contains(&Protocol::Http1) => Ok(Protocol::Http1),
+            None => Err(self.not_chosen(" (it chose none)")),
+        }
+    }
+
+    /// A server that took none of the protocols offered by ALPN.
+    fn not_chosen(&self, how: &str) -> EngineError {
+        let offer = &self.protocols.offer;
+        let advice = match (offer.as_slice(), &self.protocols.asked_by) {
+            ([Protocol::Http2], flag) => format!(
+                "it may not speak HTTP/2 over TLS: drop {}, or offer both with --alpn h2,http/1.1",
+                flag.as_deref().unwrap_or("--http2")
+            ),
+            ([Protocol::Http1], Some(flag)) => format!(
+                "it may not speak HTTP/1.1 over TLS: drop {flag}, or offer both with --alpn h2,http/1.1"
+            ),
+            ([Protocol::Http1], None) => {
+                "it may not speak HTTP/1.1 over TLS: offer both with --alpn h2,http/1.1, or check the URL's port".to_string()
+            }
+            _ => "it speaks neither HTTP/2 nor HTTP/1.1 over TLS: check the URL's port".to_string(),
+        };
+        EngineError::Alpn {
+            addr: self.addr,
+            offered: offer.iter().map(|p| p.alpn()).collect::<Vec<_>>().join(","),
+            chose: how.to_string(),
+            advice,
+        }
+    }
+
+    /// An HTTP/2-only server, asked for HTTP/1.1: the flag that fixes it.
+    fn http2_only(&self) -> EngineError {
+        let fix = match &self.protocols.asked_by {
+            Some(flag) => format!("use --http2 instead of {flag}"),
+            None => "add --http2".to_string(),
+        };
+        EngineError::Http2Only {
+            addr: self.addr,
+            fix,
+        }
+    }
+
+    /// The flag that asked for HTTP/2, for errors that say to drop it.
+    fn flag(&self) -> String {
+        self.protocols
+            .asked_by
+            .clone()
+            .unwrap_or_else(|| "--http2".to_string())
+    }
+
+    /// A failed handshake: an HTTP/2-only server that refused every
+    /// protocol offered is named as such; anything else is explained.
+    fn refused(&self, target: &Target, check: &TlsCheck, refused: Refused) -> EngineError {
+        let no_protocol = matches!(
+            rustls_error(&refused.why),
+            Some(rustls::Error::AlertReceived(
+                AlertDescription::NoApplicationProtocol
+            ))
+        );
+        if no_protocol && !self.protocols.offers_http2() && self.chooses_h2(check.setup) {
+            return self.http2_only();
+        }
+        self.explain(target, check, refused)
+    }
+
+    /// A TLS error after the handshake (a client certificate refused
+    /// after a TLS 1.3 handshake), explained as a handshake's.
+    fn after_handshake(
+        &self,
+        target: &Target,
+        check: &TlsCheck,
+        tls: &Handshaken,
+        why: io::Error,
+    ) -> EngineError {
+        let asked = tls.asked();
+        self.explain(target, check, Refused { why, asked })
+    }
+
+    /// Names the fix: trust for a refused server certificate, `--cert` for
+    /// a server that wants a client certificate, the protocols for one
+    /// that takes none of those offered, `--timeout` for one that did not
+    /// answer in time, the scheme otherwise.
+    fn explain(&self, target: &Target, check: &TlsCheck, refused: Refused) -> EngineError {
+        let Refused { why, asked } = refused;
+        let addr = self.addr;
+        let timed_out = matches!(
+            why.kind(),
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+        );
+        if timed_out && rustls_error(&why).is_none() {
+            return EngineError::TlsTimeout {
+                addr,
+                after: self.timeout,
+            };
+        }
+        if is_certificate_error(&why) {
+            let (why, hint) = check.certificate_refusal(&why);
+            let host = target.host.clone();
+            return EngineError::Certificate { host, why, hint };
+        }
+        let (alert, required) = match rustls_error(&why) {
+            // Servers that check ALPN end the handshake with this alert
+            // when they speak none of the protocols offered.
+            Some(rustls::Error::AlertReceived(AlertDescription::NoApplicationProtocol)) => {
+                return self.not_chosen(" (it refused the handshake: no_application_protocol)")
+            }
+            Some(rustls::Error::AlertReceived(a)) => {
+                (true, *a == AlertDescription::CertificateRequired)
+            }
+            _ => (false, false),
+        };
+        let why = tls_words::handshake(&why);
+        if !(required || (asked && alert)) {
+            return EngineError::Tls { addr, why };
+        }
+        match &check.opts.identity {
+            None => EngineError::ClientCertRequired { addr, why },
+            Some(id) => EngineError::ClientCertRefused {
+                addr,
+                cert: id.cert.display().to_string(),
+                why,
+            },
+        }
     }
 }
 
 struct TlsCheck<'a> {
     setup: &'a TlsSetup,
     opts: &'a TlsOptions,
-    /// Why the system's store was not used, if the built-in roots were.
-    fallback: Option<&'a str>,
+    /// What was wrong with the system's store, if it was used.
+    store_trouble: Option<&'a str>,
 }
 
 /// A failed pre-flight handshake.
@@ -190,104 +464,100 @@ struct Refused {
 }
 
 impl TlsCheck<'_> {
-    /// Names the fix: trust for a refused server certificate, `--cert` for
-    /// a server that wants a client certificate, the protocols for one
-    /// that takes none of those offered, the scheme otherwise.
-    fn explain(
-        &self,
-        target: &Target,
-        addr: SocketAddr,
-        offer: &[Protocol],
-        refused: Refused,
-    ) -> EngineError {
-        let why = refused.why;
-        if is_certificate_error(&why) {
-            let hint = self.certificate_hint(&why);
-            let host = target.host.clone();
-            return EngineError::Certificate { host, why, hint };
-        }
-        let (alert, required) = match rustls_error(&why) {
-            // Servers that check ALPN end the handshake with this alert
-            // when they speak none of the protocols offered.
-            Some(rustls::Error::AlertReceived(rustls::AlertDescription::NoApplicationProtocol)) => {
-                return not_chosen(
-                    addr,
-                    offer,
-                    " (it refused the handshake: no_application_protocol)",
-                )
-            }
-            Some(rustls::Error::AlertReceived(a)) => {
-                (true, *a == rustls::AlertDescription::CertificateRequired)
-            }
-            _ => (false, false),
+    /// What was wrong with a refused server certificate, and the fix.
+    fn certificate_refusal(&self, why: &io::Error) -> (String, String) {
+        let words = tls_words::handshake(why);
+        let skip = "or -k to skip verification";
+        let pass = format!("pass its authority with --cacert FILE, {skip}");
+        let Some(rustls::Error::InvalidCertificate(fault)) = rustls_error(why) else {
+            return (words, "pass -k/--insecure to skip verification".to_string());
         };
-        if !(required || (refused.asked && alert)) {
-            return EngineError::Tls { addr, why };
-        }
-        match &self.opts.identity {
-            None => EngineError::ClientCertRequired { addr, why },
-            Some(id) => EngineError::ClientCertRefused {
-                addr,
-                cert: id.cert.display().to_string(),
-                why,
+        let cacert = match &self.opts.trust {
+            Trust::Authorities { file, .. } => Some(file.display()),
+            _ => None,
+        };
+        let hint = match fault {
+            CertificateError::UnknownIssuer => match (cacert, self.store_trouble) {
+                (Some(file), _) => {
+                    format!("--cacert {file} does not hold the authority that issued it; {pass}")
+                }
+                (None, Some(trouble)) => format!("{trouble}; {pass}"),
+                (None, None) => {
+                    let words = "it is issued by an authority the system does not trust";
+                    return (words.to_string(), pass);
+                }
             },
-        }
+            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
+                format!("use a URL with a name it is for (with --resolve NAME:PORT:ADDR to reach this address by that name), {skip}")
+            }
+            CertificateError::Expired
+            | CertificateError::ExpiredContext { .. }
+            | CertificateError::NotValidYet
+            | CertificateError::NotValidYetContext { .. } => {
+                format!("renew it (or check this machine's clock), {skip}")
+            }
+            _ if webpki_fault(fault) == Some(&webpki::Error::CaUsedAsEndEntity) => {
+                match cacert {
+                    Some(file) => format!("to trust it as it is, put it in --cacert FILE ({file} does not hold it), {skip}"),
+                    None => format!("to trust it as it is, pass it with --cacert FILE, {skip}"),
+                }
+            }
+            _ => "pass -k/--insecure to skip verification".to_string(),
+        };
+        (words, hint)
+    }
+}
+
+/// A TLS connection whose handshake is done, for the reads that follow.
+struct Handshaken {
+    stream: StreamOwned<ClientConnection, TcpStream>,
+    /// What ALPN chose.
+    chosen: Option<Protocol>,
+    /// Set when the server asked for a client certificate.
+    asked: Arc<AtomicBool>,
+}
+
+impl Handshaken {
+    fn asked(&self) -> bool {
+        self.asked.load(Ordering::Relaxed)
     }
 
-    fn certificate_hint(&self, why: &io::Error) -> String {
-        let unknown = matches!(
-            rustls_error(why),
-            Some(rustls::Error::InvalidCertificate(
-                rustls::CertificateError::UnknownIssuer
-            ))
-        );
-        let pass = "pass its authority with --cacert FILE, or -k to skip verification";
-        match (&self.opts.trust, self.fallback) {
-            _ if !unknown => "pass -k/--insecure to skip verification".to_string(),
-            (Trust::Authorities { file, .. }, _) => format!(
-                "--cacert {} does not hold the authority that issued it; {pass}",
-                file.display()
-            ),
-            (_, Some(store)) => format!(
-                "the system's trust store gave no certificate ({store}), so only metron's built-in roots were tried; {pass}"
-            ),
-            _ => format!("it is issued by an authority the system does not trust; {pass}"),
+    /// Ends the connection with close_notify; a server that asked for a
+    /// client certificate is first given the time to refuse it.
+    fn close(mut self, timeout: Duration) -> io::Result<()> {
+        let StreamOwned { conn, sock } = &mut self.stream;
+        conn.send_close_notify();
+        let _ = conn.complete_io(sock);
+        if self.asked.load(Ordering::Relaxed) {
+            await_verdict(conn, sock, timeout)?;
         }
+        Ok(())
     }
 }
 
 fn handshake(
-    sock: std::net::TcpStream,
+    mut sock: TcpStream,
     tls: &TlsSetup,
     timeout: Duration,
-) -> Result<Option<Protocol>, Refused> {
+) -> Result<Handshaken, Refused> {
     let (config, asked) = noting_certificate_requests(&tls.config);
-    let conn = rustls::ClientConnection::new(config, tls.name.clone()).map_err(io::Error::other);
-    conn.and_then(|conn| handshake_io(sock, conn, timeout, &asked))
-        .map_err(|why| Refused {
-            why,
-            asked: asked.load(Ordering::Relaxed),
-        })
-}
-
-fn handshake_io(
-    mut sock: std::net::TcpStream,
-    mut conn: rustls::ClientConnection,
-    timeout: Duration,
-    asked: &AtomicBool,
-) -> io::Result<Option<Protocol>> {
-    sock.set_read_timeout(Some(timeout))?;
-    sock.set_write_timeout(Some(timeout))?;
+    let refused = |why: io::Error| Refused {
+        why,
+        asked: asked.load(Ordering::Relaxed),
+    };
+    let mut conn = ClientConnection::new(config, tls.name.clone())
+        .map_err(|e| refused(io::Error::other(e)))?;
+    sock.set_read_timeout(Some(timeout)).map_err(refused)?;
+    sock.set_write_timeout(Some(timeout)).map_err(refused)?;
     while conn.is_handshaking() {
-        conn.complete_io(&mut sock)?;
+        conn.complete_io(&mut sock).map_err(refused)?;
     }
     let chosen = conn.alpn_protocol().and_then(Protocol::from_alpn);
-    conn.send_close_notify();
-    let _ = conn.complete_io(&mut sock);
-    if asked.load(Ordering::Relaxed) {
-        await_verdict(&mut conn, &mut sock, timeout)?;
-    }
-    Ok(chosen)
+    Ok(Handshaken {
+        stream: StreamOwned::new(conn, sock),
+        chosen,
+        asked,
+    })
 }
 
 /// In TLS 1.3 the client's side of the handshake is over before the
@@ -295,16 +565,18 @@ fn handshake_io(
 /// an alert. Reads until the server answers the close_notify, closes, or
 /// stays silent for the timeout; only an alert counts as a refusal.
 fn await_verdict(
-    conn: &mut rustls::ClientConnection,
-    sock: &mut std::net::TcpStream,
+    conn: &mut ClientConnection,
+    sock: &mut TcpStream,
     timeout: Duration,
 ) -> io::Result<()> {
-    let deadline = std::time::Instant::now() + timeout;
+    let deadline = Instant::now() + timeout;
     // Session tickets and the server's close_notify: a few records.
     for _ in 0..64 {
-        if std::time::Instant::now() >= deadline {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
             break;
         }
+        sock.set_read_timeout(Some(left))?;
         match conn.read_tls(sock) {
             Ok(0) => break,
             Ok(_) => {

@@ -10,7 +10,7 @@ use super::preflight::peers;
 use super::progress::Board;
 use super::setup::{Protocol, Setup};
 use super::worker::{Peer, Window, Worker, WorkerSetup};
-use super::{limits, Ends, EngineError, Prepared, Spawned, Stop, Watch, WorkerResult};
+use super::{limits, Ends, EngineError, Host, Prepared, Spawned, Stop, Watch, WorkerResult};
 use crate::clock::nanos;
 use crate::http::request::{Batch, Parts};
 use crate::replay::Cursor;
@@ -55,8 +55,10 @@ pub fn prepare(
         .as_ref()
         .filter(|r| r.by_endpoint)
         .map(|r| r.set.clone());
+    let max_streams = setup.protocols.max_streams;
     Ok(Prepared {
         script,
+        hosts: peers.iter().map(|p| Host::of(p, max_streams)).collect(),
         workers,
         load: setup.load.clone(),
         warmup: setup.warmup,

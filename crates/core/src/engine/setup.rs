@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use rustls::pki_types::CertificateDer;
 use rustls::sign::CertifiedKey;
 use rustls::RootCertStore;
 use std::time::Duration;
@@ -91,6 +92,9 @@ pub struct Protocols {
     /// HTTP/2 streams in flight per connection at most (`-m`); the server's
     /// SETTINGS_MAX_CONCURRENT_STREAMS lowers it.
     pub max_streams: u32,
+    /// The flag that chose `offer`, as typed (`--http2`, `--alpn h2`), for
+    /// the errors that tell what to change; `None` for the default.
+    pub asked_by: Option<String>,
 }
 
 impl Default for Protocols {
@@ -98,6 +102,7 @@ impl Default for Protocols {
         Protocols {
             offer: vec![Protocol::Http1],
             max_streams: DEFAULT_MAX_STREAMS,
+            asked_by: None,
         }
     }
 }
@@ -160,9 +165,12 @@ pub enum Trust {
     System,
     /// `--cacert FILE`: those issued by an authority in FILE, and no
     /// other; the file replaces the system's store, as it does for curl.
+    /// A certificate that is itself in FILE is trusted too, though marked
+    /// as an authority, as curl trusts it (see `engine::trust`).
     Authorities {
         file: PathBuf,
         roots: Arc<RootCertStore>,
+        certs: Arc<[CertificateDer<'static>]>,
     },
     /// `-k`: any certificate.
     Insecure,

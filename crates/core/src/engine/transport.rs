@@ -21,6 +21,7 @@ use rustls::sign::{CertifiedKey, SingleCertAndKey};
 use rustls::ClientConnection;
 
 use super::setup::{Protocol, TlsOptions, Trust};
+use super::trust;
 use crate::stats::ConnectCause;
 
 /// What a worker needs to open TLS connections.
@@ -234,12 +235,14 @@ pub fn is_certificate_error(e: &io::Error) -> bool {
 }
 
 /// The client configuration that every https host of a run shares, and
-/// where its trust came from (for the error when a certificate is refused).
+/// what was wrong with the system's store (for the error when a
+/// certificate is refused).
 pub struct ClientTls {
     pub config: Arc<rustls::ClientConfig>,
-    /// Set when the operating system's store gave no usable certificate
-    /// and the compiled-in roots stand in for it: why it gave none.
-    pub fallback: Option<String>,
+    /// Set when the system's store was used and did not read cleanly:
+    /// what was wrong, and what was trusted instead (see
+    /// [`trust::system_store`]).
+    pub store_trouble: Option<String>,
 }
 
 /// Builds the client configuration: the trust of `opts` (the system's
@@ -250,16 +253,22 @@ pub fn client_config(opts: &TlsOptions, offer: &[Protocol]) -> ClientTls {
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .expect("the ring provider supports the default protocol versions");
-    let mut fallback = None;
+    let mut store_trouble = None;
     let builder = match &opts.trust {
         Trust::Insecure => builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AcceptAnyCert(provider))),
-        Trust::Authorities { roots, .. } => builder.with_root_certificates(roots.clone()),
+            .with_custom_certificate_verifier(Arc::new(trust::AcceptAnyCert(provider))),
+        Trust::Authorities { roots, certs, .. } => builder
+            .dangerous()
+            .with_custom_certificate_verifier(trust::listed(
+                roots.clone(),
+                certs.clone(),
+                provider,
+            )),
         Trust::System => {
-            let (roots, why) = system_roots();
-            fallback = why;
-            builder.with_root_certificates(roots)
+            let store = trust::system_store();
+            store_trouble = store.trouble;
+            builder.with_root_certificates(store.roots)
         }
     };
     let mut config = match &opts.identity {
@@ -271,28 +280,8 @@ pub fn client_config(opts: &TlsOptions, offer: &[Protocol]) -> ClientTls {
     config.alpn_protocols = offer.iter().map(|p| p.alpn().as_bytes().to_vec()).collect();
     ClientTls {
         config: Arc::new(config),
-        fallback,
+        store_trouble,
     }
-}
-
-/// The operating system's trust store (or the files `SSL_CERT_FILE` and
-/// `SSL_CERT_DIR` name, when set). A store that yields no usable
-/// certificate (a minimal container without a CA bundle, say) is replaced
-/// by the compiled-in roots, so public servers still verify; the reason
-/// is returned for the error that a refused certificate then gets.
-fn system_roots() -> (rustls::RootCertStore, Option<String>) {
-    let found = rustls_native_certs::load_native_certs();
-    let mut roots = rustls::RootCertStore::empty();
-    let (added, _unusable) = roots.add_parsable_certificates(found.certs);
-    if added > 0 {
-        return (roots, None);
-    }
-    let why = match found.errors.first() {
-        Some(e) => e.to_string(),
-        None => "it holds no certificates".to_string(),
-    };
-    let built_in = rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    (built_in, Some(why))
 }
 
 /// A copy of `config` that offers only `protocol` by ALPN: once a host has
@@ -339,55 +328,5 @@ impl ResolvesClientCert for NoteRequests {
 
     fn has_certs(&self) -> bool {
         self.inner.has_certs()
-    }
-}
-
-/// `-k`: accepts any certificate but still checks handshake signatures, so
-/// the connection is a real TLS connection, just not an authenticated one.
-#[derive(Debug)]
-struct AcceptAnyCert(Arc<rustls::crypto::CryptoProvider>);
-
-impl rustls::client::danger::ServerCertVerifier for AcceptAnyCert {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &rustls::pki_types::CertificateDer<'_>,
-        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: rustls::pki_types::UnixTime,
-    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        Ok(rustls::client::danger::ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &rustls::pki_types::CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &rustls::pki_types::CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
     }
 }

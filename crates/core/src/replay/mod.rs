@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use crate::http::request::{check_header_value, check_token, format, split_requests, RequestMeta};
-use crate::target::{parse_url, resolve, Scheme, Target};
+use crate::target::{parse_url, resolve_pinned, Pin, Scheme, Target};
 
 pub use cursor::{Cursor, Order};
 use file::{Body, Spec};
@@ -87,11 +87,13 @@ pub struct RequestSet {
 impl RequestSet {
     /// Reads `path` and builds its requests. Paths are relative to `base`
     /// (the command line's URL); `headers` (from `-H`) go on every request
-    /// and replace the file's headers of the same name.
+    /// and replace the file's headers of the same name; a host that `pins`
+    /// has goes to its addresses.
     pub fn load(
         path: &Path,
         base: &Target,
         headers: &[(String, String)],
+        pins: &[Pin],
     ) -> Result<RequestSet, ReplayError> {
         let file = path.display().to_string();
         let read_error = |e: std::io::Error| ReplayError::Read {
@@ -122,7 +124,7 @@ impl RequestSet {
         let dir = path.parent().unwrap_or(Path::new("."));
         // Each request is built as soon as it is read: what is held is the
         // text and the built bytes, never a list of parsed requests.
-        let mut builder = Builder::new(&file, base, headers);
+        let mut builder = Builder::new(&file, base, headers, pins);
         file::parse(text, &file, dir, |spec| builder.add(spec))?;
         drop(owned);
         Ok(builder.finish())
@@ -191,6 +193,7 @@ struct Builder<'a> {
     file: &'a str,
     base: &'a Target,
     headers: &'a [(String, String)],
+    pins: &'a [Pin],
     bytes: Vec<u8>,
     requests: Vec<Prepared>,
     hosts: Vec<Target>,
@@ -202,11 +205,17 @@ struct Builder<'a> {
 }
 
 impl<'a> Builder<'a> {
-    fn new(file: &'a str, base: &'a Target, headers: &'a [(String, String)]) -> Builder<'a> {
+    fn new(
+        file: &'a str,
+        base: &'a Target,
+        headers: &'a [(String, String)],
+        pins: &'a [Pin],
+    ) -> Builder<'a> {
         Builder {
             file,
             base,
             headers,
+            pins,
             bytes: Vec::new(),
             requests: Vec::new(),
             hosts: Vec::new(),
@@ -380,7 +389,7 @@ impl<'a> Builder<'a> {
         }
         let mut host = host.unwrap_or_else(|| self.base.clone());
         if host.addrs.is_empty() {
-            resolve(&mut host).map_err(|e| self.error(line, e.to_string()))?;
+            resolve_pinned(&mut host, self.pins).map_err(|e| self.error(line, e.to_string()))?;
         }
         let h = self.hosts.len() as u16;
         self.hosts.push(host);
@@ -474,7 +483,7 @@ mod tests {
             .iter()
             .map(|(n, v)| (n.to_string(), v.to_string()))
             .collect();
-        let set = RequestSet::load(&path, &base, &headers);
+        let set = RequestSet::load(&path, &base, &headers, &[]);
         let _ = std::fs::remove_dir_all(&dir);
         set
     }
@@ -636,7 +645,9 @@ mod tests {
         let f = std::fs::File::create(&path).unwrap();
         f.set_len(MAX_FILE_BYTES + 1).unwrap();
         let base = parse_target("http://127.0.0.1:8080/").unwrap();
-        let err = RequestSet::load(&path, &base, &[]).unwrap_err().to_string();
+        let err = RequestSet::load(&path, &base, &[], &[])
+            .unwrap_err()
+            .to_string();
         let _ = std::fs::remove_file(&path);
         assert!(err.contains("more than the 256 MiB limit"), "{err}");
     }
@@ -650,7 +661,9 @@ mod tests {
         let path = dir.join("latin1.txt");
         std::fs::write(&path, b"/a\n/caf\xe9\n").unwrap();
         let base = parse_target("http://127.0.0.1:8080/").unwrap();
-        let err = RequestSet::load(&path, &base, &[]).unwrap_err().to_string();
+        let err = RequestSet::load(&path, &base, &[], &[])
+            .unwrap_err()
+            .to_string();
         let _ = std::fs::remove_dir_all(&dir);
         assert!(
             err.ends_with(
@@ -682,7 +695,7 @@ mod tests {
     #[test]
     fn an_endless_requests_file_is_refused_at_the_limit() {
         let base = parse_target("http://127.0.0.1:8080/").unwrap();
-        let err = RequestSet::load(Path::new("/dev/zero"), &base, &[])
+        let err = RequestSet::load(Path::new("/dev/zero"), &base, &[], &[])
             .unwrap_err()
             .to_string();
         assert!(err.contains("more than the 256 MiB limit"), "{err}");
@@ -691,7 +704,7 @@ mod tests {
     #[test]
     fn a_missing_file_is_a_read_error() {
         let base = parse_target("http://127.0.0.1:8080/").unwrap();
-        let e = RequestSet::load(Path::new("/nonexistent/r.json"), &base, &[]).unwrap_err();
+        let e = RequestSet::load(Path::new("/nonexistent/r.json"), &base, &[], &[]).unwrap_err();
         assert!(e
             .to_string()
             .starts_with("cannot read --requests /nonexistent/r.json: "));
