@@ -8,11 +8,11 @@ use std::time::Duration;
 use clap::{Args, Parser};
 
 use metron_core::cli::config::Config;
-use metron_core::cli::units::{parse_duration, parse_si_f64};
 use metron_core::cli::BenchArgs;
 use metron_core::engine::Stop;
-use metron_core::report::units::format_time_us;
 use metron_core::stats::RunStats;
+use metron_core::units::format_time_us;
+use metron_core::units::{parse_duration, parse_si_f64};
 use metron_serve::{Http2, ServeConfig, Server, StallPlan};
 
 use crate::Error;

@@ -53,6 +53,7 @@ pub mod signals;
 pub mod stats;
 pub mod sweep;
 pub mod target;
+pub mod units;
 pub mod verdict;
 
 use std::io::{self, IsTerminal, Write};
@@ -96,7 +97,7 @@ pub enum Error {
     #[error("{0}")]
     Sweep(String, u8),
     /// A signal ended the run early; the report of what ran is out.
-    #[error("stopped by {} after {}; the report covers what ran", cause.describe(), report::units::format_time_us(after.as_micros() as f64))]
+    #[error("stopped by {} after {}; the report covers what ran", cause.describe(), units::format_time_us(after.as_micros() as f64))]
     Interrupted {
         cause: stats::StopCause,
         after: Duration,
@@ -415,7 +416,7 @@ pub fn run_facts<'a>(run: &'a engine::Setup, outcome: &'a Outcome) -> verdict::R
 /// are when a file gives more than a line holds.
 fn describe_profile(p: &schedule::Profile) -> String {
     let phases = p.phases();
-    let length = report::units::format_run_duration(Duration::from_nanos(p.length().unwrap_or(0)));
+    let length = units::format_run_duration(Duration::from_nanos(p.length().unwrap_or(0)));
     if phases.len() <= 6 {
         let labels: Vec<&str> = phases.iter().map(|ph| ph.label.as_str()).collect();
         format!("{} ({length})", labels.join(","))
@@ -548,7 +549,7 @@ fn start_dashboard(cfg: &Config) -> Result<Option<dashboard::Dashboard>, Error> 
 /// After a run that Ctrl-C ended, the next Ctrl-C exits at once.
 fn linger(d: &dashboard::Dashboard, stop: &Stop, linger: Option<Duration>) {
     let how = match linger {
-        Some(t) => format!("for {}", report::units::format_run_duration(t)),
+        Some(t) => format!("for {}", units::format_run_duration(t)),
         None => "until Ctrl-C".to_string(),
     };
     eprintln!("Dashboard: the report stays at http://{}/ {how}", d.addr());

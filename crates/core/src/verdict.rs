@@ -13,12 +13,12 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::cli::units::parse_duration;
 use crate::report::json::{SloReport, SloRow};
 use crate::report::summary;
 use crate::report::text::lag_allowance_us;
 use crate::schedule::Load;
 use crate::stats::RunStats;
+use crate::units::parse_duration;
 
 /// An objective: terms that must all hold.
 #[derive(Clone, Debug, PartialEq)]
@@ -282,8 +282,8 @@ pub fn generator_limit(run: &RunFacts) -> Option<String> {
         return Some(format!(
             "send lag p99 {} is above the {} allowed while connections were free: the \
              generator itself sent late; add threads with -t or give metron more CPU",
-            crate::report::units::format_time_us(lag_p99),
-            crate::report::units::format_time_us(allowed)
+            crate::units::format_time_us(lag_p99),
+            crate::units::format_time_us(allowed)
         ));
     }
     if let (true, Some(fastest)) = (queued, run.fastest_us) {
@@ -304,8 +304,8 @@ pub fn generator_limit(run: &RunFacts) -> Option<String> {
                 "-c {} cannot carry {} requests/s: even at the fastest response seen ({}) the \
                  connections carry at most {:.0} requests/s; raise -c to at least {needed:.0}",
                 run.connections,
-                crate::report::units::format_metric(peak),
-                crate::report::units::format_time_us(fastest_s * 1e6),
+                crate::units::format_metric(peak),
+                crate::units::format_time_us(fastest_s * 1e6),
                 carried
             ));
         }

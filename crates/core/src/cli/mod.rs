@@ -10,7 +10,6 @@ pub mod config;
 pub mod distributed;
 pub mod profile;
 pub mod sweep;
-pub mod units;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -20,7 +19,7 @@ use clap::builder::TypedValueParser;
 use clap::error::ErrorKind;
 use clap::{ArgAction, Args, CommandFactory, Parser};
 
-use units::{parse_duration, parse_si_f64, parse_si_u64};
+use crate::units::{parse_bytes, parse_duration, parse_si_f64, parse_si_u64};
 
 /// What the user asked metron to do.
 #[derive(Debug)]
@@ -223,7 +222,7 @@ pub struct BenchArgs {
     pub slo: Option<crate::verdict::Slo>,
 
     /// Largest response head (status line and headers) accepted; a larger one is a read error
-    #[arg(long = "max-head", default_value = "64k", value_parser = units::parse_bytes, value_name = "BYTES")]
+    #[arg(long = "max-head", default_value = "64k", value_parser = parse_bytes, value_name = "BYTES")]
     pub max_head: u64,
 
     /// Replay the requests in FILE (a JSON array, JSON Lines, or "[METHOD] URL" lines), cycling; paths go to URL's host

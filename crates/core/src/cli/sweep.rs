@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser};
 
-use super::units::{parse_duration, parse_si_f64};
 use super::BenchArgs;
+use crate::units::{parse_duration, parse_si_f64};
 
 #[derive(Parser, Debug)]
 #[command(

@@ -8,7 +8,7 @@ use std::io::{self, Write};
 use serde::{Deserialize, Serialize};
 
 use super::json::{RunConfig, SloReport};
-use super::units::{format_metric, format_time_us};
+use crate::units::{format_metric, format_time_us};
 
 /// Version of the sweep document's layout.
 pub const SWEEP_SCHEMA: u32 = 1;

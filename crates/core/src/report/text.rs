@@ -14,11 +14,11 @@ use hdrhistogram::Histogram;
 use super::json::SloReport;
 use super::spectrum::write_spectrum;
 use super::summary;
-use super::units::{
-    format_binary, format_metric, format_run_duration, format_time_us, print_units,
-};
 use crate::schedule::Load;
 use crate::stats::{ByCode, Counters, EndpointStats, Http2Counts, PhaseStats, RunStats};
+use crate::units::{
+    format_binary, format_metric, format_run_duration, format_time_us, print_units,
+};
 
 /// The percentiles of the "Latency Distribution" block.
 const PERCENTILES: [f64; 8] = [50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.0];
@@ -194,7 +194,7 @@ pub fn write_distributed_lines(
         writeln!(
             out,
             "  schedule starts at {} (--start-at)",
-            super::units::format_wall(at)
+            crate::units::format_wall(at)
         )?;
     }
     Ok(())

@@ -132,7 +132,7 @@ pub fn configuration(page: &mut String, doc: &Document) {
             .unwrap_or_default();
         rows.push((
             "Start at",
-            format!("{}{late}", escape(&crate::report::units::format_wall(when))),
+            format!("{}{late}", escape(&crate::units::format_wall(when))),
         ));
     }
     rows.extend([
