@@ -77,7 +77,7 @@ fn the_json_document_matches_the_run() {
     };
     assert_eq!(
         p(&doc.latency.corrected, 99.0),
-        metron::report::summary::value_at_percentile(&o.stats.latency, 99.0)
+        metron::stats::summary::value_at_percentile(&o.stats.latency, 99.0)
     );
     assert_eq!(
         doc.latency.corrected.spectrum.last().unwrap().2,

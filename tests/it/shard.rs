@@ -318,7 +318,7 @@ fn three_shards_send_one_even_stream_and_merge_exactly() {
         let (p, v) = (pair[0].as_f64().unwrap(), pair[1].as_u64().unwrap());
         assert_eq!(
             v,
-            metron::report::summary::value_at_percentile(&added, p),
+            metron::stats::summary::value_at_percentile(&added, p),
             "p{p}"
         );
     }

@@ -789,7 +789,7 @@ impl engine::Watch for Live<'_> {
         self.rows.as_ref().map(|(every, _)| *every)
     }
 
-    fn rows(&mut self, rows: &[engine::progress::Row]) {
+    fn rows(&mut self, rows: &[stats::Row]) {
         let Some((_, out)) = self.rows.as_mut() else {
             return;
         };

@@ -16,12 +16,12 @@ use crate::cli::config::{Config, ConfigError};
 use crate::cli::sweep::SweepArgs;
 use crate::engine::Stop;
 use crate::report::json::SloReport;
-use crate::report::summary;
 use crate::report::sweep::{
     rate_words, write_header, write_row, SweepConfig, SweepDocument, SweepStep, SWEEP_SCHEMA,
 };
 use crate::schedule::MAX_RATE;
 use crate::stats::codec::encode;
+use crate::stats::summary;
 use crate::units;
 use crate::verdict::Slo;
 use crate::Error;

@@ -14,10 +14,9 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::report::json::{SloReport, SloRow};
-use crate::report::summary;
 use crate::report::text::lag_allowance_us;
 use crate::schedule::Load;
-use crate::stats::RunStats;
+use crate::stats::{summary, RunStats};
 use crate::units::parse_duration;
 
 /// An objective: terms that must all hold.

@@ -41,7 +41,9 @@ use crate::http::request::RequestError;
 use crate::replay::RequestSet;
 use crate::schedule::{Load, Plan};
 use crate::script::{MainScript, ScriptError};
-use crate::stats::{interval, History, Interruption, IntervalStats, Phases, RunStats, StopCause};
+use crate::stats::{
+    interval, History, Interruption, IntervalStats, Phases, Row, RunStats, StopCause,
+};
 
 pub use prepare::prepare;
 pub use setup::{Replay, Setup};
@@ -340,7 +342,7 @@ pub trait Watch {
     /// Rows of intervals that have closed, by interval then thread, each
     /// once: a few times a second during the run, and the rest (the last
     /// interval, cut short, included) as it ends.
-    fn rows(&mut self, rows: &[progress::Row]);
+    fn rows(&mut self, rows: &[Row]);
     /// Whether whole intervals are wanted as they close.
     fn intervals_wanted(&self) -> bool {
         false

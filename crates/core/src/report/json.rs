@@ -410,10 +410,10 @@ mod build {
     use hdrhistogram::Histogram;
 
     use super::*;
-    use crate::report::{spectrum, summary};
+    use crate::report::spectrum;
     use crate::stats::codec::{self, encode};
     use crate::stats::{
-        new_histogram, EndpointStats, Interruption, IntervalStats, PhaseStats, RunStats,
+        new_histogram, summary, EndpointStats, Interruption, IntervalStats, PhaseStats, RunStats,
         HIST_SIGFIG,
     };
 

@@ -13,9 +13,8 @@ use hdrhistogram::Histogram;
 
 use super::json::SloReport;
 use super::spectrum::write_spectrum;
-use super::summary;
 use crate::schedule::Load;
-use crate::stats::{ByCode, Counters, EndpointStats, Http2Counts, PhaseStats, RunStats};
+use crate::stats::{summary, ByCode, Counters, EndpointStats, Http2Counts, PhaseStats, RunStats};
 use crate::units::{
     format_binary, format_metric, format_run_duration, format_time_us, print_units,
 };
