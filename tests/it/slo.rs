@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::common::judged::*;
 use crate::common::*;
-use metron::report::json::SloReport;
+use metron::verdict::SloReport;
 
 /// The `  SLO <term>: ...` rows of a report, in order.
 fn slo_rows(report: &str) -> Vec<&str> {

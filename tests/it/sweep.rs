@@ -122,11 +122,11 @@ fn a_sweep_finds_the_capacity_of_the_server() {
     assert!(doc
         .steps
         .iter()
-        .any(|s| s.rate == highest && s.slo.verdict == "met"));
+        .any(|s| s.rate == highest && s.slo.verdict.as_str() == "met"));
     assert!(doc
         .steps
         .iter()
-        .all(|s| s.rate <= highest || s.slo.verdict != "met"));
+        .all(|s| s.rate <= highest || s.slo.verdict.as_str() != "met"));
 }
 
 /// One connection against 20 ms responses carries about 50 requests/s, so
@@ -175,7 +175,7 @@ fn a_sweep_stops_where_the_generator_is_the_limit() {
     let doc = sweep_document(Path::new(&json));
     assert_eq!(doc.highest, None);
     assert_eq!(doc.steps.len(), 1);
-    assert_eq!(doc.steps[0].slo.verdict, "inconclusive");
+    assert_eq!(doc.steps[0].slo.verdict.as_str(), "inconclusive");
     assert_eq!(doc.conclusion, last);
 }
 

@@ -387,7 +387,7 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
             Some(s) => Err(Error::Slo {
                 verdict: match &s.reason {
                     Some(why) => format!("{}: {why}", s.verdict),
-                    None => s.verdict,
+                    None => s.verdict.to_string(),
                 },
                 status: s.exit_status,
             }),
@@ -859,7 +859,7 @@ fn write_files(
     stdout: &mut dyn Write,
     cfg: &Config,
     outcome: &Outcome,
-    slo: Option<&report::json::SloReport>,
+    slo: Option<&verdict::SloReport>,
 ) -> Result<(), Error> {
     let o = &cfg.outputs;
     // The interval log was written as the run went (see `HlogStream`).

@@ -15,7 +15,6 @@ use std::time::Duration;
 use crate::cli::config::{Config, ConfigError};
 use crate::cli::sweep::SweepArgs;
 use crate::engine::Stop;
-use crate::report::json::SloReport;
 use crate::report::sweep::{
     rate_words, write_header, write_row, SweepConfig, SweepDocument, SweepStep, SWEEP_SCHEMA,
 };
@@ -23,7 +22,7 @@ use crate::schedule::MAX_RATE;
 use crate::stats::codec::encode;
 use crate::stats::summary;
 use crate::units;
-use crate::verdict::Slo;
+use crate::verdict::{Slo, SloReport, Verdict};
 use crate::Error;
 
 /// Warm-up of each step unless `--warmup` says otherwise.
@@ -79,17 +78,17 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<(), Error> {
         let step = run_step(&cfg, &slo, &stop, rate, &mut fastest)?;
         write_row(out, steps.len() + 1, &step)?;
         out.flush()?;
-        let (verdict, reason) = (step.slo.verdict.clone(), step.slo.reason.clone());
+        let (verdict, reason) = (step.slo.verdict, step.slo.reason.clone());
         steps.push(step);
         if stop.is_stopped() {
             break;
         }
-        match (verdict.as_str(), reason) {
-            ("inconclusive", Some(why)) => {
+        match (verdict, reason) {
+            (Verdict::Inconclusive, Some(why)) => {
                 generator = Some((rate, why));
                 break;
             }
-            ("met", _) => search.met(rate),
+            (Verdict::Met, _) => search.met(rate),
             _ => search.failed(rate),
         }
     }

@@ -11,13 +11,13 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
-use super::json::SloReport;
 use super::spectrum::write_spectrum;
 use crate::schedule::Load;
 use crate::stats::{summary, ByCode, Counters, EndpointStats, Http2Counts, PhaseStats, RunStats};
 use crate::units::{
     format_binary, format_metric, format_run_duration, format_time_us, print_units,
 };
+use crate::verdict::{lag_allowance_us, SloReport};
 
 /// The percentiles of the "Latency Distribution" block.
 const PERCENTILES: [f64; 8] = [50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.0];
@@ -25,9 +25,6 @@ const PERCENTILES: [f64; 8] = [50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.
 const RULE: &str = "----------------------------------------------------------";
 /// What a figure that has no value prints as (no request to measure).
 const NONE: &str = "-";
-/// Send lag below this never warrants a warning: the operating system's
-/// scheduling alone can delay a send that much.
-const LAG_TOLERANCE_US: f64 = 1000.0;
 
 /// What the text report shows: the run's settings and its statistics.
 pub struct TextReport<'a> {
@@ -276,17 +273,7 @@ pub fn write_slo(out: &mut impl Write, slo: &SloReport) -> io::Result<()> {
         let met = if row.met { "met" } else { "NOT MET" };
         writeln!(out, "  SLO {}: {value}, {met}", row.term)?;
     }
-    let failed: Vec<&str> = slo
-        .rows
-        .iter()
-        .filter(|r| !r.met)
-        .map(|r| r.term.as_str())
-        .collect();
-    match (slo.verdict.as_str(), &slo.reason) {
-        ("inconclusive", Some(why)) => writeln!(out, "SLO: inconclusive: {why}"),
-        ("not met", _) => writeln!(out, "SLO: not met ({})", failed.join(", ")),
-        (v, _) => writeln!(out, "SLO: {v}"),
-    }
+    writeln!(out, "SLO: {}", slo.sentence())
 }
 
 /// The report of latencies alone, for figures that come without a run
@@ -717,18 +704,6 @@ fn send_lag_warning(r: &TextReport, rate: f64) -> Option<String> {
              did not see a steady -R {rate}; add threads with -t or give metron more CPU"
         )
     })
-}
-
-/// The send lag tolerated at the 99th percentile: one interval of a
-/// thread's schedule (each thread sends every `threads / rate` seconds),
-/// but never less than [`LAG_TOLERANCE_US`].
-pub fn lag_allowance_us(threads: usize, rate: f64) -> f64 {
-    let interval = threads as f64 / rate * 1e6;
-    if interval.is_finite() {
-        interval.max(LAG_TOLERANCE_US)
-    } else {
-        LAG_TOLERANCE_US
-    }
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 //! headers and script paths are user input.
 
 mod axis;
+mod blocks;
 mod charts;
 mod fmt;
 mod slo;
