@@ -10,6 +10,7 @@ use clap::{Args, Parser};
 use metron_core::cli::config::Config;
 use metron_core::cli::BenchArgs;
 use metron_core::engine::Stop;
+use metron_core::http::h2::DEFAULT_MAX_STREAMS;
 use metron_core::stats::RunStats;
 use metron_core::units::format_time_us;
 use metron_core::units::{parse_duration, parse_si_f64};
@@ -41,7 +42,7 @@ pub struct DemoArgs {
 const CONNECTIONS: usize = 20;
 
 /// HTTP/2 streams per connection in the demo run (`-m`'s default).
-const STREAMS: usize = 100;
+const STREAMS: usize = DEFAULT_MAX_STREAMS as usize;
 
 const PERCENTILES: [f64; 8] = [50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.0];
 
