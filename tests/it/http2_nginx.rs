@@ -453,7 +453,7 @@ fn tls_negotiates_http2_by_alpn() {
     let u = ngx.tls_url("/");
     let (o, _) = bench(&["--http2", "--cacert", &ca, "-t1", "-c2", "-m10", "-d1s", &u]);
     assert_clean(&o);
-    assert_eq!(o.protocol, "HTTP/2");
+    assert_eq!(o.protocol.to_string(), "HTTP/2");
     assert_log_matches(&o, &ngx.access_log(), 20);
 
     assert_eq!(

@@ -135,7 +135,7 @@ fn assert_server_agrees(srv: &Server, o: &metron::engine::Outcome) {
 /// request sent again).
 fn assert_clean(o: &metron::engine::Outcome) {
     assert_balanced(o);
-    assert_eq!(o.protocol, "HTTP/2");
+    assert_eq!(o.protocol.to_string(), "HTTP/2");
     let c = &o.stats.counters;
     assert!(!c.errors.any_socket(), "{c:?}");
     assert_eq!((c.errors.status, c.reconnects), (0, 0), "{c:?}");

@@ -188,14 +188,20 @@ fn write_document(
     let protocol = doc
         .protocol
         .as_deref()
-        .filter(|p| *p != "HTTP/1.1" || c.max_streams.is_some());
+        .map(str::parse::<http::Spoken>)
+        .transpose()
+        .map_err(|why| Error::Input {
+            path: path.to_path_buf(),
+            why,
+        })?
+        .filter(|p| p.multiplexes() || c.max_streams.is_some());
     report::text::write_banner(
         &mut out,
         &c.url,
         duration,
         c.threads,
         c.connections,
-        protocol,
+        protocol.as_ref().map(ToString::to_string).as_deref(),
     )?;
     if let Some(r) = &c.requests {
         report::text::write_replay_line(&mut out, &r.file, r.count, r.hosts, &r.described)?;
@@ -208,7 +214,7 @@ fn write_document(
         load: c.load(),
         latency: true,
         u_latency: true,
-        protocol,
+        protocol: protocol.as_ref(),
         stats: &stats,
     };
     report::text::write_results(&mut out, &view)?;
@@ -329,10 +335,7 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
         load: run.load.clone(),
         latency: cfg.latency,
         u_latency: cfg.u_latency,
-        protocol: run
-            .protocols
-            .offers_http2()
-            .then_some(outcome.protocol.as_str()),
+        protocol: run.protocols.offers_http2().then_some(&outcome.protocol),
         stats: &outcome.stats,
     };
     // The report goes to the dashboard too, so it is written once into
@@ -403,7 +406,7 @@ pub fn run_facts<'a>(run: &'a engine::Setup, outcome: &'a Outcome) -> verdict::R
         load: &run.load,
         threads: run.threads,
         connections: run.connections(),
-        per_connection: if outcome.protocol.contains("HTTP/2") {
+        per_connection: if outcome.protocol.multiplexes() {
             run.protocols.max_streams
         } else {
             1

@@ -38,6 +38,7 @@ use mio::Waker;
 
 use crate::clock::{self, nanos, Nanos};
 use crate::http::request::RequestError;
+use crate::http::Spoken;
 use crate::replay::RequestSet;
 use crate::schedule::{Load, Plan};
 use crate::script::{MainScript, ScriptError};
@@ -175,8 +176,8 @@ pub struct Outcome {
     /// What stopped the run early, if it was an error (a script's): the
     /// statistics still cover what ran.
     pub failure: Option<EngineError>,
-    /// The protocol the hosts spoke, as the reports name it ("HTTP/2").
-    pub protocol: String,
+    /// The protocols the hosts spoke.
+    pub protocol: Spoken,
     /// With `--start-at`: how far behind its zero the run began.
     pub start: Option<LateStart>,
 }
@@ -217,8 +218,8 @@ struct Ends {
     board: Option<Arc<progress::Board>>,
     stop: Arc<Stop>,
     addr: SocketAddr,
-    /// The protocol the hosts speak, as the reports name it.
-    protocol: String,
+    /// The protocols the hosts speak.
+    protocol: Spoken,
     /// The requests file, when statistics are kept per endpoint.
     endpoints: Option<Arc<RequestSet>>,
 }

@@ -384,6 +384,7 @@ mod build {
     use hdrhistogram::Histogram;
 
     use super::*;
+    use crate::http::Spoken;
     use crate::report::spectrum;
     use crate::stats::codec::{self, encode};
     use crate::stats::{
@@ -425,7 +426,7 @@ mod build {
         /// `protocol` what the server spoke.
         pub fn new(
             config: RunConfig,
-            protocol: &str,
+            protocol: &Spoken,
             s: &RunStats,
             window_start: std::time::SystemTime,
         ) -> Document {

@@ -12,6 +12,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 
 use super::spectrum::write_spectrum;
+use crate::http::Spoken;
 use crate::schedule::Load;
 use crate::stats::{summary, ByCode, Counters, EndpointStats, Http2Counts, PhaseStats, RunStats};
 use crate::units::{
@@ -40,9 +41,9 @@ pub struct TextReport<'a> {
     pub latency: bool,
     /// `-U`: also print them for the uncorrected latency.
     pub u_latency: bool,
-    /// The protocol the server chose, when another than HTTP/1.1 was
+    /// The protocols the hosts spoke, when another than HTTP/1.1 was
     /// offered (`--http2`, `--alpn`); `None` keeps wrk's report.
-    pub protocol: Option<&'a str>,
+    pub protocol: Option<&'a Spoken>,
     pub stats: &'a RunStats,
 }
 
@@ -686,7 +687,7 @@ fn send_lag_warning(r: &TextReport, rate: f64) -> Option<String> {
     let sent = c.due.saturating_sub(c.never_sent);
     // Over HTTP/2 a request waits for a free stream, not a connection.
     let (busy, one, raise) = match r.protocol {
-        Some(p) if p.contains("HTTP/2") => ("every stream of the", "a stream", "-c or -m"),
+        Some(p) if p.multiplexes() => ("every stream of the", "a stream", "-c or -m"),
         _ => ("all", "one", "-c"),
     };
     Some(if c.queued * 100 > sent {
@@ -709,6 +710,7 @@ fn send_lag_warning(r: &TextReport, rate: f64) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::Protocol;
     use crate::stats::{AtEnd, Errors, ThreadStats};
 
     const GOLDEN: &str = include_str!("testdata/golden.txt");
@@ -859,7 +861,8 @@ mod tests {
         stats.counters.http2.goaway.count(0);
         stats.counters.http2.retried = 4;
         let mut r = report(&stats, None);
-        r.protocol = Some("HTTP/2");
+        let spoken = Spoken::of([Protocol::Http2]);
+        r.protocol = Some(&spoken);
         let text = render(&r);
         assert!(text.contains("  Protocol: HTTP/2\n"), "{text}");
         assert!(
