@@ -8,6 +8,7 @@
 pub mod choice;
 pub mod config;
 pub mod distributed;
+pub mod outputs;
 pub mod profile;
 pub mod sweep;
 
@@ -281,29 +282,8 @@ pub struct BenchArgs {
     #[arg(long = "key", value_name = "FILE")]
     pub key: Option<PathBuf>,
 
-    /// Write the results as one JSON document to FILE ("-": stdout, and the text report goes to stderr)
-    #[arg(long = "json", value_name = "FILE")]
-    pub json: Option<PathBuf>,
-
-    /// Write an HdrHistogram interval log (corrected latency; uncorrected and send lag tagged)
-    #[arg(long = "hlog", value_name = "FILE")]
-    pub hlog: Option<PathBuf>,
-
-    /// Write a self-contained HTML report
-    #[arg(long = "html", value_name = "FILE")]
-    pub html: Option<PathBuf>,
-
-    /// Write one CSV row per interval (completed, errors by kind, intended, achieved rate, percentiles), as the run goes
-    #[arg(long = "csv", value_name = "FILE")]
-    pub csv: Option<PathBuf>,
-
-    /// Serve a live page of the run at ADDR (default 127.0.0.1:0, a free port; the address is printed): per-interval charts by Server-Sent Events, /series.json, /metrics for Prometheus, then the final report. Give ADDR with '=': --dashboard=127.0.0.1:9090
-    #[arg(long = "dashboard", value_name = "ADDR", num_args = 0..=1, require_equals = true, default_missing_value = "127.0.0.1:0")]
-    pub dashboard: Option<String>,
-
-    /// How long the dashboard stays up after the run [default: until Ctrl-C]
-    #[arg(long = "dashboard-linger", value_parser = parse_duration, value_name = "T")]
-    pub dashboard_linger: Option<Duration>,
+    #[command(flatten)]
+    pub sinks: outputs::SinkFlags,
 
     /// Length of the intervals of --json's time series, --html's charts, --hlog, --csv and --dashboard [default: 1s]
     #[arg(long = "interval", value_parser = parse_duration, value_name = "T")]
