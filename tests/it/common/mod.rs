@@ -4,6 +4,7 @@
 //! small machine.
 
 pub mod judged;
+pub mod modules;
 
 use std::io::Read;
 use std::process::{Child, Command, Output, Stdio};
