@@ -2,6 +2,7 @@
 
 use std::process::Command;
 
+use crate::common::process::worker_cpus;
 use crate::common::*;
 use metron::serve::ServeConfig;
 
@@ -314,25 +315,6 @@ fn affinity_pins_worker_threads() {
     let o = wait_bounded(child, std::time::Duration::from_secs(10));
     assert!(o.status.success());
     assert_eq!(seen, vec!["0".to_string(), "0".to_string()]);
-}
-
-/// Cpus_allowed_list of each metron-worker thread of `pid`.
-fn worker_cpus(pid: u32) -> Vec<String> {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return Vec::new();
-    };
-    let mut cpus = Vec::new();
-    for task in tasks.flatten() {
-        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
-        if !comm.starts_with("metron-worker") {
-            continue;
-        }
-        let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
-        if let Some(line) = status.lines().find(|l| l.starts_with("Cpus_allowed_list:")) {
-            cpus.push(line.split_whitespace().nth(1).unwrap_or("").to_string());
-        }
-    }
-    cpus
 }
 
 #[test]

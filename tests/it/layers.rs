@@ -18,10 +18,9 @@
 //! through the root, which imports every module it routes to. A module and
 //! its own submodules are one unit.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use crate::common::modules::{find_cycle, graph, rust_files, sources, without_tests, Module};
+use crate::common::modules::*;
 
 /// The crates whose modules are checked for cycles.
 const CRATES: [&str; 4] = ["crates/core", "crates/serve", "crates/pem", "crates/hpack"];
@@ -90,53 +89,6 @@ fn the_target_server_stands_alone() {
             file.display()
         );
     }
-}
-
-/// The `[dependencies]` of a crate's manifest (not its dev-dependencies).
-fn dependencies(dir: &Path) -> BTreeSet<String> {
-    let text = std::fs::read_to_string(dir.join("Cargo.toml")).expect("a manifest reads");
-    let mut section = "";
-    let mut out = BTreeSet::new();
-    for line in text.lines().map(str::trim) {
-        if line.starts_with('[') {
-            section = line;
-        } else if section == "[dependencies]" && !line.is_empty() && !line.starts_with('#') {
-            let name = line.split(['=', '.', ' ']).next().unwrap_or_default();
-            out.insert(name.to_string());
-        }
-    }
-    out
-}
-
-fn src(krate: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join(krate)
-        .join("src")
-}
-
-/// A crate of a few modules, each `(path, code)`, the root named "".
-fn fake(files: &[(&str, &str)]) -> BTreeMap<Module, String> {
-    files
-        .iter()
-        .map(|(path, code)| {
-            let module = path
-                .split("::")
-                .filter(|p| !p.is_empty())
-                .map(String::from)
-                .collect();
-            (module, code.to_string())
-        })
-        .collect()
-}
-
-fn edges(files: &[(&str, &str)]) -> BTreeSet<String> {
-    graph(&fake(files))
-        .iter()
-        .flat_map(|(from, to)| {
-            to.iter()
-                .map(move |t| format!("{} -> {}", from.join("::"), t.join("::")))
-        })
-        .collect()
 }
 
 /// The check itself, on small crates: it finds what it must.

@@ -5,28 +5,10 @@
 use std::process::Command;
 use std::time::Duration;
 
+use crate::common::files::*;
 use crate::common::*;
 use metron::report::json::Document;
-use metron::serve::{ServeConfig, StallPlan};
-
-fn tmp(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("metron-outputs-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
-fn stalling() -> metron::serve::Server {
-    server(ServeConfig {
-        stall: Some(
-            StallPlan::once(
-                std::time::Duration::from_millis(1200),
-                std::time::Duration::from_millis(300),
-            )
-            .unwrap(),
-        ),
-        ..ServeConfig::default()
-    })
-}
+use metron::serve::ServeConfig;
 
 #[test]
 fn the_json_document_matches_the_run() {

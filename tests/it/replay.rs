@@ -3,30 +3,8 @@
 //! report and outputs, several hosts, the seeded random order, and the
 //! errors for broken files.
 
-use std::path::{Path, PathBuf};
-
+use crate::common::files::*;
 use crate::common::*;
-use metron::serve::{ServeConfig, Server};
-
-/// A directory of its own for each test's files.
-fn dir(test: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("metron-replay-{}-{test}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn write(dir: &Path, name: &str, text: &[u8]) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p.display().to_string()
-}
-
-fn recording() -> Server {
-    server(ServeConfig {
-        record: 10_000,
-        ..ServeConfig::default()
-    })
-}
 
 const MIXED: &str = r#"[
   {"method": "POST", "path": "/submit", "headers": {"Content-Type": "application/octet-stream", "Authorization": "Bearer stale"}, "body_file": "blob.bin"},

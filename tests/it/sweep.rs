@@ -11,20 +11,6 @@ use crate::common::*;
 use metron::report::sweep::rate_words;
 use metron::serve::{Capacity, ServeConfig};
 
-/// The sweep's table rows: the lines after the header, up to the
-/// conclusion.
-fn table_rows(out: &str) -> Vec<&str> {
-    out.lines()
-        .skip_while(|l| !l.trim_start().starts_with("Step "))
-        .skip(1)
-        .filter(|l| {
-            l.split_whitespace()
-                .next()
-                .is_some_and(|n| n.parse::<u32>().is_ok())
-        })
-        .collect()
-}
-
 /// A single queue serving 4000 requests/s: rates double from 1k until one
 /// fails (8k), then the bracket is halved to 5%. Every step below the
 /// capacity meets p99 < 20 ms, every step above it builds a queue that

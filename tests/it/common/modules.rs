@@ -520,3 +520,52 @@ fn string_len(text: &str) -> usize {
     }
     text.len()
 }
+
+/// The `[dependencies]` of a crate's manifest (not its dev-dependencies).
+pub fn dependencies(dir: &Path) -> BTreeSet<String> {
+    let text = std::fs::read_to_string(dir.join("Cargo.toml")).expect("a manifest reads");
+    let mut section = "";
+    let mut out = BTreeSet::new();
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            section = line;
+        } else if section == "[dependencies]" && !line.is_empty() && !line.starts_with('#') {
+            let name = line.split(['=', '.', ' ']).next().unwrap_or_default();
+            out.insert(name.to_string());
+        }
+    }
+    out
+}
+
+/// A crate's sources, under the workspace.
+pub fn src(krate: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(krate)
+        .join("src")
+}
+
+/// A crate of a few modules, each `(path, code)`, the root named "".
+pub fn fake(files: &[(&str, &str)]) -> BTreeMap<Module, String> {
+    files
+        .iter()
+        .map(|(path, code)| {
+            let module = path
+                .split("::")
+                .filter(|p| !p.is_empty())
+                .map(String::from)
+                .collect();
+            (module, code.to_string())
+        })
+        .collect()
+}
+
+/// A fake crate's edges as `from -> to` lines.
+pub fn edges(files: &[(&str, &str)]) -> BTreeSet<String> {
+    graph(&fake(files))
+        .iter()
+        .flat_map(|(from, to)| {
+            to.iter()
+                .map(move |t| format!("{} -> {}", from.join("::"), t.join("::")))
+        })
+        .collect()
+}
