@@ -198,9 +198,12 @@ mod tests {
     use super::*;
 
     fn args(cli: &[&str]) -> DemoArgs {
-        let mut argv = vec!["metron demo"];
+        let mut argv = vec!["metron", "demo"];
         argv.extend_from_slice(cli);
-        crate::DemoCli::try_parse_from(argv).unwrap().args
+        match crate::parse(argv).unwrap() {
+            crate::Command::Demo(args) => args,
+            other => panic!("not the demo: {other:?}"),
+        }
     }
 
     #[test]

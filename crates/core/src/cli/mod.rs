@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use clap::builder::TypedValueParser;
 use clap::error::ErrorKind;
-use clap::{ArgAction, Args, CommandFactory, Parser};
+use clap::{ArgAction, Args, CommandFactory, FromArgMatches, Parser};
 
 use crate::units::{parse_bytes, parse_duration, parse_si_f64, parse_si_u64};
 
@@ -75,21 +75,6 @@ pub struct MergeArgs {
     pub html: Option<PathBuf>,
 }
 
-#[derive(Parser, Debug)]
-#[command(
-    name = "metron merge",
-    bin_name = "metron merge",
-    about = "Merge the JSON documents (or HdrHistogram interval logs) of several instances into one exact report.",
-    version,
-    disable_version_flag = true
-)]
-struct MergeCli {
-    #[command(flatten)]
-    args: MergeArgs,
-    #[command(flatten)]
-    version: VersionFlag,
-}
-
 /// `-v, --version` for a subcommand, as the top level spells it (wrk's
 /// `-v`); [`same_version`] makes it print the top level's line.
 #[derive(Args, Debug, Clone)]
@@ -97,6 +82,16 @@ pub struct VersionFlag {
     /// Print the version and exit
     #[arg(short = 'v', long = "version", action = ArgAction::Version)]
     version: (),
+}
+
+/// A subcommand's flags `A` with [`VersionFlag`], for those whose flags
+/// do not have it already.
+#[derive(Args, Debug, Clone)]
+pub struct Versioned<A: Args> {
+    #[command(flatten)]
+    pub args: A,
+    #[command(flatten)]
+    version: VersionFlag,
 }
 
 /// A subcommand's `--version` prints what `metron --version` prints
@@ -126,21 +121,6 @@ pub struct ReportArgs {
     /// Also write the time series as CSV to OUT, one row per interval
     #[arg(long = "csv", value_name = "OUT")]
     pub csv: Option<PathBuf>,
-}
-
-#[derive(Parser, Debug)]
-#[command(
-    name = "metron report",
-    bin_name = "metron report",
-    about = "Print the text report of a saved JSON result (and optionally write its HTML report or CSV rows).",
-    version,
-    disable_version_flag = true
-)]
-struct ReportCli {
-    #[command(flatten)]
-    args: ReportArgs,
-    #[command(flatten)]
-    version: VersionFlag,
 }
 
 const AFTER_HELP: &str = "\
@@ -333,19 +313,42 @@ where
     T: Into<OsString> + Clone,
 {
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
-    let rest = || args.iter().skip(1).cloned();
-    match args.get(1).and_then(|a| a.to_str()) {
-        Some("report") => ReportCli::try_parse_from(rest())
-            .map(|c| Command::Report(c.args))
-            .map_err(same_version),
-        Some("merge") => MergeCli::try_parse_from(rest())
-            .map(|c| Command::Merge(c.args))
-            .map_err(same_version),
-        Some("sweep") => sweep::SweepCli::try_parse_from(rest())
-            .map(|c| Command::Sweep(Box::new(c.args)))
-            .map_err(same_version),
+    let report = "Print the text report of a saved JSON result (and optionally write its HTML report or CSV rows).";
+    let merge = "Merge the JSON documents (or HdrHistogram interval logs) of several instances into one exact report.";
+    match first_word(&args) {
+        Some("report") => subcommand::<Versioned<ReportArgs>>(&args, "metron report", report)
+            .map(|c| Command::Report(c.args)),
+        Some("merge") => subcommand::<Versioned<MergeArgs>>(&args, "metron merge", merge)
+            .map(|c| Command::Merge(c.args)),
+        Some("sweep") => subcommand::<sweep::SweepArgs>(&args, "metron sweep", sweep::ABOUT)
+            .map(|a| Command::Sweep(Box::new(a))),
         _ => BenchArgs::try_parse_from(args).map(|a| Command::Bench(Box::new(a))),
     }
+}
+
+/// The word after the program's name, where subcommands are named.
+pub fn first_word(args: &[OsString]) -> Option<&str> {
+    args.get(1).and_then(|a| a.to_str())
+}
+
+/// A subcommand's flags `A`, from the words after the program's name, as
+/// `metron NAME` (`name`) with its one-line `about`; its `--version`
+/// prints the top level's line.
+pub fn subcommand<A: Args + FromArgMatches>(
+    args: &[OsString],
+    name: &'static str,
+    about: &'static str,
+) -> Result<A, clap::Error> {
+    // After the flags: their doc comment would otherwise be the about.
+    A::augment_args(clap::Command::new(name))
+        .bin_name(name)
+        .about(about)
+        .long_about(None)
+        .version(env!("CARGO_PKG_VERSION"))
+        .disable_version_flag(true)
+        .try_get_matches_from(args.iter().skip(1).cloned())
+        .and_then(|m| A::from_arg_matches(&m))
+        .map_err(same_version)
 }
 
 /// A command-line parse error as one line: clap's message with its
