@@ -108,15 +108,7 @@ per_protocol! {
     fn done_reads_every_threads_string_globals(proto) {
         let _g = serial();
         let srv = proto.server(ServeConfig::default());
-        let o = proto.metron(&[
-            "-t2",
-            "-c2",
-            "-d1s",
-            "-R100",
-            "-s",
-            &script("thread_report.lua"),
-            &url(&srv, "/"),
-        ]);
+        let o = proto.metron_script(&srv, "thread_report.lua", &["-t2", "-c2", "-d1s", "-R100"], &[]);
         assert!(o.status.success(), "{}", stderr(&o));
         let out = stdout(&o);
         let lines: Vec<&str> = out.lines().filter(|l| l.starts_with("worker-")).collect();

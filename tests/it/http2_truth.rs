@@ -67,15 +67,7 @@ fn rate_mode_accounts_for_every_request() {
 fn the_json_document_names_the_protocol_and_its_counts() {
     let _g = serial();
     let srv = Proto::Http2.server(ServeConfig::default());
-    let o = Proto::Http2.metron(&[
-        "-t1",
-        "-c2",
-        "-R100",
-        "-d1s",
-        "--json",
-        "-",
-        &url(&srv, "/"),
-    ]);
+    let o = Proto::Http2.json_on_stdout(&srv);
     assert!(o.status.success(), "{}", stderr(&o));
     let doc: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("one JSON document");
     let schema: serde_json::Value =

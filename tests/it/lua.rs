@@ -186,15 +186,7 @@ per_protocol! {
     fn setup_passes_values_in_and_done_reads_them_out(proto) {
         let _g = serial();
         let srv = proto.server(ServeConfig::default());
-        let o = proto.metron(&[
-            "-t2",
-            "-c2",
-            "-R100",
-            "-d1s",
-            "-s",
-            &script("setup.lua"),
-            &url(&srv, "/"),
-        ]);
+        let o = proto.metron_script(&srv, "setup.lua", &["-t2", "-c2", "-R100", "-d1s"], &[]);
         assert!(o.status.success(), "{}", stderr(&o));
         let out = stdout(&o);
         let lines: Vec<&str> = out.lines().filter(|l| l.starts_with("thread ")).collect();
@@ -217,15 +209,7 @@ per_protocol! {
     fn done_prints_a_custom_report(proto) {
         let _g = serial();
         let srv = proto.server(ServeConfig::default());
-        let o = proto.metron(&[
-            "-t1",
-            "-c2",
-            "-R100",
-            "-d1s",
-            "-s",
-            &script("report.lua"),
-            &url(&srv, "/"),
-        ]);
+        let o = proto.metron_script(&srv, "report.lua", &["-t1", "-c2", "-R100", "-d1s"], &[]);
         assert!(o.status.success(), "{}", stderr(&o));
         let out = stdout(&o);
         assert!(
@@ -241,15 +225,7 @@ per_protocol! {
         let _g = serial();
         let srv = proto.server(ServeConfig::default());
         let addr = srv.addr();
-        let o = proto.metron(&[
-            "-t2",
-            "-c2",
-            "-R10",
-            "-d1s",
-            "-s",
-            &script("addresses.lua"),
-            &url(&srv, "/"),
-        ]);
+        let o = proto.metron_script(&srv, "addresses.lua", &["-t2", "-c2", "-R10", "-d1s"], &[]);
         assert!(o.status.success(), "{}", stderr(&o));
         let out = stdout(&o);
         assert!(
@@ -272,15 +248,7 @@ per_protocol! {
             body_size: 3,
             ..ServeConfig::default()
         });
-        let o = proto.metron(&[
-            "-t1",
-            "-c4",
-            "-R100",
-            "-d2s",
-            "-s",
-            &script("paced.lua"),
-            &url(&srv, "/"),
-        ]);
+        let o = proto.metron_script(&srv, "paced.lua", &["-t1", "-c4", "-R100", "-d2s"], &[]);
         assert!(o.status.success(), "{}", stderr(&o));
         let out = stdout(&o);
         let gap: u64 = out
@@ -311,18 +279,9 @@ per_protocol! {
     fn cjson_decodes_arguments_and_encodes_results(proto) {
         let _g = serial();
         let srv = proto.recording();
-        let (u, s) = (url(&srv, "/"), script("json.lua"));
-        let o = proto.metron(&[
-            "-t1",
-            "-c1",
-            "-R30",
-            "-d1s",
-            "-s",
-            &s,
-            &u,
-            "--",
-            r#"["/a","/b","/c"]"#,
-        ]);
+        let paths = r#"["/a","/b","/c"]"#;
+        let flags = ["-t1", "-c1", "-R30", "-d1s"];
+        let o = proto.metron_script(&srv, "json.lua", &flags, &["--", paths]);
         assert!(o.status.success(), "{}", stderr(&o));
         assert!(
             stdout(&o).contains(r#"{"ok":true,"requests":30}"#)
@@ -358,15 +317,7 @@ per_protocol! {
     fn a_runtime_error_in_a_hook_stops_the_run_after_reporting(proto) {
         let _g = serial();
         let srv = proto.server(ServeConfig::default());
-        let o = proto.metron(&[
-            "-t2",
-            "-c2",
-            "-R100",
-            "-d5s",
-            "-s",
-            &script("response_error.lua"),
-            &url(&srv, "/"),
-        ]);
+        let o = proto.metron_script(&srv, "response_error.lua", &["-t2", "-c2", "-R100", "-d5s"], &[]);
         assert_eq!(o.status.code(), Some(1));
         let err = stderr(&o);
         assert!(
@@ -504,14 +455,7 @@ per_protocol! {
     fn a_broken_static_request_names_the_fields_to_fix(proto) {
         let _g = serial();
         let srv = proto.server(ServeConfig::default());
-        let err = one_line_error(&proto.metron(&[
-            "-t1",
-            "-c1",
-            "-d1s",
-            "-s",
-            &script("bad_header.lua"),
-            &url(&srv, "/"),
-        ]));
+        let err = one_line_error(&proto.metron_script(&srv, "bad_header.lua", &["-t1", "-c1", "-d1s"], &[]));
         assert!(
             err.contains("wrk.headers") && err.contains("is not an HTTP request"),
             "{err}"
@@ -566,9 +510,9 @@ per_protocol! {
     fn a_lua_cjson_script_gets_instances_settings_and_the_safe_module(proto) {
         let _g = serial();
         let srv = proto.recording();
-        let (u, s) = (url(&srv, "/"), script("cjson.lua"));
         let paths = r#"{"paths":["/a","/b"]}"#;
-        let o = proto.metron(&["-t1", "-c1", "-R20", "-d1s", "-s", &s, &u, "--", paths]);
+        let flags = ["-t1", "-c1", "-R20", "-d1s"];
+        let o = proto.metron_script(&srv, "cjson.lua", &flags, &["--", paths]);
         assert!(o.status.success(), "{}", stderr(&o));
         let out = stdout(&o);
         let line = out

@@ -107,15 +107,7 @@ fn metron_report_reproduces_the_text_report() {
 fn json_on_stdout_leaves_the_text_report_on_stderr() {
     let _g = serial();
     let srv = server(ServeConfig::default());
-    let o = metron(&[
-        "-t1",
-        "-c2",
-        "-R100",
-        "-d1s",
-        "--json",
-        "-",
-        &url(&srv, "/"),
-    ]);
+    let o = Proto::Http1.json_on_stdout(&srv);
     assert!(o.status.success());
     let doc: Document = serde_json::from_slice(&o.stdout).expect("stdout is one JSON document");
     assert_eq!(doc.counters.completed, 100);

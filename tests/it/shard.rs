@@ -234,21 +234,9 @@ fn a_late_instance_counts_what_it_missed() {
     // The schedule began a second ago: this instance is late by that much.
     let start_at = SystemTime::now() - Duration::from_secs(1);
     let start_at = start_at.duration_since(UNIX_EPOCH).unwrap().as_secs_f64();
-    let out = metron(&[
-        "-t",
-        "1",
-        "-c",
-        "2",
-        "-d",
-        "3s",
-        "-R",
-        "200",
-        "--start-at",
-        &format!("{start_at:.3}"),
-        "--json",
-        json.to_str().unwrap(),
-        &url(&target, "/"),
-    ]);
+    let start_at = format!("{start_at:.3}");
+    let flags = ["-d", "3s", "-R", "200", "--start-at", &start_at];
+    let out = instance_run(&target, &flags, &json);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     let doc: Value = read_json(&json);
@@ -305,19 +293,7 @@ fn merging_documents_that_differ_warns_and_a_cut_one_is_refused() {
     let dir = scratch("differ");
     let run = |name: &str, rate: &str, target: &Server| {
         let path = dir.join(name);
-        let out = metron(&[
-            "-t",
-            "1",
-            "-c",
-            "2",
-            "-d",
-            "1s",
-            "-R",
-            rate,
-            "--json",
-            path.to_str().unwrap(),
-            &url(target, "/"),
-        ]);
+        let out = instance_run(target, &["-d", "1s", "-R", rate], &path);
         assert!(out.status.success(), "{}", stderr(&out));
         path.display().to_string()
     };

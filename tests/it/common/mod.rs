@@ -94,6 +94,12 @@ pub fn bench_at(args: &[&str], url: &str) -> (Outcome, String) {
     bench(&argv)
 }
 
+/// [`bench`] replaying the requests file `file` (`--requests`), with
+/// `flags`, to `url`.
+pub fn bench_replay(flags: &[&str], file: &str, url: &str) -> (Outcome, String) {
+    bench(&[flags, &["--requests", file, url]].concat())
+}
+
 pub fn try_bench(args: &[&str]) -> Result<(Outcome, String), metron::Error> {
     let mut argv = vec!["metron"];
     argv.extend_from_slice(args);

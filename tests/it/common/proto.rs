@@ -7,7 +7,7 @@ use std::process::Output;
 use metron::engine::Outcome;
 use metron::serve::{Http2, ServeConfig, Server};
 
-use super::{bench, metron, server};
+use super::{bench, metron, script, server, url};
 
 /// The protocol a test speaks to the built-in target.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,6 +72,28 @@ impl Proto {
     /// The metron binary in this protocol.
     pub fn metron(self, args: &[&str]) -> Output {
         metron(&self.args(args))
+    }
+
+    /// A short rate-mode run of the binary in this protocol (100 requests
+    /// over a second on two connections) against `srv`, with its JSON
+    /// document on standard output (`--json -`).
+    pub fn json_on_stdout(self, srv: &Server) -> Output {
+        let u = url(srv, "/");
+        self.metron(&["-t1", "-c2", "-R100", "-d1s", "--json", "-", &u])
+    }
+
+    /// The metron binary in this protocol as wrk's command line puts a
+    /// scripted run: `flags`, `-s` and the script of tests/scripts named
+    /// `name`, the URL of `srv`, then the script's arguments.
+    pub fn metron_script(
+        self,
+        srv: &Server,
+        name: &str,
+        flags: &[&str],
+        script_args: &[&str],
+    ) -> Output {
+        let (s, u) = (script(name), url(srv, "/"));
+        self.metron(&[flags, &["-s", &s, &u], script_args].concat())
     }
 }
 

@@ -2,8 +2,8 @@
 //! documents they leave.
 
 use std::fs;
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 use hdrhistogram::Histogram;
 use metron::serve::{ServeConfig, Server};
@@ -125,4 +125,11 @@ pub fn scratch(name: &str) -> PathBuf {
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir).expect("a scratch directory");
     dir
+}
+
+/// One instance's run of the binary against `target`: one thread, two
+/// connections, `flags`, and its document written to `json`.
+pub fn instance_run(target: &Server, flags: &[&str], json: &Path) -> Output {
+    let (json, u) = (json.to_str().expect("a UTF-8 path"), url(target, "/"));
+    metron(&[&["-t", "1", "-c", "2"], flags, &["--json", json, &u]].concat())
 }
