@@ -5,10 +5,6 @@
 //! speak HTTP/2 properly, each a clear one-line error or counted errors,
 //! with no panic, no hang and no spinning.
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::common::h2::*;
@@ -222,60 +218,6 @@ fn the_closed_loop_opens_no_stream_the_server_refuses() {
     assert!(c.completed > 20, "{c:?}");
 }
 
-/// A TCP proxy on 127.0.0.1:0 in front of `upstream` that holds back the
-/// server's first bytes on each connection for `lag`, as a network with
-/// that round trip would; the client's bytes pass at once. It accepts
-/// until dropped, or at most [`LIMIT`].
-struct SlowProxy {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl SlowProxy {
-    fn start(upstream: SocketAddr, lag: Duration) -> SlowProxy {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let addr = listener.local_addr().unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopped = Arc::clone(&stop);
-        let thread = std::thread::spawn(move || {
-            let start = Instant::now();
-            while !stopped.load(Relaxed) && start.elapsed() < LIMIT {
-                match listener.accept() {
-                    Ok((client, _)) => {
-                        let Ok(server) = TcpStream::connect(upstream) else {
-                            continue;
-                        };
-                        let (c2, s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
-                        std::thread::spawn(move || pipe(client, server, Duration::ZERO));
-                        std::thread::spawn(move || pipe(s2, c2, lag));
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
-                }
-            }
-        });
-        SlowProxy {
-            addr,
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("http://{}/", self.addr)
-    }
-}
-
-impl Drop for SlowProxy {
-    fn drop(&mut self) {
-        self.stop.store(true, Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
 /// `--h2-window 16`: the server lets the client send 16 bytes at a time on
 /// each stream and on the connection; 1000-byte POST bodies still arrive
 /// whole, every one.
@@ -383,68 +325,6 @@ fn a_huge_head_completes_when_the_limit_allows_it() {
 // ---------------------------------------------------------------------
 // Hand-written servers that break HTTP/2.
 // ---------------------------------------------------------------------
-
-/// A server on 127.0.0.1:0 that answers each connection's first bytes with
-/// `reply`, then holds the connection until the client closes it (or a few
-/// seconds pass). It accepts until dropped, or at most [`LIMIT`].
-struct RawServer {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    accepted: Arc<AtomicU64>,
-    thread: Option<JoinHandle<()>>,
-}
-
-/// Connections a raw server serves at most; later ones are closed at once.
-const MAX_RAW_CONNECTIONS: u64 = 2000;
-
-impl RawServer {
-    fn start(reply: &[u8]) -> RawServer {
-        let reply: Arc<[u8]> = reply.into();
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let addr = listener.local_addr().unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let accepted = Arc::new(AtomicU64::new(0));
-        let (stop2, accepted2) = (Arc::clone(&stop), Arc::clone(&accepted));
-        let thread = std::thread::spawn(move || {
-            let start = Instant::now();
-            while !stop2.load(Relaxed) && start.elapsed() < LIMIT {
-                match listener.accept() {
-                    Ok((sock, _)) => {
-                        if accepted2.fetch_add(1, Relaxed) < MAX_RAW_CONNECTIONS {
-                            let reply = Arc::clone(&reply);
-                            std::thread::spawn(move || serve_raw(sock, &reply));
-                        }
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
-                }
-            }
-        });
-        RawServer {
-            addr,
-            stop,
-            accepted,
-            thread: Some(thread),
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("http://{}/", self.addr)
-    }
-
-    fn accepted(&self) -> u64 {
-        self.accepted.load(Relaxed)
-    }
-}
-
-impl Drop for RawServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
 
 /// An empty SETTINGS frame: what an HTTP/2 server's preface opens with
 /// (RFC 9113 section 3.4).
