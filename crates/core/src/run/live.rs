@@ -7,9 +7,9 @@ use std::io::{self, IsTerminal, Write};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use super::error::Error;
 use super::progress::Line;
 use super::sink::Sink;
-use super::Error;
 use crate::cli::config::Config;
 use crate::engine::progress::Totals;
 use crate::engine::{self, Outcome, Stop, Watch};

@@ -4,9 +4,9 @@
 use std::io::{self, Read, Write};
 use std::path::Path;
 
+use super::error::Error;
 use super::saved::{read_document, read_sweep, write_document};
 use super::sink::{write_html, write_json};
-use super::Error;
 use crate::cli::MergeArgs;
 use crate::report::{hlog, merge};
 

@@ -7,8 +7,8 @@ use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
+use super::error::Error;
 use super::sink::{write_file, write_html};
-use super::Error;
 use crate::cli::ReportArgs;
 use crate::http::Spoken;
 use crate::report::json::{Document, SCHEMA};

@@ -1,9 +1,24 @@
 //! Whether the generator itself kept the schedule: without that, a run's
 //! verdict can be neither a pass nor a fail, and the text report warns.
+//! [`RunFacts`] is what a verdict needs of a run besides its statistics.
 
-use super::RunFacts;
-use crate::stats::summary;
+use crate::schedule::Load;
+use crate::stats::{summary, RunStats};
 use crate::units::{format_metric, format_time_us};
+
+/// What a verdict needs to know of a run besides its statistics.
+pub struct RunFacts<'a> {
+    pub stats: &'a RunStats,
+    pub load: &'a Load,
+    pub threads: usize,
+    pub connections: usize,
+    /// Requests one connection carries at once: 1 over HTTP/1.1, `-m`
+    /// over HTTP/2.
+    pub per_connection: u32,
+    /// The fastest response known of the server (µs): this run's, or
+    /// lower from earlier runs against it (a sweep's earlier steps).
+    pub fastest_us: Option<u64>,
+}
 
 /// Send lag below this never warrants a warning: the operating system's
 /// scheduling alone can delay a send that much.

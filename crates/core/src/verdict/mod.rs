@@ -15,11 +15,10 @@ mod report;
 
 use std::time::Duration;
 
-use crate::schedule::Load;
-use crate::stats::{summary, RunStats};
+use crate::stats::summary;
 use crate::units::parse_duration;
 
-pub use limit::{generator_limit, lag_allowance_us};
+pub use limit::{generator_limit, lag_allowance_us, RunFacts};
 pub use report::{SloReport, SloRow, Verdict};
 
 /// An objective: terms that must all hold.
@@ -136,20 +135,6 @@ fn parse_term(text: &str) -> Result<Term, String> {
         inclusive,
         bound,
     })
-}
-
-/// What a verdict needs to know of a run besides its statistics.
-pub struct RunFacts<'a> {
-    pub stats: &'a RunStats,
-    pub load: &'a Load,
-    pub threads: usize,
-    pub connections: usize,
-    /// Requests one connection carries at once: 1 over HTTP/1.1, `-m`
-    /// over HTTP/2.
-    pub per_connection: u32,
-    /// The fastest response known of the server (µs): this run's, or
-    /// lower from earlier runs against it (a sweep's earlier steps).
-    pub fastest_us: Option<u64>,
 }
 
 impl Slo {

@@ -5,13 +5,13 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 
+use super::feed::Sink;
 use super::file::OutputFile;
-use super::Sink;
 use crate::cli::config::Config;
 use crate::report::csv::{write_header, write_row};
 use crate::report::json::Point;
+use crate::run::error::Error;
 use crate::run::intended::Intended;
-use crate::run::Error;
 use crate::stats::IntervalStats;
 
 struct Csv {

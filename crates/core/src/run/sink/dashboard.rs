@@ -6,14 +6,14 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use super::{Ended, Sink};
+use super::feed::{Ended, Sink};
 use crate::cli::config::Config;
 use crate::dashboard::Dashboard;
 use crate::engine::progress::Totals;
 use crate::engine::Stop;
 use crate::run::describe::describe;
+use crate::run::error::Error;
 use crate::run::intended::Intended;
-use crate::run::Error;
 use crate::stats::IntervalStats;
 use crate::units::format_run_duration;
 

@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::run::Error;
+use crate::run::error::Error;
 
 /// An output file and the flag that named it.
 pub struct OutputFile {

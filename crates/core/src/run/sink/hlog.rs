@@ -8,11 +8,11 @@ use std::fs::File;
 use std::io::BufWriter;
 use std::time::SystemTime;
 
+use super::feed::Sink;
 use super::file::OutputFile;
-use super::Sink;
 use crate::cli::config::Config;
 use crate::report::hlog::LogWriter;
-use crate::run::Error;
+use crate::run::error::Error;
 use crate::stats::IntervalStats;
 
 struct Hlog {

@@ -3,12 +3,12 @@
 
 use std::path::Path;
 
+use super::feed::{Ended, Sink};
 use super::file::OutputFile;
-use super::{Ended, Sink};
 use crate::cli::config::Config;
 use crate::report::html;
 use crate::report::json::Document;
-use crate::run::Error;
+use crate::run::error::Error;
 
 const FLAG: &str = "--html";
 
@@ -30,5 +30,5 @@ impl Sink for Html {
 /// Writes the page of `doc` (a saved or merged document) to the file
 /// `--html` names.
 pub fn write(path: &Path, doc: &Document) -> Result<(), Error> {
-    super::write_file(FLAG, path, html::render(doc).as_bytes())
+    super::file::write_file(FLAG, path, html::render(doc).as_bytes())
 }

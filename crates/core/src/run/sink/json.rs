@@ -6,10 +6,10 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use super::feed::{Ended, Sink};
 use super::file::OutputFile;
-use super::{Ended, Sink};
 use crate::cli::config::Config;
-use crate::run::Error;
+use crate::run::error::Error;
 
 const FLAG: &str = "--json";
 
@@ -51,5 +51,5 @@ pub fn json_text(doc: &impl Serialize) -> Result<String, Error> {
 
 /// Writes `doc` to the file `--json` names.
 pub fn write(path: &Path, doc: &impl Serialize) -> Result<(), Error> {
-    super::write_file(FLAG, path, json_text(doc)?.as_bytes())
+    super::file::write_file(FLAG, path, json_text(doc)?.as_bytes())
 }
