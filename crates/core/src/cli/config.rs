@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
+use super::bench::{Arrival, BenchArgs};
 use super::outputs::SinkFlags;
 use super::profile::{load_profile_file, ProfileSpec};
-use super::{Arrival, BenchArgs};
 use crate::clock::nanos;
 use crate::engine::setup::{Identity, Protocol, Protocols, TlsOptions, Trust};
 use crate::engine::{Replay, Setup};

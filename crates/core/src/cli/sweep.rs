@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::BenchArgs;
+use super::bench::BenchArgs;
 use crate::units::{parse_duration, parse_si_f64};
 
 /// What `metron sweep --help` says it does.
