@@ -1,10 +1,25 @@
-//! The page's building blocks as markup: tables of escaped cells, a
-//! list of labels and values, a headline card, and the style class that
-//! shows a verdict. The sections (tables, SLO, sweep) are made of them.
+//! The page's building blocks as markup: its head with the style sheet,
+//! tables of escaped cells, a list of labels and values, a headline card,
+//! and the style class that shows a verdict. The pages and their sections
+//! (tables, SLO, sweep) are made of them.
 
 use std::fmt::Write;
 
+use super::fmt::escape;
+use super::style::STYLE;
 use crate::verdict::Verdict;
+
+/// The document's head: `what` (`report`, `sweep`) and the target in the
+/// title, and the inline style sheet.
+pub fn head(page: &mut String, what: &str, url: &str) {
+    let _ = write!(
+        page,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>metron {what}: {}</title>\n<style>\n{STYLE}</style>\n</head>\n",
+        escape(url)
+    );
+}
 
 /// A two-column table of labels and (already escaped) HTML values.
 pub fn key_values(page: &mut String, class: &str, rows: &[(&str, String)]) {

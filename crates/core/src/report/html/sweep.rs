@@ -7,7 +7,7 @@ use std::fmt::Write;
 use crate::report::sweep::{SweepDocument, SweepStep};
 use crate::verdict::Verdict;
 
-use super::blocks::{card, classed_grid, key_values, verdict_class};
+use super::blocks::{card, classed_grid, head, key_values, verdict_class};
 use super::charts;
 use super::fmt::{count, escape, latency_us, real, seconds, trim, MISSING};
 use super::tables::{arrivals, latency_or_missing};
@@ -15,7 +15,7 @@ use super::tables::{arrivals, latency_or_missing};
 /// Renders the whole sweep page.
 pub fn render(doc: &SweepDocument) -> String {
     let mut page = String::with_capacity(32 * 1024);
-    super::head(&mut page, "sweep", &doc.config.run.url);
+    head(&mut page, "sweep", &doc.config.run.url);
     page.push_str("<body>\n<main>\n");
     header(&mut page, doc);
     configuration(&mut page, doc);
