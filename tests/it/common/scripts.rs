@@ -1,4 +1,5 @@
-//! What scripts print, checked: its order, and lua-cjson's numbers.
+//! Checks of what scripts print: the order of its parts, and lua-cjson's
+//! numbers.
 
 /// Asserts that `parts` occur in `text` in this order.
 pub fn assert_in_order(text: &str, parts: &[&str]) {
