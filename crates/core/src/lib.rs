@@ -9,8 +9,8 @@
 //! - [`cli`]: flags as typed (wrk, wrk2 and metron's own) and the validated
 //!   [`cli::config::Config`] derived from them.
 //! - [`sweep`]: `metron sweep`, runs at rising rates to find the highest
-//!   that meets an SLO, each a whole run of [`run`].
-//! - [`run`]: a command from its flags to its exit status: the load test
+//!   that meets an SLO, each a whole run of [`mod@run`].
+//! - [`mod@run`]: a command from its flags to its exit status: the load test
 //!   (banner, live outputs, reports, the script's `done()`), and `metron
 //!   report` and `metron merge` over saved documents; every output
 //!   besides the text report is a sink there ([`run::sink`]).

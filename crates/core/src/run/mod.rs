@@ -1,19 +1,19 @@
 //! A command of the load generator from its checked flags to its exit
-//! status: a load test ([`bench`]) with its banner, live outputs, text
+//! status: a load test ([`bench()`]) with its banner, live outputs, text
 //! report, result files and the script's `done()`; `metron report` and
 //! `metron merge` over saved documents and logs.
 //!
 //! # Layout
 //! - this file: the load test, start to end.
-//! - [`live`]: what shows while the workers run, as the engine's watcher;
-//!   [`progress`]: the progress line.
+//! - `live`: what shows while the workers run, as the engine's watcher;
+//!   `progress`: the progress line.
 //! - [`sink`]: every output besides the text report, one file each, fed
 //!   the run's intervals and its result.
-//! - [`describe`]: the run in plain values for the reports and verdicts;
-//!   [`intended`]: the requests the schedule intended per interval.
-//! - [`saved`]: `metron report`, and reading saved documents;
-//!   [`merge`]: `metron merge`.
-//! - [`error`]: every way a command ends early, and its exit status.
+//! - [`mod@describe`]: the run in plain values for the reports and
+//!   verdicts; `intended`: the requests the schedule intended per interval.
+//! - `saved`: `metron report`, and reading saved documents; `merge`:
+//!   `metron merge`.
+//! - `error`: every way a command ends early, and its exit status.
 //!
 //! `metron sweep` sits above this module and runs whole load tests
 //! through it; nothing here knows of the sweep but its error.

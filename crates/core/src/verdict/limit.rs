@@ -91,7 +91,7 @@ pub fn generator_limit(run: &RunFacts) -> Option<String> {
 
 /// The send lag tolerated at the 99th percentile: one interval of a
 /// thread's schedule (each thread sends every `threads / rate` seconds),
-/// but never less than [`LAG_TOLERANCE_US`].
+/// but never less than `LAG_TOLERANCE_US`.
 pub fn lag_allowance_us(threads: usize, rate: f64) -> f64 {
     let interval = threads as f64 / rate * 1e6;
     if interval.is_finite() {

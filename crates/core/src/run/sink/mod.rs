@@ -1,12 +1,12 @@
 //! The outputs a run feeds besides its text report, each a [`Sink`] in a
-//! file of its own: the JSON document ([`json`]), the HTML page
-//! ([`html`]), the interval log ([`hlog`]), the CSV rows ([`csv`]) and the
-//! live page ([`dashboard`]).
+//! file of its own: the JSON document (`json.rs`), the HTML page
+//! (`html.rs`), the interval log (`hlog.rs`), the CSV rows (`csv.rs`) and
+//! the live page (`dashboard.rs`).
 //!
 //! A sink is fed one stream: the intervals of the statistics as every
 //! thread has closed them, then the run's result ([`Ended`]). It never
 //! sees the engine or another sink; adding an output is a file here, its
-//! line in [`OPEN`], and its flag in `cli::outputs`.
+//! line in `OPEN`, and its flag in `cli::outputs`.
 
 mod csv;
 mod dashboard;
