@@ -8,11 +8,12 @@ use std::time::Duration;
 use clap::{Args, Parser};
 
 use metron_core::cli::config::Config;
-use metron_core::cli::units::{parse_duration, parse_si_f64};
 use metron_core::cli::BenchArgs;
 use metron_core::engine::Stop;
-use metron_core::report::units::format_time_us;
+use metron_core::http::h2::DEFAULT_MAX_STREAMS;
 use metron_core::stats::RunStats;
+use metron_core::units::format_time_us;
+use metron_core::units::{parse_duration, parse_si_f64};
 use metron_serve::{Http2, ServeConfig, Server, StallPlan};
 
 use crate::Error;
@@ -41,7 +42,7 @@ pub struct DemoArgs {
 const CONNECTIONS: usize = 20;
 
 /// HTTP/2 streams per connection in the demo run (`-m`'s default).
-const STREAMS: usize = 100;
+const STREAMS: usize = DEFAULT_MAX_STREAMS as usize;
 
 const PERCENTILES: [f64; 8] = [50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.0];
 
@@ -197,9 +198,12 @@ mod tests {
     use super::*;
 
     fn args(cli: &[&str]) -> DemoArgs {
-        let mut argv = vec!["metron demo"];
+        let mut argv = vec!["metron", "demo"];
         argv.extend_from_slice(cli);
-        crate::DemoCli::try_parse_from(argv).unwrap().args
+        match crate::parse(argv).unwrap() {
+            crate::Command::Demo(args) => args,
+            other => panic!("not the demo: {other:?}"),
+        }
     }
 
     #[test]

@@ -22,10 +22,8 @@ pub use metron_serve as serve;
 use std::ffi::OsString;
 use std::io::{self, Write};
 
-use clap::Parser;
-
 use demo::DemoArgs;
-use metron_core::cli::{same_version, VersionFlag};
+use metron_core::cli::{first_word, subcommand, Versioned};
 use serve_args::ServeArgs;
 
 /// What the user asked metron to do.
@@ -76,53 +74,19 @@ impl From<metron_core::cli::config::ConfigError> for Error {
     }
 }
 
-#[derive(Parser, Debug)]
-#[command(
-    name = "metron serve",
-    bin_name = "metron serve",
-    about = "Run metron's built-in HTTP target server.",
-    version,
-    disable_version_flag = true
-)]
-struct ServeCli {
-    #[command(flatten)]
-    args: ServeArgs,
-    #[command(flatten)]
-    version: VersionFlag,
-}
-
-#[derive(Parser, Debug)]
-#[command(
-    name = "metron demo",
-    bin_name = "metron demo",
-    about = "Load a built-in target that stalls once, and show corrected vs uncorrected latency.",
-    version,
-    disable_version_flag = true
-)]
-struct DemoCli {
-    #[command(flatten)]
-    args: DemoArgs,
-    #[command(flatten)]
-    version: VersionFlag,
-}
-
 /// Parses the whole command line (including the program name): `serve`
 /// and `demo` here, anything else by the load generator, so that a bare
 /// URL stays the default, as in wrk.
-pub fn parse<I, T>(args: I) -> Result<Command, clap::Error>
-where
-    I: IntoIterator<Item = T>,
-    T: Into<OsString> + Clone,
-{
+pub fn parse(args: impl IntoIterator<Item = impl Into<OsString>>) -> Result<Command, clap::Error> {
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
-    let rest = || args.iter().skip(1).cloned();
-    match args.get(1).and_then(|a| a.to_str()) {
-        Some("serve") => ServeCli::try_parse_from(rest())
-            .map(|c| Command::Serve(Box::new(c.args)))
-            .map_err(same_version),
-        Some("demo") => DemoCli::try_parse_from(rest())
-            .map(|c| Command::Demo(c.args))
-            .map_err(same_version),
+    let serve = "Run metron's built-in HTTP target server.";
+    let demo =
+        "Load a built-in target that stalls once, and show corrected vs uncorrected latency.";
+    match first_word(&args) {
+        Some("serve") => subcommand::<Versioned<ServeArgs>>(&args, "metron serve", serve)
+            .map(|c| Command::Serve(Box::new(c.args))),
+        Some("demo") => subcommand::<Versioned<DemoArgs>>(&args, "metron demo", demo)
+            .map(|c| Command::Demo(c.args)),
         _ => metron_core::cli::parse(args).map(Command::Load),
     }
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use clap::Args;
 
 use metron_core::cli::choice::choice;
-use metron_core::cli::units::{parse_bytes, parse_duration, parse_si_f64, parse_si_u64};
+use metron_core::units::{parse_bytes, parse_duration, parse_si_f64, parse_si_u64};
 use metron_serve::{
     parse_fault, parse_probability, BadCert, Capacity, FaultPlan, FaultSpec, Http2, Per,
     Probability, ServeConfig, StallPlan, MAX_H2_WINDOW, MAX_THREADS,

@@ -8,47 +8,9 @@ use std::time::Duration;
 
 use crate::common::judged::*;
 use crate::common::*;
-use metron::cli::profile::{load_profile_file, parse_profile, ProfileSpec};
+use metron::cli::profile::load_profile_file;
 use metron::clock::Nanos;
 use metron::schedule::{Arrivals, Load, Phase, Process, Profile, Share, Spacing};
-
-const SEC: Nanos = 1_000_000_000;
-
-/// The intended times of a process before `end`, in order; at most
-/// `limit` of them, so that a process that never reaches `end` cannot
-/// hang the test.
-fn times_before(p: &dyn Arrivals, end: Nanos, limit: usize) -> Vec<Nanos> {
-    let mut c = p.cursor();
-    let times: Vec<Nanos> = (0..limit as u64 + 1)
-        .map(|k| c.time_of(k))
-        .take_while(|&t| t < end)
-        .collect();
-    assert!(times.len() <= limit, "more than {limit} times before {end}");
-    times
-}
-
-fn gaps(times: &[Nanos]) -> Vec<f64> {
-    times.windows(2).map(|w| (w[1] - w[0]) as f64).collect()
-}
-
-/// Mean and coefficient of variation (standard deviation over mean).
-fn mean_cv(xs: &[f64]) -> (f64, f64) {
-    let n = xs.len() as f64;
-    let mean = xs.iter().sum::<f64>() / n;
-    let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
-    (mean, var.sqrt() / mean)
-}
-
-fn poisson(rate: f64, seed: u64, length: Nanos) -> Process {
-    Process::new(Profile::constant(rate), Spacing::Poisson { seed }, length)
-}
-
-fn phases(spec: &str) -> Vec<Phase> {
-    match parse_profile(spec) {
-        Ok(ProfileSpec::Phases(p)) => p,
-        other => panic!("{spec}: {other:?}"),
-    }
-}
 
 /// The run's -R 2000 for 3 s with seed 7, and longer runs with other
 /// seeds: gaps average 1/R, spread as an exponential's (CV 1, and a share

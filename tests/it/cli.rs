@@ -2,6 +2,7 @@
 
 use std::process::Command;
 
+use crate::common::process::{serve_command, worker_cpus};
 use crate::common::*;
 use metron::serve::ServeConfig;
 
@@ -316,25 +317,6 @@ fn affinity_pins_worker_threads() {
     assert_eq!(seen, vec!["0".to_string(), "0".to_string()]);
 }
 
-/// Cpus_allowed_list of each metron-worker thread of `pid`.
-fn worker_cpus(pid: u32) -> Vec<String> {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return Vec::new();
-    };
-    let mut cpus = Vec::new();
-    for task in tasks.flatten() {
-        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
-        if !comm.starts_with("metron-worker") {
-            continue;
-        }
-        let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
-        if let Some(line) = status.lines().find(|l| l.starts_with("Cpus_allowed_list:")) {
-            cpus.push(line.split_whitespace().nth(1).unwrap_or("").to_string());
-        }
-    }
-    cpus
-}
-
 #[test]
 fn ipv6_literals_work() {
     let _g = serial();
@@ -444,20 +426,12 @@ fn the_demo_runs_over_http2() {
 /// `metron serve` announces its address, answers, and stops on SIGTERM.
 #[test]
 fn serve_runs_until_terminated() {
-    use std::io::{BufRead, BufReader, Read, Write};
-    let mut child = Command::new(env!("CARGO_BIN_EXE_metron"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--body-size", "5"])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("metron serve listening on http://")
-        .expect(&line)
+    use std::io::{Read, Write};
+    let (child, url) = serve_command(&["--body-size", "5"]);
+    let addr = url
+        .strip_prefix("http://")
+        .and_then(|u| u.strip_suffix('/'))
+        .expect(&url)
         .to_string();
     let mut s = std::net::TcpStream::connect(&addr).unwrap();
     s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")

@@ -1,6 +1,7 @@
 //! Command lines and scripts as they circulate for wrk2 and its forks run
 //! unedited: script arguments after the URL without `--`, lua-cjson's
-//! module, threads moved between servers, and reports over every thread.
+//! module, threads moved between servers, and reports over every thread
+//! (over HTTP/1.1 and HTTP/2 alike).
 
 use std::collections::HashMap;
 
@@ -101,36 +102,29 @@ fn a_thread_moves_between_the_servers_its_arguments_name() {
     );
 }
 
-/// done() reaches the threads with `unpack(threads, 1, 2)` and reads the
-/// string globals each thread's init() set.
-#[test]
-fn done_reads_every_threads_string_globals() {
-    let _g = serial();
-    let srv = server(ServeConfig::default());
-    let o = metron(&[
-        "-t2",
-        "-c2",
-        "-d1s",
-        "-R100",
-        "-s",
-        &script("thread_report.lua"),
-        &url(&srv, "/"),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let out = stdout(&o);
-    let lines: Vec<&str> = out.lines().filter(|l| l.starts_with("worker-")).collect();
-    assert_eq!(lines.len(), 2, "{out}");
-    let answered: u64 = lines
-        .iter()
-        .enumerate()
-        .map(|(i, l)| {
-            let rest = l
-                .strip_prefix(&format!("worker-{} answered ", i + 1))
-                .unwrap_or_else(|| panic!("{out}"));
-            rest.parse::<u64>().unwrap()
-        })
-        .sum();
-    assert_eq!(answered, 100, "{out}");
+per_protocol! {
+    /// done() reaches the threads with `unpack(threads, 1, 2)` and reads the
+    /// string globals each thread's init() set.
+    fn done_reads_every_threads_string_globals(proto) {
+        let _g = serial();
+        let srv = proto.server(ServeConfig::default());
+        let o = proto.metron_script(&srv, "thread_report.lua", &["-t2", "-c2", "-d1s", "-R100"], &[]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = stdout(&o);
+        let lines: Vec<&str> = out.lines().filter(|l| l.starts_with("worker-")).collect();
+        assert_eq!(lines.len(), 2, "{out}");
+        let answered: u64 = lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let rest = l
+                    .strip_prefix(&format!("worker-{} answered ", i + 1))
+                    .unwrap_or_else(|| panic!("{out}"));
+                rest.parse::<u64>().unwrap()
+            })
+            .sum();
+        assert_eq!(answered, 100, "{out}");
+    }
 }
 
 /// Extra words without a script would be silently dropped: they are an

@@ -4,24 +4,10 @@
 
 use std::time::Duration;
 
+use crate::common::files::*;
 use crate::common::*;
-use metron::serve::{Fault, FaultPlan, ServeConfig, StallPlan};
+use metron::serve::{ServeConfig, StallPlan};
 use metron::stats::StopCause;
-
-/// A server that reads every request and never answers one.
-fn silent() -> metron::serve::Server {
-    server(ServeConfig {
-        fault: Some(FaultPlan::every(Fault::NeverAnswer, 1)),
-        ..ServeConfig::default()
-    })
-}
-
-/// Writes a Lua script for one test; the caller removes it.
-fn script(name: &str, text: &str) -> std::path::PathBuf {
-    let path = std::env::temp_dir().join(format!("metron-edges-{name}-{}.lua", std::process::id()));
-    std::fs::write(&path, text).unwrap();
-    path
-}
 
 /// A script that stops its thread at the first response.
 const STOP_ON_RESPONSE: &str = "function response(status, headers, body) wrk.thread:stop() end\n";
@@ -135,7 +121,7 @@ fn a_run_stopped_by_its_script_says_so() {
     let _g = serial();
     let srv = server(ServeConfig::default());
     let u = url(&srv, "/");
-    let script = script("stop", STOP_ON_RESPONSE);
+    let script = lua_file("stop", STOP_ON_RESPONSE);
     let s = script.to_str().unwrap();
     let (o, text) = bench(&["-t1", "-c1", "-d10s", "-s", s, &u]);
     let i = o.stats.interruption.expect("the run was cut short");
@@ -163,7 +149,7 @@ fn the_never_sent_warning_names_a_delay() {
     let _g = serial();
     let srv = server(ServeConfig::default());
     let u = url(&srv, "/");
-    let script = script("delay", "function delay() return 5000 end\n");
+    let script = lua_file("delay", "function delay() return 5000 end\n");
     let s = script.to_str().unwrap();
     let (o, text) = bench(&["-t1", "-c1", "-R100", "-d1s", "-s", s, &u]);
     assert_balanced(&o);
@@ -229,7 +215,7 @@ fn a_saved_report_keeps_its_edges() {
     let silent = silent();
     let fine = server(ServeConfig::default());
     let dir = std::env::temp_dir();
-    let script = script("saved", STOP_ON_RESPONSE);
+    let script = lua_file("saved", STOP_ON_RESPONSE);
     let s = script.to_str().unwrap();
     let silent_url = url(&silent, "/");
     let fine_url = url(&fine, "/");

@@ -3,81 +3,12 @@
 //! in the right counter, lose no request from its accounting, print its
 //! report, and not burn CPU while the server is silent.
 
-use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common::faults::*;
+use crate::common::process::{serve_command, stop};
 use crate::common::*;
-use metron::engine::Outcome;
-use metron::serve::{BadCert, Fault, FaultPlan, Probability, ServeConfig, ServerStats};
-use metron::stats::Counters;
-
-/// The rate-mode run most tests make: 200 requests over one second on
-/// four connections.
-const RUN: [&str; 4] = ["-t1", "-c4", "-R200", "-d1s"];
-
-fn faulty(plan: FaultPlan) -> ServeConfig {
-    ServeConfig {
-        fault: Some(plan),
-        body_size: 64,
-        ..ServeConfig::default()
-    }
-}
-
-/// Runs metron with `args` (and the server's URL) against a server built
-/// from `cfg`; checks the books (every due request accounted for) and the
-/// report, and hands back the run and the server's own counts.
-fn run_and_check_ledger(cfg: ServeConfig, args: &[&str]) -> (Outcome, String, Arc<ServerStats>) {
-    let srv = server(cfg);
-    let u = url(&srv, "/");
-    let (o, text) = bench_at(args, &u);
-    assert_balanced(&o);
-    assert_report(&text, &o.stats.counters);
-    (o, text, srv.stats())
-}
-
-/// The report is printed whole, with the socket errors the run counted.
-fn assert_report(text: &str, c: &Counters) {
-    assert!(text.contains("Latency"), "{text}");
-    assert!(
-        text.contains(&format!("  {} requests in ", c.completed)),
-        "{text}"
-    );
-    if c.errors.any_socket() {
-        let e = c.errors;
-        let line = format!(
-            "  Socket errors: connect {}, read {}, write {}, timeout {}\n",
-            e.connect, e.read, e.write, e.timeout
-        );
-        assert!(text.contains(&line), "missing {line:?} in:\n{text}");
-    }
-}
-
-/// CPU the worker threads used, as a share of the run's wall time.
-fn cpu_share(o: &Outcome) -> f64 {
-    o.stats.cpu().as_secs_f64() / o.stats.window.as_secs_f64()
-}
-
-/// A fault that breaks the response it replaces, on every fourth response:
-/// each request it hits is one read error and nothing else, the other
-/// requests complete, and nothing is left unaccounted.
-fn breaks_the_stream(fault: Fault) {
-    let _g = serial();
-    let (o, _, server) = run_and_check_ledger(faulty(FaultPlan::every(fault, 4)), &RUN);
-    let c = o.stats.counters;
-    let faults = server.faults();
-    assert!(c.errors.read > 0, "{fault}: {c:?}");
-    // Every read error is a fault the server counted before writing; a
-    // fault the client had not seen yet is still in flight at the end.
-    assert!(c.errors.read <= faults, "{fault}: {faults} faults, {c:?}");
-    assert!(
-        faults <= c.errors.read + c.in_flight,
-        "{fault}: {faults}, {c:?}"
-    );
-    let others = c.errors.connect + c.errors.write + c.errors.timeout + c.errors.status;
-    assert_eq!(others, 0, "{fault}: {c:?}");
-    // The three healthy responses in four complete.
-    assert!(c.completed >= c.due / 2, "{fault}: {c:?}");
-}
+use metron::serve::{BadCert, Fault, FaultPlan, Probability, ServeConfig};
 
 #[test]
 fn close_before_head_is_a_read_error() {
@@ -342,17 +273,6 @@ fn faults_across_threads() {
     assert!(o.stats.threads.iter().all(|t| t.counters.completed > 0));
 }
 
-fn tls_server(cert: BadCert, fault: Option<FaultPlan>) -> (metron::serve::Server, String) {
-    let srv = server(ServeConfig {
-        tls: Some(cert),
-        fault,
-        ..ServeConfig::default()
-    });
-    let u = format!("{}/", srv.url());
-    assert!(u.starts_with("https://127.0.0.1:"), "{u}");
-    (srv, u)
-}
-
 /// Without -k a bad certificate stops the run before it starts, with one
 /// line that says why and names -k.
 #[test]
@@ -425,29 +345,6 @@ fn silence_over_tls_costs_little_cpu() {
             "{fault}: the worker used {share:.2} of a CPU, {c:?}"
         );
     }
-}
-
-/// Starts `metron serve` with `args` on a free port; returns the process
-/// and the URL it announced.
-fn serve_command(args: &[&str]) -> (std::process::Child, String) {
-    use std::io::{BufRead, BufReader};
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_metron"))
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .args(args)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line.trim().trim_start_matches("metron serve listening on ");
-    (child, format!("{url}/"))
-}
-
-fn stop(mut child: std::process::Child) {
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// `metron serve --fault ...` as a user starts it: the flags work for

@@ -4,19 +4,6 @@
 use crate::common::*;
 use metron::serve::ServeConfig;
 
-fn run_path(
-    cfg: ServeConfig,
-    path: &str,
-    extra: &[&str],
-) -> (metron::engine::Outcome, String, u64) {
-    let srv = server(cfg);
-    let u = url(&srv, path);
-    let args = [&["-t1", "-c2", "-R200", "-d1s"][..], extra].concat();
-    let (o, text) = bench_at(&args, &u);
-    assert_balanced(&o);
-    (o, text, srv.stats().requests())
-}
-
 #[test]
 fn content_length_and_chunked_bodies_complete() {
     let _g = serial();

@@ -2,16 +2,9 @@
 //! the books balance, requests really share connections, and the flags
 //! that choose the protocol refuse what cannot work.
 
+use crate::common::h2::*;
 use crate::common::*;
 use metron::serve::{Http2, ServeConfig};
-
-fn h2_server(delay_ms: u64) -> metron::serve::Server {
-    server(ServeConfig {
-        http2: Some(Http2::default()),
-        delay: std::time::Duration::from_millis(delay_ms),
-        ..ServeConfig::default()
-    })
-}
 
 /// The closed loop keeps -m streams busy on each of -c connections: the
 /// server sees no more than -c connections (and the pre-flight's) and

@@ -5,59 +5,16 @@
 //! speak HTTP/2 properly, each a clear one-line error or counted errors,
 //! with no panic, no hang and no spinning.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::{mpsc, Arc};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::common::h2::*;
 use crate::common::*;
-use metron::engine::Outcome;
-use metron::serve::{Fault, FaultPlan, Http2, Pick, Probability, ServeConfig, Server};
+use metron::serve::{Fault, FaultPlan, Http2, Pick, Probability, ServeConfig};
 
 /// HTTP/2 error codes (RFC 9113 section 7) the tests expect.
 const NO_ERROR: u32 = 0x0;
 const INTERNAL_ERROR: u32 = 0x2;
 const REFUSED_STREAM: u32 = 0x7;
-
-/// The longest any one run of these tests may take, start to end.
-const LIMIT: Duration = Duration::from_secs(30);
-
-/// The built-in target over h2c with these HTTP/2 settings and `cfg`'s
-/// others.
-fn h2(http2: Http2, cfg: ServeConfig) -> Server {
-    server(ServeConfig {
-        http2: Some(http2),
-        ..cfg
-    })
-}
-
-/// [`bench`] over HTTP/2 with the URL last, within [`LIMIT`]: a run that
-/// does not end by then fails the test rather than hang the suite.
-fn bench_h2(args: &[&str], url: &str) -> (Outcome, String) {
-    let mut argv: Vec<String> = vec!["--http2".into()];
-    argv.extend(args.iter().map(|a| a.to_string()));
-    argv.push(url.to_string());
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-        let _ = tx.send(try_bench(&argv).map_err(|e| e.to_string()));
-    });
-    match rx.recv_timeout(LIMIT) {
-        Ok(Ok(done)) => done,
-        Ok(Err(e)) => panic!("metron --http2 {args:?} failed: {e}"),
-        Err(mpsc::RecvTimeoutError::Timeout) => {
-            panic!("metron --http2 {args:?} ran past {LIMIT:?}")
-        }
-        Err(mpsc::RecvTimeoutError::Disconnected) => panic!("metron --http2 {args:?} panicked"),
-    }
-}
-
-/// CPU the worker threads used, as a share of the run's wall time.
-fn cpu_share(o: &Outcome) -> f64 {
-    o.stats.cpu().as_secs_f64() / o.stats.window.as_secs_f64()
-}
 
 // ---------------------------------------------------------------------
 // The built-in target's HTTP/2 faults.
@@ -254,21 +211,6 @@ fn goaway_after_n_streams_loses_no_request() {
     }
 }
 
-/// A server that allows 4 streams at once; each stream lives 20 ms on it,
-/// so the client's streams overlap there.
-fn four_streams() -> Server {
-    h2(
-        Http2 {
-            max_streams: Some(4),
-            ..Http2::default()
-        },
-        ServeConfig {
-            delay: Duration::from_millis(20),
-            ..ServeConfig::default()
-        },
-    )
-}
-
 /// `--h2-max-streams 4`: however many streams the client may open (-m 100)
 /// the server never has more than its limit open on one connection, in
 /// either mode, and in rate mode every request is answered.
@@ -310,77 +252,6 @@ fn the_closed_loop_opens_no_stream_the_server_refuses() {
     assert_eq!(c.http2.resets.get(REFUSED_STREAM), 0, "{c:?}");
     assert!(!c.errors.any_socket(), "{c:?}");
     assert!(c.completed > 20, "{c:?}");
-}
-
-/// A TCP proxy on 127.0.0.1:0 in front of `upstream` that holds back the
-/// server's first bytes on each connection for `lag`, as a network with
-/// that round trip would; the client's bytes pass at once. It accepts
-/// until dropped, or at most [`LIMIT`].
-struct SlowProxy {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl SlowProxy {
-    fn start(upstream: SocketAddr, lag: Duration) -> SlowProxy {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let addr = listener.local_addr().unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopped = Arc::clone(&stop);
-        let thread = std::thread::spawn(move || {
-            let start = Instant::now();
-            while !stopped.load(Relaxed) && start.elapsed() < LIMIT {
-                match listener.accept() {
-                    Ok((client, _)) => {
-                        let Ok(server) = TcpStream::connect(upstream) else {
-                            continue;
-                        };
-                        let (c2, s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
-                        std::thread::spawn(move || pipe(client, server, Duration::ZERO));
-                        std::thread::spawn(move || pipe(s2, c2, lag));
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
-                }
-            }
-        });
-        SlowProxy {
-            addr,
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("http://{}/", self.addr)
-    }
-}
-
-impl Drop for SlowProxy {
-    fn drop(&mut self) {
-        self.stop.store(true, Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-/// Copies `from` to `to` after `lag`, until either side ends or [`LIMIT`]
-/// passes; then shuts both down, so the other direction ends too.
-fn pipe(mut from: TcpStream, mut to: TcpStream, lag: Duration) {
-    let _ = from.set_nonblocking(false);
-    let _ = from.set_read_timeout(Some(LIMIT));
-    std::thread::sleep(lag);
-    let mut buf = [0u8; 16 * 1024];
-    loop {
-        match from.read(&mut buf) {
-            Ok(n) if n > 0 && to.write_all(&buf[..n]).is_ok() => {}
-            _ => break,
-        }
-    }
-    let _ = from.shutdown(std::net::Shutdown::Both);
-    let _ = to.shutdown(std::net::Shutdown::Both);
 }
 
 /// `--h2-window 16`: the server lets the client send 16 bytes at a time on
@@ -490,91 +361,6 @@ fn a_huge_head_completes_when_the_limit_allows_it() {
 // ---------------------------------------------------------------------
 // Hand-written servers that break HTTP/2.
 // ---------------------------------------------------------------------
-
-/// A server on 127.0.0.1:0 that answers each connection's first bytes with
-/// `reply`, then holds the connection until the client closes it (or a few
-/// seconds pass). It accepts until dropped, or at most [`LIMIT`].
-struct RawServer {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    accepted: Arc<AtomicU64>,
-    thread: Option<JoinHandle<()>>,
-}
-
-/// How long a raw connection is held, at most.
-const HOLD: Duration = Duration::from_secs(3);
-/// Connections a raw server serves at most; later ones are closed at once.
-const MAX_RAW_CONNECTIONS: u64 = 2000;
-
-impl RawServer {
-    fn start(reply: &[u8]) -> RawServer {
-        let reply: Arc<[u8]> = reply.into();
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let addr = listener.local_addr().unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let accepted = Arc::new(AtomicU64::new(0));
-        let (stop2, accepted2) = (Arc::clone(&stop), Arc::clone(&accepted));
-        let thread = std::thread::spawn(move || {
-            let start = Instant::now();
-            while !stop2.load(Relaxed) && start.elapsed() < LIMIT {
-                match listener.accept() {
-                    Ok((sock, _)) => {
-                        if accepted2.fetch_add(1, Relaxed) < MAX_RAW_CONNECTIONS {
-                            let reply = Arc::clone(&reply);
-                            std::thread::spawn(move || serve_raw(sock, &reply));
-                        }
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
-                }
-            }
-        });
-        RawServer {
-            addr,
-            stop,
-            accepted,
-            thread: Some(thread),
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("http://{}/", self.addr)
-    }
-
-    fn accepted(&self) -> u64 {
-        self.accepted.load(Relaxed)
-    }
-}
-
-impl Drop for RawServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-/// Waits for the client's first bytes, writes `reply`, then reads until
-/// the client closes (or [`HOLD`] passes).
-fn serve_raw(mut sock: TcpStream, reply: &[u8]) {
-    let _ = sock.set_nonblocking(false);
-    let _ = sock.set_read_timeout(Some(HOLD));
-    let mut buf = [0u8; 4096];
-    if !matches!(sock.read(&mut buf), Ok(n) if n > 0) {
-        return;
-    }
-    if sock.write_all(reply).is_err() {
-        return;
-    }
-    let until = Instant::now() + HOLD;
-    while Instant::now() < until {
-        match sock.read(&mut buf) {
-            Ok(n) if n > 0 => {}
-            _ => return,
-        }
-    }
-}
 
 /// An empty SETTINGS frame: what an HTTP/2 server's preface opens with
 /// (RFC 9113 section 3.4).

@@ -5,19 +5,12 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use metron::report::hlog::{read_log, LogEntry};
 use metron::serve::ServeConfig;
 
-use crate::common::{bench, python_reading, python_ready, serial, server, url, TempDir};
-
-/// The untagged (corrected latency) entries of an interval log.
-fn corrected(log: &Path) -> Vec<LogEntry> {
-    read_log(log)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|e| e.tag.is_none())
-        .collect()
-}
+use crate::common::files::{corrected, csv_rows};
+use crate::common::process::rss_kib;
+use crate::common::python::{python_reading, python_ready};
+use crate::common::{bench, serial, server, url, TempDir};
 
 /// `--hlog` and `--csv` are written as the run goes: intervals appear in
 /// the files while the run is on, and when the run is killed with SIGKILL
@@ -106,26 +99,6 @@ fn the_interval_log_and_csv_are_written_as_the_run_goes_and_survive_sigkill() {
     }
 }
 
-/// The rows of a CSV file as Python's csv module reads them: a list of
-/// objects, numbers as numbers and empty cells as null.
-fn csv_rows(path: &Path) -> Vec<serde_json::Value> {
-    let script = "import csv, json, sys\n\
-def cell(v):\n    if v == '': return None\n    f = float(v)\n    return int(f) if f.is_integer() and '.' not in v else f\n\
-rows = [{k: cell(v) for k, v in r.items()} for r in csv.DictReader(open(sys.argv[1], newline=''))]\n\
-print(json.dumps(rows))";
-    let out = Command::new("python3")
-        .args(["-c", script])
-        .arg(path)
-        .output()
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("the script prints JSON")
-}
-
 /// A run that ends as it should: its interval log holds every interval of
 /// the window, the last cut short, and its CSV rows add up to the report,
 /// with the requests the schedule intended per interval; `metron report
@@ -199,13 +172,6 @@ fn a_csv_in_a_missing_directory_is_refused_before_the_run() {
     let err = crate::common::one_line_error(&out);
     assert!(err.contains("--csv"), "{err}");
     assert!(err.contains("there is no directory /no/such/dir"), "{err}");
-}
-
-/// Resident memory of process `pid`, in KiB.
-fn rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Memory stays flat however long the run: with 10 ms intervals, a

@@ -1,267 +1,298 @@
 //! wrk-style Lua scripts against the built-in target: what the target
 //! received, what the scripts printed, and how script errors end a run.
+//! What a script does on the wire is tested over HTTP/1.1 and HTTP/2
+//! alike, each request of a batch on a stream of its own over HTTP/2.
 
+use crate::common::process::run_to_file;
+use crate::common::scripts::*;
 use crate::common::*;
 use metron::serve::ServeConfig;
 
-#[test]
-fn a_static_script_sets_headers_once_and_costs_no_call_per_request() {
-    let _g = serial();
-    let srv = recording();
-    let (u, s) = (url(&srv, "/"), script("auth.lua"));
-    let (o, _) = bench(&["-t2", "-c2", "-R200", "-d1s", "-s", &s, &u, "--", "s3cret"]);
-    assert_balanced(&o);
-    assert_eq!(o.stats.counters.completed, 200);
-    let got = srv.stats().recorded();
-    assert_eq!(got.len(), 200);
-    assert!(got
-        .iter()
-        .all(|r| r.header("authorization") == Some(&b"Bearer s3cret"[..])));
-    // One Lua call per thread (building the request), none per request.
-    let calls: Vec<u64> = o.stats.threads.iter().map(|t| t.script_calls).collect();
-    assert_eq!(calls, vec![1, 1]);
-}
-
-#[test]
-fn request_hook_makes_a_new_path_per_request() {
-    let _g = serial();
-    let srv = recording();
-    let (u, s) = (url(&srv, "/"), script("counter.lua"));
-    let (o, _) = bench(&["-t1", "-c2", "-R100", "-d1s", "-s", &s, &u]);
-    assert_eq!(o.stats.counters.completed, 100);
-    let mut paths: Vec<String> = srv.stats().recorded().into_iter().map(|r| r.path).collect();
-    paths.sort_by_key(|p| p[6..].parse::<u32>().unwrap());
-    let want: Vec<String> = (0..100).map(|i| format!("/item/{i}")).collect();
-    assert_eq!(paths, want);
-    assert_eq!(o.stats.threads[0].script_calls, 100);
-}
-
-#[test]
-fn post_bodies_carry_their_length() {
-    let _g = serial();
-    let srv = recording();
-    let (u, s) = (url(&srv, "/submit"), script("post.lua"));
-    let (o, _) = bench(&["-t1", "-c1", "-R50", "-d1s", "-s", &s, &u]);
-    assert_eq!(o.stats.counters.completed, 50);
-    for r in srv.stats().recorded() {
-        assert_eq!((r.method.as_str(), r.path.as_str()), ("POST", "/submit"));
-        assert_eq!(r.body, br#"{"name":"metron","n":1}"#);
-        assert_eq!(r.header("content-length"), Some(&b"23"[..]));
-        assert_eq!(r.header("content-type"), Some(&b"application/json"[..]));
+per_protocol! {
+    fn a_static_script_sets_headers_once_and_costs_no_call_per_request(proto) {
+        let _g = serial();
+        let srv = proto.recording();
+        let (u, s) = (url(&srv, "/"), script("auth.lua"));
+        let (o, _) = proto.bench(&["-t2", "-c2", "-R200", "-d1s", "-s", &s, &u, "--", "s3cret"]);
+        assert_balanced(&o);
+        assert_eq!(o.stats.counters.completed, 200);
+        let got = srv.stats().recorded();
+        assert_eq!(got.len(), 200);
+        assert!(got.iter().all(|r| r.version == proto.version()));
+        assert!(got
+            .iter()
+            .all(|r| r.header("authorization") == Some(&b"Bearer s3cret"[..])));
+        // One Lua call per thread (building the request), none per request.
+        let calls: Vec<u64> = o.stats.threads.iter().map(|t| t.script_calls).collect();
+        assert_eq!(calls, vec![1, 1]);
     }
 }
 
-#[test]
-fn head_requests_expect_no_body() {
-    let _g = serial();
-    let srv = server(ServeConfig {
-        body_size: 500,
-        record: 1000,
-        ..ServeConfig::default()
-    });
-    let (u, s) = (url(&srv, "/"), script("head.lua"));
-    let (o, _) = bench(&["-t1", "-c2", "-R100", "-d1s", "-s", &s, &u]);
-    assert_balanced(&o);
-    let c = o.stats.counters;
-    assert_eq!(
-        (c.completed, c.errors.lost_requests(), c.reconnects),
-        (100, 0, 0),
-        "{c:?}"
-    );
-    assert!(srv.stats().recorded().iter().all(|r| r.method == "HEAD"));
+per_protocol! {
+    fn request_hook_makes_a_new_path_per_request(proto) {
+        let _g = serial();
+        let srv = proto.recording();
+        let (u, s) = (url(&srv, "/"), script("counter.lua"));
+        let (o, _) = proto.bench(&["-t1", "-c2", "-R100", "-d1s", "-s", &s, &u]);
+        assert_eq!(o.stats.counters.completed, 100);
+        let mut paths: Vec<String> = srv.stats().recorded().into_iter().map(|r| r.path).collect();
+        paths.sort_by_key(|p| p[6..].parse::<u32>().unwrap());
+        let want: Vec<String> = (0..100).map(|i| format!("/item/{i}")).collect();
+        assert_eq!(paths, want);
+        assert_eq!(o.stats.threads[0].script_calls, 100);
+    }
 }
 
-#[test]
-fn three_pipelined_requests_are_each_matched_to_a_response() {
-    let _g = serial();
-    let srv = server(ServeConfig {
-        body_size: 100,
-        record: 100_000,
-        ..ServeConfig::default()
-    });
-    let (u, s) = (url(&srv, "/"), script("pipeline.lua"));
-    // Rate mode: each batch of three takes three slots of the schedule.
-    let (o, _) = bench(&["-t1", "-c2", "-R300", "-d1s", "-s", &s, &u]);
-    assert_balanced(&o);
-    let c = o.stats.counters;
-    assert_eq!(
-        (c.due, c.completed, c.errors.lost_requests()),
-        (300, 300, 0),
-        "{c:?}"
-    );
-    let st = srv.stats();
-    let count = |p: &str| st.recorded().iter().filter(|r| r.path == p).count();
-    assert_eq!(
-        (count("/first"), count("/second"), count("/third")),
-        (100, 100, 100)
-    );
-    // Closed loop: the next batch goes out when all three are answered.
-    let (o, _) = bench(&["-t1", "-c1", "-d1s", "-s", &s, &u]);
-    assert_balanced(&o);
-    assert!(o.stats.counters.completed > 300, "{:?}", o.stats.counters);
+per_protocol! {
+    fn post_bodies_carry_their_length(proto) {
+        let _g = serial();
+        let srv = proto.recording();
+        let (u, s) = (url(&srv, "/submit"), script("post.lua"));
+        let (o, _) = proto.bench(&["-t1", "-c1", "-R50", "-d1s", "-s", &s, &u]);
+        assert_eq!(o.stats.counters.completed, 50);
+        let got = srv.stats().recorded();
+        assert_eq!(got.len(), 50);
+        for r in got {
+            assert_eq!((r.method.as_str(), r.path.as_str()), ("POST", "/submit"));
+            assert_eq!(r.body, br#"{"name":"metron","n":1}"#);
+            assert_eq!(r.header("content-length"), Some(&b"23"[..]));
+            assert_eq!(r.header("content-type"), Some(&b"application/json"[..]));
+        }
+    }
 }
 
-#[test]
-fn delay_spaces_out_a_connections_requests() {
-    let _g = serial();
-    let srv = server(ServeConfig::default());
-    let (u, s) = (url(&srv, "/"), script("random_delay.lua"));
-    // One connection, 10-20 ms before each request: 50 to 100 in a second.
-    let (o, _) = bench(&["-t1", "-c1", "-d1s", "-s", &s, &u]);
-    let n = o.stats.counters.completed;
-    assert!((45..=100).contains(&n), "{n} requests");
+per_protocol! {
+    fn head_requests_expect_no_body(proto) {
+        let _g = serial();
+        let srv = proto.server(ServeConfig {
+            body_size: 500,
+            record: 1000,
+            ..ServeConfig::default()
+        });
+        let (u, s) = (url(&srv, "/"), script("head.lua"));
+        let (o, _) = proto.bench(&["-t1", "-c2", "-R100", "-d1s", "-s", &s, &u]);
+        assert_balanced(&o);
+        let c = o.stats.counters;
+        assert_eq!(
+            (c.completed, c.errors.lost_requests(), c.reconnects),
+            (100, 0, 0),
+            "{c:?}"
+        );
+        assert!(srv.stats().recorded().iter().all(|r| r.method == "HEAD"));
+    }
 }
 
-#[test]
-fn thread_stop_ends_that_thread_after_ten_responses() {
-    let _g = serial();
-    let srv = server(ServeConfig::default());
-    let (u, s) = (url(&srv, "/"), script("stop.lua"));
-    let (o, _) = bench(&["-t1", "-c1", "-d5s", "-s", &s, &u]);
-    assert_balanced(&o);
-    let c = o.stats.counters;
-    assert_eq!((c.completed, c.in_flight), (10, 0), "{c:?}");
+per_protocol! {
+    /// Three requests in one `request()` return are each matched to their
+    /// own response (the third a HEAD, whose response has no body):
+    /// pipelined over HTTP/1.1, three streams over HTTP/2. In rate mode
+    /// each batch takes three slots of the schedule.
+    fn three_requests_in_one_batch_are_each_matched_to_a_response(proto) {
+        let _g = serial();
+        let srv = proto.server(ServeConfig {
+            body_size: 100,
+            record: 100_000,
+            ..ServeConfig::default()
+        });
+        let (u, s) = (url(&srv, "/"), script("pipeline.lua"));
+        let (o, _) = proto.bench(&["-t1", "-c2", "-R300", "-d1s", "-s", &s, &u]);
+        assert_balanced(&o);
+        let c = o.stats.counters;
+        assert_eq!(
+            (c.due, c.completed, c.errors.lost_requests()),
+            (300, 300, 0),
+            "{c:?}"
+        );
+        let st = srv.stats();
+        let count = |p: &str| st.recorded().iter().filter(|r| r.path == p).count();
+        assert_eq!(
+            (count("/first"), count("/second"), count("/third")),
+            (100, 100, 100)
+        );
+        if proto == Proto::Http2 {
+            assert_eq!(st.h2_streams(), 300);
+        }
+    }
 }
 
-#[test]
-fn setup_passes_values_in_and_done_reads_them_out() {
-    let _g = serial();
-    let srv = server(ServeConfig::default());
-    let o = metron(&[
-        "-t2",
-        "-c2",
-        "-R100",
-        "-d1s",
-        "-s",
-        &script("setup.lua"),
-        &url(&srv, "/"),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let out = stdout(&o);
-    let lines: Vec<&str> = out.lines().filter(|l| l.starts_with("thread ")).collect();
-    assert_eq!(lines.len(), 2, "{out}");
-    for (i, line) in lines.iter().enumerate() {
-        let id = i + 1;
+per_protocol! {
+    /// In the closed loop the next batch goes out when all three are
+    /// answered; over HTTP/2 batches of three fill the connection's
+    /// streams, and a request of a batch that finds no stream free waits
+    /// for one.
+    fn in_the_closed_loop_a_batch_waits_for_its_answers(proto) {
+        let _g = serial();
+        let srv = proto.server(ServeConfig {
+            body_size: 100,
+            ..ServeConfig::default()
+        });
+        let (u, s) = (url(&srv, "/"), script("pipeline.lua"));
+        let (o, _) = proto.bench(&["-t1", "-c1", "-d1s", "-s", &s, &u]);
+        assert_balanced(&o);
+        let c = o.stats.counters;
+        assert!(c.completed > 300, "{c:?}");
+        assert_eq!(c.errors.lost_requests(), 0, "{c:?}");
+    }
+}
+
+per_protocol! {
+    /// `delay()` rests a connection (over HTTP/2, a stream) before its next
+    /// request: one connection, 10-20 ms before each request, 50 to 100 in
+    /// a second. HTTP/2 with one stream a connection (-m1) is HTTP/1.1's
+    /// case exactly; with four streams each rests on its own, so four
+    /// times as many (README, HTTP/2: "`delay()` rests a stream, not the
+    /// connection").
+    fn delay_spaces_out_requests(proto) {
+        let _g = serial();
+        let srv = proto.server(ServeConfig::default());
+        let (u, s) = (url(&srv, "/"), script("random_delay.lua"));
+        let cases: &[(&[&str], u64, u64)] = match proto {
+            Proto::Http1 => &[(&[], 45, 100)],
+            Proto::Http2 => &[(&["-m1"], 45, 100), (&["-m4"], 4 * 45, 4 * 100)],
+        };
+        for &(m, least, most) in cases {
+            let args = [m, &["-t1", "-c1", "-d1s", "-s", &s, &u]].concat();
+            let (o, _) = proto.bench(&args);
+            assert_balanced(&o);
+            let c = &o.stats.counters;
+            assert!(
+                (least..=most).contains(&c.completed),
+                "{m:?}: {} requests",
+                c.completed
+            );
+            assert_eq!(c.errors.lost_requests(), 0, "{m:?}: {c:?}");
+        }
+    }
+}
+
+per_protocol! {
+    /// `thread:stop()` after the tenth response ends the thread, with one
+    /// request on the wire at a time (tests/it/http2_truth.rs has HTTP/2's
+    /// many streams).
+    fn thread_stop_ends_that_thread_after_ten_responses(proto) {
+        let _g = serial();
+        let srv = proto.server(ServeConfig::default());
+        let (u, s) = (url(&srv, "/"), script("stop.lua"));
+        let args = [proto.one_stream(), &["-t1", "-c1", "-d5s", "-s", &s, &u]].concat();
+        let (o, _) = proto.bench(&args);
+        assert_balanced(&o);
+        let c = o.stats.counters;
+        assert_eq!((c.completed, c.in_flight), (10, 0), "{c:?}");
+        assert_eq!(c.at_end.stopped_threads, 1, "{c:?}");
+    }
+}
+
+per_protocol! {
+    fn setup_passes_values_in_and_done_reads_them_out(proto) {
+        let _g = serial();
+        let srv = proto.server(ServeConfig::default());
+        let o = proto.metron_script(&srv, "setup.lua", &["-t2", "-c2", "-R100", "-d1s"], &[]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = stdout(&o);
+        let lines: Vec<&str> = out.lines().filter(|l| l.starts_with("thread ")).collect();
+        assert_eq!(lines.len(), 2, "{out}");
+        for (i, line) in lines.iter().enumerate() {
+            let id = i + 1;
+            assert!(
+                line.starts_with(&format!(
+                    "thread {id} (t{id}, 30) made 50 requests and got 50 responses"
+                )),
+                "{out}"
+            );
+        }
+        // done() output comes after the report.
+        assert!(out.find("Requests/sec").unwrap() < out.find("thread 1").unwrap());
+    }
+}
+
+per_protocol! {
+    fn done_prints_a_custom_report(proto) {
+        let _g = serial();
+        let srv = proto.server(ServeConfig::default());
+        let o = proto.metron_script(&srv, "report.lua", &["-t1", "-c2", "-R100", "-d1s"], &[]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = stdout(&o);
         assert!(
-            line.starts_with(&format!(
-                "thread {id} (t{id}, 30) made 50 requests and got 50 responses"
-            )),
+            out.contains("custom report\nrequests 100\nerrors 0\np50 "),
+            "{out}"
+        );
+        assert!(out.contains("min<=max true\nsamples 1\n"), "{out}");
+    }
+}
+
+per_protocol! {
+    fn scripts_resolve_and_probe_addresses(proto) {
+        let _g = serial();
+        let srv = proto.server(ServeConfig::default());
+        let addr = srv.addr();
+        let o = proto.metron_script(&srv, "addresses.lua", &["-t2", "-c2", "-R10", "-d1s"], &[]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = stdout(&o);
+        assert!(
+            out.contains(&format!("lookup {addr} connect true\n")),
+            "{out}"
+        );
+        assert_eq!(
+            out.matches(&format!("thread addr {addr}\n")).count(),
+            2,
             "{out}"
         );
     }
-    // done() output comes after the report.
-    assert!(out.find("Requests/sec").unwrap() < out.find("thread 1").unwrap());
 }
 
-#[test]
-fn done_prints_a_custom_report() {
-    let _g = serial();
-    let srv = server(ServeConfig::default());
-    let o = metron(&[
-        "-t1",
-        "-c2",
-        "-R100",
-        "-d1s",
-        "-s",
-        &script("report.lua"),
-        &url(&srv, "/"),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let out = stdout(&o);
-    assert!(
-        out.contains("custom report\nrequests 100\nerrors 0\np50 "),
-        "{out}"
-    );
-    assert!(out.contains("min<=max true\nsamples 1\n"), "{out}");
+per_protocol! {
+    /// `request()` is called as each request falls due, whatever carries it.
+    fn in_rate_mode_request_is_called_when_each_request_is_due(proto) {
+        let _g = serial();
+        let srv = proto.server(ServeConfig {
+            body_size: 3,
+            ..ServeConfig::default()
+        });
+        let o = proto.metron_script(&srv, "paced.lua", &["-t1", "-c4", "-R100", "-d2s"], &[]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = stdout(&o);
+        let gap: u64 = out
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("calls 200 mean gap ")?
+                    .strip_suffix(" us")?
+                    .parse()
+                    .ok()
+            })
+            .unwrap_or_else(|| panic!("no gap line in {out}"));
+        assert!(
+            (9_900..=10_100).contains(&gap),
+            "mean gap {gap} us at 100/s"
+        );
+        // HTTP/2's field names are lowercase (RFC 9113 section 8.2.1): the
+        // script's `headers["Content-Length"]` finds nothing there.
+        let length = match proto {
+            Proto::Http1 => "3",
+            Proto::Http2 => "nil",
+        };
+        let last = format!("last response 200 {length} \"xxx\"\n");
+        assert!(out.contains(&last), "{out}");
+    }
 }
 
-#[test]
-fn scripts_resolve_and_probe_addresses() {
-    let _g = serial();
-    let srv = server(ServeConfig::default());
-    let addr = srv.addr();
-    let o = metron(&[
-        "-t2",
-        "-c2",
-        "-R10",
-        "-d1s",
-        "-s",
-        &script("addresses.lua"),
-        &url(&srv, "/"),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let out = stdout(&o);
-    assert!(
-        out.contains(&format!("lookup {addr} connect true\n")),
-        "{out}"
-    );
-    assert_eq!(
-        out.matches(&format!("thread addr {addr}\n")).count(),
-        2,
-        "{out}"
-    );
-}
-
-#[test]
-fn in_rate_mode_request_is_called_when_each_request_is_due() {
-    let _g = serial();
-    let srv = server(ServeConfig {
-        body_size: 3,
-        ..ServeConfig::default()
-    });
-    let o = metron(&[
-        "-t1",
-        "-c4",
-        "-R100",
-        "-d2s",
-        "-s",
-        &script("paced.lua"),
-        &url(&srv, "/"),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let out = stdout(&o);
-    let gap: u64 = out
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("calls 200 mean gap ")?
-                .strip_suffix(" us")?
-                .parse()
-                .ok()
-        })
-        .unwrap_or_else(|| panic!("no gap line in {out}"));
-    assert!(
-        (9_900..=10_100).contains(&gap),
-        "mean gap {gap} us at 100/s"
-    );
-    assert!(out.contains("last response 200 3 \"xxx\"\n"), "{out}");
-}
-
-#[test]
-fn cjson_decodes_arguments_and_encodes_results() {
-    let _g = serial();
-    let srv = recording();
-    let (u, s) = (url(&srv, "/"), script("json.lua"));
-    let o = metron(&[
-        "-t1",
-        "-c1",
-        "-R30",
-        "-d1s",
-        "-s",
-        &s,
-        &u,
-        "--",
-        r#"["/a","/b","/c"]"#,
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert!(
-        stdout(&o).contains(r#"{"ok":true,"requests":30}"#)
-            || stdout(&o).contains(r#"{"requests":30,"ok":true}"#),
-        "{}",
-        stdout(&o)
-    );
-    let st = srv.stats();
-    let count = |p: &str| st.recorded().iter().filter(|r| r.path == p).count();
-    assert_eq!((count("/a"), count("/b"), count("/c")), (10, 10, 10));
+per_protocol! {
+    fn cjson_decodes_arguments_and_encodes_results(proto) {
+        let _g = serial();
+        let srv = proto.recording();
+        let paths = r#"["/a","/b","/c"]"#;
+        let flags = ["-t1", "-c1", "-R30", "-d1s"];
+        let o = proto.metron_script(&srv, "json.lua", &flags, &["--", paths]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(
+            stdout(&o).contains(r#"{"ok":true,"requests":30}"#)
+                || stdout(&o).contains(r#"{"requests":30,"ok":true}"#),
+            "{}",
+            stdout(&o)
+        );
+        let st = srv.stats();
+        let count = |p: &str| st.recorded().iter().filter(|r| r.path == p).count();
+        assert_eq!((count("/a"), count("/b"), count("/c")), (10, 10, 10));
+    }
 }
 
 #[test]
@@ -282,27 +313,20 @@ fn a_syntax_error_names_the_file_and_line_before_any_request() {
     assert_eq!(srv.stats().requests(), 0);
 }
 
-#[test]
-fn a_runtime_error_in_a_hook_stops_the_run_after_reporting() {
-    let _g = serial();
-    let srv = server(ServeConfig::default());
-    let o = metron(&[
-        "-t2",
-        "-c2",
-        "-R100",
-        "-d5s",
-        "-s",
-        &script("response_error.lua"),
-        &url(&srv, "/"),
-    ]);
-    assert_eq!(o.status.code(), Some(1));
-    let err = stderr(&o);
-    assert!(
-        err.contains("in response()") && err.contains("response_error.lua:3:"),
-        "{err}"
-    );
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    assert!(stdout(&o).contains("Requests/sec:"), "{}", stdout(&o));
+per_protocol! {
+    fn a_runtime_error_in_a_hook_stops_the_run_after_reporting(proto) {
+        let _g = serial();
+        let srv = proto.server(ServeConfig::default());
+        let o = proto.metron_script(&srv, "response_error.lua", &["-t2", "-c2", "-R100", "-d5s"], &[]);
+        assert_eq!(o.status.code(), Some(1));
+        let err = stderr(&o);
+        assert!(
+            err.contains("in response()") && err.contains("response_error.lua:3:"),
+            "{err}"
+        );
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(stdout(&o).contains("Requests/sec:"), "{}", stdout(&o));
+    }
 }
 
 #[test]
@@ -424,59 +448,19 @@ fn a_missing_script_is_a_clear_error() {
     assert!(stderr(&o).contains("/no/such/script.lua"), "{}", stderr(&o));
 }
 
-/// A script whose wrk table makes a broken request (a line break in a
-/// header value) is refused before anything is sent, with the fields to
-/// fix; it used to stop a worker thread with a bare parse error.
-#[test]
-fn a_broken_static_request_names_the_fields_to_fix() {
-    let _g = serial();
-    let srv = server(ServeConfig::default());
-    let script = format!(
-        "{}/tests/scripts/bad_header.lua",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let err = one_line_error(&metron(&[
-        "-t1",
-        "-c1",
-        "-d1s",
-        "-s",
-        &script,
-        &url(&srv, "/"),
-    ]));
-    assert!(
-        err.contains("wrk.headers") && err.contains("is not an HTTP request"),
-        "{err}"
-    );
-    assert_eq!(srv.stats().requests(), 0, "nothing was sent");
-}
-
-/// Runs the binary with its standard output written to a file (the case
-/// where the C library buffers a script's output), and returns what the
-/// file holds and what went to standard error.
-fn run_to_file(name: &str, args: &[&str]) -> (String, String) {
-    let dir = std::env::temp_dir().join(format!("metron-lua-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    let file = std::fs::File::create(&path).unwrap();
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_metron"))
-        .args(args)
-        .stdout(file)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    let o = wait_bounded(child, std::time::Duration::from_secs(60));
-    assert!(o.status.success(), "{}", stderr(&o));
-    (std::fs::read_to_string(&path).unwrap(), stderr(&o))
-}
-
-/// Asserts that `parts` occur in `text` in this order.
-fn assert_in_order(text: &str, parts: &[&str]) {
-    let mut from = 0;
-    for part in parts {
-        match text[from..].find(part) {
-            Some(at) => from += at + part.len(),
-            None => panic!("{part:?} missing or out of order in:\n{text}"),
-        }
+per_protocol! {
+    /// A script whose wrk table makes a broken request (a line break in a
+    /// header value) is refused before anything is sent, with the fields to
+    /// fix; it used to stop a worker thread with a bare parse error.
+    fn a_broken_static_request_names_the_fields_to_fix(proto) {
+        let _g = serial();
+        let srv = proto.server(ServeConfig::default());
+        let err = one_line_error(&proto.metron_script(&srv, "bad_header.lua", &["-t1", "-c1", "-d1s"], &[]));
+        assert!(
+            err.contains("wrk.headers") && err.contains("is not an HTTP request"),
+            "{err}"
+        );
+        assert_eq!(srv.stats().requests(), 0, "nothing was sent");
     }
 }
 
@@ -519,64 +503,60 @@ fn with_json_on_stdout_scripts_print_to_stderr() {
     assert_in_order(&err, &PRINT_ORDER);
 }
 
-/// `%.4g` for 0.1 <= x < 1000, as lua-cjson prints at precision 4.
-fn g4(x: f64) -> String {
-    let whole_digits = if x < 1.0 {
-        0
-    } else {
-        x.log10().floor() as usize + 1
-    };
-    let text = format!("{:.*}", 4 - whole_digits, x);
-    let text = text.trim_end_matches('0').trim_end_matches('.');
-    text.to_owned()
-}
+per_protocol! {
+    /// Bodies built per request by lua-cjson arrive whole, each with its
+    /// length, and the script sees the module's settings and its safe
+    /// instance.
+    fn a_lua_cjson_script_gets_instances_settings_and_the_safe_module(proto) {
+        let _g = serial();
+        let srv = proto.recording();
+        let paths = r#"{"paths":["/a","/b"]}"#;
+        let flags = ["-t1", "-c1", "-R20", "-d1s"];
+        let o = proto.metron_script(&srv, "cjson.lua", &flags, &["--", paths]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = stdout(&o);
+        let line = out
+            .lines()
+            .find_map(|l| l.strip_prefix("cjson: "))
+            .unwrap_or_else(|| panic!("no report line in {out}"));
+        let report: serde_json::Value = serde_json::from_str(line).unwrap();
+        let want = serde_json::json!({
+            "requests": 20,
+            "module": ["cjson", "2.1.0", "cjson"],
+            "precision": [14, 4],
+            "sparse": [false, 2, 10],
+            "converted": "b",
+            "padded": "[null,null,\"c\"]",
+            "sparse_error": "Cannot serialise table: excessively sparse array",
+            "safe_error": "Expected object key string but found invalid token at character 2",
+            "depth_error": "Found too many nested data structures (1001) at character 1001",
+            "nested": 1,
+            "too_deep": "Found too many nested data structures (3) at character 3",
+            "null": true,
+            "nan": true,
+        });
+        assert_eq!(report, want);
 
-#[test]
-fn a_lua_cjson_script_gets_instances_settings_and_the_safe_module() {
-    let _g = serial();
-    let srv = recording();
-    let (u, s) = (url(&srv, "/"), script("cjson.lua"));
-    let paths = r#"{"paths":["/a","/b"]}"#;
-    let o = metron(&["-t1", "-c1", "-R20", "-d1s", "-s", &s, &u, "--", paths]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let out = stdout(&o);
-    let line = out
-        .lines()
-        .find_map(|l| l.strip_prefix("cjson: "))
-        .unwrap_or_else(|| panic!("no report line in {out}"));
-    let report: serde_json::Value = serde_json::from_str(line).unwrap();
-    let want = serde_json::json!({
-        "requests": 20,
-        "module": ["cjson", "2.1.0", "cjson"],
-        "precision": [14, 4],
-        "sparse": [false, 2, 10],
-        "converted": "b",
-        "padded": "[null,null,\"c\"]",
-        "sparse_error": "Cannot serialise table: excessively sparse array",
-        "safe_error": "Expected object key string but found invalid token at character 2",
-        "depth_error": "Found too many nested data structures (1001) at character 1001",
-        "nested": 1,
-        "too_deep": "Found too many nested data structures (3) at character 3",
-        "null": true,
-        "nan": true,
-    });
-    assert_eq!(report, want);
-
-    // Bodies were built in the worker's state by the second instance, at
-    // precision 4, with `/` escaped.
-    let mut got: Vec<(String, String)> = srv
-        .stats()
-        .recorded()
-        .into_iter()
-        .map(|r| (r.path, String::from_utf8(r.body).unwrap()))
-        .collect();
-    got.sort_by_key(|(_, body)| body[1..body.find(',').unwrap()].parse::<u32>().unwrap());
-    let want: Vec<(String, String)> = (1..=20)
-        .map(|n| {
-            let path = if n % 2 == 1 { "/a" } else { "/b" };
-            let body = format!(r#"[{n},{},"a\/b"]"#, g4(f64::from(n) / 3.0));
-            (path.to_owned(), body)
-        })
-        .collect();
-    assert_eq!(got, want);
+        // Bodies were built in the worker's state by the second instance, at
+        // precision 4, with `/` escaped, and posted with their length.
+        let recorded = srv.stats().recorded();
+        for r in &recorded {
+            assert_eq!(r.method, "POST");
+            let length = r.body.len().to_string();
+            assert_eq!(r.header("content-length"), Some(length.as_bytes()));
+        }
+        let mut got: Vec<(String, String)> = recorded
+            .into_iter()
+            .map(|r| (r.path, String::from_utf8(r.body).unwrap()))
+            .collect();
+        got.sort_by_key(|(_, body)| body[1..body.find(',').unwrap()].parse::<u32>().unwrap());
+        let want: Vec<(String, String)> = (1..=20)
+            .map(|n| {
+                let path = if n % 2 == 1 { "/a" } else { "/b" };
+                let body = format!(r#"[{n},{},"a\/b"]"#, g4(f64::from(n) / 3.0));
+                (path.to_owned(), body)
+            })
+            .collect();
+        assert_eq!(got, want);
+    }
 }

@@ -5,28 +5,10 @@
 use std::process::Command;
 use std::time::Duration;
 
+use crate::common::files::*;
 use crate::common::*;
 use metron::report::json::Document;
-use metron::serve::{ServeConfig, StallPlan};
-
-fn tmp(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("metron-outputs-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
-fn stalling() -> metron::serve::Server {
-    server(ServeConfig {
-        stall: Some(
-            StallPlan::once(
-                std::time::Duration::from_millis(1200),
-                std::time::Duration::from_millis(300),
-            )
-            .unwrap(),
-        ),
-        ..ServeConfig::default()
-    })
-}
+use metron::serve::ServeConfig;
 
 #[test]
 fn the_json_document_matches_the_run() {
@@ -77,7 +59,7 @@ fn the_json_document_matches_the_run() {
     };
     assert_eq!(
         p(&doc.latency.corrected, 99.0),
-        metron::report::summary::value_at_percentile(&o.stats.latency, 99.0)
+        metron::stats::summary::value_at_percentile(&o.stats.latency, 99.0)
     );
     assert_eq!(
         doc.latency.corrected.spectrum.last().unwrap().2,
@@ -125,15 +107,7 @@ fn metron_report_reproduces_the_text_report() {
 fn json_on_stdout_leaves_the_text_report_on_stderr() {
     let _g = serial();
     let srv = server(ServeConfig::default());
-    let o = metron(&[
-        "-t1",
-        "-c2",
-        "-R100",
-        "-d1s",
-        "--json",
-        "-",
-        &url(&srv, "/"),
-    ]);
+    let o = Proto::Http1.json_on_stdout(&srv);
     assert!(o.status.success());
     let doc: Document = serde_json::from_slice(&o.stdout).expect("stdout is one JSON document");
     assert_eq!(doc.counters.completed, 100);

@@ -1,8 +1,12 @@
 //! Rate mode against ground truth: the schedule is kept, and the corrected
-//! percentiles of a run through a server stall are what arithmetic says.
+//! percentiles of a run through a server stall are what arithmetic says,
+//! over HTTP/1.1 and HTTP/2 alike.
 
 use std::time::Duration;
 
+use crate::common::truth::{
+    uncorrected_sees_the_requests_in_flight, uncorrected_sees_the_streams_in_flight,
+};
 use crate::common::*;
 use metron::serve::{ServeConfig, StallPlan};
 
@@ -39,43 +43,58 @@ fn achieved_rate_matches_the_requested_rate() {
     }
 }
 
-/// A stall of S seconds at rate R: the S·R requests due during it wait, on
-/// average, S/2, spread uniformly over [0, S]. With N requests in all, the
-/// fraction f = S·R/N of them form that tail, so the corrected quantile q
-/// (above 1 - f) is S·(1 - (1 - q)/f).
-#[test]
-fn corrected_percentiles_match_a_stall_of_known_length() {
-    let _g = serial();
-    let stall = Duration::from_millis(1000);
-    let srv = server(ServeConfig {
-        stall: Some(StallPlan::once(Duration::from_millis(1200), stall).unwrap()),
-        ..ServeConfig::default()
-    });
-    let u = url(&srv, "/");
-    let (o, _) = bench(&["-t2", "-c10", "-R1000", "-d4s", &u]);
-    assert_balanced(&o);
-    let n = o.stats.latency.len() as f64;
-    let f = stall.as_secs_f64() * 1000.0 / n;
-    let s_us = stall.as_micros() as f64;
-    for q in [0.90, 0.99, 0.999] {
-        let want = s_us * (1.0 - (1.0 - q) / f);
-        let got = o.stats.latency.value_at_quantile(q) as f64;
-        // The stall's edges are blurred by a few milliseconds of scheduling
-        // on either side; 5% of S covers that with room.
-        assert!(
-            (got - want).abs() <= 0.05 * s_us,
-            "p{}: got {got:.0} us, want {want:.0} us",
-            q * 100.0
-        );
+per_protocol! {
+    /// A stall of S seconds at rate R: the S·R requests due during it wait,
+    /// on average, S/2, spread uniformly over [0, S]. With N requests in
+    /// all, the fraction f = S·R/N of them form that tail, so the corrected
+    /// quantile q (above 1 - f) is S·(1 - (1 - q)/f). Over HTTP/2 the
+    /// requests due during the stall go out on the connections' free
+    /// streams (4 × 100 of them) and then wait for one; either way their
+    /// latency runs from when they were due.
+    fn corrected_percentiles_match_a_stall_of_known_length(proto) {
+        let _g = serial();
+        let stall = Duration::from_millis(1000);
+        let srv = proto.server(ServeConfig {
+            stall: Some(StallPlan::once(Duration::from_millis(1200), stall).unwrap()),
+            ..ServeConfig::default()
+        });
+        let u = url(&srv, "/");
+        let (rate, args): (f64, &[&str]) = match proto {
+            Proto::Http1 => (1000.0, &["-t2", "-c10", "-R1000", "-d4s"]),
+            Proto::Http2 => (2000.0, &["-t1", "-c4", "-m100", "-R2000", "-d4s"]),
+        };
+        let (o, _) = proto.bench(&[args, &[&u]].concat());
+        assert_balanced(&o);
+        let c = &o.stats.counters;
+        assert_eq!(c.errors.lost_requests(), 0, "{c:?}");
+        let n = o.stats.latency.len() as f64;
+        let f = stall.as_secs_f64() * rate / n;
+        let s_us = stall.as_micros() as f64;
+        for q in [0.90, 0.99, 0.999] {
+            let want = s_us * (1.0 - (1.0 - q) / f);
+            let got = o.stats.latency.value_at_quantile(q) as f64;
+            // The stall's edges are blurred by a few milliseconds of
+            // scheduling on either side; 5% of S covers that with room.
+            assert!(
+                (got - want).abs() <= 0.05 * s_us,
+                "p{}: got {got:.0} us, want {want:.0} us ({c:?})",
+                q * 100.0
+            );
+        }
+        match proto {
+            Proto::Http1 => uncorrected_sees_the_requests_in_flight(&o),
+            Proto::Http2 => {
+                uncorrected_sees_the_streams_in_flight(&o, stall, rate);
+                // No more connections than -c (and the pre-flight's).
+                let st = srv.stats();
+                assert!(
+                    st.h2_connections() <= 5,
+                    "{} connections",
+                    st.h2_connections()
+                );
+            }
+        }
     }
-    // Uncorrected latency sees only the few requests that were in flight
-    // when the stall began: its p99 is far below the corrected one.
-    let u99 = o.stats.uncorrected.value_at_quantile(0.99) as f64;
-    let c99 = o.stats.latency.value_at_quantile(0.99) as f64;
-    assert!(
-        u99 * 10.0 < c99,
-        "uncorrected p99 {u99} us vs corrected {c99} us"
-    );
 }
 
 /// --warmup removes the first part of the run from every figure.

@@ -3,30 +3,8 @@
 //! report and outputs, several hosts, the seeded random order, and the
 //! errors for broken files.
 
-use std::path::{Path, PathBuf};
-
+use crate::common::files::*;
 use crate::common::*;
-use metron::serve::{ServeConfig, Server};
-
-/// A directory of its own for each test's files.
-fn dir(test: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("metron-replay-{}-{test}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn write(dir: &Path, name: &str, text: &[u8]) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p.display().to_string()
-}
-
-fn recording() -> Server {
-    server(ServeConfig {
-        record: 10_000,
-        ..ServeConfig::default()
-    })
-}
 
 const MIXED: &str = r#"[
   {"method": "POST", "path": "/submit", "headers": {"Content-Type": "application/octet-stream", "Authorization": "Bearer stale"}, "body_file": "blob.bin"},
@@ -44,18 +22,19 @@ fn a_mixed_file_is_replayed_in_order_with_bodies_and_headers() {
     write(&d, "blob.bin", &blob);
     let file = write(&d, "r.json", MIXED.as_bytes());
     let srv = recording();
-    let (o, text) = bench(&[
-        "-t1",
-        "-c2",
-        "-d1s",
-        "-R",
-        "250",
-        "--requests",
+    let (o, text) = bench_replay(
+        &[
+            "-t1",
+            "-c2",
+            "-d1s",
+            "-R",
+            "250",
+            "-H",
+            "Authorization: Bearer fresh",
+        ],
         &file,
-        "-H",
-        "Authorization: Bearer fresh",
         &url(&srv, "/"),
-    ]);
+    );
     assert_balanced(&o);
     let c = &o.stats.counters;
     assert_eq!(c.due, 250, "{c:?}");
@@ -124,14 +103,7 @@ fn the_closed_loop_replays_too() {
     let d = dir("closed");
     let file = write(&d, "r.jsonl", b"{\"path\": \"/a\"}\n{\"path\": \"/b\"}\n");
     let srv = recording();
-    let (o, text) = bench(&[
-        "-t2",
-        "-c4",
-        "-d500ms",
-        "--requests",
-        &file,
-        &url(&srv, "/"),
-    ]);
+    let (o, text) = bench_replay(&["-t2", "-c4", "-d500ms"], &file, &url(&srv, "/"));
     assert_balanced(&o);
     let (a, b) = (srv.stats().path_count("/a"), srv.stats().path_count("/b"));
     assert!(a > 10 && b > 10, "a {a}, b {b}");
@@ -154,16 +126,7 @@ fn each_host_gets_its_own_connections_and_requests() {
     );
     write(&d, "body.txt", b"from a file");
     let file = write(&d, "targets.txt", targets.as_bytes());
-    let (o, text) = bench(&[
-        "-t1",
-        "-c2",
-        "-d1s",
-        "-R",
-        "300",
-        "--requests",
-        &file,
-        &url(&one, "/"),
-    ]);
+    let (o, text) = bench_replay(&["-t1", "-c2", "-d1s", "-R", "300"], &file, &url(&one, "/"));
     assert_balanced(&o);
     assert_eq!(o.stats.counters.completed, 300);
     assert_eq!(one.stats().path_count("/one"), 100);
@@ -193,16 +156,7 @@ fn a_slow_host_does_not_hold_back_the_others() {
     let targets = format!("{}\n{}\n", url(&slow, "/delay/300"), url(&fast, "/"));
     let file = write(&d, "t.txt", targets.as_bytes());
     // One connection per host: requests to the slow one pile up behind it.
-    let (o, _) = bench(&[
-        "-t1",
-        "-c2",
-        "-d1s",
-        "-R",
-        "40",
-        "--requests",
-        &file,
-        &url(&fast, "/"),
-    ]);
+    let (o, _) = bench_replay(&["-t1", "-c2", "-d1s", "-R", "40"], &file, &url(&fast, "/"));
     assert_balanced(&o);
     let e = &o.stats.endpoints;
     let p99 = |i: usize| {
@@ -226,20 +180,21 @@ fn random_order_repeats_with_its_seed() {
     let file = write(&d, "t.txt", lines.as_bytes());
     let order = |seed: &str| {
         let srv = recording();
-        let (o, text) = bench(&[
-            "-t1",
-            "-c1",
-            "-d300ms",
-            "-R",
-            "100",
-            "--requests",
+        let (o, text) = bench_replay(
+            &[
+                "-t1",
+                "-c1",
+                "-d300ms",
+                "-R",
+                "100",
+                "--requests-order",
+                "random",
+                "--seed",
+                seed,
+            ],
             &file,
-            "--requests-order",
-            "random",
-            "--seed",
-            seed,
             &url(&srv, "/"),
-        ]);
+        );
         assert_balanced(&o);
         assert!(
             text.contains(&format!("in random order (--seed {seed})")),
@@ -263,21 +218,22 @@ fn json_and_interval_log_carry_the_endpoints() {
     let file = write(&d, "t.txt", b"/a\n/b\n/status/500\n");
     let (json, hlog) = (d.join("r.json"), d.join("r.hlog"));
     let srv = recording();
-    let (o, text) = bench(&[
-        "-t1",
-        "-c2",
-        "-d1s",
-        "-R",
-        "90",
-        "-U",
-        "--requests",
+    let (o, text) = bench_replay(
+        &[
+            "-t1",
+            "-c2",
+            "-d1s",
+            "-R",
+            "90",
+            "-U",
+            "--json",
+            json.to_str().unwrap(),
+            "--hlog",
+            hlog.to_str().unwrap(),
+        ],
         &file,
-        "--json",
-        json.to_str().unwrap(),
-        "--hlog",
-        hlog.to_str().unwrap(),
         &url(&srv, "/"),
-    ]);
+    );
     assert_balanced(&o);
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let schema: serde_json::Value =
@@ -384,7 +340,7 @@ fn too_many_endpoints_are_refused_only_when_asked_for() {
     let file = write(&d, "users.txt", paths.as_bytes());
     let srv = recording();
     let u = url(&srv, "/");
-    let (o, text) = bench(&["-t1", "-c2", "-R200", "-d1s", "--requests", &file, &u]);
+    let (o, text) = bench_replay(&["-t1", "-c2", "-R200", "-d1s"], &file, &u);
     assert_balanced(&o);
     assert_eq!(o.stats.counters.completed, 200);
     assert!(o.stats.endpoints.is_empty());

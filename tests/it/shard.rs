@@ -11,131 +11,17 @@
 //! otherwise they share the loopback interface, and the test says so.
 
 use std::fs;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::common::files::read_json;
+use crate::common::shard::*;
 use crate::common::*;
-use hdrhistogram::Histogram;
 use metron::serve::{ServeConfig, Server};
 use serde_json::Value;
 
-const INSTANCES: usize = 3;
 /// Total requests per second over the three instances.
 const RATE: f64 = 900.0;
-
-/// Test hosts: a network namespace for the target and one per instance,
-/// joined by a bridge in the target's. Removed when dropped.
-struct Hosts {
-    target: String,
-    instances: Vec<String>,
-}
-
-const SUBNET: &str = "10.213.0";
-
-impl Hosts {
-    /// The namespaces, or why they cannot be made here.
-    fn create() -> Result<Hosts, String> {
-        if unsafe { libc::geteuid() } != 0 {
-            return Err("not root".into());
-        }
-        let tag = std::process::id();
-        let hosts = Hosts {
-            target: format!("metron-t{tag}"),
-            instances: (0..INSTANCES)
-                .map(|i| format!("metron-{tag}-{i}"))
-                .collect(),
-        };
-        let t = hosts.target.clone();
-        let mut steps: Vec<Vec<String>> = vec![
-            vec!["netns".into(), "add".into(), t.clone()],
-            vec![
-                "-n".into(),
-                t.clone(),
-                "link".into(),
-                "set".into(),
-                "lo".into(),
-                "up".into(),
-            ],
-            words(&format!("-n {t} link add br0 type bridge")),
-            words(&format!("-n {t} addr add {SUBNET}.1/24 dev br0")),
-            words(&format!("-n {t} link set br0 up")),
-        ];
-        for (i, ns) in hosts.instances.iter().enumerate() {
-            steps.push(words(&format!("netns add {ns}")));
-            steps.push(words(&format!("-n {ns} link set lo up")));
-            steps.push(words(&format!(
-                "-n {t} link add v{i} type veth peer name eth0 netns {ns}"
-            )));
-            steps.push(words(&format!("-n {t} link set v{i} master br0 up")));
-            steps.push(words(&format!(
-                "-n {ns} addr add {SUBNET}.{}/24 dev eth0",
-                10 + i
-            )));
-            steps.push(words(&format!("-n {ns} link set eth0 up")));
-        }
-        for step in steps {
-            let out = Command::new("ip")
-                .args(&step)
-                .output()
-                .map_err(|e| format!("ip: {e}"))?;
-            if !out.status.success() {
-                return Err(format!(
-                    "ip {}: {}",
-                    step.join(" "),
-                    String::from_utf8_lossy(&out.stderr).trim()
-                ));
-            }
-        }
-        Ok(hosts)
-    }
-
-    /// Starts the target inside the target's namespace: the listening
-    /// socket belongs to the namespace of the thread that opens it.
-    fn serve(&self, cfg: ServeConfig) -> Server {
-        let path = format!("/run/netns/{}", self.target);
-        std::thread::spawn(move || {
-            let ns = fs::File::open(&path).expect("the namespace exists");
-            let entered =
-                unsafe { libc::setns(std::os::fd::AsRawFd::as_raw_fd(&ns), libc::CLONE_NEWNET) };
-            assert_eq!(entered, 0, "setns: {}", std::io::Error::last_os_error());
-            server(cfg)
-        })
-        .join()
-        .expect("the target starts")
-    }
-}
-
-impl Drop for Hosts {
-    fn drop(&mut self) {
-        for ns in self.instances.iter().chain([&self.target]) {
-            let _ = Command::new("ip").args(["netns", "del", ns]).output();
-        }
-    }
-}
-
-fn words(s: &str) -> Vec<String> {
-    s.split_whitespace().map(String::from).collect()
-}
-
-fn read_json(path: &Path) -> Value {
-    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn histogram(doc: &Value) -> Histogram<u64> {
-    let text = doc["histograms"]["corrected"]
-        .as_str()
-        .expect("a histogram");
-    metron::report::json::decode(text).expect("it decodes")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("metron-shard-{}-{name}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).expect("a scratch directory");
-    dir
-}
 
 #[test]
 fn three_shards_send_one_even_stream_and_merge_exactly() {
@@ -286,7 +172,7 @@ fn three_shards_send_one_even_stream_and_merge_exactly() {
     );
     let text = stdout(&out);
     assert!(text.contains("Merged from 3 instances"), "{text}");
-    let merged = read_json(&merged_path);
+    let merged: Value = read_json(&merged_path);
     for field in ["due", "completed", "never_sent", "bytes"] {
         let sum: u64 = docs
             .iter()
@@ -318,7 +204,7 @@ fn three_shards_send_one_even_stream_and_merge_exactly() {
         let (p, v) = (pair[0].as_f64().unwrap(), pair[1].as_u64().unwrap());
         assert_eq!(
             v,
-            metron::report::summary::value_at_percentile(&added, p),
+            metron::stats::summary::value_at_percentile(&added, p),
             "p{p}"
         );
     }
@@ -348,24 +234,12 @@ fn a_late_instance_counts_what_it_missed() {
     // The schedule began a second ago: this instance is late by that much.
     let start_at = SystemTime::now() - Duration::from_secs(1);
     let start_at = start_at.duration_since(UNIX_EPOCH).unwrap().as_secs_f64();
-    let out = metron(&[
-        "-t",
-        "1",
-        "-c",
-        "2",
-        "-d",
-        "3s",
-        "-R",
-        "200",
-        "--start-at",
-        &format!("{start_at:.3}"),
-        "--json",
-        json.to_str().unwrap(),
-        &url(&target, "/"),
-    ]);
+    let start_at = format!("{start_at:.3}");
+    let flags = ["-d", "3s", "-R", "200", "--start-at", &start_at];
+    let out = instance_run(&target, &flags, &json);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
-    let doc = read_json(&json);
+    let doc: Value = read_json(&json);
     let offset = doc["start_offset_s"].as_f64().unwrap();
     assert!((1.0..2.0).contains(&offset), "{offset}");
     let missed = doc["counters"]["missed_at_start"].as_u64().unwrap();
@@ -419,19 +293,7 @@ fn merging_documents_that_differ_warns_and_a_cut_one_is_refused() {
     let dir = scratch("differ");
     let run = |name: &str, rate: &str, target: &Server| {
         let path = dir.join(name);
-        let out = metron(&[
-            "-t",
-            "1",
-            "-c",
-            "2",
-            "-d",
-            "1s",
-            "-R",
-            rate,
-            "--json",
-            path.to_str().unwrap(),
-            &url(target, "/"),
-        ]);
+        let out = instance_run(target, &["-d", "1s", "-R", rate], &path);
         assert!(out.status.success(), "{}", stderr(&out));
         path.display().to_string()
     };

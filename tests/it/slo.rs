@@ -9,18 +9,6 @@ use std::time::Duration;
 
 use crate::common::judged::*;
 use crate::common::*;
-use metron::report::json::SloReport;
-
-/// The `  SLO <term>: ...` rows of a report, in order.
-fn slo_rows(report: &str) -> Vec<&str> {
-    report.lines().filter(|l| l.starts_with("  SLO ")).collect()
-}
-
-fn slo_of(json: &str) -> SloReport {
-    run_document(Path::new(json))
-        .slo
-        .expect("the document has the verdict")
-}
 
 /// A delay of 5 ms against bounds far above it: met, exit 0, and each
 /// term's measured value is what the server's delay makes it.

@@ -10,11 +10,12 @@
 //! says so and passes, unless `METRON_REQUIRE_SLURM=1` (CI, once that
 //! script succeeded) makes it fail.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::common::files::read_json;
 use crate::common::judged::*;
+use crate::common::slurm::*;
 use crate::common::*;
 use metron::serve::ServeConfig;
 use serde_json::Value;
@@ -29,80 +30,6 @@ const START_MARGIN: u64 = 8;
 /// The longest the whole job may take, from submission to the last task's
 /// end.
 const JOB_LIMIT: Duration = Duration::from_secs(120);
-
-/// Runs a Slurm command, bounded by coreutils' `timeout` (a client whose
-/// controller does not answer retries for a long while).
-fn slurm(cmd: &str, args: &[&str]) -> Output {
-    let child = Command::new("timeout")
-        .arg("20")
-        .arg(cmd)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("timeout (coreutils) runs");
-    wait_bounded(child, Duration::from_secs(30))
-}
-
-/// Why there is no cluster to submit to, if there is none: `sinfo` fails,
-/// or shows no node ready for jobs (idle, or mixed: partly allocated).
-fn no_cluster() -> Option<String> {
-    let o = slurm("sinfo", &["-h", "-o", "%t %N"]);
-    if !o.status.success() {
-        let why = match o.status.code() {
-            Some(127) => "sinfo is not installed".to_string(),
-            Some(124) => "sinfo did not answer within 20 s".to_string(),
-            _ => format!("sinfo -h failed: {}", stderr(&o).trim()),
-        };
-        return Some(why);
-    }
-    let out = stdout(&o);
-    let ready = out.lines().any(|l| {
-        let state = l.split_whitespace().next().unwrap_or("");
-        state == "idle" || state == "mix"
-    });
-    (!ready).then(|| format!("no node idle or mixed in sinfo: {:?}", out.trim()))
-}
-
-/// The submitted job: cancelled when dropped, so that a failing test
-/// leaves nothing queued or running (cancelling a finished job is a
-/// harmless error).
-struct Job(String);
-
-impl Drop for Job {
-    fn drop(&mut self) {
-        let _ = slurm("scancel", &[&self.0]);
-    }
-}
-
-/// What the tasks printed (their `--output` files), for failure messages.
-fn task_outputs(dir: &Path) -> String {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|d| d.flatten().map(|e| e.path()).collect())
-        .unwrap_or_default();
-    files.retain(|p| p.extension().is_some_and(|e| e == "out"));
-    files.sort();
-    files
-        .iter()
-        .map(|p| {
-            let text = std::fs::read_to_string(p).unwrap_or_default();
-            format!("--- {}\n{text}", p.display())
-        })
-        .collect()
-}
-
-fn document(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("{} was not written: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn completed(doc: &Value) -> u64 {
-    doc["counters"]["completed"]
-        .as_u64()
-        .unwrap_or_else(|| panic!("no counters.completed in {doc}"))
-}
 
 /// Three array tasks, one shard each, start together and send 600
 /// requests/s between them; merged, their documents add up to one run at
@@ -205,7 +132,7 @@ fn a_slurm_job_array_runs_three_shards_of_one_schedule() {
     let o = metron(&args);
     assert_status(&o, 0);
 
-    let docs: Vec<Value> = shards.iter().map(|p| document(p)).collect();
+    let docs: Vec<Value> = shards.iter().map(|p| read_json(p)).collect();
     let mut indices: Vec<u64> = docs
         .iter()
         .map(|d| {
@@ -223,7 +150,7 @@ fn a_slurm_job_array_runs_three_shards_of_one_schedule() {
         assert_eq!(d["config"]["shard"]["index"], i as u64, "shard-{i}.json");
     }
 
-    let m = document(&merged);
+    let m: Value = read_json(&merged);
     let sum: u64 = docs.iter().map(completed).sum();
     assert_eq!(completed(&m), sum, "merged counters: {}", m["counters"]);
     let rps = m["requests_per_sec"]

@@ -11,20 +11,6 @@ use crate::common::*;
 use metron::report::sweep::rate_words;
 use metron::serve::{Capacity, ServeConfig};
 
-/// The sweep's table rows: the lines after the header, up to the
-/// conclusion.
-fn table_rows(out: &str) -> Vec<&str> {
-    out.lines()
-        .skip_while(|l| !l.trim_start().starts_with("Step "))
-        .skip(1)
-        .filter(|l| {
-            l.split_whitespace()
-                .next()
-                .is_some_and(|n| n.parse::<u32>().is_ok())
-        })
-        .collect()
-}
-
 /// A single queue serving 4000 requests/s: rates double from 1k until one
 /// fails (8k), then the bracket is halved to 5%. Every step below the
 /// capacity meets p99 < 20 ms, every step above it builds a queue that
@@ -122,11 +108,11 @@ fn a_sweep_finds_the_capacity_of_the_server() {
     assert!(doc
         .steps
         .iter()
-        .any(|s| s.rate == highest && s.slo.verdict == "met"));
+        .any(|s| s.rate == highest && s.slo.verdict.as_str() == "met"));
     assert!(doc
         .steps
         .iter()
-        .all(|s| s.rate <= highest || s.slo.verdict != "met"));
+        .all(|s| s.rate <= highest || s.slo.verdict.as_str() != "met"));
 }
 
 /// One connection against 20 ms responses carries about 50 requests/s, so
@@ -175,7 +161,7 @@ fn a_sweep_stops_where_the_generator_is_the_limit() {
     let doc = sweep_document(Path::new(&json));
     assert_eq!(doc.highest, None);
     assert_eq!(doc.steps.len(), 1);
-    assert_eq!(doc.steps[0].slo.verdict, "inconclusive");
+    assert_eq!(doc.steps[0].slo.verdict.as_str(), "inconclusive");
     assert_eq!(doc.conclusion, last);
 }
 
@@ -218,7 +204,10 @@ fn a_sweep_that_may_grow_connections_is_not_held_by_c() {
     let doc = sweep_document(Path::new(&json));
     assert_eq!(doc.highest, Some(800.0), "{}", stdout(&o));
     assert!(doc.steps.len() >= 3, "{:?}", doc.steps.len());
-    assert!(doc.steps.iter().all(|s| s.slo.verdict == "met"));
+    assert!(doc
+        .steps
+        .iter()
+        .all(|s| s.slo.verdict == metron::verdict::Verdict::Met));
 }
 
 /// A bound below the server's delay: the lowest rate already fails, and

@@ -13,17 +13,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cli::config::{Config, ConfigError};
+use crate::cli::outputs::InSweep;
 use crate::cli::sweep::SweepArgs;
+use crate::cli::BenchArgs;
 use crate::engine::Stop;
-use crate::report::json::SloReport;
+use crate::report::html::render_sweep;
 use crate::report::sweep::{
     rate_words, write_header, write_row, SweepConfig, SweepDocument, SweepStep, SWEEP_SCHEMA,
 };
-use crate::report::{summary, units};
+use crate::run::sink::{json_text, write_file, write_json};
+use crate::run::{bench_config, describe, run_facts, Error};
 use crate::schedule::MAX_RATE;
 use crate::stats::codec::encode;
-use crate::verdict::Slo;
-use crate::Error;
+use crate::stats::summary;
+use crate::units;
+use crate::verdict::{Slo, SloReport, Verdict};
 
 /// Warm-up of each step unless `--warmup` says otherwise.
 pub const STEP_WARMUP: Duration = Duration::from_secs(5);
@@ -78,23 +82,23 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<(), Error> {
         let step = run_step(&cfg, &slo, &stop, rate, &mut fastest)?;
         write_row(out, steps.len() + 1, &step)?;
         out.flush()?;
-        let (verdict, reason) = (step.slo.verdict.clone(), step.slo.reason.clone());
+        let (verdict, reason) = (step.slo.verdict, step.slo.reason.clone());
         steps.push(step);
         if stop.is_stopped() {
             break;
         }
-        match (verdict.as_str(), reason) {
-            ("inconclusive", Some(why)) => {
+        match (verdict, reason) {
+            (Verdict::Inconclusive, Some(why)) => {
                 generator = Some((rate, why));
                 break;
             }
-            ("met", _) => search.met(rate),
+            (Verdict::Met, _) => search.met(rate),
             _ => search.failed(rate),
         }
     }
     let conclusion = conclusion(&search, generator.as_ref(), stop.is_stopped());
     writeln!(out, "{conclusion}")?;
-    if args.run.json.is_some() || args.run.html.is_some() {
+    if args.run.sinks.json.is_some() || args.run.sinks.html.is_some() {
         let doc = SweepDocument {
             schema: SWEEP_SCHEMA,
             kind: "sweep".to_string(),
@@ -106,7 +110,7 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<(), Error> {
                 resolution: args.resolution,
                 step_duration_s: args.step_duration.as_secs_f64(),
                 cooldown_s: args.cooldown.as_secs_f64(),
-                run: crate::describe(&first.run),
+                run: describe(&first.run),
             },
             steps,
             highest: search.best,
@@ -136,7 +140,7 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<(), Error> {
 /// The sweep's flags, checked: the SLO it needs, the range, and the run
 /// flags the sweep sets itself refused. Returns the SLO and the run flags
 /// each step starts from.
-fn check(args: &SweepArgs) -> Result<(Slo, crate::cli::BenchArgs), Error> {
+fn check(args: &SweepArgs) -> Result<(Slo, BenchArgs), Error> {
     let usage = |why: &str| Error::Config(ConfigError::Sweep(why.to_string()));
     let Some(slo) = args.run.slo.clone() else {
         return Err(usage(
@@ -150,42 +154,7 @@ fn check(args: &SweepArgs) -> Result<(Slo, crate::cli::BenchArgs), Error> {
         )));
     }
     let run = &args.run;
-    let refused = [
-        (
-            run.rate.is_some(),
-            "-R (each step's rate comes from --from and --to)",
-        ),
-        (
-            run.rate_profile.is_some(),
-            "--rate-profile (steps hold constant rates)",
-        ),
-        (run.duration.is_some(), "-d (use --step-duration)"),
-        (
-            run.hlog.is_some(),
-            "--hlog (a log per step is not kept; --json holds every step's histograms)",
-        ),
-        (
-            run.csv.is_some(),
-            "--csv (the sweep keeps no time series; its table is one row per step)",
-        ),
-        (
-            run.dashboard.is_some() || run.dashboard_linger.is_some(),
-            "--dashboard (it follows one run; the sweep prints a row per step)",
-        ),
-        (
-            run.timeseries || run.thread_timeseries || run.histogram,
-            "--timeseries, --thread-timeseries and --histogram (per run outputs)",
-        ),
-        (
-            run.interval.is_some(),
-            "--interval (the sweep keeps no time series)",
-        ),
-        (
-            run.shard.is_some() || run.start_at.is_some(),
-            "--shard and --start-at (a sweep runs on one machine)",
-        ),
-    ];
-    if let Some((_, what)) = refused.iter().find(|(on, _)| *on) {
+    if let Some(what) = refusals(run).next() {
         return Err(usage(&format!("does not take {what}")));
     }
     if args.step_duration <= run.warmup.unwrap_or(STEP_WARMUP) {
@@ -199,15 +168,59 @@ fn check(args: &SweepArgs) -> Result<(Slo, crate::cli::BenchArgs), Error> {
     base.duration = Some(args.step_duration);
     base.warmup = Some(run.warmup.unwrap_or(STEP_WARMUP));
     base.slo = None;
-    base.json = None;
-    base.html = None;
+    base.sinks.json = None;
+    base.sinks.html = None;
     base.latency = false;
     base.u_latency = false;
     Ok((slo, base))
 }
 
+/// The run flags given that a sweep sets itself or has no use for, each
+/// with why, in the order they are reported.
+fn refusals(run: &BenchArgs) -> impl Iterator<Item = String> {
+    let named = |list: [(bool, &'static str); 3]| {
+        list.into_iter()
+            .filter(|(given, _)| *given)
+            .map(|(_, what)| what.to_string())
+    };
+    let outputs = run
+        .sinks
+        .each()
+        .into_iter()
+        .filter_map(|(o, given)| match o.in_sweep {
+            InSweep::Refuses(why) if given => Some(format!("{} ({why})", o.flag)),
+            _ => None,
+        });
+    let schedule = [
+        (
+            run.rate.is_some(),
+            "-R (each step's rate comes from --from and --to)",
+        ),
+        (
+            run.rate_profile.is_some(),
+            "--rate-profile (steps hold constant rates)",
+        ),
+        (run.duration.is_some(), "-d (use --step-duration)"),
+    ];
+    let rest = [
+        (
+            run.timeseries || run.thread_timeseries || run.histogram,
+            "--timeseries, --thread-timeseries and --histogram (per run outputs)",
+        ),
+        (
+            run.interval.is_some(),
+            "--interval (the sweep keeps no time series)",
+        ),
+        (
+            run.shard.is_some() || run.start_at.is_some(),
+            "--shard and --start-at (a sweep runs on one machine)",
+        ),
+    ];
+    named(schedule).chain(outputs).chain(named(rest))
+}
+
 /// The configuration of the step at `rate`.
-fn step_config(base: &crate::cli::BenchArgs, rate: f64) -> Result<Config, Error> {
+fn step_config(base: &BenchArgs, rate: f64) -> Result<Config, Error> {
     let mut args = base.clone();
     args.rate = Some(rate);
     Ok(Config::from_args(&args)?)
@@ -221,12 +234,12 @@ fn run_step(
     rate: f64,
     fastest: &mut Option<u64>,
 ) -> Result<SweepStep, Error> {
-    let outcome = crate::bench_config(cfg, stop, &mut io::sink())?;
+    let outcome = bench_config(cfg, stop, &mut io::sink())?;
     *fastest = match (*fastest, outcome.stats.fastest_us) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
-    let mut facts = crate::run_facts(&cfg.run, &outcome);
+    let mut facts = run_facts(&cfg.run, &outcome);
     facts.fastest_us = *fastest;
     let judged: SloReport = slo.judge(&facts);
     let s = &outcome.stats;
@@ -344,53 +357,18 @@ impl Search {
     }
 }
 
-/// `metron report SWEEP.json [--html OUT]`: the table and conclusion of a
-/// saved sweep again, and its page.
-pub fn rerender(
-    doc: &SweepDocument,
-    html: Option<&std::path::Path>,
-    out: &mut dyn Write,
-) -> Result<(), Error> {
-    let c = &doc.config;
-    writeln!(
-        out,
-        "Sweep of {} from {} to {}: SLO {}",
-        c.run.url,
-        rate_words(c.from),
-        rate_words(c.to),
-        c.slo
-    )?;
-    write_header(out)?;
-    for (i, s) in doc.steps.iter().enumerate() {
-        write_row(out, i + 1, s)?;
-    }
-    writeln!(out, "{}", doc.conclusion)?;
-    if let Some(path) = html {
-        crate::write_file(
-            "--html",
-            path,
-            crate::report::html::render_sweep(doc).as_bytes(),
-        )?;
-    }
-    Ok(())
-}
-
 /// `--json` and `--html` of the sweep.
 fn write_outputs(args: &SweepArgs, doc: &SweepDocument, out: &mut dyn Write) -> Result<(), Error> {
-    if let Some(path) = &args.run.json {
-        let json = serde_json::to_string_pretty(doc).map_err(io::Error::other)? + "\n";
-        if path.as_os_str() == "-" {
-            out.write_all(json.as_bytes())?;
+    let sinks = &args.run.sinks;
+    if let Some(path) = &sinks.json {
+        if sinks.json_on_stdout() {
+            out.write_all(json_text(doc)?.as_bytes())?;
         } else {
-            crate::write_file("--json", path, json.as_bytes())?;
+            write_json(path, doc)?;
         }
     }
-    if let Some(path) = &args.run.html {
-        crate::write_file(
-            "--html",
-            path,
-            crate::report::html::render_sweep(doc).as_bytes(),
-        )?;
+    if let Some(path) = &sinks.html {
+        write_file("--html", path, render_sweep(doc).as_bytes())?;
     }
     Ok(())
 }

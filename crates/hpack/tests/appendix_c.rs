@@ -7,20 +7,10 @@
 //! the RFC prints. C.5 and C.6 use a 256-byte table, so entries get evicted.
 //! (C.1 and C.2 are unit tests next to the code they exercise.)
 
-use metron_hpack::Decoder;
+mod common;
 
-/// The octets of a hex dump as the RFC prints it.
-fn hex(text: &str) -> Vec<u8> {
-    let digits: Vec<u8> = text
-        .bytes()
-        .filter(|c| !c.is_ascii_whitespace())
-        .map(|c| (c as char).to_digit(16).expect("a hex digit") as u8)
-        .collect();
-    digits
-        .chunks(2)
-        .map(|pair| pair[0] << 4 | pair[1])
-        .collect()
-}
+use common::hex;
+use metron_hpack::Decoder;
 
 /// One block of a sequence: its dump, the fields it carries, and the
 /// dynamic table size the RFC gives after it.

@@ -6,9 +6,12 @@
 //! The count is per thread so that other tests running in parallel do not
 //! disturb it.
 
+mod common;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
+use common::hex;
 use metron_hpack::Decoder;
 
 struct CountingAllocator;
@@ -44,18 +47,6 @@ static GLOBAL: CountingAllocator = CountingAllocator;
 
 fn allocations() -> usize {
     ALLOCATIONS.with(Cell::get)
-}
-
-fn hex(text: &str) -> Vec<u8> {
-    let digits: Vec<u8> = text
-        .bytes()
-        .filter(|c| !c.is_ascii_whitespace())
-        .map(|c| (c as char).to_digit(16).expect("a hex digit") as u8)
-        .collect();
-    digits
-        .chunks(2)
-        .map(|pair| pair[0] << 4 | pair[1])
-        .collect()
 }
 
 #[test]

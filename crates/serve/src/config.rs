@@ -14,7 +14,31 @@ use std::time::Duration;
 use super::capacity::Capacity;
 use super::fault::{FaultPlan, Pick, Probability};
 use super::plan::StallPlan;
-use super::tls::BadCert;
+
+/// The certificate a `--tls` server presents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BadCert {
+    /// Self-signed: no client trusts its issuer.
+    Untrusted,
+    /// Self-signed and expired: valid only during the year 2000.
+    Expired,
+}
+
+impl BadCert {
+    /// Each certificate as `--tls` names it, with its one-line help.
+    pub const CHOICES: [(BadCert, &'static str, &'static str); 2] = [
+        (
+            BadCert::Untrusted,
+            "untrusted",
+            "Self-signed: no client trusts its issuer",
+        ),
+        (
+            BadCert::Expired,
+            "expired",
+            "Self-signed and expired: valid only during the year 2000",
+        ),
+    ];
+}
 
 /// Most worker threads a server may ask for; more is surely a typo.
 pub const MAX_THREADS: usize = 1024;

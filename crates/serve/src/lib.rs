@@ -55,13 +55,12 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
 pub use capacity::Capacity;
-pub use config::{Http2, ServeConfig, MAX_H2_WINDOW, MAX_THREADS, TRICKLE_INTERVAL};
+pub use config::{BadCert, Http2, ServeConfig, MAX_H2_WINDOW, MAX_THREADS, TRICKLE_INTERVAL};
 pub use fault::{
     parse_fault, parse_probability, Fault, FaultPlan, FaultSpec, Per, Pick, Probability,
 };
 pub use plan::StallPlan;
 pub use stats::{RecordedRequest, ServerStats};
-pub use tls::BadCert;
 
 use shared::Shared;
 

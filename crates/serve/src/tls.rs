@@ -18,33 +18,8 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::server::WebPkiClientVerifier;
 use rustls::sign::{CertifiedKey, SingleCertAndKey};
 
-use super::ServeConfig;
+use super::config::{BadCert, ServeConfig};
 use metron_pem as pem;
-
-/// The certificate a `--tls` server presents.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BadCert {
-    /// Self-signed: no client trusts its issuer.
-    Untrusted,
-    /// Self-signed and expired: valid only during the year 2000.
-    Expired,
-}
-
-impl BadCert {
-    /// Each certificate as `--tls` names it, with its one-line help.
-    pub const CHOICES: [(BadCert, &'static str, &'static str); 2] = [
-        (
-            BadCert::Untrusted,
-            "untrusted",
-            "Self-signed: no client trusts its issuer",
-        ),
-        (
-            BadCert::Expired,
-            "expired",
-            "Self-signed and expired: valid only during the year 2000",
-        ),
-    ];
-}
 
 /// The ALPN name of HTTP/2 over TLS (offered with `--http2`).
 pub(crate) const ALPN_H2: &[u8] = b"h2";

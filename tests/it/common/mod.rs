@@ -3,8 +3,26 @@
 //! the timing-sensitive runs of one test binary from overlapping on a
 //! small machine.
 
+pub mod dashboard;
+pub mod deploy;
+pub mod faults;
+pub mod files;
+pub mod h2;
 pub mod judged;
+pub mod modules;
+pub mod nginx;
+pub mod process;
+pub mod proto;
+pub mod python;
+pub mod scripts;
 pub mod servers;
+pub mod shard;
+pub mod slurm;
+pub mod tls;
+pub mod truth;
+
+pub use files::TempDir;
+pub(crate) use proto::{per_protocol, Proto};
 
 use std::io::Read;
 use std::process::{Child, Command, Output, Stdio};
@@ -15,7 +33,7 @@ use clap::Parser;
 use metron::cli::config::Config;
 use metron::cli::BenchArgs;
 use metron::engine::{Outcome, Stop};
-use metron::serve::{ServeConfig, Server};
+use metron::serve::{Fault, FaultPlan, ServeConfig, Server, StallPlan};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -32,6 +50,25 @@ pub fn server(cfg: ServeConfig) -> Server {
 pub fn recording() -> Server {
     server(ServeConfig {
         record: 100_000,
+        ..ServeConfig::default()
+    })
+}
+
+/// A target that stalls once, for 300 ms at 1.2 s: a run through it has a
+/// tail of latencies to report.
+pub fn stalling() -> Server {
+    server(ServeConfig {
+        stall: Some(
+            StallPlan::once(Duration::from_millis(1200), Duration::from_millis(300)).unwrap(),
+        ),
+        ..ServeConfig::default()
+    })
+}
+
+/// A server that reads every request and never answers one.
+pub fn silent() -> Server {
+    server(ServeConfig {
+        fault: Some(FaultPlan::every(Fault::NeverAnswer, 1)),
         ..ServeConfig::default()
     })
 }
@@ -58,6 +95,12 @@ pub fn bench_at(args: &[&str], url: &str) -> (Outcome, String) {
     bench(&argv)
 }
 
+/// [`bench`] replaying the requests file `file` (`--requests`), with
+/// `flags`, to `url`.
+pub fn bench_replay(flags: &[&str], file: &str, url: &str) -> (Outcome, String) {
+    bench(&[flags, &["--requests", file, url]].concat())
+}
+
 pub fn try_bench(args: &[&str]) -> Result<(Outcome, String), metron::Error> {
     let mut argv = vec!["metron"];
     argv.extend_from_slice(args);
@@ -71,10 +114,28 @@ pub fn try_bench(args: &[&str]) -> Result<(Outcome, String), metron::Error> {
     ))
 }
 
+/// A rate-mode run of 200 requests over a second on two connections
+/// (and `extra` flags) against a target built from `cfg`, asking for
+/// `path`; its books must balance. Returns the run, its report and the
+/// requests the target received.
+pub fn run_path(cfg: ServeConfig, path: &str, extra: &[&str]) -> (Outcome, String, u64) {
+    let srv = server(cfg);
+    let u = url(&srv, path);
+    let args = [&["-t1", "-c2", "-R200", "-d1s"][..], extra].concat();
+    let (o, text) = bench_at(&args, &u);
+    assert_balanced(&o);
+    (o, text, srv.stats().requests())
+}
+
 /// The accounting identity every run must satisfy.
 pub fn assert_balanced(o: &Outcome) {
     let c = &o.stats.counters;
     assert!(c.balanced(), "accounting does not add up: {c:?}");
+}
+
+/// CPU the worker threads used, as a share of the run's wall time.
+pub fn cpu_share(o: &Outcome) -> f64 {
+    o.stats.cpu().as_secs_f64() / o.stats.window.as_secs_f64()
 }
 
 /// Runs the metron binary to completion, within a minute.
@@ -142,69 +203,6 @@ pub fn stdout(o: &Output) -> String {
 
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// A fresh directory for one test's files, removed when dropped.
-pub struct TempDir(std::path::PathBuf);
-
-impl TempDir {
-    pub fn new(name: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!("metron-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-
-    pub fn path(&self) -> &std::path::Path {
-        &self.0
-    }
-
-    pub fn file(&self, name: &str, text: &str) -> String {
-        let path = self.0.join(name);
-        std::fs::write(&path, text).unwrap();
-        path.display().to_string()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// tests/hlog_check.py: reads an interval log with Python's HdrHistogram.
-const HLOG_CHECK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/hlog_check.py");
-
-/// Where python3 and the package are missing: a failure under CI, a note
-/// elsewhere. Returns whether the check can go on.
-pub fn python_ready() -> bool {
-    let probe = Command::new("python3")
-        .args(["-c", "import hdrh.log, hdrh.histogram"])
-        .output();
-    let why = match probe {
-        Err(e) => format!("cannot run python3: {e}"),
-        Ok(out) if !out.status.success() => {
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            let last = stderr.lines().last().unwrap_or("").to_owned();
-            format!(
-                "python3 cannot import the hdrhistogram package ({last}); pip install hdrhistogram"
-            )
-        }
-        Ok(_) => return true,
-    };
-    assert!(std::env::var_os("CI").is_none(), "{why}");
-    eprintln!("note: Python cross-check of the interval log skipped: {why}");
-    false
-}
-
-pub fn python_reading(log: &std::path::Path) -> serde_json::Value {
-    let out = Command::new("python3")
-        .arg(HLOG_CHECK)
-        .arg(log)
-        .output()
-        .expect("python3 runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "hlog_check.py failed: {stderr}");
-    serde_json::from_slice(&out.stdout).expect("hlog_check.py prints JSON")
 }
 
 /// Whether headless Chromium is there: a failure under CI, a note

@@ -4,17 +4,18 @@
 //! target and spreads connections over threads. Each failure is a
 //! [`ConfigError`] whose one-line message names the problem and the fix.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use std::sync::Arc;
 
+use super::bench::Connections;
+use super::bench::{Arrival, BenchArgs};
+use super::outputs::SinkFlags;
 use super::profile::{load_profile_file, ProfileSpec};
-use super::{Arrival, BenchArgs, Connections};
 use crate::clock::nanos;
-use crate::engine::setup::Growth;
-use crate::engine::setup::{Identity, Protocol, Protocols, TlsOptions, Trust, DEFAULT_MAX_STREAMS};
+use crate::engine::setup::{Growth, Identity, Protocol, Protocols, TlsOptions, Trust};
 use crate::engine::{Replay, Setup};
+use crate::http::h2::DEFAULT_MAX_STREAMS;
 use crate::http::request::{check_header_value, check_token};
 use crate::replay::{Order, ReplayError, RequestSet, MAX_ENDPOINTS};
 use crate::schedule::{Load, Process, Profile, Spacing, MAX_RATE};
@@ -45,28 +46,13 @@ pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 /// What to produce besides the text report.
 #[derive(Clone, Debug, Default)]
 pub struct Outputs {
-    /// `-` means stdout (the text report then goes to stderr).
-    pub json: Option<PathBuf>,
-    pub hlog: Option<PathBuf>,
-    pub html: Option<PathBuf>,
-    pub csv: Option<PathBuf>,
-    /// `--dashboard`: the address to serve the live page on.
-    pub dashboard: Option<String>,
-    /// `--dashboard-linger`: how long it stays up after the run (`None`:
-    /// until Ctrl-C).
-    pub dashboard_linger: Option<Duration>,
+    /// The outputs fed by the run's intervals and its result.
+    pub sinks: SinkFlags,
     pub histogram: bool,
     pub timeseries: bool,
     pub thread_timeseries: bool,
     pub timeseries_interval: Duration,
     pub quiet: bool,
-}
-
-impl Outputs {
-    /// The JSON document goes to stdout.
-    pub fn json_on_stdout(&self) -> bool {
-        self.json.as_deref() == Some(std::path::Path::new("-"))
-    }
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -162,7 +148,7 @@ pub enum ConfigError {
     Interval(Duration),
     #[error("--timeseries-interval {0:?}: use a positive multiple of 10ms, e.g. 250ms")]
     SeriesInterval(Duration),
-    #[error("--interval only sets the intervals of --json, --html, --hlog, --csv and --dashboard, and none is given; add one of them, or drop --interval")]
+    #[error("--interval only sets the intervals of {}, and none is given; add one of them, or drop --interval", SinkFlags::named())]
     IntervalUnused,
     #[error("--dashboard-linger only sets how long --dashboard stays up, and it is not given; add --dashboard, or drop --dashboard-linger")]
     LingerWithoutDashboard,
@@ -316,7 +302,7 @@ impl Config {
             interval,
             counts_every: (outputs.timeseries || outputs.thread_timeseries)
                 .then_some(outputs.timeseries_interval),
-            script_output_to_stderr: outputs.json_on_stdout(),
+            script_output_to_stderr: outputs.sinks.json_on_stdout(),
         };
         Ok(Config {
             run,
@@ -596,8 +582,7 @@ fn interval(given: Option<Duration>, outputs: &Outputs) -> Result<Duration, Conf
     if interval < Duration::from_millis(10) {
         return Err(ConfigError::Interval(interval));
     }
-    let files = [&outputs.json, &outputs.html, &outputs.hlog, &outputs.csv];
-    if files.iter().all(|f| f.is_none()) && outputs.dashboard.is_none() {
+    if !outputs.sinks.any() {
         return Err(ConfigError::IntervalUnused);
     }
     Ok(interval)
@@ -621,16 +606,11 @@ fn series_interval(args: &BenchArgs) -> Result<Duration, ConfigError> {
 
 fn outputs(args: &BenchArgs) -> Result<Outputs, ConfigError> {
     let ts = series_interval(args)?;
-    if args.dashboard_linger.is_some() && args.dashboard.is_none() {
+    if args.sinks.dashboard_linger.is_some() && args.sinks.dashboard.is_none() {
         return Err(ConfigError::LingerWithoutDashboard);
     }
     Ok(Outputs {
-        json: args.json.clone(),
-        hlog: args.hlog.clone(),
-        csv: args.csv.clone(),
-        dashboard: args.dashboard.clone(),
-        dashboard_linger: args.dashboard_linger,
-        html: args.html.clone(),
+        sinks: args.sinks.clone(),
         histogram: args.histogram,
         timeseries: args.timeseries,
         thread_timeseries: args.thread_timeseries,

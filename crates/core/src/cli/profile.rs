@@ -7,9 +7,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::units::{parse_duration, parse_si_f64};
 use crate::clock::{nanos, Nanos};
 use crate::schedule::{Phase, MAX_RATE};
+use crate::units::{parse_duration, parse_si_f64};
 
 /// What `--rate-profile` named.
 #[derive(Clone, Debug, PartialEq)]

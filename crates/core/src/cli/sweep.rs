@@ -3,23 +3,13 @@
 
 use std::time::Duration;
 
-use clap::{Args, Parser};
+use clap::Args;
 
-use super::units::{parse_duration, parse_si_f64};
-use super::BenchArgs;
+use super::bench::BenchArgs;
+use crate::units::{parse_duration, parse_si_f64};
 
-#[derive(Parser, Debug)]
-#[command(
-    name = "metron sweep",
-    bin_name = "metron sweep",
-    about = "Find the highest rate that meets an SLO: constant-rate steps from --from, doubling until the SLO fails or --to is reached, then bisection to --resolution.",
-    version,
-    disable_version_flag = true
-)]
-pub(super) struct SweepCli {
-    #[command(flatten)]
-    pub args: SweepArgs,
-}
+/// What `metron sweep --help` says it does.
+pub const ABOUT: &str = "Find the highest rate that meets an SLO: constant-rate steps from --from, doubling until the SLO fails or --to is reached, then bisection to --resolution.";
 
 /// The sweep's own flags, and those of every step's run.
 #[derive(Args, Debug, Clone)]

@@ -10,7 +10,7 @@ use std::fmt::Write;
 use hdrhistogram::Histogram;
 
 use super::{State, Totals};
-use crate::report::summary;
+use crate::stats::summary;
 
 /// The quantiles each latency summary gives.
 const QUANTILES: [(f64, &str); 5] = [

@@ -43,10 +43,13 @@ use mio::Waker;
 
 use crate::clock::{self, nanos, Nanos};
 use crate::http::request::RequestError;
+use crate::http::Spoken;
 use crate::replay::RequestSet;
 use crate::schedule::{Load, Plan};
 use crate::script::{MainScript, ScriptError};
-use crate::stats::{interval, History, Interruption, IntervalStats, Phases, RunStats, StopCause};
+use crate::stats::{
+    interval, History, Interruption, IntervalStats, Phases, Row, RunStats, StopCause,
+};
 
 pub use prepare::prepare;
 pub use setup::{Replay, Setup};
@@ -193,8 +196,8 @@ pub struct Outcome {
     /// What stopped the run early, if it was an error (a script's): the
     /// statistics still cover what ran.
     pub failure: Option<EngineError>,
-    /// The protocol the hosts spoke, as the reports name it ("HTTP/2").
-    pub protocol: String,
+    /// The protocols the hosts spoke.
+    pub protocol: Spoken,
     /// With `--start-at`: how far behind its zero the run began.
     pub start: Option<LateStart>,
 }
@@ -237,8 +240,8 @@ struct Ends {
     board: Option<Arc<progress::Board>>,
     stop: Arc<Stop>,
     addr: SocketAddr,
-    /// The protocol the hosts speak, as the reports name it.
-    protocol: String,
+    /// The protocols the hosts speak.
+    protocol: Spoken,
     /// The requests file, when statistics are kept per endpoint.
     endpoints: Option<Arc<RequestSet>>,
 }
@@ -400,7 +403,7 @@ pub trait Watch {
     /// Rows of intervals that have closed, by interval then thread, each
     /// once: a few times a second during the run, and the rest (the last
     /// interval, cut short, included) as it ends.
-    fn rows(&mut self, rows: &[progress::Row]);
+    fn rows(&mut self, rows: &[Row]);
     /// Whether whole intervals are wanted as they close.
     fn intervals_wanted(&self) -> bool {
         false

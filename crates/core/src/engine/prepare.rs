@@ -8,11 +8,12 @@ use std::sync::{mpsc, Arc};
 
 use super::preflight::peers;
 use super::progress::Board;
-use super::setup::{Protocol, Setup};
+use super::setup::Setup;
 use super::worker::{Peer, Window, Worker, WorkerSetup};
 use super::{limits, Ends, EngineError, Host, Prepared, Spawned, Stop, Watch, WorkerResult};
 use crate::clock::nanos;
 use crate::http::request::{Batch, Parts};
+use crate::http::Spoken;
 use crate::replay::Cursor;
 use crate::schedule::Plan;
 use crate::script::{MainScript, ScriptTarget, ThreadScript};
@@ -70,7 +71,7 @@ pub fn prepare(
             board,
             stop: stop.clone(),
             addr: peers[0].addr,
-            protocol: Protocol::describe(peers.iter().map(|p| p.protocol)),
+            protocol: Spoken::of(peers.iter().map(|p| p.protocol)),
             endpoints,
         },
     })

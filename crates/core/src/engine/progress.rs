@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::clock::{self, Nanos};
 use crate::stats::interval::{self, EncodedInterval};
-use crate::stats::{IntervalStats, ThreadStats};
+use crate::stats::{IntervalStats, Row, ThreadStats};
 
 /// How often a worker publishes.
 pub const PUBLISH_EVERY: Nanos = 250_000_000;
@@ -77,15 +77,6 @@ pub struct Totals {
     /// Requests of the measured window due and not sent yet (waiting for
     /// a connection or a stream): never sent, if the run ended now.
     pub waiting: u64,
-}
-
-/// Completed requests of one thread in one interval of the measured window.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Row {
-    pub thread: usize,
-    /// The interval's position, counting from 0 at the window's start.
-    pub interval: usize,
-    pub completed: u64,
 }
 
 impl Board {

@@ -10,6 +10,7 @@ use rustls::sign::CertifiedKey;
 use rustls::RootCertStore;
 use std::time::Duration;
 
+use crate::http::h2::DEFAULT_MAX_STREAMS;
 pub use crate::http::Protocol;
 use crate::replay::{Order, RequestSet};
 use crate::schedule::Load;
@@ -131,9 +132,6 @@ impl Protocols {
         }
     }
 }
-
-/// `-m`'s default, as h2load's.
-pub const DEFAULT_MAX_STREAMS: u32 = crate::http::h2::DEFAULT_MAX_STREAMS;
 
 /// A requests file, loaded, and how to replay it.
 #[derive(Clone, Debug)]

@@ -30,7 +30,7 @@ pub mod response;
 pub mod session;
 
 pub use chunked::ChunkedDecoder;
-pub use protocol::{Protocol, SessionOptions};
+pub use protocol::{Protocol, SessionOptions, Spoken};
 pub use request::{RequestError, RequestMeta};
 pub use response::{Done, Feed, ParseError, ResponseParser};
 pub use session::{Captured, Event, Failure, OpenError, Request, Session};

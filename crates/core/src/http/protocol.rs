@@ -1,6 +1,10 @@
 //! The HTTP versions metron speaks, by name, and the one place that turns
 //! a version into a [`Session`]: everything above sees a session and never
-//! asks which protocol it has.
+//! asks which protocol it has. What a run's hosts spoke ([`Spoken`]) is
+//! named as text only where a report prints it.
+
+use std::fmt;
+use std::str::FromStr;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -68,6 +72,13 @@ impl Protocol {
         }
     }
 
+    /// The protocol the reports call `name`.
+    pub fn from_name(name: &str) -> Option<Protocol> {
+        [Protocol::Http1, Protocol::Http2]
+            .into_iter()
+            .find(|p| p.name() == name)
+    }
+
     /// The protocol an ALPN name stands for.
     pub fn from_alpn(name: &[u8]) -> Option<Protocol> {
         match name {
@@ -127,17 +138,67 @@ impl Protocol {
             })),
         })
     }
+}
 
-    /// What the reports call the protocols of `hosts` (one per host): the
-    /// one they all speak, or each in turn when they differ.
-    pub fn describe(hosts: impl IntoIterator<Item = Protocol>) -> String {
-        let mut seen: Vec<Protocol> = Vec::new();
+/// The protocols the hosts of a run spoke, each once, in the order of the
+/// first host that spoke it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Spoken(Vec<Protocol>);
+
+impl Spoken {
+    /// What `hosts` (one protocol per host) spoke.
+    pub fn of(hosts: impl IntoIterator<Item = Protocol>) -> Spoken {
+        let mut seen = Vec::new();
         for p in hosts {
             if !seen.contains(&p) {
                 seen.push(p);
             }
         }
-        let names: Vec<&str> = seen.into_iter().map(Protocol::name).collect();
-        names.join(", ")
+        Spoken(seen)
+    }
+
+    /// Whether a host carried several requests at once on a connection
+    /// (`-m` applied to it).
+    pub fn multiplexes(&self) -> bool {
+        self.0.iter().any(|p| p.multiplexes())
+    }
+}
+
+/// As the reports name it: the protocol every host spoke (`HTTP/2`), or
+/// each in turn when they differ (`HTTP/1.1, HTTP/2`).
+impl fmt::Display for Spoken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.0.iter().map(|p| p.name()).collect();
+        f.write_str(&names.join(", "))
+    }
+}
+
+/// Read back from a saved report's words.
+impl FromStr for Spoken {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Spoken, String> {
+        s.split(", ")
+            .map(|name| {
+                Protocol::from_name(name)
+                    .ok_or_else(|| format!("the protocol {name:?} is not one metron speaks"))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Spoken::of)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_the_hosts_spoke_reads_back_from_its_name() {
+        use Protocol::{Http1, Http2};
+        let mixed = Spoken::of([Http2, Http1, Http2]);
+        assert_eq!(mixed.to_string(), "HTTP/2, HTTP/1.1");
+        assert_eq!("HTTP/2, HTTP/1.1".parse(), Ok(mixed));
+        assert!(!Spoken::of([Http1]).multiplexes());
+        assert!("HTTP/3".parse::<Spoken>().is_err());
     }
 }

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::schedule::Load;
 use crate::stats::{Counters, Errors, StopCause};
+use crate::verdict::SloReport;
 
 /// Version of the document layout; see the README for the fields.
 pub const SCHEMA: u32 = 1;
@@ -126,33 +127,6 @@ pub struct PhaseSummary {
     /// lower bounds, encoded as the run's histograms.
     pub histogram: String,
     pub unfinished: String,
-}
-
-/// `--slo`: each term with its measured value, and the verdict.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SloReport {
-    /// The objective as given.
-    pub spec: String,
-    /// `met`, `not met` or `inconclusive`.
-    pub verdict: String,
-    /// Why it is inconclusive, when it is.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// 0, 3 or 4.
-    pub exit_status: u8,
-    pub rows: Vec<SloRow>,
-}
-
-/// One term of an objective, judged.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SloRow {
-    /// As given (`p99<10ms`).
-    pub term: String,
-    /// The measured value: microseconds (`unit` = `us`) or a share from 0
-    /// to 1 (`share`).
-    pub value: f64,
-    pub unit: String,
-    pub met: bool,
 }
 
 impl Document {
@@ -410,10 +384,11 @@ mod build {
     use hdrhistogram::Histogram;
 
     use super::*;
-    use crate::report::{spectrum, summary};
+    use crate::http::Spoken;
+    use crate::report::spectrum;
     use crate::stats::codec::{self, encode};
     use crate::stats::{
-        new_histogram, EndpointStats, Interruption, IntervalStats, PhaseStats, RunStats,
+        new_histogram, summary, EndpointStats, Interruption, IntervalStats, PhaseStats, RunStats,
         HIST_SIGFIG,
     };
 
@@ -451,7 +426,7 @@ mod build {
         /// `protocol` what the server spoke.
         pub fn new(
             config: RunConfig,
-            protocol: &str,
+            protocol: &Spoken,
             s: &RunStats,
             window_start: std::time::SystemTime,
         ) -> Document {

@@ -21,8 +21,7 @@ use super::json::{
     decode, encode, summarize, Document, Endpoint, Instance, LatencySummaries, PhaseSummary, Point,
     Series,
 };
-use super::summary;
-use crate::stats::new_histogram;
+use crate::stats::{new_histogram, summary};
 
 /// A merged document, and what the user should know about its parts.
 pub struct Merged {

@@ -16,8 +16,7 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
-use crate::engine::progress::Row;
-use crate::stats::RunStats;
+use crate::stats::{Row, RunStats};
 
 /// The header of `--thread-timeseries`, printed before the run starts; the
 /// columns below it are right-aligned under its words.

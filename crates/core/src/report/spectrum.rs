@@ -15,7 +15,7 @@ use std::io::{self, Write};
 
 use hdrhistogram::Histogram;
 
-use super::summary;
+use crate::stats::summary;
 
 /// Rows per halving of the distance to 100%, as the original prints.
 pub const TICKS_PER_HALF_DISTANCE: u32 = 5;

@@ -7,8 +7,9 @@ use std::io::{self, Write};
 
 use serde::{Deserialize, Serialize};
 
-use super::json::{RunConfig, SloReport};
-use super::units::{format_metric, format_time_us};
+use super::json::RunConfig;
+use crate::units::{format_metric, format_time_us};
+use crate::verdict::{SloReport, Verdict};
 
 /// Version of the sweep document's layout.
 pub const SWEEP_SCHEMA: u32 = 1;
@@ -79,8 +80,8 @@ pub fn write_header(out: &mut (impl Write + ?Sized)) -> io::Result<()> {
 pub fn write_row(out: &mut (impl Write + ?Sized), n: usize, s: &SweepStep) -> io::Result<()> {
     let t = |us: u64| format_time_us(us as f64);
     let verdict = match &s.slo.reason {
-        Some(_) => "inconclusive".to_string(),
-        None => s.slo.verdict.clone(),
+        Some(_) => Verdict::Inconclusive,
+        None => s.slo.verdict,
     };
     writeln!(
         out,

@@ -11,14 +11,14 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
-use super::json::SloReport;
 use super::spectrum::write_spectrum;
-use super::summary;
-use super::units::{
+use crate::http::Spoken;
+use crate::schedule::Load;
+use crate::stats::{summary, ByCode, Counters, EndpointStats, Http2Counts, PhaseStats, RunStats};
+use crate::units::{
     format_binary, format_metric, format_run_duration, format_time_us, print_units,
 };
-use crate::schedule::Load;
-use crate::stats::{ByCode, Counters, EndpointStats, Http2Counts, PhaseStats, RunStats};
+use crate::verdict::{lag_allowance_us, SloReport};
 
 /// The percentiles of the "Latency Distribution" block.
 const PERCENTILES: [f64; 8] = [50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.0];
@@ -26,9 +26,6 @@ const PERCENTILES: [f64; 8] = [50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.
 const RULE: &str = "----------------------------------------------------------";
 /// What a figure that has no value prints as (no request to measure).
 const NONE: &str = "-";
-/// Send lag below this never warrants a warning: the operating system's
-/// scheduling alone can delay a send that much.
-const LAG_TOLERANCE_US: f64 = 1000.0;
 
 /// What the text report shows: the run's settings and its statistics.
 pub struct TextReport<'a> {
@@ -44,9 +41,9 @@ pub struct TextReport<'a> {
     pub latency: bool,
     /// `-U`: also print them for the uncorrected latency.
     pub u_latency: bool,
-    /// The protocol the server chose, when another than HTTP/1.1 was
+    /// The protocols the hosts spoke, when another than HTTP/1.1 was
     /// offered (`--http2`, `--alpn`); `None` keeps wrk's report.
-    pub protocol: Option<&'a str>,
+    pub protocol: Option<&'a Spoken>,
     pub stats: &'a RunStats,
 }
 
@@ -208,7 +205,7 @@ pub fn write_distributed_lines(
         writeln!(
             out,
             "  schedule starts at {} (--start-at)",
-            super::units::format_wall(at)
+            crate::units::format_wall(at)
         )?;
     }
     Ok(())
@@ -291,17 +288,7 @@ pub fn write_slo(out: &mut impl Write, slo: &SloReport) -> io::Result<()> {
         let met = if row.met { "met" } else { "NOT MET" };
         writeln!(out, "  SLO {}: {value}, {met}", row.term)?;
     }
-    let failed: Vec<&str> = slo
-        .rows
-        .iter()
-        .filter(|r| !r.met)
-        .map(|r| r.term.as_str())
-        .collect();
-    match (slo.verdict.as_str(), &slo.reason) {
-        ("inconclusive", Some(why)) => writeln!(out, "SLO: inconclusive: {why}"),
-        ("not met", _) => writeln!(out, "SLO: not met ({})", failed.join(", ")),
-        (v, _) => writeln!(out, "SLO: {v}"),
-    }
+    writeln!(out, "SLO: {}", slo.sentence())
 }
 
 /// The report of latencies alone, for figures that come without a run
@@ -722,7 +709,7 @@ fn send_lag_warning(r: &TextReport, rate: f64) -> Option<String> {
     let sent = c.due.saturating_sub(c.never_sent);
     // Over HTTP/2 a request waits for a free stream, not a connection.
     let (busy, one) = match r.protocol {
-        Some(p) if p.contains("HTTP/2") => ("every stream of the", "a stream"),
+        Some(p) if p.multiplexes() => ("every stream of the", "a stream"),
         _ => ("all", "one"),
     };
     if c.queued * 100 <= sent {
@@ -804,21 +791,10 @@ fn down_line(c: &Counters) -> String {
     }
 }
 
-/// The send lag tolerated at the 99th percentile: one interval of a
-/// thread's schedule (each thread sends every `threads / rate` seconds),
-/// but never less than [`LAG_TOLERANCE_US`].
-pub fn lag_allowance_us(threads: usize, rate: f64) -> f64 {
-    let interval = threads as f64 / rate * 1e6;
-    if interval.is_finite() {
-        interval.max(LAG_TOLERANCE_US)
-    } else {
-        LAG_TOLERANCE_US
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::Protocol;
     use crate::stats::{AtEnd, Errors, ThreadStats};
 
     const GOLDEN: &str = include_str!("testdata/golden.txt");
@@ -969,7 +945,8 @@ mod tests {
         stats.counters.http2.goaway.count(0);
         stats.counters.http2.retried = 4;
         let mut r = report(&stats, None);
-        r.protocol = Some("HTTP/2");
+        let spoken = Spoken::of([Protocol::Http2]);
+        r.protocol = Some(&spoken);
         let text = render(&r);
         assert!(text.contains("  Protocol: HTTP/2\n"), "{text}");
         assert!(

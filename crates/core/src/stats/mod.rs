@@ -13,6 +13,7 @@ pub mod interval;
 pub mod phase;
 pub mod recorder;
 pub mod series;
+pub mod summary;
 pub mod unfinished;
 
 use std::borrow::Cow;
@@ -26,7 +27,7 @@ use interval::IntervalRecorder;
 pub use phase::{PhaseStats, Phases};
 pub use recorder::{Loss, Recorder, Stamp, Window};
 // (ReadCause, ConnectCause and their counts are defined below.)
-pub use series::{Completions, RateSamples};
+pub use series::{Completions, RateSamples, Row};
 
 /// Lowest trackable value of every latency histogram, in microseconds.
 pub const HIST_LOW_US: u64 = 1;

@@ -1,7 +1,8 @@
 //! A thread's completions over time, in memory that does not grow with the
 //! run: the counts behind `--timeseries`, `--thread-timeseries` and the
 //! JSON document's per-thread series, and the 100 ms rate samples behind
-//! wrk's `Req/Sec` line.
+//! wrk's `Req/Sec` line; and the rows `--thread-timeseries` prints of
+//! them as the run goes.
 //!
 //! Both are touched once per completion: an index computation and an
 //! increment, with an allocation at most once per step.
@@ -18,6 +19,15 @@ use super::{HIST_SIGFIG, RATE_SAMPLE, SERIES_STEP};
 /// follows the run's length (10 ms for the first 2.7 minutes, about 5 s
 /// over a day).
 const MAX_STEPS: usize = 1 << 14;
+
+/// Completed requests of one thread in one interval of the measured window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Row {
+    pub thread: usize,
+    /// The interval's position, counting from 0 at the window's start.
+    pub interval: usize,
+    pub completed: u64,
+}
 
 /// Completions per step of time from the window's start.
 #[derive(Clone, Debug)]

@@ -8,10 +8,10 @@
 
 use crate::report::json::{Document, Point as SeriesPoint, Summary};
 use crate::report::sweep::{SweepDocument, SweepStep};
+use crate::verdict::Verdict;
 
 use super::axis::Axis;
-use super::fmt::{count, latency_us, real, trim};
-use super::slo::Outcome;
+use super::fmt::{count, curve_labels, latency_us, real, trim, WITH_UNFINISHED};
 use super::svg::{Chart, Point, Series};
 
 const BLUE: &str = "#2563a8";
@@ -38,9 +38,6 @@ const DECADE_LABELS: [&str; 8] = [
 /// still reads as one, and at most the decades it has labels for.
 const MIN_DECADES: f64 = 2.0;
 const MAX_DECADES: f64 = (DECADE_LABELS.len() - 1) as f64;
-
-/// The label of the conservative distribution's curves.
-pub const WITH_UNFINISHED: &str = "with unfinished (lower bounds)";
 
 /// Picks one figure out of a series point.
 type Pick = fn(&SeriesPoint) -> u64;
@@ -165,20 +162,6 @@ pub fn spectrum(doc: &Document) -> Chart {
         y_right: None,
         series,
         empty_note: "No completed requests: nothing to plot".to_string(),
-    }
-}
-
-/// What the two curves measure. In throughput mode there is no schedule, so
-/// "corrected" is send → response and the curves coincide; the labels say
-/// so instead of suggesting a correction that did not happen.
-pub fn curve_labels(doc: &Document) -> (&'static str, &'static str) {
-    if doc.config.load().is_open() {
-        (
-            "corrected (from intended send)",
-            "uncorrected (from actual send)",
-        )
-    } else {
-        ("send → response", "first byte written → response")
     }
 }
 
@@ -480,7 +463,7 @@ pub fn knee(doc: &SweepDocument) -> Chart {
             "{} requests/s offered: {name} {} ({})",
             real(s.rate),
             latency_us(v),
-            Outcome::of(&s.slo).word()
+            s.slo.verdict
         ),
     };
     let mut series: Vec<Series> = KNEE_LINES
@@ -509,12 +492,12 @@ pub fn knee(doc: &SweepDocument) -> Chart {
         })
         .collect();
     for (outcome, label, color) in [
-        (Outcome::NotMet, "SLO not met", RED),
-        (Outcome::Inconclusive, "inconclusive", AMBER),
+        (Verdict::NotMet, "SLO not met", RED),
+        (Verdict::Inconclusive, "inconclusive", AMBER),
     ] {
         let marked: Vec<Vec<Point>> = steps
             .iter()
-            .filter(|s| Outcome::of(&s.slo) == outcome)
+            .filter(|s| s.slo.verdict == outcome)
             .flat_map(|s| {
                 KNEE_LINES
                     .iter()

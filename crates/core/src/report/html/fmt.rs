@@ -1,8 +1,11 @@
-//! Text for people: HTML escaping and the number formats the page uses.
+//! Text for people: HTML escaping, the number formats the page uses, and
+//! the names of its latency curves.
 //!
 //! Every formatter here is total: a value that is not finite (which a
 //! hand-built or corrupted document can carry) prints as a dash, so the page
 //! never shows `NaN` or an infinity.
+
+use crate::report::json::Document;
 
 /// Placeholder for a number that cannot be shown.
 pub const MISSING: &str = "–";
@@ -142,6 +145,23 @@ pub fn coord(x: f64) -> String {
         trim(x, 1)
     } else {
         "0".to_string()
+    }
+}
+
+/// The label of the conservative distribution's curves.
+pub const WITH_UNFINISHED: &str = "with unfinished (lower bounds)";
+
+/// What the two curves measure. In throughput mode there is no schedule, so
+/// "corrected" is send → response and the curves coincide; the labels say
+/// so instead of suggesting a correction that did not happen.
+pub fn curve_labels(doc: &Document) -> (&'static str, &'static str) {
+    if doc.config.load().is_open() {
+        (
+            "corrected (from intended send)",
+            "uncorrected (from actual send)",
+        )
+    } else {
+        ("send → response", "first byte written → response")
     }
 }
 

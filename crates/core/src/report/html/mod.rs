@@ -10,6 +10,7 @@
 //! headers and script paths are user input.
 
 mod axis;
+mod blocks;
 mod charts;
 mod fmt;
 mod slo;
@@ -26,7 +27,6 @@ use crate::report::json::Document;
 use crate::report::sweep::SweepDocument;
 
 use fmt::{escape, seconds};
-use style::STYLE;
 
 /// The page of a sweep (`metron sweep --html FILE`): what was asked, the
 /// conclusion, the knee chart and every step.
@@ -37,7 +37,7 @@ pub fn render_sweep(doc: &SweepDocument) -> String {
 /// Renders the whole report page.
 pub fn render(doc: &Document) -> String {
     let mut page = String::with_capacity(64 * 1024);
-    head(&mut page, "report", &doc.config.url);
+    blocks::head(&mut page, "report", &doc.config.url);
     page.push_str("<body>\n<main>\n");
     header(&mut page, doc);
     tables::configuration(&mut page, doc);
@@ -60,18 +60,6 @@ pub fn render(doc: &Document) -> String {
     );
     page.push_str("</main>\n</body>\n</html>\n");
     page
-}
-
-/// The document's head: `what` (`report`, `sweep`) and the target in the
-/// title, and the inline style sheet.
-fn head(page: &mut String, what: &str, url: &str) {
-    let _ = write!(
-        page,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>metron {what}: {}</title>\n<style>\n{STYLE}</style>\n</head>\n",
-        escape(url)
-    );
 }
 
 /// Title, one line on what was run, and a warning when the run was cut

@@ -1,77 +1,12 @@
-//! `--slo` on the page: a verdict's outcome, its sentence and style, and
-//! the run's table of terms with their measured values.
+//! `--slo` on the page: the verdict in its style, and the run's table of
+//! terms with their measured values.
 
 use std::fmt::Write;
 
-use crate::report::json::{SloReport, SloRow};
+use crate::verdict::{SloReport, SloRow};
 
+use super::blocks::{grid, verdict_class};
 use super::fmt::{escape, latency_us, real, MISSING};
-use super::tables::grid;
-
-/// What a verdict says, whatever its wording in the document.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    Met,
-    NotMet,
-    /// The generator, not the server, limited the load (or nothing was
-    /// measured): neither a pass nor a fail.
-    Inconclusive,
-}
-
-impl Outcome {
-    pub fn of(slo: &SloReport) -> Outcome {
-        match slo.verdict.as_str() {
-            "met" => Outcome::Met,
-            "inconclusive" => Outcome::Inconclusive,
-            _ if slo.reason.is_some() => Outcome::Inconclusive,
-            _ => Outcome::NotMet,
-        }
-    }
-
-    /// The style class of a verdict box and of a table row.
-    pub fn class(self) -> &'static str {
-        match self {
-            Outcome::Met => "met",
-            Outcome::NotMet => "failed",
-            Outcome::Inconclusive => "unsure",
-        }
-    }
-
-    pub fn word(self) -> &'static str {
-        match self {
-            Outcome::Met => "met",
-            Outcome::NotMet => "not met",
-            Outcome::Inconclusive => "inconclusive",
-        }
-    }
-}
-
-/// The verdict in words, as the text report ends: `met`, `not met
-/// (p99<10ms)` naming the failed terms, or `inconclusive: why`. Not
-/// escaped.
-pub fn verdict_text(slo: &SloReport) -> String {
-    let outcome = Outcome::of(slo);
-    match outcome {
-        Outcome::Met => outcome.word().to_string(),
-        Outcome::NotMet => {
-            let failed: Vec<&str> = slo
-                .rows
-                .iter()
-                .filter(|r| !r.met)
-                .map(|r| r.term.as_str())
-                .collect();
-            if failed.is_empty() {
-                outcome.word().to_string()
-            } else {
-                format!("{} ({})", outcome.word(), failed.join(", "))
-            }
-        }
-        Outcome::Inconclusive => match &slo.reason {
-            Some(why) => format!("{}: {why}", outcome.word()),
-            None => outcome.word().to_string(),
-        },
-    }
-}
 
 /// A term's measured value: a latency like the rest of the page, a share
 /// in percent.
@@ -89,14 +24,13 @@ pub fn measured(row: &SloRow) -> String {
 
 /// The run's SLO: the verdict, then each term with what was measured.
 pub fn section(page: &mut String, slo: &SloReport) {
-    let outcome = Outcome::of(slo);
     page.push_str("<section>\n<h2>SLO</h2>\n");
     let _ = writeln!(
         page,
         "<p class=\"verdict {}\">Objective <code>{}</code>: <strong>{}</strong></p>",
-        outcome.class(),
+        verdict_class(slo.verdict),
         escape(&slo.spec),
-        escape(&verdict_text(slo))
+        escape(&slo.sentence())
     );
     let rows: Vec<Vec<String>> = slo
         .rows

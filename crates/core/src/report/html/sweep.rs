@@ -5,16 +5,17 @@
 use std::fmt::Write;
 
 use crate::report::sweep::{SweepDocument, SweepStep};
+use crate::verdict::Verdict;
 
+use super::blocks::{card, classed_grid, head, key_values, verdict_class};
 use super::charts;
 use super::fmt::{count, escape, latency_us, real, seconds, trim, MISSING};
-use super::slo::{verdict_text, Outcome};
-use super::tables::{arrivals, card, classed_grid, key_values, latency_or_missing};
+use super::tables::{arrivals, latency_or_missing};
 
 /// Renders the whole sweep page.
 pub fn render(doc: &SweepDocument) -> String {
     let mut page = String::with_capacity(32 * 1024);
-    super::head(&mut page, "sweep", &doc.config.run.url);
+    head(&mut page, "sweep", &doc.config.run.url);
     page.push_str("<body>\n<main>\n");
     header(&mut page, doc);
     configuration(&mut page, doc);
@@ -49,13 +50,12 @@ fn header(page: &mut String, doc: &SweepDocument) {
     );
     // The generator's limit ends a sweep on an inconclusive step; otherwise
     // the sweep found a rate or did not.
-    let last = doc.steps.last().map(|s| Outcome::of(&s.slo));
-    let class = match (last, doc.highest) {
-        (Some(Outcome::Inconclusive), _) => Outcome::Inconclusive,
-        (_, Some(_)) => Outcome::Met,
-        (_, None) => Outcome::NotMet,
-    }
-    .class();
+    let last = doc.steps.last().map(|s| s.slo.verdict);
+    let class = verdict_class(match (last, doc.highest) {
+        (Some(Verdict::Inconclusive), _) => Verdict::Inconclusive,
+        (_, Some(_)) => Verdict::Met,
+        (_, None) => Verdict::NotMet,
+    });
     let _ = writeln!(
         page,
         "<p class=\"verdict {class}\"><strong>{}</strong></p>",
@@ -124,13 +124,13 @@ fn results(page: &mut String, doc: &SweepDocument) {
     let lowest_failed = doc
         .steps
         .iter()
-        .filter(|s| Outcome::of(&s.slo) == Outcome::NotMet)
+        .filter(|s| s.slo.verdict == Verdict::NotMet)
         .map(|s| s.rate)
         .reduce(f64::min);
     let inconclusive = doc
         .steps
         .iter()
-        .filter(|s| Outcome::of(&s.slo) == Outcome::Inconclusive)
+        .filter(|s| s.slo.verdict == Verdict::Inconclusive)
         .count();
     page.push_str("<section>\n<h2>Results</h2>\n<div class=\"cards\">");
     card(
@@ -168,8 +168,8 @@ fn results(page: &mut String, doc: &SweepDocument) {
 fn knee(page: &mut String, doc: &SweepDocument) {
     page.push_str("<section>\n<h2>Latency against offered rate</h2>\n<figure>");
     page.push_str(&charts::knee(doc).to_svg());
-    let any = |o: Outcome| doc.steps.iter().any(|s| Outcome::of(&s.slo) == o);
-    let circled = match (any(Outcome::NotMet), any(Outcome::Inconclusive)) {
+    let any = |o: Verdict| doc.steps.iter().any(|s| s.slo.verdict == o);
+    let circled = match (any(Verdict::NotMet), any(Verdict::Inconclusive)) {
         (true, true) => {
             " Circled points belong to steps that did not meet the SLO (red) or were \
              inconclusive because the generator, not the server, limited the load (amber)."
@@ -205,7 +205,7 @@ fn steps(page: &mut String, doc: &SweepDocument) {
         .steps
         .iter()
         .enumerate()
-        .map(|(i, s)| (Outcome::of(&s.slo).class(), step_row(i + 1, s)))
+        .map(|(i, s)| (verdict_class(s.slo.verdict), step_row(i + 1, s)))
         .collect();
     let rows: Vec<(&str, &[String])> = rows
         .iter()
@@ -246,6 +246,6 @@ fn step_row(n: usize, s: &SweepStep) -> Vec<String> {
         latency(s.max),
         count(s.errors),
         latency_us(s.send_lag_p99),
-        escape(&verdict_text(&s.slo)),
+        escape(&s.slo.sentence()),
     ]
 }

@@ -9,55 +9,11 @@ use std::fmt::Write;
 use crate::report::json::{self, Document, Summary};
 use crate::stats::ByCode;
 
-use super::fmt::{bytes, count, escape, latency_us, percentile, real, seconds, MISSING};
-
-/// A two-column table of labels and (already escaped) HTML values.
-pub(super) fn key_values(page: &mut String, class: &str, rows: &[(&str, String)]) {
-    let _ = write!(page, "<table class=\"{class}\"><tbody>");
-    for (label, value) in rows {
-        let _ = write!(
-            page,
-            "<tr><th scope=\"row\">{label}</th><td>{value}</td></tr>"
-        );
-    }
-    page.push_str("</tbody></table>\n");
-}
-
-/// A table with a header row; cells are already escaped HTML.
-pub(super) fn grid(page: &mut String, class: &str, head: &[&str], rows: &[Vec<String>]) {
-    let rows: Vec<(&str, &[String])> = rows.iter().map(|r| ("", r.as_slice())).collect();
-    classed_grid(page, class, head, &rows);
-}
-
-/// [`grid`] with a style class per row (empty for none).
-pub(super) fn classed_grid(
-    page: &mut String,
-    class: &str,
-    head: &[&str],
-    rows: &[(&str, &[String])],
-) {
-    let _ = write!(page, "<table class=\"{class}\"><thead><tr>");
-    for h in head {
-        let _ = write!(page, "<th scope=\"col\">{h}</th>");
-    }
-    page.push_str("</tr></thead><tbody>");
-    for (row_class, row) in rows {
-        if row_class.is_empty() {
-            page.push_str("<tr>");
-        } else {
-            let _ = write!(page, "<tr class=\"{row_class}\">");
-        }
-        for (i, cell) in row.iter().enumerate() {
-            let _ = if i == 0 {
-                write!(page, "<th scope=\"row\">{cell}</th>")
-            } else {
-                write!(page, "<td>{cell}</td>")
-            };
-        }
-        page.push_str("</tr>");
-    }
-    page.push_str("</tbody></table>\n");
-}
+use super::blocks::{card, grid, key_values};
+use super::fmt::{
+    bytes, count, curve_labels, escape, latency_us, percentile, real, seconds, MISSING,
+    WITH_UNFINISHED,
+};
 
 /// The run's configuration, as the engine used it.
 pub fn configuration(page: &mut String, doc: &Document) {
@@ -132,7 +88,7 @@ pub fn configuration(page: &mut String, doc: &Document) {
             .unwrap_or_default();
         rows.push((
             "Start at",
-            format!("{}{late}", escape(&crate::report::units::format_wall(when))),
+            format!("{}{late}", escape(&crate::units::format_wall(when))),
         ));
     }
     rows.extend([
@@ -190,15 +146,6 @@ fn latency_real(us: f64) -> String {
     } else {
         MISSING.to_string()
     }
-}
-
-/// One headline card: a label, a big value and a small note under it.
-pub(super) fn card(page: &mut String, label: &str, value: &str, note: &str, alert: bool) {
-    let class = if alert { "card alert" } else { "card" };
-    let _ = write!(
-        page,
-        "<div class=\"{class}\"><div class=\"label\">{label}</div><div class=\"value\">{value}</div><div class=\"note\">{note}</div></div>"
-    );
 }
 
 /// The figures most readers look for first.
@@ -314,10 +261,10 @@ pub fn percentiles(page: &mut String, doc: &Document) {
         row.extend(unfinished.map(|w| real_or_missing(w, pick(w))));
         rows.push(row);
     }
-    let (cl, ul) = super::charts::curve_labels(doc);
+    let (cl, ul) = curve_labels(doc);
     let mut head = vec!["percentile", cl, ul];
     if unfinished.is_some() {
-        head.push(super::charts::WITH_UNFINISHED);
+        head.push(WITH_UNFINISHED);
     }
     let head: Vec<String> = head.into_iter().map(escape).collect();
     let head: Vec<&str> = head.iter().map(String::as_str).collect();

@@ -4,10 +4,11 @@
 
 use crate::report::json::{
     Document, EncodedHistograms, Endpoint, LatencySummaries, PhaseSummary, Point, ProfilePhase,
-    RunConfig, Series, SloReport, SloRow, Summary, ThreadSummary, PERCENTILES, SCHEMA,
+    RunConfig, Series, Summary, ThreadSummary, PERCENTILES, SCHEMA,
 };
 use crate::report::sweep::{SweepConfig, SweepDocument, SweepStep, SWEEP_SCHEMA};
 use crate::stats::{Counters, Errors};
+use crate::verdict::{SloReport, SloRow, Verdict};
 
 use super::{charts, render, render_sweep};
 
@@ -349,7 +350,7 @@ fn unfinished_requests_show_at_their_lower_bounds() {
     assert!(html.contains("35 requests did not complete"), "no warning");
     assert!(html.contains("with 35 unfinished at lower bounds"), "cards");
     assert!(
-        html.contains(super::charts::WITH_UNFINISHED),
+        html.contains(super::fmt::WITH_UNFINISHED),
         "table or spectrum"
     );
     assert!(html.contains("p99 with unfinished"), "over time");
@@ -419,7 +420,7 @@ fn write_sample_pages() {
     closed.latency.uncorrected = closed.latency.corrected.clone();
     let mut judged = profiled();
     judged.slo = Some(slo(
-        "not met",
+        Verdict::NotMet,
         None,
         vec![
             slo_row("p99<10ms", 182_250.0, "us", false),
@@ -598,20 +599,16 @@ fn slo_row(term: &str, value: f64, unit: &str, met: bool) -> SloRow {
     }
 }
 
-fn slo(verdict: &str, reason: Option<&str>, rows: Vec<SloRow>) -> SloReport {
+fn slo(verdict: Verdict, reason: Option<&str>, rows: Vec<SloRow>) -> SloReport {
     SloReport {
         spec: rows
             .iter()
             .map(|r| r.term.as_str())
             .collect::<Vec<_>>()
             .join(","),
-        verdict: verdict.into(),
+        verdict,
         reason: reason.map(Into::into),
-        exit_status: match verdict {
-            "met" => 0,
-            "not met" => 3,
-            _ => 4,
-        },
+        exit_status: verdict.exit_status(),
         rows,
     }
 }
@@ -620,7 +617,7 @@ fn slo(verdict: &str, reason: Option<&str>, rows: Vec<SloRow>) -> SloReport {
 fn the_slo_table_lists_each_term_and_the_verdict() {
     let mut doc = sample();
     doc.slo = Some(slo(
-        "not met",
+        Verdict::NotMet,
         None,
         vec![
             slo_row("p99<10ms", 182_250.0, "us", false),
@@ -650,7 +647,7 @@ fn the_slo_table_lists_each_term_and_the_verdict() {
 fn an_inconclusive_verdict_says_why() {
     let mut doc = sample();
     doc.slo = Some(slo(
-        "inconclusive",
+        Verdict::Inconclusive,
         Some("send lag p99 1.27ms is above the 1.11ms allowed <free connections>"),
         vec![slo_row("p99<50ms", 2_889.0, "us", true)],
     ));
@@ -662,7 +659,7 @@ fn an_inconclusive_verdict_says_why() {
     assert!(html.contains("class=\"verdict unsure\""));
     assert!(html.contains("<td>2.89 ms</td><td>met</td>"));
     doc.slo = Some(slo(
-        "met",
+        Verdict::Met,
         None,
         vec![slo_row("max<1s", f64::NAN, "us", true)],
     ));
@@ -672,8 +669,8 @@ fn an_inconclusive_verdict_says_why() {
     assert!(html.contains("<td>–</td><td>met</td>"));
 }
 
-fn step(rate: f64, p99: u64, verdict: &str, reason: Option<&str>) -> SweepStep {
-    let met = verdict == "met";
+fn step(rate: f64, p99: u64, verdict: Verdict, reason: Option<&str>) -> SweepStep {
+    let met = verdict == Verdict::Met;
     SweepStep {
         rate,
         achieved: if met { rate * 0.999 } else { rate * 0.9 },
@@ -717,15 +714,15 @@ fn sweep_sample() -> SweepDocument {
             run,
         },
         steps: vec![
-            step(500.0, 2_081, "met", None),
-            step(1_000.0, 2_530, "met", None),
-            step(2_000.0, 190_340, "not met", None),
-            step(1_500.0, 2_110, "met", None),
-            step(1_750.0, 4_110, "met", None),
+            step(500.0, 2_081, Verdict::Met, None),
+            step(1_000.0, 2_530, Verdict::Met, None),
+            step(2_000.0, 190_340, Verdict::NotMet, None),
+            step(1_500.0, 2_110, Verdict::Met, None),
+            step(1_750.0, 4_110, Verdict::Met, None),
             step(
                 1_875.0,
                 15_010,
-                "inconclusive",
+                Verdict::Inconclusive,
                 Some("the generator itself sent late <cpu>"),
             ),
         ],
@@ -860,7 +857,7 @@ fn the_knee_chart_plots_percentiles_against_the_rate() {
 #[test]
 fn a_sweep_that_met_everywhere_has_no_rings() {
     let mut doc = sweep_sample();
-    doc.steps.retain(|s| s.slo.verdict == "met");
+    doc.steps.retain(|s| s.slo.verdict == Verdict::Met);
     doc.highest = Some(1_750.0);
     doc.conclusion = "highest rate meeting the SLO: 1.75k requests/s".into();
     let html = render_sweep(&doc);

@@ -1,8 +1,9 @@
 //! Parsing of the numbers people type: counts with SI suffixes (`1k`,
 //! `2.5M`), rates (`0.5`, `2.5k`) and durations (`30`, `250ms`, `2m`).
 //!
-//! wrk accepts `-c 1k` and `-d 2m`; every numeric flag here goes through
-//! these parsers so that all of them accept the same forms.
+//! wrk accepts `-c 1k` and `-d 2m`; every numeric flag, `metron serve`'s
+//! included, goes through these parsers so that all of them accept the
+//! same forms.
 
 use std::time::Duration;
 

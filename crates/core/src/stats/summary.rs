@@ -9,7 +9,7 @@
 //! library reports the bottom. Each figure here says which C rule it
 //! follows. An empty histogram gives zeros, never NaN.
 
-use crate::stats::HIST_HIGH_US;
+use super::HIST_HIGH_US;
 use hdrhistogram::Histogram;
 
 /// The mean of the recorded values, each bucket counted at its median

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use crate::engine::progress::Totals;
-use crate::report::units::format_time_us;
+use crate::units::format_time_us;
 
 pub struct Line {
     duration: Duration,

@@ -10,15 +10,16 @@
 //! inconclusive when the generator fell behind: then the server was not
 //! offered the load, and neither a pass nor a fail would be about it.
 
-use std::fmt;
+mod limit;
+mod report;
+
 use std::time::Duration;
 
-use crate::cli::units::parse_duration;
-use crate::report::json::{SloReport, SloRow};
-use crate::report::summary;
-use crate::report::text::lag_allowance_us;
-use crate::schedule::Load;
-use crate::stats::RunStats;
+use crate::stats::summary;
+use crate::units::parse_duration;
+
+pub use limit::{generator_limit, lag_allowance_us, RunFacts};
+pub use report::{SloReport, SloRow, Verdict};
 
 /// An objective: terms that must all hold.
 #[derive(Clone, Debug, PartialEq)]
@@ -50,44 +51,6 @@ pub enum Measure {
     Errors,
     /// Completed requests over intended ones, from below.
     Rate,
-}
-
-/// The outcome of a judged run, and its exit status.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    Met,
-    NotMet(Vec<String>),
-    /// The generator fell behind (or nothing was measured): why.
-    Inconclusive(String),
-}
-
-impl Verdict {
-    /// 0 met, 3 not met, 4 inconclusive.
-    pub fn exit_status(&self) -> u8 {
-        match self {
-            Verdict::Met => 0,
-            Verdict::NotMet(_) => 3,
-            Verdict::Inconclusive(_) => 4,
-        }
-    }
-
-    pub fn word(&self) -> &'static str {
-        match self {
-            Verdict::Met => "met",
-            Verdict::NotMet(_) => "not met",
-            Verdict::Inconclusive(_) => "inconclusive",
-        }
-    }
-}
-
-impl fmt::Display for Verdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Verdict::Met => write!(f, "met"),
-            Verdict::NotMet(terms) => write!(f, "not met ({})", terms.join(", ")),
-            Verdict::Inconclusive(why) => write!(f, "inconclusive: {why}"),
-        }
-    }
 }
 
 /// Parses `--slo` (clap's value parser): `p99<10ms,p99.9<=50ms,max<1s,
@@ -174,20 +137,6 @@ fn parse_term(text: &str) -> Result<Term, String> {
     })
 }
 
-/// What a verdict needs to know of a run besides its statistics.
-pub struct RunFacts<'a> {
-    pub stats: &'a RunStats,
-    pub load: &'a Load,
-    pub threads: usize,
-    pub connections: usize,
-    /// Requests one connection carries at once: 1 over HTTP/1.1, `-m`
-    /// over HTTP/2.
-    pub per_connection: u32,
-    /// The fastest response known of the server (µs): this run's, or
-    /// lower from earlier runs against it (a sweep's earlier steps).
-    pub fastest_us: Option<u64>,
-}
-
 impl Slo {
     /// Judges `run`: each term's measured value, then the verdict.
     pub fn judge(&self, run: &RunFacts) -> SloReport {
@@ -219,98 +168,26 @@ impl Slo {
                 }
             })
             .collect();
-        let failed: Vec<String> = rows
-            .iter()
-            .filter(|r| !r.met)
-            .map(|r| r.term.clone())
-            .collect();
-        let verdict = if c.due == 0 || latency.is_empty() {
-            Verdict::Inconclusive(
-                "nothing was measured: no request completed or was given up".into(),
+        let (verdict, reason) = if c.due == 0 || latency.is_empty() {
+            (
+                Verdict::Inconclusive,
+                Some("nothing was measured: no request completed or was given up".into()),
             )
         } else if let Some(why) = generator_limit(run) {
-            Verdict::Inconclusive(why)
-        } else if failed.is_empty() {
-            Verdict::Met
+            (Verdict::Inconclusive, Some(why))
+        } else if rows.iter().all(|r| r.met) {
+            (Verdict::Met, None)
         } else {
-            Verdict::NotMet(failed)
+            (Verdict::NotMet, None)
         };
         SloReport {
             spec: self.spec.clone(),
-            verdict: verdict.word().to_string(),
-            reason: match &verdict {
-                Verdict::Inconclusive(why) => Some(why.clone()),
-                _ => None,
-            },
+            verdict,
+            reason,
             exit_status: verdict.exit_status(),
             rows,
         }
     }
-}
-
-/// Why the generator, not the server, limited the load, if it did: it
-/// left requests late although connections were free (its own CPU), left
-/// them unsent with connections free, or had too few connections to carry
-/// the rate even had every response come as fast as the fastest one did.
-/// A server that stalls fills every connection too, but its fastest
-/// response stays fast, so it is judged, not excused.
-pub fn generator_limit(run: &RunFacts) -> Option<String> {
-    let stats = run.stats;
-    let rate = run.load.rate()?;
-    let c = &stats.counters;
-    let a = &c.at_end;
-    if c.missed_at_start > 0 {
-        return Some(format!(
-            "{} requests of the measured window were due before the run began (it started after \
-             --start-at): the schedule was not sent in full; start metron earlier, or lengthen \
-             --warmup to cover the lateness",
-            c.missed_at_start
-        ));
-    }
-    if c.never_sent > 0 && a.busy + a.down + a.resting + a.stopped_threads == 0 {
-        return Some(format!(
-            "{} due requests were never sent although connections were free: the generator \
-             fell behind its schedule; add threads with -t or give metron more CPU",
-            c.never_sent
-        ));
-    }
-    let sent = c.due.saturating_sub(c.never_sent);
-    let queued = c.queued * 100 > sent;
-    let lag_p99 = summary::value_at_percentile(&stats.send_lag, 99.0) as f64;
-    let allowed = lag_allowance_us(run.threads, rate);
-    if lag_p99 > allowed && !queued {
-        return Some(format!(
-            "send lag p99 {} is above the {} allowed while connections were free: the \
-             generator itself sent late; add threads with -t or give metron more CPU",
-            crate::report::units::format_time_us(lag_p99),
-            crate::report::units::format_time_us(allowed)
-        ));
-    }
-    if let (true, Some(fastest)) = (queued, run.fastest_us) {
-        let fastest_s = fastest.max(1) as f64 / 1e6;
-        let slots = run.connections as f64 * f64::from(run.per_connection.max(1));
-        let carried = slots / fastest_s;
-        // The profile is the whole run's; this instance sends its part.
-        let part = run.load.shard().count() as f64;
-        let peak = run.load.profile().map_or(rate, |p| {
-            p.phases()
-                .iter()
-                .fold(0.0_f64, |m, ph| m.max(ph.from).max(ph.to))
-                / part
-        });
-        if peak > carried {
-            let needed = (peak * fastest_s / f64::from(run.per_connection.max(1))).ceil();
-            return Some(format!(
-                "-c {} cannot carry {} requests/s: even at the fastest response seen ({}) the \
-                 connections carry at most {:.0} requests/s; raise -c to at least {needed:.0}",
-                run.connections,
-                crate::report::units::format_metric(peak),
-                crate::report::units::format_time_us(fastest_s * 1e6),
-                carried
-            ));
-        }
-    }
-    None
 }
 
 #[cfg(test)]
@@ -357,12 +234,5 @@ mod tests {
             let e = parse_slo(spec).unwrap_err();
             assert!(e.contains(says), "{spec}: {e}");
         }
-    }
-
-    #[test]
-    fn exit_statuses() {
-        assert_eq!(Verdict::Met.exit_status(), 0);
-        assert_eq!(Verdict::NotMet(vec![]).exit_status(), 3);
-        assert_eq!(Verdict::Inconclusive(String::new()).exit_status(), 4);
     }
 }

@@ -1,0 +1,80 @@
+//! `metron merge`: one report from several instances' JSON documents (the
+//! `--shard` parts of one run, say), or from several interval logs.
+
+use std::io::{self, Read, Write};
+use std::path::Path;
+
+use super::error::Error;
+use super::saved::{read_document, read_sweep, write_document};
+use super::sink::{write_html, write_json};
+use crate::cli::MergeArgs;
+use crate::report::{hlog, merge};
+
+/// Merges the files `args` names and prints the text report; with
+/// documents, also writes the merged document and page when asked.
+pub fn merge(args: &MergeArgs, out: &mut dyn Write) -> Result<(), Error> {
+    let mut json = Vec::new();
+    for path in &args.files {
+        if is_json(path)? {
+            json.push(path);
+        }
+    }
+    if json.is_empty() {
+        return merge_logs(args, out);
+    }
+    if json.len() < args.files.len() {
+        return Err(Error::Merge(
+            "give JSON documents or interval logs, not both".into(),
+        ));
+    }
+    let mut docs = Vec::with_capacity(json.len());
+    for path in json {
+        if read_sweep(path)?.is_some() {
+            return Err(Error::input(
+                path,
+                "a sweep's document: merge takes the documents of runs",
+            ));
+        }
+        docs.push((path.display().to_string(), read_document(path)?));
+    }
+    let merged = merge::documents(&docs).map_err(Error::Merge)?;
+    for w in &merged.warnings {
+        eprintln!("metron merge: warning: {w}");
+    }
+    write_document(&merged.doc, Path::new("the merged document"), out)?;
+    if let Some(path) = &args.json {
+        write_json(path, &merged.doc)?;
+    }
+    if let Some(path) = &args.html {
+        write_html(path, &merged.doc)?;
+    }
+    Ok(())
+}
+
+/// Interval logs add up into the text report alone.
+fn merge_logs(args: &MergeArgs, out: &mut dyn Write) -> Result<(), Error> {
+    if args.json.is_some() || args.html.is_some() {
+        return Err(Error::Merge(
+            "--json and --html need JSON documents (written by --json); interval logs \
+             merge into the text report only"
+                .into(),
+        ));
+    }
+    let stats = hlog::merge(&args.files)?;
+    hlog::write_merged(out, &args.files, &stats)?;
+    Ok(())
+}
+
+/// Whether a file holds JSON (a document) rather than an interval log:
+/// its first character that is not white space opens an object.
+fn is_json(path: &Path) -> Result<bool, Error> {
+    let input = |e: io::Error| Error::input(path, e);
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .map_err(input)?;
+    Ok(head[..n]
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|&b| b == b'{'))
+}

@@ -1,0 +1,151 @@
+//! Saved documents: `metron report FILE.json` prints a run's text report
+//! (and writes its page or CSV rows) again from its JSON document, or a
+//! sweep's table and page from the sweep's; `metron merge` reads
+//! documents the same way.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+use super::error::Error;
+use super::sink::{write_file, write_html};
+use crate::cli::ReportArgs;
+use crate::http::Spoken;
+use crate::report::json::{Document, SCHEMA};
+use crate::report::sweep::{rate_words, write_header, write_row, SweepDocument};
+use crate::report::{csv, html, text, TextReport};
+
+/// `metron report`: the text report (and optionally the HTML report and
+/// CSV rows) of a saved JSON document.
+pub fn rerender(args: &ReportArgs, out: &mut dyn Write) -> Result<(), Error> {
+    if let Some(sweep) = read_sweep(&args.file)? {
+        if args.csv.is_some() {
+            return Err(Error::input(
+                &args.file,
+                "a sweep's document has no time series for --csv (its steps are the table \
+                 metron report prints); give a run's document",
+            ));
+        }
+        return rerender_sweep(&sweep, args.html.as_deref(), out);
+    }
+    let doc = read_document(&args.file)?;
+    write_document(&doc, &args.file, out)?;
+    if let Some(path) = &args.html {
+        write_html(path, &doc)?;
+    }
+    if let Some(path) = &args.csv {
+        let mut rows = Vec::new();
+        csv::write_document(&mut rows, &doc)?;
+        write_file("--csv", path, &rows)?;
+    }
+    Ok(())
+}
+
+/// The text report of a saved (or merged) document, as its run printed it
+/// with `-L -U`; `path` names it in errors.
+pub fn write_document(doc: &Document, path: &Path, mut out: &mut dyn Write) -> Result<(), Error> {
+    let stats = doc.stats().map_err(|why| Error::input(path, why))?;
+    let c = &doc.config;
+    let duration = Duration::from_secs_f64(c.duration_s);
+    // The banner and the report name the protocol the server spoke when
+    // the run offered HTTP/2, as the run's own report did.
+    let protocol = doc
+        .protocol
+        .as_deref()
+        .map(str::parse::<Spoken>)
+        .transpose()
+        .map_err(|why| Error::input(path, why))?
+        .filter(|p| p.multiplexes() || c.max_streams.is_some());
+    let banner = protocol.as_ref().map(ToString::to_string);
+    text::write_banner(
+        &mut out,
+        &c.url,
+        duration,
+        c.threads,
+        c.connections,
+        banner.as_deref(),
+    )?;
+    if let Some(r) = &c.requests {
+        text::write_replay_line(&mut out, &r.file, r.count, r.hosts, &r.described)?;
+    }
+    let view = TextReport {
+        url: &c.url,
+        duration,
+        threads: c.threads,
+        connections: c.connections,
+        load: c.load(),
+        latency: true,
+        u_latency: true,
+        protocol: protocol.as_ref(),
+        stats: &stats,
+    };
+    text::write_results(&mut out, &view)?;
+    if let Some(slo) = &doc.slo {
+        text::write_slo(&mut out, slo)?;
+    }
+    text::write_instances(&mut out, &doc.instances)?;
+    Ok(())
+}
+
+/// `metron report SWEEP.json [--html OUT]`: the table and conclusion of a
+/// saved sweep again, and its page.
+fn rerender_sweep(
+    doc: &SweepDocument,
+    html: Option<&Path>,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let c = &doc.config;
+    writeln!(
+        out,
+        "Sweep of {} from {} to {}: SLO {}",
+        c.run.url,
+        rate_words(c.from),
+        rate_words(c.to),
+        c.slo
+    )?;
+    write_header(out)?;
+    for (i, s) in doc.steps.iter().enumerate() {
+        write_row(out, i + 1, s)?;
+    }
+    writeln!(out, "{}", doc.conclusion)?;
+    if let Some(path) = html {
+        write_file("--html", path, html::render_sweep(doc).as_bytes())?;
+    }
+    Ok(())
+}
+
+/// A sweep's document (`metron sweep --json`), when the file is one.
+pub fn read_sweep(path: &Path) -> Result<Option<SweepDocument>, Error> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::input(path, e))?;
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return Ok(None);
+    };
+    if value.get("kind").and_then(|k| k.as_str()) != Some("sweep") {
+        return Ok(None);
+    }
+    serde_json::from_value(value)
+        .map(Some)
+        .map_err(|e| Error::input(path, format!("not a metron sweep: {e}")))
+}
+
+/// A run's document, refused unless it is JSON of the schema this
+/// version reads.
+pub fn read_document(path: &Path) -> Result<Document, Error> {
+    let input = |why: String| Error::input(path, why);
+    let text = std::fs::read_to_string(path).map_err(|e| input(e.to_string()))?;
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        input(if e.is_eof() {
+            format!("the document is cut short ({e}); was its run stopped while writing it? run it again")
+        } else {
+            format!("not JSON: {e}")
+        })
+    })?;
+    let schema = value.get("schema").and_then(|v| v.as_u64());
+    if schema != Some(u64::from(SCHEMA)) {
+        let found = schema.map_or("no schema field".to_string(), |s| format!("schema {s}"));
+        return Err(input(format!(
+            "{found}, but this metron reads schema {SCHEMA} documents written by --json"
+        )));
+    }
+    serde_json::from_value(value).map_err(|e| input(format!("not a metron result: {e}")))
+}

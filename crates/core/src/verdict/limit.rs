@@ -1,0 +1,102 @@
+//! Whether the generator itself kept the schedule: without that, a run's
+//! verdict can be neither a pass nor a fail, and the text report warns.
+//! [`RunFacts`] is what a verdict needs of a run besides its statistics.
+
+use crate::schedule::Load;
+use crate::stats::{summary, RunStats};
+use crate::units::{format_metric, format_time_us};
+
+/// What a verdict needs to know of a run besides its statistics.
+pub struct RunFacts<'a> {
+    pub stats: &'a RunStats,
+    pub load: &'a Load,
+    pub threads: usize,
+    pub connections: usize,
+    /// Requests one connection carries at once: 1 over HTTP/1.1, `-m`
+    /// over HTTP/2.
+    pub per_connection: u32,
+    /// The fastest response known of the server (µs): this run's, or
+    /// lower from earlier runs against it (a sweep's earlier steps).
+    pub fastest_us: Option<u64>,
+}
+
+/// Send lag below this never warrants a warning: the operating system's
+/// scheduling alone can delay a send that much.
+const LAG_TOLERANCE_US: f64 = 1000.0;
+
+/// Why the generator, not the server, limited the load, if it did: it
+/// left requests late although connections were free (its own CPU), left
+/// them unsent with connections free, or had too few connections to carry
+/// the rate even had every response come as fast as the fastest one did.
+/// A server that stalls fills every connection too, but its fastest
+/// response stays fast, so it is judged, not excused.
+pub fn generator_limit(run: &RunFacts) -> Option<String> {
+    let stats = run.stats;
+    let rate = run.load.rate()?;
+    let c = &stats.counters;
+    let a = &c.at_end;
+    if c.missed_at_start > 0 {
+        return Some(format!(
+            "{} requests of the measured window were due before the run began (it started after \
+             --start-at): the schedule was not sent in full; start metron earlier, or lengthen \
+             --warmup to cover the lateness",
+            c.missed_at_start
+        ));
+    }
+    if c.never_sent > 0 && a.busy + a.down + a.resting + a.stopped_threads == 0 {
+        return Some(format!(
+            "{} due requests were never sent although connections were free: the generator \
+             fell behind its schedule; add threads with -t or give metron more CPU",
+            c.never_sent
+        ));
+    }
+    let sent = c.due.saturating_sub(c.never_sent);
+    let queued = c.queued * 100 > sent;
+    let lag_p99 = summary::value_at_percentile(&stats.send_lag, 99.0) as f64;
+    let allowed = lag_allowance_us(run.threads, rate);
+    if lag_p99 > allowed && !queued {
+        return Some(format!(
+            "send lag p99 {} is above the {} allowed while connections were free: the \
+             generator itself sent late; add threads with -t or give metron more CPU",
+            format_time_us(lag_p99),
+            format_time_us(allowed)
+        ));
+    }
+    if let (true, Some(fastest)) = (queued, run.fastest_us) {
+        let fastest_s = fastest.max(1) as f64 / 1e6;
+        let slots = run.connections as f64 * f64::from(run.per_connection.max(1));
+        let carried = slots / fastest_s;
+        // The profile is the whole run's; this instance sends its part.
+        let part = run.load.shard().count() as f64;
+        let peak = run.load.profile().map_or(rate, |p| {
+            p.phases()
+                .iter()
+                .fold(0.0_f64, |m, ph| m.max(ph.from).max(ph.to))
+                / part
+        });
+        if peak > carried {
+            let needed = (peak * fastest_s / f64::from(run.per_connection.max(1))).ceil();
+            return Some(format!(
+                "-c {} cannot carry {} requests/s: even at the fastest response seen ({}) the \
+                 connections carry at most {:.0} requests/s; raise -c to at least {needed:.0}",
+                run.connections,
+                format_metric(peak),
+                format_time_us(fastest_s * 1e6),
+                carried
+            ));
+        }
+    }
+    None
+}
+
+/// The send lag tolerated at the 99th percentile: one interval of a
+/// thread's schedule (each thread sends every `threads / rate` seconds),
+/// but never less than `LAG_TOLERANCE_US`.
+pub fn lag_allowance_us(threads: usize, rate: f64) -> f64 {
+    let interval = threads as f64 / rate * 1e6;
+    if interval.is_finite() {
+        interval.max(LAG_TOLERANCE_US)
+    } else {
+        LAG_TOLERANCE_US
+    }
+}

@@ -1,0 +1,101 @@
+//! Files the tests write and read back: scratch directories, scripts
+//! written for one test, the JSON documents, interval logs and CSV rows
+//! a run leaves.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use metron::report::hlog::{read_log, LogEntry};
+use serde::de::DeserializeOwned;
+
+/// A fresh directory for one test's files, removed when dropped.
+pub struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    pub fn new(name: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("metron-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    pub fn file(&self, name: &str, text: &str) -> String {
+        let path = self.0.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A file in this process's scratch directory for the outputs tests.
+pub fn tmp(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("metron-outputs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// A directory of its own for each test's files.
+pub fn dir(test: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("metron-replay-{}-{test}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Writes `text` to `name` in `dir`; returns its path as an argument.
+pub fn write(dir: &Path, name: &str, text: &[u8]) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+/// Writes a Lua script for one test; the caller removes it.
+pub fn lua_file(name: &str, text: &str) -> PathBuf {
+    let path = std::env::temp_dir().join(format!("metron-edges-{name}-{}.lua", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The untagged (corrected latency) entries of an interval log.
+pub fn corrected(log: &Path) -> Vec<LogEntry> {
+    read_log(log)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| e.tag.is_none())
+        .collect()
+}
+
+/// The rows of a CSV file as Python's csv module reads them: a list of
+/// objects, numbers as numbers and empty cells as null.
+pub fn csv_rows(path: &Path) -> Vec<serde_json::Value> {
+    let script = "import csv, json, sys\n\
+def cell(v):\n    if v == '': return None\n    f = float(v)\n    return int(f) if f.is_integer() and '.' not in v else f\n\
+rows = [{k: cell(v) for k, v in r.items()} for r in csv.DictReader(open(sys.argv[1], newline=''))]\n\
+print(json.dumps(rows))";
+    let out = Command::new("python3")
+        .args(["-c", script])
+        .arg(path)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the script prints JSON")
+}
+
+/// A JSON file a run wrote (a document, a sweep's, a merge's), read as
+/// `T`.
+pub fn read_json<T: DeserializeOwned>(path: &Path) -> T {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{} was not written: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
