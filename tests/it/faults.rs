@@ -10,6 +10,23 @@ use crate::common::process::{serve_command, stop};
 use crate::common::*;
 use metron::serve::{BadCert, Fault, FaultPlan, Probability, ServeConfig};
 
+/// A server that resets every request: the report says so by cause, and
+/// since nothing completed the exit status is 5, not 0, so that a script
+/// checking it does not take the run for a measurement.
+#[test]
+fn a_run_in_which_nothing_completed_exits_non_zero() {
+    let _g = serial();
+    let (child, u) = serve_command(&["--fault", "reset"]);
+    let o = metron(&["-t1", "-c1", "-R20", "-d1s", &u]);
+    stop(child);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(5), "{out}\n{err}");
+    assert!(out.contains("  0 requests in "), "{out}");
+    assert!(out.contains("  Read errors: reset "), "{out}");
+    assert!(err.contains("no request completed (read errors "), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
 #[test]
 fn close_before_head_is_a_read_error() {
     breaks_the_stream(Fault::CloseBeforeHead);

@@ -131,6 +131,15 @@ fn broken_documents_are_one_line_errors() {
     assert!(err.contains("not JSON"), "{err}");
     let err = String::from_utf8_lossy(&metron(&["report", "/no/such.json"]).stderr).into_owned();
     assert!(err.contains("cannot read /no/such.json"), "{err}");
+    // An interval log given where a document belongs points to merge.
+    let log = tmp("given.hlog");
+    std::fs::write(&log, "#[Histogram log format version 1.3]\n").unwrap();
+    let l = log.to_str().unwrap();
+    let err = String::from_utf8_lossy(&metron(&["report", l]).stderr).into_owned();
+    assert!(
+        err.contains(&format!("metron merge {l} prints its report")),
+        "{err}"
+    );
 }
 
 #[test]

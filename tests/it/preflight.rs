@@ -46,7 +46,11 @@ fn a_server_that_allows_no_streams_is_refused_before_the_run() {
         let mut argv = vec!["-t1", "-c2", "-d10s"];
         argv.extend(args.iter().map(String::as_str));
         let began = Instant::now();
-        let err = one_line_error(&metron(&argv));
+        let out = metron(&argv);
+        // The banner waits for the pre-flight: a run that cannot start
+        // prints its error alone.
+        assert_eq!(stdout(&out), "", "tls {tls}");
+        let err = one_line_error(&out);
         assert!(
             began.elapsed() < Duration::from_secs(5),
             "tls {tls}: the run went on"
@@ -82,6 +86,18 @@ fn the_servers_stream_limit_reaches_the_prepared_run() {
             "tls {tls}"
         );
     }
+    // The banner, printed after the pre-flight, says so.
+    let (_srv, args) = h2_server(128, false);
+    let mut argv = vec!["-t1", "-c1", "-d1s", "-R10", "-m", "500"];
+    argv.extend(args.iter().map(String::as_str));
+    let out = stdout(&metron(&argv));
+    assert!(
+        out.contains(
+            "  1 threads and 1 connections (HTTP/2, up to 128 streams each: the server's \
+             limit, below -m 500)\n"
+        ),
+        "{out}"
+    );
 }
 
 /// Regression: HTTP/1.1 to nghttpd (HTTP/2 only) made 0 requests and 100

@@ -53,6 +53,25 @@ pub fn assert_report(text: &str, c: &Counters) {
         );
         assert!(text.contains(&line), "missing {line:?} in:\n{text}");
     }
+    // wrk's read total, broken down by what the connections saw.
+    if c.errors.read > 0 {
+        let causes: Vec<String> = c
+            .read_causes
+            .named()
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(what, n)| format!("{what} {n}"))
+            .collect();
+        let total: u64 = c.read_causes.named().iter().map(|(_, n)| n).sum();
+        assert_eq!(total, c.errors.read, "{c:?}");
+        let line = format!("  Read errors: {}\n", causes.join(", "));
+        assert!(text.contains(&line), "missing {line:?} in:\n{text}");
+    }
+    if c.completed > 0 {
+        let line = format!("  Status codes: {}\n", c.status_codes);
+        assert!(text.contains(&line), "missing {line:?} in:\n{text}");
+        assert_eq!(c.status_codes.total(), c.completed, "{c:?}");
+    }
 }
 
 /// A fault that breaks the response it replaces, on every fourth response:

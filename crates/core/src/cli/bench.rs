@@ -83,6 +83,8 @@ fn parse_connections(s: &str) -> Result<Connections, String> {
     version,
     about = "An HTTP benchmarking tool: wrk's command line and Lua API, wrk2's constant-rate latency model.",
     disable_version_flag = true,
+    // As in wrk, a flag given twice takes its last value (-d 10s ... -d 30s).
+    args_override_self = true,
     after_help = AFTER_HELP
 )]
 pub struct BenchArgs {

@@ -187,6 +187,24 @@ mod tests {
     }
 
     #[test]
+    fn a_flag_given_twice_takes_its_last_value_and_lists_still_add_up() {
+        let a = bench(&[
+            "-d",
+            "10s",
+            "-H",
+            "A: 1",
+            "-d",
+            "30s",
+            "-H",
+            "B: 2",
+            "http://h/",
+        ])
+        .unwrap();
+        assert_eq!(a.duration, Some(Duration::from_secs(30)));
+        assert_eq!(a.headers.len(), 2);
+    }
+
+    #[test]
     fn wrk_defaults() {
         let a = bench(&["http://127.0.0.1:8080/"]).unwrap();
         assert_eq!((a.connections, a.threads), (Connections::Fixed(10), 2));

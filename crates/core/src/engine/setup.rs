@@ -114,20 +114,24 @@ impl Protocols {
         self.offer.contains(&Protocol::Http2)
     }
 
-    /// What the banner says of the protocol before the run (which only
-    /// the pre-flight learns when ALPN chooses): nothing for HTTP/1.1
-    /// alone, so that the banner stays the one wrk prints.
-    pub fn banner(&self) -> Option<String> {
-        let streams = self.max_streams;
+    /// What the banner says of the protocol offered: nothing for HTTP/1.1
+    /// alone, so that the banner stays the one wrk prints. `streams` is
+    /// what the pre-flight found each connection may carry, when a
+    /// server's limit lowered `-m`.
+    pub fn banner(&self, server_capped: Option<u32>) -> Option<String> {
+        let streams = match server_capped {
+            Some(n) if n < self.max_streams => format!(
+                "up to {n} streams each: the server's limit, below -m {}",
+                self.max_streams
+            ),
+            _ => format!("up to {} streams each", self.max_streams),
+        };
         match self.offer.as_slice() {
             [Protocol::Http1] => None,
-            [Protocol::Http2] => Some(format!("HTTP/2, up to {streams} streams each")),
+            [Protocol::Http2] => Some(format!("HTTP/2, {streams}")),
             several => {
                 let names: Vec<&str> = several.iter().map(|p| p.name()).collect();
-                Some(format!(
-                    "{} by ALPN, up to {streams} HTTP/2 streams each",
-                    names.join(" or ")
-                ))
+                Some(format!("{} by ALPN, HTTP/2 {streams}", names.join(" or ")))
             }
         }
     }

@@ -14,7 +14,9 @@ use hdrhistogram::Histogram;
 use super::spectrum::write_spectrum;
 use crate::http::Spoken;
 use crate::schedule::Load;
-use crate::stats::{summary, ByCode, Counters, EndpointStats, Http2Counts, PhaseStats, RunStats};
+use crate::stats::{
+    summary, AtEnd, ByCode, Counters, EndpointStats, Http2Counts, PhaseStats, RunStats,
+};
 use crate::units::{
     format_binary, format_metric, format_run_duration, format_time_us, print_units,
 };
@@ -497,6 +499,13 @@ fn write_own_lines(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
     if let Some(protocol) = r.protocol {
         writeln!(out, "  Protocol: {protocol}")?;
     }
+    let c = &stats.counters;
+    if c.status_codes.total() > 0 {
+        writeln!(out, "  Status codes: {}", c.status_codes)?;
+    }
+    if let Some(line) = read_causes_line(c) {
+        writeln!(out, "  {line}")?;
+    }
     let pool = &stats.counters.connections;
     if pool.opened_on_demand > 0 {
         writeln!(
@@ -536,6 +545,22 @@ fn with_unfinished_line(stats: &RunStats) -> String {
         at(99.0),
         at(99.9)
     )
+}
+
+/// wrk's `read N` by what the connections saw: `Read errors: reset 3,
+/// closed early 2`.
+fn read_causes_line(c: &Counters) -> Option<String> {
+    if c.errors.read == 0 {
+        return None;
+    }
+    let named: Vec<String> = c
+        .read_causes
+        .named()
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(what, n)| format!("{what} {n}"))
+        .collect();
+    Some(format!("Read errors: {}", named.join(", ")))
 }
 
 /// HTTP/2's resets and GOAWAYs by error code, its connection errors, and
@@ -642,12 +667,20 @@ fn end_causes(c: &Counters, rate: f64) -> Vec<String> {
     }
     if a.down > 0 {
         causes.push(format!(
-            "{} connection{} could not be opened ({} connect error{}: is the server accepting \
-             connections?)",
+            "{} connection{} {} down ({})",
             a.down,
             plural(a.down),
-            c.errors.connect,
-            plural(c.errors.connect)
+            if a.down == 1 { "was" } else { "were" },
+            down_causes(a)
+        ));
+    }
+    if a.draining > 0 {
+        causes.push(format!(
+            "{} connection{} retired by the server (GOAWAY) still finished {} streams, \
+             replaced by new ones",
+            a.draining,
+            plural(a.draining),
+            if a.draining == 1 { "its" } else { "their" }
         ));
     }
     if a.resting > 0 {
@@ -677,6 +710,40 @@ fn end_causes(c: &Counters, rate: f64) -> Vec<String> {
         );
     }
     causes
+}
+
+/// Why the connections down at the end were down, each cause with what
+/// to check: how their last connect failed, or what ended them open.
+fn down_causes(a: &AtEnd) -> String {
+    let hint = |what: &str| match what {
+        "refused" => "is the server listening?",
+        "timed out" => "the server did not accept in time: its backlog, or --timeout",
+        "reset" => "the server reset them as they opened",
+        "TLS handshake" => "the TLS handshake failed",
+        "no local socket" => "this machine ran out of ports or files: fewer -c",
+        "closed early" => "the server closed them mid-response",
+        "head too large" => "raise --max-head",
+        "malformed" => "the server's answers are not HTTP/1.1",
+        "HTTP/2 frames" => "the server speaks HTTP/2 only: add --http2",
+        "TLS" => "TLS failed on the open connection",
+        _ => "",
+    };
+    let connect = a.down_connect.named();
+    let read = a.down_read.named();
+    let named: Vec<String> = connect
+        .iter()
+        .map(|(what, n)| (format!("connect {what}"), *what, *n))
+        .chain(read.iter().map(|(what, n)| (what.to_string(), *what, *n)))
+        .filter(|(_, _, n)| *n > 0)
+        .map(|(said, what, n)| match hint(what) {
+            "" => format!("{said} {n}"),
+            h => format!("{said} {n}: {h}"),
+        })
+        .collect();
+    match named.is_empty() {
+        true => "opening when the run ended".to_string(),
+        false => named.join("; "),
+    }
 }
 
 fn plural(n: u64) -> &'static str {
@@ -795,7 +862,7 @@ fn down_line(c: &Counters) -> String {
 mod tests {
     use super::*;
     use crate::http::Protocol;
-    use crate::stats::{AtEnd, Errors, ThreadStats};
+    use crate::stats::{AtEnd, Errors, ReadCauses, ThreadStats};
 
     const GOLDEN: &str = include_str!("testdata/golden.txt");
 
@@ -866,8 +933,18 @@ mod tests {
                 busy: 4,
                 ..AtEnd::default()
             },
+            read_causes: ReadCauses {
+                reset: 2,
+                ..ReadCauses::default()
+            },
             ..Counters::default()
         };
+        for _ in 0..146 {
+            a.counters.status_codes.count(200);
+        }
+        for _ in 0..4 {
+            a.counters.status_codes.count(503);
+        }
         // The 3 timeouts at 2 s, the 4 in flight and the 1 never sent at
         // 150 ms and 20 ms.
         record(
@@ -931,6 +1008,26 @@ mod tests {
         let text = render(&report(&stats, None));
         assert!(!text.contains("Socket errors"));
         assert!(text.contains("  Non-2xx or 3xx responses: 3\n"));
+    }
+
+    #[test]
+    fn responses_by_status_and_read_errors_by_cause() {
+        let mut stats = RunStats::merge(vec![ThreadStats::default()], Duration::from_secs(1));
+        let text = render(&report(&stats, None));
+        assert!(!text.contains("Status codes") && !text.contains("Read errors"));
+        let c = &mut stats.counters;
+        for code in [200, 503, 200] {
+            c.status_codes.count(code);
+        }
+        c.errors.read = 3;
+        c.read_causes.reset = 2;
+        c.read_causes.head_too_large = 1;
+        let text = render(&report(&stats, None));
+        assert!(text.contains("  Status codes: 200 2, 503 1\n"), "{text}");
+        assert!(
+            text.contains("  Read errors: reset 2, head too large 1\n"),
+            "{text}"
+        );
     }
 
     #[test]

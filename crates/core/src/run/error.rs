@@ -42,6 +42,11 @@ pub enum Error {
     /// table and conclusion are out.
     #[error("{0}")]
     Sweep(String, u8),
+    /// Requests failed and none completed: the report, with the errors by
+    /// cause, is out, but a script checking the exit status alone must
+    /// not take the run for a measurement.
+    #[error("no request completed ({0}); the report above says why")]
+    NothingCompleted(String),
     /// A signal ended the run early; the report of what ran is out.
     #[error("stopped by {} after {}; the report covers what ran", cause.describe(), format_time_us(after.as_micros() as f64))]
     Interrupted { cause: StopCause, after: Duration },
@@ -59,6 +64,7 @@ impl Error {
                 _ => 1,
             },
             Error::Slo { status, .. } | Error::Sweep(_, status) => *status,
+            Error::NothingCompleted(_) => 5,
             _ => 1,
         }
     }

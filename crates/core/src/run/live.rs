@@ -7,6 +7,7 @@ use std::io::{self, IsTerminal, Write};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use super::banner;
 use super::error::Error;
 use super::progress::Line;
 use super::sink::Sink;
@@ -31,7 +32,8 @@ pub fn run(
     }
     let mut live = Live {
         line: (!o.quiet && io::stderr().is_terminal()).then(|| Line::new(run.duration)),
-        rows: o.thread_timeseries.then_some((o.timeseries_interval, text)),
+        rows: o.thread_timeseries.then_some(o.timeseries_interval),
+        text,
         sinks,
         failed: None,
     };
@@ -43,6 +45,9 @@ pub fn run(
     // Always watched: the main thread takes the intervals as they close,
     // which keeps a long run's memory flat.
     let mut prepared = engine::prepare(run, stop, Some(&live as &dyn Watch))?;
+    banner::write_banner(live.text, cfg, prepared.hosts())?;
+    // Flushed before the threads' scripts can print.
+    live.text.flush()?;
     let script = prepared.script.take();
     let result = prepared.start().collect(Some(&mut live as &mut dyn Watch));
     if let Some(line) = live.line.as_mut() {
@@ -58,8 +63,10 @@ pub fn run(
 /// The engine's watcher.
 struct Live<'a> {
     line: Option<Line>,
-    /// The interval of `--thread-timeseries`, and where its rows go.
-    rows: Option<(Duration, &'a mut dyn Write)>,
+    /// The interval of `--thread-timeseries`.
+    rows: Option<Duration>,
+    /// Where the banner and the rows go.
+    text: &'a mut dyn Write,
     sinks: &'a mut Vec<Box<dyn Sink>>,
     /// The first failed write of a row or of an output.
     failed: Option<Error>,
@@ -94,21 +101,19 @@ impl Watch for Live<'_> {
     }
 
     fn rows_every(&self) -> Option<Duration> {
-        self.rows.as_ref().map(|(every, _)| *every)
+        self.rows
     }
 
     fn rows(&mut self, rows: &[Row]) {
-        let Some((_, out)) = self.rows.as_mut() else {
-            return;
-        };
-        if self.failed.is_some() {
+        if self.rows.is_none() || self.failed.is_some() {
             return;
         }
         // Rows may go to the terminal the progress line is on.
         if let Some(line) = self.line.as_mut() {
             line.clear();
         }
-        let written = write_thread_rows(*out, rows).and_then(|()| out.flush());
+        let out = &mut *self.text;
+        let written = write_thread_rows(out, rows).and_then(|()| out.flush());
         self.failed = written.err().map(Error::from);
         if let Some(line) = self.line.as_mut() {
             line.restore();

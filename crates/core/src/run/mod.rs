@@ -6,7 +6,8 @@
 //! # Layout
 //! - this file: the load test, start to end.
 //! - `live`: what shows while the workers run, as the engine's watcher;
-//!   `progress`: the progress line.
+//!   `progress`: the progress line; `banner`: the lines before the run,
+//!   once the pre-flight has seen the servers.
 //! - [`sink`]: every output besides the text report, one file each, fed
 //!   the run's intervals and its result.
 //! - [`mod@describe`]: the run in plain values for the reports and
@@ -18,6 +19,7 @@
 //! `metron sweep` sits above this module and runs whole load tests
 //! through it; nothing here knows of the sweep but its error.
 
+mod banner;
 pub mod describe;
 mod error;
 mod intended;
@@ -36,7 +38,7 @@ use crate::engine::{EngineError, Outcome, Stop};
 use crate::report::{series, text, TextReport};
 use crate::script::{stdout, MainScript};
 use crate::signals;
-use crate::stats::StopCause;
+use crate::stats::{Counters, StopCause};
 use crate::verdict::SloReport;
 
 pub use describe::{describe, run_facts};
@@ -50,7 +52,13 @@ pub fn bench(args: &BenchArgs, out: &mut dyn Write) -> Result<Outcome, Error> {
     let cfg = Config::from_args(args)?;
     let stop = Stop::new();
     let _signals = signals::stop_on_interrupt(stop.clone())?;
-    bench_config(&cfg, &stop, out)
+    let outcome = bench_config(&cfg, &stop, out)?;
+    // The report is out; the exit status tells a script that nothing in
+    // it is a measurement of the server's responses.
+    match nothing_completed(&outcome.stats.counters) {
+        Some(errors) => Err(Error::NothingCompleted(errors)),
+        None => Ok(outcome),
+    }
 }
 
 /// Runs a load test from a ready configuration (what tests and `demo` use):
@@ -67,9 +75,6 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
         &mut out
     };
     let mut sinks = sink::open(cfg)?;
-    write_banner(text, cfg)?;
-    // Flushed before setup() and init() can print.
-    text.flush()?;
     let (mut outcome, script) = live::run(cfg, stop, text, &mut sinks)?;
     describe::name_phases(&mut outcome.stats, &cfg.run);
     let slo = cfg
@@ -98,40 +103,6 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
     }
 }
 
-/// The lines before the run: the banner, what the requests file, the
-/// arrivals and the shard are, and the header of the per-thread rows.
-fn write_banner(mut text: &mut dyn Write, cfg: &Config) -> Result<(), Error> {
-    let run = &cfg.run;
-    text::write_banner(
-        &mut text,
-        &run.url,
-        run.duration,
-        run.threads,
-        run.connections(),
-        run.protocols.banner().as_deref(),
-    )?;
-    if let Some(g) = run.growth {
-        text::write_growth_line(&mut text, g.max, g.from_open_files)?;
-    }
-    if let Some(r) = &run.replay {
-        let file = r.file.display().to_string();
-        let (requests, hosts) = (r.set.len(), r.set.hosts().len());
-        let order = describe::replay_order(r);
-        text::write_replay_line(&mut text, &file, requests, hosts, &order)?;
-    }
-    let profile = run.load.profile().filter(|p| !p.is_constant());
-    text::write_arrival_line(
-        &mut text,
-        profile.map(describe::describe_profile).as_deref(),
-        run.arrival_seed,
-    )?;
-    text::write_distributed_lines(&mut text, run.load.shard(), run.load.rate(), run.start_at)?;
-    if cfg.outputs.thread_timeseries {
-        series::write_thread_header(text)?;
-    }
-    Ok(())
-}
-
 /// The report after the run: its results, a late start, the verdict.
 fn write_report(cfg: &Config, outcome: &Outcome, slo: Option<&SloReport>) -> Result<String, Error> {
     let run = &cfg.run;
@@ -143,7 +114,7 @@ fn write_report(cfg: &Config, outcome: &Outcome, slo: Option<&SloReport>) -> Res
         load: run.load.clone(),
         latency: cfg.latency,
         u_latency: cfg.u_latency,
-        protocol: run.protocols.offers_http2().then_some(&outcome.protocol),
+        protocol: Some(&outcome.protocol),
         stats: &outcome.stats,
     };
     let mut report = Vec::new();
@@ -204,4 +175,25 @@ fn ending(outcome: Outcome, slo: Option<SloReport>) -> Result<Outcome, Error> {
         }),
         None => Ok(outcome),
     }
+}
+
+/// The errors, in brief, of a run in which requests failed or connections
+/// could not be opened and no response came back at all.
+fn nothing_completed(c: &Counters) -> Option<String> {
+    let e = &c.errors;
+    if c.completed > 0 || !e.any_socket() {
+        return None;
+    }
+    let named = [
+        ("connect", e.connect),
+        ("read", e.read),
+        ("write", e.write),
+        ("timeout", e.timeout),
+    ];
+    let errors: Vec<String> = named
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(what, n)| format!("{what} errors {n}"))
+        .collect();
+    Some(errors.join(", "))
 }

@@ -47,16 +47,18 @@ pub fn write_document(doc: &Document, path: &Path, mut out: &mut dyn Write) -> R
     let stats = doc.stats().map_err(|why| Error::input(path, why))?;
     let c = &doc.config;
     let duration = Duration::from_secs_f64(c.duration_s);
-    // The banner and the report name the protocol the server spoke when
-    // the run offered HTTP/2, as the run's own report did.
+    // The report names the protocol the server spoke, and the banner does
+    // when the run offered HTTP/2, as the run's own report did.
     let protocol = doc
         .protocol
         .as_deref()
         .map(str::parse::<Spoken>)
         .transpose()
-        .map_err(|why| Error::input(path, why))?
-        .filter(|p| p.multiplexes() || c.max_streams.is_some());
-    let banner = protocol.as_ref().map(ToString::to_string);
+        .map_err(|why| Error::input(path, why))?;
+    let banner = protocol
+        .as_ref()
+        .filter(|p| p.multiplexes() || c.max_streams.is_some())
+        .map(ToString::to_string);
     text::write_banner(
         &mut out,
         &c.url,
@@ -128,11 +130,24 @@ pub fn read_sweep(path: &Path) -> Result<Option<SweepDocument>, Error> {
         .map_err(|e| Error::input(path, format!("not a metron sweep: {e}")))
 }
 
+/// Whether `text` is an HdrHistogram interval log: its header lines, or
+/// (a log without them) a first line of interval fields.
+fn is_interval_log(text: &str) -> bool {
+    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    first.starts_with("#[") || first.starts_with("\"StartTimestamp\"")
+}
+
 /// A run's document, refused unless it is JSON of the schema this
 /// version reads.
 pub fn read_document(path: &Path) -> Result<Document, Error> {
     let input = |why: String| Error::input(path, why);
     let text = std::fs::read_to_string(path).map_err(|e| input(e.to_string()))?;
+    if is_interval_log(&text) {
+        return Err(input(format!(
+            "an interval log (--hlog), not a JSON result; metron merge {} prints its report",
+            path.display()
+        )));
+    }
     let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
         input(if e.is_eof() {
             format!("the document is cut short ({e}); was its run stopped while writing it? run it again")

@@ -13,6 +13,7 @@ pub mod interval;
 pub mod phase;
 pub mod recorder;
 pub mod series;
+pub mod status;
 pub mod summary;
 pub mod unfinished;
 
@@ -28,6 +29,7 @@ pub use phase::{PhaseStats, Phases};
 pub use recorder::{Loss, Recorder, Stamp, Window};
 // (ReadCause, ConnectCause and their counts are defined below.)
 pub use series::{Completions, RateSamples, Row};
+pub use status::StatusCodes;
 
 /// Lowest trackable value of every latency histogram, in microseconds.
 pub const HIST_LOW_US: u64 = 1;
@@ -342,6 +344,9 @@ pub struct Counters {
     /// The connections at the start, at most, and opened on demand.
     #[serde(default)]
     pub connections: Pool,
+    /// Completed responses by status code.
+    #[serde(default)]
+    pub status_codes: StatusCodes,
 }
 
 /// The connections (and threads) as the run ended, counted once per
@@ -452,6 +457,7 @@ impl Counters {
         self.connect_causes.add(&other.connect_causes);
         self.waits.add(&other.waits);
         self.connections.add(&other.connections);
+        self.status_codes.add(&other.status_codes);
     }
 
     /// Requests that never got a response and whose latency is therefore

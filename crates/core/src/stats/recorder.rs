@@ -196,6 +196,7 @@ impl Recorder {
         c.bytes += bytes;
         let error = status > 399;
         c.errors.status += u64::from(error);
+        c.status_codes.count(status);
         let offset = self.window.offset(now);
         let iv = s.intervals.at(offset);
         super::record_clamped(&mut iv.latency, corrected);
@@ -499,6 +500,7 @@ mod tests {
         let s = r.finish(Duration::ZERO, 0);
         let c = s.counters;
         assert_eq!((c.completed, c.errors.status, c.bytes), (1, 1, 10));
+        assert_eq!(c.status_codes.to_string(), "503 1");
         assert_eq!(c.errors.read, 0);
         assert_eq!(s.latency.len(), 1);
         assert!(s.latency.equivalent(s.latency.max(), 5_000));

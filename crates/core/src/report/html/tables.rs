@@ -305,6 +305,23 @@ pub fn accounting(page: &mut String, doc: &Document) {
         ],
         vec!["Reconnects".into(), count(c.reconnects), String::new()],
     ];
+    if e.read > 0 {
+        let causes: Vec<String> = c
+            .read_causes
+            .named()
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(what, n)| format!("{what} {n}"))
+            .collect();
+        rows.push(vec![
+            "Read errors by cause".into(),
+            count(e.read),
+            escape(&causes.join(", ")),
+        ]);
+    }
+    for (code, n) in c.status_codes.named() {
+        rows.push(of_due(&format!("Status {code}"), n));
+    }
     let h2 = &c.http2;
     if h2.any() {
         let by_code = |label: &str, codes: &ByCode| {

@@ -128,6 +128,14 @@ pub fn sample() -> Document {
             peak: 64,
             opened_on_demand: 0,
         },
+        status_codes: {
+            let mut s = crate::stats::StatusCodes::default();
+            for _ in 0..3 {
+                s.count(200);
+            }
+            s.count(503);
+            s
+        },
     };
     Document {
         schema: SCHEMA,
@@ -251,6 +259,11 @@ fn sample_page_is_complete_and_self_contained() {
     assert!(html.contains("10,000 requests/s (open loop)"));
     assert!(html.contains("<code>X-Trace: a&amp;b</code>"));
     assert!(html.contains("scripts/post &lt;json&gt;.lua"));
+    assert!(html.contains("Status 503"), "responses by status code");
+    assert!(
+        html.contains("reset 12, closed early 8"),
+        "read errors by cause"
+    );
 }
 
 #[test]

@@ -1,0 +1,59 @@
+//! The lines before the run, as wrk prints them and with what metron
+//! adds: the banner, what the requests file, the arrivals and the shard
+//! are, and the header of the per-thread rows. They come once the
+//! pre-flight has reached the servers, so that a run that cannot start
+//! prints its error alone, and the banner tells the streams a server's
+//! limit left.
+
+use std::io::Write;
+
+use super::describe;
+use super::error::Error;
+use crate::cli::config::Config;
+use crate::engine::Host;
+use crate::report::{series, text};
+
+/// The lines before the run: the banner, what the requests file, the
+/// arrivals and the shard are, and the header of the per-thread rows.
+pub fn write_banner(mut text: &mut dyn Write, cfg: &Config, hosts: &[Host]) -> Result<(), Error> {
+    let run = &cfg.run;
+    text::write_banner(
+        &mut text,
+        &run.url,
+        run.duration,
+        run.threads,
+        run.connections(),
+        run.protocols.banner(server_capped(hosts)).as_deref(),
+    )?;
+    if let Some(g) = run.growth {
+        text::write_growth_line(&mut text, g.max, g.from_open_files)?;
+    }
+    if let Some(r) = &run.replay {
+        let file = r.file.display().to_string();
+        let (requests, hosts) = (r.set.len(), r.set.hosts().len());
+        let order = describe::replay_order(r);
+        text::write_replay_line(&mut text, &file, requests, hosts, &order)?;
+    }
+    let profile = run.load.profile().filter(|p| !p.is_constant());
+    text::write_arrival_line(
+        &mut text,
+        profile.map(describe::describe_profile).as_deref(),
+        run.arrival_seed,
+    )?;
+    text::write_distributed_lines(&mut text, run.load.shard(), run.load.rate(), run.start_at)?;
+    if cfg.outputs.thread_timeseries {
+        series::write_thread_header(text)?;
+    }
+    Ok(())
+}
+
+/// The most streams a connection carries, when a server's limit lowered
+/// `-m` for every host (then the banner says so).
+fn server_capped(hosts: &[Host]) -> Option<u32> {
+    let capped = hosts.iter().all(|h| h.server_limit.is_some());
+    hosts
+        .iter()
+        .filter_map(|h| h.streams)
+        .max()
+        .filter(|_| capped)
+}

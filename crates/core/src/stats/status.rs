@@ -1,0 +1,169 @@
+//! Responses by status code, for the report's `Status codes: 200 9990,
+//! 503 10` line and the JSON's `counters.status_codes`.
+//!
+//! A run meets a handful of distinct codes, so they are counted in a few
+//! fixed places, taken by the first codes seen, and any code beyond them
+//! in one `other` count: a worker records without allocating and
+//! [`StatusCodes`] stays `Copy` like the rest of the counters.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// Distinct codes counted by value; more than any real run shows.
+const PLACES: usize = 16;
+
+/// Responses per status code.
+#[derive(Clone, Copy, Default)]
+pub struct StatusCodes {
+    /// `(code, count)`, taken in the order codes first occur; a count of 0
+    /// marks a free place.
+    places: [(u16, u64); PLACES],
+    /// Responses whose code found every place taken by others.
+    other: u64,
+}
+
+impl StatusCodes {
+    pub fn count(&mut self, code: u16) {
+        self.count_n(code, 1);
+    }
+
+    fn count_n(&mut self, code: u16, n: u64) {
+        for place in &mut self.places {
+            if place.1 == 0 || place.0 == code {
+                *place = (code, place.1 + n);
+                return;
+            }
+        }
+        self.other += n;
+    }
+
+    pub fn add(&mut self, o: &StatusCodes) {
+        for &(code, n) in o.places.iter().filter(|p| p.1 > 0) {
+            self.count_n(code, n);
+        }
+        self.other += o.other;
+    }
+
+    /// How many responses carried `code` (0 for one counted under other).
+    pub fn get(&self, code: u16) -> u64 {
+        self.places
+            .iter()
+            .find(|p| p.1 > 0 && p.0 == code)
+            .map_or(0, |p| p.1)
+    }
+
+    pub fn total(&self) -> u64 {
+        self.places.iter().map(|p| p.1).sum::<u64>() + self.other
+    }
+
+    /// The codes that occurred, in order of value, then any other.
+    pub fn named(&self) -> Vec<(String, u64)> {
+        let mut codes: Vec<(u16, u64)> = self.places.iter().copied().filter(|p| p.1 > 0).collect();
+        codes.sort_unstable();
+        let mut named: Vec<(String, u64)> = codes
+            .into_iter()
+            .map(|(code, n)| (code.to_string(), n))
+            .collect();
+        if self.other > 0 {
+            named.push((OTHER.to_string(), self.other));
+        }
+        named
+    }
+}
+
+/// The name codes beyond the fixed places are counted under.
+const OTHER: &str = "other";
+
+impl fmt::Display for StatusCodes {
+    /// `200 9990, 503 10`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (k, (code, n)) in self.named().iter().enumerate() {
+            if k > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{code} {n}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Equal when the same codes were counted as often, whatever order they
+/// took their places in.
+impl PartialEq for StatusCodes {
+    fn eq(&self, o: &StatusCodes) -> bool {
+        self.named() == o.named()
+    }
+}
+
+impl Eq for StatusCodes {}
+
+impl fmt::Debug for StatusCodes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{{{self}}}")
+    }
+}
+
+impl Serialize for StatusCodes {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.named())
+    }
+}
+
+impl<'de> Deserialize<'de> for StatusCodes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = BTreeMap::<String, u64>::deserialize(d)?;
+        let mut codes = StatusCodes::default();
+        for (name, n) in map {
+            if name == OTHER {
+                codes.other += n;
+                continue;
+            }
+            let code = name.parse::<u16>().map_err(|_| {
+                serde::de::Error::custom(format!("{name:?} is not an HTTP status code"))
+            })?;
+            codes.count_n(code, n);
+        }
+        Ok(codes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_print_in_order_of_value() {
+        let mut s = StatusCodes::default();
+        for code in [503, 200, 200, 404, 200] {
+            s.count(code);
+        }
+        assert_eq!(s.to_string(), "200 3, 404 1, 503 1");
+        assert_eq!((s.get(200), s.get(302), s.total()), (3, 0, 5));
+    }
+
+    #[test]
+    fn codes_beyond_the_places_are_counted_as_other() {
+        let mut s = StatusCodes::default();
+        for code in 200..200 + PLACES as u16 + 3 {
+            s.count(code);
+        }
+        assert_eq!(s.total(), PLACES as u64 + 3);
+        assert!(s.to_string().ends_with("other 3"), "{s}");
+    }
+
+    #[test]
+    fn threads_add_up_and_json_reads_back() {
+        let (mut a, mut b) = (StatusCodes::default(), StatusCodes::default());
+        a.count(200);
+        b.count(503);
+        b.count(200);
+        a.add(&b);
+        let json = serde_json::to_string(&a).unwrap();
+        assert_eq!(json, r#"{"200":2,"503":1}"#);
+        let back: StatusCodes = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, a);
+        assert!(serde_json::from_str::<StatusCodes>(r#"{"ok":1}"#).is_err());
+    }
+}
