@@ -13,9 +13,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::common::process::metron_with_env;
-use crate::common::servers;
 use crate::common::tls::*;
 use crate::common::*;
+use crate::common::{nginx, servers};
 
 #[test]
 fn an_untrusted_certificate_is_rejected_with_a_hint() {
@@ -300,19 +300,9 @@ impl TlsNginx {
             |dir, [port, mtls]| {
                 let conf = nginx_tls_config(dir, port, mtls, cert, key, &client_ca);
                 std::fs::write(dir.join("nginx.conf"), conf).unwrap();
-                let mut cmd = Command::new(&nginx);
-                cmd.arg("-p").arg(dir).arg("-e").arg(dir.join("error.log"));
-                cmd.arg("-c").arg(dir.join("nginx.conf"));
-                cmd.args(["-g", "daemon off; master_process off;"]);
-                cmd
+                nginx::command(&nginx, dir)
             },
-            |dir| {
-                let log = std::fs::read_to_string(dir.join("error.log")).unwrap_or_default();
-                log.lines()
-                    .last()
-                    .unwrap_or("(empty error log)")
-                    .to_string()
-            },
+            nginx::last_line,
         );
         Some(TlsNginx {
             process,
@@ -339,20 +329,9 @@ fn nginx_tls_config(
     key: &Path,
     ca: &Path,
 ) -> String {
-    let (d, cert, key, ca) = (dir.display(), cert.display(), key.display(), ca.display());
+    let (cert, key, ca) = (cert.display(), key.display(), ca.display());
     format!(
-        "worker_processes 1;
-pid {d}/nginx.pid;
-error_log {d}/error.log;
-events {{ worker_connections 256; }}
-http {{
-  log_format metron '$host $ssl_server_name $server_protocol $status';
-  access_log {d}/access.log metron;
-  client_body_temp_path {d}/client_body;
-  proxy_temp_path {d}/proxy;
-  fastcgi_temp_path {d}/fastcgi;
-  uwsgi_temp_path {d}/uwsgi;
-  scgi_temp_path {d}/scgi;
+        "{}
   ssl_certificate {cert};
   ssl_certificate_key {key};
   server {{
@@ -366,7 +345,8 @@ http {{
     location / {{ return 200 \"hello\\n\"; }}
   }}
 }}
-"
+",
+        nginx::preamble(dir, "$host $ssl_server_name $server_protocol $status")
     )
 }
 

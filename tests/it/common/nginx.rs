@@ -3,10 +3,9 @@
 //! the server's account of a run.
 
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use super::*;
@@ -14,30 +13,6 @@ use super::*;
 /// What the access log says of each request, in this order.
 pub const LOG_FORMAT: &str = "$connection $msec $request_time $status $server_protocol \
                           $request_method $request_uri $content_length";
-
-/// How long nginx may take to start listening.
-pub const STARTUP: Duration = Duration::from_secs(10);
-
-/// Where to find nginx: on PATH, or where Debian puts it (`/usr/sbin` is
-/// not on every user's PATH).
-/// `None`, with a note, where it is missing: a failure under CI only.
-pub fn nginx_binary() -> Option<PathBuf> {
-    let on_path = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .unwrap_or_default();
-    let found = on_path
-        .into_iter()
-        .chain([PathBuf::from("/usr/sbin")])
-        .map(|dir| dir.join("nginx"))
-        .find(|p| p.is_file());
-    if found.is_none() {
-        let why =
-            "nginx is not installed: these tests run metron against it; apt-get install nginx";
-        assert!(std::env::var_os("CI").is_none(), "{why}");
-        eprintln!("note: HTTP/2 check against nginx skipped: {why}");
-    }
-    found
-}
 
 /// Server options a test may change.
 #[derive(Default)]
@@ -53,8 +28,7 @@ pub struct Options {
 
 /// A running nginx, killed and its directory removed on drop.
 pub struct Nginx {
-    pub child: Child,
-    pub dir: PathBuf,
+    pub process: servers::Process,
     /// h2c with prior knowledge.
     pub h2c: u16,
     /// TLS offering h2 and http/1.1 by ALPN.
@@ -67,7 +41,7 @@ impl Nginx {
     /// A running nginx, or `None` where it is not installed (see
     /// [`nginx_binary`]).
     pub fn start(opts: Options) -> Option<Nginx> {
-        let nginx = nginx_binary()?;
+        let nginx = servers::tool("nginx", "nginx")?;
         let version = Command::new(&nginx)
             .arg("-V")
             .output()
@@ -77,54 +51,25 @@ impl Nginx {
             "{} lacks the http_v2 module these tests need; install Debian's nginx (apt-get install nginx)",
             nginx.display()
         );
-        let dir = fresh_dir();
+        let dir = servers::fresh_dir("nginx");
         write_certificate(&dir);
         std::fs::create_dir_all(dir.join("files")).unwrap();
         std::fs::write(dir.join("files/big"), vec![b'x'; 100 * 1024]).unwrap();
-        // Ports are found free and released before nginx binds them, so
-        // another process may take one meanwhile: then try new ones.
-        let mut last_error = String::new();
-        for _ in 0..5 {
-            let [h2c, tls, tls_h1] = free_ports();
-            std::fs::write(
-                dir.join("nginx.conf"),
-                config(&dir, &opts, h2c, tls, tls_h1),
-            )
-            .unwrap();
-            let mut child = Command::new(&nginx)
-                .arg("-p")
-                .arg(&dir)
-                .arg("-e")
-                .arg(dir.join("error.log"))
-                .arg("-c")
-                .arg(dir.join("nginx.conf"))
-                .arg("-g")
-                .arg("daemon off; master_process off;")
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("nginx starts");
-            match wait_ready(&mut child, &dir, &[h2c, tls, tls_h1]) {
-                Ok(()) => {
-                    return Some(Nginx {
-                        child,
-                        dir,
-                        h2c,
-                        tls,
-                        tls_h1,
-                    })
-                }
-                Err(why) => last_error = why,
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-            if !last_error.contains("Address already in use") {
-                break;
-            }
-        }
-        let _ = std::fs::remove_dir_all(&dir);
-        panic!("nginx did not start: {last_error}");
+        let (process, [h2c, tls, tls_h1]) = servers::start(
+            dir,
+            |dir, [h2c, tls, tls_h1]| {
+                let conf = config(dir, &opts, h2c, tls, tls_h1);
+                std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+                command(&nginx, dir)
+            },
+            last_line,
+        );
+        Some(Nginx {
+            process,
+            h2c,
+            tls,
+            tls_h1,
+        })
     }
 
     pub fn h2c_url(&self, path: &str) -> String {
@@ -143,20 +88,25 @@ impl Nginx {
     /// finishes the requests it has, and exits.
     pub fn quit(&self) {
         // SAFETY: a plain kill(2) of our own child.
-        let pid = self.child.id() as libc::pid_t;
+        let pid = self.process.child.id() as libc::pid_t;
         assert_eq!(unsafe { libc::kill(pid, libc::SIGQUIT) }, 0);
     }
 
     /// The certificate nginx presents, for `--cacert`.
     pub fn cacert(&self) -> String {
-        self.dir.join("cert.pem").to_str().unwrap().to_string()
+        self.process
+            .dir
+            .join("cert.pem")
+            .to_str()
+            .unwrap()
+            .to_string()
     }
 
     /// The access log so far. nginx writes a request's line when it has
     /// finished with it, which may be just after the client saw the
     /// response: this waits (at most 3 s) until the log stops growing.
     pub fn access_log(&self) -> Vec<Logged> {
-        let path = self.dir.join("access.log");
+        let path = self.process.dir.join("access.log");
         let read = || std::fs::read_to_string(&path).unwrap_or_default();
         let start = Instant::now();
         let mut text = read();
@@ -172,36 +122,6 @@ impl Nginx {
     }
 }
 
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// Waits, at most [`STARTUP`], until nginx accepts connections on every
-/// port; says why when it exits instead, or never does.
-pub fn wait_ready(child: &mut Child, dir: &Path, ports: &[u16]) -> Result<(), String> {
-    let start = Instant::now();
-    while start.elapsed() < STARTUP {
-        if let Ok(Some(status)) = child.try_wait() {
-            return Err(format!("it exited ({status}): {}", last_line(dir)));
-        }
-        let up = ports.iter().all(|&p| {
-            TcpStream::connect_timeout(&([127, 0, 0, 1], p).into(), Duration::from_secs(1)).is_ok()
-        });
-        if up {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Err(format!(
-        "not listening after {STARTUP:?}: {}",
-        last_line(dir)
-    ))
-}
-
 /// The last line of nginx's error log in `dir`.
 pub fn last_line(dir: &Path) -> String {
     let log = std::fs::read_to_string(dir.join("error.log")).unwrap_or_default();
@@ -211,16 +131,6 @@ pub fn last_line(dir: &Path) -> String {
         .to_string()
 }
 
-/// A directory of the test's own under the system's temporary directory.
-pub fn fresh_dir() -> PathBuf {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("metron-nginx-{}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 /// A self-signed certificate for 127.0.0.1 and its key, as nginx reads
 /// them (and metron trusts it with `--cacert`).
 pub fn write_certificate(dir: &Path) {
@@ -228,15 +138,6 @@ pub fn write_certificate(dir: &Path) {
         .expect("a certificate is generated");
     std::fs::write(dir.join("cert.pem"), ck.cert.pem()).unwrap();
     std::fs::write(dir.join("key.pem"), ck.key_pair.serialize_pem()).unwrap();
-}
-
-/// Ports that were free a moment ago: bound on 127.0.0.1:0, then released.
-pub fn free_ports() -> [u16; 3] {
-    let listeners: Vec<TcpListener> = (0..3)
-        .map(|_| TcpListener::bind("127.0.0.1:0").expect("a free port"))
-        .collect();
-    let port = |i: usize| listeners[i].local_addr().unwrap().port();
-    [port(0), port(1), port(2)]
 }
 
 /// nginx's configuration: every file inside `dir`, one worker, no
@@ -259,18 +160,7 @@ pub fn config(dir: &Path, opts: &Options, h2c: u16, tls: u16, tls_h1: u16) -> St
         String::new()
     };
     format!(
-        "worker_processes 1;
-pid {d}/nginx.pid;
-error_log {d}/error.log;
-events {{ worker_connections 1024; }}
-http {{
-  log_format metron '{LOG_FORMAT}';
-  access_log {d}/access.log metron;
-  client_body_temp_path {d}/client_body;
-  proxy_temp_path {d}/proxy;
-  fastcgi_temp_path {d}/fastcgi;
-  uwsgi_temp_path {d}/uwsgi;
-  scgi_temp_path {d}/scgi;
+        "{}
   keepalive_requests {keepalive};
   ssl_certificate {d}/cert.pem;
   ssl_certificate_key {d}/key.pem;
@@ -284,8 +174,40 @@ http {{
     {big}
   }}
 }}
-"
+",
+        preamble(dir, LOG_FORMAT)
     )
+}
+
+/// The start of every configuration the tests give nginx: one worker,
+/// no daemon, every file inside `dir`, the access log in `log_format`;
+/// the `http` block is left open.
+pub fn preamble(dir: &Path, log_format: &str) -> String {
+    let d = dir.display();
+    format!(
+        "worker_processes 1;
+pid {d}/nginx.pid;
+error_log {d}/error.log;
+events {{ worker_connections 1024; }}
+http {{
+  log_format metron '{log_format}';
+  access_log {d}/access.log metron;
+  client_body_temp_path {d}/client_body;
+  proxy_temp_path {d}/proxy;
+  fastcgi_temp_path {d}/fastcgi;
+  uwsgi_temp_path {d}/uwsgi;
+  scgi_temp_path {d}/scgi;"
+    )
+}
+
+/// nginx with its configuration at `dir/nginx.conf`, in the foreground,
+/// its files in `dir`.
+pub fn command(nginx: &Path, dir: &Path) -> Command {
+    let mut cmd = Command::new(nginx);
+    cmd.arg("-p").arg(dir).arg("-e").arg(dir.join("error.log"));
+    cmd.arg("-c").arg(dir.join("nginx.conf"));
+    cmd.args(["-g", "daemon off; master_process off;"]);
+    cmd
 }
 
 /// One line of the access log ([`LOG_FORMAT`]).

@@ -300,7 +300,7 @@ impl<T: Io> Conn<T> {
 
     /// Open, with the first bytes the server sent. A TLS 1.3 server may
     /// send data along with its last handshake flight, before our own
-    /// Finished: an HTTP/2 server's SETTINGS often come that way, and the
+    /// Finished: a server's first frames often come that way, and the
     /// session must see them first.
     fn ready(&mut self, early: &[u8], now: Nanos) -> Connect {
         self.state = State::Open;

@@ -62,7 +62,7 @@ const READ_BUF: usize = 64 * 1024;
 /// How long the reason requests wait for a slot is taken as still true.
 const WAIT_CAUSE_FOR: Nanos = 1_000_000;
 /// How often one request goes out at most when the server keeps saying it
-/// never processed it (refused, or above a GOAWAY's last stream id).
+/// never processed it (refused, or past where the server said it stopped).
 const MAX_SENDS: u8 = 8;
 
 /// Everything a worker needs, decided before it starts.
@@ -143,7 +143,7 @@ struct Place {
 enum Role {
     /// One of the connections `-c` asks for: reopened when it closes.
     Active,
-    /// Retired (the server's GOAWAY, say) and replaced: it finishes what
+    /// Retired by the server (its session said so) and replaced: it finishes what
     /// is in flight, takes nothing new, and is not reopened.
     Draining,
     /// Free for the next connection opened.
@@ -169,8 +169,8 @@ pub struct Worker {
     streams_each: Vec<u32>,
     /// What due requests wait for: free slots, per peer.
     slots: Slots,
-    /// Per peer, requests the server never processed (refused, or above a
-    /// GOAWAY's last stream id), or that found no stream after all, oldest
+    /// Per peer, requests the server never processed (refused, or past
+    /// where it said it stopped), or that found no stream after all, oldest
     /// first: they go out again before any new request.
     retries: Vec<VecDeque<InFlight>>,
     /// Rests of the script's `delay()`: (until, place, generation),
@@ -530,7 +530,7 @@ impl Worker {
     }
 
     /// Before the start: waits until every connection is open and its
-    /// session ready (an HTTP/2 server's SETTINGS came), or has failed (or
+    /// session ready (whatever its protocol waits for first), or has failed (or
     /// `until`), so that the schedule starts with its streams free.
     fn await_connections(&mut self, until: Nanos) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
@@ -1203,7 +1203,7 @@ impl Worker {
     /// Writes what connection `i` has to send. Returns false when the
     /// connection closed: its socket broke. Requests that never left go out
     /// again, one cut off is a write error, and what the server said before
-    /// it stopped is read first (a GOAWAY naming more requests it never
+    /// it stopped is read first (a retirement naming more requests it never
     /// saw, responses already sent); the rest were sent whole, and are lost
     /// as the close says.
     fn flush(&mut self, i: usize) -> bool {

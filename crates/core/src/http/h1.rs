@@ -17,6 +17,7 @@ use std::collections::VecDeque;
 
 use crate::clock::Nanos;
 
+use super::outbox::Outbox;
 use super::response::{Done, Feed, ParseError, ResponseParser};
 use super::session::{Captured, Event, Failure, OpenError, Request, Session};
 
@@ -29,12 +30,10 @@ pub struct Http1<T> {
     /// The parser awaits `start` for the next response.
     between: bool,
     capture: bool,
-    /// Bytes to write, from `written` on.
-    out: Vec<u8>,
-    written: usize,
-    /// Bytes given to send, and bytes sent, over the connection's life.
+    /// Bytes to write, and bytes sent over the connection's life.
+    out: Outbox,
+    /// Bytes given to send over the connection's life.
     queued: u64,
-    sent: u64,
     events: VecDeque<Event<T>>,
     /// Received bytes not parsed yet (capture only), and when they came.
     pending: Vec<u8>,
@@ -62,10 +61,8 @@ impl<T> Http1<T> {
             parser,
             between: true,
             capture,
-            out: Vec::new(),
-            written: 0,
+            out: Outbox::default(),
             queued: 0,
-            sent: 0,
             events: VecDeque::new(),
             pending: Vec::new(),
             pending_at: 0,
@@ -164,7 +161,7 @@ impl<T> Session<T> for Http1<T> {
         if self.is_retired() {
             return Err((OpenError::Retired, tag));
         }
-        self.out.extend_from_slice(request.wire());
+        self.out.buf().extend_from_slice(request.wire());
         let len = request.wire().len() as u64;
         self.in_flight
             .push_back((tag, request.is_head(), self.queued, len));
@@ -215,30 +212,25 @@ impl<T> Session<T> for Http1<T> {
     }
 
     fn transmit(&mut self, _now: Nanos) -> &[u8] {
-        &self.out[self.written..]
+        self.out.pending()
     }
 
     fn transmitted(&mut self, n: usize) {
-        self.sent += n as u64;
-        self.written += n;
-        if self.written >= self.out.len() {
-            self.out.clear();
-            self.written = 0;
-        }
+        self.out.advance(n);
     }
 
     fn handle_write_error(&mut self, _now: Nanos) {
         self.unwritable = true;
-        self.out.clear();
-        self.written = 0;
+        self.out.discard();
+        let sent = self.out.sent();
         // Requests are answered in order, so the unsent ones are the last,
         // and the one cut off is just before them. Events come out in the
         // order of the requests.
         let mut unsent = Vec::new();
-        while self.in_flight.back().is_some_and(|r| r.2 >= self.sent) {
+        while self.in_flight.back().is_some_and(|r| r.2 >= sent) {
             unsent.push(self.in_flight.pop_back().expect("checked").0);
         }
-        let cut = self.in_flight.back().is_some_and(|r| r.2 + r.3 > self.sent);
+        let cut = self.in_flight.back().is_some_and(|r| r.2 + r.3 > sent);
         if cut {
             let (tag, ..) = self.in_flight.pop_back().expect("checked");
             self.events.push_back(Event::Lost {

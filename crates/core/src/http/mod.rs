@@ -24,6 +24,7 @@ pub mod chunked;
 pub mod h1;
 pub mod h2;
 pub mod h3;
+pub mod outbox;
 pub mod protocol;
 pub mod request;
 pub mod response;

@@ -155,25 +155,26 @@ fn spec_of(value: Value, line: usize, file: &str, dir: &Path) -> Result<Spec, Re
         }
     };
     let method = text("method")?.unwrap_or_else(|| "GET".to_string());
-    let target = match (text("path")?, text("url")?) {
-        (Some(path), None) if path.starts_with('/') => path,
-        (Some(path), None) => return Err(at(
-            file,
-            line,
-            format!(
+    let target =
+        match (text("path")?, text("url")?) {
+            (Some(path), None) if path.starts_with('/') => path,
+            (Some(path), None) => {
+                return Err(at(
+                    file,
+                    line,
+                    format!(
                 "\"path\": {path:?} must start with /: write \"/{path}\", or give a whole \"url\""
             ),
-        )),
-        (None, Some(url)) => url,
-        (Some(_), Some(_)) => return Err(at(file, line, "give \"path\" or \"url\", not both")),
-        (None, None) => {
-            return Err(at(
+                ))
+            }
+            (None, Some(url)) => url,
+            (Some(_), Some(_)) => return Err(at(file, line, "give \"path\" or \"url\", not both")),
+            (None, None) => return Err(at(
                 file,
                 line,
                 "field \"path\" is missing: give \"path\": \"/x\" or \"url\": \"http://host/x\"",
-            ))
-        }
-    };
+            )),
+        };
     let body = match (text("body")?, text("body_file")?) {
         (Some(b), None) => Some(Body::Text(b)),
         (None, Some(f)) => Some(Body::File(dir.join(f))),

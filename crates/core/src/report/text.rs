@@ -550,17 +550,7 @@ fn with_unfinished_line(stats: &RunStats) -> String {
 /// wrk's `read N` by what the connections saw: `Read errors: reset 3,
 /// closed early 2`.
 fn read_causes_line(c: &Counters) -> Option<String> {
-    if c.errors.read == 0 {
-        return None;
-    }
-    let named: Vec<String> = c
-        .read_causes
-        .named()
-        .iter()
-        .filter(|(_, n)| *n > 0)
-        .map(|(what, n)| format!("{what} {n}"))
-        .collect();
-    Some(format!("Read errors: {}", named.join(", ")))
+    (c.errors.read > 0).then(|| format!("Read errors: {}", c.read_causes))
 }
 
 /// HTTP/2's resets and GOAWAYs by error code, its connection errors, and
@@ -845,16 +835,9 @@ fn pool_needs(r: &TextReport, rate: f64) -> String {
 
 /// The failed connects and how the connections went down, in brief.
 fn down_line(c: &Counters) -> String {
-    let named: Vec<String> = c
-        .connect_causes
-        .named()
-        .iter()
-        .filter(|(_, n)| *n > 0)
-        .map(|(what, n)| format!("{what} {n}"))
-        .collect();
-    match named.is_empty() {
-        true => format!("{} connect errors", c.errors.connect),
-        false => format!("{} connect errors: {}", c.errors.connect, named.join(", ")),
+    match c.connect_causes.to_string() {
+        named if named.is_empty() => format!("{} connect errors", c.errors.connect),
+        named => format!("{} connect errors: {named}", c.errors.connect),
     }
 }
 

@@ -18,6 +18,7 @@ pub mod summary;
 pub mod unfinished;
 
 use std::borrow::Cow;
+use std::fmt;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
@@ -217,6 +218,31 @@ impl ReadCauses {
             ("HTTP/2 frames", self.http2_only),
             ("TLS", self.tls),
         ]
+    }
+}
+
+/// The causes that occurred, with their counts: `reset 2, closed early 1`.
+fn write_named(f: &mut fmt::Formatter<'_>, named: &[(&str, u64)]) -> fmt::Result {
+    let mut first = true;
+    for (what, n) in named.iter().filter(|(_, n)| *n > 0) {
+        if !first {
+            f.write_str(", ")?;
+        }
+        first = false;
+        write!(f, "{what} {n}")?;
+    }
+    Ok(())
+}
+
+impl fmt::Display for ReadCauses {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_named(f, &self.named())
+    }
+}
+
+impl fmt::Display for ConnectCauses {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_named(f, &self.named())
     }
 }
 

@@ -32,6 +32,7 @@ use metron_hpack::Decoder;
 
 use crate::clock::Nanos;
 
+use super::outbox::Outbox;
 use super::session::{Captured, Event, Failure, OpenError, Request, Session};
 use frame::*;
 use streams::{Phase, Stream, Streams};
@@ -110,10 +111,8 @@ pub struct Http2<T> {
     server: Server,
     /// The server's SETTINGS came: its limits are known.
     settled: bool,
-    out: Vec<u8>,
-    written: usize,
-    /// Bytes sent over the connection's life (`out` starts there).
-    sent: u64,
+    /// Bytes to write, and bytes sent over the connection's life.
+    out: Outbox,
     /// The start of a frame cut off by the end of the last read.
     input: Vec<u8>,
     decoder: Decoder,
@@ -158,10 +157,10 @@ impl<T> Http2<T> {
             window: settings.window.clamp(INITIAL_WINDOW, MAX_WINDOW),
             ..settings
         };
-        let mut out = Vec::with_capacity(4096);
-        out.extend_from_slice(PREFACE);
+        let mut out = Outbox::with_capacity(4096);
+        out.buf().extend_from_slice(PREFACE);
         put_settings(
-            &mut out,
+            out.buf(),
             &[
                 (SETTINGS_ENABLE_PUSH, 0),
                 (SETTINGS_INITIAL_WINDOW_SIZE, settings.window),
@@ -169,7 +168,7 @@ impl<T> Http2<T> {
             ],
         );
         if settings.window > INITIAL_WINDOW {
-            put_window_update(&mut out, 0, settings.window - INITIAL_WINDOW);
+            put_window_update(out.buf(), 0, settings.window - INITIAL_WINDOW);
         }
         Http2 {
             server: Server {
@@ -181,8 +180,6 @@ impl<T> Http2<T> {
             },
             settled: false,
             out,
-            written: 0,
-            sent: 0,
             input: Vec::new(),
             decoder: Decoder::new(metron_hpack::DEFAULT_TABLE_SIZE),
             streams: Streams::new(settings.max_streams as usize),
@@ -267,7 +264,7 @@ impl<T> Http2<T> {
         let len = payload.len() as u32;
         self.unacked += len;
         if self.unacked >= self.settings.window / 2 {
-            put_window_update(&mut self.out, 0, self.unacked);
+            put_window_update(self.out.buf(), 0, self.unacked);
             self.unacked = 0;
         }
         let Some(data) = unpad(&h, payload) else {
@@ -293,7 +290,7 @@ impl<T> Http2<T> {
         }
         stream.unacked += len;
         if stream.unacked >= self.settings.window / 2 {
-            put_window_update(&mut self.out, h.stream, stream.unacked);
+            put_window_update(self.out.buf(), h.stream, stream.unacked);
             stream.unacked = 0;
         }
     }
@@ -415,7 +412,7 @@ impl<T> Http2<T> {
         if stream.body.is_some() {
             // The server answered before the whole request body went out:
             // the rest is not wanted (§8.1).
-            put_rst_stream(&mut self.out, stream.id, NO_ERROR);
+            put_rst_stream(self.out.buf(), stream.id, NO_ERROR);
         }
         let s = self.streams.remove(slot);
         if let Some(captured) = s.captured {
@@ -486,7 +483,7 @@ impl<T> Http2<T> {
                 _ => {}
             }
         }
-        put_settings_ack(&mut self.out);
+        put_settings_ack(self.out.buf());
         self.settled = true;
         self.send_blocked();
     }
@@ -499,7 +496,7 @@ impl<T> Http2<T> {
             return self.connection_error(FRAME_SIZE_ERROR);
         }
         if !h.has(ACK) {
-            put_ping_ack(&mut self.out, payload);
+            put_ping_ack(self.out.buf(), payload);
         }
     }
 
@@ -581,8 +578,8 @@ impl<T> Http2<T> {
             }
             let n = (body.len() - *sent).min(room as usize);
             let last = *sent + n == body.len();
-            put_data(&mut self.out, stream.id, &body[*sent..*sent + n], last);
-            stream.end = self.sent + (self.out.len() - self.written) as u64;
+            put_data(self.out.buf(), stream.id, &body[*sent..*sent + n], last);
+            stream.end = self.out.end();
             *sent += n;
             self.send_window -= n as i64;
             stream.send_window -= n as i64;
@@ -615,7 +612,7 @@ impl<T> Http2<T> {
     /// Resets the stream in `slot` with `code`: its request is lost.
     fn stream_error(&mut self, slot: usize, code: u32, why: Failure) {
         let s = self.remove(slot);
-        put_rst_stream(&mut self.out, s.id, code);
+        put_rst_stream(self.out.buf(), s.id, code);
         self.events.push_back(Event::Lost { tag: s.tag, why });
     }
 
@@ -623,7 +620,7 @@ impl<T> Http2<T> {
     /// connection fails.
     fn connection_error(&mut self, code: u32) {
         if !self.failed {
-            put_goaway(&mut self.out, 0, code);
+            put_goaway(self.out.buf(), 0, code);
             self.fail(Failure::Protocol);
         }
     }
@@ -742,13 +739,13 @@ impl<T> Session<T> for Http2<T> {
         self.next_id += 2;
         let bodiless = framed.body.is_empty();
         put_headers(
-            &mut self.out,
+            self.out.buf(),
             id,
             &framed.block,
             bodiless,
             self.server.max_frame as usize,
         );
-        let head_end = self.sent + (self.out.len() - self.written) as u64;
+        let head_end = self.out.end();
         let captured = self
             .settings
             .capture
@@ -812,20 +809,15 @@ impl<T> Session<T> for Http2<T> {
     }
 
     fn transmit(&mut self, _now: Nanos) -> &[u8] {
-        &self.out[self.written..]
+        self.out.pending()
     }
 
     fn transmitted(&mut self, n: usize) {
-        self.sent += n as u64;
-        self.written += n;
-        if self.written >= self.out.len() {
-            self.out.clear();
-            self.written = 0;
-        }
+        self.out.advance(n);
     }
 
     fn handle_write_error(&mut self, _now: Nanos) {
-        let sent = self.sent;
+        let sent = self.out.sent();
         for slot in self
             .streams
             .slots_where(|s| s.end > sent || s.body.is_some())
@@ -843,8 +835,7 @@ impl<T> Session<T> for Http2<T> {
         // What the server sent before it stopped (its GOAWAY) may still be
         // read; nothing more goes out.
         self.unwritable = true;
-        self.out.clear();
-        self.written = 0;
+        self.out.discard();
     }
 
     fn in_flight(&self) -> usize {
@@ -859,7 +850,7 @@ impl<T> Session<T> for Http2<T> {
     fn expire(&mut self, expired: &mut dyn FnMut(&T) -> bool, gone: &mut Vec<T>) {
         for slot in self.streams.slots_where(|s| expired(&s.tag)) {
             let s = self.remove(slot);
-            put_rst_stream(&mut self.out, s.id, CANCEL);
+            put_rst_stream(self.out.buf(), s.id, CANCEL);
             gone.push(s.tag);
         }
     }

@@ -306,17 +306,10 @@ pub fn accounting(page: &mut String, doc: &Document) {
         vec!["Reconnects".into(), count(c.reconnects), String::new()],
     ];
     if e.read > 0 {
-        let causes: Vec<String> = c
-            .read_causes
-            .named()
-            .iter()
-            .filter(|(_, n)| *n > 0)
-            .map(|(what, n)| format!("{what} {n}"))
-            .collect();
         rows.push(vec![
             "Read errors by cause".into(),
             count(e.read),
-            escape(&causes.join(", ")),
+            escape(&c.read_causes.to_string()),
         ]);
     }
     for (code, n) in c.status_codes.named() {
