@@ -27,6 +27,11 @@ const RULE: &str = "----------------------------------------------------------";
 /// What a figure that has no value prints as (no request to measure).
 const NONE: &str = "-";
 
+/// A latency that may not have been measured: its time, or [`NONE`].
+fn time_or_none(us: Option<u64>) -> String {
+    us.map_or_else(|| NONE.to_string(), |us| format_time_us(us as f64))
+}
+
 /// What the text report shows: the run's settings and its statistics.
 pub struct TextReport<'a> {
     pub url: &'a str,
@@ -130,10 +135,7 @@ fn write_phases(out: &mut impl Write, phases: &[PhaseStats]) -> io::Result<()> {
     )?;
     for p in phases {
         let h = p.with_unfinished();
-        let at = |q| match h.is_empty() {
-            true => NONE.to_string(),
-            false => format_time_us(summary::value_at_percentile(&h, q) as f64),
-        };
+        let at = |q| time_or_none(summary::percentile(&h, q));
         let secs = p.length.as_secs_f64();
         let rate = |n: u64| match secs > 0.0 {
             true => format_metric(n as f64 / secs),
@@ -268,7 +270,7 @@ pub fn write_instances(
             shard,
             rate,
             format!("{:.2}", i.requests_per_sec),
-            format_time_us(i.send_lag_p99_us as f64),
+            time_or_none(i.send_lag_p99_us),
             i.errors,
             i.never_sent,
             offset
@@ -281,11 +283,16 @@ pub fn write_instances(
 /// the report's last line.
 pub fn write_slo(out: &mut impl Write, slo: &SloReport) -> io::Result<()> {
     for row in &slo.rows {
-        let value = match row.unit.as_str() {
-            "us" => format_time_us(row.value),
-            _ => format!("{:.2}%", row.value * 100.0),
+        let value = match (row.value, row.unit.as_str()) {
+            (None, _) => NONE.to_string(),
+            (Some(v), "us") => format_time_us(v),
+            (Some(v), _) => format!("{:.2}%", v * 100.0),
         };
-        let met = if row.met { "met" } else { "NOT MET" };
+        let met = match (row.met, row.value) {
+            (true, _) => "met",
+            (false, None) => "not measured",
+            (false, Some(_)) => "NOT MET",
+        };
         writeln!(out, "  SLO {}: {value}, {met}", row.term)?;
     }
     writeln!(out, "SLO: {}", slo.sentence())
@@ -331,8 +338,9 @@ fn write_endpoints(out: &mut impl Write, endpoints: &[EndpointStats]) -> io::Res
     )?;
     let empty = crate::stats::new_histogram();
     for e in endpoints {
+        // Requests in flight and none completed: no latency, not 0.00us.
         let h = e.latency.as_ref().unwrap_or(&empty);
-        let at = |p| format_time_us(summary::value_at_percentile(h, p) as f64);
+        let at = |p| time_or_none(summary::percentile(h, p));
         writeln!(
             out,
             "  {:>10} {:>8} {:>9} {:>9} {:>9}  {}",
@@ -557,10 +565,12 @@ fn http2_line(h: &Http2Counts) -> String {
     )
 }
 
-/// How late requests left against their schedule.
+/// How late requests left against their schedule (dashes when none was
+/// sent: a stream limit of 0, a stop before `--start-at`, a script that
+/// failed at once).
 fn send_lag_line(lag: &Histogram<u64>) -> String {
-    let at = |p| format_time_us(summary::value_at_percentile(lag, p) as f64);
-    let max = format_time_us(summary::max(lag) as f64);
+    let at = |p| time_or_none(summary::percentile(lag, p));
+    let max = time_or_none(summary::maximum(lag));
     format!("Send lag: p50 {}, p99 {}, max {max}", at(50.0), at(99.0))
 }
 
@@ -1103,5 +1113,76 @@ mod tests {
         );
         let text = render(&report(&stats, Some(1000.0)));
         assert!(text.contains("\n  Warning: 3 of 100 due requests were never sent"));
+    }
+
+    /// Nothing was sent (a stream limit of 0, Ctrl-C before `--start-at`,
+    /// a script that failed in its first `request()`): the send lag was
+    /// not measured, so it prints dashes, not `0.00us`.
+    #[test]
+    fn a_run_that_sent_nothing_has_no_send_lag() {
+        let mut t = ThreadStats::default();
+        t.counters.due = 50;
+        t.counters.never_sent = 50;
+        let stats = RunStats::merge(vec![t], Duration::from_secs(1));
+        let text = render(&report(&stats, Some(50.0)));
+        assert!(
+            text.contains("\n  Send lag: p50 -, p99 -, max -\n"),
+            "{text}"
+        );
+        assert!(!text.contains("0.00us"), "{text}");
+    }
+
+    /// An endpoint with requests in flight and none completed has no
+    /// latency to show.
+    #[test]
+    fn an_endpoint_with_nothing_completed_prints_dashes() {
+        let mut stats = golden_stats();
+        stats.endpoints = vec![
+            EndpointStats {
+                name: "GET /slow".to_string(),
+                completed: 0,
+                errors: 0,
+                latency: None,
+            },
+            EndpointStats {
+                name: "GET /empty".to_string(),
+                completed: 0,
+                errors: 0,
+                latency: Some(crate::stats::new_histogram()),
+            },
+        ];
+        let text = render(&report(&stats, Some(200.0)));
+        for name in ["GET /slow", "GET /empty"] {
+            let row = format!(
+                "  {:>10} {:>8} {:>9} {:>9} {:>9}  {name}\n",
+                0, 0, "-", "-", "-"
+            );
+            assert!(text.contains(&row), "{text}");
+        }
+    }
+
+    /// An objective judged on a run that measured nothing shows no value,
+    /// rather than a latency of 0.00us beside its verdict.
+    #[test]
+    fn an_slo_term_without_a_value_prints_a_dash() {
+        let slo = SloReport {
+            spec: "p99<10ms".into(),
+            verdict: crate::verdict::Verdict::Inconclusive,
+            reason: Some("nothing was measured".into()),
+            exit_status: 4,
+            rows: vec![crate::verdict::SloRow {
+                term: "p99<10ms".into(),
+                value: None,
+                unit: "us".into(),
+                met: false,
+            }],
+        };
+        let mut out = Vec::new();
+        write_slo(&mut out, &slo).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.starts_with("  SLO p99<10ms: -, not measured\n"),
+            "{text}"
+        );
     }
 }

@@ -71,6 +71,17 @@ pub fn value_at_percentile(h: &Histogram<u64>, percentile: f64) -> u64 {
     0
 }
 
+/// [`value_at_percentile`] of what was measured; `None` when nothing was,
+/// so that no report prints an unmeasured figure as 0.
+pub fn percentile(h: &Histogram<u64>, percentile: f64) -> Option<u64> {
+    (!h.is_empty()).then(|| value_at_percentile(h, percentile))
+}
+
+/// [`max`] of what was measured; `None` when nothing was.
+pub fn maximum(h: &Histogram<u64>) -> Option<u64> {
+    (!h.is_empty()).then(|| max(h))
+}
+
 /// The share (in percent) of recorded values within `mean ± stdev`, each
 /// bucket judged by its median equivalent value like [`mean`] and
 /// [`stdev`], so that a single repeated value counts as 100% within.
@@ -143,6 +154,8 @@ mod tests {
         let h = new_histogram();
         assert_eq!((mean(&h), stdev(&h), max(&h)), (0.0, 0.0, 0));
         assert_eq!(value_at_percentile(&h, 50.0), 0);
+        // What the reports print from: nothing, rather than a 0.
+        assert_eq!((percentile(&h, 99.0), maximum(&h)), (None, None));
         assert_eq!(within_stdev(&h, 0.0, 0.0), 0.0);
     }
 
