@@ -8,7 +8,7 @@ use std::io::{self, Write};
 use serde::{Deserialize, Serialize};
 
 use super::json::{unmeasured, RunConfig};
-use crate::units::{format_metric, format_time_us};
+use crate::units::{format_rate, format_time_us};
 use crate::verdict::{SloReport, Verdict};
 
 /// Version of the sweep document's layout.
@@ -94,8 +94,8 @@ pub fn write_row(out: &mut (impl Write + ?Sized), n: usize, s: &SweepStep) -> io
         out,
         "  {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9}  {verdict}",
         n,
-        format_metric(s.rate),
-        format_metric(s.achieved),
+        format_rate(s.rate),
+        format_rate(s.achieved),
         t(s.p50),
         t(s.p99),
         t(s.p999),
@@ -107,7 +107,7 @@ pub fn write_row(out: &mut (impl Write + ?Sized), n: usize, s: &SweepStep) -> io
 
 /// A rate as the conclusion says it: `3.80k requests/s`.
 pub fn rate_words(r: f64) -> String {
-    format!("{} requests/s", format_metric(r))
+    format!("{} requests/s", format_rate(r))
 }
 
 #[cfg(test)]
@@ -130,7 +130,7 @@ mod tests {
         let mut out = Vec::new();
         write_row(&mut out, 1, &step).unwrap();
         let row = String::from_utf8(out).unwrap();
-        assert!(row.starts_with("     1     0.90k      0.00         -         -         -         -        0         -  "), "{row}");
+        assert!(row.starts_with("     1    900.00      0.00         -         -         -         -        0         -  "), "{row}");
         assert!(!row.contains("0.00us"), "{row}");
         let json = serde_json::to_value(&step).unwrap();
         assert!(

@@ -16,7 +16,7 @@ use crate::http::Spoken;
 use crate::schedule::Load;
 use crate::stats::{summary, ByCode, Counters, EndpointStats, Http2Counts, PhaseStats, RunStats};
 use crate::units::{
-    format_binary, format_metric, format_run_duration, format_time_us, print_units,
+    format_binary, format_metric, format_rate, format_run_duration, format_time_us, print_units,
 };
 use crate::verdict::{lag_allowance_us, SloReport};
 
@@ -138,7 +138,7 @@ fn write_phases(out: &mut impl Write, phases: &[PhaseStats]) -> io::Result<()> {
         let at = |q| time_or_none(summary::percentile(&h, q));
         let secs = p.length.as_secs_f64();
         let rate = |n: u64| match secs > 0.0 {
-            true => format_metric(n as f64 / secs),
+            true => format_rate(n as f64 / secs),
             false => NONE.to_string(),
         };
         writeln!(
@@ -199,8 +199,8 @@ pub fn write_distributed_lines(
             shard.index(),
             shard.index(),
             shard.index(),
-            format_metric(rate),
-            format_metric(rate * n as f64)
+            format_rate(rate),
+            format_rate(rate * n as f64)
         )?;
     }
     if let Some(at) = start_at {
@@ -234,7 +234,8 @@ pub fn write_late_start(
 
 /// A merged document's instances, a row each, so that one bad node shows:
 /// what it was asked for and achieved, its send lag, errors, and how late
-/// it started after `--start-at`.
+/// it started after `--start-at`. Each column is as wide as its widest
+/// cell, so that long instance names (file paths) keep the rows aligned.
 pub fn write_instances(
     out: &mut impl Write,
     instances: &[super::json::Instance],
@@ -243,9 +244,7 @@ pub fn write_instances(
         return Ok(());
     }
     writeln!(out, "  Merged from {} instances:", instances.len())?;
-    writeln!(
-        out,
-        "    {:<24} {:>6} {:>10} {:>10} {:>12} {:>8} {:>10} {:>12}",
+    let head = [
         "instance",
         "shard",
         "rate",
@@ -253,28 +252,39 @@ pub fn write_instances(
         "send lag p99",
         "errors",
         "never sent",
-        "start offset"
-    )?;
-    for i in instances {
-        let shard = i
-            .shard
-            .map_or("-".to_string(), |s| format!("{}/{}", s.index, s.count));
-        let rate = i.rate.map_or("-".to_string(), format_metric);
-        let offset = i
-            .start_offset_s
-            .map_or("-".to_string(), |s| format_time_us(s * 1e6));
-        writeln!(
-            out,
-            "    {:<24} {:>6} {:>10} {:>10} {:>12} {:>8} {:>10} {:>12}",
-            i.name,
-            shard,
-            rate,
-            format!("{:.2}", i.requests_per_sec),
-            time_or_none(i.send_lag_p99_us),
-            i.errors,
-            i.never_sent,
-            offset
-        )?;
+        "start offset",
+    ]
+    .map(str::to_string);
+    let rows: Vec<[String; 8]> = instances
+        .iter()
+        .map(|i| {
+            [
+                i.name.clone(),
+                i.shard
+                    .map_or(NONE.to_string(), |s| format!("{}/{}", s.index, s.count)),
+                i.rate.map_or(NONE.to_string(), format_rate),
+                format_rate(i.requests_per_sec),
+                time_or_none(i.send_lag_p99_us),
+                i.errors.to_string(),
+                i.never_sent.to_string(),
+                i.start_offset_s
+                    .map_or(NONE.to_string(), |s| format_time_us(s * 1e6)),
+            ]
+        })
+        .collect();
+    let mut widths = head.each_ref().map(|h| h.chars().count());
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    for row in std::iter::once(&head).chain(&rows) {
+        // The name to the left, figures to the right, as in every table.
+        let mut line = format!("    {:<w$}", row[0], w = widths[0]);
+        for (cell, w) in row.iter().zip(widths).skip(1) {
+            line.push_str(&format!(" {cell:>w$}"));
+        }
+        writeln!(out, "{line}")?;
     }
     Ok(())
 }
@@ -782,7 +792,7 @@ fn pool_needs(r: &TextReport, rate: f64) -> String {
     format!(
         "At {} requests/s and {per_response} per response, about {needed:.0} connections are \
          busy at once: raise -c to {needed:.0}, or pass --max-connections to open them as needed",
-        format_metric(rate)
+        format_rate(rate)
     )
 }
 
@@ -1159,6 +1169,70 @@ mod tests {
             );
             assert!(text.contains(&row), "{text}");
         }
+    }
+
+    /// A phase table's rates follow one rule: 900 is not `0.90k` under an
+    /// `825.00`.
+    #[test]
+    fn phase_rates_move_to_k_at_a_whole_thousand() {
+        let mut stats = golden_stats();
+        stats.phases = [("825:1s", 825), ("900:1s", 900), ("1200:1s", 1200)]
+            .iter()
+            .enumerate()
+            .map(|(i, &(label, n))| PhaseStats {
+                label: label.to_string(),
+                start: Duration::from_secs(i as u64),
+                length: Duration::from_secs(1),
+                due: n,
+                completed: n,
+                ..PhaseStats::default()
+            })
+            .collect();
+        let text = render(&report(&stats, Some(975.0)));
+        assert!(text.contains("   825.00    825.00 "), "{text}");
+        assert!(text.contains("   900.00    900.00 "), "{text}");
+        assert!(text.contains("     1.20k     1.20k "), "{text}");
+        assert!(!text.contains("0.90k"), "{text}");
+    }
+
+    fn instance(name: &str, lag: Option<u64>) -> crate::report::json::Instance {
+        crate::report::json::Instance {
+            name: name.to_string(),
+            shard: Some(crate::report::json::ShardConfig { index: 0, count: 2 }),
+            rate: Some(900.0),
+            requests_per_sec: 899.5,
+            completed: 8995,
+            errors: 0,
+            never_sent: 0,
+            send_lag_p99_us: lag,
+            start_offset_s: None,
+            window_start_ms: None,
+            window_s: 10.0,
+        }
+    }
+
+    /// Long instance names (paths) widen their column instead of pushing
+    /// their rows out of line; an instance that sent nothing has no lag.
+    #[test]
+    fn the_instance_table_fits_its_widest_name() {
+        let long = "results/run-2026-11-24/node-with-a-long-hostname-07.json";
+        let rows = [instance("a.json", Some(120)), instance(long, None)];
+        let mut out = Vec::new();
+        write_instances(&mut out, &rows).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().skip(1).collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        // Every line is as long, and each column ends where the header's does.
+        assert!(lines.iter().all(|l| l.len() == lines[0].len()), "{text}");
+        let end_of = |l: &str, what: &str| l.find(what).unwrap() + what.len();
+        for l in &lines[1..] {
+            assert_eq!(end_of(l, " 0/2 "), end_of(lines[0], "shard") + 1, "{text}");
+        }
+        assert!(lines[1].contains(" 900.00 "), "{text}");
+        assert!(lines[1].contains(" 899.50 "), "{text}");
+        assert!(lines[1].contains(" 120.00us "), "{text}");
+        assert!(lines[2].starts_with(&format!("    {long} ")), "{text}");
+        assert!(lines[2].contains(" - "), "{text}");
     }
 
     /// An objective judged on a run that measured nothing shows no value,
