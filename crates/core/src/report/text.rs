@@ -14,6 +14,7 @@ use hdrhistogram::Histogram;
 use super::spectrum::write_spectrum;
 use crate::http::Spoken;
 use crate::schedule::Load;
+use crate::stats::phase::MAX_PHASES;
 use crate::stats::{summary, ByCode, Counters, EndpointStats, Http2Counts, PhaseStats, RunStats};
 use crate::units::{
     format_binary, format_metric, format_rate, format_run_duration, format_time_us, print_units,
@@ -113,15 +114,29 @@ pub fn write_results(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
     }
     write_totals(out, stats)?;
     write_endpoints(out, &stats.endpoints)?;
-    write_phases(out, &stats.phases)?;
+    let profile_phases = r.load.profile().map_or(0, |p| p.phases().len());
+    write_phases(out, &stats.phases, profile_phases)?;
     write_own_lines(out, r)
 }
 
 /// Per phase of a rate profile: the rate intended and achieved, errors,
 /// and the corrected latency (unfinished requests at their lower bounds)
-/// of the requests intended in it.
-fn write_phases(out: &mut impl Write, phases: &[PhaseStats]) -> io::Result<()> {
+/// of the requests intended in it. A profile of more phases than are
+/// broken out (`profile_phases`) gets a line that says so instead.
+fn write_phases(
+    out: &mut impl Write,
+    phases: &[PhaseStats],
+    profile_phases: usize,
+) -> io::Result<()> {
     if phases.is_empty() {
+        if profile_phases > MAX_PHASES {
+            writeln!(
+                out,
+                "  Phases: no table for a profile of {profile_phases} phases (at most \
+                 {MAX_PHASES}, each keeps two histograms per thread); --json, --csv or --hlog \
+                 show the run interval by interval"
+            )?;
+        }
         return Ok(());
     }
     writeln!(
@@ -1169,6 +1184,44 @@ mod tests {
             );
             assert!(text.contains(&row), "{text}");
         }
+    }
+
+    /// A profile of more phases than are broken out says why its table is
+    /// missing, rather than dropping it without a word.
+    #[test]
+    fn a_profile_of_too_many_phases_says_its_table_is_left_out() {
+        use crate::schedule::{Phase, Process, Profile, Spacing};
+        let profile = |n: usize| {
+            let phases = (0..n)
+                .map(|i| Phase {
+                    label: format!("{}:1s", 100 + i),
+                    length: 1_000_000_000,
+                    from: 100.0,
+                    to: 100.0,
+                })
+                .collect();
+            let process = Process::new(
+                Profile::new(phases),
+                Spacing::Even,
+                n as u64 * 1_000_000_000,
+            );
+            Load::Open(std::sync::Arc::new(process))
+        };
+        let stats = golden_stats();
+        let mut r = report(&stats, None);
+        r.load = profile(MAX_PHASES + 1);
+        let text = render(&r);
+        assert!(
+            text.contains(&format!(
+                "  Phases: no table for a profile of {} phases (at most {MAX_PHASES}, ",
+                MAX_PHASES + 1
+            )),
+            "{text}"
+        );
+        // A profile the table covers (its phases were filled in) or one
+        // of a single phase says nothing of the kind.
+        r.load = profile(MAX_PHASES);
+        assert!(!render(&r).contains("Phases:"));
     }
 
     /// A phase table's rates follow one rule: 900 is not `0.90k` under an

@@ -7,6 +7,7 @@
 use std::fmt::Write;
 
 use crate::report::json::{self, Document, Summary};
+use crate::stats::phase::MAX_PHASES;
 use crate::stats::ByCode;
 
 use super::blocks::{card, grid, key_values};
@@ -487,6 +488,17 @@ pub fn endpoints(page: &mut String, doc: &Document) {
 /// and the latency of the requests intended in it.
 pub fn phases(page: &mut String, doc: &Document) {
     if doc.phases.is_empty() {
+        // A longer profile is not broken out: say so, rather than leave
+        // the table out without a word.
+        let n = doc.config.rate_profile.len();
+        if n > MAX_PHASES {
+            let _ = writeln!(
+                page,
+                "<p>No table per phase: the profile has {n} phases, more than the \
+                 {MAX_PHASES} broken out (each keeps two histograms per thread). The charts \
+                 follow the run interval by interval.</p>"
+            );
+        }
         return;
     }
     page.push_str(

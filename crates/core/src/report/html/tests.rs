@@ -504,6 +504,25 @@ fn profiled() -> Document {
     doc
 }
 
+/// A profile of more phases than are broken out says why the page has
+/// no table for them.
+#[test]
+fn a_profile_of_too_many_phases_says_its_table_is_left_out() {
+    let mut doc = profiled();
+    doc.phases.clear();
+    let n = crate::stats::phase::MAX_PHASES + 1;
+    doc.config.rate_profile = (0..n)
+        .map(|i| profile_phase("1k:1s", i as f64, 1.0, 1_000.0, 1_000.0))
+        .collect();
+    let html = render(&doc);
+    assert!(
+        html.contains(&format!("No table per phase: the profile has {n} phases")),
+        "no word of the missing table"
+    );
+    doc.config.rate_profile.truncate(3);
+    assert!(!render(&doc).contains("No table per phase"));
+}
+
 /// The intended line follows the profile in the window's time: the ramp
 /// cut by the warm-up starts at its rate 2 s in.
 #[test]
