@@ -1154,7 +1154,7 @@ mod tests {
             text.contains("\n  Send lag: p50 -, p99 -, max -\n"),
             "{text}"
         );
-        assert!(!text.contains("0.00us"), "{text}");
+        assert!(!text.contains(" 0.00us"), "{text}");
     }
 
     /// An endpoint with requests in flight and none completed has no
