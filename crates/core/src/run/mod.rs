@@ -144,6 +144,7 @@ fn write_report(cfg: &Config, outcome: &Outcome, slo: Option<&SloReport>) -> Res
         latency: cfg.latency,
         u_latency: cfg.u_latency,
         protocol: run.protocols.offers_http2().then_some(&outcome.protocol),
+        profile_phases: run.load.profile().map_or(0, |p| p.phases().len()),
         stats: &outcome.stats,
     };
     let mut report = Vec::new();
