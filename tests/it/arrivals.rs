@@ -468,3 +468,36 @@ fn profile_and_arrival_mistakes_are_named() {
     // Nothing reached the server.
     assert_eq!(srv.stats().requests(), 0);
 }
+
+/// A profile of more phases than the report breaks out (a rate file of
+/// many rows) says the table is left out and why, in the run's report and
+/// in `metron report` of its document, rather than dropping it silently.
+#[test]
+fn a_profile_of_too_many_phases_says_its_table_is_left_out() {
+    let _g = serial();
+    let srv = server(metron::serve::ServeConfig::default());
+    let dir = TempDir::new("arrivals-many-phases");
+    let json = dir.file("run.json", "");
+    let phases = metron::stats::phase::MAX_PHASES + 1;
+    let profile = vec!["100:40ms"; phases].join(",");
+    let o = metron_within(
+        &[
+            "-t1",
+            "-c4",
+            "--rate-profile",
+            &profile,
+            "--json",
+            &json,
+            &url(&srv, "/"),
+        ],
+        Duration::from_secs(30),
+    );
+    assert_status(&o, 0);
+    let line = format!("  Phases: no table for a profile of {phases} phases (at most ");
+    let out = stdout(&o);
+    assert!(out.contains(&line), "{out}");
+    assert!(!out.contains("  Phases ("), "{out}");
+    let again = metron(&["report", &json]);
+    assert_status(&again, 0);
+    assert!(stdout(&again).contains(&line), "{}", stdout(&again));
+}

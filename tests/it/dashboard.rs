@@ -202,3 +202,33 @@ fn bad_dashboard_flags_are_refused_in_one_line() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("--dashboard-linger only sets"), "{err}");
 }
+
+/// The charts' axes tick at round values (0, 50, 100, 150 ms), not at
+/// fifths of the maximum (56.68 ms, 113.36 ms), and their labels drop the
+/// zeros a round value does not need.
+#[test]
+fn the_page_ticks_its_axes_at_round_values() {
+    if !node_ready() {
+        return;
+    }
+    let script = format!(
+        "{}{}{}",
+        page_function("niceTicks"),
+        page_function("trimZeros"),
+        r#"
+console.log(JSON.stringify([
+  niceTicks(141700 * 1.04, 4),
+  niceTicks(9.5, 4),
+  niceTicks(0, 4),
+  niceTicks(0.3, 4),
+  ["50.00ms", "2.50ms", "100us", "1.20k", "0"].map(trimZeros),
+]));
+"#
+    );
+    let out = node(&script);
+    assert_eq!(
+        out.trim(),
+        "[[0,50000,100000,150000],[0,2.5,5,7.5,10],[0,0.25,0.5,0.75,1],\
+         [0,0.1,0.2,0.3],[\"50ms\",\"2.5ms\",\"100us\",\"1.2k\",\"0\"]]"
+    );
+}

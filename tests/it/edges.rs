@@ -193,6 +193,7 @@ fn the_never_sent_warning_names_failed_connects() {
         latency: false,
         u_latency: false,
         protocol: None,
+        profile_phases: 0,
         stats: &o.stats,
     };
     let warnings = metron::report::text::warnings(&view).join("\n");

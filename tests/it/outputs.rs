@@ -46,7 +46,12 @@ fn the_json_document_matches_the_run() {
         c.errors.lost_requests() + c.errors.status
     );
     // The stall in the second second shows in that second's tail.
-    let p99: Vec<u64> = doc.series.points.iter().map(|p| p.p99).collect();
+    let p99: Vec<u64> = doc
+        .series
+        .points
+        .iter()
+        .map(|p| p.p99.unwrap_or(0))
+        .collect();
     assert!(p99[1] > 100_000 && p99[0] < 50_000, "{p99:?}");
     let threads: u64 = doc
         .threads
@@ -55,7 +60,12 @@ fn the_json_document_matches_the_run() {
         .sum();
     assert_eq!(threads, c.completed);
     let p = |s: &metron::report::json::Summary, q: f64| {
-        s.percentiles.iter().find(|(x, _)| *x == q).unwrap().1
+        s.percentiles
+            .iter()
+            .find(|(x, _)| *x == q)
+            .unwrap()
+            .1
+            .unwrap()
     };
     assert_eq!(
         p(&doc.latency.corrected, 99.0),
@@ -396,4 +406,62 @@ fn the_json_document_follows_its_published_schema() {
     broken["counters"]["due"] = serde_json::json!(-1);
     broken.as_object_mut().unwrap().remove("series");
     assert_eq!(validator.iter_errors(&broken).count(), 2);
+}
+
+/// A run that sent nothing (its script fails in the first `request()`)
+/// measured no latency: the report prints dashes, the document `null`, the
+/// CSV empty cells, never a latency of 0; the document still follows its
+/// schema, and `metron report` prints it the same way again.
+#[test]
+fn a_run_that_sent_nothing_prints_no_latency_as_zero() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let dir = TempDir::new("sent-nothing");
+    let script = dir.file(
+        "fails.lua",
+        "request = function()\n  error(\"no request today\")\nend\n",
+    );
+    let json = dir.file("run.json", "");
+    let csv = dir.file("run.csv", "");
+    let o = metron(&[
+        "-t1",
+        "-c1",
+        "-R100",
+        "-d1s",
+        "-s",
+        &script,
+        "--json",
+        &json,
+        "--csv",
+        &csv,
+        &url(&srv, "/"),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("  Send lag: p50 -, p99 -, max -\n"), "{out}");
+    // (The window, "150.00us", may end in the same digits.)
+    assert!(!out.contains(" 0.00us"), "{out}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let errors = schema_errors(&doc);
+    assert!(errors.is_empty(), "{errors:#?}");
+    let lag = &doc["latency"]["send_lag"];
+    assert_eq!(lag["count"], 0);
+    assert!(lag["max"].is_null() && lag["mean"].is_null(), "{lag}");
+    assert!(lag["percentiles"][4][1].is_null(), "{lag}");
+    for p in doc["series"]["points"].as_array().unwrap() {
+        assert!(p["p99"].is_null() && p["max"].is_null(), "{p}");
+    }
+    let rows = std::fs::read_to_string(&csv).unwrap();
+    for row in rows.lines().skip(1) {
+        let cells: Vec<&str> = row.split(',').collect();
+        assert!(cells[11..16].iter().all(|c| c.is_empty()), "{row}");
+    }
+    let again = metron(&["report", &json]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert!(
+        stdout(&again).contains("  Send lag: p50 -, p99 -, max -\n"),
+        "{}",
+        stdout(&again)
+    );
 }

@@ -244,7 +244,7 @@ fn run_step(
     let judged: SloReport = slo.judge(&facts);
     let s = &outcome.stats;
     let h = s.with_unfinished();
-    let at = |p| summary::value_at_percentile(&h, p);
+    let at = |p| summary::percentile(&h, p);
     let c = &s.counters;
     Ok(SweepStep {
         rate,
@@ -252,10 +252,10 @@ fn run_step(
         p50: at(50.0),
         p99: at(99.0),
         p999: at(99.9),
-        max: summary::max(&h),
+        max: summary::maximum(&h),
         errors: c.errors.lost_requests() + c.errors.status,
         due: c.due,
-        send_lag_p99: summary::value_at_percentile(&s.send_lag, 99.0),
+        send_lag_p99: summary::percentile(&s.send_lag, 99.0),
         slo: judged,
         corrected: encode(&s.latency),
         unfinished: encode(&s.unfinished),

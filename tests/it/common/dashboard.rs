@@ -134,3 +134,44 @@ pub fn prometheus(text: &str) -> Vec<(String, f64)> {
     }
     samples
 }
+
+/// The dashboard page's source.
+pub const PAGE: &str = include_str!("../../../crates/core/src/dashboard/page.html");
+
+/// The top-level function `name` of the page's script, from its
+/// `function` line to the closing brace at the start of a line.
+pub fn page_function(name: &str) -> &'static str {
+    let start = PAGE
+        .find(&format!("\nfunction {name}("))
+        .unwrap_or_else(|| panic!("the page defines {name}()"));
+    let end = start + PAGE[start..].find("\n}\n").expect("the function ends") + 3;
+    &PAGE[start..end]
+}
+
+/// Whether Node.js is here to run pieces of the page's script; CI must
+/// have it, elsewhere the check is skipped with a note.
+pub fn node_ready() -> bool {
+    if Command::new("node").arg("--version").output().is_ok() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI must have node to check the dashboard's script"
+    );
+    eprintln!("node is not installed; the dashboard's script check is skipped");
+    false
+}
+
+/// Runs `script` under Node.js and returns what it printed.
+pub fn node(script: &str) -> String {
+    let out = Command::new("node")
+        .args(["-e", script])
+        .output()
+        .expect("node runs");
+    assert!(
+        out.status.success(),
+        "node failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}

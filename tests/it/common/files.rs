@@ -99,3 +99,15 @@ pub fn read_json<T: DeserializeOwned>(path: &Path) -> T {
         .unwrap_or_else(|e| panic!("{} was not written: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
+
+/// The published JSON Schema of a run's document (docs/result.schema.json)
+/// checks `doc`: the errors, each with where it is.
+pub fn schema_errors(doc: &serde_json::Value) -> Vec<String> {
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../../../docs/result.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("the schema itself is valid");
+    validator
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect()
+}

@@ -5,7 +5,9 @@
 //!
 //! Columns (times in seconds from the window's start, latencies in µs;
 //! a cell is empty where the figure does not apply, such as `intended` in
-//! throughput mode, or is missing from an older document):
+//! throughput mode, was not measured, such as the percentiles of an
+//! interval in which nothing completed, or is missing from an older
+//! document):
 //! `start_s,end_s,completed,errors,errors_status,errors_read,errors_write,
 //! errors_timeout,errors_connect,intended,achieved_rate,p50_us,p90_us,
 //! p99_us,p999_us,max_us,uncorrected_p99_us,send_lag_p99_us`.
@@ -47,11 +49,11 @@ pub fn write_row(out: &mut dyn Write, p: &Point, interval_s: f64) -> io::Result<
         cell(k.map(|k| k.connect)),
         cell(p.intended),
         rate,
-        p.p50,
-        p.p90,
-        p.p99,
-        p.p999,
-        p.max,
+        cell(p.p50),
+        cell(p.p90),
+        cell(p.p99),
+        cell(p.p999),
+        cell(p.max),
         cell(p.uncorrected_p99),
         cell(p.send_lag_p99),
     )
@@ -83,7 +85,7 @@ mod tests {
         let mut p = Point::empty(2.0);
         p.completed = 450;
         p.errors = 3;
-        p.p99 = 1200;
+        (p.p50, p.p99, p.max) = (Some(800), Some(1200), Some(1500));
         p.length_s = Some(0.5);
         p.error_kinds = Some(Errors {
             status: 2,
@@ -102,7 +104,8 @@ mod tests {
             lines.iter().all(|l| l.split(',').count() == columns),
             "{text}"
         );
-        assert_eq!(lines[1], "2,2.5,450,3,2,0,0,1,0,,900.000,0,0,1200,0,0,,");
-        assert_eq!(lines[2], "0.25,0.5,0,0,,,,,,,0.000,0,0,0,0,0,,");
+        assert_eq!(lines[1], "2,2.5,450,3,2,0,0,1,0,,900.000,800,,1200,,1500,,");
+        // Nothing completed: no percentile, rather than a latency of 0.
+        assert_eq!(lines[2], "0.25,0.5,0,0,,,,,,,0.000,,,,,,,");
     }
 }

@@ -6,8 +6,14 @@
 //! can re-render any report from a saved document. The `schema` field is
 //! bumped whenever a field changes meaning or goes away; new fields may be
 //! added within a schema version.
+//!
+//! A figure that was not measured (a percentile of an interval in which
+//! nothing completed, the send lag of a run that sent nothing) is `null`,
+//! never 0. Documents of earlier versions wrote 0 there; since every
+//! latency is recorded as at least 1 µs, a 0 can only mean "not measured",
+//! and reading turns it into `None` ([`unmeasured`]).
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::schedule::Load;
 use crate::stats::{Counters, Errors, StopCause};
@@ -91,8 +97,9 @@ pub struct Instance {
     /// Lost requests and error statuses.
     pub errors: u64,
     pub never_sent: u64,
-    /// p99 of its send lag, in microseconds.
-    pub send_lag_p99_us: u64,
+    /// p99 of its send lag, in microseconds; `null` when it sent nothing.
+    #[serde(default, deserialize_with = "unmeasured")]
+    pub send_lag_p99_us: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_offset_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -256,18 +263,74 @@ pub struct LatencySummaries {
     pub with_unfinished: Option<Summary>,
 }
 
+/// A distribution's figures; with `count` 0 every one of them is `null`
+/// (and the spectrum empty): nothing was measured.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(from = "SavedSummary")]
 pub struct Summary {
     pub count: u64,
-    pub min: u64,
-    pub max: u64,
-    pub mean: f64,
-    pub stdev: f64,
+    pub min: Option<u64>,
+    pub max: Option<u64>,
+    pub mean: Option<f64>,
+    pub stdev: Option<f64>,
     /// `[percentile, value]` for each of [`PERCENTILES`].
-    pub percentiles: Vec<(f64, u64)>,
+    pub percentiles: Vec<(f64, Option<u64>)>,
     /// The full spectrum (5 ticks per half distance): `[percentile,
     /// value, cumulative count]`.
     pub spectrum: Vec<(f64, u64, u64)>,
+}
+
+impl Summary {
+    /// The value listed at percentile `p`, when the summary lists it and
+    /// has values at all.
+    pub fn at(&self, p: f64) -> Option<u64> {
+        self.percentiles
+            .iter()
+            .find(|(q, _)| (q - p).abs() < 1e-9)
+            .and_then(|&(_, v)| v)
+    }
+}
+
+/// A summary as a document holds it, of this version (`null` for what was
+/// not measured) or an earlier one (zeros), read into a [`Summary`].
+#[derive(Deserialize)]
+struct SavedSummary {
+    count: u64,
+    min: Option<u64>,
+    max: Option<u64>,
+    mean: Option<f64>,
+    stdev: Option<f64>,
+    percentiles: Vec<(f64, Option<u64>)>,
+    spectrum: Vec<(f64, u64, u64)>,
+}
+
+impl From<SavedSummary> for Summary {
+    fn from(s: SavedSummary) -> Summary {
+        // An empty distribution has no figures, whatever zeros an older
+        // document wrote for them.
+        let measured = s.count > 0;
+        let keep = |v: Option<u64>| v.filter(|_| measured);
+        Summary {
+            count: s.count,
+            min: keep(s.min),
+            max: keep(s.max),
+            mean: s.mean.filter(|_| measured),
+            stdev: s.stdev.filter(|_| measured),
+            percentiles: s
+                .percentiles
+                .into_iter()
+                .map(|(p, v)| (p, keep(v)))
+                .collect(),
+            spectrum: s.spectrum,
+        }
+    }
+}
+
+/// Reads a figure that may not have been measured: `null`, or the 0 that
+/// documents of earlier versions wrote for it (a measured latency is at
+/// least 1 µs), is `None`.
+pub fn unmeasured<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    Ok(Option::<u64>::deserialize(d)?.filter(|&v| v > 0))
 }
 
 /// Per-interval figures over the measured window.
@@ -286,21 +349,27 @@ pub struct Point {
     /// Requests lost (read, write, timeout) and error statuses.
     pub errors: u64,
     /// Corrected latency percentiles of the requests completed in the
-    /// interval, in microseconds (0 when none completed).
-    pub p50: u64,
-    pub p90: u64,
-    pub p99: u64,
-    pub p999: u64,
-    pub p9999: u64,
-    pub max: u64,
+    /// interval, in microseconds (`null` when none completed).
+    #[serde(default, deserialize_with = "unmeasured")]
+    pub p50: Option<u64>,
+    #[serde(default, deserialize_with = "unmeasured")]
+    pub p90: Option<u64>,
+    #[serde(default, deserialize_with = "unmeasured")]
+    pub p99: Option<u64>,
+    #[serde(default, deserialize_with = "unmeasured")]
+    pub p999: Option<u64>,
+    #[serde(default, deserialize_with = "unmeasured")]
+    pub p9999: Option<u64>,
+    #[serde(default, deserialize_with = "unmeasured")]
+    pub max: Option<u64>,
     /// Requests given up in the interval (timed out; in the last interval
     /// also those in flight or never sent at the end).
     #[serde(default)]
     pub unfinished: u64,
     /// p99 of the interval's conservative distribution (completed and
-    /// unfinished requests).
-    #[serde(default)]
-    pub p99_with_unfinished: u64,
+    /// unfinished requests); `null` when there were neither.
+    #[serde(default, deserialize_with = "unmeasured")]
+    pub p99_with_unfinished: Option<u64>,
     /// The interval's corrected latency, and its unfinished requests'
     /// lower bounds, encoded as the run's histograms: what lets `metron
     /// merge` add several instances' intervals exactly. Absent from
@@ -319,10 +388,19 @@ pub struct Point {
     /// `errors` by kind, and the failed connects of the interval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_kinds: Option<Errors>,
-    /// p99 of the uncorrected latency, and of the send lag (rate mode).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// p99 of the uncorrected latency, and of the send lag (rate mode);
+    /// absent when nothing completed, or nothing was sent, in the interval.
+    #[serde(
+        default,
+        deserialize_with = "unmeasured",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub uncorrected_p99: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "unmeasured",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub send_lag_p99: Option<u64>,
 }
 
@@ -333,14 +411,14 @@ impl Point {
             t,
             completed: 0,
             errors: 0,
-            p50: 0,
-            p90: 0,
-            p99: 0,
-            p999: 0,
-            p9999: 0,
-            max: 0,
+            p50: None,
+            p90: None,
+            p99: None,
+            p999: None,
+            p9999: None,
+            max: None,
             unfinished: 0,
-            p99_with_unfinished: 0,
+            p99_with_unfinished: None,
             histogram: None,
             unfinished_histogram: None,
             length_s: None,
@@ -395,7 +473,7 @@ mod build {
     impl Point {
         /// The point of one interval of a run; `intended` from the schedule.
         pub fn of(iv: &IntervalStats, intended: Option<u64>) -> Point {
-            let at = |h: &Histogram<u64>, p| summary::value_at_percentile(h, p);
+            let at = summary::percentile;
             Point {
                 t: iv.start().as_secs_f64(),
                 completed: iv.completed,
@@ -405,7 +483,7 @@ mod build {
                 p99: at(&iv.latency, 99.0),
                 p999: at(&iv.latency, 99.9),
                 p9999: at(&iv.latency, 99.99),
-                max: summary::max(&iv.latency),
+                max: summary::maximum(&iv.latency),
                 unfinished: iv.unfinished.len(),
                 p99_with_unfinished: at(&iv.with_unfinished(), 99.0),
                 histogram: Some(encode(&iv.latency)),
@@ -413,8 +491,8 @@ mod build {
                 length_s: Some(iv.length.as_secs_f64()),
                 intended,
                 error_kinds: Some(iv.kinds),
-                uncorrected_p99: Some(at(&iv.uncorrected, 99.0)),
-                send_lag_p99: (!iv.send_lag.is_empty()).then(|| at(&iv.send_lag, 99.0)),
+                uncorrected_p99: at(&iv.uncorrected, 99.0),
+                send_lag_p99: at(&iv.send_lag, 99.0),
             }
         }
     }
@@ -564,15 +642,16 @@ mod build {
     }
 
     pub fn summarize(h: &Histogram<u64>) -> Summary {
+        let measured = !h.is_empty();
         Summary {
             count: h.len(),
-            min: if h.is_empty() { 0 } else { h.min() },
-            max: summary::max(h),
-            mean: summary::mean(h),
-            stdev: summary::stdev(h),
+            min: measured.then(|| h.min()),
+            max: summary::maximum(h),
+            mean: measured.then(|| summary::mean(h)),
+            stdev: measured.then(|| summary::stdev(h)),
             percentiles: PERCENTILES
                 .iter()
-                .map(|&p| (p, summary::value_at_percentile(h, p)))
+                .map(|&p| (p, summary::percentile(h, p)))
                 .collect(),
             spectrum: spectrum::steps(h, spectrum::TICKS_PER_HALF_DISTANCE)
                 .iter()
@@ -608,3 +687,94 @@ mod build {
 
 pub use crate::stats::codec::encode;
 pub use build::{decode, summarize};
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::stats::{histogram_of, new_histogram, IntervalStats};
+
+    /// An interval in which nothing completed has no percentiles: `null`,
+    /// not a latency of 0 µs.
+    #[test]
+    fn an_interval_without_completions_writes_null() {
+        let iv = IntervalStats::empty(3, Duration::from_secs(1));
+        let point = Point::of(&iv, Some(100));
+        let json = serde_json::to_value(&point).unwrap();
+        for field in [
+            "p50",
+            "p90",
+            "p99",
+            "p999",
+            "p9999",
+            "max",
+            "p99_with_unfinished",
+        ] {
+            assert!(json[field].is_null(), "{field}: {json}");
+        }
+        // Absent rather than 0: nothing was measured.
+        assert!(json.get("uncorrected_p99").is_none(), "{json}");
+        assert!(json.get("send_lag_p99").is_none(), "{json}");
+        let back: Point = serde_json::from_value(json).unwrap();
+        assert_eq!(back, point);
+    }
+
+    /// A distribution of nothing (the send lag of a run that sent
+    /// nothing) has `null` figures; one of values has numbers.
+    #[test]
+    fn an_empty_summary_writes_null() {
+        let json = serde_json::to_value(summarize(&new_histogram())).unwrap();
+        assert_eq!(json["count"], 0);
+        for field in ["min", "max", "mean", "stdev"] {
+            assert!(json[field].is_null(), "{field}: {json}");
+        }
+        assert!(json["percentiles"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|pair| pair[1].is_null()));
+        let full = summarize(&histogram_of(&[(700, 3)]));
+        assert_eq!((full.min, full.max), (Some(700), Some(700)));
+        assert_eq!(full.at(99.0), Some(700));
+        assert_eq!(full.stdev, Some(0.0));
+    }
+
+    /// Documents of earlier versions wrote 0 for what was not measured:
+    /// they read back as not measured, so `metron report` and `merge` of a
+    /// saved document print dashes too.
+    #[test]
+    fn zeros_of_older_documents_read_as_unmeasured() {
+        let summary: Summary = serde_json::from_str(
+            r#"{"count": 0, "min": 0, "max": 0, "mean": 0.0, "stdev": 0.0,
+                "percentiles": [[50.0, 0], [99.0, 0]], "spectrum": []}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            summary,
+            summarize(&new_histogram()).clone_with(&[50.0, 99.0])
+        );
+        let point: Point = serde_json::from_str(
+            r#"{"t": 1.0, "completed": 0, "errors": 0, "p50": 0, "p90": 0, "p99": 0,
+                "p999": 0, "p9999": 0, "max": 0, "uncorrected_p99": 0}"#,
+        )
+        .unwrap();
+        assert_eq!(point, Point::empty(1.0));
+        // A measured figure keeps its value, whatever the version.
+        let point: Point = serde_json::from_str(
+            r#"{"t": 0.0, "completed": 5, "errors": 0, "p50": 900, "p90": 950,
+                "p99": 990, "p999": 990, "p9999": 990, "max": 990}"#,
+        )
+        .unwrap();
+        assert_eq!((point.p50, point.max), (Some(900), Some(990)));
+    }
+
+    impl Summary {
+        /// The same summary listing only the percentiles `ps`.
+        fn clone_with(&self, ps: &[f64]) -> Summary {
+            let mut s = self.clone();
+            s.percentiles.retain(|(p, _)| ps.contains(p));
+            s
+        }
+    }
+}

@@ -201,13 +201,7 @@ fn instance(name: &str, d: &Document) -> Instance {
         completed: c.completed,
         errors: c.errors.lost_requests() + c.errors.status,
         never_sent: c.never_sent,
-        send_lag_p99_us: d
-            .latency
-            .send_lag
-            .percentiles
-            .iter()
-            .find(|(p, _)| *p == 99.0)
-            .map_or(0, |&(_, v)| v),
+        send_lag_p99_us: d.latency.send_lag.at(99.0),
         start_offset_s: d.start_offset_s,
         window_start_ms: d.window_start_ms,
         window_s: d.window_s,
@@ -349,6 +343,7 @@ fn series(docs: &[(String, Document)], warnings: &mut Vec<String>) -> Result<Ser
                 }
                 _ => {
                     exact = false;
+                    // None (not measured) below every value.
                     sum.p50 = sum.p50.max(p.p50);
                     sum.p90 = sum.p90.max(p.p90);
                     sum.p99 = sum.p99.max(p.p99);
@@ -373,11 +368,11 @@ fn series(docs: &[(String, Document)], warnings: &mut Vec<String>) -> Result<Ser
             if exact {
                 let mut both = latency.clone();
                 add(&mut both, &unfinished);
-                let at = |q| summary::value_at_percentile(&latency, q);
+                let at = |q| summary::percentile(&latency, q);
                 (p.p50, p.p90, p.p99, p.p999, p.p9999) =
                     (at(50.0), at(90.0), at(99.0), at(99.9), at(99.99));
-                p.max = summary::max(&latency);
-                p.p99_with_unfinished = summary::value_at_percentile(&both, 99.0);
+                p.max = summary::maximum(&latency);
+                p.p99_with_unfinished = summary::percentile(&both, 99.0);
                 p.histogram = Some(encode(&latency));
                 p.unfinished_histogram = Some(encode(&unfinished));
             }

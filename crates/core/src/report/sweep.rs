@@ -7,8 +7,8 @@ use std::io::{self, Write};
 
 use serde::{Deserialize, Serialize};
 
-use super::json::RunConfig;
-use crate::units::{format_metric, format_time_us};
+use super::json::{unmeasured, RunConfig};
+use crate::units::{format_rate, format_time_us};
 use crate::verdict::{SloReport, Verdict};
 
 /// Version of the sweep document's layout.
@@ -50,15 +50,21 @@ pub struct SweepStep {
     pub rate: f64,
     pub achieved: f64,
     /// Corrected latency with unfinished requests at their lower bounds,
-    /// in microseconds.
-    pub p50: u64,
-    pub p99: u64,
-    pub p999: u64,
-    pub max: u64,
+    /// in microseconds; `null` when nothing was measured.
+    #[serde(default, deserialize_with = "unmeasured")]
+    pub p50: Option<u64>,
+    #[serde(default, deserialize_with = "unmeasured")]
+    pub p99: Option<u64>,
+    #[serde(default, deserialize_with = "unmeasured")]
+    pub p999: Option<u64>,
+    #[serde(default, deserialize_with = "unmeasured")]
+    pub max: Option<u64>,
     /// Requests lost and error statuses.
     pub errors: u64,
     pub due: u64,
-    pub send_lag_p99: u64,
+    /// `null` when the step sent nothing.
+    #[serde(default, deserialize_with = "unmeasured")]
+    pub send_lag_p99: Option<u64>,
     /// `met`, `not met` or `inconclusive`, with each term.
     pub slo: SloReport,
     /// HdrHistogram V2, deflated, base64: the completed requests'
@@ -78,7 +84,8 @@ pub fn write_header(out: &mut (impl Write + ?Sized)) -> io::Result<()> {
 
 /// One step's row, as soon as the step has run.
 pub fn write_row(out: &mut (impl Write + ?Sized), n: usize, s: &SweepStep) -> io::Result<()> {
-    let t = |us: u64| format_time_us(us as f64);
+    // A figure the step did not measure prints as a dash, not 0.00us.
+    let t = |us: Option<u64>| us.map_or_else(|| "-".to_string(), |us| format_time_us(us as f64));
     let verdict = match &s.slo.reason {
         Some(_) => Verdict::Inconclusive,
         None => s.slo.verdict,
@@ -87,8 +94,8 @@ pub fn write_row(out: &mut (impl Write + ?Sized), n: usize, s: &SweepStep) -> io
         out,
         "  {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9}  {verdict}",
         n,
-        format_metric(s.rate),
-        format_metric(s.achieved),
+        format_rate(s.rate),
+        format_rate(s.achieved),
         t(s.p50),
         t(s.p99),
         t(s.p999),
@@ -100,5 +107,35 @@ pub fn write_row(out: &mut (impl Write + ?Sized), n: usize, s: &SweepStep) -> io
 
 /// A rate as the conclusion says it: `3.80k requests/s`.
 pub fn rate_words(r: f64) -> String {
-    format!("{} requests/s", format_metric(r))
+    format!("{} requests/s", format_rate(r))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A step that sent nothing has no latency and no send lag: dashes,
+    /// not `0.00us`; and an older document's zeros read the same way.
+    #[test]
+    fn a_step_that_measured_nothing_prints_dashes() {
+        let step: SweepStep = serde_json::from_value(serde_json::json!({
+            "rate": 900.0, "achieved": 0.0, "p50": 0, "p99": 0, "p999": 0, "max": 0,
+            "errors": 0, "due": 1800, "send_lag_p99": 0,
+            "slo": {"spec": "p99<10ms", "verdict": "inconclusive", "reason": "nothing was sent",
+                    "exit_status": 4, "rows": []},
+            "corrected": "", "unfinished": ""
+        }))
+        .unwrap();
+        assert_eq!((step.p99, step.send_lag_p99), (None, None));
+        let mut out = Vec::new();
+        write_row(&mut out, 1, &step).unwrap();
+        let row = String::from_utf8(out).unwrap();
+        assert!(row.starts_with("     1    900.00      0.00         -         -         -         -        0         -  "), "{row}");
+        assert!(!row.contains("0.00us"), "{row}");
+        let json = serde_json::to_value(&step).unwrap();
+        assert!(
+            json["p99"].is_null() && json["send_lag_p99"].is_null(),
+            "{json}"
+        );
+    }
 }

@@ -14,11 +14,12 @@ use hdrhistogram::Histogram;
 use super::spectrum::write_spectrum;
 use crate::http::Spoken;
 use crate::schedule::Load;
+use crate::stats::phase::MAX_PHASES;
 use crate::stats::{
     summary, AtEnd, ByCode, Counters, EndpointStats, Http2Counts, PhaseStats, RunStats,
 };
 use crate::units::{
-    format_binary, format_metric, format_run_duration, format_time_us, print_units,
+    format_binary, format_metric, format_rate, format_run_duration, format_time_us, print_units,
 };
 use crate::verdict::{lag_allowance_us, SloReport};
 
@@ -28,6 +29,11 @@ const PERCENTILES: [f64; 8] = [50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.
 const RULE: &str = "----------------------------------------------------------";
 /// What a figure that has no value prints as (no request to measure).
 const NONE: &str = "-";
+
+/// A latency that may not have been measured: its time, or [`NONE`].
+fn time_or_none(us: Option<u64>) -> String {
+    us.map_or_else(|| NONE.to_string(), |us| format_time_us(us as f64))
+}
 
 /// What the text report shows: the run's settings and its statistics.
 pub struct TextReport<'a> {
@@ -46,6 +52,9 @@ pub struct TextReport<'a> {
     /// The protocols the hosts spoke, when another than HTTP/1.1 was
     /// offered (`--http2`, `--alpn`); `None` keeps wrk's report.
     pub protocol: Option<&'a Spoken>,
+    /// Phases of the `--rate-profile` (0 without one): a profile of more
+    /// than the statistics break out gets a line instead of its table.
+    pub profile_phases: usize,
     pub stats: &'a RunStats,
 }
 
@@ -110,15 +119,28 @@ pub fn write_results(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
     }
     write_totals(out, stats)?;
     write_endpoints(out, &stats.endpoints)?;
-    write_phases(out, &stats.phases)?;
+    write_phases(out, &stats.phases, r.profile_phases)?;
     write_own_lines(out, r)
 }
 
 /// Per phase of a rate profile: the rate intended and achieved, errors,
 /// and the corrected latency (unfinished requests at their lower bounds)
-/// of the requests intended in it.
-fn write_phases(out: &mut impl Write, phases: &[PhaseStats]) -> io::Result<()> {
+/// of the requests intended in it. A profile of more phases than are
+/// broken out (`profile_phases`) gets a line that says so instead.
+fn write_phases(
+    out: &mut impl Write,
+    phases: &[PhaseStats],
+    profile_phases: usize,
+) -> io::Result<()> {
     if phases.is_empty() {
+        if profile_phases > MAX_PHASES {
+            writeln!(
+                out,
+                "  Phases: no table for a profile of {profile_phases} phases (at most \
+                 {MAX_PHASES}, each keeps two histograms per thread); --json, --csv or --hlog \
+                 show the run interval by interval"
+            )?;
+        }
         return Ok(());
     }
     writeln!(
@@ -132,13 +154,10 @@ fn write_phases(out: &mut impl Write, phases: &[PhaseStats]) -> io::Result<()> {
     )?;
     for p in phases {
         let h = p.with_unfinished();
-        let at = |q| match h.is_empty() {
-            true => NONE.to_string(),
-            false => format_time_us(summary::value_at_percentile(&h, q) as f64),
-        };
+        let at = |q| time_or_none(summary::percentile(&h, q));
         let secs = p.length.as_secs_f64();
         let rate = |n: u64| match secs > 0.0 {
-            true => format_metric(n as f64 / secs),
+            true => format_rate(n as f64 / secs),
             false => NONE.to_string(),
         };
         writeln!(
@@ -199,8 +218,8 @@ pub fn write_distributed_lines(
             shard.index(),
             shard.index(),
             shard.index(),
-            format_metric(rate),
-            format_metric(rate * n as f64)
+            format_rate(rate),
+            format_rate(rate * n as f64)
         )?;
     }
     if let Some(at) = start_at {
@@ -234,7 +253,8 @@ pub fn write_late_start(
 
 /// A merged document's instances, a row each, so that one bad node shows:
 /// what it was asked for and achieved, its send lag, errors, and how late
-/// it started after `--start-at`.
+/// it started after `--start-at`. Each column is as wide as its widest
+/// cell, so that long instance names (file paths) keep the rows aligned.
 pub fn write_instances(
     out: &mut impl Write,
     instances: &[super::json::Instance],
@@ -243,9 +263,7 @@ pub fn write_instances(
         return Ok(());
     }
     writeln!(out, "  Merged from {} instances:", instances.len())?;
-    writeln!(
-        out,
-        "    {:<24} {:>6} {:>10} {:>10} {:>12} {:>8} {:>10} {:>12}",
+    let head = [
         "instance",
         "shard",
         "rate",
@@ -253,28 +271,39 @@ pub fn write_instances(
         "send lag p99",
         "errors",
         "never sent",
-        "start offset"
-    )?;
-    for i in instances {
-        let shard = i
-            .shard
-            .map_or("-".to_string(), |s| format!("{}/{}", s.index, s.count));
-        let rate = i.rate.map_or("-".to_string(), format_metric);
-        let offset = i
-            .start_offset_s
-            .map_or("-".to_string(), |s| format_time_us(s * 1e6));
-        writeln!(
-            out,
-            "    {:<24} {:>6} {:>10} {:>10} {:>12} {:>8} {:>10} {:>12}",
-            i.name,
-            shard,
-            rate,
-            format!("{:.2}", i.requests_per_sec),
-            format_time_us(i.send_lag_p99_us as f64),
-            i.errors,
-            i.never_sent,
-            offset
-        )?;
+        "start offset",
+    ]
+    .map(str::to_string);
+    let rows: Vec<[String; 8]> = instances
+        .iter()
+        .map(|i| {
+            [
+                i.name.clone(),
+                i.shard
+                    .map_or(NONE.to_string(), |s| format!("{}/{}", s.index, s.count)),
+                i.rate.map_or(NONE.to_string(), format_rate),
+                format_rate(i.requests_per_sec),
+                time_or_none(i.send_lag_p99_us),
+                i.errors.to_string(),
+                i.never_sent.to_string(),
+                i.start_offset_s
+                    .map_or(NONE.to_string(), |s| format_time_us(s * 1e6)),
+            ]
+        })
+        .collect();
+    let mut widths = head.each_ref().map(|h| h.chars().count());
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    for row in std::iter::once(&head).chain(&rows) {
+        // The name to the left, figures to the right, as in every table.
+        let mut line = format!("    {:<w$}", row[0], w = widths[0]);
+        for (cell, w) in row.iter().zip(widths).skip(1) {
+            line.push_str(&format!(" {cell:>w$}"));
+        }
+        writeln!(out, "{line}")?;
     }
     Ok(())
 }
@@ -283,11 +312,16 @@ pub fn write_instances(
 /// the report's last line.
 pub fn write_slo(out: &mut impl Write, slo: &SloReport) -> io::Result<()> {
     for row in &slo.rows {
-        let value = match row.unit.as_str() {
-            "us" => format_time_us(row.value),
-            _ => format!("{:.2}%", row.value * 100.0),
+        let value = match (row.value, row.unit.as_str()) {
+            (None, _) => NONE.to_string(),
+            (Some(v), "us") => format_time_us(v),
+            (Some(v), _) => format!("{:.2}%", v * 100.0),
         };
-        let met = if row.met { "met" } else { "NOT MET" };
+        let met = match (row.met, row.value) {
+            (true, _) => "met",
+            (false, None) => "not measured",
+            (false, Some(_)) => "NOT MET",
+        };
         writeln!(out, "  SLO {}: {value}, {met}", row.term)?;
     }
     writeln!(out, "SLO: {}", slo.sentence())
@@ -333,8 +367,9 @@ fn write_endpoints(out: &mut impl Write, endpoints: &[EndpointStats]) -> io::Res
     )?;
     let empty = crate::stats::new_histogram();
     for e in endpoints {
+        // Requests in flight and none completed: no latency, not 0.00us.
         let h = e.latency.as_ref().unwrap_or(&empty);
-        let at = |p| format_time_us(summary::value_at_percentile(h, p) as f64);
+        let at = |p| time_or_none(summary::percentile(h, p));
         writeln!(
             out,
             "  {:>10} {:>8} {:>9} {:>9} {:>9}  {}",
@@ -572,10 +607,12 @@ fn http2_line(h: &Http2Counts) -> String {
     )
 }
 
-/// How late requests left against their schedule.
+/// How late requests left against their schedule (dashes when none was
+/// sent: a stream limit of 0, a stop before `--start-at`, a script that
+/// failed at once).
 fn send_lag_line(lag: &Histogram<u64>) -> String {
-    let at = |p| format_time_us(summary::value_at_percentile(lag, p) as f64);
-    let max = format_time_us(summary::max(lag) as f64);
+    let at = |p| time_or_none(summary::percentile(lag, p));
+    let max = time_or_none(summary::maximum(lag));
     format!("Send lag: p50 {}, p99 {}, max {max}", at(50.0), at(99.0))
 }
 
@@ -829,7 +866,7 @@ fn pool_needs(r: &TextReport, rate: f64) -> String {
     format!(
         "At {} requests/s and {per_response} per response, about {needed:.0} connections are \
          busy at once: raise -c to {needed:.0}, or pass --max-connections to open them as needed",
-        format_metric(rate)
+        format_rate(rate)
     )
 }
 
@@ -865,6 +902,7 @@ mod tests {
             latency: true,
             u_latency: true,
             protocol: None,
+            profile_phases: 0,
             stats,
         }
     }
@@ -1183,5 +1221,161 @@ mod tests {
         );
         let text = render(&report(&stats, Some(1000.0)));
         assert!(text.contains("\n  Warning: 3 of 100 due requests were never sent"));
+    }
+
+    /// Nothing was sent (a stream limit of 0, Ctrl-C before `--start-at`,
+    /// a script that failed in its first `request()`): the send lag was
+    /// not measured, so it prints dashes, not `0.00us`.
+    #[test]
+    fn a_run_that_sent_nothing_has_no_send_lag() {
+        let mut t = ThreadStats::default();
+        t.counters.due = 50;
+        t.counters.never_sent = 50;
+        let stats = RunStats::merge(vec![t], Duration::from_secs(1));
+        let text = render(&report(&stats, Some(50.0)));
+        assert!(
+            text.contains("\n  Send lag: p50 -, p99 -, max -\n"),
+            "{text}"
+        );
+        assert!(!text.contains(" 0.00us"), "{text}");
+    }
+
+    /// An endpoint with requests in flight and none completed has no
+    /// latency to show.
+    #[test]
+    fn an_endpoint_with_nothing_completed_prints_dashes() {
+        let mut stats = golden_stats();
+        stats.endpoints = vec![
+            EndpointStats {
+                name: "GET /slow".to_string(),
+                completed: 0,
+                errors: 0,
+                latency: None,
+            },
+            EndpointStats {
+                name: "GET /empty".to_string(),
+                completed: 0,
+                errors: 0,
+                latency: Some(crate::stats::new_histogram()),
+            },
+        ];
+        let text = render(&report(&stats, Some(200.0)));
+        for name in ["GET /slow", "GET /empty"] {
+            let row = format!(
+                "  {:>10} {:>8} {:>9} {:>9} {:>9}  {name}\n",
+                0, 0, "-", "-", "-"
+            );
+            assert!(text.contains(&row), "{text}");
+        }
+    }
+
+    /// A profile of more phases than are broken out says why its table is
+    /// missing, rather than dropping it without a word.
+    #[test]
+    fn a_profile_of_too_many_phases_says_its_table_is_left_out() {
+        let stats = golden_stats();
+        let mut r = report(&stats, Some(100.0));
+        r.profile_phases = MAX_PHASES + 1;
+        let text = render(&r);
+        assert!(
+            text.contains(&format!(
+                "  Phases: no table for a profile of {} phases (at most {MAX_PHASES}, ",
+                MAX_PHASES + 1
+            )),
+            "{text}"
+        );
+        // A profile the table covers (its phases were filled in) or one
+        // of a single phase says nothing of the kind.
+        r.profile_phases = MAX_PHASES;
+        assert!(!render(&r).contains("Phases:"));
+    }
+
+    /// A phase table's rates follow one rule: 900 is not `0.90k` under an
+    /// `825.00`.
+    #[test]
+    fn phase_rates_move_to_k_at_a_whole_thousand() {
+        let mut stats = golden_stats();
+        stats.phases = [("825:1s", 825), ("900:1s", 900), ("1200:1s", 1200)]
+            .iter()
+            .enumerate()
+            .map(|(i, &(label, n))| PhaseStats {
+                label: label.to_string(),
+                start: Duration::from_secs(i as u64),
+                length: Duration::from_secs(1),
+                due: n,
+                completed: n,
+                ..PhaseStats::default()
+            })
+            .collect();
+        let text = render(&report(&stats, Some(975.0)));
+        assert!(text.contains("   825.00    825.00 "), "{text}");
+        assert!(text.contains("   900.00    900.00 "), "{text}");
+        assert!(text.contains("     1.20k     1.20k "), "{text}");
+        assert!(!text.contains("0.90k"), "{text}");
+    }
+
+    fn instance(name: &str, lag: Option<u64>) -> crate::report::json::Instance {
+        crate::report::json::Instance {
+            name: name.to_string(),
+            shard: Some(crate::report::json::ShardConfig { index: 0, count: 2 }),
+            rate: Some(900.0),
+            requests_per_sec: 899.5,
+            completed: 8995,
+            errors: 0,
+            never_sent: 0,
+            send_lag_p99_us: lag,
+            start_offset_s: None,
+            window_start_ms: None,
+            window_s: 10.0,
+        }
+    }
+
+    /// Long instance names (paths) widen their column instead of pushing
+    /// their rows out of line; an instance that sent nothing has no lag.
+    #[test]
+    fn the_instance_table_fits_its_widest_name() {
+        let long = "results/run-2026-11-24/node-with-a-long-hostname-07.json";
+        let rows = [instance("a.json", Some(120)), instance(long, None)];
+        let mut out = Vec::new();
+        write_instances(&mut out, &rows).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().skip(1).collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        // Every line is as long, and each column ends where the header's does.
+        assert!(lines.iter().all(|l| l.len() == lines[0].len()), "{text}");
+        let end_of = |l: &str, what: &str| l.find(what).unwrap() + what.len();
+        for l in &lines[1..] {
+            assert_eq!(end_of(l, " 0/2 "), end_of(lines[0], "shard") + 1, "{text}");
+        }
+        assert!(lines[1].contains(" 900.00 "), "{text}");
+        assert!(lines[1].contains(" 899.50 "), "{text}");
+        assert!(lines[1].contains(" 120.00us "), "{text}");
+        assert!(lines[2].starts_with(&format!("    {long} ")), "{text}");
+        assert!(lines[2].contains(" - "), "{text}");
+    }
+
+    /// An objective judged on a run that measured nothing shows no value,
+    /// rather than a latency of 0.00us beside its verdict.
+    #[test]
+    fn an_slo_term_without_a_value_prints_a_dash() {
+        let slo = SloReport {
+            spec: "p99<10ms".into(),
+            verdict: crate::verdict::Verdict::Inconclusive,
+            reason: Some("nothing was measured".into()),
+            exit_status: 4,
+            rows: vec![crate::verdict::SloRow {
+                term: "p99<10ms".into(),
+                value: None,
+                unit: "us".into(),
+                met: false,
+            }],
+        };
+        let mut out = Vec::new();
+        write_slo(&mut out, &slo).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.starts_with("  SLO p99<10ms: -, not measured\n"),
+            "{text}"
+        );
     }
 }

@@ -115,6 +115,7 @@ fn write_report(cfg: &Config, outcome: &Outcome, slo: Option<&SloReport>) -> Res
         latency: cfg.latency,
         u_latency: cfg.u_latency,
         protocol: Some(&outcome.protocol),
+        profile_phases: run.load.profile().map_or(0, |p| p.phases().len()),
         stats: &outcome.stats,
     };
     let mut report = Vec::new();

@@ -66,12 +66,16 @@ fn draw(text: &str) {
 }
 
 fn render(t: Totals, at: Duration, total: Duration, rate: f64) -> String {
+    // Before the first response there is no tail to show, not one of 0us.
+    let p99 = match t.completed {
+        0 => "-".to_string(),
+        _ => format_time_us(t.p99_us as f64),
+    };
     format!(
-        "  [{:>5.1}s / {:.0}s]  {:>9.1} req/s  p99 {:>9}  {} errors",
+        "  [{:>5.1}s / {:.0}s]  {:>9.1} req/s  p99 {p99:>9}  {} errors",
         at.as_secs_f64(),
         total.as_secs_f64(),
         rate,
-        format_time_us(t.p99_us as f64),
         t.errors
     )
 }
@@ -92,6 +96,20 @@ mod tests {
         assert_eq!(
             s,
             "  [  2.0s / 10s]     1000.0 req/s  p99    1.50ms  3 errors"
+        );
+    }
+
+    #[test]
+    fn nothing_completed_yet_has_no_tail() {
+        let s = render(
+            Totals::default(),
+            Duration::from_secs(1),
+            Duration::from_secs(10),
+            0.0,
+        );
+        assert_eq!(
+            s,
+            "  [  1.0s / 10s]        0.0 req/s  p99         -  0 errors"
         );
     }
 }

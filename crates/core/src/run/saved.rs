@@ -79,6 +79,7 @@ pub fn write_document(doc: &Document, path: &Path, mut out: &mut dyn Write) -> R
         latency: true,
         u_latency: true,
         protocol: protocol.as_ref(),
+        profile_phases: c.rate_profile.len(),
         stats: &stats,
     };
     text::write_results(&mut out, &view)?;

@@ -63,6 +63,15 @@ pub fn format_metric(n: f64) -> String {
     format_finite(n, |x| scaled(x, &METRIC, 2))
 }
 
+/// A rate in metron's own columns and sentences (phases, sweep steps,
+/// merged instances, shards): plain below 1000, then `k`, `M`, ...
+/// (`825.00`, `900.00`, `1.20k`). wrk's `Req/Sec` row keeps
+/// [`format_metric`], whose 0.85 rule prints 900 as `0.90k`; in a column
+/// of rates that reads as if 900 were smaller than the `825.00` above it.
+pub fn format_rate(n: f64) -> String {
+    format_finite(n, |x| climb(x, &METRIC, 2, 1.0))
+}
+
 /// A size with binary prefixes, without the `B` that callers append:
 /// `512.00`, `676.18K`, `19.81M`.
 pub fn format_binary(n: f64) -> String {
@@ -123,10 +132,16 @@ fn format_finite(x: f64, format: impl FnOnce(Extended) -> String) -> String {
 
 /// Climbs `table` while the amount is at least 0.85 of the scale and a
 /// further unit remains, then prints it with `decimals` decimals.
-fn scaled(mut amount: Extended, table: &Table, decimals: u32) -> String {
+fn scaled(amount: Extended, table: &Table, decimals: u32) -> String {
+    climb(amount, table, decimals, 0.85)
+}
+
+/// Climbs `table` while the amount is at least `at` of the scale and a
+/// further unit remains, then prints it with `decimals` decimals.
+fn climb(mut amount: Extended, table: &Table, decimals: u32, at: f64) -> String {
     // Computed in f64 like the original, where it is a `double` product:
     // 1024 × 0.85 is 870.39999999999997726…, not 870.4.
-    let threshold = Extended::from_f64(table.scale as f64 * 0.85);
+    let threshold = Extended::from_f64(table.scale as f64 * at);
     let mut unit = table.base;
     let climbable = table.larger.len().saturating_sub(1);
     for next in &table.larger[..climbable] {
@@ -196,6 +211,18 @@ mod tests {
         assert_eq!(format_metric(850.0), "0.85k");
         assert_eq!(format_metric(1040.0), "1.04k");
         assert_eq!(format_metric(2_500_000.0), "2.50M");
+    }
+
+    #[test]
+    fn rates_move_up_a_unit_only_at_a_whole_one() {
+        // wrk's rule would print 900 as 0.90k under an 825.00.
+        assert_eq!(format_rate(825.0), "825.00");
+        assert_eq!(format_rate(900.0), "900.00");
+        assert_eq!(format_rate(999.0), "999.00");
+        assert_eq!(format_rate(1000.0), "1.00k");
+        assert_eq!(format_rate(1200.0), "1.20k");
+        assert_eq!(format_rate(950_000.0), "950.00k");
+        assert_eq!(format_rate(2_500_000.0), "2.50M");
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod format;
 mod parse;
 
 pub use format::{
-    format_binary, format_metric, format_run_duration, format_time_us, format_wall, print_units,
+    format_binary, format_metric, format_rate, format_run_duration, format_time_us, format_wall,
+    print_units,
 };
 pub use parse::{parse_bytes, parse_duration, parse_si_f64, parse_si_u64};

@@ -4,7 +4,7 @@
 
 use crate::schedule::Load;
 use crate::stats::{summary, RunStats};
-use crate::units::{format_metric, format_time_us};
+use crate::units::{format_rate, format_time_us};
 
 /// What a verdict needs to know of a run besides its statistics.
 pub struct RunFacts<'a> {
@@ -80,7 +80,7 @@ pub fn generator_limit(run: &RunFacts) -> Option<String> {
                 "-c {} cannot carry {} requests/s: even at the fastest response seen ({}) the \
                  connections carry at most {:.0} requests/s; raise -c to at least {needed:.0}",
                 run.connections,
-                format_metric(peak),
+                format_rate(peak),
                 format_time_us(fastest_s * 1e6),
                 carried
             ));

@@ -143,23 +143,29 @@ impl Slo {
         let stats = run.stats;
         let latency = stats.with_unfinished();
         let c = &stats.counters;
-        let share = |n: u64| n as f64 / c.due.max(1) as f64;
+        // Nothing due has no shares, nothing measured no percentiles: such
+        // a term has no value (and the verdict is inconclusive below).
+        let share = |n: u64| (c.due > 0).then(|| n as f64 / c.due as f64);
         let rows: Vec<SloRow> = self
             .terms
             .iter()
             .map(|t| {
                 let (value, unit) = match t.measure {
-                    Measure::Latency(p) if p >= 100.0 => (summary::max(&latency) as f64, "us"),
-                    Measure::Latency(p) => (summary::value_at_percentile(&latency, p) as f64, "us"),
+                    Measure::Latency(p) if p >= 100.0 => {
+                        (summary::maximum(&latency).map(|v| v as f64), "us")
+                    }
+                    Measure::Latency(p) => {
+                        (summary::percentile(&latency, p).map(|v| v as f64), "us")
+                    }
                     Measure::Errors => (share(c.errors.lost_requests() + c.errors.status), "share"),
                     Measure::Rate => (share(c.completed), "share"),
                 };
-                let met = match (t.measure, t.inclusive) {
+                let met = value.is_some_and(|value| match (t.measure, t.inclusive) {
                     (Measure::Rate, true) => value >= t.bound,
                     (Measure::Rate, false) => value > t.bound,
                     (_, true) => value <= t.bound,
                     (_, false) => value < t.bound,
-                };
+                });
                 SloRow {
                     term: t.text.clone(),
                     value,
@@ -234,5 +240,41 @@ mod tests {
             let e = parse_slo(spec).unwrap_err();
             assert!(e.contains(says), "{spec}: {e}");
         }
+    }
+
+    /// A run that measured nothing (nothing was sent) has no value for any
+    /// term: not a latency of 0 that would read as met.
+    #[test]
+    fn terms_of_a_run_that_measured_nothing_have_no_value() {
+        let mut stats =
+            crate::stats::RunStats::merge(Vec::new(), std::time::Duration::from_secs(1));
+        let load = crate::schedule::Load::constant(100.0);
+        fn facts<'a>(
+            stats: &'a crate::stats::RunStats,
+            load: &'a crate::schedule::Load,
+        ) -> RunFacts<'a> {
+            RunFacts {
+                stats,
+                load,
+                threads: 1,
+                connections: 1,
+                per_connection: 1,
+                fastest_us: None,
+            }
+        }
+        let slo = parse_slo("p99<10ms,max<1s,errors<1%,rate>=99%").unwrap();
+        let judged = slo.judge(&facts(&stats, &load));
+        assert_eq!(judged.verdict, Verdict::Inconclusive);
+        assert!(
+            judged.rows.iter().all(|r| r.value.is_none() && !r.met),
+            "{judged:?}"
+        );
+        // Due but never sent: the shares are measured, the latency is not.
+        stats.counters.due = 100;
+        stats.counters.never_sent = 100;
+        let judged = slo.judge(&facts(&stats, &load));
+        assert_eq!(judged.rows[0].value, None);
+        assert_eq!(judged.rows[2].value, Some(0.0));
+        assert_eq!(judged.rows[3].value, Some(0.0));
     }
 }

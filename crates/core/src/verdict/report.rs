@@ -65,8 +65,9 @@ pub struct SloRow {
     /// As given (`p99<10ms`).
     pub term: String,
     /// The measured value: microseconds (`unit` = `us`) or a share from 0
-    /// to 1 (`share`).
-    pub value: f64,
+    /// to 1 (`share`); `None` when nothing was measured (no request
+    /// completed or was given up; none was due), and the term is not met.
+    pub value: Option<f64>,
     pub unit: String,
     pub met: bool,
 }

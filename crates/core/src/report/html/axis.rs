@@ -1,8 +1,10 @@
 //! Chart axes: a domain, and ticks at round values labelled for reading
 //! (`0`, `0.2`, `5`, `20k`, `1.5M`).
 //!
-//! Tick values are 1, 2 or 5 × 10^k apart, so that labels stay short and
-//! gridlines fall where a reader would interpolate anyway.
+//! Tick values are 1, 2, 2.5 or 5 × 10^k apart, so that labels stay short
+//! and gridlines fall where a reader would interpolate anyway (0, 50, 100,
+//! 150 ms, never 56.68 ms). The dashboard's page draws its axes by the
+//! same rule (`niceTicks` in dashboard/page.html).
 
 use super::fmt::trim;
 
@@ -19,7 +21,7 @@ pub struct Axis {
 
 impl Axis {
     /// A linear axis from 0 to the first round value at or above `max`,
-    /// with about `target` ticks at multiples of 1, 2 or 5 × 10^k.
+    /// with about `target` ticks at multiples of 1, 2, 2.5 or 5 × 10^k.
     pub fn from_zero(max: f64, target: usize, title: &str) -> Axis {
         // A little headroom over real data, so that a line at the maximum
         // does not run along the plot's top edge; none over the 0–1 stand-in
@@ -67,14 +69,14 @@ impl Axis {
     }
 }
 
-/// The 1, 2 or 5 × 10^k nearest above `raw`.
+/// The 1, 2, 2.5 or 5 × 10^k nearest above `raw`.
 fn nice_step(raw: f64) -> f64 {
     if !(raw.is_finite() && raw > 0.0) {
         return 1.0;
     }
     let magnitude = 10f64.powf(raw.log10().floor());
     let mantissa = raw / magnitude;
-    let nice = [1.0, 2.0, 5.0, 10.0]
+    let nice = [1.0, 2.0, 2.5, 5.0, 10.0]
         .into_iter()
         .find(|&m| m >= mantissa - 1e-9)
         .unwrap_or(10.0);
@@ -91,7 +93,7 @@ fn ticks_to(end: f64, step: f64) -> Vec<(f64, String)> {
     } else {
         (1.0, "")
     };
-    let decimals = (-(step / scale).log10() - 1e-9).ceil().max(0.0) as usize;
+    let decimals = decimals_of(step / scale);
     let count = (end / step + 1e-9).floor() as usize;
     (0..=count.min(100))
         .map(|i| {
@@ -106,6 +108,17 @@ fn ticks_to(end: f64, step: f64) -> Vec<(f64, String)> {
         .collect()
 }
 
+/// The decimals a multiple of `step` needs: 0 for 25, 1 for 2.5 and 0.5,
+/// 2 for 0.25.
+fn decimals_of(step: f64) -> usize {
+    (0..6)
+        .find(|&d| {
+            let scaled = step * 10f64.powi(d as i32);
+            (scaled - scaled.round()).abs() < 1e-6 * scaled.max(1.0)
+        })
+        .unwrap_or(6)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,6 +130,8 @@ mod tests {
         assert_eq!(nice_step(3.0), 5.0);
         assert_eq!(nice_step(7.0), 10.0);
         assert_eq!(nice_step(0.013), 0.02);
+        assert_eq!(nice_step(2.2), 2.5);
+        assert_eq!(nice_step(0.22), 0.25);
         assert_eq!(nice_step(f64::NAN), 1.0);
     }
 
@@ -131,6 +146,25 @@ mod tests {
         let big = Axis::from_zero(48_000.0, 5, "req/s");
         assert_eq!(big.ticks[1].1, "10k");
         assert_eq!(Axis::from_zero(0.0, 5, "x").max, 1.0);
+    }
+
+    /// Regression: latencies up to 130 ms drew ticks every 56.68 ms on the
+    /// dashboard; here and there they fall on round values.
+    #[test]
+    fn ticks_read_at_a_glance() {
+        let labels = |a: &Axis| a.ticks.iter().map(|t| t.1.clone()).collect::<Vec<_>>();
+        assert_eq!(
+            labels(&Axis::from_zero(130.0, 6, "ms")),
+            ["0", "25", "50", "75", "100", "125", "150"]
+        );
+        assert_eq!(
+            labels(&Axis::from_zero(1.3, 6, "ms")),
+            ["0", "0.25", "0.5", "0.75", "1", "1.25", "1.5"]
+        );
+        assert_eq!(
+            labels(&Axis::from_zero(13.0, 6, "ms")),
+            ["0", "2.5", "5", "7.5", "10", "12.5", "15"]
+        );
     }
 
     #[test]

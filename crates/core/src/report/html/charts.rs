@@ -41,6 +41,8 @@ const MAX_DECADES: f64 = (DECADE_LABELS.len() - 1) as f64;
 
 /// Picks one figure out of a series point.
 type Pick = fn(&SeriesPoint) -> u64;
+/// Picks one latency figure out of a series point, if it was measured.
+type LatencyPick = fn(&SeriesPoint) -> Option<u64>;
 
 /// A latency unit for an axis: milliseconds, or seconds once values reach
 /// ten thousand milliseconds (where millisecond labels stop reading well).
@@ -206,20 +208,24 @@ fn middle(doc: &Document, p: &SeriesPoint) -> f64 {
 }
 
 /// A latency figure per interval, with gaps at intervals that recorded
-/// none (their figures are 0 by convention; a recorded latency is at least
-/// 1 µs).
-fn latency_runs(doc: &Document, unit: &LatencyUnit, name: &str, pick: Pick) -> Vec<Vec<Point>> {
+/// none (their figures are `None`: not measured).
+fn latency_runs(
+    doc: &Document,
+    unit: &LatencyUnit,
+    name: &str,
+    pick: LatencyPick,
+) -> Vec<Vec<Point>> {
     let mut runs: Vec<Vec<Point>> = vec![Vec::new()];
     for p in &doc.series.points {
-        if pick(p) == 0 {
+        let Some(us) = pick(p) else {
             runs.push(Vec::new());
             continue;
-        }
+        };
         let x = middle(doc, p);
-        let tip = format!("{} s: {name} {}", trim(p.t, 3), unit.text(pick(p)));
+        let tip = format!("{} s: {name} {}", trim(p.t, 3), unit.text(us));
         runs.last_mut().expect("never empty").push(Point {
             x,
-            y: unit.of(pick(p)),
+            y: unit.of(us),
             tip,
         });
     }
@@ -233,11 +239,11 @@ pub fn latency_over_time(doc: &Document) -> Chart {
         .series
         .points
         .iter()
-        .map(|p| p.max.max(p.p99).max(p.p50).max(p.p99_with_unfinished))
+        .filter_map(|p| p.max.max(p.p99).max(p.p50).max(p.p99_with_unfinished))
         .max()
         .unwrap_or(0);
     let unit = LatencyUnit::for_max(max_us);
-    let mut lines: Vec<(&str, &'static str, bool, Pick)> = vec![
+    let mut lines: Vec<(&str, &'static str, bool, LatencyPick)> = vec![
         ("p50", BLUE, false, |p| p.p50),
         ("p99", ORANGE, false, |p| p.p99),
         ("max", PURPLE, false, |p| p.max),
@@ -399,7 +405,7 @@ pub fn intended_rate(doc: &Document) -> Chart {
 }
 
 /// Picks one latency figure out of a sweep step.
-type StepPick = fn(&SweepStep) -> u64;
+type StepPick = fn(&SweepStep) -> Option<u64>;
 
 /// The knee's latency lines: corrected latency with unfinished requests at
 /// their lower bounds, per step.
@@ -447,8 +453,7 @@ pub fn knee(doc: &SweepDocument) -> Chart {
     let values = || {
         steps
             .iter()
-            .flat_map(|s| KNEE_LINES.iter().map(move |l| (l.3)(s)))
-            .filter(|&v| v > 0)
+            .flat_map(|s| KNEE_LINES.iter().filter_map(move |l| (l.3)(s)))
     };
     let y = log_latency_axis(values().min().unwrap_or(1), values().max().unwrap_or(1));
     let x = Axis::from_zero(
@@ -473,8 +478,8 @@ pub fn knee(doc: &SweepDocument) -> Chart {
             let mut runs: Vec<Vec<Point>> = vec![Vec::new()];
             for s in &steps {
                 match pick(s) {
-                    0 => runs.push(Vec::new()),
-                    v => runs
+                    None => runs.push(Vec::new()),
+                    Some(v) => runs
                         .last_mut()
                         .expect("never empty")
                         .push(point(s, name, v)),
@@ -501,8 +506,7 @@ pub fn knee(doc: &SweepDocument) -> Chart {
             .flat_map(|s| {
                 KNEE_LINES
                     .iter()
-                    .filter(|l| (l.3)(s) > 0)
-                    .map(|l| vec![point(s, l.0, (l.3)(s))])
+                    .filter_map(|l| (l.3)(s).map(|v| vec![point(s, l.0, v)]))
             })
             .collect();
         if !marked.is_empty() {

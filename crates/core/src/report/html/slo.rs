@@ -11,10 +11,9 @@ use super::fmt::{escape, latency_us, real, MISSING};
 /// A term's measured value: a latency like the rest of the page, a share
 /// in percent.
 pub fn measured(row: &SloRow) -> String {
-    let v = row.value;
-    if !v.is_finite() {
+    let Some(v) = row.value.filter(|v| v.is_finite()) else {
         return MISSING.to_string();
-    }
+    };
     match row.unit.as_str() {
         "us" if v >= 0.0 => latency_us(v.round() as u64),
         "share" => format!("{:.2}%", v * 100.0),
@@ -36,7 +35,11 @@ pub fn section(page: &mut String, slo: &SloReport) {
         .rows
         .iter()
         .map(|r| {
-            let met = if r.met { "met" } else { "NOT MET" };
+            let met = match (r.met, r.value) {
+                (true, _) => "met",
+                (false, None) => "not measured",
+                (false, Some(_)) => "NOT MET",
+            };
             vec![
                 format!("<code>{}</code>", escape(&r.term)),
                 measured(r),

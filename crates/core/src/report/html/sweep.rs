@@ -9,7 +9,7 @@ use crate::verdict::Verdict;
 
 use super::blocks::{card, classed_grid, head, key_values, verdict_class};
 use super::charts;
-use super::fmt::{count, escape, latency_us, real, seconds, trim, MISSING};
+use super::fmt::{count, escape, real, seconds, trim, MISSING};
 use super::tables::{arrivals, latency_or_missing};
 
 /// Renders the whole sweep page.
@@ -232,10 +232,7 @@ fn steps(page: &mut String, doc: &SweepDocument) {
 }
 
 fn step_row(n: usize, s: &SweepStep) -> Vec<String> {
-    // A step that measured nothing has zeros for latencies, and no recorded
-    // latency is 0 µs.
-    let measured = [s.p50, s.p99, s.p999, s.max].iter().any(|&v| v > 0);
-    let latency = |v: u64| latency_or_missing(measured.then_some(v));
+    let latency = latency_or_missing;
     vec![
         count(n as u64),
         real(s.rate),
@@ -245,7 +242,7 @@ fn step_row(n: usize, s: &SweepStep) -> Vec<String> {
         latency(s.p999),
         latency(s.max),
         count(s.errors),
-        latency_us(s.send_lag_p99),
+        latency(s.send_lag_p99),
         escape(&s.slo.sentence()),
     ]
 }

@@ -7,6 +7,7 @@
 use std::fmt::Write;
 
 use crate::report::json::{self, Document, Summary};
+use crate::stats::phase::MAX_PHASES;
 use crate::stats::ByCode;
 
 use super::blocks::{card, grid, key_values};
@@ -124,15 +125,9 @@ pub(super) fn arrivals(arrival: &str, seed: Option<u64>) -> String {
 }
 
 /// The value at `p` in a summary's percentile list, if it lists it and
-/// the summary has values at all (an empty one lists zeros).
+/// the summary has values at all.
 pub(super) fn at(s: &Summary, p: f64) -> Option<u64> {
-    if s.count == 0 {
-        return None;
-    }
-    s.percentiles
-        .iter()
-        .find(|(q, _)| (q - p).abs() < 1e-9)
-        .map(|&(_, v)| v)
+    s.at(p)
 }
 
 pub(super) fn latency_or_missing(v: Option<u64>) -> String {
@@ -211,7 +206,7 @@ pub fn headline(page: &mut String, doc: &Document) {
             unfinished.is_some(),
         );
     }
-    let max = (lat.count > 0).then_some(lat.max);
+    let max = lat.max;
     card(
         page,
         "Latency max",
@@ -244,21 +239,15 @@ pub fn percentiles(page: &mut String, doc: &Document) {
             row
         })
         .collect();
-    let real_or_missing = |s: &Summary, v: f64| {
-        if s.count == 0 {
-            MISSING.to_string()
-        } else {
-            latency_real(v)
-        }
-    };
+    let real_or_missing = |v: Option<f64>| v.map_or(MISSING.to_string(), latency_real);
     let figures: [(&str, Figure); 2] = [("mean", |s| s.mean), ("stdev", |s| s.stdev)];
     for (name, pick) in figures {
         let mut row = vec![
             name.to_string(),
-            real_or_missing(c, pick(c)),
-            real_or_missing(u, pick(u)),
+            real_or_missing(pick(c)),
+            real_or_missing(pick(u)),
         ];
-        row.extend(unfinished.map(|w| real_or_missing(w, pick(w))));
+        row.extend(unfinished.map(|w| real_or_missing(pick(w))));
         rows.push(row);
     }
     let (cl, ul) = curve_labels(doc);
@@ -272,7 +261,7 @@ pub fn percentiles(page: &mut String, doc: &Document) {
 }
 
 /// Picks a figure (mean, deviation) out of a summary.
-type Figure = fn(&Summary) -> f64;
+type Figure = fn(&Summary) -> Option<f64>;
 
 /// `n` as a share of `of`, or a dash when there is nothing to share.
 fn share(n: u64, of: u64) -> String {
@@ -379,7 +368,7 @@ fn send_lag(page: &mut String, doc: &Document) {
     let rows: Vec<Vec<String>> = lag
         .percentiles
         .iter()
-        .map(|&(p, v)| vec![percentile(p), latency_us(v)])
+        .map(|&(p, v)| vec![percentile(p), latency_or_missing(v)])
         .collect();
     page.push_str(
         "<p>Time from each request's intended send time to its first byte written.</p>\n",
@@ -447,7 +436,7 @@ pub fn instances(page: &mut String, doc: &Document) {
                 }),
                 i.rate.map_or(MISSING.to_string(), real),
                 real(i.requests_per_sec),
-                latency_us(i.send_lag_p99_us),
+                latency_or_missing(i.send_lag_p99_us),
                 count(i.errors),
                 count(i.never_sent),
                 i.start_offset_s.map_or(MISSING.to_string(), |s| {
@@ -509,6 +498,17 @@ pub fn endpoints(page: &mut String, doc: &Document) {
 /// and the latency of the requests intended in it.
 pub fn phases(page: &mut String, doc: &Document) {
     if doc.phases.is_empty() {
+        // A longer profile is not broken out: say so, rather than leave
+        // the table out without a word.
+        let n = doc.config.rate_profile.len();
+        if n > MAX_PHASES {
+            let _ = writeln!(
+                page,
+                "<p>No table per phase: the profile has {n} phases, more than the \
+                 {MAX_PHASES} broken out (each keeps two histograms per thread). The charts \
+                 follow the run interval by interval.</p>"
+            );
+        }
         return;
     }
     page.push_str(

@@ -36,11 +36,11 @@ fn summary(value: impl Fn(f64) -> u64) -> Summary {
         .collect();
     Summary {
         count: REQUESTS,
-        min: value(0.0),
-        max: value(100.0),
-        mean: value(50.0) as f64 * 1.2,
-        stdev: value(90.0) as f64 * 0.8,
-        percentiles: PERCENTILES.iter().map(|&p| (p, value(p))).collect(),
+        min: Some(value(0.0)),
+        max: Some(value(100.0)),
+        mean: Some(value(50.0) as f64 * 1.2),
+        stdev: Some(value(90.0) as f64 * 0.8),
+        percentiles: PERCENTILES.iter().map(|&p| (p, Some(value(p)))).collect(),
         spectrum,
     }
 }
@@ -63,14 +63,14 @@ fn series_point(i: u64) -> Point {
         t: i as f64,
         completed: 10_000 - if stall { 2_500 } else { i * 30 },
         errors: if stall { 40 } else { i % 3 },
-        p50: 1_100 + i * 20,
-        p90: 2_000 + i * 50,
-        p99: if stall { 150_000 } else { 3_500 + i * 300 },
-        p999: if stall { 175_000 } else { 6_000 + i * 500 },
-        p9999: if stall { 180_000 } else { 8_000 + i * 600 },
-        max: if stall { 181_000 } else { 9_000 + i * 700 },
+        p50: Some(1_100 + i * 20),
+        p90: Some(2_000 + i * 50),
+        p99: Some(if stall { 150_000 } else { 3_500 + i * 300 }),
+        p999: Some(if stall { 175_000 } else { 6_000 + i * 500 }),
+        p9999: Some(if stall { 180_000 } else { 8_000 + i * 600 }),
+        max: Some(if stall { 181_000 } else { 9_000 + i * 700 }),
         unfinished: 0,
-        p99_with_unfinished: if stall { 150_000 } else { 3_500 + i * 300 },
+        p99_with_unfinished: Some(if stall { 150_000 } else { 3_500 + i * 300 }),
         ..Point::empty(i as f64)
     }
 }
@@ -318,11 +318,11 @@ fn throughput_mode_says_what_the_curves_measure() {
 fn empty_summary() -> Summary {
     Summary {
         count: 0,
-        min: 0,
-        max: 0,
-        mean: 0.0,
-        stdev: 0.0,
-        percentiles: PERCENTILES.iter().map(|&p| (p, 0)).collect(),
+        min: None,
+        max: None,
+        mean: None,
+        stdev: None,
+        percentiles: PERCENTILES.iter().map(|&p| (p, None)).collect(),
         spectrum: Vec::new(),
     }
 }
@@ -357,7 +357,7 @@ fn unfinished_requests_show_at_their_lower_bounds() {
     conservative.count = doc.latency.corrected.count + 35;
     doc.latency.with_unfinished = Some(conservative);
     doc.series.points[9].unfinished = 35;
-    doc.series.points[9].p99_with_unfinished = 2_000_000;
+    doc.series.points[9].p99_with_unfinished = Some(2_000_000);
     let html = render(&doc);
     assert_clean(&doc, &html);
     assert!(html.contains("35 requests did not complete"), "no warning");
@@ -387,7 +387,7 @@ fn one_interval_and_equal_latencies_render() {
     doc.latency.corrected = flat.clone();
     doc.latency.uncorrected = flat;
     let p = &mut doc.series.points[0];
-    (p.p50, p.p90, p.p99, p.p999, p.max) = (500, 500, 500, 500, 500);
+    (p.p50, p.p90, p.p99, p.p999, p.max) = (Some(500), Some(500), Some(500), Some(500), Some(500));
     let html = render(&doc);
     assert_clean(&doc, &html);
     assert!(
@@ -408,7 +408,7 @@ fn unusable_numbers_never_reach_the_page() {
     doc.bytes_per_sec = f64::INFINITY;
     doc.cpu_s = f64::NAN;
     doc.config.duration_s = f64::NEG_INFINITY;
-    doc.latency.corrected.mean = f64::NAN;
+    doc.latency.corrected.mean = Some(f64::NAN);
     doc.latency.corrected.spectrum = vec![(f64::NAN, 10, 1), (100.0, 20, 2)];
     doc.threads.clear();
     doc.interrupted = true;
@@ -517,6 +517,25 @@ fn profiled() -> Document {
     doc
 }
 
+/// A profile of more phases than are broken out says why the page has
+/// no table for them.
+#[test]
+fn a_profile_of_too_many_phases_says_its_table_is_left_out() {
+    let mut doc = profiled();
+    doc.phases.clear();
+    let n = crate::stats::phase::MAX_PHASES + 1;
+    doc.config.rate_profile = (0..n)
+        .map(|i| profile_phase("1k:1s", i as f64, 1.0, 1_000.0, 1_000.0))
+        .collect();
+    let html = render(&doc);
+    assert!(
+        html.contains(&format!("No table per phase: the profile has {n} phases")),
+        "no word of the missing table"
+    );
+    doc.config.rate_profile.truncate(3);
+    assert!(!render(&doc).contains("No table per phase"));
+}
+
 /// The intended line follows the profile in the window's time: the ramp
 /// cut by the warm-up starts at its rate 2 s in.
 #[test]
@@ -606,7 +625,7 @@ fn phases_without_a_profile_still_get_their_table() {
 fn slo_row(term: &str, value: f64, unit: &str, met: bool) -> SloRow {
     SloRow {
         term: term.into(),
-        value,
+        value: Some(value),
         unit: unit.into(),
         met,
     }
@@ -687,13 +706,13 @@ fn step(rate: f64, p99: u64, verdict: Verdict, reason: Option<&str>) -> SweepSte
     SweepStep {
         rate,
         achieved: if met { rate * 0.999 } else { rate * 0.9 },
-        p50: p99 / 3,
-        p99,
-        p999: p99 + p99 / 10,
-        max: p99 * 2,
+        p50: Some(p99 / 3),
+        p99: Some(p99),
+        p999: Some(p99 + p99 / 10),
+        max: Some(p99 * 2),
         errors: if met { 0 } else { 17 },
         due: (rate * 3.0) as u64,
-        send_lag_p99: if reason.is_some() { 1_830 } else { 45 },
+        send_lag_p99: Some(if reason.is_some() { 1_830 } else { 45 }),
         slo: slo(
             verdict,
             reason,
@@ -895,7 +914,7 @@ fn a_sweep_without_measurements_renders() {
     // A step that measured nothing: dashes, and a gap in every line.
     let mut doc = sweep_sample();
     let s = &mut doc.steps[2];
-    (s.p50, s.p99, s.p999, s.max) = (0, 0, 0, 0);
+    (s.p50, s.p99, s.p999, s.max) = (None, None, None, None);
     s.rate = f64::NAN;
     doc.steps[3].achieved = f64::INFINITY;
     doc.config.resolution = f64::NAN;
