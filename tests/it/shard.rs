@@ -245,9 +245,83 @@ fn a_late_instance_counts_what_it_missed() {
     let missed = doc["counters"]["missed_at_start"].as_u64().unwrap();
     // About a second at 200/s, passed over and counted as never sent.
     assert!((180..=260).contains(&missed), "{missed}");
-    assert!(doc["counters"]["never_sent"].as_u64().unwrap() >= missed);
+    let c = &doc["counters"];
+    let never_sent = c["never_sent"].as_u64().unwrap();
+    assert!(never_sent >= missed);
+    // They are not server latency: the distribution with the unfinished
+    // holds the completed and the other unfinished requests, not them.
+    let unfinished =
+        c["errors"]["timeout"].as_u64().unwrap() + c["in_flight"].as_u64().unwrap() + never_sent
+            - missed;
+    let with = doc["latency"]["with_unfinished"]["count"]
+        .as_u64()
+        .unwrap_or(0);
+    let completed = c["completed"].as_u64().unwrap();
+    assert!(with == 0 || with == completed + unfinished, "{with} {c}");
+    let max_ms = doc["latency"]["with_unfinished"]["max"]
+        .as_u64()
+        .unwrap_or(0) as f64
+        / 1000.0;
+    assert!(
+        max_ms < 500.0,
+        "a late start entered the latency: max {max_ms} ms"
+    );
     assert!(text.contains("after --start-at: passed over the"), "{text}");
     assert!(text.contains("had been due before the run began"), "{text}");
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// `metron merge --slo` judges the merged run as a run's `--slo` does:
+/// met, not met (exit 3), and inconclusive (exit 4) when the generator of
+/// an instance was the limit, here one that began a second late and
+/// passed over what fell due meanwhile.
+#[test]
+fn a_merged_run_is_judged_against_an_slo() {
+    let _serial = serial();
+    let target = server(ServeConfig::default());
+    let dir = scratch("slo");
+    let (a, b, late) = (
+        dir.join("a.json"),
+        dir.join("b.json"),
+        dir.join("late.json"),
+    );
+    for (json, shard) in [(&a, "0/2"), (&b, "1/2")] {
+        let out = instance_run(&target, &["-R", "200", "-d", "1s", "--shard", shard], json);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let start_at = SystemTime::now() - Duration::from_secs(1);
+    let start_at = start_at.duration_since(UNIX_EPOCH).unwrap().as_secs_f64();
+    let start_at = format!("{start_at:.3}");
+    let flags = [
+        "-R",
+        "200",
+        "-d",
+        "2s",
+        "--shard",
+        "1/2",
+        "--start-at",
+        &start_at,
+    ];
+    let out = instance_run(&target, &flags, &late);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (a, b, late) = (
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        late.to_str().unwrap(),
+    );
+    let met = metron(&["merge", "--slo", "p99<10s", a, b]);
+    assert_eq!(met.status.code(), Some(0), "{}", stderr(&met));
+    assert!(stdout(&met).contains("\nSLO: met\n"), "{}", stdout(&met));
+    let not_met = metron(&["merge", "--slo", "p50<1us", a, b]);
+    assert_eq!(not_met.status.code(), Some(3), "{}", stderr(&not_met));
+    assert!(stdout(&not_met).contains("\nSLO: not met (p50<1us)\n"));
+    let judged = metron(&["merge", "--slo", "p99<10s", a, late]);
+    assert_eq!(judged.status.code(), Some(4), "{}", stdout(&judged));
+    assert!(
+        stderr(&judged).contains(&format!("in {late}, ")),
+        "{}",
+        stderr(&judged)
+    );
     let _ = fs::remove_dir_all(&dir);
 }
 

@@ -51,6 +51,10 @@ pub struct MergeArgs {
     /// JSON documents only: write the merged HTML report to FILE
     #[arg(long = "html", value_name = "FILE")]
     pub html: Option<PathBuf>,
+
+    /// JSON documents only: judge the merged run against an SLO, as a run's --slo does (inconclusive when any instance's generator was the limit)
+    #[arg(long = "slo", value_parser = crate::verdict::parse_slo, value_name = "SPEC")]
+    pub slo: Option<crate::verdict::Slo>,
 }
 
 /// `-v, --version` for a subcommand, as the top level spells it (wrk's

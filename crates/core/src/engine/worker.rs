@@ -1387,9 +1387,12 @@ impl Worker {
         for again in self.retries.iter().flatten() {
             self.stats.unsent_at_end(again.stamp, stop_at);
         }
+        // Those passed over at a late start are counted apart: their ages
+        // are not the server's doing.
         let schedule = &mut self.schedule;
-        self.stats
-            .never_taken(stop_at, |a, b| schedule.count_pending(a, b));
+        self.stats.never_taken(stop_at, |a, b| {
+            schedule.count_pending(a, b) - schedule.count_missed(a, b)
+        });
         self.stats
             .missed_at_start(stop_at, |a, b| schedule.count_missed(a, b));
         let calls = self.script.as_ref().map_or(0, ThreadScript::calls);

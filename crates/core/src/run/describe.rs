@@ -7,9 +7,10 @@
 use std::time::Duration;
 
 use crate::engine::{Outcome, Replay, Setup};
+use crate::http::Spoken;
 use crate::replay::Order;
-use crate::report::json::{ProfilePhase, RequestsConfig, RunConfig, ShardConfig};
-use crate::schedule::Profile;
+use crate::report::json::{Document, ProfilePhase, RequestsConfig, RunConfig, ShardConfig};
+use crate::schedule::{Load, Profile};
 use crate::stats::RunStats;
 use crate::units::format_run_duration;
 use crate::verdict::RunFacts;
@@ -104,6 +105,27 @@ pub fn run_facts<'a>(run: &'a Setup, outcome: &'a Outcome) -> RunFacts<'a> {
             1
         },
         fastest_us: outcome.stats.fastest_us,
+    }
+}
+
+/// What a verdict needs to know of a saved run, from its document and
+/// the statistics read back from it.
+pub fn document_facts<'a>(doc: &'a Document, stats: &'a RunStats, load: &'a Load) -> RunFacts<'a> {
+    let multiplexes = doc
+        .protocol
+        .as_deref()
+        .and_then(|p| p.parse::<Spoken>().ok())
+        .is_some_and(|p| p.multiplexes());
+    RunFacts {
+        stats,
+        load,
+        threads: doc.config.threads,
+        connections: doc.config.connections,
+        per_connection: match (multiplexes, doc.config.max_streams) {
+            (true, Some(m)) => m,
+            _ => 1,
+        },
+        fastest_us: (!stats.uncorrected.is_empty()).then(|| stats.uncorrected.min()),
     }
 }
 

@@ -4,11 +4,14 @@
 use std::io::{self, Read, Write};
 use std::path::Path;
 
+use super::describe;
 use super::error::Error;
 use super::saved::{read_document, read_sweep, write_document};
 use super::sink::{write_html, write_json};
 use crate::cli::MergeArgs;
+use crate::report::json::Document;
 use crate::report::{hlog, merge};
+use crate::verdict::{generator_limit, Slo, SloReport, Verdict};
 
 /// Merges the files `args` names and prints the text report; with
 /// documents, also writes the merged document and page when asked.
@@ -37,9 +40,12 @@ pub fn merge(args: &MergeArgs, out: &mut dyn Write) -> Result<(), Error> {
         }
         docs.push((path.display().to_string(), read_document(path)?));
     }
-    let merged = merge::documents(&docs).map_err(Error::Merge)?;
+    let mut merged = merge::documents(&docs).map_err(Error::Merge)?;
     for w in &merged.warnings {
         eprintln!("metron merge: warning: {w}");
+    }
+    if let Some(slo) = &args.slo {
+        merged.doc.slo = Some(judge(slo, &docs, &merged.doc)?);
     }
     write_document(&merged.doc, Path::new("the merged document"), out)?;
     if let Some(path) = &args.json {
@@ -48,7 +54,42 @@ pub fn merge(args: &MergeArgs, out: &mut dyn Write) -> Result<(), Error> {
     if let Some(path) = &args.html {
         write_html(path, &merged.doc)?;
     }
-    Ok(())
+    match merged.doc.slo.filter(|s| s.exit_status != 0) {
+        Some(s) => Err(Error::Slo {
+            verdict: match &s.reason {
+                Some(why) => format!("{}: {why}", s.verdict),
+                None => s.verdict.to_string(),
+            },
+            status: s.exit_status,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The merged run judged against `slo`: its terms on the merged figures;
+/// inconclusive when the generator of any instance was the limit, since
+/// then the server never had the whole load.
+fn judge(slo: &Slo, docs: &[(String, Document)], merged: &Document) -> Result<SloReport, Error> {
+    for (name, doc) in docs {
+        let stats = doc.stats().map_err(|e| Error::input(Path::new(name), e))?;
+        let load = doc.config.load();
+        if let Some(why) = generator_limit(&describe::document_facts(doc, &stats, &load)) {
+            let mut judged = judge_one(slo, merged)?;
+            judged.verdict = Verdict::Inconclusive;
+            judged.exit_status = Verdict::Inconclusive.exit_status();
+            judged.reason = Some(format!("in {name}, {why}"));
+            return Ok(judged);
+        }
+    }
+    judge_one(slo, merged)
+}
+
+fn judge_one(slo: &Slo, doc: &Document) -> Result<SloReport, Error> {
+    let stats = doc
+        .stats()
+        .map_err(|e| Error::input(Path::new("the merged document"), e))?;
+    let load = doc.config.load();
+    Ok(slo.judge(&describe::document_facts(doc, &stats, &load)))
 }
 
 /// Interval logs add up into the text report alone.

@@ -428,13 +428,31 @@ impl Recorder {
         add_histogram(&mut iv.unfinished, &ages);
     }
 
-    /// At the end: of the requests never sent, those the run passed over
-    /// because it began late (`count(a, b)` counts them in `[a, b)`).
-    pub fn missed_at_start(&mut self, end: Nanos, count: impl FnOnce(Nanos, Nanos) -> u64) {
+    /// At the end: the requests the run passed over because it began late
+    /// (`count(a, b)` counts them in `[a, b)`). They are due and never
+    /// sent, but their ages are the lateness of this instance's start, not
+    /// anything the server did: they stay out of every latency
+    /// distribution, the conservative one included.
+    pub fn missed_at_start(&mut self, end: Nanos, mut count: impl FnMut(Nanos, Nanos) -> u64) {
         let from = self.window.measure_from;
-        if from < end {
-            self.stats.counters.missed_at_start += count(from, end);
+        if from >= end {
+            return;
         }
+        let n = count(from, end);
+        if n == 0 {
+            return;
+        }
+        for i in 0..self.phases.len() {
+            let (lo, hi) = self.phases.span(i);
+            let (lo, hi) = (lo.max(from), hi.min(end));
+            if lo < hi {
+                self.stats.phases[i].due += count(lo, hi);
+            }
+        }
+        let c = &mut self.stats.counters;
+        c.missed_at_start += n;
+        c.never_sent += n;
+        c.due += n;
     }
 
     /// At the end: where this thread's connections stood.
