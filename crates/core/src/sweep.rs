@@ -402,6 +402,36 @@ mod tests {
         assert!((3900.0 * 0.98..=3900.0).contains(&best.unwrap()));
     }
 
+    /// What `metron sweep --help` hides is what its check refuses.
+    #[test]
+    fn every_flag_hidden_from_the_help_is_refused() {
+        for flag in crate::cli::sweep::refused() {
+            let value = match flag {
+                "rate" => Some("5"),
+                "rate-profile" => Some("1k:1s"),
+                "duration" | "interval" | "dashboard-linger" => Some("1s"),
+                "shard" => Some("0/2"),
+                "start-at" => Some("2000000000"),
+                "hlog" | "csv" => Some("out"),
+                _ => None,
+            };
+            let long = format!("--{flag}");
+            let mut words = vec![
+                "metron", "sweep", "--slo", "p99<1ms", "--from", "1", "--to", "2",
+            ];
+            words.push(&long);
+            words.extend(value);
+            words.push("http://127.0.0.1:1/");
+            let Ok(crate::cli::Command::Sweep(args)) = crate::cli::parse(&words) else {
+                panic!("{words:?} does not parse");
+            };
+            let Err(e) = check(&args) else {
+                panic!("{long} is not refused");
+            };
+            assert!(e.to_string().contains("does not take"), "{long}: {e}");
+        }
+    }
+
     #[test]
     fn the_top_and_the_bottom() {
         let (tried, best) = sweep(1e9, 100.0, 1000.0, 0.02);

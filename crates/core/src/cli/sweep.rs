@@ -6,6 +6,7 @@ use std::time::Duration;
 use clap::Args;
 
 use super::bench::BenchArgs;
+use super::outputs::{InSweep, SinkFlags};
 use crate::units::{parse_duration, parse_si_f64};
 
 /// What `metron sweep --help` says it does.
@@ -38,6 +39,46 @@ pub struct SweepArgs {
     pub run: BenchArgs,
 }
 
+/// The run flags (long names) that a sweep refuses besides the outputs
+/// [`SinkFlags::each`] marks so (the sweep's check says why for each).
+const REFUSED: [&str; 10] = [
+    "rate",
+    "rate-profile",
+    "duration",
+    "timeseries",
+    "thread-timeseries",
+    "histogram",
+    "interval",
+    "shard",
+    "start-at",
+    "dashboard-linger",
+];
+
+/// The long names of every run flag a sweep refuses.
+pub fn refused() -> Vec<&'static str> {
+    let outputs = SinkFlags::default()
+        .each()
+        .into_iter()
+        .filter_map(|(o, _)| {
+            matches!(o.in_sweep, InSweep::Refuses(_)).then(|| o.flag.trim_start_matches('-'))
+        });
+    outputs.chain(REFUSED).collect()
+}
+
+/// `metron sweep`'s command: a run's flags less those it refuses, which
+/// its help does not list (giving one is still refused by name).
+pub fn command() -> clap::Command {
+    let refused = refused();
+    let cmd = super::command::<SweepArgs>("metron sweep", ABOUT);
+    let ids: Vec<clap::Id> = cmd
+        .get_arguments()
+        .filter(|a| a.get_long().is_some_and(|l| refused.contains(&l)))
+        .map(|a| a.get_id().clone())
+        .collect();
+    ids.into_iter()
+        .fold(cmd, |cmd, id| cmd.mut_arg(id, |a| a.hide(true)))
+}
+
 /// `2%` or `0.5%` as a fraction.
 fn parse_percent(s: &str) -> Result<f64, String> {
     let n = s
@@ -58,6 +99,46 @@ fn parse_percent(s: &str) -> Result<f64, String> {
 mod tests {
     use super::*;
     use crate::cli::{parse, Command};
+
+    /// The help lists what a sweep takes, and none of what it refuses.
+    #[test]
+    fn the_help_hides_every_refused_flag() {
+        let help = command().render_help().to_string();
+        // The flags each row of the help starts with.
+        let rows: Vec<&str> = help
+            .lines()
+            .map(str::trim_start)
+            .filter(|l| l.starts_with('-'))
+            .map(|l| {
+                l.split_whitespace()
+                    .find(|w| w.starts_with("--"))
+                    .unwrap_or(l)
+            })
+            .collect();
+        for flag in refused() {
+            let long = format!("--{flag}");
+            assert!(!rows.contains(&long.as_str()), "{long} in {help}");
+        }
+        assert!(!help.contains("-R, "), "{help}");
+        for shown in [
+            "--from",
+            "--json",
+            "--html",
+            "--slo",
+            "--warmup",
+            "--connections",
+        ] {
+            assert!(rows.contains(&shown), "{shown} not in {help}");
+        }
+        // Every name hidden is a flag of a run.
+        let all: Vec<String> = command()
+            .get_arguments()
+            .filter_map(|a| a.get_long().map(str::to_string))
+            .collect();
+        for flag in refused() {
+            assert!(all.iter().any(|l| l == flag), "{flag}");
+        }
+    }
 
     #[test]
     fn a_sweep_takes_every_run_flag() {
