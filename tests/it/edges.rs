@@ -194,6 +194,7 @@ fn the_never_sent_warning_names_failed_connects() {
         u_latency: false,
         protocol: None,
         stats: &o.stats,
+        lag_allowance: None,
     };
     let warnings = metron::report::text::warnings(&view).join("\n");
     assert!(

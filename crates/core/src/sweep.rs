@@ -239,7 +239,7 @@ fn run_step(
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
-    let mut facts = run_facts(&cfg.run, &outcome);
+    let mut facts = run_facts(&cfg.run, &outcome, cfg.lag_allowance);
     facts.fastest_us = *fastest;
     let judged: SloReport = slo.judge(&facts);
     let s = &outcome.stats;

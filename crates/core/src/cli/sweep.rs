@@ -157,6 +157,8 @@ mod tests {
             "5%",
             "--step-duration",
             "3s",
+            "--lag-allowance",
+            "5ms",
             "http://127.0.0.1:1/",
         ])
         .unwrap();
@@ -168,6 +170,7 @@ mod tests {
         assert_eq!(s.cooldown, Duration::from_secs(2));
         assert_eq!(s.run.connections, crate::cli::Connections::Fixed(50));
         assert!(s.run.slo.is_some());
+        assert_eq!(s.run.lag_allowance, Some(Duration::from_millis(5)));
         assert_eq!(
             parse_percent("2"),
             Err("'2' is not a percentage; write e.g. 2%".into())

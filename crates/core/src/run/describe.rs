@@ -91,7 +91,11 @@ fn profile_phases(p: &Profile) -> Vec<ProfilePhase> {
 }
 
 /// What a verdict needs to know of a run besides its statistics.
-pub fn run_facts<'a>(run: &'a Setup, outcome: &'a Outcome) -> RunFacts<'a> {
+pub fn run_facts<'a>(
+    run: &'a Setup,
+    outcome: &'a Outcome,
+    lag_allowance: Option<Duration>,
+) -> RunFacts<'a> {
     RunFacts {
         stats: &outcome.stats,
         load: &run.load,
@@ -104,6 +108,7 @@ pub fn run_facts<'a>(run: &'a Setup, outcome: &'a Outcome) -> RunFacts<'a> {
             1
         },
         fastest_us: outcome.stats.fastest_us,
+        lag_allowance,
     }
 }
 

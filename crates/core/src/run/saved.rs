@@ -78,6 +78,8 @@ pub fn write_document(doc: &Document, path: &Path, mut out: &mut dyn Write) -> R
         u_latency: true,
         protocol: protocol.as_ref(),
         stats: &stats,
+        // Not kept in the document: the warning uses the default.
+        lag_allowance: None,
     };
     text::write_results(&mut out, &view)?;
     if let Some(slo) = &doc.slo {
