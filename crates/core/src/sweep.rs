@@ -25,7 +25,7 @@ use crate::run::sink::{json_text, write_file, write_json};
 use crate::run::{bench_config, describe, run_facts, Error};
 use crate::schedule::MAX_RATE;
 use crate::stats::codec::encode;
-use crate::stats::summary;
+use crate::stats::{summary, StopCause};
 use crate::units;
 use crate::verdict::{Slo, SloReport, Verdict};
 
@@ -79,7 +79,21 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<(), Error> {
             break;
         }
         let cfg = step_config(&base, rate)?;
-        let step = run_step(&cfg, &slo, &stop, rate, &mut fastest)?;
+        let step = match run_step(&cfg, &slo, &stop, rate, &mut fastest) {
+            // Ctrl-C cut this step short: its figures are of a shorter run
+            // than the rest and would be judged as if whole, so it is left
+            // out and the sweep ends with the steps that finished.
+            Err(_) if interrupted(&stop) => {
+                writeln!(
+                    out,
+                    "  {:>4} {:>9}  interrupted, left out",
+                    steps.len() + 1,
+                    units::format_metric(rate)
+                )?;
+                break;
+            }
+            step => step?,
+        };
         write_row(out, steps.len() + 1, &step)?;
         out.flush()?;
         let (verdict, reason) = (step.slo.verdict, step.slo.reason.clone());
@@ -115,6 +129,7 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<(), Error> {
             steps,
             highest: search.best,
             conclusion: conclusion.clone(),
+            interrupted: interrupted(&stop),
         };
         write_outputs(args, &doc, out)?;
     }
@@ -135,6 +150,14 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<(), Error> {
         (None, None) => Err(Error::Sweep("no rate met the SLO".into(), 3)),
         (Some(_), None) => Ok(()),
     }
+}
+
+/// Whether a signal (Ctrl-C, SIGTERM) stopped the sweep.
+fn interrupted(stop: &Stop) -> bool {
+    matches!(
+        stop.stopped(),
+        Some((_, StopCause::Interrupt | StopCause::Terminate))
+    )
 }
 
 /// The sweep's flags, checked: the SLO it needs, the range, and the run
