@@ -118,7 +118,7 @@ where
             .map(|c| Command::Report(c.args)),
         Some("merge") => subcommand::<Versioned<MergeArgs>>(&args, "metron merge", merge)
             .map(|c| Command::Merge(c.args)),
-        Some("sweep") => parse_with::<sweep::SweepArgs>(sweep::command(), &args)
+        Some("sweep") => parse_with::<sweep::SweepArgs>(sweep_command(), &args)
             .map(|a| Command::Sweep(Box::new(a))),
         _ => {
             if let Some(addr) = dashboard_address_apart(&args) {
@@ -132,6 +132,20 @@ where
             BenchArgs::try_parse_from(args).map(|a| Command::Bench(Box::new(a)))
         }
     }
+}
+
+/// `metron sweep`'s command: a run's flags less those it refuses, which
+/// its help does not list (giving one is still refused by name).
+pub fn sweep_command() -> clap::Command {
+    let refused = sweep::refused();
+    let cmd = command::<sweep::SweepArgs>("metron sweep", sweep::ABOUT);
+    let ids: Vec<clap::Id> = cmd
+        .get_arguments()
+        .filter(|a| a.get_long().is_some_and(|l| refused.contains(&l)))
+        .map(|a| a.get_id().clone())
+        .collect();
+    ids.into_iter()
+        .fold(cmd, |cmd, id| cmd.mut_arg(id, |a| a.hide(true)))
 }
 
 /// The word after a bare `--dashboard`, when it is an address (`9090`,
@@ -358,6 +372,46 @@ mod tests {
         assert_eq!(parse_cpu_list("0-3,6"), Ok(CpuList(vec![0, 1, 2, 3, 6])));
         assert!(parse_cpu_list("3-1").is_err());
         assert!(parse_cpu_list("a").is_err());
+    }
+
+    /// The help lists what a sweep takes, and none of what it refuses.
+    #[test]
+    fn the_help_hides_every_refused_flag() {
+        let help = sweep_command().render_help().to_string();
+        // The flags each row of the help starts with.
+        let rows: Vec<&str> = help
+            .lines()
+            .map(str::trim_start)
+            .filter(|l| l.starts_with('-'))
+            .map(|l| {
+                l.split_whitespace()
+                    .find(|w| w.starts_with("--"))
+                    .unwrap_or(l)
+            })
+            .collect();
+        for flag in sweep::refused() {
+            let long = format!("--{flag}");
+            assert!(!rows.contains(&long.as_str()), "{long} in {help}");
+        }
+        assert!(!help.contains("-R, "), "{help}");
+        for shown in [
+            "--from",
+            "--json",
+            "--html",
+            "--slo",
+            "--warmup",
+            "--connections",
+        ] {
+            assert!(rows.contains(&shown), "{shown} not in {help}");
+        }
+        // Every name hidden is a flag of a run.
+        let all: Vec<String> = sweep_command()
+            .get_arguments()
+            .filter_map(|a| a.get_long().map(str::to_string))
+            .collect();
+        for flag in sweep::refused() {
+            assert!(all.iter().any(|l| l == flag), "{flag}");
+        }
     }
 
     /// `--dashboard ADDR` with a space would run against ADDR as the URL.

@@ -65,20 +65,6 @@ pub fn refused() -> Vec<&'static str> {
     outputs.chain(REFUSED).collect()
 }
 
-/// `metron sweep`'s command: a run's flags less those it refuses, which
-/// its help does not list (giving one is still refused by name).
-pub fn command() -> clap::Command {
-    let refused = refused();
-    let cmd = super::command::<SweepArgs>("metron sweep", ABOUT);
-    let ids: Vec<clap::Id> = cmd
-        .get_arguments()
-        .filter(|a| a.get_long().is_some_and(|l| refused.contains(&l)))
-        .map(|a| a.get_id().clone())
-        .collect();
-    ids.into_iter()
-        .fold(cmd, |cmd, id| cmd.mut_arg(id, |a| a.hide(true)))
-}
-
 /// `2%` or `0.5%` as a fraction.
 fn parse_percent(s: &str) -> Result<f64, String> {
     let n = s
@@ -99,46 +85,6 @@ fn parse_percent(s: &str) -> Result<f64, String> {
 mod tests {
     use super::*;
     use crate::cli::{parse, Command};
-
-    /// The help lists what a sweep takes, and none of what it refuses.
-    #[test]
-    fn the_help_hides_every_refused_flag() {
-        let help = command().render_help().to_string();
-        // The flags each row of the help starts with.
-        let rows: Vec<&str> = help
-            .lines()
-            .map(str::trim_start)
-            .filter(|l| l.starts_with('-'))
-            .map(|l| {
-                l.split_whitespace()
-                    .find(|w| w.starts_with("--"))
-                    .unwrap_or(l)
-            })
-            .collect();
-        for flag in refused() {
-            let long = format!("--{flag}");
-            assert!(!rows.contains(&long.as_str()), "{long} in {help}");
-        }
-        assert!(!help.contains("-R, "), "{help}");
-        for shown in [
-            "--from",
-            "--json",
-            "--html",
-            "--slo",
-            "--warmup",
-            "--connections",
-        ] {
-            assert!(rows.contains(&shown), "{shown} not in {help}");
-        }
-        // Every name hidden is a flag of a run.
-        let all: Vec<String> = command()
-            .get_arguments()
-            .filter_map(|a| a.get_long().map(str::to_string))
-            .collect();
-        for flag in refused() {
-            assert!(all.iter().any(|l| l == flag), "{flag}");
-        }
-    }
 
     #[test]
     fn a_sweep_takes_every_run_flag() {
