@@ -87,6 +87,14 @@ fn the_event_stream_and_json_endpoint_add_up_to_the_run() {
     };
     assert_eq!(sum(&points, "completed"), completed);
     assert_eq!(sum(&points, "intended"), due);
+    // Each point has what was outstanding at its end: at the last, the
+    // end of the run, that is the report's own count.
+    let last = points.last().unwrap();
+    assert_eq!(
+        last["in_flight"], counters["in_flight"],
+        "{last} {counters}"
+    );
+    assert_eq!(last["waiting"], counters["never_sent"], "{last} {counters}");
     let kept = series["points"].as_array().unwrap();
     assert_eq!(kept.len(), 12);
     assert_eq!(sum(kept, "completed"), completed);
