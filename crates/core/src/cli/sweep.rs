@@ -59,9 +59,8 @@ pub fn refused() -> Vec<&'static str> {
     let outputs = SinkFlags::default()
         .each()
         .into_iter()
-        .filter_map(|(o, _)| {
-            matches!(o.in_sweep, InSweep::Refuses(_)).then(|| o.flag.trim_start_matches('-'))
-        });
+        .filter(|(o, _)| matches!(o.in_sweep, InSweep::Refuses(_)))
+        .map(|(o, _)| o.flag.trim_start_matches('-'));
     outputs.chain(REFUSED).collect()
 }
 
