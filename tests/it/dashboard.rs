@@ -4,13 +4,13 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use metron::serve::ServeConfig;
 
 use crate::common::dashboard::*;
-use crate::common::{chromium_ready, serial, server, url, TempDir};
+use crate::common::{chromium_ready, serial, server, stderr, stdout, url, wait_bounded, TempDir};
 
 /// The event stream, read from the start of the run to its end, and the
 /// JSON endpoint after it both add up to the report's counts; `/metrics`
@@ -87,6 +87,14 @@ fn the_event_stream_and_json_endpoint_add_up_to_the_run() {
     };
     assert_eq!(sum(&points, "completed"), completed);
     assert_eq!(sum(&points, "intended"), due);
+    // Each point has what was outstanding at its end: at the last, the
+    // end of the run, that is the report's own count.
+    let last = points.last().unwrap();
+    assert_eq!(
+        last["in_flight"], counters["in_flight"],
+        "{last} {counters}"
+    );
+    assert_eq!(last["waiting"], counters["never_sent"], "{last} {counters}");
     let kept = series["points"].as_array().unwrap();
     assert_eq!(kept.len(), 12);
     assert_eq!(sum(kept, "completed"), completed);
@@ -177,6 +185,35 @@ fn the_page_in_a_browser_follows_the_run_then_shows_the_report() {
     );
     // The charts were drawn: the latency chart holds lines.
     assert!(page.contains("<polyline"), "{page}");
+}
+
+/// With no terminal on stdin or stdout (a CI job) nobody can press
+/// Ctrl-C: without --dashboard-linger the process ends with the run, and
+/// says so, rather than keep the page up for ever.
+#[test]
+fn without_a_terminal_the_dashboard_ends_with_the_run() {
+    let srv = server(ServeConfig::default());
+    let child = Command::new(env!("CARGO_BIN_EXE_metron"))
+        .args([
+            "-t1",
+            "-c2",
+            "-R100",
+            "-d1s",
+            "--dashboard",
+            &url(&srv, "/"),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Far more than the run; a dashboard kept up would be killed here.
+    let o = wait_bounded(child, Duration::from_secs(30));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("Dashboard: closed with the run"), "{err}");
+    assert!(!err.contains("until Ctrl-C"), "{err}");
+    assert!(stdout(&o).contains("requests in"));
 }
 
 /// Bad addresses and a linger without a dashboard are one-line errors.

@@ -348,3 +348,94 @@ fn sweep_mistakes_are_named() {
     assert!(e.contains("p99<5ms"), "{e}");
     assert_eq!(srv.stats().requests(), 0);
 }
+
+/// Ctrl-C in the second step keeps the first: its row and the conclusion
+/// are printed, --json and --html are written and marked interrupted, the
+/// step cut short is left out, and the exit status is a run's on Ctrl-C.
+#[test]
+fn ctrl_c_during_a_sweep_keeps_the_steps_that_finished() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let dir = TempDir::new("sweep-interrupted");
+    let json = dir.file("sweep.json", "");
+    let html = dir.file("sweep.html", "");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_metron"))
+        .args([
+            "sweep",
+            "--slo",
+            "p99<1s",
+            "--from",
+            "50",
+            "--to",
+            "400",
+            "--step-duration",
+            "2s",
+            "--warmup",
+            "500ms",
+            "--cooldown",
+            "0s",
+            "-t1",
+            "-c2",
+            "--json",
+            &json,
+            "--html",
+            &html,
+            &url(&srv, "/"),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in stdout.lines().map_while(Result::ok) {
+            let _ = tx.send(line.clone());
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    // The first step's row, under the table's header: it has finished,
+    // and the second has begun.
+    let mut header = false;
+    let first_row = loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the first step's row within 30 s");
+        if header && line.trim_start().starts_with("1 ") {
+            break line;
+        }
+        header |= line.trim_start().starts_with("Step ");
+    };
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let o = wait_bounded(child, Duration::from_secs(30));
+    let out = reader.join().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{out}{}", stderr(&o));
+    assert!(out.contains(&first_row), "{out}");
+    assert!(
+        out.contains("     2    100.00  interrupted, left out"),
+        "{out}"
+    );
+    assert_eq!(
+        last_line(&out),
+        format!(
+            "interrupted; highest rate meeting the SLO so far: {}",
+            rate_words(50.0)
+        )
+    );
+    let doc = sweep_document(Path::new(&json));
+    assert!(doc.interrupted);
+    assert_eq!(doc.steps.len(), 1, "{out}");
+    assert_eq!(doc.steps[0].rate, 50.0);
+    assert_eq!(doc.conclusion, last_line(&out));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("This sweep was interrupted"), "{page}");
+    let err = stderr(&o);
+    assert!(err.starts_with("metron: stopped by Ctrl-C after "), "{err}");
+}

@@ -25,7 +25,7 @@ use crate::run::sink::{json_text, write_file, write_json};
 use crate::run::{bench_config, describe, run_facts, Error};
 use crate::schedule::MAX_RATE;
 use crate::stats::codec::encode;
-use crate::stats::summary;
+use crate::stats::{summary, StopCause};
 use crate::units;
 use crate::verdict::{Slo, SloReport, Verdict};
 
@@ -79,7 +79,21 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<(), Error> {
             break;
         }
         let cfg = step_config(&base, rate)?;
-        let step = run_step(&cfg, &slo, &stop, rate, &mut fastest)?;
+        let step = match run_step(&cfg, &slo, &stop, rate, &mut fastest) {
+            // Ctrl-C cut this step short: its figures are of a shorter run
+            // than the rest and would be judged as if whole, so it is left
+            // out and the sweep ends with the steps that finished.
+            Err(_) if interrupted(&stop) => {
+                writeln!(
+                    out,
+                    "  {:>4} {:>9}  interrupted, left out",
+                    steps.len() + 1,
+                    units::format_metric(rate)
+                )?;
+                break;
+            }
+            step => step?,
+        };
         write_row(out, steps.len() + 1, &step)?;
         out.flush()?;
         let (verdict, reason) = (step.slo.verdict, step.slo.reason.clone());
@@ -115,6 +129,7 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<(), Error> {
             steps,
             highest: search.best,
             conclusion: conclusion.clone(),
+            interrupted: interrupted(&stop),
         };
         write_outputs(args, &doc, out)?;
     }
@@ -135,6 +150,14 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<(), Error> {
         (None, None) => Err(Error::Sweep("no rate met the SLO".into(), 3)),
         (Some(_), None) => Ok(()),
     }
+}
+
+/// Whether a signal (Ctrl-C, SIGTERM) stopped the sweep.
+fn interrupted(stop: &Stop) -> bool {
+    matches!(
+        stop.stopped(),
+        Some((_, StopCause::Interrupt | StopCause::Terminate))
+    )
 }
 
 /// The sweep's flags, checked: the SLO it needs, the range, and the run
@@ -239,7 +262,7 @@ fn run_step(
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
-    let mut facts = run_facts(&cfg.run, &outcome);
+    let mut facts = run_facts(&cfg.run, &outcome, cfg.lag_allowance);
     facts.fastest_us = *fastest;
     let judged: SloReport = slo.judge(&facts);
     let s = &outcome.stats;
@@ -400,6 +423,36 @@ mod tests {
         assert!((3800.0..=4000.0).contains(&best), "{best} {tried:?}");
         let (_, best) = sweep(3900.0, 1000.0, 64_000.0, 0.02);
         assert!((3900.0 * 0.98..=3900.0).contains(&best.unwrap()));
+    }
+
+    /// What `metron sweep --help` hides is what its check refuses.
+    #[test]
+    fn every_flag_hidden_from_the_help_is_refused() {
+        for flag in crate::cli::sweep::refused() {
+            let value = match flag {
+                "rate" => Some("5"),
+                "rate-profile" => Some("1k:1s"),
+                "duration" | "interval" | "dashboard-linger" => Some("1s"),
+                "shard" => Some("0/2"),
+                "start-at" => Some("2000000000"),
+                "hlog" | "csv" => Some("out"),
+                _ => None,
+            };
+            let long = format!("--{flag}");
+            let mut words = vec![
+                "metron", "sweep", "--slo", "p99<1ms", "--from", "1", "--to", "2",
+            ];
+            words.push(&long);
+            words.extend(value);
+            words.push("http://127.0.0.1:1/");
+            let Ok(crate::cli::Command::Sweep(args)) = crate::cli::parse(&words) else {
+                panic!("{words:?} does not parse");
+            };
+            let Err(e) = check(&args) else {
+                panic!("{long} is not refused");
+            };
+            assert!(e.to_string().contains("does not take"), "{long}: {e}");
+        }
     }
 
     #[test]

@@ -148,6 +148,10 @@ pub struct BenchArgs {
     #[arg(long = "slo", value_parser = crate::verdict::parse_slo, value_name = "SPEC")]
     pub slo: Option<crate::verdict::Slo>,
 
+    /// Send lag p99 still taken as the generator keeping its schedule, for --slo's verdict, metron sweep's steps and the report's warning: above it (with connections free) a verdict is inconclusive [default: one interval of a thread's schedule, threads/R, at least 1ms]
+    #[arg(long = "lag-allowance", value_parser = parse_duration, value_name = "T")]
+    pub lag_allowance: Option<Duration>,
+
     /// Largest response head (status line and headers) accepted; a larger one is a read error
     #[arg(long = "max-head", default_value = "64k", value_parser = parse_bytes, value_name = "BYTES")]
     pub max_head: u64,

@@ -38,6 +38,9 @@ pub struct Config {
     pub outputs: Outputs,
     /// `--slo`: the objective the run is judged against.
     pub slo: Option<Slo>,
+    /// `--lag-allowance`: the send lag p99 within which the generator kept
+    /// its schedule; `None`, one interval of a thread's schedule.
+    pub lag_allowance: Option<Duration>,
 }
 
 /// `-d` when neither it nor a rate profile says otherwise.
@@ -310,6 +313,7 @@ impl Config {
             u_latency: args.u_latency,
             outputs,
             slo: args.slo.clone(),
+            lag_allowance: args.lag_allowance,
         })
     }
 }

@@ -122,10 +122,69 @@ where
             .map(|c| Command::Report(c.args)),
         Some("merge") => subcommand::<Versioned<MergeArgs>>(&args, "metron merge", merge)
             .map(|c| Command::Merge(c.args)),
-        Some("sweep") => subcommand::<sweep::SweepArgs>(&args, "metron sweep", sweep::ABOUT)
+        Some("sweep") => parse_with::<sweep::SweepArgs>(sweep_command(), &args)
             .map(|a| Command::Sweep(Box::new(a))),
-        _ => BenchArgs::try_parse_from(args).map(|a| Command::Bench(Box::new(a))),
+        _ => {
+            if let Some(addr) = dashboard_address_apart(&args) {
+                return Err(clap::Error::raw(
+                    ErrorKind::ValueValidation,
+                    format!(
+                        "--dashboard {addr}: the dashboard's address follows '=', or {addr} is read as the URL; write --dashboard={addr}\n"
+                    ),
+                ));
+            }
+            BenchArgs::try_parse_from(args).map(|a| Command::Bench(Box::new(a)))
+        }
     }
+}
+
+/// `metron sweep`'s command: a run's flags less those it refuses, which
+/// its help does not list (giving one is still refused by name).
+pub fn sweep_command() -> clap::Command {
+    let refused = sweep::refused();
+    let cmd = command::<sweep::SweepArgs>("metron sweep", sweep::ABOUT);
+    let ids: Vec<clap::Id> = cmd
+        .get_arguments()
+        .filter(|a| a.get_long().is_some_and(|l| refused.contains(&l)))
+        .map(|a| a.get_id().clone())
+        .collect();
+    ids.into_iter()
+        .fold(cmd, |cmd, id| cmd.mut_arg(id, |a| a.hide(true)))
+}
+
+/// The word after a bare `--dashboard`, when it is an address (`9090`,
+/// `127.0.0.1:9090`, `[::1]:9090`, `localhost:9090`). `--dashboard` takes
+/// its value only after '=' (so that `--dashboard URL` works), and such a
+/// word would be taken for the URL, the real URL for a script argument.
+fn dashboard_address_apart(args: &[OsString]) -> Option<String> {
+    let words: Vec<&str> = args
+        .iter()
+        .skip(1)
+        .map_while(|a| a.to_str())
+        .take_while(|w| *w != "--")
+        .collect();
+    words
+        .windows(2)
+        .find(|w| w[0] == "--dashboard" && looks_like_address(w[1]))
+        .map(|w| w[1].to_string())
+}
+
+/// `PORT` or `HOST:PORT`: no scheme, no path, a port that is a number.
+fn looks_like_address(word: &str) -> bool {
+    if word.starts_with('-') || word.contains('/') {
+        return false;
+    }
+    if word.parse::<u16>().is_ok() || word.parse::<std::net::SocketAddr>().is_ok() {
+        return true;
+    }
+    let Some((host, port)) = word.rsplit_once(':') else {
+        return false;
+    };
+    !host.is_empty()
+        && port.parse::<u16>().is_ok()
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')
 }
 
 /// The word after the program's name, where subcommands are named.
@@ -141,6 +200,12 @@ pub fn subcommand<A: Args + FromArgMatches>(
     name: &'static str,
     about: &'static str,
 ) -> Result<A, clap::Error> {
+    parse_with::<A>(command::<A>(name, about), args)
+}
+
+/// The command of a subcommand's flags `A`, as `metron NAME` (`name`)
+/// with its one-line `about`.
+pub fn command<A: Args>(name: &'static str, about: &'static str) -> clap::Command {
     // After the flags: their doc comment would otherwise be the about.
     A::augment_args(clap::Command::new(name))
         .bin_name(name)
@@ -148,7 +213,12 @@ pub fn subcommand<A: Args + FromArgMatches>(
         .long_about(None)
         .version(env!("CARGO_PKG_VERSION"))
         .disable_version_flag(true)
-        .try_get_matches_from(args.iter().skip(1).cloned())
+}
+
+/// A subcommand's flags `A` parsed by `cmd` from the words after the
+/// program's name; its `--version` prints the top level's line.
+fn parse_with<A: FromArgMatches>(cmd: clap::Command, args: &[OsString]) -> Result<A, clap::Error> {
+    cmd.try_get_matches_from(args.iter().skip(1).cloned())
         .and_then(|m| A::from_arg_matches(&m))
         .map_err(same_version)
 }
@@ -324,6 +394,77 @@ mod tests {
         assert_eq!(parse_cpu_list("0-3,6"), Ok(CpuList(vec![0, 1, 2, 3, 6])));
         assert!(parse_cpu_list("3-1").is_err());
         assert!(parse_cpu_list("a").is_err());
+    }
+
+    /// The help lists what a sweep takes, and none of what it refuses.
+    #[test]
+    fn the_help_hides_every_refused_flag() {
+        let help = sweep_command().render_help().to_string();
+        // The flags each row of the help starts with.
+        let rows: Vec<&str> = help
+            .lines()
+            .map(str::trim_start)
+            .filter(|l| l.starts_with('-'))
+            .map(|l| {
+                l.split_whitespace()
+                    .find(|w| w.starts_with("--"))
+                    .unwrap_or(l)
+            })
+            .collect();
+        for flag in sweep::refused() {
+            let long = format!("--{flag}");
+            assert!(!rows.contains(&long.as_str()), "{long} in {help}");
+        }
+        assert!(!help.contains("-R, "), "{help}");
+        for shown in [
+            "--from",
+            "--json",
+            "--html",
+            "--slo",
+            "--warmup",
+            "--connections",
+        ] {
+            assert!(rows.contains(&shown), "{shown} not in {help}");
+        }
+        // Every name hidden is a flag of a run.
+        let all: Vec<String> = sweep_command()
+            .get_arguments()
+            .filter_map(|a| a.get_long().map(str::to_string))
+            .collect();
+        for flag in sweep::refused() {
+            assert!(all.iter().any(|l| l == flag), "{flag}");
+        }
+    }
+
+    /// `--dashboard ADDR` with a space would run against ADDR as the URL.
+    #[test]
+    fn a_dashboard_address_after_a_space_is_refused() {
+        for addr in ["127.0.0.1:9090", "9090", "localhost:9090", "[::1]:9090"] {
+            let e = parse(["metron", "-d1s", "--dashboard", addr, "http://h/"]).unwrap_err();
+            let line = error_line(&e);
+            assert!(
+                line.starts_with(&format!("--dashboard {addr}: "))
+                    && line.contains(&format!("write --dashboard={addr}")),
+                "{line}"
+            );
+            assert_eq!(line.lines().count(), 1);
+        }
+        // A URL after it, the '=' form, and the same words for a script.
+        for ok in [
+            &["metron", "--dashboard", "http://h/"][..],
+            &["metron", "--dashboard=127.0.0.1:9090", "http://h/"],
+            &[
+                "metron",
+                "-s",
+                "x.lua",
+                "http://h/",
+                "--",
+                "--dashboard",
+                "9090",
+            ],
+        ] {
+            assert!(parse(ok).is_ok(), "{ok:?}");
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::time::Duration;
 use clap::Args;
 
 use super::bench::BenchArgs;
+use super::outputs::{InSweep, SinkFlags};
 use crate::units::{parse_duration, parse_si_f64};
 
 /// What `metron sweep --help` says it does.
@@ -36,6 +37,31 @@ pub struct SweepArgs {
 
     #[command(flatten)]
     pub run: BenchArgs,
+}
+
+/// The run flags (long names) that a sweep refuses besides the outputs
+/// [`SinkFlags::each`] marks so (the sweep's check says why for each).
+const REFUSED: [&str; 10] = [
+    "rate",
+    "rate-profile",
+    "duration",
+    "timeseries",
+    "thread-timeseries",
+    "histogram",
+    "interval",
+    "shard",
+    "start-at",
+    "dashboard-linger",
+];
+
+/// The long names of every run flag a sweep refuses.
+pub fn refused() -> Vec<&'static str> {
+    let outputs = SinkFlags::default()
+        .each()
+        .into_iter()
+        .filter(|(o, _)| matches!(o.in_sweep, InSweep::Refuses(_)))
+        .map(|(o, _)| o.flag.trim_start_matches('-'));
+    outputs.chain(REFUSED).collect()
 }
 
 /// `2%` or `0.5%` as a fraction.
@@ -76,6 +102,8 @@ mod tests {
             "5%",
             "--step-duration",
             "3s",
+            "--lag-allowance",
+            "5ms",
             "http://127.0.0.1:1/",
         ])
         .unwrap();
@@ -87,6 +115,7 @@ mod tests {
         assert_eq!(s.cooldown, Duration::from_secs(2));
         assert_eq!(s.run.connections, crate::cli::Connections::Fixed(50));
         assert!(s.run.slo.is_some());
+        assert_eq!(s.run.lag_allowance, Some(Duration::from_millis(5)));
         assert_eq!(
             parse_percent("2"),
             Err("'2' is not a percentage; write e.g. 2%".into())

@@ -1,5 +1,7 @@
 //! The dashboard's HTTP/1.1 server: blocking, a thread per connection
 //! (a page and its event stream are two), one request per connection.
+//! GET and HEAD are answered (HEAD with the head GET would have, as
+//! health checks and link checkers send it); nothing else.
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -29,7 +31,13 @@ pub(super) fn serve(listener: TcpListener, shared: Arc<Shared>) {
         };
         if open.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
             open.fetch_sub(1, Ordering::AcqRel);
-            let _ = respond(&stream, "503 Service Unavailable", "text/plain", b"busy\n");
+            let _ = respond(
+                &stream,
+                "503 Service Unavailable",
+                "text/plain",
+                b"busy\n",
+                false,
+            );
             continue;
         }
         let (shared, open) = (shared.clone(), open.clone());
@@ -48,36 +56,40 @@ pub(super) fn serve(listener: TcpListener, shared: Arc<Shared>) {
 fn handle(stream: TcpStream, shared: &Shared) -> io::Result<()> {
     stream.set_read_timeout(Some(READ_TIMEOUT))?;
     let Some((method, path)) = request_line(&stream)? else {
-        return respond(&stream, "400 Bad Request", "text/plain", b"bad request\n");
-    };
-    if method != "GET" {
         return respond(
             &stream,
-            "405 Method Not Allowed",
+            "400 Bad Request",
             "text/plain",
-            b"the dashboard only shows the run: GET\n",
+            b"bad request\n",
+            false,
         );
-    }
+    };
+    let head = match method.as_str() {
+        "GET" => false,
+        "HEAD" => true,
+        _ => {
+            return respond(
+                &stream,
+                "405 Method Not Allowed",
+                "text/plain",
+                b"the dashboard only shows the run: GET or HEAD\n",
+                false,
+            )
+        }
+    };
+    let ok = |kind: &str, body: &[u8]| respond(&stream, "200 OK", kind, body, head);
     // Query strings change nothing here.
     let path = path.split('?').next().unwrap_or("/");
     match path {
-        "/" | "/index.html" => {
-            respond(&stream, "200 OK", "text/html; charset=utf-8", &page(shared))
-        }
-        "/series.json" => respond(
-            &stream,
-            "200 OK",
-            "application/json",
-            series_json(shared).as_bytes(),
-        ),
-        "/metrics" => respond(
-            &stream,
-            "200 OK",
+        "/" | "/index.html" => ok("text/html; charset=utf-8", &page(shared)),
+        "/series.json" => ok("application/json", series_json(shared).as_bytes()),
+        "/metrics" => ok(
             "text/plain; version=0.0.4; charset=utf-8",
             metrics::render(&shared.lock()).as_bytes(),
         ),
+        "/events" if head => events_head(&stream),
         "/events" => events(stream, shared),
-        _ => respond(&stream, "404 Not Found", "text/plain", b"not found\n"),
+        _ => respond(&stream, "404 Not Found", "text/plain", b"not found\n", head),
     }
 }
 
@@ -103,14 +115,24 @@ fn request_line(stream: &TcpStream) -> io::Result<Option<(String, String)>> {
     })
 }
 
-fn respond(mut stream: &TcpStream, status: &str, kind: &str, body: &[u8]) -> io::Result<()> {
+/// The response, or with `head_only` its head alone (a HEAD request's):
+/// the Content-Length is the body's all the same.
+fn respond(
+    mut stream: &TcpStream,
+    status: &str,
+    kind: &str,
+    body: &[u8],
+    head_only: bool,
+) -> io::Result<()> {
     let head = format!(
         "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\n\
          Cache-Control: no-store\r\nConnection: close\r\n\r\n",
         body.len()
     );
     stream.write_all(head.as_bytes())?;
-    stream.write_all(body)?;
+    if !head_only {
+        stream.write_all(body)?;
+    }
     stream.flush()
 }
 
@@ -137,13 +159,20 @@ fn series_json(shared: &Shared) -> String {
     )
 }
 
+const EVENTS_HEAD: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
+Cache-Control: no-store\r\nConnection: close\r\n\r\n";
+
+/// HEAD `/events`: the stream's head, without waiting for any event.
+fn events_head(mut stream: &TcpStream) -> io::Result<()> {
+    stream.write_all(EVENTS_HEAD)?;
+    stream.flush()
+}
+
 /// `/events`: every interval kept, a `caught-up` event, then each new one
 /// as it comes, then the report, after which the stream ends.
 fn events(mut stream: TcpStream, shared: &Shared) -> io::Result<()> {
-    stream.write_all(
-        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n\
-          Connection: close\r\n\r\nretry: 1000\n\n",
-    )?;
+    stream.write_all(EVENTS_HEAD)?;
+    stream.write_all(b"retry: 1000\n\n")?;
     let mut sent = 0u64;
     let mut caught_up = false;
     loop {
@@ -190,5 +219,45 @@ fn events(mut stream: TcpStream, shared: &Shared) -> io::Result<()> {
         if report.is_some() {
             return Ok(());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+
+    use super::super::Dashboard;
+    use super::*;
+
+    /// One request, the whole response (the server closes after it).
+    fn ask(d: &Dashboard, method: &str, path: &str) -> String {
+        let mut s = TcpStream::connect(d.addr()).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        write!(s, "{method} {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        text
+    }
+
+    /// HEAD gets GET's head, with its Content-Length, and no body; on the
+    /// event stream it does not wait for the run.
+    #[test]
+    fn head_is_answered_with_the_head_alone() {
+        let d = Dashboard::start("127.0.0.1:0", "{}".into()).unwrap();
+        for path in ["/", "/series.json", "/metrics", "/nothing"] {
+            let get = ask(&d, "GET", path);
+            let head = ask(&d, "HEAD", path);
+            let (get_head, body) = get.split_once("\r\n\r\n").unwrap();
+            assert_eq!(head, format!("{get_head}\r\n\r\n"), "{path}");
+            assert!(
+                head.contains(&format!("Content-Length: {}\r\n", body.len())),
+                "{path}: {head}"
+            );
+        }
+        assert!(ask(&d, "HEAD", "/").starts_with("HTTP/1.1 200 OK\r\n"));
+        let events = ask(&d, "HEAD", "/events");
+        assert!(events.starts_with("HTTP/1.1 200 OK\r\n"), "{events}");
+        assert!(events.contains("text/event-stream") && events.ends_with("\r\n\r\n"));
+        assert!(ask(&d, "POST", "/").starts_with("HTTP/1.1 405"));
     }
 }

@@ -161,6 +161,7 @@ mod tests {
                 send_lag: new_histogram(),
             },
             report: None,
+            flow: Default::default(),
             in_flight: 4,
             waiting: 0,
         };

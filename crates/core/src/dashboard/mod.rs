@@ -59,10 +59,53 @@ struct State {
     totals: Totals,
     /// The final text report, once the run is over.
     report: Option<String>,
+    /// What the intervals so far moved, for each point's requests in
+    /// flight and due but not sent at its end.
+    flow: Flow,
     /// Requests in flight and due but not sent, at the last look (about
-    /// once a second).
+    /// once a second): `/metrics`' gauges, which say how things are now.
     in_flight: u64,
     waiting: u64,
+}
+
+/// Running sums over the intervals so far: requests written (and written
+/// again), come back to wait to be written again, ended, and intended.
+/// At an interval's end, what was written and neither ended nor came back
+/// is in flight, and what was intended and is not out is due but not sent:
+/// exact for every interval, from the figures the intervals carry, where
+/// a sample of the workers' totals now and then would repeat over the
+/// intervals between samples and miss a short stall's peak.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Flow {
+    sent: u64,
+    returned: u64,
+    ended: u64,
+    /// `None` in the closed loop, where nothing is due at a set time.
+    intended: Option<u64>,
+}
+
+impl Flow {
+    fn add(&mut self, iv: &IntervalStats, intended: Option<u64>) {
+        self.sent += iv.sent;
+        self.returned += iv.returned;
+        self.ended += iv.completed + iv.kinds.lost_requests();
+        if let Some(n) = intended {
+            *self.intended.get_or_insert(0) += n;
+        }
+    }
+
+    /// Written and neither ended nor waiting to be written again.
+    fn in_flight(&self) -> u64 {
+        self.sent.saturating_sub(self.returned + self.ended)
+    }
+
+    /// Intended and not out (never written, or waiting to be written
+    /// again). A request written ahead of its time (pipelined) is out
+    /// before it is due: none is counted below zero.
+    fn waiting(&self) -> Option<u64> {
+        let out = self.sent.saturating_sub(self.returned);
+        self.intended.map(|n| n.saturating_sub(out))
+    }
 }
 
 /// The whole window so far, for `/metrics` and `/series.json`.
@@ -101,6 +144,7 @@ impl Dashboard {
                     send_lag: new_histogram(),
                 },
                 report: None,
+                flow: Flow::default(),
                 in_flight: 0,
                 waiting: 0,
             }),
@@ -131,9 +175,10 @@ impl Dashboard {
         point.unfinished_histogram = None;
         let mut state = self.shared.lock();
         let mut json = serde_json::to_value(&point).unwrap_or_default();
+        state.flow.add(iv, intended);
         json["i"] = state.seq.into();
-        json["in_flight"] = state.in_flight.into();
-        json["waiting"] = state.waiting.into();
+        json["in_flight"] = state.flow.in_flight().into();
+        json["waiting"] = state.flow.waiting().into();
         state.points.push_back(json.to_string());
         if state.points.len() > KEPT {
             state.points.pop_front();
@@ -156,7 +201,8 @@ impl Dashboard {
     }
 
     /// Requests in flight, and due but not sent yet, summed over the
-    /// threads' latest figures: given to the intervals that close next.
+    /// threads' latest figures: `/metrics`' gauges (the points carry their
+    /// own, exact at each interval's end).
     pub fn outstanding(&self, in_flight: u64, waiting: u64) {
         let mut state = self.shared.lock();
         state.in_flight = in_flight;
@@ -225,5 +271,56 @@ mod tests {
         assert_eq!(state.totals.completed, 2 * (KEPT as u64 + 10));
         assert_eq!(state.totals.intended, Some(3 * (KEPT as u64 + 10)));
         assert_eq!(state.totals.latency.len(), 2 * (KEPT as u64 + 10));
+    }
+
+    /// Three identical stalls: each point carries what was in flight and
+    /// due at its own end, whatever the workers' totals said when last
+    /// sampled.
+    #[test]
+    fn each_point_has_what_was_outstanding_at_its_end() {
+        let d = Dashboard::start("127.0.0.1:0", "{}".into()).unwrap();
+        let length = Duration::from_millis(100);
+        // (intended, sent, returned, completed, lost): 100 a interval,
+        // all answered, but three intervals in which nothing comes back
+        // and half is not sent, each caught up in the next.
+        let mut want = Vec::new();
+        let mut i = 0;
+        for _ in 0..3 {
+            for (sent, returned, completed, lost, in_flight, waiting) in [
+                (100, 0, 100, 0, 0, 0),
+                (50, 0, 0, 0, 50, 50),
+                (150, 2, 196, 2, 0, 2),
+                (102, 0, 102, 0, 0, 0),
+            ] {
+                let mut iv = IntervalStats::empty(i, length);
+                iv.sent = sent;
+                iv.returned = returned;
+                iv.completed = completed;
+                iv.kinds.timeout = lost;
+                iv.errors = lost;
+                // A sample that a repeat would have copied everywhere.
+                d.outstanding(2000, 20);
+                d.interval(&iv, Some(100));
+                want.push((in_flight, Some(waiting)));
+                i += 1;
+            }
+        }
+        let state = d.shared.lock();
+        let got: Vec<(u64, Option<u64>)> = state
+            .points
+            .iter()
+            .map(|p| {
+                let v: serde_json::Value = serde_json::from_str(p).unwrap();
+                (v["in_flight"].as_u64().unwrap(), v["waiting"].as_u64())
+            })
+            .collect();
+        assert_eq!(got, want);
+        // The closed loop: nothing is due at a set time.
+        let mut flow = Flow::default();
+        let mut iv = IntervalStats::empty(0, length);
+        iv.sent = 10;
+        iv.completed = 7;
+        flow.add(&iv, None);
+        assert_eq!((flow.in_flight(), flow.waiting()), (3, None));
     }
 }

@@ -893,6 +893,7 @@ impl Worker {
             return false;
         }
         self.stats.retried(tag.stamp);
+        self.stats.waits_again(tag.stamp, now);
         let sends = tag.sends + 1;
         self.retries[peer].push_back(InFlight { sends, ..tag });
         true
@@ -1116,7 +1117,9 @@ impl Worker {
     /// Writes a request again on connection `i`: still due at its intended
     /// time, its uncorrected latency counted from now.
     fn send_again(&mut self, i: usize, again: InFlight) {
-        let stamp = again.stamp.resent(clock::now());
+        let now = clock::now();
+        self.stats.resent(again.stamp, now);
+        let stamp = again.stamp.resent(now);
         self.open_request(i, InFlight { stamp, ..again });
     }
 
@@ -1129,6 +1132,7 @@ impl Worker {
         let peer = self.places[i].conn.peer();
         let request = Rc::clone(&tag.request);
         let Some(session) = self.places[i].conn.session_mut() else {
+            self.stats.waits_again(tag.stamp, now);
             return self.retries[peer].push_front(tag);
         };
         match session.open(&request, tag, now) {
@@ -1138,6 +1142,7 @@ impl Worker {
                 self.fail(EngineError::Unfit { protocol, why });
             }
             Err((OpenError::Full | OpenError::Retired, tag)) => {
+                self.stats.waits_again(tag.stamp, now);
                 self.retries[peer].push_front(tag);
             }
         }

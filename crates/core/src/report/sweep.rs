@@ -27,6 +27,10 @@ pub struct SweepDocument {
     pub highest: Option<f64>,
     /// Why the sweep ended where it did, in a sentence.
     pub conclusion: String,
+    /// Ctrl-C or SIGTERM ended the sweep before its search did: the steps
+    /// are those that finished (a step cut short is left out).
+    #[serde(default)]
+    pub interrupted: bool,
 }
 
 /// How the sweep was asked for; `run` describes the first step's run (its

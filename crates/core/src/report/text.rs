@@ -56,6 +56,8 @@ pub struct TextReport<'a> {
     /// than the statistics break out gets a line instead of its table.
     pub profile_phases: usize,
     pub stats: &'a RunStats,
+    /// `--lag-allowance`, when given: the send lag p99 the warning allows.
+    pub lag_allowance: Option<Duration>,
 }
 
 /// Title of the uncorrected latency distribution (`-U`).
@@ -787,13 +789,17 @@ fn plural(n: u64) -> &'static str {
 /// generator that could not keep up although connections were free.
 fn send_lag_warning(r: &TextReport, rate: f64) -> Option<String> {
     let p99 = summary::value_at_percentile(&r.stats.send_lag, 99.0) as f64;
-    let allowed = lag_allowance_us(r.threads, rate);
+    let allowed = lag_allowance_us(r.threads, rate, r.lag_allowance);
     if p99 <= allowed {
         return None;
     }
     let c = &r.stats.counters;
+    let why = match r.lag_allowance {
+        Some(_) => "--lag-allowance",
+        None => "one schedule interval, at least 1ms",
+    };
     let lag = format!(
-        "send lag p99 is {}, above the {} allowed (one schedule interval, at least 1ms)",
+        "send lag p99 is {}, above the {} allowed ({why})",
         format_time_us(p99),
         format_time_us(allowed)
     );
@@ -904,6 +910,7 @@ mod tests {
             protocol: None,
             profile_phases: 0,
             stats,
+            lag_allowance: None,
         }
     }
 
@@ -1164,6 +1171,21 @@ mod tests {
             found[0]
         );
         assert!(found[0].contains("-t"));
+    }
+
+    #[test]
+    fn the_lag_allowance_sets_what_the_warning_allows() {
+        let stats = lagging(2100, 0);
+        let mut r = report(&stats, Some(1000.0));
+        r.lag_allowance = Some(Duration::from_millis(3));
+        assert!(warnings(&r).is_empty());
+        r.lag_allowance = Some(Duration::from_millis(1));
+        let found = warnings(&r);
+        assert!(
+            found[0].contains("above the 1.00ms allowed"),
+            "{}",
+            found[0]
+        );
     }
 
     #[test]

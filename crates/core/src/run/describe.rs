@@ -92,7 +92,11 @@ fn profile_phases(p: &Profile) -> Vec<ProfilePhase> {
 }
 
 /// What a verdict needs to know of a run besides its statistics.
-pub fn run_facts<'a>(run: &'a Setup, outcome: &'a Outcome) -> RunFacts<'a> {
+pub fn run_facts<'a>(
+    run: &'a Setup,
+    outcome: &'a Outcome,
+    lag_allowance: Option<Duration>,
+) -> RunFacts<'a> {
     RunFacts {
         stats: &outcome.stats,
         load: &run.load,
@@ -105,6 +109,7 @@ pub fn run_facts<'a>(run: &'a Setup, outcome: &'a Outcome) -> RunFacts<'a> {
             1
         },
         fastest_us: outcome.stats.fastest_us,
+        lag_allowance,
     }
 }
 
@@ -126,6 +131,8 @@ pub fn document_facts<'a>(doc: &'a Document, stats: &'a RunStats, load: &'a Load
             _ => 1,
         },
         fastest_us: (!stats.uncorrected.is_empty()).then(|| stats.uncorrected.min()),
+        // Not kept in the document: the default allowance.
+        lag_allowance: None,
     }
 }
 

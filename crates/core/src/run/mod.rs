@@ -80,7 +80,7 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
     let slo = cfg
         .slo
         .as_ref()
-        .map(|slo| slo.judge(&run_facts(&cfg.run, &outcome)));
+        .map(|slo| slo.judge(&run_facts(&cfg.run, &outcome, cfg.lag_allowance)));
     // The report goes to the dashboard too, so it is written once into
     // memory.
     let report = write_report(cfg, &outcome, slo.as_ref())?;
@@ -117,6 +117,7 @@ fn write_report(cfg: &Config, outcome: &Outcome, slo: Option<&SloReport>) -> Res
         protocol: Some(&outcome.protocol),
         profile_phases: run.load.profile().map_or(0, |p| p.phases().len()),
         stats: &outcome.stats,
+        lag_allowance: cfg.lag_allowance,
     };
     let mut report = Vec::new();
     text::write_results(&mut report, &view)?;

@@ -81,6 +81,8 @@ pub fn write_document(doc: &Document, path: &Path, mut out: &mut dyn Write) -> R
         protocol: protocol.as_ref(),
         profile_phases: c.rate_profile.len(),
         stats: &stats,
+        // Not kept in the document: the warning uses the default.
+        lag_allowance: None,
     };
     text::write_results(&mut out, &view)?;
     if let Some(slo) = &doc.slo {

@@ -23,6 +23,8 @@ pub struct EncodedInterval {
     pub completed: u64,
     pub errors: u64,
     pub kinds: Errors,
+    pub sent: u64,
+    pub returned: u64,
     latency: Vec<u8>,
     uncorrected: Vec<u8>,
     send_lag: Vec<u8>,
@@ -93,7 +95,7 @@ impl IntervalRecorder {
     /// Closes the open interval (if it holds anything) and opens `index`.
     pub fn roll(&mut self, index: u64) {
         let o = &self.open;
-        let any = o.completed + o.errors + o.kinds.connect;
+        let any = o.completed + o.errors + o.kinds.connect + o.sent + o.returned;
         if any + o.latency.len() + o.send_lag.len() + o.unfinished.len() > 0 {
             let encoded = encode(&self.open);
             self.closed.push(encoded);
@@ -152,6 +154,8 @@ fn encode_histograms(
         completed: interval.completed,
         errors: interval.errors,
         kinds: interval.kinds,
+        sent: interval.sent,
+        returned: interval.returned,
         latency: bytes(&interval.latency),
         uncorrected: bytes(&interval.uncorrected),
         send_lag: bytes(&interval.send_lag),
@@ -177,6 +181,8 @@ pub(super) fn add_into(out: &mut IntervalStats, e: &EncodedInterval, de: &mut De
     out.completed += e.completed;
     out.errors += e.errors;
     out.kinds.add(&e.kinds);
+    out.sent += e.sent;
+    out.returned += e.returned;
     add_encoded(&mut out.latency, &e.latency, de);
     add_encoded(&mut out.uncorrected, &e.uncorrected, de);
     add_encoded(&mut out.send_lag, &e.send_lag, de);

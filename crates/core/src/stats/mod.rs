@@ -660,6 +660,13 @@ pub struct IntervalStats {
     pub errors: u64,
     /// The same by kind, and failed connects (which are not requests).
     pub kinds: Errors,
+    /// Measured requests written in the interval (a request the server
+    /// never processed counts again when it goes out again), and those
+    /// that came back to wait to be written again. With the requests that
+    /// ended (completed and lost), they give what was in flight at each
+    /// interval's end, exactly, however the run went.
+    pub sent: u64,
+    pub returned: u64,
     /// Latencies recorded in the interval (µs), by completion time; send
     /// lag by send time.
     pub latency: Histogram<u64>,
@@ -681,6 +688,8 @@ impl IntervalStats {
             completed: 0,
             errors: 0,
             kinds: Errors::default(),
+            sent: 0,
+            returned: 0,
             latency: new_histogram(),
             uncorrected: new_histogram(),
             send_lag: new_histogram(),
@@ -698,6 +707,8 @@ impl IntervalStats {
         self.completed = 0;
         self.errors = 0;
         self.kinds = Errors::default();
+        self.sent = 0;
+        self.returned = 0;
         self.latency.reset();
         self.uncorrected.reset();
         self.send_lag.reset();

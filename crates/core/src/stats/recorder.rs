@@ -166,14 +166,31 @@ impl Recorder {
             }
             let s = &mut self.stats;
             s.counters.due += 1;
+            let iv = s.intervals.at(self.window.offset(now));
+            iv.sent += 1;
             if self.paced {
                 let lag = to_us(now - stamp.intended);
-                ThreadStats::record(&mut s.send_lag, &mut s.counters.saturated, lag);
-                let iv = s.intervals.at(self.window.offset(now));
                 super::record_clamped(&mut iv.send_lag, lag);
+                ThreadStats::record(&mut s.send_lag, &mut s.counters.saturated, lag);
             }
         }
         stamp
+    }
+
+    /// `stamp`'s request, which waited to go out again, is written again
+    /// `now`.
+    pub fn resent(&mut self, stamp: Stamp, now: Nanos) {
+        if stamp.measured {
+            self.stats.intervals.at(self.window.offset(now)).sent += 1;
+        }
+    }
+
+    /// `stamp`'s request, written but not processed (or not taken by the
+    /// connection after all), waits from `now` to go out again.
+    pub fn waits_again(&mut self, stamp: Stamp, now: Nanos) {
+        if stamp.measured {
+            self.stats.intervals.at(self.window.offset(now)).returned += 1;
+        }
     }
 
     /// The response to `stamp`'s request ended `now` with `status`, after
@@ -572,6 +589,28 @@ mod tests {
         // Both the corrected and the uncorrected figure saturate.
         assert_eq!(s.counters.saturated, 2);
         assert!(s.latency.equivalent(s.latency.max(), HIST_HIGH_US));
+    }
+
+    /// Sends, returns to wait and sends again are filed in the interval of
+    /// when they happened, measured requests only: what the dashboard's
+    /// requests in flight at each interval's end are made of.
+    #[test]
+    fn sends_and_returns_are_filed_by_interval() {
+        let mut r = recorder(0);
+        let warm = r.sent(SEC - 1, SEC - 1, None);
+        let a = r.sent(SEC, SEC, None);
+        r.waits_again(a, SEC + MS);
+        r.waits_again(warm, SEC + MS);
+        r.resent(a, 2 * SEC + MS);
+        r.resent(warm, 2 * SEC + MS);
+        let s = r.finish(Duration::ZERO, 0);
+        let by_interval: Vec<(u64, u64, u64)> = s
+            .intervals
+            .closed()
+            .iter()
+            .map(|i| (i.index, i.sent, i.returned))
+            .collect();
+        assert_eq!(by_interval, [(0, 1, 1), (1, 1, 0)]);
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! verdict can be neither a pass nor a fail, and the text report warns.
 //! [`RunFacts`] is what a verdict needs of a run besides its statistics.
 
+use std::time::Duration;
+
 use crate::schedule::Load;
 use crate::stats::{summary, RunStats};
 use crate::units::{format_rate, format_time_us};
@@ -18,6 +20,8 @@ pub struct RunFacts<'a> {
     /// The fastest response known of the server (µs): this run's, or
     /// lower from earlier runs against it (a sweep's earlier steps).
     pub fastest_us: Option<u64>,
+    /// `--lag-allowance`, when given (see [`lag_allowance_us`]).
+    pub lag_allowance: Option<Duration>,
 }
 
 /// Send lag below this never warrants a warning: the operating system's
@@ -53,11 +57,12 @@ pub fn generator_limit(run: &RunFacts) -> Option<String> {
     let sent = c.due.saturating_sub(c.never_sent);
     let queued = c.queued * 100 > sent;
     let lag_p99 = summary::value_at_percentile(&stats.send_lag, 99.0) as f64;
-    let allowed = lag_allowance_us(run.threads, rate);
+    let allowed = lag_allowance_us(run.threads, rate, run.lag_allowance);
     if lag_p99 > allowed && !queued {
         return Some(format!(
             "send lag p99 {} is above the {} allowed while connections were free: the \
-             generator itself sent late; add threads with -t or give metron more CPU",
+             generator itself sent late; add threads with -t or give metron more CPU (or, on \
+             a shared machine, allow more with --lag-allowance)",
             format_time_us(lag_p99),
             format_time_us(allowed)
         ));
@@ -89,14 +94,61 @@ pub fn generator_limit(run: &RunFacts) -> Option<String> {
     None
 }
 
-/// The send lag tolerated at the 99th percentile: one interval of a
-/// thread's schedule (each thread sends every `threads / rate` seconds),
-/// but never less than `LAG_TOLERANCE_US`.
-pub fn lag_allowance_us(threads: usize, rate: f64) -> f64 {
+/// The send lag tolerated at the 99th percentile: `given`
+/// (`--lag-allowance`), else one interval of a thread's schedule (each
+/// thread sends every `threads / rate` seconds), but never less than
+/// `LAG_TOLERANCE_US`.
+pub fn lag_allowance_us(threads: usize, rate: f64, given: Option<Duration>) -> f64 {
+    if let Some(t) = given {
+        return t.as_secs_f64() * 1e6;
+    }
     let interval = threads as f64 / rate * 1e6;
     if interval.is_finite() {
         interval.max(LAG_TOLERANCE_US)
     } else {
         LAG_TOLERANCE_US
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::ThreadStats;
+
+    /// One thread at 1000/s whose send lag p99 is 5 ms, with connections
+    /// free: late by the default allowance (1 ms), kept by a 10 ms one.
+    #[test]
+    fn the_lag_allowance_moves_the_generators_limit() {
+        let mut t = ThreadStats::default();
+        t.send_lag.record_n(10, 98).unwrap();
+        t.send_lag.record_n(5000, 2).unwrap();
+        t.counters.due = 100;
+        t.counters.completed = 100;
+        let stats = RunStats::merge(vec![t], std::time::Duration::from_secs(1));
+        let load = Load::from_rate(Some(1000.0));
+        let facts = |lag_allowance| RunFacts {
+            stats: &stats,
+            load: &load,
+            threads: 1,
+            connections: 10,
+            per_connection: 1,
+            fastest_us: Some(100),
+            lag_allowance,
+        };
+        let why = generator_limit(&facts(None)).expect("late by the default");
+        assert!(why.contains("above the 1.00ms allowed"), "{why}");
+        assert!(why.contains("--lag-allowance"), "{why}");
+        assert_eq!(
+            generator_limit(&facts(Some(Duration::from_millis(10)))),
+            None
+        );
+        let why = generator_limit(&facts(Some(Duration::from_millis(2)))).unwrap();
+        assert!(why.contains("above the 2.00ms allowed"), "{why}");
+        assert_eq!(lag_allowance_us(1, 1000.0, None), 1000.0);
+        assert_eq!(lag_allowance_us(4, 1000.0, None), 4000.0);
+        assert_eq!(
+            lag_allowance_us(4, 1000.0, Some(Duration::from_millis(7))),
+            7000.0
+        );
     }
 }

@@ -260,6 +260,7 @@ mod tests {
                 connections: 1,
                 per_connection: 1,
                 fastest_us: None,
+                lag_allowance: None,
             }
         }
         let slo = parse_slo("p99<10ms,max<1s,errors<1%,rate>=99%").unwrap();

@@ -61,6 +61,12 @@ fn header(page: &mut String, doc: &SweepDocument) {
         "<p class=\"verdict {class}\"><strong>{}</strong></p>",
         escape(&upper_first(&doc.conclusion))
     );
+    if doc.interrupted {
+        page.push_str(
+            "<p class=\"warn\">This sweep was interrupted: the steps below are those that \
+             finished before it; a step cut short is left out.</p>\n",
+        );
+    }
 }
 
 /// The sentence as a sentence: its first letter upper case.

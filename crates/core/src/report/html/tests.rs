@@ -763,6 +763,7 @@ fn sweep_sample() -> SweepDocument {
                      the generator itself sent late <cpu>; highest rate meeting the SLO \
                      before it: 1.75k requests/s"
             .into(),
+        interrupted: false,
     }
 }
 
@@ -795,6 +796,17 @@ fn assert_clean_sweep(doc: &SweepDocument, html: &str) {
         html.matches("<table").count(),
         html.matches("</table>").count()
     );
+}
+
+#[test]
+fn an_interrupted_sweep_says_so() {
+    let mut doc = sweep_sample();
+    let said = "This sweep was interrupted";
+    assert!(!render_sweep(&doc).contains(said));
+    doc.interrupted = true;
+    let html = render_sweep(&doc);
+    assert_clean_sweep(&doc, &html);
+    assert!(html.contains(said), "{html}");
 }
 
 #[test]

@@ -1,9 +1,12 @@
 //! `--dashboard`: the live page, listening (and its address printed)
 //! before the run starts, fed each interval as it closes and the workers'
 //! totals about once a second, given the text report at the end, and kept
-//! up after the run for `--dashboard-linger` or until Ctrl-C.
+//! up after the run for `--dashboard-linger`, or until Ctrl-C when a
+//! terminal is attached. Without one (a CI job, a pipeline, a service)
+//! nobody can press Ctrl-C, so without `--dashboard-linger` the page
+//! closes with the run rather than keep the process alive for ever.
 
-use std::io;
+use std::io::{self, IsTerminal};
 use std::time::{Duration, Instant};
 
 use super::feed::{Ended, Sink};
@@ -75,13 +78,21 @@ impl Sink for Live {
     }
 
     /// Keeps the page up after the run: for `--dashboard-linger`, or until
-    /// Ctrl-C. After a run that Ctrl-C ended, the next Ctrl-C exits at
-    /// once.
+    /// Ctrl-C from a terminal. After a run that Ctrl-C ended, the next
+    /// Ctrl-C exits at once.
     fn linger(&self, stop: &Stop) {
         let d = &self.dashboard;
-        let how = match self.linger {
-            Some(t) => format!("for {}", format_run_duration(t)),
-            None => "until Ctrl-C".to_string(),
+        let terminal = io::stdin().is_terminal() || io::stdout().is_terminal();
+        let how = match stay(self.linger, terminal) {
+            Stay::For(t) => format!("for {}", format_run_duration(t)),
+            Stay::UntilCtrlC => "until Ctrl-C".to_string(),
+            Stay::No => {
+                eprintln!(
+                    "Dashboard: closed with the run, as no terminal is attached to end it with \
+                     Ctrl-C (--dashboard-linger T keeps it up for T)"
+                );
+                return;
+            }
         };
         eprintln!("Dashboard: the report stays at http://{}/ {how}", d.addr());
         let until = self.linger.map(|t| Instant::now() + t);
@@ -91,5 +102,38 @@ impl Sink for Live {
         {
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+}
+
+/// How long the page stays up after the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stay {
+    For(Duration),
+    UntilCtrlC,
+    /// Not at all: it closes with the run.
+    No,
+}
+
+/// `--dashboard-linger T` says; without it, until Ctrl-C when `terminal`
+/// (stdin or stdout is one, so someone can press it), else not at all.
+fn stay(linger: Option<Duration>, terminal: bool) -> Stay {
+    match (linger, terminal) {
+        (Some(t), _) => Stay::For(t),
+        (None, true) => Stay::UntilCtrlC,
+        (None, false) => Stay::No,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_a_terminal_the_page_closes_with_the_run_unless_told() {
+        let t = Duration::from_secs(5);
+        assert_eq!(stay(None, true), Stay::UntilCtrlC);
+        assert_eq!(stay(None, false), Stay::No);
+        assert_eq!(stay(Some(t), false), Stay::For(t));
+        assert_eq!(stay(Some(t), true), Stay::For(t));
     }
 }
