@@ -467,12 +467,13 @@ per_protocol! {
 /// What metron and `print_order.lua` print with `-t2 -R100 -d1s`, in the
 /// order it was written.
 const PRINT_ORDER: [&str; 8] = [
-    "Running 1s test @ ",
+    // As in wrk, setup() and init() run before the banner is printed.
     "setup\t1\n",
     "init\t1\n",
     "setup\t2\n",
     "init\t2\n",
-    "(no newline)  Thread Stats",
+    "(no newline)Running 1s test @ ",
+    "  Thread Stats",
     "Requests/sec:",
     "done\t100\nno newline at the end",
 ];

@@ -13,7 +13,7 @@ use super::bench::{Arrival, BenchArgs};
 use super::outputs::SinkFlags;
 use super::profile::{load_profile_file, ProfileSpec};
 use crate::clock::nanos;
-use crate::engine::setup::{Growth, Identity, Protocol, Protocols, TlsOptions, Trust};
+use crate::engine::setup::{spread, Growth, Identity, Protocol, Protocols, TlsOptions, Trust};
 use crate::engine::{Replay, Setup};
 use crate::http::h2::DEFAULT_MAX_STREAMS;
 use crate::http::request::{check_header_value, check_token};
@@ -649,14 +649,6 @@ fn growth(args: &BenchArgs, connections: u64, load: &Load) -> Result<Option<Grow
             from_open_files: true,
         })),
     }
-}
-
-/// Spreads `total` over `parts` so the shares differ by at most one and add
-/// up to `total` (wrk drops the remainder).
-pub fn spread(total: usize, parts: usize) -> Vec<usize> {
-    (0..parts)
-        .map(|i| total / parts + usize::from(i < total % parts))
-        .collect()
 }
 
 /// `"Name: value"` or `"Name:value"` (wrk silently drops the latter). The

@@ -101,7 +101,7 @@ fn worker_setups(
         .map_or(0, |r| r.set.endpoints().len());
     let mut scripts = scripts.into_iter();
     let mut setups = Vec::with_capacity(setup.threads);
-    let max_per_thread = crate::cli::config::spread(setup.max_connections(), setup.threads);
+    let max_per_thread = super::setup::spread(setup.max_connections(), setup.threads);
     for j in 0..setup.threads {
         let mut script = scripts.next();
         let request = match script.as_mut() {

@@ -184,3 +184,11 @@ pub struct Identity {
     pub cert: PathBuf,
     pub key: Arc<CertifiedKey>,
 }
+
+/// Spreads `total` over `parts` so the shares differ by at most one and add
+/// up to `total` (wrk drops the remainder).
+pub fn spread(total: usize, parts: usize) -> Vec<usize> {
+    (0..parts)
+        .map(|i| total / parts + usize::from(i < total % parts))
+        .collect()
+}
