@@ -395,21 +395,18 @@ fn a_self_signed_certificate_in_cacert_is_trusted_as_curl_trusts_it() {
     // Its names still count.
     let pin = format!("app.test:{p}:127.0.0.1");
     let u = format!("https://app.test:{p}/");
-    let err = one_line_error(&metron(&[
-        "-t1",
-        "-c1",
-        "-d1s",
-        "--cacert",
-        &cacert,
-        "--resolve",
-        &pin,
-        &u,
-    ]));
+    let err = one_line_error(&resolved(&cacert, &pin, &u));
     assert!(
         err.contains("was rejected: it is for localhost, 127.0.0.1, not for app.test; use a URL with a name it is for"),
         "{err}"
     );
     assert_sentences(&err);
+}
+
+/// A one-second run of `u` trusting `cacert`, with `--resolve pin`.
+fn resolved(cacert: &str, pin: &str, u: &str) -> std::process::Output {
+    let flags = ["-t1", "-c1", "-d1s", "--cacert", cacert];
+    metron(&[&flags[..], &["--resolve", pin, u]].concat())
 }
 
 /// `--resolve` sends the connections to 127.0.0.1 while SNI, the
@@ -459,17 +456,7 @@ fn resolve_reaches_a_local_server_by_the_name_on_its_certificate() {
             "ADDR \"app.local\" is not an IP address",
         ),
     ] {
-        let o = metron(&[
-            "-t1",
-            "-c1",
-            "-d1s",
-            "--cacert",
-            &cacert,
-            "--resolve",
-            &bad,
-            &u,
-        ]);
-        let err = one_line_error(&o);
+        let err = one_line_error(&resolved(&cacert, &bad, &u));
         assert!(
             err.starts_with(&format!("metron: --resolve {bad:?}: {want}"))
                 && err.contains("write it as HOST:PORT:ADDR"),

@@ -225,6 +225,22 @@ impl Request {
             .downcast_ref::<F>()
             .expect("a request is framed by one protocol only")
     }
+
+    /// Its form for `protocol` ([`Request::framed`] of `convert`'s
+    /// result), or the refusal a session answers `open` with when the
+    /// request cannot take that form.
+    pub fn framed_for<F: Any>(
+        &self,
+        protocol: &'static str,
+        convert: impl FnOnce(&[u8]) -> Result<F, String>,
+    ) -> Result<&F, OpenError> {
+        self.framed(convert)
+            .as_ref()
+            .map_err(|why| OpenError::Rejected {
+                protocol,
+                why: why.clone(),
+            })
+    }
 }
 
 impl std::fmt::Debug for Request {

@@ -722,18 +722,10 @@ impl<T> Session<T> for Http2<T> {
             return Err((OpenError::Full, tag));
         }
         let (scheme, authority) = (self.settings.scheme, &self.settings.authority);
-        let framed = match request.framed(|wire| Framed::from_http1(wire, scheme, authority)) {
+        let convert = |wire: &[u8]| Framed::from_http1(wire, scheme, authority);
+        let framed = match request.framed_for("HTTP/2", convert) {
             Ok(framed) => framed,
-            Err(why) => {
-                let why = why.clone();
-                return Err((
-                    OpenError::Rejected {
-                        protocol: "HTTP/2",
-                        why,
-                    },
-                    tag,
-                ));
-            }
+            Err(e) => return Err((e, tag)),
         };
         let id = self.next_id;
         self.next_id += 2;

@@ -746,18 +746,10 @@ impl<T> Session<T> for Http3<T> {
             return Err((OpenError::Full, tag));
         }
         let (scheme, authority) = (self.scheme, &self.authority);
-        let framed = match request.framed(|wire| Framed::from_http1(wire, scheme, authority)) {
+        let convert = |wire: &[u8]| Framed::from_http1(wire, scheme, authority);
+        let framed = match request.framed_for("HTTP/3", convert) {
             Ok(framed) => framed,
-            Err(why) => {
-                let why = why.clone();
-                return Err((
-                    OpenError::Rejected {
-                        protocol: "HTTP/3",
-                        why,
-                    },
-                    tag,
-                ));
-            }
+            Err(e) => return Err((e, tag)),
         };
         let Some(id) = self.quic.conn().streams().open(Dir::Bi) else {
             self.blocked = true;
