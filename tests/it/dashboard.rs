@@ -137,7 +137,9 @@ fn the_page_in_a_browser_follows_the_run_then_shows_the_report() {
         "-t1",
         "-c4",
         "-R500",
-        "-d4s",
+        // Long enough that a browser slow to start on a busy machine
+        // still joins while the run goes on.
+        "-d8s",
         "--interval",
         "500ms",
         "--dashboard=127.0.0.1:0",
@@ -180,7 +182,7 @@ fn the_page_in_a_browser_follows_the_run_then_shows_the_report() {
     assert!(live >= 3, "{live} live updates");
     assert!(page.contains("run over"), "{page}");
     assert!(
-        page.contains("requests in 4.00s"),
+        page.contains("requests in 8.00s"),
         "the final report is shown: {page}"
     );
     // The charts were drawn: the latency chart holds lines.
