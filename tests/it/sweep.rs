@@ -130,33 +130,7 @@ fn a_sweep_finds_the_capacity_of_the_server() {
 /// with exit status 4 rather than blame the server.
 #[test]
 fn a_sweep_stops_where_the_generator_is_the_limit() {
-    let _g = serial();
-    let srv = delayed(Duration::from_millis(20));
-    let dir = TempDir::new("sweep-generator");
-    let json = dir.file("sweep.json", "");
-    let o = metron_within(
-        &[
-            "sweep",
-            "--slo",
-            "p99<1s",
-            "--from",
-            "100",
-            "--to",
-            "1k",
-            "--step-duration",
-            "2s",
-            "--warmup",
-            "500ms",
-            "--cooldown",
-            "200ms",
-            "-t1",
-            "-c1",
-            "--json",
-            &json,
-            &url(&srv, "/"),
-        ],
-        Duration::from_secs(60),
-    );
+    let (o, doc) = sweep_on_one_connection("1k", &[]);
     assert_status(&o, 4);
     let out = stdout(&o);
     let last = last_line(&out);
@@ -168,7 +142,6 @@ fn a_sweep_stops_where_the_generator_is_the_limit() {
         "{out}"
     );
     assert_eq!(table_rows(&out).len(), 1, "{out}");
-    let doc = sweep_document(Path::new(&json));
     assert_eq!(doc.highest, None);
     assert_eq!(doc.steps.len(), 1);
     assert_eq!(doc.steps[0].slo.verdict.as_str(), "inconclusive");
@@ -181,43 +154,48 @@ fn a_sweep_stops_where_the_generator_is_the_limit() {
 /// merits and met.
 #[test]
 fn a_sweep_that_may_grow_connections_is_not_held_by_c() {
-    let _g = serial();
-    let srv = delayed(Duration::from_millis(20));
-    let dir = TempDir::new("sweep-grow");
-    let json = dir.file("sweep.json", "");
-    let o = metron_within(
-        &[
-            "sweep",
-            "--slo",
-            "p99<1s",
-            "--from",
-            "100",
-            "--to",
-            "800",
-            "--step-duration",
-            "2s",
-            "--warmup",
-            "500ms",
-            "--cooldown",
-            "200ms",
-            "-t1",
-            "-c1",
-            "--max-connections",
-            "100",
-            "--json",
-            &json,
-            &url(&srv, "/"),
-        ],
-        Duration::from_secs(60),
-    );
+    let (o, doc) = sweep_on_one_connection("800", &["--max-connections", "100"]);
     assert_status(&o, 0);
-    let doc = sweep_document(Path::new(&json));
     assert_eq!(doc.highest, Some(800.0), "{}", stdout(&o));
     assert!(doc.steps.len() >= 3, "{:?}", doc.steps.len());
     assert!(doc
         .steps
         .iter()
         .all(|s| s.slo.verdict == metron::verdict::Verdict::Met));
+}
+
+/// A sweep from 100 requests/s up to `to` on `-c1` against 20 ms
+/// responses, with `extra` flags: its output and its saved document.
+fn sweep_on_one_connection(to: &str, extra: &[&str]) -> (std::process::Output, SweepDocument) {
+    let _g = serial();
+    let srv = delayed(Duration::from_millis(20));
+    let dir = TempDir::new("sweep-one-connection");
+    let json = dir.file("sweep.json", "");
+    let target = url(&srv, "/");
+    let mut args = vec![
+        "sweep",
+        "--slo",
+        "p99<1s",
+        "--from",
+        "100",
+        "--to",
+        to,
+        "--step-duration",
+        "2s",
+        "--warmup",
+        "500ms",
+        "--cooldown",
+        "200ms",
+        "-t1",
+        "-c1",
+        "--json",
+        &json,
+    ];
+    args.extend_from_slice(extra);
+    args.push(&target);
+    let o = metron_within(&args, Duration::from_secs(60));
+    let doc = sweep_document(Path::new(&json));
+    (o, doc)
 }
 
 /// A bound below the server's delay: the lowest rate already fails, and

@@ -181,6 +181,10 @@ pub struct Worker {
     waits_seen: Vec<(Nanos, Wait)>,
     /// Requests intended before this were counted by why they waited.
     waits_counted: Nanos,
+    /// The schedule's first time at or after `waits_counted` (taken or
+    /// not), for that `waits_counted`: an event while requests wait then
+    /// costs no look-up in the schedule.
+    first_uncounted: (Nanos, Option<Nanos>),
     /// Deadlines sessions asked for: (at, place, generation).
     deadlines: BinaryHeap<Reverse<(Nanos, usize, u32)>>,
     /// Streams are being opened in a row; one write sends them.
@@ -293,10 +297,11 @@ impl Schedule {
         matches!(self.0, Plan::Paced(_))
     }
 
-    /// The first intended time at or after `t` not taken yet, in rate mode.
-    fn next_from(&mut self, t: Nanos) -> Option<Nanos> {
+    /// The first intended time at or after `t`, taken or not, in rate
+    /// mode.
+    fn first_from(&mut self, t: Nanos) -> Option<Nanos> {
         match &mut self.0 {
-            Plan::Paced(arrivals) => Some(arrivals.peek().max(arrivals.first_from(t))),
+            Plan::Paced(arrivals) => Some(arrivals.first_from(t)),
             Plan::Closed => None,
         }
     }
@@ -414,6 +419,7 @@ impl Worker {
             deadlines: BinaryHeap::new(),
             waits_seen: vec![(0, Wait::Busy); peers],
             waits_counted: 0,
+            first_uncounted: (0, None),
             filling: false,
             peers: setup.peers,
             session_opts,
@@ -572,7 +578,7 @@ impl Worker {
         } else if self.active < self.max_active {
             // A request falling due with no slot free may open a
             // connection: wake for the first not yet seen waiting.
-            if let Some(due) = self.schedule.next_from(self.waits_counted) {
+            if let Some(due) = self.next_uncounted() {
                 at = at.min(due);
             }
         }
@@ -635,16 +641,32 @@ impl Worker {
         };
         let peer = self.source.peer_of(self.source.upcoming());
         let until = (now + 1).min(end);
-        let fresh = self
-            .schedule
-            .count_pending(self.waits_counted.max(next), until);
-        if fresh > 0 {
-            let why = self.wait_cause(peer, now);
-            self.stats.waits_n(next, why, fresh);
+        // Requests passed over at a late start lie before `next`, and the
+        // first call counts them: `waits_counted` starts at 0.
+        if self.next_uncounted().is_some_and(|t| t <= now) {
+            let fresh = self
+                .schedule
+                .count_pending(self.waits_counted.max(next), until);
+            if fresh > 0 {
+                let why = self.wait_cause(peer, now);
+                self.stats.waits_n(next, why, fresh);
+            }
             self.waits_counted = until;
         }
-        let pending = self.schedule.count_pending(next, until);
-        self.grow(peer, pending as usize);
+        if self.active < self.max_active {
+            let pending = self.schedule.count_pending(next, until);
+            self.grow(peer, pending as usize);
+        }
+    }
+
+    /// The first intended time not taken and not yet counted as waiting.
+    fn next_uncounted(&mut self) -> Option<Nanos> {
+        let from = self.waits_counted;
+        if self.first_uncounted.0 != from || self.first_uncounted.1.is_none() {
+            self.first_uncounted = (from, self.schedule.first_from(from));
+        }
+        let first = self.first_uncounted.1?;
+        self.schedule.next().map(|next| next.max(first))
     }
 
     /// Opens another connection to `peer` for its waiting requests (those
