@@ -22,6 +22,7 @@ mod layers;
 mod longrun;
 mod lua;
 mod outputs;
+mod phases;
 mod pool;
 mod preflight;
 mod python_check;

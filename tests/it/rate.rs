@@ -70,16 +70,31 @@ per_protocol! {
         let n = o.stats.latency.len() as f64;
         let f = stall.as_secs_f64() * rate / n;
         let s_us = stall.as_micros() as f64;
+        // The stall holds back whole responses, heads included: the time to
+        // first byte from the intended send time follows the same
+        // arithmetic as the latency.
+        let ttfb = &o.stats.timings.ttfb;
+        assert_eq!(ttfb.len(), o.stats.latency.len());
         for q in [0.90, 0.99, 0.999] {
             let want = s_us * (1.0 - (1.0 - q) / f);
-            let got = o.stats.latency.value_at_quantile(q) as f64;
-            // The stall's edges are blurred by a few milliseconds of
-            // scheduling on either side; 5% of S covers that with room.
-            assert!(
-                (got - want).abs() <= 0.05 * s_us,
-                "p{}: got {got:.0} us, want {want:.0} us ({c:?})",
-                q * 100.0
-            );
+            for (name, h) in [("latency", &o.stats.latency), ("ttfb", ttfb)] {
+                let got = h.value_at_quantile(q) as f64;
+                // The stall's edges are blurred by a few milliseconds of
+                // scheduling on either side; 5% of S covers that with room.
+                assert!(
+                    (got - want).abs() <= 0.05 * s_us,
+                    "{name} p{}: got {got:.0} us, want {want:.0} us ({c:?})",
+                    q * 100.0
+                );
+            }
+        }
+        // From the send, the first byte hides the stall as uncorrected
+        // latency does: over HTTP/1.1 only the requests in flight when it
+        // began saw it.
+        if proto == Proto::Http1 {
+            let sent = o.stats.timings.ttfb_uncorrected.value_at_quantile(0.99);
+            let due = ttfb.value_at_quantile(0.99);
+            assert!(sent * 10 < due, "ttfb p99 {sent} us from the send, {due} us from due");
         }
         match proto {
             Proto::Http1 => uncorrected_sees_the_requests_in_flight(&o),

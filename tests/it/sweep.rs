@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::common::judged::*;
 use crate::common::*;
-use metron::report::sweep::rate_words;
+use metron::report::sweep::{rate_words, SweepDocument};
 use metron::serve::{Capacity, ServeConfig};
 
 /// A single queue serving 4000 requests/s: rates double from 1k until one

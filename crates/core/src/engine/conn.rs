@@ -64,8 +64,9 @@ enum State {
     Down { reopen_at: Nanos },
     /// TCP connect under way since `since`.
     Connecting { since: Nanos },
-    /// TCP up, TLS handshake under way (the attempt began at `since`).
-    Handshaking { since: Nanos },
+    /// TCP up at `connected`, TLS handshake under way (the attempt began
+    /// at `since`).
+    Handshaking { since: Nanos, connected: Nanos },
     /// Open: its session carries requests.
     Open,
 }
@@ -88,9 +89,18 @@ pub enum Connect {
     /// Still under way.
     Pending,
     /// Open: its session starts.
-    Ready,
+    Ready(Setup),
     /// It failed; close it and count a connect error.
     Failed(ConnectCause),
+}
+
+/// How long a connection took to open, as its events showed it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Setup {
+    /// From the start of the connect to the TCP connection.
+    pub connect: Nanos,
+    /// From the TCP connection to the end of the TLS handshake, over TLS.
+    pub tls: Option<Nanos>,
 }
 
 /// What a read from the socket gave.
@@ -270,29 +280,32 @@ impl<T: Io> Conn<T> {
         match self.state {
             State::Connecting { since } => match io.finish_connect() {
                 Ok(()) if io.handshaking() => {
-                    self.state = State::Handshaking { since };
+                    self.state = State::Handshaking {
+                        since,
+                        connected: now,
+                    };
                     Connect::Pending
                 }
-                Ok(()) => self.ready(&[], now),
+                Ok(()) => self.ready(&[], now, now - since, None),
                 // A readiness event that came before the connect finished
                 // (a stale one, for a socket this token named before).
                 Err(e) if transport::still_connecting(&e) => Connect::Pending,
                 Err(e) => Connect::Failed(transport::connect_cause(&e)),
             },
-            State::Handshaking { .. } => match io.read(scratch) {
+            State::Handshaking { since, connected } => match io.read(scratch) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     if io.handshaking() {
                         Connect::Pending
                     } else {
-                        self.ready(&[], now)
+                        self.ready(&[], now, connected - since, Some(now - connected))
                     }
                 }
                 // The server closed during the handshake.
                 Ok(0) => Connect::Failed(ConnectCause::Reset),
                 Err(e) if io.handshaking() => Connect::Failed(transport::connect_cause(&e)),
                 Ok(_) if io.handshaking() => Connect::Failed(ConnectCause::Tls),
-                Ok(n) => self.ready(&scratch[..n], now),
-                Err(_) => self.ready(&[], now),
+                Ok(n) => self.ready(&scratch[..n], now, connected - since, Some(now - connected)),
+                Err(_) => self.ready(&[], now, connected - since, Some(now - connected)),
             },
             _ => Connect::Pending,
         }
@@ -302,7 +315,7 @@ impl<T: Io> Conn<T> {
     /// send data along with its last handshake flight, before our own
     /// Finished: a server's first frames often come that way, and the
     /// session must see them first.
-    fn ready(&mut self, early: &[u8], now: Nanos) -> Connect {
+    fn ready(&mut self, early: &[u8], now: Nanos, connect: Nanos, tls: Option<Nanos>) -> Connect {
         self.state = State::Open;
         self.went_down = None;
         if let Some(session) = self.session.as_mut() {
@@ -310,7 +323,7 @@ impl<T: Io> Conn<T> {
                 session.handle(early, now);
             }
         }
-        Connect::Ready
+        Connect::Ready(Setup { connect, tls })
     }
 
     /// Writes what the session has to send until it has no more or the
@@ -378,7 +391,7 @@ impl<T: Io> Conn<T> {
                 }
             }
             // A connect that hangs is a connect error, not a request error.
-            State::Connecting { since } | State::Handshaking { since } => {
+            State::Connecting { since } | State::Handshaking { since, .. } => {
                 if now - since.min(now) > timeout {
                     Check::ConnectTimedOut
                 } else {
@@ -488,7 +501,10 @@ mod tests {
     fn open_conn() -> Conn<Mock> {
         let mut c = Conn::new(0);
         c.open(Mock::plain(), h1(), 0);
-        assert_eq!(c.on_connect_event(&mut [0; 64], 0), Connect::Ready);
+        assert!(matches!(
+            c.on_connect_event(&mut [0; 64], 0),
+            Connect::Ready(_)
+        ));
         c
     }
 
@@ -526,7 +542,11 @@ mod tests {
         c.open(Mock::plain(), h1(), 5);
         assert!(c.is_connecting() && !c.is_ready());
         assert_eq!(c.free_streams(), 0, "nothing goes out before it is open");
-        assert_eq!(c.on_connect_event(&mut [0; 64], 5), Connect::Ready);
+        let plain = Setup {
+            connect: 2,
+            tls: None,
+        };
+        assert_eq!(c.on_connect_event(&mut [0; 64], 7), Connect::Ready(plain));
         assert!(c.is_open() && c.is_ready());
         assert_eq!(c.free_streams(), 1);
     }
@@ -541,12 +561,20 @@ mod tests {
         };
         c.open(mock, h1(), 0);
         let mut scratch = [0; 64];
-        assert_eq!(c.on_connect_event(&mut scratch, 0), Connect::Pending);
-        assert_eq!(c.state, State::Handshaking { since: 0 });
+        assert_eq!(c.on_connect_event(&mut scratch, 3), Connect::Pending);
+        let connected = State::Handshaking {
+            since: 0,
+            connected: 3,
+        };
+        assert_eq!(c.state, connected);
         // Handshake records come and go; still under way.
-        assert_eq!(c.on_connect_event(&mut scratch, 0), Connect::Pending);
+        assert_eq!(c.on_connect_event(&mut scratch, 5), Connect::Pending);
         io(&mut c).handshaking = false;
-        assert_eq!(c.on_connect_event(&mut scratch, 0), Connect::Ready);
+        let setup = Setup {
+            connect: 3,
+            tls: Some(7),
+        };
+        assert_eq!(c.on_connect_event(&mut scratch, 10), Connect::Ready(setup));
         assert!(c.is_open());
     }
 
@@ -567,7 +595,10 @@ mod tests {
         let mut scratch = [0; 64];
         assert_eq!(c.on_connect_event(&mut scratch, 0), Connect::Pending);
         io(&mut c).handshaking = false;
-        assert_eq!(c.on_connect_event(&mut scratch, 0), Connect::Ready);
+        assert!(matches!(
+            c.on_connect_event(&mut scratch, 0),
+            Connect::Ready(_)
+        ));
         assert!(c.is_ready());
     }
 

@@ -770,7 +770,8 @@ impl Worker {
             Connect::Pending => {}
             // Its session starts: the preface goes out, and early bytes
             // may already have brought events.
-            Connect::Ready => {
+            Connect::Ready(setup) => {
+                self.stats.connected(setup.connect, setup.tls);
                 self.settle(i, None);
             }
             Connect::Failed(cause) => self.connect_failed(i, cause),
@@ -838,10 +839,14 @@ impl Worker {
             let now = clock::now();
             match event {
                 crate::http::Event::Response {
-                    tag, status, bytes, ..
+                    tag,
+                    status,
+                    bytes,
+                    first_byte,
                 } => {
                     self.places[i].conn.served();
-                    self.stats.completed(tag.stamp, status, bytes, now);
+                    self.stats
+                        .completed(tag.stamp, status, bytes, first_byte, now);
                     if !self.run_response(i, status) {
                         return false;
                     }

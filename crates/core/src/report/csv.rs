@@ -10,7 +10,7 @@
 //! document):
 //! `start_s,end_s,completed,errors,errors_status,errors_read,errors_write,
 //! errors_timeout,errors_connect,intended,achieved_rate,p50_us,p90_us,
-//! p99_us,p999_us,max_us,uncorrected_p99_us,send_lag_p99_us`.
+//! p99_us,p999_us,max_us,uncorrected_p99_us,send_lag_p99_us,ttfb_p99_us`.
 
 use std::io::{self, Write};
 
@@ -18,7 +18,7 @@ use super::json::{Document, Point};
 
 pub const HEADER: &str = "start_s,end_s,completed,errors,errors_status,errors_read,errors_write,\
 errors_timeout,errors_connect,intended,achieved_rate,p50_us,p90_us,p99_us,p999_us,max_us,\
-uncorrected_p99_us,send_lag_p99_us";
+uncorrected_p99_us,send_lag_p99_us,ttfb_p99_us";
 
 pub fn write_header(out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "{HEADER}")
@@ -37,7 +37,7 @@ pub fn write_row(out: &mut dyn Write, p: &Point, interval_s: f64) -> io::Result<
     };
     writeln!(
         out,
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
         seconds(p.t),
         seconds(p.t + length),
         p.completed,
@@ -56,6 +56,7 @@ pub fn write_row(out: &mut dyn Write, p: &Point, interval_s: f64) -> io::Result<
         cell(p.max),
         cell(p.uncorrected_p99),
         cell(p.send_lag_p99),
+        cell(p.ttfb_p99),
     )
 }
 
@@ -86,6 +87,7 @@ mod tests {
         p.completed = 450;
         p.errors = 3;
         (p.p50, p.p99, p.max) = (Some(800), Some(1200), Some(1500));
+        p.ttfb_p99 = Some(700);
         p.length_s = Some(0.5);
         p.error_kinds = Some(Errors {
             status: 2,
@@ -99,13 +101,16 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         let columns = lines[0].split(',').count();
-        assert_eq!(columns, 18);
+        assert_eq!(columns, 19);
         assert!(
             lines.iter().all(|l| l.split(',').count() == columns),
             "{text}"
         );
-        assert_eq!(lines[1], "2,2.5,450,3,2,0,0,1,0,,900.000,800,,1200,,1500,,");
+        assert_eq!(
+            lines[1],
+            "2,2.5,450,3,2,0,0,1,0,,900.000,800,,1200,,1500,,,700"
+        );
         // Nothing completed: no percentile, rather than a latency of 0.
-        assert_eq!(lines[2], "0.25,0.5,0,0,,,,,,,0.000,,,,,,,");
+        assert_eq!(lines[2], "0.25,0.5,0,0,,,,,,,0.000,,,,,,,,");
     }
 }

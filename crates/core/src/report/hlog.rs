@@ -7,13 +7,15 @@
 //! format is the one the HdrHistogram libraries read and write: a header of
 //! `#` lines, a legend, then one line per histogram with its start, length,
 //! maximum and the histogram itself, V2-encoded, deflated and in base64.
-//! Each interval gets four lines: corrected latency of completed requests
+//! Each interval gets five lines: corrected latency of completed requests
 //! untagged (what every reader sums by default), then `Tag=uncorrected`,
-//! `Tag=send-lag`, and `Tag=with-unfinished`: the corrected latency with
-//! the lower bounds of the requests given up in the interval included
-//! (docs/MEASUREMENT.md, §6), the conservative distribution; with per-endpoint statistics, one more per endpoint, tagged
-//! `endpoint:` and its label (spaces and commas, which tags may not hold,
-//! written as `_` and `;`).
+//! `Tag=send-lag`, `Tag=with-unfinished`: the corrected latency with the
+//! lower bounds of the requests given up in the interval included
+//! (docs/MEASUREMENT.md, §6), the conservative distribution, and
+//! `Tag=ttfb`: the time to first byte from the intended send time. With
+//! per-endpoint statistics, one more per endpoint, tagged `endpoint:` and
+//! its label (spaces and commas, which tags may not hold, written as `_`
+//! and `;`).
 //!
 //! The header is written here rather than by the hdrhistogram crate's
 //! `IntervalLogWriterBuilder`: that builder writes no format version and no
@@ -43,6 +45,8 @@ pub const TAG_UNCORRECTED: &str = "uncorrected";
 pub const TAG_SEND_LAG: &str = "send-lag";
 /// Tag of the corrected latency with unfinished requests' lower bounds.
 pub const TAG_WITH_UNFINISHED: &str = "with-unfinished";
+/// Tag of the time to first byte, from the intended send time.
+pub const TAG_TTFB: &str = "ttfb";
 /// Prefix of the tags of per-endpoint corrected latency.
 pub const TAG_ENDPOINT: &str = "endpoint:";
 /// The newest version of the log format; the C reader rejects a log that
@@ -196,6 +200,7 @@ fn write_interval(out: &mut dyn Write, interval: &IntervalStats) -> io::Result<(
         (Some(TAG_UNCORRECTED), &interval.uncorrected),
         (Some(TAG_SEND_LAG), &interval.send_lag),
         (Some(TAG_WITH_UNFINISHED), &with_unfinished),
+        (Some(TAG_TTFB), &interval.ttfb),
     ];
     for (tag, histogram) in lines {
         let line = interval_line(tag, interval.start(), interval.length, histogram)?;
@@ -439,6 +444,7 @@ struct Sum {
     uncorrected: Histogram<u64>,
     send_lag: Histogram<u64>,
     with_unfinished: Histogram<u64>,
+    ttfb: Histogram<u64>,
     saturated: u64,
     first: Option<Duration>,
     last: Duration,
@@ -451,6 +457,7 @@ impl Sum {
             uncorrected: new_histogram(),
             send_lag: new_histogram(),
             with_unfinished: new_histogram(),
+            ttfb: new_histogram(),
             saturated: 0,
             first: None,
             last: Duration::ZERO,
@@ -466,6 +473,7 @@ impl Sum {
             Some(TAG_UNCORRECTED) => &mut self.uncorrected,
             Some(TAG_SEND_LAG) => &mut self.send_lag,
             Some(TAG_WITH_UNFINISHED) => &mut self.with_unfinished,
+            Some(TAG_TTFB) => &mut self.ttfb,
             Some(_) => return,
         };
         add_clamped(into, &entry.histogram, &mut self.saturated);
@@ -491,6 +499,7 @@ impl Sum {
         stats.uncorrected = self.uncorrected;
         stats.send_lag = self.send_lag;
         stats.unfinished = unfinished;
+        stats.timings.ttfb = self.ttfb;
         stats.counters = counters;
         stats
     }
@@ -558,6 +567,7 @@ mod tests {
                     &[(500 + i, 40), (2_000 * (i + 1), 9), (12_500, 1)],
                 );
                 record(&mut s.uncorrected, &[(300 + i, 45), (900, 5)]);
+                record(&mut s.ttfb, &[(200 + i, 48), (1_500, 2)]);
                 if i != 1 {
                     record(&mut s.send_lag, &[(20, 10), (150 * (i + 1), 2)]);
                 }
@@ -602,8 +612,8 @@ mod tests {
     fn a_log_reads_back_as_written() {
         let entries = parse_log(log_text().into_bytes(), "t.hlog").unwrap();
         let base = Duration::from_millis(1_700_000_000_250);
-        assert_eq!(entries.len(), 12);
-        for (interval, lines) in intervals().iter().zip(entries.chunks(4)) {
+        assert_eq!(entries.len(), 15);
+        for (interval, lines) in intervals().iter().zip(entries.chunks(5)) {
             let tags: Vec<Option<&str>> = lines.iter().map(|e| e.tag.as_deref()).collect();
             assert_eq!(
                 tags,
@@ -611,7 +621,8 @@ mod tests {
                     None,
                     Some(TAG_UNCORRECTED),
                     Some(TAG_SEND_LAG),
-                    Some(TAG_WITH_UNFINISHED)
+                    Some(TAG_WITH_UNFINISHED),
+                    Some(TAG_TTFB)
                 ]
             );
             for e in lines {
@@ -622,6 +633,7 @@ mod tests {
             assert_same(&lines[1].histogram, &interval.uncorrected);
             assert_same(&lines[2].histogram, &interval.send_lag);
             assert_same(&lines[3].histogram, &interval.with_unfinished());
+            assert_same(&lines[4].histogram, &interval.ttfb);
         }
         // Merged, the lower bounds come back apart from the latency.
         let path = temp_path("unfinished.hlog");
@@ -629,6 +641,7 @@ mod tests {
         let merged = merge(std::slice::from_ref(&path)).unwrap();
         let _ = std::fs::remove_file(&path);
         assert_eq!((merged.latency.len(), merged.unfinished.len()), (150, 3));
+        assert_eq!(merged.timings.ttfb.len(), 150);
     }
 
     #[test]
@@ -648,13 +661,14 @@ mod tests {
         assert_eq!(lines[4], "#[MaxValueDivisor: 1000.000]");
         assert_eq!(lines[5], LEGEND);
         let data = &lines[6..];
-        assert_eq!(data.len(), 12);
-        for (i, four) in data.chunks(4).enumerate() {
+        assert_eq!(data.len(), 15);
+        for (i, five) in data.chunks(5).enumerate() {
             let at = format!("{i}.000,1.000,");
-            assert!(four[0].starts_with(&at), "{}", four[0]);
-            assert!(four[1].starts_with(&format!("Tag=uncorrected,{at}")));
-            assert!(four[2].starts_with(&format!("Tag=send-lag,{at}")));
-            assert!(four[3].starts_with(&format!("Tag=with-unfinished,{at}")));
+            assert!(five[0].starts_with(&at), "{}", five[0]);
+            assert!(five[1].starts_with(&format!("Tag=uncorrected,{at}")));
+            assert!(five[2].starts_with(&format!("Tag=send-lag,{at}")));
+            assert!(five[3].starts_with(&format!("Tag=with-unfinished,{at}")));
+            assert!(five[4].starts_with(&format!("Tag=ttfb,{at}")));
         }
         // 12 500 µs is stored as the top of its bucket, 12 503 µs.
         assert!(
@@ -663,7 +677,7 @@ mod tests {
             data[0]
         );
         // The interval without send lag still has its line.
-        assert!(data[6].starts_with("Tag=send-lag,1.000,1.000,0.000,"));
+        assert!(data[7].starts_with("Tag=send-lag,1.000,1.000,0.000,"));
     }
 
     #[test]

@@ -261,6 +261,24 @@ pub struct LatencySummaries {
     /// documents.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub with_unfinished: Option<Summary>,
+    /// Time to first byte: to the first byte of the response head, from
+    /// the intended send time (`corrected`) and from the send
+    /// (`uncorrected`). Absent from older documents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttfb: Option<FirstByte>,
+    /// TCP connect times of every connection the run opened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect: Option<Summary>,
+    /// TLS handshake times of every connection the run opened over TLS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_handshake: Option<Summary>,
+}
+
+/// Time to first byte, both ways, in microseconds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FirstByte {
+    pub corrected: Summary,
+    pub uncorrected: Summary,
 }
 
 /// A distribution's figures; with `count` 0 every one of them is `null`
@@ -402,6 +420,14 @@ pub struct Point {
         skip_serializing_if = "Option::is_none"
     )]
     pub send_lag_p99: Option<u64>,
+    /// p99 of the time to first byte from the intended send time; absent
+    /// when nothing completed in the interval.
+    #[serde(
+        default,
+        deserialize_with = "unmeasured",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub ttfb_p99: Option<u64>,
 }
 
 impl Point {
@@ -425,6 +451,7 @@ impl Point {
             intended: None,
             error_kinds: None,
             uncorrected_p99: None,
+            ttfb_p99: None,
             send_lag_p99: None,
         }
     }
@@ -441,7 +468,7 @@ pub struct ThreadSummary {
 
 /// The run's histograms, each HdrHistogram V2 deflate-compressed and
 /// base64-encoded (the encoding HdrHistogram's interval logs use).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct EncodedHistograms {
     pub corrected: String,
     pub uncorrected: String,
@@ -451,6 +478,17 @@ pub struct EncodedHistograms {
     /// the conservative distribution). Absent from older documents.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unfinished: Option<String>,
+    /// Time to first byte (corrected, uncorrected), connect and TLS
+    /// handshake, in the order of their names. Absent from older
+    /// documents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttfb: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttfb_uncorrected: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_handshake: Option<String>,
 }
 
 mod build {
@@ -467,7 +505,7 @@ mod build {
     use crate::stats::codec::{self, encode};
     use crate::stats::{
         new_histogram, summary, EndpointStats, Interruption, IntervalStats, PhaseStats, RunStats,
-        HIST_SIGFIG,
+        Timings, HIST_SIGFIG,
     };
 
     impl Point {
@@ -492,8 +530,57 @@ mod build {
                 intended,
                 error_kinds: Some(iv.kinds),
                 uncorrected_p99: at(&iv.uncorrected, 99.0),
+                ttfb_p99: at(&iv.ttfb, 99.0),
                 send_lag_p99: at(&iv.send_lag, 99.0),
             }
+        }
+    }
+
+    impl LatencySummaries {
+        /// These summaries with the phases of `t`.
+        pub fn with_timings(self, t: &Timings) -> LatencySummaries {
+            LatencySummaries {
+                ttfb: Some(FirstByte {
+                    corrected: summarize(&t.ttfb),
+                    uncorrected: summarize(&t.ttfb_uncorrected),
+                }),
+                connect: Some(summarize(&t.connect)),
+                tls_handshake: Some(summarize(&t.tls_handshake)),
+                ..self
+            }
+        }
+    }
+
+    impl EncodedHistograms {
+        /// These histograms with the phases of `t`.
+        pub fn with_timings(self, t: &Timings) -> EncodedHistograms {
+            let [ttfb, ttfb_uncorrected, connect, tls_handshake] =
+                t.histograms().map(|h| Some(encode(h)));
+            EncodedHistograms {
+                ttfb,
+                ttfb_uncorrected,
+                connect,
+                tls_handshake,
+                ..self
+            }
+        }
+
+        /// The phase histograms saved; empty ones for a document older
+        /// than them.
+        pub fn timings(&self) -> io::Result<Timings> {
+            let mut t = Timings::default();
+            let saved = [
+                &self.ttfb,
+                &self.ttfb_uncorrected,
+                &self.connect,
+                &self.tls_handshake,
+            ];
+            for (into, text) in t.histograms_mut().into_iter().zip(saved) {
+                if let Some(text) = text {
+                    *into = decode(text)?;
+                }
+            }
+            Ok(t)
         }
     }
 
@@ -533,7 +620,11 @@ mod build {
                     uncorrected: summarize(&s.uncorrected),
                     send_lag: summarize(&s.send_lag),
                     with_unfinished: Some(summarize(&s.with_unfinished())),
-                },
+                    ttfb: None,
+                    connect: None,
+                    tls_handshake: None,
+                }
+                .with_timings(&s.timings),
                 series: series(s),
                 threads: s
                     .threads
@@ -551,7 +642,12 @@ mod build {
                     send_lag: encode(&s.send_lag),
                     req_per_sec: encode(&s.req_per_sec),
                     unfinished: Some(encode(&s.unfinished)),
-                },
+                    ttfb: None,
+                    ttfb_uncorrected: None,
+                    connect: None,
+                    tls_handshake: None,
+                }
+                .with_timings(&s.timings),
                 endpoints: s
                     .endpoints
                     .iter()
@@ -601,6 +697,7 @@ mod build {
             if let Some(u) = &h.unfinished {
                 stats.unfinished = decode(u)?;
             }
+            stats.timings = h.timings()?;
             stats.counters = self.counters;
             if let Some(w) = self.rate_window_s {
                 stats.rate_window = Duration::from_secs_f64(w);

@@ -21,7 +21,7 @@ use super::json::{
     decode, encode, summarize, Document, Endpoint, Instance, LatencySummaries, PhaseSummary, Point,
     Series,
 };
-use crate::stats::{new_histogram, summary};
+use crate::stats::{new_histogram, summary, Timings};
 
 /// A merged document, and what the user should know about its parts.
 pub struct Merged {
@@ -63,6 +63,9 @@ pub fn documents(docs: &[(String, Document)]) -> Result<Merged, String> {
                 Some(u) => hist(name, u)?,
                 None => new_histogram(),
             },
+            timings: h
+                .timings()
+                .map_err(|e| format!("{name}: {e}; the document is damaged"))?,
         });
         doc.counters.add(&d.counters);
         completed += d.counters.completed;
@@ -122,12 +125,17 @@ pub fn documents(docs: &[(String, Document)]) -> Result<Merged, String> {
         uncorrected: summarize(&total.uncorrected),
         send_lag: summarize(&total.send_lag),
         with_unfinished: Some(summarize(&with_unfinished)),
-    };
+        ttfb: None,
+        connect: None,
+        tls_handshake: None,
+    }
+    .with_timings(&total.timings);
     doc.histograms.corrected = encode(&total.corrected);
     doc.histograms.uncorrected = encode(&total.uncorrected);
     doc.histograms.send_lag = encode(&total.send_lag);
     doc.histograms.req_per_sec = encode(&total.req_per_sec);
     doc.histograms.unfinished = Some(encode(&total.unfinished));
+    doc.histograms = doc.histograms.with_timings(&total.timings);
     doc.endpoints = endpoints
         .into_iter()
         .map(|(name, (completed, errors, h))| Endpoint {
@@ -161,6 +169,7 @@ struct Totals {
     send_lag: Histogram<u64>,
     req_per_sec: Histogram<u64>,
     unfinished: Histogram<u64>,
+    timings: Timings,
 }
 
 impl Default for Totals {
@@ -171,6 +180,7 @@ impl Default for Totals {
             send_lag: new_histogram(),
             req_per_sec: new_histogram(),
             unfinished: new_histogram(),
+            timings: Timings::default(),
         }
     }
 }
@@ -182,6 +192,7 @@ impl Totals {
         add(&mut self.send_lag, &other.send_lag);
         add(&mut self.req_per_sec, &other.req_per_sec);
         add(&mut self.unfinished, &other.unfinished);
+        self.timings.add(&other.timings);
     }
 }
 

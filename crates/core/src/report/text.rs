@@ -16,7 +16,7 @@ use crate::http::Spoken;
 use crate::schedule::Load;
 use crate::stats::phase::MAX_PHASES;
 use crate::stats::{
-    summary, AtEnd, ByCode, Counters, EndpointStats, Http2Counts, PhaseStats, RunStats,
+    summary, AtEnd, ByCode, Counters, EndpointStats, Http2Counts, PhaseStats, RunStats, Timings,
 };
 use crate::units::{
     format_binary, format_metric, format_rate, format_run_duration, format_time_us, print_units,
@@ -114,6 +114,7 @@ pub fn write_results(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
     if r.latency {
         write_distribution(out, &stats.latency, "Recorded Latency")?;
         write_with_unfinished(out, stats)?;
+        write_timings(out, &stats.timings)?;
     }
     if r.u_latency {
         writeln!(out)?;
@@ -457,6 +458,38 @@ fn write_percentiles(out: &mut impl Write, h: &Histogram<u64>) -> io::Result<()>
         writeln!(out, "{p:7.3}%{}", print_units(&value, 10))?;
     }
     Ok(())
+}
+
+/// The percentiles of the phases table.
+const PHASE_PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
+
+/// With `-L`, under the latency distribution: time to first byte (from
+/// the intended send time, and from the send), connect and TLS handshake,
+/// each a row when it was measured at all.
+fn write_timings(out: &mut impl Write, t: &Timings) -> io::Result<()> {
+    let rows = [
+        ("Time to first byte", &t.ttfb),
+        ("  uncorrected", &t.ttfb_uncorrected),
+        ("Connect", &t.connect),
+        ("TLS handshake", &t.tls_handshake),
+    ];
+    if rows.iter().all(|(_, h)| h.is_empty()) {
+        return Ok(());
+    }
+    let heads: String = ["p50", "p90", "p99", "p99.9", "max"]
+        .map(|h| format!("{h:>10}"))
+        .concat();
+    writeln!(out, "  {:<22}{heads}", "Phases (HdrHistogram)")?;
+    for (name, h) in rows.into_iter().filter(|(_, h)| !h.is_empty()) {
+        let values = PHASE_PERCENTILES
+            .map(|p| summary::value_at_percentile(h, p))
+            .into_iter()
+            .chain([summary::max(h)])
+            .map(|us| print_units(&format_time_us(us as f64), 10))
+            .collect::<String>();
+        writeln!(out, "    {name:<20}{values}")?;
+    }
+    writeln!(out, "{RULE}")
 }
 
 /// When requests went unfinished: the same percentiles with their lower

@@ -29,6 +29,7 @@ pub struct EncodedInterval {
     uncorrected: Vec<u8>,
     send_lag: Vec<u8>,
     unfinished: Vec<u8>,
+    ttfb: Vec<u8>,
     /// Non-empty endpoint histograms, by endpoint index.
     endpoints: Vec<(usize, Vec<u8>)>,
 }
@@ -160,6 +161,7 @@ fn encode_histograms(
         uncorrected: bytes(&interval.uncorrected),
         send_lag: bytes(&interval.send_lag),
         unfinished: bytes(&interval.unfinished),
+        ttfb: bytes(&interval.ttfb),
         endpoints: interval
             .endpoints
             .iter()
@@ -187,6 +189,7 @@ pub(super) fn add_into(out: &mut IntervalStats, e: &EncodedInterval, de: &mut De
     add_encoded(&mut out.uncorrected, &e.uncorrected, de);
     add_encoded(&mut out.send_lag, &e.send_lag, de);
     add_encoded(&mut out.unfinished, &e.unfinished, de);
+    add_encoded(&mut out.ttfb, &e.ttfb, de);
     for (id, bytes) in &e.endpoints {
         if out.endpoints.len() <= *id {
             out.endpoints.resize(*id + 1, None);

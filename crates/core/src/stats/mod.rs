@@ -15,6 +15,7 @@ pub mod recorder;
 pub mod series;
 pub mod status;
 pub mod summary;
+pub mod timings;
 pub mod unfinished;
 
 use std::borrow::Cow;
@@ -31,6 +32,7 @@ pub use recorder::{Loss, Recorder, Stamp, Window};
 // (ReadCause, ConnectCause and their counts are defined below.)
 pub use series::{Completions, RateSamples, Row};
 pub use status::StatusCodes;
+pub use timings::Timings;
 
 /// Lowest trackable value of every latency histogram, in microseconds.
 pub const HIST_LOW_US: u64 = 1;
@@ -537,6 +539,8 @@ pub struct ThreadStats {
     pub endpoints: Vec<EndpointStats>,
     /// Per phase of a rate profile (else empty).
     pub phases: Vec<PhaseStats>,
+    /// Time to first byte, connect and TLS handshake.
+    pub timings: Timings,
 }
 
 /// One endpoint's share of a thread's (or, merged, the run's) requests.
@@ -581,6 +585,7 @@ impl Default for ThreadStats {
             endpoints: Vec::new(),
             phases: Vec::new(),
             fastest_us: None,
+            timings: Timings::default(),
         }
     }
 }
@@ -675,6 +680,9 @@ pub struct IntervalStats {
     /// Lower bounds of unfinished requests, by the time they were given
     /// up (the run's end, for those in flight or never sent).
     pub unfinished: Histogram<u64>,
+    /// Time to first byte from the intended send time (µs), by completion
+    /// time.
+    pub ttfb: Histogram<u64>,
     /// Corrected latency per endpoint (by index), when endpoints are kept.
     pub endpoints: Vec<Option<Histogram<u64>>>,
 }
@@ -694,6 +702,7 @@ impl IntervalStats {
             uncorrected: new_histogram(),
             send_lag: new_histogram(),
             unfinished: new_histogram(),
+            ttfb: new_histogram(),
             endpoints: Vec::new(),
         }
     }
@@ -713,6 +722,7 @@ impl IntervalStats {
         self.uncorrected.reset();
         self.send_lag.reset();
         self.unfinished.reset();
+        self.ttfb.reset();
         for h in self.endpoints.iter_mut().flatten() {
             h.reset();
         }
@@ -765,6 +775,8 @@ pub struct RunStats {
     pub endpoints: Vec<EndpointStats>,
     /// Per phase of a rate profile, merged over threads (else empty).
     pub phases: Vec<PhaseStats>,
+    /// Time to first byte, connect and TLS handshake, merged.
+    pub timings: Timings,
     /// The fastest response of any thread, warm-up included (µs).
     pub fastest_us: Option<u64>,
     /// The window's intervals, merged over the threads, as the reports
@@ -783,7 +795,9 @@ impl RunStats {
         let mut counters = Counters::default();
         let mut endpoints: Vec<EndpointStats> = Vec::new();
         let mut phases: Vec<PhaseStats> = Vec::new();
+        let mut timings = Timings::default();
         for t in &threads {
+            timings.add(&t.timings);
             if phases.len() < t.phases.len() {
                 phases.resize_with(t.phases.len(), PhaseStats::default);
             }
@@ -818,6 +832,7 @@ impl RunStats {
             threads,
             endpoints,
             phases,
+            timings,
             history: History::new(Duration::from_secs(1)),
         }
     }

@@ -193,10 +193,17 @@ impl Recorder {
         }
     }
 
-    /// The response to `stamp`'s request ended `now` with `status`, after
-    /// `bytes` bytes (head and body).
+    /// The response to `stamp`'s request began at `first_byte` and ended
+    /// `now` with `status`, after `bytes` bytes (head and body).
     #[inline]
-    pub fn completed(&mut self, stamp: Stamp, status: u16, bytes: u64, now: Nanos) {
+    pub fn completed(
+        &mut self,
+        stamp: Stamp,
+        status: u16,
+        bytes: u64,
+        first_byte: Nanos,
+        now: Nanos,
+    ) {
         let took = to_us(now - stamp.sent);
         let fastest = &mut self.stats.fastest_us;
         *fastest = Some(fastest.map_or(took, |f| f.min(took)));
@@ -209,6 +216,9 @@ impl Recorder {
         let uncorrected = to_us(now - stamp.sent);
         ThreadStats::record(&mut s.latency, &mut c.saturated, corrected);
         ThreadStats::record(&mut s.uncorrected, &mut c.saturated, uncorrected);
+        let first_byte = first_byte.clamp(stamp.sent, now);
+        let ttfb = to_us(first_byte - stamp.intended);
+        s.timings.first_byte(ttfb, to_us(first_byte - stamp.sent));
         c.completed += 1;
         c.bytes += bytes;
         let error = status > 399;
@@ -218,6 +228,7 @@ impl Recorder {
         let iv = s.intervals.at(offset);
         super::record_clamped(&mut iv.latency, corrected);
         super::record_clamped(&mut iv.uncorrected, uncorrected);
+        super::record_clamped(&mut iv.ttfb, ttfb);
         iv.completed += 1;
         iv.errors += u64::from(error);
         iv.kinds.status += u64::from(error);
@@ -304,6 +315,15 @@ impl Recorder {
         if self.window.measures(due) {
             self.stats.counters.waits.count_n(why, n);
         }
+    }
+
+    /// A connection opened: its TCP connect took `connect` and its TLS
+    /// handshake `tls`, when it has one. Every connection counts, those
+    /// opened before the measured window too.
+    pub fn connected(&mut self, connect: Nanos, tls: Option<Nanos>) {
+        self.stats
+            .timings
+            .connection(to_us(connect), tls.map(to_us));
     }
 
     /// An attempt to connect failed `now`, for `cause`.
@@ -529,10 +549,17 @@ mod tests {
         assert_eq!(r.stats().send_lag.len(), 1);
         let lag = &r.stats().send_lag;
         assert!(lag.equivalent(lag.max(), 2_000));
-        r.completed(early, 200, 10, 2 * SEC);
+        r.completed(early, 200, 10, 2 * SEC, 2 * SEC);
         r.lost(late, Loss::Read(ReadCause::Closed), 3 * SEC);
-        r.completed(inside, 503, 10, SEC + 5 * MS);
+        r.completed(inside, 503, 10, SEC + 3 * MS, SEC + 5 * MS);
         let s = r.finish(Duration::ZERO, 0);
+        // Its head began 3 ms after its intended time, 1 ms after its send.
+        let t = &s.timings;
+        assert_eq!((t.ttfb.len(), t.ttfb_uncorrected.len()), (1, 1));
+        assert!(t.ttfb.equivalent(t.ttfb.max(), 3_000));
+        assert!(t
+            .ttfb_uncorrected
+            .equivalent(t.ttfb_uncorrected.max(), 1_000));
         let c = s.counters;
         assert_eq!((c.completed, c.errors.status, c.bytes), (1, 1, 10));
         assert_eq!(c.status_codes.to_string(), "503 1");
@@ -547,7 +574,7 @@ mod tests {
         let mut r = recorder(0);
         let ahead = r.sent(2 * SEC, SEC + MS, None);
         assert_eq!(ahead.sent(), SEC + MS);
-        r.completed(ahead, 200, 0, SEC + 2 * MS);
+        r.completed(ahead, 200, 0, SEC + 2 * MS, SEC + 2 * MS);
         let s = r.stats();
         assert!(s.latency.equivalent(s.latency.max(), 1_000));
         assert_eq!(s.send_lag.max(), 1); // no lag, clamped up to the floor
@@ -569,7 +596,7 @@ mod tests {
         let c = r.sent(SEC, SEC, None);
         r.lost(a, Loss::Timeout, 2 * SEC);
         r.lost(b, Loss::Write, 2 * SEC);
-        r.completed(c, 200, 1, 2 * SEC);
+        r.completed(c, 200, 1, 2 * SEC, 2 * SEC);
         let s = r.finish(Duration::ZERO, 0);
         let e = s.counters.errors;
         assert_eq!((e.timeout, e.write, e.read), (1, 1, 0));
@@ -584,7 +611,7 @@ mod tests {
         let mut r = recorder(0);
         let a = r.sent(SEC, SEC, None);
         let huge = SEC + (HIST_HIGH_US + 5) * 1_000;
-        r.completed(a, 200, 0, huge);
+        r.completed(a, 200, 0, huge, huge);
         let s = r.stats();
         // Both the corrected and the uncorrected figure saturate.
         assert_eq!(s.counters.saturated, 2);
@@ -618,7 +645,7 @@ mod tests {
         let mut r = recorder(0);
         let a = r.sent(SEC, SEC, None);
         let b = r.sent(SEC, SEC, None);
-        r.completed(a, 200, 0, SEC + MS);
+        r.completed(a, 200, 0, SEC + MS, SEC + MS);
         r.in_flight_at_end(b, 2 * SEC);
         r.never_sent(2 * SEC, 2 * SEC);
         r.never_sent(SEC - 1, 2 * SEC); // before the window: not due

@@ -15,7 +15,9 @@ mod report;
 
 use std::time::Duration;
 
-use crate::stats::summary;
+use hdrhistogram::Histogram;
+
+use crate::stats::{summary, RunStats};
 use crate::units::parse_duration;
 
 pub use limit::{generator_limit, lag_allowance_us, RunFacts};
@@ -44,13 +46,47 @@ pub struct Term {
 /// What a term bounds.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Measure {
-    /// The corrected latency at this percentile (100 for `max`), from
-    /// above.
-    Latency(f64),
+    /// A time at this percentile (100 for `max`), from above: the
+    /// corrected latency, or a phase.
+    Time(Timed, f64),
     /// Lost requests and error statuses over due requests, from above.
     Errors,
     /// Completed requests over intended ones, from below.
     Rate,
+}
+
+/// The times a term may bound, by the prefix of its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Timed {
+    /// The corrected latency, unfinished requests at their lower bounds
+    /// (`p99`, `max`).
+    Latency,
+    /// Time to first byte from the intended send time (`ttfb_p99`).
+    FirstByte,
+    /// TCP connect of each connection (`connect_p99`).
+    Connect,
+    /// TLS handshake of each connection (`tls_p99`).
+    Tls,
+}
+
+impl Timed {
+    /// The prefixes of term names, each with what it bounds.
+    const PREFIXES: [(&'static str, Timed); 3] = [
+        ("ttfb_", Timed::FirstByte),
+        ("connect_", Timed::Connect),
+        ("tls_", Timed::Tls),
+    ];
+
+    /// The histogram of `stats` this measure reads.
+    fn of<'a>(self, stats: &'a RunStats) -> std::borrow::Cow<'a, Histogram<u64>> {
+        use std::borrow::Cow;
+        match self {
+            Timed::Latency => stats.with_unfinished(),
+            Timed::FirstByte => Cow::Borrowed(&stats.timings.ttfb),
+            Timed::Connect => Cow::Borrowed(&stats.timings.connect),
+            Timed::Tls => Cow::Borrowed(&stats.timings.tls_handshake),
+        }
+    }
 }
 
 /// Parses `--slo` (clap's value parser): `p99<10ms,p99.9<=50ms,max<1s,
@@ -67,7 +103,8 @@ pub fn parse_slo(spec: &str) -> Result<Slo, String> {
 }
 
 fn parse_term(text: &str) -> Result<Term, String> {
-    let forms = "terms are pNN<TIME (p99<10ms), max<TIME, errors<PCT% (errors<0.1%) or rate>=PCT% (rate>=99%)";
+    let forms = "terms are pNN<TIME (p99<10ms), max<TIME, the same of ttfb_, connect_ or tls_ \
+                 (ttfb_p99<200ms), errors<PCT% (errors<0.1%) or rate>=PCT% (rate>=99%)";
     let at = text
         .find(['<', '>'])
         .ok_or_else(|| format!("{text:?} has no bound; {forms}"))?;
@@ -77,12 +114,16 @@ fn parse_term(text: &str) -> Result<Term, String> {
         None => (&rest[..1], rest[1..].trim()),
     };
     let (upper, inclusive) = (op.starts_with('<'), op.len() == 2);
-    let measure = match name {
-        "max" => Measure::Latency(100.0),
-        "errors" => Measure::Errors,
-        "rate" => Measure::Rate,
-        _ => match name.strip_prefix('p').map(str::parse::<f64>) {
-            Some(Ok(p)) if p > 0.0 && p <= 100.0 => Measure::Latency(p),
+    let (timed, point) = Timed::PREFIXES
+        .iter()
+        .find_map(|&(prefix, timed)| name.strip_prefix(prefix).map(|rest| (timed, rest)))
+        .unwrap_or((Timed::Latency, name));
+    let measure = match point {
+        "max" => Measure::Time(timed, 100.0),
+        "errors" if timed == Timed::Latency => Measure::Errors,
+        "rate" if timed == Timed::Latency => Measure::Rate,
+        _ => match point.strip_prefix('p').map(str::parse::<f64>) {
+            Some(Ok(p)) if p > 0.0 && p <= 100.0 => Measure::Time(timed, p),
             Some(Ok(_)) => {
                 return Err(format!("{text:?}: a percentile is above 0 and at most 100"))
             }
@@ -94,7 +135,7 @@ fn parse_term(text: &str) -> Result<Term, String> {
         },
     };
     let bound = match measure {
-        Measure::Latency(_) => {
+        Measure::Time(..) => {
             if !upper {
                 return Err(format!(
                     "{text:?}: latency is bounded from above; write {name}<{value}"
@@ -143,6 +184,15 @@ impl Slo {
         let stats = run.stats;
         let latency = stats.with_unfinished();
         let c = &stats.counters;
+        let time = |timed: Timed, p: f64| {
+            let h = timed.of(stats);
+            let v = if p >= 100.0 {
+                summary::maximum(&h)
+            } else {
+                summary::percentile(&h, p)
+            };
+            v.map(|v| v as f64)
+        };
         // Nothing due has no shares, nothing measured no percentiles: such
         // a term has no value (and the verdict is inconclusive below).
         let share = |n: u64| (c.due > 0).then(|| n as f64 / c.due as f64);
@@ -151,12 +201,7 @@ impl Slo {
             .iter()
             .map(|t| {
                 let (value, unit) = match t.measure {
-                    Measure::Latency(p) if p >= 100.0 => {
-                        (summary::maximum(&latency).map(|v| v as f64), "us")
-                    }
-                    Measure::Latency(p) => {
-                        (summary::percentile(&latency, p).map(|v| v as f64), "us")
-                    }
+                    Measure::Time(timed, p) => (time(timed, p), "us"),
                     Measure::Errors => (share(c.errors.lost_requests() + c.errors.status), "share"),
                     Measure::Rate => (share(c.completed), "share"),
                 };
@@ -207,18 +252,58 @@ mod tests {
         assert_eq!(t.len(), 5);
         assert_eq!(
             (t[0].measure, t[0].bound, t[0].inclusive),
-            (Measure::Latency(99.0), 10_000.0, false)
+            (Measure::Time(Timed::Latency, 99.0), 10_000.0, false)
         );
         assert_eq!(
             (t[1].measure, t[1].inclusive),
-            (Measure::Latency(99.9), true)
+            (Measure::Time(Timed::Latency, 99.9), true)
         );
-        assert_eq!(t[2].measure, Measure::Latency(100.0));
+        assert_eq!(t[2].measure, Measure::Time(Timed::Latency, 100.0));
         assert_eq!((t[3].measure, t[3].bound), (Measure::Errors, 0.001));
         assert_eq!(
             (t[4].measure, t[4].bound, t[4].inclusive),
             (Measure::Rate, 0.99, true)
         );
+    }
+
+    /// Phases are bounded as latency is, each from its own histogram.
+    #[test]
+    fn phase_terms_read_their_own_histograms() {
+        let slo = parse_slo("ttfb_p99<200ms,connect_max<=1ms,tls_p50<5ms,p99<1s").unwrap();
+        let measures: Vec<Measure> = slo.terms.iter().map(|t| t.measure).collect();
+        assert_eq!(
+            measures,
+            [
+                Measure::Time(Timed::FirstByte, 99.0),
+                Measure::Time(Timed::Connect, 100.0),
+                Measure::Time(Timed::Tls, 50.0),
+                Measure::Time(Timed::Latency, 99.0),
+            ]
+        );
+        let mut stats =
+            crate::stats::RunStats::merge(Vec::new(), std::time::Duration::from_secs(1));
+        stats.counters.due = 10;
+        stats.counters.completed = 10;
+        crate::stats::record_clamped(&mut stats.latency, 300_000);
+        stats.timings.first_byte(250_000, 1_000);
+        stats.timings.connection(800, None);
+        let load = crate::schedule::Load::Closed;
+        let facts = RunFacts {
+            stats: &stats,
+            load: &load,
+            threads: 1,
+            connections: 1,
+            per_connection: 1,
+            fastest_us: None,
+            lag_allowance: None,
+        };
+        let judged = slo.judge(&facts);
+        let met: Vec<bool> = judged.rows.iter().map(|r| r.met).collect();
+        // The first byte came too late; no TLS was measured, so its term
+        // has no value and is not met.
+        assert_eq!(met, [false, true, false, true], "{judged:?}");
+        assert_eq!(judged.rows[2].value, None);
+        assert_eq!(judged.verdict, Verdict::NotMet);
     }
 
     #[test]
@@ -236,6 +321,11 @@ mod tests {
             ("rate>=120%", "not a percentage"),
             ("p99", "has no bound"),
             ("p99<5ms,", "\"\" has no bound"),
+            (
+                "ttfb_errors<1%",
+                "\"ttfb_errors\" is not something to bound",
+            ),
+            ("ttfb_p99>5ms", "latency is bounded from above"),
         ] {
             let e = parse_slo(spec).unwrap_err();
             assert!(e.contains(says), "{spec}: {e}");

@@ -129,6 +129,7 @@ fn latency(page: &mut String, doc: &Document) {
         explanation(doc)
     );
     tables::percentiles(page, doc);
+    tables::timings(page, doc);
     page.push_str("</section>\n");
 }
 

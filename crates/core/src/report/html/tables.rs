@@ -260,6 +260,42 @@ pub fn percentiles(page: &mut String, doc: &Document) {
     grid(page, "numbers", &head, &rows);
 }
 
+/// Time to first byte, connect and TLS handshake: a row for each phase the
+/// run measured (a document older than them has none, and no table).
+pub fn timings(page: &mut String, doc: &Document) {
+    let l = &doc.latency;
+    let ttfb = l.ttfb.as_ref();
+    let phases = [
+        ("time to first byte", ttfb.map(|t| &t.corrected)),
+        (
+            "time to first byte, uncorrected",
+            ttfb.map(|t| &t.uncorrected),
+        ),
+        ("TCP connect", l.connect.as_ref()),
+        ("TLS handshake", l.tls_handshake.as_ref()),
+    ];
+    let rows: Vec<Vec<String>> = phases
+        .into_iter()
+        .filter_map(|(name, s)| s.filter(|s| s.count > 0).map(|s| (name, s)))
+        .map(|(name, s)| {
+            let mut row = vec![name.to_string()];
+            row.extend([50.0, 90.0, 99.0, 99.9].map(|p| latency_or_missing(at(s, p))));
+            row.push(latency_or_missing(s.max));
+            row
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    page.push_str("<h3>Phases</h3>\n");
+    grid(
+        page,
+        "numbers",
+        &["phase", "p50", "p90", "p99", "p99.9", "max"],
+        &rows,
+    );
+}
+
 /// Picks a figure (mean, deviation) out of a summary.
 type Figure = fn(&Summary) -> Option<f64>;
 

@@ -173,6 +173,9 @@ pub fn sample() -> Document {
             uncorrected: summary(uncorrected_us),
             send_lag: summary(|p| (corrected_us(p) - uncorrected_us(p)) + 15),
             with_unfinished: None,
+            ttfb: None,
+            connect: None,
+            tls_handshake: None,
         },
         series: Series {
             interval_s: 1.0,
@@ -197,7 +200,7 @@ pub fn sample() -> Document {
             uncorrected: String::new(),
             send_lag: String::new(),
             req_per_sec: String::new(),
-            unfinished: None,
+            ..EncodedHistograms::default()
         },
         endpoints: vec![Endpoint {
             name: "GET /<items>".into(),
@@ -338,6 +341,9 @@ fn no_requests() -> Document {
         uncorrected: empty_summary(),
         send_lag: empty_summary(),
         with_unfinished: None,
+        ttfb: None,
+        connect: None,
+        tls_handshake: None,
     };
     for p in &mut doc.series.points {
         *p = Point::empty(p.t);

@@ -1,0 +1,112 @@
+//! The phases of a request and of a connection, beside the whole-response
+//! latency: time to first byte (corrected and not), TCP connect and TLS
+//! handshake.
+//!
+//! Time to first byte is measured as latency is: the corrected figure from
+//! the request's intended send time, the uncorrected one from its first
+//! byte written, both to the first byte of the response head. Connect and
+//! handshake times belong to connections, not requests: every connection
+//! the run opened is in them (those opened before the measured window
+//! too), and a request that waited for a connection carries that wait in
+//! its corrected figures already.
+
+use hdrhistogram::Histogram;
+
+use super::{add_histogram, new_histogram, record_clamped};
+
+/// One thread's (or, added up, the run's) phase histograms, in µs.
+#[derive(Clone, Debug)]
+pub struct Timings {
+    /// Intended send time → first byte of the response head.
+    pub ttfb: Histogram<u64>,
+    /// First byte written → first byte of the response head.
+    pub ttfb_uncorrected: Histogram<u64>,
+    /// Start of the connect → TCP connection established.
+    pub connect: Histogram<u64>,
+    /// TCP connection established → TLS handshake finished (TLS only).
+    pub tls_handshake: Histogram<u64>,
+}
+
+impl Default for Timings {
+    fn default() -> Self {
+        Timings {
+            ttfb: new_histogram(),
+            ttfb_uncorrected: new_histogram(),
+            connect: new_histogram(),
+            tls_handshake: new_histogram(),
+        }
+    }
+}
+
+impl Timings {
+    /// A measured response began `corrected` µs after its intended send
+    /// time and `uncorrected` µs after its send.
+    #[inline]
+    pub fn first_byte(&mut self, corrected: u64, uncorrected: u64) {
+        record_clamped(&mut self.ttfb, corrected);
+        record_clamped(&mut self.ttfb_uncorrected, uncorrected);
+    }
+
+    /// A connection opened: its TCP connect took `connect` µs and its TLS
+    /// handshake, when it has one, `tls`.
+    pub fn connection(&mut self, connect: u64, tls: Option<u64>) {
+        record_clamped(&mut self.connect, connect);
+        if let Some(tls) = tls {
+            record_clamped(&mut self.tls_handshake, tls);
+        }
+    }
+
+    pub fn add(&mut self, other: &Timings) {
+        for (into, from) in self.histograms_mut().into_iter().zip(other.histograms()) {
+            add_histogram(into, from);
+        }
+    }
+
+    /// Every histogram, in the order of [`Timings::NAMES`].
+    pub fn histograms(&self) -> [&Histogram<u64>; 4] {
+        [
+            &self.ttfb,
+            &self.ttfb_uncorrected,
+            &self.connect,
+            &self.tls_handshake,
+        ]
+    }
+
+    /// Every histogram, mutable, in the order of [`Timings::NAMES`].
+    pub fn histograms_mut(&mut self) -> [&mut Histogram<u64>; 4] {
+        [
+            &mut self.ttfb,
+            &mut self.ttfb_uncorrected,
+            &mut self.connect,
+            &mut self.tls_handshake,
+        ]
+    }
+
+    /// The names the interval log tags the histograms with, in order.
+    pub const NAMES: [&'static str; 4] = ["ttfb", "ttfb-uncorrected", "connect", "tls-handshake"];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phases_add_up_histogram_by_histogram() {
+        let mut a = Timings::default();
+        a.first_byte(900, 400);
+        a.connection(120, Some(800));
+        let mut b = Timings::default();
+        b.first_byte(1_000, 500);
+        b.connection(130, None);
+        a.add(&b);
+        assert_eq!(a.ttfb.len(), 2);
+        assert_eq!(a.ttfb_uncorrected.max(), 500);
+        assert_eq!(a.connect.len(), 2);
+        assert_eq!(
+            a.tls_handshake.len(),
+            1,
+            "a plain connection has no handshake"
+        );
+        assert!(a.tls_handshake.equivalent(800, a.tls_handshake.max()));
+    }
+}
