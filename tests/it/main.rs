@@ -12,6 +12,7 @@ mod dashboard;
 mod deploy;
 mod dropin;
 mod edges;
+mod events;
 mod faults;
 mod http;
 mod http2;

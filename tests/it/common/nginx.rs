@@ -24,7 +24,14 @@ pub struct Options {
     pub upstream: Option<SocketAddr>,
     /// `/big` answers 100 KB at 50 KB/s (`limit_rate`): two seconds.
     pub big: bool,
+    /// `/events` answers [`EVENTS`] server-sent events of 100 bytes each
+    /// at 1000 bytes/s (`limit_rate`): one every 100 ms once the head is
+    /// out.
+    pub events: bool,
 }
+
+/// Events in each `/events` response.
+pub const EVENTS: usize = 10;
 
 /// A running nginx, killed and its directory removed on drop.
 pub struct Nginx {
@@ -55,6 +62,7 @@ impl Nginx {
         write_certificate(&dir);
         std::fs::create_dir_all(dir.join("files")).unwrap();
         std::fs::write(dir.join("files/big"), vec![b'x'; 100 * 1024]).unwrap();
+        std::fs::write(dir.join("files/events"), event_stream()).unwrap();
         let (process, [h2c, tls, tls_h1]) = servers::start(
             dir,
             |dir, [h2c, tls, tls_h1]| {
@@ -159,6 +167,18 @@ pub fn config(dir: &Path, opts: &Options, h2c: u16, tls: u16, tls_h1: u16) -> St
     } else {
         String::new()
     };
+    // Written as they are read, a buffer (and over TLS a record) of one
+    // event at a time, so that each event leaves on its own at the
+    // limited rate.
+    let events = if opts.events {
+        format!(
+            "ssl_buffer_size 100; \
+             location = /events {{ root {d}/files; default_type text/event-stream; \
+             limit_rate 1000; postpone_output 0; sendfile off; output_buffers 1 100; }}"
+        )
+    } else {
+        String::new()
+    };
     format!(
         "{}
   keepalive_requests {keepalive};
@@ -172,11 +192,25 @@ pub fn config(dir: &Path, opts: &Options, h2c: u16, tls: u16, tls_h1: u16) -> St
     location / {{ return 200 \"hello\\n\"; }}
     {slow}
     {big}
+    {events}
   }}
 }}
 ",
         preamble(dir, LOG_FORMAT)
     )
+}
+
+/// [`EVENTS`] events of exactly 100 bytes: `data: event N xxx…` and the
+/// blank line that ends it.
+fn event_stream() -> Vec<u8> {
+    (1..=EVENTS)
+        .flat_map(|i| {
+            let mut e = format!("data: event {i} ").into_bytes();
+            e.resize(98, b'x');
+            e.extend_from_slice(b"\n\n");
+            e
+        })
+        .collect()
 }
 
 /// The start of every configuration the tests give nginx: one worker,

@@ -152,6 +152,10 @@ pub struct BenchArgs {
     #[arg(long = "lag-allowance", value_parser = parse_duration, value_name = "T")]
     pub lag_allowance: Option<Duration>,
 
+    /// Read each response body as server-sent events (text/event-stream): time the first event from the intended send time, every gap between events, and count them; a script's event(data) gets each event
+    #[arg(long = "sse")]
+    pub sse: bool,
+
     /// Largest response head (status line and headers) accepted; a larger one is a read error
     #[arg(long = "max-head", default_value = "64k", value_parser = parse_bytes, value_name = "BYTES")]
     pub max_head: u64,

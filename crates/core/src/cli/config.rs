@@ -299,6 +299,7 @@ impl Config {
             tls,
             protocols,
             max_head: max_head(args.max_head)?,
+            sse: args.sse,
             script: args.script.clone(),
             script_args: args.script_args.clone(),
             replay,

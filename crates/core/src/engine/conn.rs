@@ -382,7 +382,7 @@ impl<T: Io> Conn<T> {
             State::Open => {
                 let mut oldest = now;
                 if let Some(s) = &self.session {
-                    s.for_each_in_flight(&mut |t| oldest = oldest.min(t.stamp.sent()));
+                    s.for_each_in_flight(&mut |t, _| oldest = oldest.min(t.stamp.sent()));
                 }
                 if now - oldest > timeout {
                     Check::Expired

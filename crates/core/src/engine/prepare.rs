@@ -135,6 +135,7 @@ fn worker_setups(
             endpoints,
             timeout: nanos(setup.timeout),
             max_head: setup.max_head,
+            sse: setup.sse,
             cpu: setup.affinity.as_ref().map(|cpus| cpus[j % cpus.len()]),
             connect_wait: nanos(setup.timeout),
             interval: setup.interval,

@@ -46,6 +46,8 @@ pub struct Setup {
     /// Which HTTP versions may be spoken, and how many streams at once.
     pub protocols: Protocols,
     pub max_head: usize,
+    /// `--sse`: response bodies are read as event streams.
+    pub sse: bool,
     pub script: Option<PathBuf>,
     pub script_args: Vec<String>,
     /// `--requests`: the requests to replay instead of GET URL.

@@ -39,7 +39,7 @@ use mio::{Interest, Registry, Token, Waker};
 use crate::clock::{self, Nanos};
 use crate::http::protocol::Carrier;
 use crate::http::request::{metas_into, Batch, RequestMeta};
-use crate::http::{Failure, OpenError, Protocol, Request, SessionOptions};
+use crate::http::{EventReading, Failure, OpenError, Protocol, Request, SessionOptions};
 use crate::replay::Cursor;
 use crate::schedule::Plan;
 use crate::script::ThreadScript;
@@ -86,6 +86,8 @@ pub struct WorkerSetup {
     pub endpoints: usize,
     pub timeout: Nanos,
     pub max_head: usize,
+    /// `--sse`: response bodies are read as event streams.
+    pub sse: bool,
     pub cpu: Option<usize>,
     /// Longest time to wait for the connections to open before the start.
     pub connect_wait: Nanos,
@@ -375,6 +377,11 @@ impl Worker {
             .script
             .as_ref()
             .is_some_and(ThreadScript::has_response);
+        let reading = match (setup.sse, &setup.script) {
+            (false, _) => EventReading::Off,
+            (true, Some(s)) if s.has_event() => EventReading::Data,
+            (true, _) => EventReading::Times,
+        };
         let source = match (setup.replay, &setup.script) {
             (Some(cursor), _) => {
                 let built = vec![None; cursor.set().len()];
@@ -389,6 +396,7 @@ impl Worker {
             .map(|p| SessionOptions {
                 max_head: setup.max_head,
                 capture,
+                reading,
                 max_streams: setup.max_streams,
                 scheme: p.scheme(),
                 authority: p.authority.clone(),
@@ -440,6 +448,9 @@ impl Worker {
             progress: setup.progress,
             next_publish: 0,
         };
+        if setup.sse {
+            w.stats.read_events();
+        }
         let now = clock::now();
         for c in 0..setup.connections {
             let i = w.add_place(c % peers);
@@ -843,11 +854,23 @@ impl Worker {
                     status,
                     bytes,
                     first_byte,
+                    events,
                 } => {
                     self.places[i].conn.served();
                     self.stats
                         .completed(tag.stamp, status, bytes, first_byte, now);
+                    self.stats.events_completed(tag.stamp, events);
                     if !self.run_response(i, status) {
+                        return false;
+                    }
+                }
+                crate::http::Event::Message {
+                    tag,
+                    previous,
+                    data,
+                } => {
+                    self.stats.message(tag.stamp, previous, now);
+                    if !self.run_event(data.as_deref()) {
                         return false;
                     }
                 }
@@ -881,6 +904,21 @@ impl Worker {
         }
         self.watch_deadline(i);
         open && !self.halted()
+    }
+
+    /// Runs the script's `event()` on an event's data, when it has one.
+    /// False when the script failed.
+    fn run_event(&mut self, data: Option<&[u8]>) -> bool {
+        let (Some(script), Some(data)) = (self.script.as_mut(), data) else {
+            return true;
+        };
+        match script.event(data) {
+            Ok(()) => true,
+            Err(e) => {
+                self.fail(e.into());
+                false
+            }
+        }
     }
 
     /// Runs the script's `response()` on the response just recorded on
@@ -1384,7 +1422,10 @@ impl Worker {
         for place in self.places.iter().filter(|p| p.role != Role::Vacant) {
             let conn = &place.conn;
             if let Some(s) = conn.session() {
-                s.for_each_in_flight(&mut |t| stats.in_flight_at_end(t.stamp, stop_at));
+                s.for_each_in_flight(&mut |t, last| {
+                    stats.in_flight_at_end(t.stamp, stop_at);
+                    stats.streaming_at_end(t.stamp, last, stop_at);
+                });
             }
             if place.role == Role::Draining {
                 at_end.draining += 1;

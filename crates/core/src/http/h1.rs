@@ -20,6 +20,7 @@ use crate::clock::Nanos;
 use super::outbox::Outbox;
 use super::response::{Done, Feed, ParseError, ResponseParser};
 use super::session::{Captured, Event, Failure, OpenError, Request, Session};
+use super::sse::{EventReading, EventStream};
 
 pub struct Http1<T> {
     /// Requests written (or queued to be) and not yet answered, oldest
@@ -40,6 +41,10 @@ pub struct Http1<T> {
     pending_at: Nanos,
     /// When the first byte of the response being parsed came.
     first_byte: Nanos,
+    /// `--sse`: how bodies are read, and the event stream of the response
+    /// being parsed.
+    reading: EventReading,
+    stream: Option<Box<EventStream>>,
     /// No new request: the server closes after the last response, or the
     /// connection failed. The connection closes once it is finished.
     finished: bool,
@@ -48,12 +53,18 @@ pub struct Http1<T> {
     unwritable: bool,
 }
 
-impl<T> Http1<T> {
+impl<T: Clone> Http1<T> {
     /// `max_head`: the largest response head accepted; `capture`: keep each
     /// response's fields and body for a script.
     pub fn new(max_head: usize, capture: bool) -> Http1<T> {
+        Http1::reading(max_head, capture, EventReading::Off)
+    }
+
+    /// [`Http1::new`], reading each body as `reading` says.
+    pub fn reading(max_head: usize, capture: bool, reading: EventReading) -> Http1<T> {
         let mut parser = ResponseParser::new(max_head);
         parser.set_capture(capture);
+        parser.set_streaming(reading != EventReading::Off);
         Http1 {
             // One request at a time unless a script pipelines a batch: the
             // queue grows to the largest batch once and stays there.
@@ -67,6 +78,8 @@ impl<T> Http1<T> {
             pending: Vec::new(),
             pending_at: 0,
             first_byte: 0,
+            reading,
+            stream: None,
             finished: false,
             unwritable: false,
         }
@@ -86,11 +99,14 @@ impl<T> Http1<T> {
                 };
                 self.parser.start(head);
                 self.between = false;
+                self.stream = self.reading.reader();
             }
             if !self.parser.in_progress() {
                 self.first_byte = now;
             }
-            match self.parser.feed(&bytes[at..]) {
+            let fed = self.parser.feed(&bytes[at..]);
+            self.read_events(now);
+            match fed {
                 Ok(Feed::Partial { consumed }) => at += consumed,
                 Ok(Feed::Done { consumed, done }) => {
                     at += consumed;
@@ -113,8 +129,24 @@ impl<T> Http1<T> {
         at
     }
 
+    /// The body bytes the parser just decoded, read as events (`--sse`).
+    fn read_events(&mut self, now: Nanos) {
+        let (Some(stream), Some(body), Some((tag, ..))) = (
+            self.stream.as_mut(),
+            self.parser.streamed(),
+            self.in_flight.front(),
+        ) else {
+            return;
+        };
+        if !body.is_empty() {
+            stream.read(body, tag, now, &mut self.events);
+            body.clear();
+        }
+    }
+
     /// A response ended: it answers the oldest request.
     fn respond(&mut self, done: Done) {
+        let events = self.stream.take().map_or(0, |s| s.count());
         let (tag, ..) = self
             .in_flight
             .pop_front()
@@ -124,6 +156,7 @@ impl<T> Http1<T> {
             status: done.status,
             bytes: done.head_bytes as u64 + done.body_bytes,
             first_byte: self.first_byte,
+            events,
         });
         self.between = true;
         // Requests pipelined behind it get no answer on this connection.
@@ -140,7 +173,7 @@ impl<T> Http1<T> {
     }
 }
 
-impl<T> Session<T> for Http1<T> {
+impl<T: Clone> Session<T> for Http1<T> {
     fn is_ready(&self) -> bool {
         true
     }
@@ -250,8 +283,12 @@ impl<T> Session<T> for Http1<T> {
         self.in_flight.len()
     }
 
-    fn for_each_in_flight(&self, each: &mut dyn FnMut(&T)) {
-        self.in_flight.iter().for_each(|(t, ..)| each(t));
+    fn for_each_in_flight(&self, each: &mut dyn FnMut(&T, Option<Nanos>)) {
+        let last = self.stream.as_ref().and_then(|s| s.last());
+        for (i, (t, ..)) in self.in_flight.iter().enumerate() {
+            // Only the oldest request's response can have begun.
+            each(t, if i == 0 { last } else { None });
+        }
     }
 
     /// HTTP/1.1 cannot cancel one request: when any has expired, every
@@ -323,7 +360,46 @@ mod tests {
             status: 200,
             bytes: OK.len() as u64,
             first_byte,
+            events: 0,
         }
+    }
+
+    /// `--sse` over a chunked body split across reads: each event comes
+    /// out as it completes, naming when the one before it came, and the
+    /// response counts them; one in flight names its last event's time.
+    #[test]
+    fn events_of_a_chunked_body_come_out_as_they_arrive() {
+        let mut s: Http1<u32> = Http1::reading(1024, false, EventReading::Data);
+        s.open(&get(), 1, 0).unwrap();
+        let head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
+                     Transfer-Encoding: chunked\r\n\r\n";
+        s.handle(head, 5);
+        s.handle(b"b\r\ndata: one\n\n\r\n", 10);
+        s.handle(b"7\r\ndata: t", 20);
+        let mut last = None;
+        s.for_each_in_flight(&mut |_, at| last = at);
+        assert_eq!(last, Some(10));
+        s.handle(b"\r\n4\r\nwo\n\n\r\n0\r\n\r\n", 30);
+        let message = |previous, data: &'static [u8]| Event::Message {
+            tag: 1,
+            previous,
+            data: Some(Bytes::from_static(data)),
+        };
+        let got = events(&mut s);
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert_eq!(got[0], message(None, b"one"));
+        assert_eq!(got[1], message(Some(10), b"two"));
+        assert!(
+            matches!(
+                got[2],
+                Event::Response {
+                    events: 2,
+                    first_byte: 5,
+                    ..
+                }
+            ),
+            "{got:?}"
+        );
     }
 
     #[test]
@@ -348,6 +424,7 @@ mod tests {
             status: 200,
             bytes: head_reply.len() as u64,
             first_byte: 7,
+            events: 0,
         };
         assert_eq!(events(&mut s), [ok(1, 7), head_event]);
         assert_eq!((s.free_streams(), s.in_flight()), (1, 0));

@@ -18,6 +18,8 @@
 //!   and static-table QPACK.
 //! - `request`: building a request from its parts and splitting a buffer
 //!   of pipelined requests into whole requests.
+//! - `sse`: a response body read as server-sent events (`--sse`), shared
+//!   by every session.
 
 pub mod capture;
 pub mod chunked;
@@ -29,9 +31,11 @@ pub mod protocol;
 pub mod request;
 pub mod response;
 pub mod session;
+pub mod sse;
 
 pub use chunked::ChunkedDecoder;
 pub use protocol::{Protocol, SessionOptions, Spoken};
 pub use request::{RequestError, RequestMeta};
 pub use response::{Done, Feed, ParseError, ResponseParser};
 pub use session::{Captured, Event, Failure, OpenError, Request, Session};
+pub use sse::EventReading;

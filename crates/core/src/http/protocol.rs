@@ -15,6 +15,7 @@ use super::h1::Http1;
 use super::h2::{self, Http2};
 use super::h3::{Http3, QuicOptions};
 use super::session::Session;
+use super::sse::EventReading;
 
 /// An HTTP version metron speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -40,6 +41,8 @@ pub struct SessionOptions {
     pub max_head: usize,
     /// Keep each response's fields and body for a script's `response()`.
     pub capture: bool,
+    /// `--sse`: read each response body as an event stream.
+    pub reading: EventReading,
     /// Streams in flight per connection at most (`-m`), where the protocol
     /// has several.
     pub max_streams: u32,
@@ -105,14 +108,14 @@ impl Protocol {
 
     /// A new session of this protocol for one connection to `remote`,
     /// started at `now`; the error says why none can start.
-    pub fn session<T: 'static>(
+    pub fn session<T: Clone + 'static>(
         self,
         opts: &SessionOptions,
         remote: SocketAddr,
         now: Nanos,
     ) -> Result<Box<dyn Session<T>>, String> {
         Ok(match self {
-            Protocol::Http1 => Box::new(Http1::new(opts.max_head, opts.capture)),
+            Protocol::Http1 => Box::new(Http1::reading(opts.max_head, opts.capture, opts.reading)),
             Protocol::Http3 => {
                 let tls = opts
                     .tls
@@ -125,6 +128,7 @@ impl Protocol {
                     max_streams: opts.max_streams,
                     max_field_section: opts.max_head as u64,
                     capture: opts.capture,
+                    reading: opts.reading,
                 };
                 Box::new(Http3::new(&quic, remote, now)?)
             }
@@ -132,6 +136,7 @@ impl Protocol {
                 max_streams: opts.max_streams,
                 max_header_list: u32::try_from(opts.max_head).unwrap_or(u32::MAX),
                 capture: opts.capture,
+                reading: opts.reading,
                 scheme: opts.scheme,
                 authority: opts.authority.clone(),
                 ..h2::Settings::default()

@@ -109,6 +109,8 @@ pub struct ResponseParser {
     status: u16,
     keep_alive: bool,
     captured: Captured,
+    /// Decoded body bytes of the last `feed`, when streaming is on.
+    streamed: Option<Vec<u8>>,
 }
 
 impl ResponseParser {
@@ -128,7 +130,21 @@ impl ResponseParser {
             status: 0,
             keep_alive: false,
             captured: Captured::default(),
+            streamed: None,
         }
+    }
+
+    /// When on, the decoded (de-chunked) body bytes of each `feed` are
+    /// handed out by [`ResponseParser::streamed`], to be read as they
+    /// arrive, whatever capture keeps.
+    pub fn set_streaming(&mut self, on: bool) {
+        self.streamed = on.then(Vec::new);
+    }
+
+    /// The decoded body bytes the last `feed` took (streaming only); the
+    /// caller reads and clears them.
+    pub fn streamed(&mut self) -> Option<&mut Vec<u8>> {
+        self.streamed.as_mut()
     }
 
     /// When on, the head (status, fields) and the decoded body of each
@@ -362,7 +378,11 @@ impl ResponseParser {
         let Phase::Body(kind) = &mut self.phase else {
             return Ok((0, true));
         };
-        let out = self.capture_on.then(|| self.captured.body_mut());
+        let out = match self.streamed.as_mut() {
+            Some(streamed) => Some(streamed),
+            None => self.capture_on.then(|| self.captured.body_mut()),
+        };
+        let from = out.as_ref().map_or(0, |o| o.len());
         let fed = match kind {
             BodyKind::None => Ok((0, true)),
             BodyKind::Length(remaining) => Ok(take_length(remaining, data, out)),
@@ -374,6 +394,12 @@ impl ResponseParser {
                 Ok((data.len(), false))
             }
         };
+        // Streamed and captured both: the capture gets the same bytes.
+        if let (Some(streamed), true) = (self.streamed.as_ref(), self.capture_on) {
+            self.captured
+                .body_mut()
+                .extend_from_slice(&streamed[from..]);
+        }
         // Before a framing error: the data captured came before it on the
         // wire, so whichever error comes first is reported, however the
         // bytes were split into reads.

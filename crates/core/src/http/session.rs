@@ -88,8 +88,10 @@ pub trait Session<T> {
     /// Requests opened and not yet given back.
     fn in_flight(&self) -> usize;
 
-    /// Calls `each` on every request in flight.
-    fn for_each_in_flight(&self, each: &mut dyn FnMut(&T));
+    /// Calls `each` on every request in flight, with when the last event
+    /// of its response came when its response is an event stream that
+    /// has begun (`--sse`).
+    fn for_each_in_flight(&self, each: &mut dyn FnMut(&T, Option<Nanos>));
 
     /// Gives up the requests for which `expired` is true, appending their
     /// tags to `gone`. A protocol that can cancel one request (HTTP/2's
@@ -115,12 +117,22 @@ pub trait Session<T> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event<T> {
     /// Its response arrived in full. `first_byte`: when the first byte of
-    /// its head came; `bytes`: head and body as on the wire.
+    /// its head came; `bytes`: head and body as on the wire; `events`: the
+    /// events its body carried (`--sse`; 0 otherwise).
     Response {
         tag: T,
         status: u16,
         bytes: u64,
         first_byte: Nanos,
+        events: u64,
+    },
+    /// An event of its response's stream came (`--sse`): `previous` is
+    /// when the event before it came (`None`: this is the first); `data`
+    /// its data, when a script asked for it. The response goes on.
+    Message {
+        tag: T,
+        previous: Option<Nanos>,
+        data: Option<Bytes>,
     },
     /// It ended without a response.
     Lost { tag: T, why: Failure },

@@ -68,6 +68,9 @@ pub struct Document {
     /// Per phase of a rate profile (absent without one).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub phases: Vec<PhaseSummary>,
+    /// `--sse`: the events of streamed responses (absent without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<EventsSummary>,
     /// The verdict of `--slo` (absent without one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slo: Option<SloReport>,
@@ -272,6 +275,31 @@ pub struct LatencySummaries {
     /// TLS handshake times of every connection the run opened over TLS.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_handshake: Option<Summary>,
+}
+
+/// `--sse`: the events of streamed responses.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EventsSummary {
+    /// What the bodies were read as: `sse`.
+    pub kind: String,
+    /// Mean events per completed response; `null` when none completed.
+    pub per_response: Option<f64>,
+    /// Events in all, of completed responses and of those still
+    /// streaming at the end.
+    pub count: u64,
+    /// Completed responses, and the events they carried.
+    pub responses: u64,
+    pub completed_events: u64,
+    /// Lower bounds among `first` and `gap`: responses still streaming at
+    /// the end (their open gap) or without an event yet (their first).
+    pub open: u64,
+    /// Intended send time → first event of a response (µs).
+    pub first: Summary,
+    /// Between consecutive events of a response (µs).
+    pub gap: Summary,
+    /// The two histograms, encoded as the others.
+    pub first_histogram: String,
+    pub gap_histogram: String,
 }
 
 /// Time to first byte, both ways, in microseconds.
@@ -504,8 +532,8 @@ mod build {
     use crate::report::spectrum;
     use crate::stats::codec::{self, encode};
     use crate::stats::{
-        new_histogram, summary, EndpointStats, Interruption, IntervalStats, PhaseStats, RunStats,
-        Timings, HIST_SIGFIG,
+        new_histogram, summary, EndpointStats, EventStats, Interruption, IntervalStats, PhaseStats,
+        RunStats, Timings, HIST_SIGFIG,
     };
 
     impl Point {
@@ -533,6 +561,35 @@ mod build {
                 ttfb_p99: at(&iv.ttfb, 99.0),
                 send_lag_p99: at(&iv.send_lag, 99.0),
             }
+        }
+    }
+
+    impl EventsSummary {
+        pub fn of(e: &EventStats) -> EventsSummary {
+            EventsSummary {
+                kind: "sse".into(),
+                per_response: e.per_response(),
+                count: e.count,
+                responses: e.responses,
+                completed_events: e.completed_events,
+                open: e.open,
+                first: summarize(&e.first),
+                gap: summarize(&e.gap),
+                first_histogram: encode(&e.first),
+                gap_histogram: encode(&e.gap),
+            }
+        }
+
+        /// The statistics back.
+        pub fn stats(&self) -> io::Result<EventStats> {
+            Ok(EventStats {
+                first: decode(&self.first_histogram)?,
+                gap: decode(&self.gap_histogram)?,
+                count: self.count,
+                completed_events: self.completed_events,
+                responses: self.responses,
+                open: self.open,
+            })
         }
     }
 
@@ -678,6 +735,7 @@ mod build {
                         unfinished: encode(&p.unfinished),
                     })
                     .collect(),
+                events: s.events.as_ref().map(EventsSummary::of),
                 slo: None,
                 start_offset_s: None,
                 instances: Vec::new(),
@@ -698,6 +756,7 @@ mod build {
                 stats.unfinished = decode(u)?;
             }
             stats.timings = h.timings()?;
+            stats.events = self.events.as_ref().map(EventsSummary::stats).transpose()?;
             stats.counters = self.counters;
             if let Some(w) = self.rate_window_s {
                 stats.rate_window = Duration::from_secs_f64(w);

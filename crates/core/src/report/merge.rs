@@ -18,10 +18,10 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 
 use super::json::{
-    decode, encode, summarize, Document, Endpoint, Instance, LatencySummaries, PhaseSummary, Point,
-    Series,
+    decode, encode, summarize, Document, Endpoint, EventsSummary, Instance, LatencySummaries,
+    PhaseSummary, Point, Series,
 };
-use crate::stats::{new_histogram, summary, Timings};
+use crate::stats::{new_histogram, summary, EventStats, Timings};
 
 /// A merged document, and what the user should know about its parts.
 pub struct Merged {
@@ -52,7 +52,14 @@ pub fn documents(docs: &[(String, Document)]) -> Result<Merged, String> {
     doc.instances.clear();
     let mut endpoints: BTreeMap<String, (u64, u64, Histogram<u64>)> = BTreeMap::new();
     let mut phases: Vec<(PhaseSummary, Histogram<u64>, Histogram<u64>)> = Vec::new();
+    let mut events: Option<EventStats> = None;
     for (name, d) in docs {
+        if let Some(e) = &d.events {
+            let e = e
+                .stats()
+                .map_err(|e| format!("{name}: {e}; the document is damaged"))?;
+            events.get_or_insert_with(Default::default).add(&e);
+        }
         let h = &d.histograms;
         total.add(&Totals {
             corrected: hist(name, &h.corrected)?,
@@ -136,6 +143,7 @@ pub fn documents(docs: &[(String, Document)]) -> Result<Merged, String> {
     doc.histograms.req_per_sec = encode(&total.req_per_sec);
     doc.histograms.unfinished = Some(encode(&total.unfinished));
     doc.histograms = doc.histograms.with_timings(&total.timings);
+    doc.events = events.as_ref().map(EventsSummary::of);
     doc.endpoints = endpoints
         .into_iter()
         .map(|(name, (completed, errors, h))| Endpoint {

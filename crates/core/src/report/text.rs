@@ -16,7 +16,8 @@ use crate::http::Spoken;
 use crate::schedule::Load;
 use crate::stats::phase::MAX_PHASES;
 use crate::stats::{
-    summary, AtEnd, ByCode, Counters, EndpointStats, Http2Counts, PhaseStats, RunStats, Timings,
+    summary, AtEnd, ByCode, Counters, EndpointStats, EventStats, Http2Counts, PhaseStats, RunStats,
+    Timings,
 };
 use crate::units::{
     format_binary, format_metric, format_rate, format_run_duration, format_time_us, print_units,
@@ -114,7 +115,7 @@ pub fn write_results(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
     if r.latency {
         write_distribution(out, &stats.latency, "Recorded Latency")?;
         write_with_unfinished(out, stats)?;
-        write_timings(out, &stats.timings)?;
+        write_timings(out, &stats.timings, stats.events.as_ref())?;
     }
     if r.u_latency {
         writeln!(out)?;
@@ -466,10 +467,13 @@ const PHASE_PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
 /// With `-L`, under the latency distribution: time to first byte (from
 /// the intended send time, and from the send), connect and TLS handshake,
 /// each a row when it was measured at all.
-fn write_timings(out: &mut impl Write, t: &Timings) -> io::Result<()> {
+fn write_timings(out: &mut impl Write, t: &Timings, events: Option<&EventStats>) -> io::Result<()> {
+    let none = crate::stats::new_histogram();
     let rows = [
         ("Time to first byte", &t.ttfb),
         ("  uncorrected", &t.ttfb_uncorrected),
+        ("First event", events.map_or(&none, |e| &e.first)),
+        ("Event gap", events.map_or(&none, |e| &e.gap)),
         ("Connect", &t.connect),
         ("TLS handshake", &t.tls_handshake),
     ];
@@ -576,6 +580,9 @@ fn write_own_lines(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
     if let Some(line) = read_causes_line(c) {
         writeln!(out, "  {line}")?;
     }
+    if let Some(events) = &stats.events {
+        writeln!(out, "  {}", events_line(events))?;
+    }
     let pool = &stats.counters.connections;
     if pool.opened_on_demand > 0 {
         writeln!(
@@ -639,6 +646,29 @@ fn http2_line(h: &Http2Counts) -> String {
         by_code(&h.goaway),
         h.connection_errors,
         h.retried
+    )
+}
+
+/// `--sse`: events per completed response, the first event's and the
+/// gaps' percentiles (dashes for what was not measured).
+fn events_line(e: &EventStats) -> String {
+    let at = |h, p| time_or_none(summary::percentile(h, p));
+    let per = e
+        .per_response()
+        .map_or_else(|| NONE.to_string(), |n| format!("{n:.1}"));
+    let open = if e.open > 0 {
+        format!(" ({} open at the end, as lower bounds)", e.open)
+    } else {
+        String::new()
+    };
+    format!(
+        "Events: {per} per response; first event p50 {}, p99 {}; gap p50 {}, p99 {}, p99.9 {}, max {}{open}",
+        at(&e.first, 50.0),
+        at(&e.first, 99.0),
+        at(&e.gap, 50.0),
+        at(&e.gap, 99.0),
+        at(&e.gap, 99.9),
+        time_or_none(summary::maximum(&e.gap)),
     )
 }
 

@@ -23,6 +23,8 @@ pub enum Stage {
     /// Building the static request with `wrk.request()`.
     StaticRequest,
     Response,
+    /// `event(data)`, for each event of a streamed response (`--sse`).
+    Event,
     Delay,
     Done,
 }
@@ -36,6 +38,7 @@ impl fmt::Display for Stage {
             Stage::Request => "in request()",
             Stage::StaticRequest => "in wrk.request()",
             Stage::Response => "in response()",
+            Stage::Event => "in event()",
             Stage::Delay => "in delay()",
             Stage::Done => "in done()",
         })

@@ -22,6 +22,7 @@ use crate::http::request;
 struct Hooks {
     request: Option<Function>,
     response: Option<Function>,
+    event: Option<Function>,
     delay: Option<Function>,
 }
 
@@ -30,6 +31,7 @@ impl Hooks {
         Hooks {
             request: hook(lua, "request"),
             response: hook(lua, "response"),
+            event: hook(lua, "event"),
             delay: hook(lua, "delay"),
         }
     }
@@ -75,6 +77,11 @@ impl ThreadScript {
     /// Only then does the engine need to capture heads and bodies.
     pub fn has_response(&self) -> bool {
         self.hooks.response.is_some()
+    }
+
+    /// The script reads the events of streamed responses (`event(data)`).
+    pub fn has_event(&self) -> bool {
+        self.hooks.event.is_some()
     }
 
     pub fn has_delay(&self) -> bool {
@@ -180,6 +187,20 @@ impl ThreadScript {
                 &other,
             )),
         }
+    }
+
+    /// Calls `event(data)` with one event's data (`--sse`), if the script
+    /// defines it.
+    pub fn event(&mut self, data: &[u8]) -> Result<(), ScriptError> {
+        let Some(event) = &self.hooks.event else {
+            return Ok(());
+        };
+        let _guard = guard_unless(self.active, &self.handle.slot);
+        self.calls += 1;
+        self.lua
+            .create_string(data)
+            .and_then(|data| event.call::<()>(data))
+            .map_err(|e| self.error(Stage::Event, &e))
     }
 
     /// Calls `response(status, headers, body)`, if the script defines it.

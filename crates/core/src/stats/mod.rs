@@ -32,7 +32,7 @@ pub use recorder::{Loss, Recorder, Stamp, Window};
 // (ReadCause, ConnectCause and their counts are defined below.)
 pub use series::{Completions, RateSamples, Row};
 pub use status::StatusCodes;
-pub use timings::Timings;
+pub use timings::{EventStats, Timings};
 
 /// Lowest trackable value of every latency histogram, in microseconds.
 pub const HIST_LOW_US: u64 = 1;
@@ -541,6 +541,8 @@ pub struct ThreadStats {
     pub phases: Vec<PhaseStats>,
     /// Time to first byte, connect and TLS handshake.
     pub timings: Timings,
+    /// `--sse`: the events of streamed responses (else `None`).
+    pub events: Option<EventStats>,
 }
 
 /// One endpoint's share of a thread's (or, merged, the run's) requests.
@@ -586,6 +588,7 @@ impl Default for ThreadStats {
             phases: Vec::new(),
             fastest_us: None,
             timings: Timings::default(),
+            events: None,
         }
     }
 }
@@ -777,6 +780,8 @@ pub struct RunStats {
     pub phases: Vec<PhaseStats>,
     /// Time to first byte, connect and TLS handshake, merged.
     pub timings: Timings,
+    /// `--sse`: the events of streamed responses, merged (else `None`).
+    pub events: Option<EventStats>,
     /// The fastest response of any thread, warm-up included (µs).
     pub fastest_us: Option<u64>,
     /// The window's intervals, merged over the threads, as the reports
@@ -796,8 +801,12 @@ impl RunStats {
         let mut endpoints: Vec<EndpointStats> = Vec::new();
         let mut phases: Vec<PhaseStats> = Vec::new();
         let mut timings = Timings::default();
+        let mut events: Option<EventStats> = None;
         for t in &threads {
             timings.add(&t.timings);
+            if let Some(e) = &t.events {
+                events.get_or_insert_with(Default::default).add(e);
+            }
             if phases.len() < t.phases.len() {
                 phases.resize_with(t.phases.len(), PhaseStats::default);
             }
@@ -833,6 +842,7 @@ impl RunStats {
             endpoints,
             phases,
             timings,
+            events,
             history: History::new(Duration::from_secs(1)),
         }
     }

@@ -363,6 +363,48 @@ impl Recorder {
         }
     }
 
+    /// `--sse`: response bodies are read as event streams, and their
+    /// events timed.
+    pub fn read_events(&mut self) {
+        self.stats.events = Some(Default::default());
+    }
+
+    /// An event of `stamp`'s response came `now`; `previous` is when the
+    /// one before it came (`None`: it is the first).
+    pub fn message(&mut self, stamp: Stamp, previous: Option<Nanos>, now: Nanos) {
+        let Some(e) = self.stats.events.as_mut().filter(|_| stamp.measured) else {
+            return;
+        };
+        e.count += 1;
+        match previous {
+            None => super::record_clamped(&mut e.first, to_us(now.saturating_sub(stamp.intended))),
+            Some(at) => super::record_clamped(&mut e.gap, to_us(now.saturating_sub(at))),
+        };
+    }
+
+    /// `stamp`'s response completed with `events` events.
+    pub fn events_completed(&mut self, stamp: Stamp, events: u64) {
+        if let Some(e) = self.stats.events.as_mut().filter(|_| stamp.measured) {
+            e.responses += 1;
+            e.completed_events += events;
+        }
+    }
+
+    /// At the run's `end`, `stamp`'s response was still streaming (its
+    /// last event came at `last`) or had no event yet: its open gap, or
+    /// its first event, enters as a lower bound.
+    pub fn streaming_at_end(&mut self, stamp: Stamp, last: Option<Nanos>, end: Nanos) {
+        let Some(e) = self.stats.events.as_mut().filter(|_| stamp.measured) else {
+            return;
+        };
+        e.open += 1;
+        let (h, from) = match last {
+            Some(at) => (&mut e.gap, at),
+            None => (&mut e.first, stamp.intended),
+        };
+        super::record_clamped(h, to_us(end.saturating_sub(from)));
+    }
+
     /// At the run's `end`: `stamp`'s request, written once and never
     /// processed by the server, was waiting to be sent again. It was
     /// counted as due when first sent; now it is never sent.

@@ -9,6 +9,9 @@
 //! the run opened is in them (those opened before the measured window
 //! too), and a request that waited for a connection carries that wait in
 //! its corrected figures already.
+//!
+//! With `--sse`, [`EventStats`] times each response's events: the first
+//! from the intended send time, then every gap between two.
 
 use hdrhistogram::Histogram;
 
@@ -84,6 +87,54 @@ impl Timings {
 
     /// The names the interval log tags the histograms with, in order.
     pub const NAMES: [&'static str; 4] = ["ttfb", "ttfb-uncorrected", "connect", "tls-handshake"];
+}
+
+/// `--sse`: the events of streamed responses, in µs.
+#[derive(Clone, Debug)]
+pub struct EventStats {
+    /// Intended send time → the response's first event.
+    pub first: Histogram<u64>,
+    /// Between consecutive events of one response. A response still
+    /// streaming as the run ends adds its open gap (from its last event
+    /// to the end) as a lower bound, as unfinished requests do.
+    pub gap: Histogram<u64>,
+    /// Events in all, and those of completed responses.
+    pub count: u64,
+    pub completed_events: u64,
+    /// Completed responses, for the mean per response.
+    pub responses: u64,
+    /// Lower bounds among the figures: open gaps, and first events of
+    /// responses that had none when the run ended.
+    pub open: u64,
+}
+
+impl Default for EventStats {
+    fn default() -> Self {
+        EventStats {
+            first: new_histogram(),
+            gap: new_histogram(),
+            count: 0,
+            completed_events: 0,
+            responses: 0,
+            open: 0,
+        }
+    }
+}
+
+impl EventStats {
+    pub fn add(&mut self, other: &EventStats) {
+        add_histogram(&mut self.first, &other.first);
+        add_histogram(&mut self.gap, &other.gap);
+        self.count += other.count;
+        self.completed_events += other.completed_events;
+        self.responses += other.responses;
+        self.open += other.open;
+    }
+
+    /// Mean events per completed response, when any completed.
+    pub fn per_response(&self) -> Option<f64> {
+        (self.responses > 0).then(|| self.completed_events as f64 / self.responses as f64)
+    }
 }
 
 #[cfg(test)]

@@ -67,14 +67,21 @@ pub enum Timed {
     Connect,
     /// TLS handshake of each connection (`tls_p99`).
     Tls,
+    /// `--sse`: intended send time to a response's first event
+    /// (`first_event_p99`).
+    FirstEvent,
+    /// `--sse`: between two events of a response (`gap_p99`).
+    Gap,
 }
 
 impl Timed {
     /// The prefixes of term names, each with what it bounds.
-    const PREFIXES: [(&'static str, Timed); 3] = [
+    const PREFIXES: [(&'static str, Timed); 5] = [
         ("ttfb_", Timed::FirstByte),
         ("connect_", Timed::Connect),
         ("tls_", Timed::Tls),
+        ("first_event_", Timed::FirstEvent),
+        ("gap_", Timed::Gap),
     ];
 
     /// The histogram of `stats` this measure reads.
@@ -85,6 +92,11 @@ impl Timed {
             Timed::FirstByte => Cow::Borrowed(&stats.timings.ttfb),
             Timed::Connect => Cow::Borrowed(&stats.timings.connect),
             Timed::Tls => Cow::Borrowed(&stats.timings.tls_handshake),
+            Timed::FirstEvent | Timed::Gap => match &stats.events {
+                Some(e) if self == Timed::FirstEvent => Cow::Borrowed(&e.first),
+                Some(e) => Cow::Borrowed(&e.gap),
+                None => Cow::Owned(crate::stats::new_histogram()),
+            },
         }
     }
 }
@@ -103,8 +115,9 @@ pub fn parse_slo(spec: &str) -> Result<Slo, String> {
 }
 
 fn parse_term(text: &str) -> Result<Term, String> {
-    let forms = "terms are pNN<TIME (p99<10ms), max<TIME, the same of ttfb_, connect_ or tls_ \
-                 (ttfb_p99<200ms), errors<PCT% (errors<0.1%) or rate>=PCT% (rate>=99%)";
+    let forms = "terms are pNN<TIME (p99<10ms), max<TIME, the same of ttfb_, connect_, tls_, \
+                 first_event_ or gap_ (ttfb_p99<200ms), errors<PCT% (errors<0.1%) or \
+                 rate>=PCT% (rate>=99%)";
     let at = text
         .find(['<', '>'])
         .ok_or_else(|| format!("{text:?} has no bound; {forms}"))?;
@@ -269,6 +282,15 @@ mod tests {
     /// Phases are bounded as latency is, each from its own histogram.
     #[test]
     fn phase_terms_read_their_own_histograms() {
+        let all = parse_slo("first_event_p99<500ms,gap_p99.9<50ms").unwrap();
+        let measures: Vec<Measure> = all.terms.iter().map(|t| t.measure).collect();
+        assert_eq!(
+            measures,
+            [
+                Measure::Time(Timed::FirstEvent, 99.0),
+                Measure::Time(Timed::Gap, 99.9)
+            ]
+        );
         let slo = parse_slo("ttfb_p99<200ms,connect_max<=1ms,tls_p50<5ms,p99<1s").unwrap();
         let measures: Vec<Measure> = slo.terms.iter().map(|t| t.measure).collect();
         assert_eq!(

@@ -34,6 +34,7 @@ use crate::clock::Nanos;
 
 use super::outbox::Outbox;
 use super::session::{Captured, Event, Failure, OpenError, Request, Session};
+use super::sse::EventReading;
 use frame::*;
 use streams::{Phase, Stream, Streams};
 
@@ -68,6 +69,8 @@ pub struct Settings {
     pub max_header_list: u32,
     /// Keep each response's fields and body for a script.
     pub capture: bool,
+    /// `--sse`: read each response body as an event stream.
+    pub reading: EventReading,
     /// `:scheme` ("http" or "https").
     pub scheme: &'static str,
     /// `:authority` of a request that names no Host.
@@ -81,6 +84,7 @@ impl Default for Settings {
             window: DEFAULT_WINDOW,
             max_header_list: DEFAULT_MAX_HEADER_LIST,
             capture: false,
+            reading: EventReading::Off,
             scheme: "http",
             authority: "localhost".to_string(),
         }
@@ -147,7 +151,7 @@ pub struct Http2<T> {
     max_capture: usize,
 }
 
-impl<T> Http2<T> {
+impl<T: Clone> Http2<T> {
     /// A session whose preface, SETTINGS and connection window are ready
     /// to be written.
     pub fn new(settings: Settings) -> Http2<T> {
@@ -284,6 +288,9 @@ impl<T> Http2<T> {
             if !c.push_body(data, self.max_capture) {
                 return self.stream_error(slot, CANCEL, Failure::Malformed);
             }
+        }
+        if let Some(events) = stream.events.as_mut() {
+            events.read(data, &stream.tag, now, &mut self.events);
         }
         if h.has(END_STREAM) {
             return self.end(slot, now);
@@ -423,6 +430,7 @@ impl<T> Http2<T> {
             status: s.status,
             bytes: s.wire,
             first_byte: s.first_byte.unwrap_or(now),
+            events: s.events.map_or(0, |e| e.count()),
         });
     }
 
@@ -693,7 +701,7 @@ fn parse_length(v: &[u8]) -> Option<u64> {
     })
 }
 
-impl<T> Session<T> for Http2<T> {
+impl<T: Clone> Session<T> for Http2<T> {
     fn is_ready(&self) -> bool {
         self.settled
     }
@@ -756,6 +764,7 @@ impl<T> Session<T> for Http2<T> {
             send_window: i64::from(self.server.initial_window),
             body: (!bodiless).then(|| (framed.body.clone(), 0)),
             captured,
+            events: self.settings.reading.reader(),
             head_end,
             end: head_end,
         });
@@ -834,8 +843,9 @@ impl<T> Session<T> for Http2<T> {
         self.streams.open() as usize
     }
 
-    fn for_each_in_flight(&self, each: &mut dyn FnMut(&T)) {
-        self.streams.for_each(|s| each(&s.tag));
+    fn for_each_in_flight(&self, each: &mut dyn FnMut(&T, Option<Nanos>)) {
+        self.streams
+            .for_each(|s| each(&s.tag, s.events.as_ref().and_then(|e| e.last())));
     }
 
     /// Resets each expired stream with CANCEL; the connection goes on.

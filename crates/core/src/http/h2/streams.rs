@@ -8,6 +8,7 @@ use bytes::Bytes;
 
 use crate::clock::Nanos;
 use crate::http::session::Captured;
+use crate::http::sse::EventStream;
 
 /// Where a stream's response is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +42,8 @@ pub(super) struct Stream<T> {
     /// The request body and how much of it went out, while some has not.
     pub body: Option<(Bytes, usize)>,
     pub captured: Option<Box<Captured>>,
+    /// `--sse`: its response body read as an event stream.
+    pub events: Option<Box<EventStream>>,
     /// Where its head ends in everything the connection was given to
     /// send: until that much has been sent, the server cannot have it.
     pub head_end: u64,

@@ -208,7 +208,7 @@ fn open(client: &mut Http2<u32>, r: &Request, tag: u32) {
 
 fn tags(client: &Http2<u32>) -> Vec<u32> {
     let mut tags = Vec::new();
-    client.for_each_in_flight(&mut |&t| tags.push(t));
+    client.for_each_in_flight(&mut |&t, _| tags.push(t));
     tags.sort_unstable();
     tags
 }
@@ -268,6 +268,7 @@ fn response(tag: u32, status: u16, bytes: u64) -> Event<u32> {
         status,
         bytes,
         first_byte: 0,
+        events: 0,
     }
 }
 

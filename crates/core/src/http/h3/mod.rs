@@ -28,6 +28,7 @@ use crate::clock::Nanos;
 
 use super::h2::H2Request;
 use super::session::{Captured, Event, Failure, OpenError, Request, Session};
+use super::sse::{EventReading, EventStream};
 pub use frame::code_name;
 use frame::*;
 pub use quic::{QuicFacts, QuicOptions};
@@ -113,6 +114,8 @@ struct Stream<T> {
     out: Vec<u8>,
     fin: bool,
     captured: Option<Box<Captured>>,
+    /// `--sse`: its response body read as an event stream.
+    events: Option<Box<EventStream>>,
 }
 
 /// A server-opened unidirectional stream.
@@ -143,6 +146,7 @@ pub struct Http3<T> {
     max_streams: u32,
     max_field_section: u64,
     capture: bool,
+    reading: EventReading,
     scheme: &'static str,
     authority: String,
     /// The handshake completed.
@@ -166,7 +170,7 @@ pub struct Http3<T> {
     deadline: Option<Nanos>,
 }
 
-impl<T> Http3<T> {
+impl<T: Clone> Http3<T> {
     /// A session that starts its QUIC handshake to `remote` at `now`.
     pub fn new(opts: &QuicOptions, remote: SocketAddr, now: Nanos) -> Result<Http3<T>, String> {
         Ok(Http3 {
@@ -174,6 +178,7 @@ impl<T> Http3<T> {
             max_streams: opts.max_streams.max(1),
             max_field_section: opts.max_field_section,
             capture: opts.capture,
+            reading: opts.reading,
             scheme: "https",
             authority: opts.authority.clone(),
             connected: false,
@@ -367,6 +372,9 @@ impl<T> Http3<T> {
                             return self.stream_error(id, H3_REQUEST_CANCELLED, Failure::Malformed);
                         }
                     }
+                    if let Some(events) = s.events.as_mut() {
+                        events.read(&bytes[..n], &s.tag, now, &mut self.events);
+                    }
                     s.data += n as u64;
                     s.wire += n as u64;
                     *left -= n as u64;
@@ -464,6 +472,7 @@ impl<T> Http3<T> {
             status: s.status,
             bytes: s.wire,
             first_byte: s.first_byte.unwrap_or(now),
+            events: s.events.map_or(0, |e| e.count()),
         });
     }
 
@@ -715,7 +724,7 @@ impl EqOrNone for Option<u64> {
     }
 }
 
-impl<T> Session<T> for Http3<T> {
+impl<T: Clone> Session<T> for Http3<T> {
     fn is_ready(&self) -> bool {
         self.connected
     }
@@ -778,6 +787,7 @@ impl<T> Session<T> for Http3<T> {
                 out,
                 fin: true,
                 captured,
+                events: self.reading.reader(),
             },
         );
         self.write(id);
@@ -835,8 +845,10 @@ impl<T> Session<T> for Http3<T> {
         self.streams.len()
     }
 
-    fn for_each_in_flight(&self, each: &mut dyn FnMut(&T)) {
-        self.streams.values().for_each(|s| each(&s.tag));
+    fn for_each_in_flight(&self, each: &mut dyn FnMut(&T, Option<Nanos>)) {
+        self.streams
+            .values()
+            .for_each(|s| each(&s.tag, s.events.as_ref().and_then(|e| e.last())));
     }
 
     /// Cancels each expired request (its stream reset and stopped with

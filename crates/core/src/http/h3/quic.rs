@@ -32,6 +32,8 @@ pub struct QuicOptions {
     pub max_field_section: u64,
     /// Keep each response's fields and body for a script.
     pub capture: bool,
+    /// `--sse`: read each response body as an event stream.
+    pub reading: crate::http::sse::EventReading,
 }
 
 /// What QUIC says of a connection, for the reports.

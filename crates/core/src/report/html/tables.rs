@@ -271,6 +271,8 @@ pub fn timings(page: &mut String, doc: &Document) {
             "time to first byte, uncorrected",
             ttfb.map(|t| &t.uncorrected),
         ),
+        ("first event", doc.events.as_ref().map(|e| &e.first)),
+        ("gap between events", doc.events.as_ref().map(|e| &e.gap)),
         ("TCP connect", l.connect.as_ref()),
         ("TLS handshake", l.tls_handshake.as_ref()),
     ];
@@ -288,6 +290,24 @@ pub fn timings(page: &mut String, doc: &Document) {
         return;
     }
     page.push_str("<h3>Phases</h3>\n");
+    if let Some(e) = &doc.events {
+        let per = e
+            .per_response
+            .map_or_else(|| MISSING.to_string(), |n| format!("{n:.1}"));
+        let open = if e.open > 0 {
+            format!(
+                "; {} of the figures are lower bounds, of responses still streaming at the end",
+                e.open
+            )
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            page,
+            "<p>Server-sent events: {} in all, {per} per completed response{open}.</p>",
+            e.count
+        );
+    }
     grid(
         page,
         "numbers",

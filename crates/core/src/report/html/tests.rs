@@ -210,6 +210,7 @@ pub fn sample() -> Document {
             histogram: String::new(),
         }],
         phases: Vec::new(),
+        events: None,
         slo: None,
         start_offset_s: None,
         instances: Vec::new(),
