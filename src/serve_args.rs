@@ -14,7 +14,7 @@ use metron_core::cli::choice::choice;
 use metron_core::units::{parse_bytes, parse_duration, parse_si_f64, parse_si_u64};
 use metron_serve::{
     parse_fault, parse_probability, BadCert, Capacity, FaultPlan, FaultSpec, Http2, Per,
-    Probability, ServeConfig, StallPlan, MAX_H2_WINDOW, MAX_THREADS,
+    Probability, ServeConfig, Sse, StallPlan, MAX_H2_WINDOW, MAX_THREADS,
 };
 
 /// The long help of `--fault`: every fault by name.
@@ -112,6 +112,14 @@ pub struct ServeArgs {
     #[arg(long, value_name = "D", default_value = "100ms", value_parser = parse_duration)]
     pub trickle_interval: Duration,
 
+    /// Answer every successful response with N server-sent events (text/event-stream) instead of the --body-size/--chunked body; 0 is off
+    #[arg(long, value_name = "N", default_value = "0", value_parser = parse_si_u64)]
+    pub sse_events: u64,
+
+    /// Gap between --sse-events events, the first going out with the head [default: 100ms]
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub sse_every: Option<Duration>,
+
     /// Serve HTTPS with a generated certificate that verifying clients reject
     #[arg(long, value_name = "CERT", value_parser = choice(&BadCert::CHOICES))]
     pub tls: Option<BadCert>,
@@ -177,6 +185,7 @@ impl TryFrom<ServeArgs> for ServeConfig {
             args.h2_max_streams,
             args.h2_window,
         )?;
+        let sse = Sse::from_flags(args.sse_events, args.sse_every)?;
         let cfg = ServeConfig {
             listen: args.listen,
             threads: args.threads,
@@ -193,6 +202,7 @@ impl TryFrom<ServeArgs> for ServeConfig {
             tls_key: args.tls_key,
             client_ca: args.client_ca,
             http2,
+            sse,
             record: 0,
         };
         cfg.check()?;
@@ -280,6 +290,7 @@ mod tests {
         assert_eq!(cfg.trickle_interval, Duration::from_millis(100));
         assert_eq!(cfg.tls, None);
         assert_eq!(cfg.http2, None);
+        assert_eq!(cfg.sse, None);
         assert_eq!(cfg.record, 0);
         assert_eq!(
             cfg,
@@ -313,6 +324,27 @@ mod tests {
         assert_eq!(plan.at(), Duration::from_secs(2));
         assert_eq!(plan.every(), Some(Duration::from_secs(2)));
         assert_eq!(plan.length(), Duration::from_millis(100));
+    }
+
+    #[test]
+    fn sse_flags_make_an_event_stream() {
+        let ms = Duration::from_millis;
+        let sse = |argv: &[&str]| config(argv).map(|cfg| cfg.sse);
+        let want = |events, every| Ok(Some(Sse { events, every }));
+        assert_eq!(sse(&["--sse-events=3"]), want(3, ms(100)));
+        assert_eq!(
+            sse(&["--sse-events=1k", "--sse-every=50ms", "--body-size=4k"]),
+            want(1000, ms(50))
+        );
+        assert_eq!(sse(&["--sse-events=0"]), Ok(None));
+        let alone = sse(&["--sse-every=50ms"]).unwrap_err();
+        let first = alone.lines().next().unwrap_or_default();
+        assert!(
+            first.contains("--sse-every needs --sse-events N"),
+            "{alone}"
+        );
+        assert!(parse(&["--sse-events=-1"]).is_err());
+        assert!(parse(&["--sse-events=3", "--sse-every=soon"]).is_err());
     }
 
     #[test]

@@ -3,8 +3,9 @@
 //! into a running server.
 //!
 //! Checks that involve more than one flag live in [`StallPlan::from_flags`],
-//! [`FaultPlan::from_flags`] and [`Http2::from_flags`], and the ones that also apply to a
-//! hand-built [`ServeConfig`] in [`ServeConfig::check`]. Their messages name
+//! [`FaultPlan::from_flags`], [`Http2::from_flags`] and [`Sse::from_flags`],
+//! and the ones that also apply to a hand-built [`ServeConfig`] in
+//! [`ServeConfig::check`]. Their messages name
 //! the flags, which are the server's interface wherever they are parsed.
 
 use std::net::{Ipv4Addr, SocketAddr};
@@ -44,6 +45,9 @@ impl BadCert {
 pub const MAX_THREADS: usize = 1024;
 /// Pause between the bytes of a trickled response, unless told otherwise.
 pub const TRICKLE_INTERVAL: Duration = Duration::from_millis(100);
+/// Gap between the events of a server-sent event stream, unless told
+/// otherwise.
+pub const SSE_EVERY: Duration = Duration::from_millis(100);
 /// Largest HTTP/2 flow-control window (2^31 - 1, RFC 9113 section 6.9.1).
 pub const MAX_H2_WINDOW: u32 = (1 << 31) - 1;
 
@@ -80,6 +84,8 @@ pub struct ServeConfig {
     pub client_ca: Option<PathBuf>,
     /// Serve HTTP/2 (`--http2`), with these HTTP/2 faults and settings.
     pub http2: Option<Http2>,
+    /// Answer with a stream of server-sent events (`--sse-events`).
+    pub sse: Option<Sse>,
     /// Inspection: with `record > 0` the server keeps the first `record`
     /// requests in full and counts requests per path. Both take a lock per
     /// request, so benchmarks leave it at 0.
@@ -106,6 +112,7 @@ impl Default for ServeConfig {
             tls_key: None,
             client_ca: None,
             http2: None,
+            sse: None,
             record: 0,
         }
     }
@@ -195,6 +202,35 @@ impl Http2 {
     }
 }
 
+/// What `--sse-events` and `--sse-every` ask of the successful responses:
+/// a `text/event-stream` body of `events` events, `every` apart, in place of
+/// the default body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sse {
+    /// Events in each response; at least 1.
+    pub events: u64,
+    /// The gap between consecutive events, the first one going out with
+    /// the head.
+    pub every: Duration,
+}
+
+impl Sse {
+    /// What `--sse-events` (0 is off) and `--sse-every` describe;
+    /// `--sse-every` needs events to space out.
+    pub fn from_flags(events: u64, every: Option<Duration>) -> Result<Option<Sse>, String> {
+        match (events, every) {
+            (0, None) => Ok(None),
+            (0, Some(_)) => {
+                Err("--sse-every needs --sse-events N (how many events each response sends)".into())
+            }
+            (events, every) => Ok(Some(Sse {
+                events,
+                every: every.unwrap_or(SSE_EVERY),
+            })),
+        }
+    }
+}
+
 impl ServeConfig {
     /// Rejects values a hand-built config may hold but the flags cannot.
     pub fn check(&self) -> Result<(), String> {
@@ -203,6 +239,9 @@ impl ServeConfig {
         }
         if self.close_every == Some(0) {
             return Err("--close-every must be at least 1".to_string());
+        }
+        if self.sse.is_some_and(|sse| sse.events == 0) {
+            return Err("--sse-events must be at least 1 (or left out)".to_string());
         }
         self.check_tls()?;
         if let Some(plan) = &self.fault {
@@ -266,6 +305,14 @@ mod tests {
             ..ServeConfig::default()
         };
         assert!(never_faulty.check().is_err());
+        let no_events = ServeConfig {
+            sse: Some(Sse {
+                events: 0,
+                every: SSE_EVERY,
+            }),
+            ..ServeConfig::default()
+        };
+        assert!(no_events.check().is_err());
         assert_eq!(ServeConfig::default().check(), Ok(()));
     }
 
@@ -366,5 +413,16 @@ mod tests {
             window: Some(16),
         };
         assert_eq!(all, Some(want));
+    }
+
+    #[test]
+    fn sse_flags_make_a_stream_or_say_what_is_missing() {
+        assert_eq!(Sse::from_flags(0, None), Ok(None));
+        let every = Duration::from_millis(50);
+        let want = |every| Ok(Some(Sse { events: 3, every }));
+        assert_eq!(Sse::from_flags(3, None), want(SSE_EVERY));
+        assert_eq!(Sse::from_flags(3, Some(every)), want(every));
+        let err = Sse::from_flags(0, Some(every)).unwrap_err();
+        assert!(err.starts_with("--sse-every needs --sse-events N"), "{err}");
     }
 }

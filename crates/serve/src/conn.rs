@@ -15,6 +15,11 @@
 //! end of its service instead of its arrival. As without it, the next
 //! requests are read once those read before are answered.
 //!
+//! An event stream (`--sse-events`) is written a piece at a time: the head
+//! with the first event, then each further event when it is due, every
+//! write flushed so the client sees the gaps; the connection reads no
+//! further meanwhile, as during a delay.
+//!
 //! A fault replaces a response: its bytes (if any) go out after everything
 //! answered before it, and then it decides how the connection ends, by a
 //! close, a reset, or by holding it open and silent. The same loop serves
@@ -29,10 +34,11 @@ use tokio::time::sleep;
 
 use super::fault::{After, Fault};
 use super::fault_bytes::FaultBytes;
-use super::reply::{Encoder, Reply, Response, BAD_REQUEST, CONTINUE};
+use super::reply::{Body, Encoder, Reply, Response, BAD_REQUEST, CONTINUE};
 use super::request::{Event, Head, Reader};
 use super::route::{reply_for, Ask};
 use super::shared::{linger, reset, sleep_past, Shared, Stream};
+use super::sse;
 
 /// Output is written once this much has piled up, even mid-batch.
 const FLUSH_AT: usize = 64 * 1024;
@@ -262,6 +268,14 @@ impl<S: Stream> Conn<S> {
                     self.flush().await?;
                 }
             }
+            Reply::Send(
+                response @ Response {
+                    body: Body::Events { sse, .. },
+                    ..
+                },
+            ) => {
+                self.stream_events(response, sse.every).await?;
+            }
             Reply::Send(response) => {
                 let mut encoder = Encoder::new(response);
                 while !encoder.fill(&mut self.out, FLUSH_AT) {
@@ -272,6 +286,26 @@ impl<S: Stream> Conn<S> {
             Reply::Fault { fault, base } => return self.inject(fault, base).await,
         }
         Ok(reply.closes().then_some(Ending::ServerCloses))
+    }
+
+    /// Writes an event stream, each event once it is due: `every` apart,
+    /// counted from the head, so a late write does not delay the rest.
+    async fn stream_events(&mut self, response: Response, every: Duration) -> io::Result<()> {
+        let start = Instant::now();
+        let mut encoder = Encoder::new(response);
+        while !encoder.piece(&mut self.out) {
+            let Some(i) = encoder.next_event() else {
+                continue;
+            };
+            let due = sse::due(every, i);
+            if start.elapsed() < due || self.out.len() >= FLUSH_AT {
+                self.flush().await?;
+                sleep_past(start, due).await;
+            }
+            self.shared.stats.sse_event();
+        }
+        // The last event goes out now, not with whatever is answered next.
+        self.flush().await
     }
 
     /// Writes what `fault` writes in place of `base`, after everything

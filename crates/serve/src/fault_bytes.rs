@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 
 use super::fault::Fault;
 use super::reply::{Body, Encoder, Response};
+use super::sse::stream_len;
 
 /// What `garbage` writes: binary and text that no HTTP parser accepts.
 pub(crate) const GARBAGE: &[u8] = b"\x00\x17\xfe\xff not HTTP \x01\x02\x03\r\n\r\n";
@@ -143,7 +144,11 @@ fn with_body(base: Response) -> Option<Response> {
         _ if base.head_only => return None,
         Body::Empty => return None,
         Body::Chunked { .. } => base.body,
-        Body::Length(n) | Body::UntilClose(n) => Body::Length(n.max(MIN_FAULT_BODY)),
+        // Faults spoil the plain body (see `route`), never an event stream;
+        // were they handed one, they would cut a body of its length.
+        Body::Length(_) | Body::UntilClose(_) | Body::Events { .. } => {
+            Body::Length(payload_len(&base).max(MIN_FAULT_BODY))
+        }
     };
     Some(Response { body, ..base })
 }
@@ -161,6 +166,7 @@ fn payload_len(response: &Response) -> u64 {
     match response.body {
         Body::Empty => 0,
         Body::Length(n) | Body::UntilClose(n) | Body::Chunked { len: n, .. } => n,
+        Body::Events { sse, .. } => stream_len(sse.events),
     }
 }
 

@@ -15,6 +15,9 @@
 //! frame, `never-answer` holds the stream open; the `close-*` faults,
 //! `reset`, `garbage` and `bad-status-line` end the whole connection.
 //! `--h2-reset` answers a share of streams with RST_STREAM instead.
+//!
+//! An event stream (`--sse-events`) is HEADERS, then one DATA frame per
+//! event as each falls due, END_STREAM with the last.
 
 use std::future::{pending, poll_fn};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -24,18 +27,22 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use h2::server::SendResponse;
 use h2::{Reason, RecvStream, SendStream};
-use http::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_LENGTH, CONTENT_TYPE, TRAILER};
+use http::header::{
+    HeaderMap, HeaderName, HeaderValue, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, TRAILER,
+};
 use http::{Method, Request};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::time::sleep;
 
+use super::config::Sse;
 use super::fault::Fault;
 use super::fault_bytes::{fault_body_len, HUGE_FIELDS, HUGE_PAD_LEN};
 use super::reply::{chunk_size, Body, Reply, Response, BAD_REQUEST_BODY, FILL, TRAILER_NAME};
 use super::request::capture_with;
 use super::route::{default_body, reply_for, Ask, Defaults, Route};
 use super::shared::{sleep_past, Shared};
-use super::stats::RecordedRequest;
+use super::sse;
+use super::stats::{RecordedRequest, ServerStats};
 
 /// Largest DATA frame sent: the smallest maximum frame size a client may
 /// allow (RFC 9113 section 4.2).
@@ -163,10 +170,10 @@ pub(crate) async fn serve(
     }
     delay(shared, arrival, served, ask.route.delay()).await;
     let sent = match reply {
-        Reply::Send(response) => send(&mut respond, response, None).await,
+        Reply::Send(response) => send(&shared.stats, &mut respond, response, None).await,
         Reply::Canned { head_only, .. } => {
             let response = default_response(defaults, head_only);
-            send(&mut respond, response, None).await
+            send(&shared.stats, &mut respond, response, None).await
         }
         Reply::BadRequest => bad_request(&mut respond),
         Reply::Fault { fault, base } => inject(&link, &mut respond, fault, base).await,
@@ -239,8 +246,9 @@ fn default_response(defaults: Defaults, head_only: bool) -> Response {
 }
 
 /// Sends `response`: its body whole, or (`trickle`) one byte per DATA
-/// frame with that pause before each.
+/// frame with that pause before each, or its events as they fall due.
 async fn send(
+    stats: &ServerStats,
     respond: &mut SendResponse<Bytes>,
     response: Response,
     trickle: Option<Duration>,
@@ -252,6 +260,7 @@ async fn send(
         Body::Length(n) => (n, Some(n), false, PIECE as u64),
         Body::Chunked { len, trailer } => (len, None, trailer, chunk_size(len)),
         Body::UntilClose(n) => (n, None, false, PIECE as u64),
+        Body::Events { sse, .. } => return send_events(stats, respond, response, sse).await,
     };
     let head = head(response.status, length_header, trailer)?;
     let bodiless = len == 0 && !trailer && trickle.is_none();
@@ -271,6 +280,51 @@ async fn send(
             HeaderValue::from(len),
         );
         stream.send_trailers(trailers)?;
+    }
+    Ok(())
+}
+
+/// Sends an event stream: HEADERS at once, then each event in a DATA frame
+/// of its own once it is due, `every` apart counted from the head (so a
+/// late frame does not delay the rest), END_STREAM with the last.
+async fn send_events(
+    stats: &ServerStats,
+    respond: &mut SendResponse<Bytes>,
+    response: Response,
+    sse: Sse,
+) -> Result<(), h2::Error> {
+    let mut head = head(response.status, None, false)?;
+    let headers = head.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    // Keeps a proxy from holding the stream back.
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    if response.head_only || sse.events == 0 {
+        respond.send_response(head, true)?;
+        return Ok(());
+    }
+    let start = Instant::now();
+    let mut stream = respond.send_response(head, false)?;
+    for i in 1..=sse.events {
+        sleep_past(start, sse::due(sse.every, i)).await;
+        stats.sse_event();
+        let mut event = Vec::new();
+        sse::write_event(&mut event, i);
+        send_bytes(&mut stream, Bytes::from(event), i == sse.events).await?;
+    }
+    Ok(())
+}
+
+/// Sends `bytes` in as few DATA frames as the client's window allows
+/// (one, unless it is nearly shut); `end` ends the stream with the last.
+async fn send_bytes(
+    stream: &mut SendStream<Bytes>,
+    mut bytes: Bytes,
+    end: bool,
+) -> Result<(), h2::Error> {
+    while !bytes.is_empty() {
+        let n = room(stream, bytes.len()).await?.min(bytes.len());
+        let frame = bytes.split_to(n);
+        stream.send_data(frame, end && bytes.is_empty())?;
     }
     Ok(())
 }
@@ -391,7 +445,7 @@ async fn inject(
         }
         Fault::Trickle => {
             let interval = link.shared.cfg.trickle_interval;
-            return send(respond, base, Some(interval)).await;
+            return send(&link.shared.stats, respond, base, Some(interval)).await;
         }
         Fault::CloseMidHead | Fault::BadChunk => return bad_request(respond),
     };

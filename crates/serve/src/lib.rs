@@ -20,10 +20,11 @@
 //! (injected failures), `fault_bytes` (their bytes), `tls` (HTTPS:
 //! certificates, client certificates), `stats` (what was received),
 //! `request` and `body` (parsing), `route` and `reply` (what to answer and
-//! its bytes), `shared` (what every connection shares), `session` (one
-//! accepted connection: TLS, then which protocol), `conn` (the HTTP/1.1
-//! loop), and for HTTP/2 `h2conn` (the connection), `h2stream` (one
-//! stream) and `h2wire` (the byte stream under the library).
+//! its bytes), `sse` (the events of `--sse-events` and when each is due),
+//! `shared` (what every connection shares), `session` (one accepted
+//! connection: TLS, then which protocol), `conn` (the HTTP/1.1 loop), and
+//! for HTTP/2 `h2conn` (the connection), `h2stream` (one stream) and
+//! `h2wire` (the byte stream under the library).
 
 mod body;
 mod capacity;
@@ -40,6 +41,7 @@ mod request;
 mod route;
 mod session;
 mod shared;
+mod sse;
 mod stats;
 #[cfg(test)]
 mod tests;
@@ -55,7 +57,9 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
 pub use capacity::Capacity;
-pub use config::{BadCert, Http2, ServeConfig, MAX_H2_WINDOW, MAX_THREADS, TRICKLE_INTERVAL};
+pub use config::{
+    BadCert, Http2, ServeConfig, Sse, MAX_H2_WINDOW, MAX_THREADS, SSE_EVERY, TRICKLE_INTERVAL,
+};
 pub use fault::{
     parse_fault, parse_probability, Fault, FaultPlan, FaultSpec, Per, Pick, Probability,
 };

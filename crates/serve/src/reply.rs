@@ -11,10 +11,16 @@
 //! connection's reusable output buffer. The same encoder builds the
 //! prebuilt [`Canned`] responses, so both paths produce identical bytes.
 //! Heads are fixed (no `Date`, no `Server`) so tests can assert every byte.
+//!
+//! An event stream (`--sse-events`) is encoded a piece at a time instead
+//! ([`Encoder::piece`]): the head, then one event per piece, so that the
+//! connection can write each when it is due.
 
 use std::io::Write;
 
+use super::config::Sse;
 use super::fault::{After, Fault};
+use super::sse::{event_len, write_event};
 
 /// The byte every generated body is made of.
 pub(crate) const FILL: u8 = b'x';
@@ -90,6 +96,23 @@ pub(crate) enum Body {
     },
     /// Delimited by closing the connection: no length header at all.
     UntilClose(u64),
+    /// A stream of server-sent events, each written when it is due: one
+    /// chunk per event, or on HTTP/1.0 (no chunks) delimited by closing
+    /// the connection.
+    Events {
+        sse: Sse,
+        chunked: bool,
+    },
+}
+
+impl Body {
+    /// Whether the body ends only when the connection does.
+    pub(crate) fn until_close(&self) -> bool {
+        matches!(
+            self,
+            Body::UntilClose(_) | Body::Events { chunked: false, .. }
+        )
+    }
 }
 
 /// What the `Connection` header says.
@@ -115,7 +138,8 @@ impl Canned {
     pub(crate) fn build(body: Body) -> Option<Canned> {
         let len = match body {
             Body::Length(n) | Body::Chunked { len: n, .. } => n,
-            Body::Empty | Body::UntilClose(_) => return None,
+            // An event stream takes its time; it cannot be written at once.
+            Body::Empty | Body::UntilClose(_) | Body::Events { .. } => return None,
         };
         if len > CANNED_MAX {
             return None;
@@ -169,10 +193,15 @@ impl Response {
     fn write_head(&self, out: &mut Vec<u8>) {
         let status = self.status;
         let reason = reason(status);
+        let content_type = match self.body {
+            // The cache header keeps a proxy from holding the stream back.
+            Body::Events { .. } => "text/event-stream\r\nCache-Control: no-cache",
+            _ => "text/plain",
+        };
         // Writing to a Vec cannot fail.
         let _ = write!(
             out,
-            "HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain\r\n"
+            "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\n"
         );
         match self.body {
             Body::Length(n) => {
@@ -184,7 +213,10 @@ impl Response {
                     let _ = write!(out, "Trailer: {TRAILER_NAME}\r\n");
                 }
             }
-            Body::Empty | Body::UntilClose(_) => {}
+            Body::Events { chunked: true, .. } => {
+                out.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
+            }
+            Body::Empty | Body::UntilClose(_) | Body::Events { .. } => {}
         }
         out.extend_from_slice(match self.connection {
             Connection::Omit => b"",
@@ -209,6 +241,8 @@ enum Phase {
     Plain(u64),
     /// Chunked body bytes still to write, before the last chunk.
     Chunks(u64),
+    /// The number of the next event to write.
+    Events(u64),
     Done,
 }
 
@@ -230,6 +264,26 @@ impl Encoder {
         self.phase == Phase::Done
     }
 
+    /// Appends the next piece of the response and returns whether it is
+    /// complete. A piece is the head, then for an event stream one event
+    /// (the last one with the end of the body); it is what is written when
+    /// it is due.
+    pub(crate) fn piece(&mut self, out: &mut Vec<u8>) -> bool {
+        if self.phase != Phase::Done {
+            self.phase = self.step(out, out.len() + 1);
+        }
+        self.phase == Phase::Done
+    }
+
+    /// The number of the event the next [`Self::piece`] holds, if it holds
+    /// one.
+    pub(crate) fn next_event(&self) -> Option<u64> {
+        match (self.phase, self.response.body) {
+            (Phase::Events(i), Body::Events { sse, .. }) if i <= sse.events => Some(i),
+            _ => None,
+        }
+    }
+
     fn step(&self, out: &mut Vec<u8>, limit: usize) -> Phase {
         match self.phase {
             Phase::Head => {
@@ -243,6 +297,7 @@ impl Encoder {
                 next_plain(left - n)
             }
             Phase::Chunks(left) => self.chunk(out, left),
+            Phase::Events(i) => self.event(out, i),
             Phase::Done => Phase::Done,
         }
     }
@@ -255,7 +310,32 @@ impl Encoder {
             Body::Empty => Phase::Done,
             Body::Length(n) | Body::UntilClose(n) => next_plain(n),
             Body::Chunked { len, .. } => Phase::Chunks(len),
+            Body::Events { .. } => Phase::Events(1),
         }
+    }
+
+    /// Writes event `i`, in its chunk if the stream is chunked, and after
+    /// the last event the end of the body.
+    fn event(&self, out: &mut Vec<u8>, i: u64) -> Phase {
+        let Body::Events { sse, chunked } = self.response.body else {
+            return Phase::Done;
+        };
+        if i <= sse.events {
+            if chunked {
+                let _ = write!(out, "{:x}\r\n", event_len(i));
+            }
+            write_event(out, i);
+            if chunked {
+                out.extend_from_slice(b"\r\n");
+            }
+        }
+        if i < sse.events {
+            return Phase::Events(i + 1);
+        }
+        if chunked {
+            out.extend_from_slice(b"0\r\n\r\n");
+        }
+        Phase::Done
     }
 
     /// Writes the next chunk, or the last chunk and trailer when none is left.
@@ -404,6 +484,51 @@ mod tests {
         let want = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\
             Transfer-Encoding: chunked\r\n\r\n";
         assert_eq!(text(head.to_bytes()), want);
+    }
+
+    fn events(chunked: bool) -> Response {
+        let sse = Sse {
+            events: 2,
+            every: std::time::Duration::from_millis(50),
+        };
+        response(200, Body::Events { sse, chunked })
+    }
+
+    #[test]
+    fn an_event_stream_comes_a_piece_at_a_time() {
+        let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
+            Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let first = "15\r\nid: 1\ndata: event 1\n\n\r\n";
+        let last = "15\r\nid: 2\ndata: event 2\n\n\r\n0\r\n\r\n";
+        let mut encoder = Encoder::new(events(true));
+        let (mut pieces, mut announced) = (Vec::new(), Vec::new());
+        let mut done = false;
+        while !done {
+            announced.push(encoder.next_event());
+            let mut out = Vec::new();
+            done = encoder.piece(&mut out);
+            pieces.push(text(out));
+        }
+        assert_eq!(pieces, [head, first, last]);
+        assert_eq!(announced, [None, Some(1), Some(2)]);
+        assert_eq!(encoder.next_event(), None);
+        assert_eq!(text(events(true).to_bytes()), [head, first, last].concat());
+    }
+
+    #[test]
+    fn an_unchunked_event_stream_ends_with_the_connection() {
+        let mut old = events(false);
+        old.connection = Connection::Close;
+        let want = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
+            Cache-Control: no-cache\r\nConnection: close\r\n\r\n\
+            id: 1\ndata: event 1\n\nid: 2\ndata: event 2\n\n";
+        assert_eq!(text(old.to_bytes()), want);
+        let mut head = events(true);
+        head.head_only = true;
+        let mut encoder = Encoder::new(head);
+        let mut out = Vec::new();
+        assert!(encoder.piece(&mut out), "the head is all of it");
+        assert!(text(out).ends_with("Transfer-Encoding: chunked\r\n\r\n"));
     }
 
     #[test]

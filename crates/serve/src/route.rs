@@ -4,10 +4,12 @@
 //! server covers every case. Only the first segment (and for some routes
 //! the second) matters; the rest of the path and the query are ignored, so
 //! a load generator may vary them freely. Unknown paths get the default
-//! response, which is what a benchmark hits.
+//! response, which is what a benchmark hits. With `--sse-events` the
+//! successful default response is an event stream instead.
 
 use std::time::Duration;
 
+use super::config::Sse;
 use super::fault::Fault;
 use super::reply::{Body, Connection, Reply, Response};
 
@@ -123,6 +125,8 @@ pub(crate) struct Defaults {
     pub chunked: bool,
     /// The canned default response exists (its body was small enough).
     pub canned: bool,
+    /// Successful default responses are this event stream instead.
+    pub sse: Option<Sse>,
 }
 
 /// The reply to a request, given the server's defaults.
@@ -148,6 +152,10 @@ pub(crate) fn reply_for(ask: Ask, defaults: Defaults) -> Reply {
         let base = compose(ask, status, body, close);
         return Reply::Fault { fault, base };
     }
+    let body = match events(ask.route, status, defaults) {
+        Some(sse) => Body::Events { sse, chunked: true },
+        None => body,
+    };
     let cannable = defaults.canned && !ask.http10 && status == 200;
     if cannable && body == default_body(size, defaults) {
         let head_only = ask.head_only;
@@ -156,13 +164,28 @@ pub(crate) fn reply_for(ask: Ask, defaults: Defaults) -> Reply {
     Reply::Send(compose(ask, status, body, close))
 }
 
+/// The event stream that takes the place of a successful response's
+/// default body (`--sse-events`). Routes that name their own body
+/// (`/bytes/N`, `/chunked`, `/eof`) keep it: a test asked for that body.
+fn events(route: Route, status: u16, defaults: Defaults) -> Option<Sse> {
+    let default = matches!(
+        route,
+        Route::Default | Route::Delay(_) | Route::Close | Route::Status(_)
+    );
+    defaults.sse.filter(|_| default && status == 200)
+}
+
 fn compose(ask: Ask, status: u16, body: Body, close: bool) -> Response {
     // HTTP/1.0 has no chunked coding: such bodies end with the connection.
     let body = match body {
         Body::Chunked { len, .. } if ask.http10 => Body::UntilClose(len),
+        Body::Events { sse, .. } if ask.http10 => Body::Events {
+            sse,
+            chunked: false,
+        },
         other => other,
     };
-    let connection = match (close || matches!(body, Body::UntilClose(_)), ask.http10) {
+    let connection = match (close || body.until_close(), ask.http10) {
         (true, _) => Connection::Close,
         (false, true) => Connection::KeepAlive,
         (false, false) => Connection::Omit,
@@ -268,6 +291,7 @@ mod tests {
         body_size: 4,
         chunked: false,
         canned: true,
+        sse: None,
     };
 
     #[test]
@@ -383,5 +407,56 @@ mod tests {
             (r.body, r.connection),
             (Body::UntilClose(4), Connection::Close)
         );
+    }
+
+    #[test]
+    fn events_replace_only_the_successful_default_body() {
+        let sse = Sse {
+            events: 3,
+            every: ms(50),
+        };
+        let streaming = Defaults {
+            sse: Some(sse),
+            ..PLAIN
+        };
+        let stream = Body::Events { sse, chunked: true };
+        for route in [
+            Route::Default,
+            Route::Delay(ms(1)),
+            Route::Close,
+            Route::Status(200),
+        ] {
+            let Reply::Send(r) = reply_for(ask(route), streaming) else {
+                panic!("{route:?}")
+            };
+            assert_eq!((r.status, r.body), (200, stream), "{route:?}");
+        }
+        for route in [
+            Route::Status(503),
+            Route::Bytes(4),
+            Route::Chunked,
+            Route::Eof,
+        ] {
+            let reply = reply_for(ask(route), streaming);
+            let plain = reply_for(ask(route), PLAIN);
+            assert_eq!(reply, plain, "{route:?}");
+        }
+        let faulty = Ask {
+            fault: Some(Fault::Trickle),
+            ..ask(Route::Default)
+        };
+        assert_eq!(reply_for(faulty, streaming), reply_for(faulty, PLAIN));
+        let old = Ask {
+            http10: true,
+            ..ask(Route::Default)
+        };
+        let Reply::Send(r) = reply_for(old, streaming) else {
+            panic!()
+        };
+        let unchunked = Body::Events {
+            sse,
+            chunked: false,
+        };
+        assert_eq!((r.body, r.connection), (unchunked, Connection::Close));
     }
 }

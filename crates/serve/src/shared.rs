@@ -59,6 +59,7 @@ impl Shared {
             body_size: cfg.body_size,
             chunked: cfg.chunked,
             canned: false,
+            sse: cfg.sse,
         };
         let canned = Canned::build(default_body(cfg.body_size, defaults));
         defaults.canned = canned.is_some();

@@ -73,6 +73,7 @@ pub struct ServerStats {
     bytes_received: AtomicU64,
     bad_requests: AtomicU64,
     faults: AtomicU64,
+    sse_events: AtomicU64,
     statuses: Box<[AtomicU64]>,
     h2: H2Counters,
     record_limit: usize,
@@ -91,6 +92,7 @@ impl ServerStats {
             bytes_received: AtomicU64::new(0),
             bad_requests: AtomicU64::new(0),
             faults: AtomicU64::new(0),
+            sse_events: AtomicU64::new(0),
             h2: H2Counters::default(),
             statuses: (0..STATUS_SLOTS).map(|_| AtomicU64::new(0)).collect(),
             record_limit,
@@ -130,6 +132,12 @@ impl ServerStats {
     /// their bytes is written; not counted in [`Self::responses`]).
     pub fn faults(&self) -> u64 {
         self.faults.load(Relaxed)
+    }
+
+    /// Server-sent events written (`--sse-events`), over all responses and
+    /// both protocols; each is counted just before it is written.
+    pub fn sse_events(&self) -> u64 {
+        self.sse_events.load(Relaxed)
     }
 
     /// Responses sent (or being sent) with `status`.
@@ -259,6 +267,10 @@ impl ServerStats {
 
     pub(crate) fn fault_injected(&self) {
         self.faults.fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn sse_event(&self) {
+        self.sse_events.fetch_add(1, Relaxed);
     }
 
     pub(crate) fn responded(&self, status: u16) {

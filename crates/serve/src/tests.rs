@@ -5,14 +5,15 @@
 //! parallel. Timing tests assert lower bounds exactly (the server may not
 //! answer early) and upper bounds loosely (a busy machine may be late).
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use super::fault_bytes::GARBAGE;
 use super::{
-    BadCert, Fault, FaultPlan, Per, Probability, RecordedRequest, ServeConfig, Server, StallPlan,
+    BadCert, Fault, FaultPlan, Per, Probability, RecordedRequest, ServeConfig, Server, Sse,
+    StallPlan,
 };
 
 const HEAD_200: &str = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n";
@@ -512,6 +513,103 @@ fn periodic_stalls_repeat() {
         let answered = start.elapsed();
         assert!(answered >= ms(not_before - 5), "answered at {answered:?}");
     }
+}
+
+/// A server whose successful responses are `events` events `every` apart.
+fn sse(events: u64, every: Duration) -> ServeConfig {
+    ServeConfig {
+        sse: Some(Sse { events, every }),
+        // Replaced by the events.
+        body_size: 5,
+        chunked: true,
+        ..ServeConfig::default()
+    }
+}
+
+/// The head of a response, up to and including its empty line.
+fn read_head(reader: &mut impl BufRead) -> String {
+    let mut head = String::new();
+    while !head.ends_with("\r\n\r\n") {
+        match reader.read_line(&mut head) {
+            Ok(0) => panic!("closed after {head:?}"),
+            Ok(_) => {}
+            Err(e) => panic!("reading the head after {head:?}: {e}"),
+        }
+    }
+    head
+}
+
+/// Decodes a chunked body: its bytes, and when each data chunk was read.
+fn read_chunks(reader: &mut impl BufRead) -> (Vec<u8>, Vec<Instant>) {
+    let (mut body, mut arrivals) = (Vec::new(), Vec::new());
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).expect("chunk size");
+        let size = usize::from_str_radix(line.trim_end(), 16).expect("hex size");
+        let mut data = vec![0; size + 2];
+        reader.read_exact(&mut data).expect("chunk data");
+        assert!(data.ends_with(b"\r\n"), "{line:?} {data:?}");
+        if size == 0 {
+            return (body, arrivals);
+        }
+        arrivals.push(Instant::now());
+        body.extend_from_slice(&data[..size]);
+    }
+}
+
+const EVENTS: &str = "id: 1\ndata: event 1\n\nid: 2\ndata: event 2\n\nid: 3\ndata: event 3\n\n";
+
+#[test]
+fn sse_events_come_one_chunk_each_when_due() {
+    let every = Duration::from_millis(50);
+    let server = serve(sse(3, every));
+    let client = connect(&server);
+    let mut reader = BufReader::new(&client);
+    let sent = Instant::now();
+    (&client).write_all(GET.as_bytes()).unwrap();
+    let head = read_head(&mut reader);
+    let head_at = Instant::now();
+    let want = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
+                Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n";
+    assert_eq!(head, want);
+    let (body, arrivals) = read_chunks(&mut reader);
+    assert_eq!(String::from_utf8_lossy(&body), EVENTS);
+    assert_eq!(arrivals.len(), 3, "one chunk per event");
+    // The events are timed from the server's start of the response, which
+    // comes after the request and before the head is read: from the
+    // request the bound is exact, from the head it allows for the test's
+    // own thread being slow to note the head's arrival.
+    let third = arrivals[2];
+    assert!(third - sent >= 2 * every, "{:?}", third - sent);
+    assert!(third - head_at >= every * 3 / 2, "{:?}", third - head_at);
+    assert!(arrivals[1] - head_at >= every / 2, "not sent with the head");
+    assert!(third - sent < Duration::from_secs(1), "{:?}", third - sent);
+    assert_eq!(server.stats().sse_events(), 3);
+    // The connection stays open; HEAD gets the head alone, and routes that
+    // name their own body keep it.
+    (&client)
+        .write_all(b"HEAD / HTTP/1.1\r\n\r\nGET /bytes/2 HTTP/1.1\r\n\r\n")
+        .unwrap();
+    assert_eq!(read_head(&mut reader), want);
+    let plain = format!("{HEAD_200}Transfer-Encoding: chunked\r\n\r\n");
+    assert_eq!(read_head(&mut reader), plain);
+    assert_eq!(read_chunks(&mut reader).0, b"xx");
+    let stats = server.stats();
+    assert_eq!((stats.sse_events(), stats.responses(200)), (3, 3));
+}
+
+#[test]
+fn sse_events_end_with_the_connection_for_http10() {
+    let server = serve(sse(3, Duration::from_millis(1)));
+    let mut client = connect(&server);
+    send(&mut client, "GET / HTTP/1.0\r\n\r\n");
+    let all = read_until_closed(&mut client);
+    let want = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
+         Cache-Control: no-cache\r\nConnection: close\r\n\r\n{EVENTS}"
+    );
+    assert_eq!(String::from_utf8_lossy(&all), want);
+    assert_eq!(server.stats().sse_events(), 3);
 }
 
 #[test]

@@ -15,7 +15,7 @@ use h2::client::SendRequest;
 use h2::Reason;
 use http::{HeaderMap, Method, Request, StatusCode};
 use metron_serve::{
-    Fault, FaultPlan, Http2, Per, Pick, Probability, ServeConfig, Server, StallPlan,
+    Fault, FaultPlan, Http2, Per, Pick, Probability, ServeConfig, Server, Sse, StallPlan,
 };
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
@@ -612,6 +612,49 @@ async fn trickle_sends_a_byte_per_data_frame() {
         fetch(&mut client.clone(), get("/")).await.unwrap().body,
         xs(4)
     );
+}
+
+#[tokio::test]
+async fn sse_events_come_one_data_frame_each_when_due() {
+    let every = Duration::from_millis(50);
+    let server = h2c(ServeConfig {
+        sse: Some(Sse { events: 3, every }),
+        ..body_size(4)
+    });
+    let (client, _conn) = connect(&server).await;
+    let mut ready = bounded(client.clone().ready()).await.unwrap();
+    let sent = Instant::now();
+    let (response, _) = ready.send_request(get("/"), true).unwrap();
+    let (head, mut body) = bounded(response).await.unwrap().into_parts();
+    let head_at = Instant::now();
+    assert_eq!(head.status, 200);
+    assert_eq!(head.headers["content-type"], "text/event-stream");
+    assert_eq!(head.headers["cache-control"], "no-cache");
+    assert!(head.headers.get("content-length").is_none());
+    let mut frames = Vec::new();
+    while let Some(data) = bounded(body.data()).await {
+        let data = data.unwrap();
+        let _ = body.flow_control().release_capacity(data.len());
+        frames.push((String::from_utf8(data.to_vec()).unwrap(), Instant::now()));
+    }
+    let events: Vec<_> = frames.iter().map(|(event, _)| event.as_str()).collect();
+    let want = (1..=3).map(|i| format!("id: {i}\ndata: event {i}\n\n"));
+    assert_eq!(events, want.collect::<Vec<_>>(), "one DATA frame per event");
+    // Exact from the request, which comes before the stream's start; from
+    // the head, allowing for this task being slow to note its arrival.
+    let third = frames[2].1;
+    assert!(third - sent >= 2 * every, "{:?}", third - sent);
+    assert!(third - head_at >= every * 3 / 2, "{:?}", third - head_at);
+    assert!(third - sent < Duration::from_secs(1), "{:?}", third - sent);
+    assert_eq!(server.stats().sse_events(), 3);
+    // HEAD gets the head alone; a route that names its body keeps it.
+    let head_only = fetch(&mut client.clone(), request(Method::HEAD, "/")).await;
+    let head_only = head_only.unwrap();
+    assert_eq!(head_only.headers["content-type"], "text/event-stream");
+    assert!(head_only.body.is_empty());
+    let bytes = fetch(&mut client.clone(), get("/bytes/2")).await.unwrap();
+    assert_eq!(bytes.body, xs(2));
+    assert_eq!(server.stats().sse_events(), 3);
 }
 
 #[tokio::test]
