@@ -9,6 +9,7 @@ use std::time::Duration;
 use crate::common::files::{read_json, schema_errors};
 use crate::common::nginx::*;
 use crate::common::*;
+use metron::serve::{ServeConfig, Sse, StallPlan};
 
 /// nginx sends 100-byte events at 1000 bytes/s: 100 ms apart. Each
 /// completed response carried exactly [`EVENTS`]; every gap of a whole
@@ -92,4 +93,86 @@ fn without_sse_nothing_is_read_as_events() {
     let (o, text) = bench(&["-t1", "-c1", "-d1500ms", &ngx.h2c_url("/events"), "--http2"]);
     assert!(o.stats.events.is_none(), "{text}");
     assert!(!text.contains("Events:"), "{text}");
+}
+
+per_protocol! {
+    /// `metron serve` streams 5 events 20 ms apart, the first with the
+    /// head, and stalls once for S = 1 s at rate R. The first event of
+    /// every request due during the stall waits for its end: timed from
+    /// the intended send time, the first events follow the arithmetic
+    /// of a stall (as latency does in tests/it/rate.rs), while the gaps
+    /// stay the server's 20 ms. Every completed response counted its 5
+    /// events, and metron read no more events than the server wrote.
+    fn the_first_event_is_timed_from_when_the_request_was_due(proto) {
+        let _g = serial();
+        let stall = Duration::from_millis(1000);
+        let srv = proto.server(ServeConfig {
+            sse: Some(Sse {
+                events: 5,
+                every: Duration::from_millis(20),
+            }),
+            stall: Some(StallPlan::once(Duration::from_millis(1200), stall).unwrap()),
+            ..ServeConfig::default()
+        });
+        let rate = 500.0;
+        let args: &[&str] = match proto {
+            // A response takes 80 ms: one connection per request waiting
+            // out the stall, so that none waits for a connection after it.
+            Proto::Http1 => &["-t1", "-c100", "--max-connections", "1000", "-R500", "-d4s", "--sse"],
+            Proto::Http2 => &["-t1", "-c4", "-m100", "-R500", "-d4s", "--sse"],
+        };
+        let (o, text) = proto.bench(&[args, &[&url(&srv, "/")]].concat());
+        let c = &o.stats.counters;
+        assert_eq!(c.errors.lost_requests(), 0, "{c:?}\n{text}");
+        let e = o.stats.events.as_ref().expect("--sse keeps events");
+        assert_eq!(e.responses, c.completed);
+        assert_eq!(e.completed_events, 5 * c.completed, "{text}");
+        assert!(e.count <= srv.stats().sse_events(), "{text}");
+        let n = e.first.len() as f64;
+        let f = stall.as_secs_f64() * rate / n;
+        let s_us = stall.as_micros() as f64;
+        for q in [0.90, 0.99] {
+            let want = s_us * (1.0 - (1.0 - q) / f);
+            let got = e.first.value_at_quantile(q) as f64;
+            assert!(
+                (got - want).abs() <= 0.05 * s_us,
+                "first event p{}: got {got:.0} us, want {want:.0} us\n{text}",
+                q * 100.0
+            );
+        }
+        let gap = Duration::from_micros(e.gap.value_at_quantile(0.5));
+        assert!(
+            (Duration::from_millis(15)..=Duration::from_millis(30)).contains(&gap),
+            "gap p50 {gap:?}\n{text}"
+        );
+    }
+}
+
+/// A script's `event(data)` gets each event's data in order; an error in
+/// it is named as one.
+#[test]
+fn a_scripts_event_hook_gets_each_events_data() {
+    let _g = serial();
+    let srv = server(ServeConfig {
+        sse: Some(Sse {
+            events: 5,
+            every: Duration::from_millis(10),
+        }),
+        ..ServeConfig::default()
+    });
+    let o = metron(&[
+        "-t1",
+        "-c1",
+        "-d2s",
+        "--sse",
+        "-s",
+        &script("sse_event.lua"),
+        &url(&srv, "/"),
+    ]);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(
+        err.contains("in event()") && err.contains("third event: event 3"),
+        "{err}"
+    );
 }
