@@ -13,6 +13,7 @@ mod deploy;
 mod dropin;
 mod edges;
 mod events;
+mod events_aiohttp;
 mod faults;
 mod http;
 mod http2;

@@ -12,7 +12,9 @@
 //! `Tag=send-lag`, `Tag=with-unfinished`: the corrected latency with the
 //! lower bounds of the requests given up in the interval included
 //! (docs/MEASUREMENT.md, §6), the conservative distribution, and
-//! `Tag=ttfb`: the time to first byte from the intended send time. With
+//! `Tag=ttfb`: the time to first byte from the intended send time; with
+//! `--sse`, in the intervals that had events, `Tag=first-event` and
+//! `Tag=event-gap` too. With
 //! per-endpoint statistics, one more per endpoint, tagged `endpoint:` and
 //! its label (spaces and commas, which tags may not hold, written as `_`
 //! and `;`).
@@ -47,6 +49,10 @@ pub const TAG_SEND_LAG: &str = "send-lag";
 pub const TAG_WITH_UNFINISHED: &str = "with-unfinished";
 /// Tag of the time to first byte, from the intended send time.
 pub const TAG_TTFB: &str = "ttfb";
+/// Tags of `--sse`'s first events and gaps between events, in the
+/// intervals that had any.
+pub const TAG_FIRST_EVENT: &str = "first-event";
+pub const TAG_EVENT_GAP: &str = "event-gap";
 /// Prefix of the tags of per-endpoint corrected latency.
 pub const TAG_ENDPOINT: &str = "endpoint:";
 /// The newest version of the log format; the C reader rejects a log that
@@ -201,8 +207,14 @@ fn write_interval(out: &mut dyn Write, interval: &IntervalStats) -> io::Result<(
         (Some(TAG_SEND_LAG), &interval.send_lag),
         (Some(TAG_WITH_UNFINISHED), &with_unfinished),
         (Some(TAG_TTFB), &interval.ttfb),
+        (Some(TAG_FIRST_EVENT), &interval.first_event),
+        (Some(TAG_EVENT_GAP), &interval.event_gap),
     ];
     for (tag, histogram) in lines {
+        // The events' lines come only where there were events (`--sse`).
+        if histogram.is_empty() && matches!(tag, Some(TAG_FIRST_EVENT | TAG_EVENT_GAP)) {
+            continue;
+        }
         let line = interval_line(tag, interval.start(), interval.length, histogram)?;
         out.write_all(line.as_bytes())?;
     }

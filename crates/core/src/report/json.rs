@@ -456,6 +456,20 @@ pub struct Point {
         skip_serializing_if = "Option::is_none"
     )]
     pub ttfb_p99: Option<u64>,
+    /// `--sse`: p99 of the first events and of the gaps between events
+    /// that came in the interval; absent when none came.
+    #[serde(
+        default,
+        deserialize_with = "unmeasured",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub first_event_p99: Option<u64>,
+    #[serde(
+        default,
+        deserialize_with = "unmeasured",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub event_gap_p99: Option<u64>,
 }
 
 impl Point {
@@ -480,6 +494,8 @@ impl Point {
             error_kinds: None,
             uncorrected_p99: None,
             ttfb_p99: None,
+            first_event_p99: None,
+            event_gap_p99: None,
             send_lag_p99: None,
         }
     }
@@ -559,6 +575,8 @@ mod build {
                 error_kinds: Some(iv.kinds),
                 uncorrected_p99: at(&iv.uncorrected, 99.0),
                 ttfb_p99: at(&iv.ttfb, 99.0),
+                first_event_p99: at(&iv.first_event, 99.0),
+                event_gap_p99: at(&iv.event_gap, 99.0),
                 send_lag_p99: at(&iv.send_lag, 99.0),
             }
         }

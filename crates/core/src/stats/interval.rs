@@ -30,6 +30,8 @@ pub struct EncodedInterval {
     send_lag: Vec<u8>,
     unfinished: Vec<u8>,
     ttfb: Vec<u8>,
+    first_event: Vec<u8>,
+    event_gap: Vec<u8>,
     /// Non-empty endpoint histograms, by endpoint index.
     endpoints: Vec<(usize, Vec<u8>)>,
 }
@@ -162,6 +164,8 @@ fn encode_histograms(
         send_lag: bytes(&interval.send_lag),
         unfinished: bytes(&interval.unfinished),
         ttfb: bytes(&interval.ttfb),
+        first_event: bytes(&interval.first_event),
+        event_gap: bytes(&interval.event_gap),
         endpoints: interval
             .endpoints
             .iter()
@@ -190,6 +194,8 @@ pub(super) fn add_into(out: &mut IntervalStats, e: &EncodedInterval, de: &mut De
     add_encoded(&mut out.send_lag, &e.send_lag, de);
     add_encoded(&mut out.unfinished, &e.unfinished, de);
     add_encoded(&mut out.ttfb, &e.ttfb, de);
+    add_encoded(&mut out.first_event, &e.first_event, de);
+    add_encoded(&mut out.event_gap, &e.event_gap, de);
     for (id, bytes) in &e.endpoints {
         if out.endpoints.len() <= *id {
             out.endpoints.resize(*id + 1, None);

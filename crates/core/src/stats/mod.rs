@@ -686,6 +686,10 @@ pub struct IntervalStats {
     /// Time to first byte from the intended send time (µs), by completion
     /// time.
     pub ttfb: Histogram<u64>,
+    /// `--sse`: first events (from the intended send time) and gaps
+    /// between events, by the time each event came (µs).
+    pub first_event: Histogram<u64>,
+    pub event_gap: Histogram<u64>,
     /// Corrected latency per endpoint (by index), when endpoints are kept.
     pub endpoints: Vec<Option<Histogram<u64>>>,
 }
@@ -706,6 +710,8 @@ impl IntervalStats {
             send_lag: new_histogram(),
             unfinished: new_histogram(),
             ttfb: new_histogram(),
+            first_event: new_histogram(),
+            event_gap: new_histogram(),
             endpoints: Vec::new(),
         }
     }
@@ -726,6 +732,8 @@ impl IntervalStats {
         self.send_lag.reset();
         self.unfinished.reset();
         self.ttfb.reset();
+        self.first_event.reset();
+        self.event_gap.reset();
         for h in self.endpoints.iter_mut().flatten() {
             h.reset();
         }

@@ -376,10 +376,17 @@ impl Recorder {
             return;
         };
         e.count += 1;
-        match previous {
-            None => super::record_clamped(&mut e.first, to_us(now.saturating_sub(stamp.intended))),
-            Some(at) => super::record_clamped(&mut e.gap, to_us(now.saturating_sub(at))),
+        let iv = self.stats.intervals.at(self.window.offset(now));
+        let (total, interval, us) = match previous {
+            None => (
+                &mut e.first,
+                &mut iv.first_event,
+                to_us(now.saturating_sub(stamp.intended)),
+            ),
+            Some(at) => (&mut e.gap, &mut iv.event_gap, to_us(now.saturating_sub(at))),
         };
+        super::record_clamped(total, us);
+        super::record_clamped(interval, us);
     }
 
     /// `stamp`'s response completed with `events` events.
