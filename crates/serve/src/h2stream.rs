@@ -308,7 +308,7 @@ async fn send_events(
         sleep_past(start, sse::due(sse.every, i)).await;
         stats.sse_event();
         let mut event = Vec::new();
-        sse::write_event(&mut event, i);
+        sse::write_event(&mut event, i, sse.events);
         send_bytes(&mut stream, Bytes::from(event), i == sse.events).await?;
     }
     Ok(())

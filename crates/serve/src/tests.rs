@@ -557,7 +557,8 @@ fn read_chunks(reader: &mut impl BufRead) -> (Vec<u8>, Vec<Instant>) {
     }
 }
 
-const EVENTS: &str = "id: 1\ndata: event 1\n\nid: 2\ndata: event 2\n\nid: 3\ndata: event 3\n\n";
+/// Three events: two numbered, then the end marker.
+const EVENTS: &str = "id: 1\ndata: event 1\n\nid: 2\ndata: event 2\n\ndata: [DONE]\n\n";
 
 #[test]
 fn sse_events_come_one_chunk_each_when_due() {
