@@ -378,9 +378,7 @@ impl<S: Stream> Conn<S> {
     }
 
     async fn wait_out_stall(&self) {
-        if let Some(stall) = self.shared.stall_timer() {
-            stall.await;
-        }
+        self.shared.wait_out_stall().await;
     }
 
     /// Never answers again: reads and drops whatever the client sends until
