@@ -12,7 +12,7 @@
 //! prebuilt [`Canned`] responses, so both paths produce identical bytes.
 //! Heads are fixed (no `Date`, no `Server`) so tests can assert every byte.
 //!
-//! An event stream (`--sse-events`) is encoded a piece at a time instead
+//! An event stream (`--sse`) is encoded a piece at a time instead
 //! ([`Encoder::piece`]): the head, then one event per piece, so that the
 //! connection can write each when it is due.
 
@@ -489,7 +489,8 @@ mod tests {
     fn events(chunked: bool) -> Response {
         let sse = Sse {
             events: 2,
-            every: std::time::Duration::from_millis(50),
+            first: std::time::Duration::ZERO,
+            gap: std::time::Duration::from_millis(50),
         };
         response(200, Body::Events { sse, chunked })
     }

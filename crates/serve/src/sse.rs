@@ -1,16 +1,19 @@
-//! Server-sent events (`--sse-events`): the bytes of one event, and when
-//! each is due.
+//! Server-sent events (`--sse`): the bytes of one event, and when each is
+//! due.
 //!
-//! A stream is N events `--sse-every` apart, the first going out with the
-//! head. Event i's due time is the stream's start plus (i - 1) gaps, not the
-//! previous event's write plus one gap, so a late wake-up (a busy machine, a
-//! stall) delays one event instead of every event after it. The last event
-//! is `data: [DONE]`, the end marker chat-completion streaming APIs send,
+//! A stream is N events: the head goes out at once, the first event
+//! `--sse-first` after it, then one every `--sse-gap`. Event i's due time
+//! is the first event's due time plus (i - 1) gaps, not the previous
+//! event's write plus one gap, so a late wake-up (a busy machine, a stall)
+//! delays one event instead of every event after it. The last event is
+//! `data: [DONE]`, the end marker chat-completion streaming APIs send,
 //! so a client written for those reads the stream to its end. The framing
 //! around an event (a chunk, a DATA frame) is the protocol's business.
 
 use std::io::Write as _;
 use std::time::Duration;
+
+use super::config::Sse;
 
 /// The bytes of every event but the last, except its number, which it
 /// holds twice: `id: ` and `\n`, then `data: event ` and `\n\n`.
@@ -59,14 +62,17 @@ pub(crate) fn stream_len(events: u64) -> u64 {
     len.saturating_add(DONE.len() as u64)
 }
 
-/// When event `i` (1-based) is due, as an offset from the stream's start
-/// (for `sleep_past`, which waits forever past the clock's range).
-pub(crate) fn due(every: Duration, i: u64) -> Duration {
+/// When event `i` (1-based) is due, as an offset from when the head went
+/// out: `first`, then `gap` more for each event after the first (for
+/// `sleep_past`, which waits forever past the clock's range).
+pub(crate) fn due(sse: Sse, i: u64) -> Duration {
     const NANOS_PER_SEC: u128 = 1_000_000_000;
     // Past u128 nanoseconds is past the range of a Duration too.
-    let nanos = every
+    let nanos = sse
+        .gap
         .as_nanos()
-        .saturating_mul(u128::from(i.saturating_sub(1)));
+        .saturating_mul(u128::from(i.saturating_sub(1)))
+        .saturating_add(sse.first.as_nanos());
     match u64::try_from(nanos / NANOS_PER_SEC) {
         Ok(secs) => Duration::new(secs, (nanos % NANOS_PER_SEC) as u32),
         Err(_) => Duration::MAX,
@@ -83,6 +89,10 @@ mod tests {
         String::from_utf8(out).unwrap()
     }
 
+    fn stream(events: u64, first: Duration, gap: Duration) -> Sse {
+        Sse { events, first, gap }
+    }
+
     #[test]
     fn events_are_numbered_twice_and_the_last_is_done() {
         assert_eq!(event(1, 3), "id: 1\ndata: event 1\n\n");
@@ -93,13 +103,19 @@ mod tests {
 
     #[test]
     fn events_are_due_a_gap_apart_from_the_first() {
-        let every = Duration::from_millis(50);
-        assert_eq!(due(every, 1), Duration::ZERO);
-        assert_eq!(due(every, 3), Duration::from_millis(100));
+        let ms = Duration::from_millis;
+        let sse = stream(u64::MAX, ms(30), ms(50));
+        assert_eq!(due(sse, 1), ms(30));
+        assert_eq!(due(sse, 3), ms(130));
+        assert_eq!(due(stream(3, Duration::ZERO, ms(50)), 1), Duration::ZERO);
         let far = Duration::from_secs(50 * (u64::MAX / 1000));
-        assert!(due(every, u64::MAX) >= far, "{:?}", due(every, u64::MAX));
-        assert_eq!(due(Duration::MAX, 3), Duration::MAX, "no overflow");
-        assert_eq!(due(Duration::MAX, u64::MAX), Duration::MAX);
+        assert!(due(sse, u64::MAX) >= far, "{:?}", due(sse, u64::MAX));
+        let endless = stream(3, ms(1), Duration::MAX);
+        assert_eq!(due(endless, 3), Duration::MAX, "no overflow");
+        assert_eq!(due(endless, u64::MAX), Duration::MAX);
+        let late = stream(3, Duration::MAX, ms(1));
+        assert_eq!(due(late, 1), Duration::MAX);
+        assert_eq!(due(late, 2), Duration::MAX);
     }
 
     #[test]
