@@ -112,13 +112,17 @@ pub struct ServeArgs {
     #[arg(long, value_name = "D", default_value = "100ms", value_parser = parse_duration)]
     pub trickle_interval: Duration,
 
-    /// Answer every successful response with N server-sent events (text/event-stream) instead of the --body-size/--chunked body; 0 is off
+    /// Answer every successful response with N server-sent events (text/event-stream) instead of the --body-size/--chunked body, the last one `data: [DONE]`; 0 is off
     #[arg(long, value_name = "N", default_value = "0", value_parser = parse_si_u64)]
-    pub sse_events: u64,
+    pub sse: u64,
 
-    /// Gap between --sse-events events, the first going out with the head [default: 100ms]
+    /// Wait between an --sse response's head, which goes out at once, and its first event [default: 0ms]
     #[arg(long, value_name = "D", value_parser = parse_duration)]
-    pub sse_every: Option<Duration>,
+    pub sse_first: Option<Duration>,
+
+    /// Gap between --sse events, each due that long after the one before was due [default: 100ms]
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub sse_gap: Option<Duration>,
 
     /// Serve HTTPS with a generated certificate that verifying clients reject
     #[arg(long, value_name = "CERT", value_parser = choice(&BadCert::CHOICES))]
@@ -185,7 +189,7 @@ impl TryFrom<ServeArgs> for ServeConfig {
             args.h2_max_streams,
             args.h2_window,
         )?;
-        let sse = Sse::from_flags(args.sse_events, args.sse_every)?;
+        let sse = Sse::from_flags(args.sse, args.sse_first, args.sse_gap)?;
         let cfg = ServeConfig {
             listen: args.listen,
             threads: args.threads,
@@ -330,21 +334,33 @@ mod tests {
     fn sse_flags_make_an_event_stream() {
         let ms = Duration::from_millis;
         let sse = |argv: &[&str]| config(argv).map(|cfg| cfg.sse);
-        let want = |events, every| Ok(Some(Sse { events, every }));
-        assert_eq!(sse(&["--sse-events=3"]), want(3, ms(100)));
+        let want = |events, first, gap| Ok(Some(Sse { events, first, gap }));
+        assert_eq!(sse(&["--sse=3"]), want(3, ms(0), ms(100)));
         assert_eq!(
-            sse(&["--sse-events=1k", "--sse-every=50ms", "--body-size=4k"]),
-            want(1000, ms(50))
+            sse(&["--sse", "2", "--sse-first=1s"]),
+            want(2, ms(1000), ms(100))
         );
-        assert_eq!(sse(&["--sse-events=0"]), Ok(None));
-        let alone = sse(&["--sse-every=50ms"]).unwrap_err();
-        let first = alone.lines().next().unwrap_or_default();
-        assert!(
-            first.contains("--sse-every needs --sse-events N"),
-            "{alone}"
+        assert_eq!(
+            sse(&[
+                "--sse=1k",
+                "--sse-first=20ms",
+                "--sse-gap=50ms",
+                "--body-size=4k"
+            ]),
+            want(1000, ms(20), ms(50))
         );
-        assert!(parse(&["--sse-events=-1"]).is_err());
-        assert!(parse(&["--sse-events=3", "--sse-every=soon"]).is_err());
+        assert_eq!(sse(&["--sse=0"]), Ok(None));
+        for flag in ["--sse-first", "--sse-gap"] {
+            let alone = sse(&[&format!("{flag}=50ms")]).unwrap_err();
+            assert_eq!(
+                alone,
+                format!("{flag} needs --sse N (how many events each response sends)")
+            );
+        }
+        assert!(parse(&["--sse=-1"]).is_err());
+        assert!(parse(&["--sse=3", "--sse-gap=soon"]).is_err());
+        assert!(parse(&["--sse=3", "--sse-first=soon"]).is_err());
+        assert!(parse(&["--sse-events=3"]).is_err(), "the old name is gone");
     }
 
     #[test]

@@ -45,9 +45,12 @@ impl BadCert {
 pub const MAX_THREADS: usize = 1024;
 /// Pause between the bytes of a trickled response, unless told otherwise.
 pub const TRICKLE_INTERVAL: Duration = Duration::from_millis(100);
+/// Wait between a server-sent event stream's head and its first event,
+/// unless told otherwise: none, the first event follows the head at once.
+pub const SSE_FIRST: Duration = Duration::ZERO;
 /// Gap between the events of a server-sent event stream, unless told
 /// otherwise.
-pub const SSE_EVERY: Duration = Duration::from_millis(100);
+pub const SSE_GAP: Duration = Duration::from_millis(100);
 /// Largest HTTP/2 flow-control window (2^31 - 1, RFC 9113 section 6.9.1).
 pub const MAX_H2_WINDOW: u32 = (1 << 31) - 1;
 
@@ -84,7 +87,7 @@ pub struct ServeConfig {
     pub client_ca: Option<PathBuf>,
     /// Serve HTTP/2 (`--http2`), with these HTTP/2 faults and settings.
     pub http2: Option<Http2>,
-    /// Answer with a stream of server-sent events (`--sse-events`).
+    /// Answer with a stream of server-sent events (`--sse`).
     pub sse: Option<Sse>,
     /// Inspection: with `record > 0` the server keeps the first `record`
     /// requests in full and counts requests per path. Both take a lock per
@@ -202,32 +205,44 @@ impl Http2 {
     }
 }
 
-/// What `--sse-events` and `--sse-every` ask of the successful responses:
-/// a `text/event-stream` body of `events` events, `every` apart, in place of
-/// the default body.
+/// What `--sse`, `--sse-first` and `--sse-gap` ask of the successful
+/// responses: a `text/event-stream` body of `events` events in place of the
+/// default body. The head goes out when a plain response's would, the
+/// first event `first` after it, then one every `gap`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sse {
-    /// Events in each response; at least 1.
+    /// Events in each response, the last of them `data: [DONE]`; at
+    /// least 1.
     pub events: u64,
-    /// The gap between consecutive events, the first one going out with
-    /// the head.
-    pub every: Duration,
+    /// From the head to the first event.
+    pub first: Duration,
+    /// Between consecutive events, each due `gap` after the one before was
+    /// due (not after it was written), so the gaps do not drift.
+    pub gap: Duration,
 }
 
 impl Sse {
-    /// What `--sse-events` (0 is off) and `--sse-every` describe;
-    /// `--sse-every` needs events to space out.
-    pub fn from_flags(events: u64, every: Option<Duration>) -> Result<Option<Sse>, String> {
-        match (events, every) {
-            (0, None) => Ok(None),
-            (0, Some(_)) => {
-                Err("--sse-every needs --sse-events N (how many events each response sends)".into())
-            }
-            (events, every) => Ok(Some(Sse {
-                events,
-                every: every.unwrap_or(SSE_EVERY),
-            })),
+    /// What `--sse` (0 is off), `--sse-first` and `--sse-gap` describe;
+    /// the timings need events to time.
+    pub fn from_flags(
+        events: u64,
+        first: Option<Duration>,
+        gap: Option<Duration>,
+    ) -> Result<Option<Sse>, String> {
+        if events == 0 {
+            let given = [(first, "--sse-first"), (gap, "--sse-gap")];
+            return match given.iter().find(|(given, _)| given.is_some()) {
+                Some((_, flag)) => Err(format!(
+                    "{flag} needs --sse N (how many events each response sends)"
+                )),
+                None => Ok(None),
+            };
         }
+        Ok(Some(Sse {
+            events,
+            first: first.unwrap_or(SSE_FIRST),
+            gap: gap.unwrap_or(SSE_GAP),
+        }))
     }
 }
 
@@ -241,7 +256,7 @@ impl ServeConfig {
             return Err("--close-every must be at least 1".to_string());
         }
         if self.sse.is_some_and(|sse| sse.events == 0) {
-            return Err("--sse-events must be at least 1 (or left out)".to_string());
+            return Err("--sse must be at least 1 (or left out)".to_string());
         }
         self.check_tls()?;
         if let Some(plan) = &self.fault {
@@ -308,7 +323,8 @@ mod tests {
         let no_events = ServeConfig {
             sse: Some(Sse {
                 events: 0,
-                every: SSE_EVERY,
+                first: SSE_FIRST,
+                gap: SSE_GAP,
             }),
             ..ServeConfig::default()
         };
@@ -417,12 +433,34 @@ mod tests {
 
     #[test]
     fn sse_flags_make_a_stream_or_say_what_is_missing() {
-        assert_eq!(Sse::from_flags(0, None), Ok(None));
-        let every = Duration::from_millis(50);
-        let want = |every| Ok(Some(Sse { events: 3, every }));
-        assert_eq!(Sse::from_flags(3, None), want(SSE_EVERY));
-        assert_eq!(Sse::from_flags(3, Some(every)), want(every));
-        let err = Sse::from_flags(0, Some(every)).unwrap_err();
-        assert!(err.starts_with("--sse-every needs --sse-events N"), "{err}");
+        let ms = Duration::from_millis;
+        assert_eq!(Sse::from_flags(0, None, None), Ok(None));
+        let want = |first, gap| {
+            Ok(Some(Sse {
+                events: 3,
+                first,
+                gap,
+            }))
+        };
+        assert_eq!(Sse::from_flags(3, None, None), want(SSE_FIRST, SSE_GAP));
+        assert_eq!(
+            Sse::from_flags(3, Some(ms(20)), None),
+            want(ms(20), SSE_GAP)
+        );
+        assert_eq!(
+            Sse::from_flags(3, None, Some(ms(50))),
+            want(SSE_FIRST, ms(50))
+        );
+        let both = Sse::from_flags(3, Some(ms(20)), Some(ms(50)));
+        assert_eq!(both, want(ms(20), ms(50)));
+        for (first, gap, flag) in [
+            (Some(ms(20)), None, "--sse-first"),
+            (None, Some(ms(50)), "--sse-gap"),
+            (Some(ms(20)), Some(ms(50)), "--sse-first"),
+        ] {
+            let err = Sse::from_flags(0, first, gap).unwrap_err();
+            let want = format!("{flag} needs --sse N (how many events each response sends)");
+            assert_eq!(err, want);
+        }
     }
 }

@@ -15,10 +15,12 @@
 //! end of its service instead of its arrival. As without it, the next
 //! requests are read once those read before are answered.
 //!
-//! An event stream (`--sse-events`) is written a piece at a time: the head
-//! with the first event, then each further event when it is due, every
-//! write flushed so the client sees the gaps; the connection reads no
-//! further meanwhile, as during a delay.
+//! An event stream (`--sse`) is written a piece at a time: the head at
+//! once, then each event when it is due (`--sse-first` after the head went
+//! out, then `--sse-gap` apart), every write flushed so the client sees
+//! the gaps; the connection reads no further meanwhile, as during a delay.
+//! Events go through the same stall-aware writes as every other byte, so
+//! an event due during a stall waits for its end.
 //!
 //! A fault replaces a response: its bytes (if any) go out after everything
 //! answered before it, and then it decides how the connection ends, by a
@@ -32,6 +34,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::sleep;
 
+use super::config::Sse;
 use super::fault::{After, Fault};
 use super::fault_bytes::FaultBytes;
 use super::reply::{Body, Encoder, Reply, Response, BAD_REQUEST, CONTINUE};
@@ -274,7 +277,7 @@ impl<S: Stream> Conn<S> {
                     ..
                 },
             ) => {
-                self.stream_events(response, sse.every).await?;
+                self.stream_events(response, sse).await?;
             }
             Reply::Send(response) => {
                 let mut encoder = Encoder::new(response);
@@ -288,23 +291,44 @@ impl<S: Stream> Conn<S> {
         Ok(reply.closes().then_some(Ending::ServerCloses))
     }
 
-    /// Writes an event stream, each event once it is due: `every` apart,
-    /// counted from the head, so a late write does not delay the rest.
-    async fn stream_events(&mut self, response: Response, every: Duration) -> io::Result<()> {
-        let start = Instant::now();
+    /// Writes an event stream: the head at once (with whatever was
+    /// answered before it), then each event once it is due, timed from
+    /// when the head went out, so a late write does not delay the rest.
+    async fn stream_events(&mut self, response: Response, sse: Sse) -> io::Result<()> {
         let mut encoder = Encoder::new(response);
-        while !encoder.piece(&mut self.out) {
-            let Some(i) = encoder.next_event() else {
-                continue;
-            };
-            let due = sse::due(every, i);
-            if start.elapsed() < due || self.out.len() >= FLUSH_AT {
-                self.flush().await?;
-                sleep_past(start, due).await;
+        let mut done = encoder.piece(&mut self.out);
+        // Time to first byte is the head's; a stall holds it back as it
+        // would a plain response, and the events count from its write.
+        self.flush().await?;
+        let start = Instant::now();
+        // Events in the output buffer, counted as they go out.
+        let mut unwritten = 0;
+        while !done {
+            if let Some(i) = encoder.next_event() {
+                let due = sse::due(sse, i);
+                // Events already due (on a busy machine) go out together;
+                // the others each in a write of their own.
+                if start.elapsed() < due || self.out.len() >= FLUSH_AT {
+                    self.flush_events(&mut unwritten).await?;
+                    sleep_past(start, due).await;
+                }
+                unwritten += 1;
             }
-            self.shared.stats.sse_event();
+            done = encoder.piece(&mut self.out);
         }
         // The last event goes out now, not with whatever is answered next.
+        self.flush_events(&mut unwritten).await
+    }
+
+    /// Flushes the output buffer, which holds `unwritten` events at its
+    /// end, counting them as written once no stall holds them back (and
+    /// before the client can see them, so its count never runs ahead).
+    async fn flush_events(&mut self, unwritten: &mut u64) -> io::Result<()> {
+        if *unwritten > 0 {
+            self.wait_out_stall().await;
+            self.shared.stats.sse_events_written(*unwritten);
+            *unwritten = 0;
+        }
         self.flush().await
     }
 
@@ -378,9 +402,7 @@ impl<S: Stream> Conn<S> {
     }
 
     async fn wait_out_stall(&self) {
-        if let Some(stall) = self.shared.stall_timer() {
-            stall.await;
-        }
+        self.shared.wait_out_stall().await;
     }
 
     /// Never answers again: reads and drops whatever the client sends until

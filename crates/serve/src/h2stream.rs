@@ -16,8 +16,11 @@
 //! `reset`, `garbage` and `bad-status-line` end the whole connection.
 //! `--h2-reset` answers a share of streams with RST_STREAM instead.
 //!
-//! An event stream (`--sse-events`) is HEADERS, then one DATA frame per
-//! event as each falls due, END_STREAM with the last.
+//! An event stream (`--sse`) is HEADERS at once, then one DATA frame per
+//! event as each falls due, END_STREAM with the last. The wire holds every
+//! frame back during a stall; the head and each event also wait out the
+//! stall here, so that the events are timed from when the head could go
+//! out and each is counted when it can.
 
 use std::future::{pending, poll_fn};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -42,7 +45,7 @@ use super::request::capture_with;
 use super::route::{default_body, reply_for, Ask, Defaults, Route};
 use super::shared::{sleep_past, Shared};
 use super::sse;
-use super::stats::{RecordedRequest, ServerStats};
+use super::stats::RecordedRequest;
 
 /// Largest DATA frame sent: the smallest maximum frame size a client may
 /// allow (RFC 9113 section 4.2).
@@ -170,10 +173,10 @@ pub(crate) async fn serve(
     }
     delay(shared, arrival, served, ask.route.delay()).await;
     let sent = match reply {
-        Reply::Send(response) => send(&shared.stats, &mut respond, response, None).await,
+        Reply::Send(response) => send(shared, &mut respond, response, None).await,
         Reply::Canned { head_only, .. } => {
             let response = default_response(defaults, head_only);
-            send(&shared.stats, &mut respond, response, None).await
+            send(shared, &mut respond, response, None).await
         }
         Reply::BadRequest => bad_request(&mut respond),
         Reply::Fault { fault, base } => inject(&link, &mut respond, fault, base).await,
@@ -248,7 +251,7 @@ fn default_response(defaults: Defaults, head_only: bool) -> Response {
 /// Sends `response`: its body whole, or (`trickle`) one byte per DATA
 /// frame with that pause before each, or its events as they fall due.
 async fn send(
-    stats: &ServerStats,
+    shared: &Shared,
     respond: &mut SendResponse<Bytes>,
     response: Response,
     trickle: Option<Duration>,
@@ -260,7 +263,7 @@ async fn send(
         Body::Length(n) => (n, Some(n), false, PIECE as u64),
         Body::Chunked { len, trailer } => (len, None, trailer, chunk_size(len)),
         Body::UntilClose(n) => (n, None, false, PIECE as u64),
-        Body::Events { sse, .. } => return send_events(stats, respond, response, sse).await,
+        Body::Events { sse, .. } => return send_events(shared, respond, response, sse).await,
     };
     let head = head(response.status, length_header, trailer)?;
     let bodiless = len == 0 && !trailer && trickle.is_none();
@@ -285,10 +288,10 @@ async fn send(
 }
 
 /// Sends an event stream: HEADERS at once, then each event in a DATA frame
-/// of its own once it is due, `every` apart counted from the head (so a
-/// late frame does not delay the rest), END_STREAM with the last.
+/// of its own once it is due, timed from the head (so a late frame does
+/// not delay the rest), END_STREAM with the last.
 async fn send_events(
-    stats: &ServerStats,
+    shared: &Shared,
     respond: &mut SendResponse<Bytes>,
     response: Response,
     sse: Sse,
@@ -302,13 +305,17 @@ async fn send_events(
         respond.send_response(head, true)?;
         return Ok(());
     }
-    let start = Instant::now();
+    // The wire would hold HEADERS back during a stall anyway; waiting here
+    // times the events from when the head can go out, as HTTP/1.1 does.
+    shared.wait_out_stall().await;
     let mut stream = respond.send_response(head, false)?;
+    let start = Instant::now();
     for i in 1..=sse.events {
-        sleep_past(start, sse::due(sse.every, i)).await;
-        stats.sse_event();
+        sleep_past(start, sse::due(sse, i)).await;
+        shared.wait_out_stall().await;
+        shared.stats.sse_events_written(1);
         let mut event = Vec::new();
-        sse::write_event(&mut event, i);
+        sse::write_event(&mut event, i, sse.events);
         send_bytes(&mut stream, Bytes::from(event), i == sse.events).await?;
     }
     Ok(())
@@ -445,7 +452,7 @@ async fn inject(
         }
         Fault::Trickle => {
             let interval = link.shared.cfg.trickle_interval;
-            return send(&link.shared.stats, respond, base, Some(interval)).await;
+            return send(&link.shared, respond, base, Some(interval)).await;
         }
         Fault::CloseMidHead | Fault::BadChunk => return bad_request(respond),
     };

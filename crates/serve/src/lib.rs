@@ -20,7 +20,7 @@
 //! (injected failures), `fault_bytes` (their bytes), `tls` (HTTPS:
 //! certificates, client certificates), `stats` (what was received),
 //! `request` and `body` (parsing), `route` and `reply` (what to answer and
-//! its bytes), `sse` (the events of `--sse-events` and when each is due),
+//! its bytes), `sse` (the events of `--sse` and when each is due),
 //! `shared` (what every connection shares), `session` (one accepted
 //! connection: TLS, then which protocol), `conn` (the HTTP/1.1 loop), and
 //! for HTTP/2 `h2conn` (the connection), `h2stream` (one stream) and
@@ -58,7 +58,8 @@ use tokio::sync::oneshot;
 
 pub use capacity::Capacity;
 pub use config::{
-    BadCert, Http2, ServeConfig, Sse, MAX_H2_WINDOW, MAX_THREADS, SSE_EVERY, TRICKLE_INTERVAL,
+    BadCert, Http2, ServeConfig, Sse, MAX_H2_WINDOW, MAX_THREADS, SSE_FIRST, SSE_GAP,
+    TRICKLE_INTERVAL,
 };
 pub use fault::{
     parse_fault, parse_probability, Fault, FaultPlan, FaultSpec, Per, Pick, Probability,

@@ -12,7 +12,7 @@
 //! prebuilt [`Canned`] responses, so both paths produce identical bytes.
 //! Heads are fixed (no `Date`, no `Server`) so tests can assert every byte.
 //!
-//! An event stream (`--sse-events`) is encoded a piece at a time instead
+//! An event stream (`--sse`) is encoded a piece at a time instead
 //! ([`Encoder::piece`]): the head, then one event per piece, so that the
 //! connection can write each when it is due.
 
@@ -322,9 +322,9 @@ impl Encoder {
         };
         if i <= sse.events {
             if chunked {
-                let _ = write!(out, "{:x}\r\n", event_len(i));
+                let _ = write!(out, "{:x}\r\n", event_len(i, sse.events));
             }
-            write_event(out, i);
+            write_event(out, i, sse.events);
             if chunked {
                 out.extend_from_slice(b"\r\n");
             }
@@ -489,7 +489,8 @@ mod tests {
     fn events(chunked: bool) -> Response {
         let sse = Sse {
             events: 2,
-            every: std::time::Duration::from_millis(50),
+            first: std::time::Duration::ZERO,
+            gap: std::time::Duration::from_millis(50),
         };
         response(200, Body::Events { sse, chunked })
     }
@@ -499,7 +500,7 @@ mod tests {
         let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
             Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n";
         let first = "15\r\nid: 1\ndata: event 1\n\n\r\n";
-        let last = "15\r\nid: 2\ndata: event 2\n\n\r\n0\r\n\r\n";
+        let last = "e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n";
         let mut encoder = Encoder::new(events(true));
         let (mut pieces, mut announced) = (Vec::new(), Vec::new());
         let mut done = false;
@@ -521,7 +522,7 @@ mod tests {
         old.connection = Connection::Close;
         let want = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
             Cache-Control: no-cache\r\nConnection: close\r\n\r\n\
-            id: 1\ndata: event 1\n\nid: 2\ndata: event 2\n\n";
+            id: 1\ndata: event 1\n\ndata: [DONE]\n\n";
         assert_eq!(text(old.to_bytes()), want);
         let mut head = events(true);
         head.head_only = true;

@@ -4,7 +4,7 @@
 //! server covers every case. Only the first segment (and for some routes
 //! the second) matters; the rest of the path and the query are ignored, so
 //! a load generator may vary them freely. Unknown paths get the default
-//! response, which is what a benchmark hits. With `--sse-events` the
+//! response, which is what a benchmark hits. With `--sse` the
 //! successful default response is an event stream instead.
 
 use std::time::Duration;
@@ -165,7 +165,7 @@ pub(crate) fn reply_for(ask: Ask, defaults: Defaults) -> Reply {
 }
 
 /// The event stream that takes the place of a successful response's
-/// default body (`--sse-events`). Routes that name their own body
+/// default body (`--sse`). Routes that name their own body
 /// (`/bytes/N`, `/chunked`, `/eof`) keep it: a test asked for that body.
 fn events(route: Route, status: u16, defaults: Defaults) -> Option<Sse> {
     let default = matches!(
@@ -413,7 +413,8 @@ mod tests {
     fn events_replace_only_the_successful_default_body() {
         let sse = Sse {
             events: 3,
-            every: ms(50),
+            first: ms(20),
+            gap: ms(50),
         };
         let streaming = Defaults {
             sse: Some(sse),

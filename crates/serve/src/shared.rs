@@ -160,6 +160,14 @@ impl Shared {
         let end = plan.stall_end(origin.elapsed())?;
         Some(sleep_past(origin, end))
     }
+
+    /// Returns once no stall is on: at once outside a stall, else when the
+    /// one under way ends.
+    pub(crate) async fn wait_out_stall(&self) {
+        if let Some(stall) = self.stall_timer() {
+            stall.await;
+        }
+    }
 }
 
 /// A connection's byte stream: plain TCP, or TLS over it.

@@ -134,8 +134,9 @@ impl ServerStats {
         self.faults.load(Relaxed)
     }
 
-    /// Server-sent events written (`--sse-events`), over all responses and
-    /// both protocols; each is counted just before it is written.
+    /// Server-sent events written (`--sse`), over all responses and both
+    /// protocols; each is counted just before it is written, once no stall
+    /// holds it back.
     pub fn sse_events(&self) -> u64 {
         self.sse_events.load(Relaxed)
     }
@@ -269,8 +270,8 @@ impl ServerStats {
         self.faults.fetch_add(1, Relaxed);
     }
 
-    pub(crate) fn sse_event(&self) {
-        self.sse_events.fetch_add(1, Relaxed);
+    pub(crate) fn sse_events_written(&self, n: u64) {
+        self.sse_events.fetch_add(n, Relaxed);
     }
 
     pub(crate) fn responded(&self, status: u16) {

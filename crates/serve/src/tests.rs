@@ -515,10 +515,11 @@ fn periodic_stalls_repeat() {
     }
 }
 
-/// A server whose successful responses are `events` events `every` apart.
-fn sse(events: u64, every: Duration) -> ServeConfig {
+/// A server whose successful responses are `events` events, the first
+/// `first` after the head, then `gap` apart.
+fn sse(events: u64, first: Duration, gap: Duration) -> ServeConfig {
     ServeConfig {
-        sse: Some(Sse { events, every }),
+        sse: Some(Sse { events, first, gap }),
         // Replaced by the events.
         body_size: 5,
         chunked: true,
@@ -557,32 +558,33 @@ fn read_chunks(reader: &mut impl BufRead) -> (Vec<u8>, Vec<Instant>) {
     }
 }
 
-const EVENTS: &str = "id: 1\ndata: event 1\n\nid: 2\ndata: event 2\n\nid: 3\ndata: event 3\n\n";
+/// Three events: two numbered, then the end marker.
+const EVENTS: &str = "id: 1\ndata: event 1\n\nid: 2\ndata: event 2\n\ndata: [DONE]\n\n";
+const SSE_HEAD: &str = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
+                        Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n";
 
 #[test]
 fn sse_events_come_one_chunk_each_when_due() {
-    let every = Duration::from_millis(50);
-    let server = serve(sse(3, every));
+    let gap = Duration::from_millis(50);
+    let server = serve(sse(3, Duration::ZERO, gap));
     let client = connect(&server);
     let mut reader = BufReader::new(&client);
     let sent = Instant::now();
     (&client).write_all(GET.as_bytes()).unwrap();
     let head = read_head(&mut reader);
     let head_at = Instant::now();
-    let want = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
-                Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n";
-    assert_eq!(head, want);
+    assert_eq!(head, SSE_HEAD);
     let (body, arrivals) = read_chunks(&mut reader);
     assert_eq!(String::from_utf8_lossy(&body), EVENTS);
     assert_eq!(arrivals.len(), 3, "one chunk per event");
-    // The events are timed from the server's start of the response, which
-    // comes after the request and before the head is read: from the
-    // request the bound is exact, from the head it allows for the test's
-    // own thread being slow to note the head's arrival.
+    // The events are timed from the head's write, which comes after the
+    // request and before the head is read: from the request the bound is
+    // exact, from the head it allows for the test's own thread being slow
+    // to note the head's arrival.
     let third = arrivals[2];
-    assert!(third - sent >= 2 * every, "{:?}", third - sent);
-    assert!(third - head_at >= every * 3 / 2, "{:?}", third - head_at);
-    assert!(arrivals[1] - head_at >= every / 2, "not sent with the head");
+    assert!(third - sent >= 2 * gap, "{:?}", third - sent);
+    assert!(third - head_at >= gap * 3 / 2, "{:?}", third - head_at);
+    assert!(arrivals[1] - head_at >= gap / 2, "not sent with the first");
     assert!(third - sent < Duration::from_secs(1), "{:?}", third - sent);
     assert_eq!(server.stats().sse_events(), 3);
     // The connection stays open; HEAD gets the head alone, and routes that
@@ -590,7 +592,7 @@ fn sse_events_come_one_chunk_each_when_due() {
     (&client)
         .write_all(b"HEAD / HTTP/1.1\r\n\r\nGET /bytes/2 HTTP/1.1\r\n\r\n")
         .unwrap();
-    assert_eq!(read_head(&mut reader), want);
+    assert_eq!(read_head(&mut reader), SSE_HEAD);
     let plain = format!("{HEAD_200}Transfer-Encoding: chunked\r\n\r\n");
     assert_eq!(read_head(&mut reader), plain);
     assert_eq!(read_chunks(&mut reader).0, b"xx");
@@ -599,8 +601,62 @@ fn sse_events_come_one_chunk_each_when_due() {
 }
 
 #[test]
+fn the_head_goes_out_at_once_and_the_first_event_after_sse_first() {
+    let first = Duration::from_millis(200);
+    let gap = Duration::from_millis(20);
+    let server = serve(sse(2, first, gap));
+    let client = connect(&server);
+    let mut reader = BufReader::new(&client);
+    let sent = Instant::now();
+    (&client).write_all(GET.as_bytes()).unwrap();
+    assert_eq!(read_head(&mut reader), SSE_HEAD);
+    let head_at = Instant::now();
+    let (body, arrivals) = read_chunks(&mut reader);
+    let want = "id: 1\ndata: event 1\n\ndata: [DONE]\n\n";
+    assert_eq!(String::from_utf8_lossy(&body), want);
+    // Had the head waited for the first event, they would come together.
+    // A lower bound only, with room for this thread noting the head late;
+    // the gap after it counts from the first event's due time.
+    let to_first = arrivals[0] - head_at;
+    assert!(
+        to_first >= first * 3 / 4,
+        "first event {to_first:?} after the head"
+    );
+    assert!(
+        arrivals[1] - sent >= first + gap,
+        "{:?}",
+        arrivals[1] - sent
+    );
+    assert_eq!(server.stats().sse_events(), 2);
+}
+
+#[test]
+fn an_event_due_during_a_stall_waits_for_its_end() {
+    let ms = Duration::from_millis;
+    // Events due at about 0, 150, 300 and 450 ms; the stall covers the
+    // last two, which both go out once it ends at 550 ms.
+    let server = serve(ServeConfig {
+        stall: Some(StallPlan::once(ms(250), ms(300)).unwrap()),
+        ..sse(4, Duration::ZERO, ms(150))
+    });
+    let start = server.started_at();
+    let client = connect(&server);
+    let mut reader = BufReader::new(&client);
+    (&client).write_all(GET.as_bytes()).unwrap();
+    assert_eq!(read_head(&mut reader), SSE_HEAD);
+    let (body, arrivals) = read_chunks(&mut reader);
+    assert_eq!(arrivals.len(), 4);
+    assert!(String::from_utf8_lossy(&body).ends_with("data: [DONE]\n\n"));
+    for (i, at) in arrivals.iter().enumerate().skip(2) {
+        let since_start = *at - start;
+        assert!(since_start >= ms(545), "event {} at {since_start:?}", i + 1);
+    }
+    assert_eq!(server.stats().sse_events(), 4);
+}
+
+#[test]
 fn sse_events_end_with_the_connection_for_http10() {
-    let server = serve(sse(3, Duration::from_millis(1)));
+    let server = serve(sse(3, Duration::ZERO, Duration::from_millis(1)));
     let mut client = connect(&server);
     send(&mut client, "GET / HTTP/1.0\r\n\r\n");
     let all = read_until_closed(&mut client);

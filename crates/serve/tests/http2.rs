@@ -614,37 +614,56 @@ async fn trickle_sends_a_byte_per_data_frame() {
     );
 }
 
-#[tokio::test]
-async fn sse_events_come_one_data_frame_each_when_due() {
-    let every = Duration::from_millis(50);
-    let server = h2c(ServeConfig {
-        sse: Some(Sse { events: 3, every }),
-        ..body_size(4)
-    });
-    let (client, _conn) = connect(&server).await;
+/// Sends GET / on `client` and reads the event stream: its head, when the
+/// head was read, and each DATA frame's text with when it was read.
+async fn read_events(
+    client: &SendRequest<Bytes>,
+) -> (http::response::Parts, Instant, Vec<(String, Instant)>) {
     let mut ready = bounded(client.clone().ready()).await.unwrap();
-    let sent = Instant::now();
     let (response, _) = ready.send_request(get("/"), true).unwrap();
     let (head, mut body) = bounded(response).await.unwrap().into_parts();
     let head_at = Instant::now();
-    assert_eq!(head.status, 200);
-    assert_eq!(head.headers["content-type"], "text/event-stream");
-    assert_eq!(head.headers["cache-control"], "no-cache");
-    assert!(head.headers.get("content-length").is_none());
     let mut frames = Vec::new();
     while let Some(data) = bounded(body.data()).await {
         let data = data.unwrap();
         let _ = body.flow_control().release_capacity(data.len());
         frames.push((String::from_utf8(data.to_vec()).unwrap(), Instant::now()));
     }
+    (head, head_at, frames)
+}
+
+/// A server whose successful responses are `events` events, the first
+/// `first` after the head, then `gap` apart.
+fn sse(events: u64, first: Duration, gap: Duration) -> ServeConfig {
+    ServeConfig {
+        sse: Some(Sse { events, first, gap }),
+        ..body_size(4)
+    }
+}
+
+#[tokio::test]
+async fn sse_events_come_one_data_frame_each_when_due() {
+    let gap = Duration::from_millis(50);
+    let server = h2c(sse(3, Duration::ZERO, gap));
+    let (client, _conn) = connect(&server).await;
+    let sent = Instant::now();
+    let (head, head_at, frames) = read_events(&client).await;
+    assert_eq!(head.status, 200);
+    assert_eq!(head.headers["content-type"], "text/event-stream");
+    assert_eq!(head.headers["cache-control"], "no-cache");
+    assert!(head.headers.get("content-length").is_none());
     let events: Vec<_> = frames.iter().map(|(event, _)| event.as_str()).collect();
-    let want = (1..=3).map(|i| format!("id: {i}\ndata: event {i}\n\n"));
-    assert_eq!(events, want.collect::<Vec<_>>(), "one DATA frame per event");
+    let want = [
+        "id: 1\ndata: event 1\n\n",
+        "id: 2\ndata: event 2\n\n",
+        "data: [DONE]\n\n",
+    ];
+    assert_eq!(events, want, "one DATA frame per event");
     // Exact from the request, which comes before the stream's start; from
     // the head, allowing for this task being slow to note its arrival.
     let third = frames[2].1;
-    assert!(third - sent >= 2 * every, "{:?}", third - sent);
-    assert!(third - head_at >= every * 3 / 2, "{:?}", third - head_at);
+    assert!(third - sent >= 2 * gap, "{:?}", third - sent);
+    assert!(third - head_at >= gap * 3 / 2, "{:?}", third - head_at);
     assert!(third - sent < Duration::from_secs(1), "{:?}", third - sent);
     assert_eq!(server.stats().sse_events(), 3);
     // HEAD gets the head alone; a route that names its body keeps it.
@@ -655,6 +674,54 @@ async fn sse_events_come_one_data_frame_each_when_due() {
     let bytes = fetch(&mut client.clone(), get("/bytes/2")).await.unwrap();
     assert_eq!(bytes.body, xs(2));
     assert_eq!(server.stats().sse_events(), 3);
+}
+
+#[tokio::test]
+async fn the_head_goes_out_at_once_and_the_first_event_after_sse_first() {
+    let first = Duration::from_millis(200);
+    let gap = Duration::from_millis(20);
+    let server = h2c(sse(2, first, gap));
+    let (client, _conn) = connect(&server).await;
+    let sent = Instant::now();
+    let (head, head_at, frames) = read_events(&client).await;
+    assert_eq!(head.headers["content-type"], "text/event-stream");
+    let events: Vec<_> = frames.iter().map(|(event, _)| event.as_str()).collect();
+    assert_eq!(events, ["id: 1\ndata: event 1\n\n", "data: [DONE]\n\n"]);
+    // Had HEADERS waited for the first event, they would come together.
+    // A lower bound only, with room for this task noting the head late;
+    // the gap after it counts from the first event's due time.
+    let to_first = frames[0].1 - head_at;
+    assert!(
+        to_first >= first * 3 / 4,
+        "first event {to_first:?} after the head"
+    );
+    assert!(
+        frames[1].1 - sent >= first + gap,
+        "{:?}",
+        frames[1].1 - sent
+    );
+    assert_eq!(server.stats().sse_events(), 2);
+}
+
+#[tokio::test]
+async fn an_event_due_during_a_stall_waits_for_its_end() {
+    let ms = Duration::from_millis;
+    // Events due at about 0, 150, 300 and 450 ms; the stall covers the
+    // last two, which both go out once it ends at 550 ms.
+    let server = h2c(ServeConfig {
+        stall: Some(StallPlan::once(ms(250), ms(300)).unwrap()),
+        ..sse(4, Duration::ZERO, ms(150))
+    });
+    let start = server.started_at();
+    let (client, _conn) = connect(&server).await;
+    let (_, _, frames) = read_events(&client).await;
+    assert_eq!(frames.len(), 4);
+    assert_eq!(frames[3].0, "data: [DONE]\n\n");
+    for (i, (_, at)) in frames.iter().enumerate().skip(2) {
+        let since_start = *at - start;
+        assert!(since_start >= ms(545), "event {} at {since_start:?}", i + 1);
+    }
+    assert_eq!(server.stats().sse_events(), 4);
 }
 
 #[tokio::test]
