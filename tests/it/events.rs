@@ -34,8 +34,11 @@ fn every_event_is_counted_and_its_gap_is_the_servers() {
     for (url, flags) in &runs {
         let dir = TempDir::new("events");
         let json = dir.file("run.json", "");
+        let hlog = dir.file("run.hlog", "");
         let mut args: Vec<&str> = flags.iter().map(String::as_str).collect();
-        args.extend(["-t1", "-c2", "-d3s", "--sse", "-L", "--json", &json, url]);
+        args.extend([
+            "-t1", "-c2", "-d3s", "--sse", "-L", "--json", &json, "--hlog", &hlog, url,
+        ]);
         let o = metron(&args);
         let out = stdout(&o);
         assert!(o.status.success(), "{url}: {out}{}", stderr(&o));
@@ -76,6 +79,16 @@ fn every_event_is_counted_and_its_gap_is_the_servers() {
             "{line}"
         );
         assert!(out.contains("Event gap"), "{out}");
+        // Interval by interval too: the log's tags and the series' p99s.
+        let log = std::fs::read_to_string(&hlog).unwrap();
+        for tag in ["Tag=first-event,", "Tag=event-gap,"] {
+            assert!(
+                log.lines().any(|l| l.starts_with(tag)),
+                "{url}: no {tag}\n{log}"
+            );
+        }
+        let points = doc["series"]["points"].as_array().unwrap();
+        assert!(points.iter().any(|p| p["event_gap_p99"].as_u64().is_some()));
     }
 }
 
@@ -95,9 +108,10 @@ fn without_sse_nothing_is_read_as_events() {
 }
 
 per_protocol! {
-    /// `metron serve` streams 5 events 20 ms apart, the first with the
-    /// head, and stalls once for S = 1 s at rate R. The first event of
-    /// every request due during the stall waits for its end: timed from
+    /// `metron serve` streams 5 events 20 ms apart (the last `data:
+    /// [DONE]`), the first with the head, and stalls once for S = 1 s at
+    /// rate R. The first event of every request due during the stall
+    /// waits for its end: timed from
     /// the intended send time, the first events follow the arithmetic
     /// of a stall (as latency does in tests/it/rate.rs), while the gaps
     /// stay the server's 20 ms. Every completed response counted its 5
@@ -108,7 +122,8 @@ per_protocol! {
         let srv = proto.server(ServeConfig {
             sse: Some(Sse {
                 events: 5,
-                every: Duration::from_millis(20),
+                first: Duration::ZERO,
+                gap: Duration::from_millis(20),
             }),
             stall: Some(StallPlan::once(Duration::from_millis(1200), stall).unwrap()),
             ..ServeConfig::default()
@@ -155,7 +170,8 @@ fn a_scripts_event_hook_gets_each_events_data() {
     let srv = server(ServeConfig {
         sse: Some(Sse {
             events: 5,
-            every: Duration::from_millis(10),
+            first: Duration::ZERO,
+            gap: Duration::from_millis(10),
         }),
         ..ServeConfig::default()
     });

@@ -117,7 +117,7 @@ fn a_pause_mid_stream_shows_at_its_length_and_the_end_leaves_lower_bounds() {
     );
     assert!((p50 - 20.0).abs() <= 2.0, "gap p50 {p50} ms\n{text}");
     assert!((p99 - 320.0).abs() <= 10.0, "gap p99 {p99} ms\n{text}");
-    assert!(max >= 315.0 && max <= 400.0, "gap max {max} ms\n{text}");
+    assert!((315.0..=400.0).contains(&max), "gap max {max} ms\n{text}");
     // About R × 0.5 s of streams are open at the end: each is a lower bound.
     assert!(e.open > 0, "{text}");
     assert!(text.contains("open at the end, as lower bounds"), "{text}");
