@@ -154,8 +154,11 @@ impl Recorder {
     /// is measured from its send: there is no delay to correct for.
     #[inline]
     pub fn sent(&mut self, slot: Nanos, now: Nanos, endpoint: Option<u16>) -> Stamp {
+        // In the closed loop a request is due when it goes out: its
+        // corrected figures are its uncorrected ones, exactly.
+        let intended = if self.paced { slot.min(now) } else { now };
         let stamp = Stamp {
-            intended: slot.min(now),
+            intended,
             sent: now,
             measured: self.window.measures(slot),
             endpoint,
@@ -215,10 +218,17 @@ impl Recorder {
         let corrected = to_us(now - stamp.intended);
         let uncorrected = to_us(now - stamp.sent);
         ThreadStats::record(&mut s.latency, &mut c.saturated, corrected);
-        ThreadStats::record(&mut s.uncorrected, &mut c.saturated, uncorrected);
         let first_byte = first_byte.clamp(stamp.sent, now);
         let ttfb = to_us(first_byte - stamp.intended);
-        s.timings.first_byte(ttfb, to_us(first_byte - stamp.sent));
+        if self.paced {
+            ThreadStats::record(&mut s.uncorrected, &mut c.saturated, uncorrected);
+            s.timings.first_byte(ttfb, to_us(first_byte - stamp.sent));
+        } else {
+            // The same values twice: copied once at the end instead
+            // (`finish`), two histogram records fewer per response.
+            c.saturated += u64::from(uncorrected > super::HIST_HIGH_US);
+            super::record_clamped(&mut s.timings.ttfb, ttfb);
+        }
         c.completed += 1;
         c.bytes += bytes;
         let error = status > 399;
@@ -556,6 +566,13 @@ impl Recorder {
 
     /// The run is over: closes the last interval.
     pub fn finish(mut self, cpu: Duration, script_calls: u64) -> ThreadStats {
+        if !self.paced {
+            // See `completed`: in the closed loop they were not recorded
+            // twice.
+            self.stats.uncorrected.clone_from(&self.stats.latency);
+            let t = &mut self.stats.timings;
+            t.ttfb_uncorrected.clone_from(&t.ttfb);
+        }
         self.stats.intervals.finish();
         self.stats.cpu = cpu;
         self.stats.script_calls = script_calls;
