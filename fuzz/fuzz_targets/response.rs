@@ -175,10 +175,7 @@ fn observe(parser: &ResponseParser, done: Done, setup: &Setup) -> Seen {
     let seen = Seen {
         done,
         status: parser.status(),
-        headers: parser
-            .headers()
-            .map(|(n, v)| (n.to_string(), v.to_vec()))
-            .collect(),
+        headers: parser.headers_owned(),
         body: parser.body().to_vec(),
     };
     if setup.capture {

@@ -18,10 +18,7 @@ use metron::serve::{ServeConfig, Sse, StallPlan};
 #[test]
 fn every_event_is_counted_and_its_gap_is_the_servers() {
     let _g = serial();
-    let Some(ngx) = Nginx::start(Options {
-        events: true,
-        ..Options::default()
-    }) else {
+    let Some(ngx) = nginx_with_events() else {
         return;
     };
     let runs = [
@@ -92,14 +89,19 @@ fn every_event_is_counted_and_its_gap_is_the_servers() {
     }
 }
 
+/// nginx with its `/events` file of server-sent events.
+fn nginx_with_events() -> Option<Nginx> {
+    Nginx::start(Options {
+        events: true,
+        ..Options::default()
+    })
+}
+
 /// A run without `--sse` reads bodies as bytes: no events anywhere.
 #[test]
 fn without_sse_nothing_is_read_as_events() {
     let _g = serial();
-    let Some(ngx) = Nginx::start(Options {
-        events: true,
-        ..Options::default()
-    }) else {
+    let Some(ngx) = nginx_with_events() else {
         return;
     };
     let (o, text) = bench(&["-t1", "-c1", "-d1500ms", &ngx.h2c_url("/events"), "--http2"]);

@@ -250,6 +250,14 @@ impl ResponseParser {
         self.captured.fields()
     }
 
+    /// [`ResponseParser::headers`], owned: what a test or the fuzz target
+    /// keeps of one parse to compare it with another.
+    pub fn headers_owned(&self) -> Vec<(String, Vec<u8>)> {
+        self.headers()
+            .map(|(n, v)| (n.to_string(), v.to_vec()))
+            .collect()
+    }
+
     /// Captured decoded (de-chunked) body; empty unless capture is on.
     pub fn body(&self) -> &[u8] {
         self.captured.body()
@@ -659,10 +667,7 @@ mod tests {
         Seen {
             done,
             status: parser.status(),
-            headers: parser
-                .headers()
-                .map(|(n, v)| (n.to_string(), v.to_vec()))
-                .collect(),
+            headers: parser.headers_owned(),
             body: parser.body().to_vec(),
         }
     }

@@ -137,10 +137,17 @@ fn spectrum_series(
 }
 
 /// The classic HdrHistogram plot of both latency spectra.
-pub fn spectrum(doc: &Document) -> Chart {
+pub fn spectrum<'a>(doc: &'a Document) -> Chart {
     let (corrected, uncorrected) = (&doc.latency.corrected, &doc.latency.uncorrected);
+    // The phases, when measured: the first byte, and with --sse the
+    // first event, each from the intended send time as latency is.
+    let measured = |s: Option<&'a Summary>| s.filter(|s| s.count > 0);
+    let ttfb = measured(doc.latency.ttfb.as_ref().map(|t| &t.corrected));
+    let first_event = measured(doc.events.as_ref().map(|e| &e.first));
     let mut spectra = vec![corrected, uncorrected];
     spectra.extend(doc.with_unfinished());
+    spectra.extend(ttfb);
+    spectra.extend(first_event);
     let max_us = spectra
         .iter()
         .flat_map(|s| &s.spectrum)
@@ -156,6 +163,17 @@ pub fn spectrum(doc: &Document) -> Chart {
     ];
     if let Some(w) = doc.with_unfinished() {
         series.push(spectrum_series(w, &x, &unit, (WITH_UNFINISHED, RED, true)));
+    }
+    if let Some(t) = ttfb {
+        series.push(spectrum_series(
+            t,
+            &x,
+            &unit,
+            ("time to first byte", GREEN, true),
+        ));
+    }
+    if let Some(f) = first_event {
+        series.push(spectrum_series(f, &x, &unit, ("first event", PURPLE, true)));
     }
     Chart {
         label: "Latency by percentile".to_string(),
@@ -239,7 +257,17 @@ pub fn latency_over_time(doc: &Document) -> Chart {
         .series
         .points
         .iter()
-        .filter_map(|p| p.max.max(p.p99).max(p.p50).max(p.p99_with_unfinished))
+        .filter_map(|p| {
+            [
+                p.p99,
+                p.p50,
+                p.p99_with_unfinished,
+                p.first_event_p99,
+                p.event_gap_p99,
+            ]
+            .into_iter()
+            .fold(p.max, Option::max)
+        })
         .max()
         .unwrap_or(0);
     let unit = LatencyUnit::for_max(max_us);
@@ -250,6 +278,18 @@ pub fn latency_over_time(doc: &Document) -> Chart {
     ];
     if doc.series.points.iter().any(|p| p.unfinished > 0) {
         lines.push(("p99 with unfinished", RED, true, |p| p.p99_with_unfinished));
+    }
+    // The phases per interval, where the document has them: the first
+    // byte, and with --sse the first event and the gaps.
+    let phases: [(&str, &'static str, LatencyPick); 3] = [
+        ("first byte p99", GREEN, |p| p.ttfb_p99),
+        ("first event p99", GREY, |p| p.first_event_p99),
+        ("event gap p99", AMBER, |p| p.event_gap_p99),
+    ];
+    for (name, color, pick) in phases {
+        if doc.series.points.iter().any(|p| pick(p).is_some()) {
+            lines.push((name, color, true, pick));
+        }
     }
     let series = lines
         .into_iter()

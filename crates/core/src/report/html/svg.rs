@@ -22,6 +22,8 @@ const LEFT: f64 = 72.0;
 /// line up.
 const RIGHT: f64 = 72.0;
 const TOP: f64 = 44.0;
+/// Between two rows of the legend, when it wraps.
+const LEGEND_ROW: f64 = 17.0;
 const BOTTOM: f64 = 56.0;
 /// Above this many points a series gets no hover targets: they would add
 /// megabytes to the page for points a pointer cannot single out anyway.
@@ -215,9 +217,30 @@ impl Chart {
     /// are estimated from the label length: exact enough for a legend, and
     /// it keeps the chart free of script.
     fn legend(&self, out: &mut String) {
-        let mut x = LEFT;
-        let y = TOP - 20.0;
+        // Entries run left to right and wrap before the chart's right
+        // edge; the rows stack upwards from just above the plot.
+        let width = |s: &Series| 28.0 + 7.0 * s.label.chars().count() as f64 + 24.0;
+        let mut rows: Vec<Vec<&Series>> = vec![Vec::new()];
+        let mut used = 0.0;
         for s in &self.series {
+            let row = rows.last_mut().expect("one row at least");
+            if !row.is_empty() && LEFT + used + width(s) > WIDTH {
+                rows.push(Vec::new());
+                used = 0.0;
+            }
+            rows.last_mut().expect("just pushed").push(s);
+            used += width(s);
+        }
+        let n = rows.len();
+        for (r, row) in rows.into_iter().enumerate() {
+            let y = TOP - 20.0 - LEGEND_ROW * (n - 1 - r) as f64;
+            self.legend_row(out, &row, y);
+        }
+    }
+
+    fn legend_row(&self, out: &mut String, row: &[&Series], y: f64) {
+        let mut x = LEFT;
+        for s in row {
             if s.rings {
                 let _ = write!(
                     out,
@@ -330,5 +353,61 @@ fn dash(dashed: bool) -> &'static str {
         r#" stroke-dasharray="7 4""#
     } else {
         ""
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chart(labels: &[&str]) -> Chart {
+        Chart {
+            label: "t".into(),
+            x: Axis::exact(1.0, 4, "x"),
+            y: Axis::from_zero(1.0, 4, "y"),
+            y_right: None,
+            series: labels
+                .iter()
+                .map(|l| Series {
+                    label: l.to_string(),
+                    color: "#000",
+                    dashed: false,
+                    on_right: false,
+                    rings: false,
+                    runs: Vec::new(),
+                })
+                .collect(),
+            empty_note: "none".into(),
+        }
+    }
+
+    /// The rows the legend's labels sit on, top to bottom.
+    fn legend_rows(svg: &str) -> Vec<String> {
+        let mut ys: Vec<String> = svg
+            .split(r#"<text class="legend" "#)
+            .skip(1)
+            .map(|t| t.split('"').nth(3).expect("x=\"..\" y=\"..\"").to_string())
+            .collect();
+        ys.dedup();
+        ys
+    }
+
+    /// A legend wider than the chart wraps onto a second row above the
+    /// first instead of running off the edge; a short one stays on one.
+    #[test]
+    fn a_long_legend_wraps_and_stays_inside_the_chart() {
+        let short = chart(&["p50", "p99"]).to_svg();
+        assert_eq!(legend_rows(&short).len(), 1);
+        let long = chart(&[
+            "corrected (from intended send)",
+            "uncorrected (from actual send)",
+            "with unfinished (lower bounds)",
+            "time to first byte",
+            "first event",
+        ])
+        .to_svg();
+        let rows = legend_rows(&long);
+        assert_eq!(rows.len(), 2, "{long}");
+        assert!(rows.iter().all(|y| y.parse::<f64>().unwrap() > 0.0));
     }
 }
