@@ -42,7 +42,7 @@ use crate::http::request::{metas_into, Batch, RequestMeta};
 use crate::http::{EventReading, Failure, OpenError, Protocol, Request, SessionOptions};
 use crate::replay::Cursor;
 use crate::schedule::Plan;
-use crate::script::ThreadScript;
+use crate::script::{ScriptError, ThreadScript};
 use crate::stats::{
     AtEnd, ConnectCause, Loss, Phases, ReadCause, Recorder, StopCause, ThreadStats, Wait,
 };
@@ -912,13 +912,8 @@ impl Worker {
         let (Some(script), Some(data)) = (self.script.as_mut(), data) else {
             return true;
         };
-        match script.event(data) {
-            Ok(()) => true,
-            Err(e) => {
-                self.fail(e.into());
-                false
-            }
-        }
+        let result = script.event(data);
+        self.script_went_on(result)
     }
 
     /// Runs the script's `response()` on the response just recorded on
@@ -932,6 +927,11 @@ impl Worker {
         };
         let captured = session.captured();
         let result = script.response(status, &mut captured.fields(), captured.body());
+        self.script_went_on(result)
+    }
+
+    /// Whether a hook of the script returned; its error stops the run.
+    fn script_went_on(&mut self, result: Result<(), ScriptError>) -> bool {
         match result {
             Ok(()) => true,
             Err(e) => {

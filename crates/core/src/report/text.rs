@@ -468,23 +468,25 @@ const PHASE_PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
 /// the intended send time, and from the send), connect and TLS handshake,
 /// each a row when it was measured at all.
 fn write_timings(out: &mut impl Write, t: &Timings, events: Option<&EventStats>) -> io::Result<()> {
-    let none = crate::stats::new_histogram();
-    let rows = [
-        ("Time to first byte", &t.ttfb),
-        ("  uncorrected", &t.ttfb_uncorrected),
-        ("First event", events.map_or(&none, |e| &e.first)),
-        ("Event gap", events.map_or(&none, |e| &e.gap)),
-        ("Connect", &t.connect),
-        ("TLS handshake", &t.tls_handshake),
-    ];
-    if rows.iter().all(|(_, h)| h.is_empty()) {
+    let rows: Vec<(&str, &Histogram<u64>)> = [
+        ("Time to first byte", Some(&t.ttfb)),
+        ("  uncorrected", Some(&t.ttfb_uncorrected)),
+        ("First event", events.map(|e| &e.first)),
+        ("Event gap", events.map(|e| &e.gap)),
+        ("Connect", Some(&t.connect)),
+        ("TLS handshake", Some(&t.tls_handshake)),
+    ]
+    .into_iter()
+    .filter_map(|(name, h)| h.filter(|h| !h.is_empty()).map(|h| (name, h)))
+    .collect();
+    if rows.is_empty() {
         return Ok(());
     }
     let heads: String = ["p50", "p90", "p99", "p99.9", "max"]
         .map(|h| format!("{h:>10}"))
         .concat();
     writeln!(out, "  {:<22}{heads}", "Phases (HdrHistogram)")?;
-    for (name, h) in rows.into_iter().filter(|(_, h)| !h.is_empty()) {
+    for (name, h) in rows {
         let values = PHASE_PERCENTILES
             .map(|p| summary::value_at_percentile(h, p))
             .into_iter()

@@ -65,7 +65,8 @@ impl Timings {
         }
     }
 
-    /// Every histogram, in the order of [`Timings::NAMES`].
+    /// Every histogram: time to first byte (corrected, uncorrected),
+    /// connect, TLS handshake.
     pub fn histograms(&self) -> [&Histogram<u64>; 4] {
         [
             &self.ttfb,
@@ -75,7 +76,7 @@ impl Timings {
         ]
     }
 
-    /// Every histogram, mutable, in the order of [`Timings::NAMES`].
+    /// Every histogram, mutable, in the order of [`Timings::histograms`].
     pub fn histograms_mut(&mut self) -> [&mut Histogram<u64>; 4] {
         [
             &mut self.ttfb,
@@ -84,9 +85,6 @@ impl Timings {
             &mut self.tls_handshake,
         ]
     }
-
-    /// The names the interval log tags the histograms with, in order.
-    pub const NAMES: [&'static str; 4] = ["ttfb", "ttfb-uncorrected", "connect", "tls-handshake"];
 }
 
 /// `--sse`: the events of streamed responses, in µs.
