@@ -192,7 +192,11 @@ pub struct BenchArgs {
     #[arg(long = "http2", visible_alias = "h2", conflicts_with = "alpn")]
     pub http2: bool,
 
-    /// HTTP/2: streams in flight per connection, never more than the server allows [default: 100]
+    /// Speak HTTP/3 over QUIC (UDP) to https:// URLs, offering h3 by ALPN
+    #[arg(long = "http3", visible_alias = "h3", conflicts_with_all = ["alpn", "http2"])]
+    pub http3: bool,
+
+    /// HTTP/2 and HTTP/3: streams in flight per connection, never more than the server allows [default: 100]
     #[arg(short = 'm', long = "max-streams", value_parser = parse_si_u64, value_name = "N")]
     pub max_streams: Option<u64>,
 

@@ -159,10 +159,12 @@ pub enum ConfigError {
     SeriesIntervalUnused,
     #[error("{0:?} after the URL would go to a script's init(args), but there is no script; add -s FILE, or drop the extra words")]
     ArgsWithoutScript(String),
-    #[error("-m {0}: HTTP/2 streams per connection go from 1 to 2^31-1, e.g. -m 100")]
+    #[error("-m {0}: streams per connection go from 1 to 2^31-1, e.g. -m 100")]
     MaxStreams(u64),
-    #[error("-m only sets HTTP/2's streams per connection, and this run speaks HTTP/1.1; add --http2 (or --alpn h2,http/1.1), or drop -m")]
+    #[error("-m only sets HTTP/2's and HTTP/3's streams per connection, and this run speaks HTTP/1.1; add --http2 (or --alpn h2,http/1.1, or --http3), or drop -m")]
     StreamsWithoutHttp2,
+    #[error("--http3 runs over QUIC, which is always encrypted, and {0} is not an https:// URL; write it as https://")]
+    Http3NeedsHttps(String),
     #[error(
         "--alpn {list:?}: {why}; list h2 and http/1.1, preferred first, e.g. --alpn h2,http/1.1"
     )]
@@ -375,8 +377,8 @@ fn clock_seed() -> u64 {
     now.map_or(0, |d| d.as_nanos() as u64 % 1_000_000)
 }
 
-/// What may be spoken, from `--http2`, `--alpn` and `-m`: HTTP/1.1 alone
-/// unless HTTP/2 is asked for.
+/// What may be spoken, from `--http2`, `--http3`, `--alpn` and `-m`:
+/// HTTP/1.1 alone unless another version is asked for.
 fn protocols(args: &BenchArgs, hosts: &[Target]) -> Result<Protocols, ConfigError> {
     let (offer, asked_by) = match &args.alpn {
         Some(list) => {
@@ -386,10 +388,16 @@ fn protocols(args: &BenchArgs, hosts: &[Target]) -> Result<Protocols, ConfigErro
             (alpn_list(list)?, Some(format!("--alpn {list}")))
         }
         None if args.http2 => (vec![Protocol::Http2], Some("--http2".to_string())),
+        None if args.http3 => {
+            if let Some(t) = hosts.iter().find(|t| t.scheme != Scheme::Https) {
+                return Err(ConfigError::Http3NeedsHttps(format!("http://{}", t.authority)));
+            }
+            (vec![Protocol::Http3], Some("--http3".to_string()))
+        }
         None => (vec![Protocol::Http1], None),
     };
     let max_streams = match args.max_streams {
-        Some(_) if !offer.contains(&Protocol::Http2) => {
+        Some(_) if !offer.iter().any(|p| p.multiplexes()) => {
             return Err(ConfigError::StreamsWithoutHttp2)
         }
         Some(m) if m == 0 || m > i32::MAX as u64 => return Err(ConfigError::MaxStreams(m)),

@@ -28,7 +28,8 @@ use super::transport::{
 };
 use super::trust::webpki_fault;
 use super::worker::Peer;
-use super::{tls_words, EngineError};
+use super::{preflight_quic, tls_words, EngineError};
+use crate::http::h3::Refusal;
 use crate::http::h2::preflight::Answer;
 use crate::target::{Scheme, Target};
 
@@ -103,6 +104,9 @@ fn preflight(
     protocols: &Protocols,
     timeout: Duration,
 ) -> Result<Reached, EngineError> {
+    if protocols.offer.first() == Some(&Protocol::Http3) {
+        return quic_preflight(target, tls, timeout);
+    }
     let mut last = None;
     for &addr in &target.addrs {
         let began = Instant::now();
@@ -123,6 +127,75 @@ fn preflight(
         }
     }
     Err(last.expect("a target always has at least one address"))
+}
+
+/// An HTTP/3 host: the first address whose QUIC handshake offering h3
+/// completes. A certificate refused over QUIC is explained as over TCP
+/// when the host also answers TLS there (its words name the fix).
+fn quic_preflight(
+    target: &Target,
+    tls: Option<TlsCheck>,
+    timeout: Duration,
+) -> Result<Reached, EngineError> {
+    let Some(check) = tls else {
+        return Err(EngineError::Tls {
+            addr: target.addrs[0],
+            why: "HTTP/3 needs TLS".to_string(),
+        });
+    };
+    let mut last = None;
+    for &addr in &target.addrs {
+        match preflight_quic::handshake(addr, check.setup, &target.authority, timeout) {
+            Ok(()) => {
+                return Ok(Reached {
+                    addr,
+                    protocol: Protocol::Http3,
+                    server_limit: None,
+                })
+            }
+            Err(preflight_quic::Failed::Refused(Refusal::Certificate(why))) => {
+                let over_tcp = certificate_over_tcp(addr, target, &check, timeout);
+                let failed = preflight_quic::Failed::Refused(Refusal::Certificate(why));
+                return Err(over_tcp
+                    .unwrap_or_else(|| preflight_quic::error(addr, &target.host, failed, timeout)));
+            }
+            Err(failed) => last = Some(preflight_quic::error(addr, &target.host, failed, timeout)),
+        }
+    }
+    Err(last.expect("a target always has at least one address"))
+}
+
+/// The certificate error a TLS handshake over TCP with `addr` gives,
+/// offering HTTP/2 and HTTP/1.1 so that the server gets as far as its
+/// certificate; `None` when the host does not answer TLS over TCP.
+fn certificate_over_tcp(
+    addr: SocketAddr,
+    target: &Target,
+    check: &TlsCheck,
+    timeout: Duration,
+) -> Option<EngineError> {
+    let sock = TcpStream::connect_timeout(&addr, timeout).ok()?;
+    let mut config = (*check.setup.config).clone();
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let setup = TlsSetup {
+        config: Arc::new(config),
+        name: check.setup.name.clone(),
+    };
+    let tcp_check = TlsCheck { setup: &setup, ..*check };
+    let protocols = Protocols {
+        offer: vec![Protocol::Http2, Protocol::Http1],
+        ..Protocols::default()
+    };
+    let probe = Probe {
+        addr,
+        protocols: &protocols,
+        timeout,
+        rtt: Duration::ZERO,
+    };
+    match probe.secure(sock, target, &tcp_check) {
+        Err(e @ EngineError::Certificate { .. }) => Some(e),
+        _ => None,
+    }
 }
 
 /// One host's pre-flight, over the connection it opened.

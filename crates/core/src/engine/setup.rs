@@ -130,7 +130,7 @@ impl Protocols {
         };
         match self.offer.as_slice() {
             [Protocol::Http1] => None,
-            [Protocol::Http2] => Some(format!("HTTP/2, {streams}")),
+            [one] => Some(format!("{}, {streams}", one.name())),
             several => {
                 let names: Vec<&str> = several.iter().map(|p| p.name()).collect();
                 Some(format!("{} by ALPN, HTTP/2 {streams}", names.join(" or ")))

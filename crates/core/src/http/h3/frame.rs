@@ -19,6 +19,7 @@ pub const MAX_FIELD_SECTION_SIZE: u64 = 0x6;
 pub const QPACK_BLOCKED_STREAMS: u64 = 0x7;
 
 /// Error codes (§8.1, RFC 9204 §6).
+pub const H3_NO_ERROR: u64 = 0x100;
 pub const H3_CLOSED_CRITICAL_STREAM: u64 = 0x104;
 pub const H3_FRAME_UNEXPECTED: u64 = 0x105;
 pub const H3_FRAME_ERROR: u64 = 0x106;

@@ -31,7 +31,7 @@ use super::session::{Captured, Event, Failure, OpenError, Request, Session};
 use super::sse::{EventReading, EventStream};
 pub use frame::code_name;
 use frame::*;
-pub use quic::{QuicFacts, QuicOptions};
+pub use quic::{QuicFacts, QuicOptions, Refusal};
 
 /// The most a captured body may hold; beyond it the response is lost, as
 /// for HTTP/1.1.
@@ -168,6 +168,8 @@ pub struct Http3<T> {
     qpack: qpack::Scratch,
     /// QUIC's next deadline, as last asked.
     deadline: Option<Nanos>,
+    /// Why the connection was lost, once it was.
+    lost: Option<quinn_proto::ConnectionError>,
 }
 
 impl<T: Clone> Http3<T> {
@@ -194,12 +196,29 @@ impl<T: Clone> Http3<T> {
             closed: false,
             qpack: qpack::Scratch::default(),
             deadline: None,
+            lost: None,
         })
     }
 
     /// What QUIC reports of the connection: handshake, loss, closes.
     pub fn facts(&self) -> QuicFacts {
         self.quic.facts()
+    }
+
+    /// Closes the connection (H3_NO_ERROR): what is in flight is
+    /// abandoned, and the close goes out with the next transmit.
+    pub fn close(&mut self, now: Nanos) {
+        self.quic.close(now, H3_NO_ERROR);
+        self.closed = true;
+    }
+
+    /// Why the handshake failed, once the connection is lost before it
+    /// completed (for the pre-flight).
+    pub fn refusal(&self) -> Option<Refusal> {
+        match (&self.lost, self.connected) {
+            (Some(reason), false) => Some(quic::refusal(reason)),
+            _ => None,
+        }
     }
 
     /// Acts on everything QUIC has to say after input or a timeout, then
@@ -261,6 +280,7 @@ impl<T: Clone> Http3<T> {
     /// The connection is gone: what is in flight is lost, for the reason
     /// the close gave.
     fn on_lost(&mut self, reason: &quinn_proto::ConnectionError) {
+        self.lost.get_or_insert_with(|| reason.clone());
         if self.closed && self.streams.is_empty() {
             return;
         }

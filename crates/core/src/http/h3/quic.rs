@@ -222,3 +222,59 @@ pub(super) fn failure(reason: &ConnectionError) -> Failure {
         ConnectionError::LocallyClosed | ConnectionError::CidsExhausted => Failure::Closed,
     }
 }
+
+/// Why a QUIC handshake did not open a connection, as the pre-flight names
+/// it to the user.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// No datagram came back before the deadline.
+    Silent,
+    /// The server speaks no QUIC version this client does.
+    Version,
+    /// TLS: the server took none of the protocols offered (h3).
+    NoH3,
+    /// TLS: the server's certificate was refused here, for this reason.
+    Certificate(String),
+    /// TLS: the server wanted a client certificate, or refused ours.
+    ClientCertificate(String),
+    /// Anything else, in QUIC's words.
+    Other(String),
+}
+
+/// TLS alerts travel as QUIC's CRYPTO_ERROR codes 0x100 + alert (RFC 9001
+/// §4.8).
+const CRYPTO_ERRORS: std::ops::RangeInclusive<u64> = 0x100..=0x1ff;
+const NO_APPLICATION_PROTOCOL: u64 = 0x100 + 120;
+const CERTIFICATE_REQUIRED: u64 = 0x100 + 116;
+const BAD_CERTIFICATE: u64 = 0x100 + 42;
+
+/// What a connection lost during its handshake says of the server.
+pub(super) fn refusal(reason: &ConnectionError) -> Refusal {
+    match reason {
+        ConnectionError::VersionMismatch => Refusal::Version,
+        ConnectionError::TimedOut => Refusal::Silent,
+        // Our side ended it: a certificate refused here, or h3 not chosen.
+        ConnectionError::TransportError(e) => {
+            let code = u64::from(e.code);
+            match code {
+                NO_APPLICATION_PROTOCOL => Refusal::NoH3,
+                c if CRYPTO_ERRORS.contains(&c) && e.reason.contains("certificate") => {
+                    Refusal::Certificate(e.reason.clone())
+                }
+                _ => Refusal::Other(e.to_string()),
+            }
+        }
+        // The server ended it: the alert it sent.
+        ConnectionError::ConnectionClosed(close) => {
+            let code = u64::from(close.error_code);
+            let said = String::from_utf8_lossy(&close.reason).into_owned();
+            match code {
+                NO_APPLICATION_PROTOCOL => Refusal::NoH3,
+                CERTIFICATE_REQUIRED | BAD_CERTIFICATE => Refusal::ClientCertificate(close.to_string()),
+                _ if said.is_empty() => Refusal::Other(close.to_string()),
+                _ => Refusal::Other(said),
+            }
+        }
+        other => Refusal::Other(other.to_string()),
+    }
+}
