@@ -20,6 +20,7 @@ mod http2;
 mod http2_faults;
 mod http2_nginx;
 mod http2_truth;
+mod http3;
 mod layers;
 mod longrun;
 mod lua;

@@ -3,6 +3,7 @@
 //! the timing-sensitive runs of one test binary from overlapping on a
 //! small machine.
 
+pub mod caddy;
 pub mod dashboard;
 pub mod deploy;
 pub mod faults;
@@ -14,6 +15,7 @@ pub mod nginx;
 pub mod process;
 pub mod proto;
 pub mod python;
+pub mod relay;
 pub mod scripts;
 pub mod servers;
 pub mod shard;

@@ -390,7 +390,10 @@ fn protocols(args: &BenchArgs, hosts: &[Target]) -> Result<Protocols, ConfigErro
         None if args.http2 => (vec![Protocol::Http2], Some("--http2".to_string())),
         None if args.http3 => {
             if let Some(t) = hosts.iter().find(|t| t.scheme != Scheme::Https) {
-                return Err(ConfigError::Http3NeedsHttps(format!("http://{}", t.authority)));
+                return Err(ConfigError::Http3NeedsHttps(format!(
+                    "http://{}",
+                    t.authority
+                )));
             }
             (vec![Protocol::Http3], Some("--http3".to_string()))
         }

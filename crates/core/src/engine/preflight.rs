@@ -29,8 +29,8 @@ use super::transport::{
 use super::trust::webpki_fault;
 use super::worker::Peer;
 use super::{preflight_quic, tls_words, EngineError};
-use crate::http::h3::Refusal;
 use crate::http::h2::preflight::Answer;
+use crate::http::h3::Refusal;
 use crate::target::{Scheme, Target};
 
 /// Where the connections go: the URL's host, or every host of the
@@ -156,8 +156,9 @@ fn quic_preflight(
             Err(preflight_quic::Failed::Refused(Refusal::Certificate(why))) => {
                 let over_tcp = certificate_over_tcp(addr, target, &check, timeout);
                 let failed = preflight_quic::Failed::Refused(Refusal::Certificate(why));
-                return Err(over_tcp
-                    .unwrap_or_else(|| preflight_quic::error(addr, &target.host, failed, timeout)));
+                return Err(over_tcp.unwrap_or_else(|| {
+                    preflight_quic::error(addr, &target.host, failed, timeout)
+                }));
             }
             Err(failed) => last = Some(preflight_quic::error(addr, &target.host, failed, timeout)),
         }
@@ -181,7 +182,10 @@ fn certificate_over_tcp(
         config: Arc::new(config),
         name: check.setup.name.clone(),
     };
-    let tcp_check = TlsCheck { setup: &setup, ..*check };
+    let tcp_check = TlsCheck {
+        setup: &setup,
+        ..*check
+    };
     let protocols = Protocols {
         offer: vec![Protocol::Http2, Protocol::Http1],
         ..Protocols::default()

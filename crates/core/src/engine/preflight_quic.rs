@@ -90,7 +90,12 @@ pub(super) fn handshake(
                 heard = true;
                 session.handle(&buf[..n], clock::now());
             }
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
                 session.handle_timeout(clock::now());
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -124,7 +129,12 @@ fn sent_error(e: io::Error) -> Failed {
 /// What a failed handshake with `addr` tells the user, with the fix. A
 /// certificate refused is named in QUIC's words here; the caller explains
 /// it better where the host also answers TLS over TCP.
-pub(super) fn error(addr: SocketAddr, host: &str, failed: Failed, timeout: Duration) -> EngineError {
+pub(super) fn error(
+    addr: SocketAddr,
+    host: &str,
+    failed: Failed,
+    timeout: Duration,
+) -> EngineError {
     let after = timeout;
     match failed {
         Failed::PortClosed => EngineError::QuicPortClosed { addr },

@@ -270,7 +270,9 @@ pub(super) fn refusal(reason: &ConnectionError) -> Refusal {
             let said = String::from_utf8_lossy(&close.reason).into_owned();
             match code {
                 NO_APPLICATION_PROTOCOL => Refusal::NoH3,
-                CERTIFICATE_REQUIRED | BAD_CERTIFICATE => Refusal::ClientCertificate(close.to_string()),
+                CERTIFICATE_REQUIRED | BAD_CERTIFICATE => {
+                    Refusal::ClientCertificate(close.to_string())
+                }
                 _ if said.is_empty() => Refusal::Other(close.to_string()),
                 _ => Refusal::Other(said),
             }

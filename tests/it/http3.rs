@@ -1,0 +1,219 @@
+//! `--http3` against Caddy, a server nobody here wrote, serving HTTP/3 on
+//! its TLS port: the ledger against its access log, the corrected
+//! percentiles through a stall of known length (the process stopped), a
+//! wrk script unchanged, loss and delay on the path, and the pre-flight's
+//! words for each way a host may not serve HTTP/3.
+
+use std::net::UdpSocket;
+use std::time::Duration;
+
+use crate::common::caddy::Caddy;
+use crate::common::relay::Relay;
+use crate::common::*;
+
+/// Every request metron completed, and every one still in flight at the
+/// end, is in Caddy's log as HTTP/3; nothing else is.
+#[test]
+fn caddys_log_holds_every_request_metron_sent() {
+    let _g = serial();
+    let Some(caddy) = Caddy::start() else {
+        return;
+    };
+    let args = ["-t2", "-c4", "-R1000", "-d2s", "--http3", "--cacert"];
+    let (o, text) = bench(&[&args[..], &[&caddy.cacert(), &caddy.url("/")]].concat());
+    assert_balanced(&o);
+    let c = &o.stats.counters;
+    assert_eq!(c.errors.lost_requests(), 0, "{c:?}");
+    assert_eq!(c.never_sent, 0, "{c:?}");
+    assert!(text.contains("  Protocol: HTTP/3\n"), "{text}");
+    assert!(text.contains("(HTTP/3, up to 100 streams each)"), "{text}");
+    let log = caddy.access_log();
+    assert_eq!(log.len() as u64, c.completed + c.in_flight, "{c:?}");
+    assert!(log
+        .iter()
+        .all(|l| l.proto == "HTTP/3.0" && l.method == "GET" && l.status == 200));
+}
+
+/// Caddy's process stopped for a second at 2000 requests/s, on two
+/// connections of 10 streams each: the requests due meanwhile wait, from when they
+/// were due, for the rest of the stop and for Caddy to work through them
+/// after it. The server's own account is a floor: each request carries
+/// its place in the schedule in its path (`/item/N`, due N/R after the
+/// start) and Caddy logs when it finished it, so no response can reach
+/// metron sooner than that log says. metron's p99 and p99.9 stand on that
+/// floor, within what Caddy's QUIC stack takes to deliver its backlog
+/// after a stop (its round-trip estimate then holds the stop); the
+/// uncorrected figures, from the send, fall far below it, as a client
+/// that waits for a free stream before it starts its clock would report.
+#[test]
+fn a_stopped_server_shows_in_the_corrected_percentiles() {
+    let _g = serial();
+    let Some(caddy) = Caddy::start() else {
+        return;
+    };
+    let rate = 2000.0;
+    let (o, stop) = std::thread::scope(|s| {
+        let pause = s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(1500));
+            caddy.pause(Duration::from_secs(1))
+        });
+        let args = ["-t1", "-c2", "-m10", "-R2000", "-d5s", "--http3", "-s"];
+        let more = [
+            &script("counter.lua"),
+            "--cacert",
+            &caddy.cacert(),
+            &caddy.url("/"),
+        ];
+        let (o, _) = bench(&[&args[..], &more[..]].concat());
+        (o, pause.join().unwrap())
+    });
+    assert_balanced(&o);
+    let c = &o.stats.counters;
+    assert_eq!(c.errors.lost_requests(), 0, "{c:?}");
+    let start = o
+        .started_at
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let mut truth = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+    for l in caddy.access_log() {
+        let n: f64 = l.uri.trim_start_matches("/item/").parse().unwrap();
+        let due = start + n / rate;
+        truth.record(((l.ts - due) * 1e6).max(1.0) as u64).unwrap();
+    }
+    // The stop is in the truth too: its requests waited at least the rest
+    // of it.
+    assert!(truth.value_at_quantile(0.999) as f64 >= 0.9 * stop.as_micros() as f64);
+    for q in [0.99, 0.999] {
+        let floor = truth.value_at_quantile(q) as f64;
+        let got = o.stats.latency.value_at_quantile(q) as f64;
+        let sent = o.stats.uncorrected.value_at_quantile(q) as f64;
+        assert!(
+            got >= 0.99 * floor && got <= 1.2 * floor,
+            "p{}: {got:.0}us, Caddy's log says {floor:.0}us (stopped {stop:?})",
+            q * 100.0
+        );
+        // 20 streams hold 0.2% of the requests: above p99, below p99.9.
+        if q == 0.99 {
+            assert!(sent < 0.5 * floor, "uncorrected p99: {sent:.0}us");
+        }
+    }
+}
+
+/// A wrk script that POSTs a body and one that builds a new path for
+/// every request run over HTTP/3 as written; Caddy logs what they built.
+#[test]
+fn wrk_scripts_run_unchanged_over_http3() {
+    let _g = serial();
+    let Some(caddy) = Caddy::start() else {
+        return;
+    };
+    let run = |name: &str| {
+        let args = ["-t1", "-c2", "-R200", "-d1s", "--http3", "-s"];
+        let (o, _) = bench(
+            &[
+                &args[..],
+                &[&script(name), "--cacert", &caddy.cacert()],
+                &[&caddy.url("/")],
+            ]
+            .concat(),
+        );
+        assert_balanced(&o);
+        assert_eq!(o.stats.counters.errors.lost_requests(), 0);
+        o.stats.counters.completed
+    };
+    let posted = run("post.lua");
+    let counted = run("counter.lua");
+    let log = caddy.access_log();
+    let posts = log.iter().filter(|l| l.method == "POST").count() as u64;
+    assert!(
+        posts >= posted && posted > 0,
+        "{posts} POSTs logged, {posted} completed"
+    );
+    let items: std::collections::BTreeSet<&str> = log
+        .iter()
+        .filter(|l| l.uri.starts_with("/item/"))
+        .map(|l| l.uri.as_str())
+        .collect();
+    // Each request got a path of its own: as many paths as requests.
+    assert!(
+        items.len() as u64 >= counted && counted > 0,
+        "{} paths, {counted} completed",
+        items.len()
+    );
+}
+
+/// 10 ms each way and one datagram in 25 dropped: QUIC sends again what
+/// was lost, so every request completes, and the latency holds the round
+/// trip and the retransmissions.
+#[test]
+fn loss_and_delay_enter_the_latency_not_the_ledger() {
+    let _g = serial();
+    let Some(caddy) = Caddy::start() else {
+        return;
+    };
+    let relay = Relay::start(
+        ([127, 0, 0, 1], caddy.port).into(),
+        Duration::from_millis(10),
+        25,
+    );
+    let url = format!("https://127.0.0.1:{}/", relay.port);
+    let args = ["-t1", "-c4", "-R200", "-d3s", "--timeout", "5s", "--http3"];
+    // The host Caddy serves, though the datagrams go to the relay.
+    let host = format!("Host: 127.0.0.1:{}", caddy.port);
+    let more = ["-H", &host, "--cacert", &caddy.cacert(), &url];
+    let (o, _) = bench(&[&args[..], &more[..]].concat());
+    assert_balanced(&o);
+    let c = &o.stats.counters;
+    assert_eq!(c.errors.lost_requests(), 0, "{c:?}");
+    assert!(relay.dropped.load(std::sync::atomic::Ordering::Relaxed) > 0);
+    let h = &o.stats.latency;
+    // Every request took at least the round trip through the relay.
+    assert!(h.min() >= 20_000, "min {}us", h.min());
+    // Some waited for a retransmission: at least another round trip.
+    assert!(h.max() >= 40_000, "max {}us", h.max());
+    let log = caddy.access_log();
+    assert_eq!(log.len() as u64, c.completed + c.in_flight, "{c:?}");
+}
+
+/// The pre-flight names what it found: a UDP port where nothing listens,
+/// one that never answers, and a certificate not trusted (with the fix
+/// over TCP's words, Caddy answering TLS there too).
+#[test]
+fn the_preflight_names_why_a_host_serves_no_http3() {
+    let Some(caddy) = Caddy::start() else {
+        return;
+    };
+    let closed = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let closed_port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let silent = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let silent_port = silent.local_addr().unwrap().port();
+    let cases = [
+        (
+            format!("https://127.0.0.1:{closed_port}/"),
+            vec!["-k"],
+            format!("nothing listens on UDP port {closed_port}"),
+        ),
+        (
+            format!("https://127.0.0.1:{silent_port}/"),
+            vec!["-k", "--timeout", "500ms"],
+            "no QUIC answer".to_string(),
+        ),
+        (caddy.url("/"), vec![], "--cacert".to_string()),
+    ];
+    for (url, flags, said) in cases {
+        let args = [&["-t1", "-c1", "-d1s", "--http3"][..], &flags, &[&url]].concat();
+        let out = metron(&args);
+        let err = one_line_error(&out);
+        assert!(err.contains(&said), "{args:?}: {err}");
+        assert!(
+            err.contains("--http3") || said == "--cacert",
+            "{args:?}: {err}"
+        );
+    }
+    drop(silent);
+    // And over plain http:// it is refused before anything is sent.
+    let out = metron(&["--http3", "http://127.0.0.1:1/"]);
+    assert!(one_line_error(&out).contains("write it as https://"));
+}
