@@ -68,6 +68,14 @@ fn usage_errors_are_one_line_with_a_non_zero_exit() {
             "CPU 4096 is not available",
         ),
         (
+            &["--http3", "http://127.0.0.1:1/"],
+            "--http3 runs over QUIC, which is always encrypted, and http://127.0.0.1:1 is not an https:// URL; write it as https://",
+        ),
+        (
+            &["-m", "8", "http://127.0.0.1:1/"],
+            "add --http2 (or --alpn h2,http/1.1, or --http3), or drop -m",
+        ),
+        (
             &["--max-head", "10", "http://127.0.0.1:1/"],
             "--max-head 10: allow between 1k and 1G",
         ),
