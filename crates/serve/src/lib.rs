@@ -30,6 +30,7 @@ mod body;
 mod capacity;
 mod config;
 mod conn;
+mod exchange;
 mod fault;
 mod fault_bytes;
 mod h2conn;
@@ -58,8 +59,8 @@ use tokio::sync::oneshot;
 
 pub use capacity::Capacity;
 pub use config::{
-    BadCert, Http2, ServeConfig, Sse, MAX_H2_WINDOW, MAX_THREADS, SSE_FIRST, SSE_GAP,
-    TRICKLE_INTERVAL,
+    parse_h3_code, BadCert, Http2, Http3, ServeConfig, Sse, H3_CODES, H3_MAX_STREAMS,
+    H3_REQUEST_REJECTED, MAX_H2_WINDOW, MAX_THREADS, SSE_FIRST, SSE_GAP, TRICKLE_INTERVAL,
 };
 pub use fault::{
     parse_fault, parse_probability, Fault, FaultPlan, FaultSpec, Per, Pick, Probability,
