@@ -87,6 +87,12 @@ pub const H3_CODES: [(&str, u64); 17] = [
 /// The error code of `--h3-reset`'s resets unless `--h3-reset-code` says
 /// otherwise: the request was not processed, and may be sent again.
 pub const H3_REQUEST_REJECTED: u64 = 0x10b;
+/// The HTTP/3 codes the server closes connections and resets streams with
+/// (RFC 9114 section 8.1).
+pub(crate) const H3_NO_ERROR: u64 = 0x100;
+pub(crate) const H3_GENERAL_PROTOCOL_ERROR: u64 = 0x101;
+pub(crate) const H3_INTERNAL_ERROR: u64 = 0x102;
+pub(crate) const H3_FRAME_ERROR: u64 = 0x106;
 
 /// An HTTP/3 error code from its name (`H3_REQUEST_REJECTED`, any case,
 /// the `H3_` optional) or its number (decimal, or hex after `0x`).

@@ -12,6 +12,10 @@
 //! the byte stream underneath (stalls, raw fault bytes) through a wrapper.
 //! Routes, replies, faults and stalls are the same for both protocols.
 //!
+//! HTTP/3 (`--http3`) takes the same way as HTTP/2, its QUIC and HTTP/3
+//! from libraries, on UDP beside the TCP listener at the same port number;
+//! what a stream does is written once for both (`exchange`).
+//!
 //! This file holds the public face: [`Server`] (start, address, stats,
 //! shutdown) and [`run`] for `metron serve`, which hands it a
 //! [`ServeConfig`] built from its flags; this module never sees the command
@@ -23,8 +27,11 @@
 //! its bytes), `sse` (the events of `--sse` and when each is due),
 //! `shared` (what every connection shares), `session` (one accepted
 //! connection: TLS, then which protocol), `conn` (the HTTP/1.1 loop), and
-//! for HTTP/2 `h2conn` (the connection), `h2stream` (one stream) and
-//! `h2wire` (the byte stream under the library).
+//! `exchange` (one request on a stream of HTTP/2 or HTTP/3), for HTTP/2
+//! `h2conn` (the connection), `h2stream` (one stream) and `h2wire` (the
+//! byte stream under the library), and for HTTP/3 `quic` (the UDP socket
+//! and QUIC's settings), `h3conn` (the connection) and `h3stream` (one
+//! stream).
 
 mod body;
 mod capacity;
@@ -36,7 +43,10 @@ mod fault_bytes;
 mod h2conn;
 mod h2stream;
 mod h2wire;
+mod h3conn;
+mod h3stream;
 mod plan;
+mod quic;
 mod reply;
 mod request;
 mod route;
@@ -100,7 +110,15 @@ impl Server {
 
     /// Binds and starts serving, with the TLS configuration already built.
     fn launch(cfg: ServeConfig, tls: Option<Arc<rustls::ServerConfig>>) -> io::Result<Server> {
-        let listener = std::net::TcpListener::bind(cfg.listen)?;
+        let invalid = |msg| io::Error::new(io::ErrorKind::InvalidInput, msg);
+        // HTTP/3's QUIC settings, with the TLS they run on (the config's
+        // check has made sure there is some).
+        let quic = match (cfg.http3, &tls) {
+            (Some(http3), Some(tls)) => Some(quic::server_config(tls, http3).map_err(invalid)?),
+            (Some(_), None) => return Err(invalid("--http3 needs TLS".to_string())),
+            (None, _) => None,
+        };
+        let (listener, udp) = quic::bind(cfg.listen, quic.is_some())?;
         widen_backlog(&listener);
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
@@ -108,11 +126,12 @@ impl Server {
         let stats = Arc::new(ServerStats::new(cfg.record));
         let secure = tls.is_some();
         let shared = Arc::new(Shared::new(cfg, started_at, Arc::clone(&stats), tls));
+        let h3 = udp.zip(quic);
         let (stop, stopped) = oneshot::channel();
         let (ready_tx, ready) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name(THREAD_NAME.to_string())
-            .spawn(move || host(listener, shared, stopped, ready_tx))?;
+            .spawn(move || host(listener, h3, shared, stopped, ready_tx))?;
         // The thread says whether the runtime came up; a vanished thread
         // can only mean it panicked.
         let up = ready
@@ -132,7 +151,8 @@ impl Server {
         })
     }
 
-    /// The address it listens on, with the OS-chosen port filled in.
+    /// The address it listens on, with the OS-chosen port filled in; with
+    /// `--http3`, on UDP at the same address too.
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
@@ -171,11 +191,12 @@ impl Drop for Server {
 /// dropped here, outside any async context, whoever called `shutdown`.
 fn host(
     listener: std::net::TcpListener,
+    h3: Option<(std::net::UdpSocket, quinn::ServerConfig)>,
     shared: Arc<Shared>,
     stopped: oneshot::Receiver<()>,
     ready: mpsc::Sender<io::Result<()>>,
 ) {
-    let runtime = match start_accepting(listener, shared) {
+    let runtime = match start_accepting(listener, h3, shared) {
         Ok(runtime) => runtime,
         Err(e) => {
             let _ = ready.send(Err(e));
@@ -192,13 +213,21 @@ fn host(
 
 fn start_accepting(
     listener: std::net::TcpListener,
+    h3: Option<(std::net::UdpSocket, quinn::ServerConfig)>,
     shared: Arc<Shared>,
 ) -> io::Result<tokio::runtime::Runtime> {
     let runtime = runtime(shared.cfg.threads)?;
-    let listener = {
+    let (listener, endpoint) = {
         let _context = runtime.enter();
-        TcpListener::from_std(listener)?
+        let endpoint = match h3 {
+            Some((socket, config)) => Some(quic::endpoint(socket, config)?),
+            None => None,
+        };
+        (TcpListener::from_std(listener)?, endpoint)
     };
+    if let Some(endpoint) = endpoint {
+        runtime.spawn(quic::accept(endpoint, Arc::clone(&shared)));
+    }
     runtime.spawn(accept(listener, shared));
     Ok(runtime)
 }
