@@ -620,6 +620,124 @@ mod tests {
     }
 
     #[test]
+    fn http3_needs_tls_and_sane_settings() {
+        let tls = |http3: Http3| ServeConfig {
+            http3: Some(http3),
+            tls: Some(BadCert::Untrusted),
+            ..ServeConfig::default()
+        };
+        assert_eq!(tls(Http3::default()).check(), Ok(()));
+        let bare = ServeConfig {
+            tls: None,
+            ..tls(Http3::default())
+        };
+        let err = bare.check().unwrap_err();
+        assert!(err.starts_with("--http3 needs TLS"), "{err}");
+        let cases = [
+            (
+                Http3 {
+                    goaway_after: Some(0),
+                    ..Http3::default()
+                },
+                "--h3-goaway-after must be at least 1",
+            ),
+            (
+                Http3 {
+                    max_streams: 0,
+                    ..Http3::default()
+                },
+                "--h3-max-streams must be at least 1",
+            ),
+            (
+                Http3 {
+                    reset_code: Some(1 << 62),
+                    ..Http3::default()
+                },
+                "--h3-reset-code must be at most",
+            ),
+        ];
+        for (http3, want) in cases {
+            let err = tls(http3).check().unwrap_err();
+            assert!(err.starts_with(want), "{err}");
+        }
+        let chunky = ServeConfig {
+            fault: Some(FaultPlan::every(crate::Fault::BadChunk, 1)),
+            ..tls(Http3::default())
+        };
+        let err = chunky.check().unwrap_err();
+        assert!(
+            err.starts_with("--fault bad-chunk has no HTTP/3 form"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn h3_flags_need_http3() {
+        let p = Probability::new(0.5).unwrap();
+        assert_eq!(
+            Http3::from_flags(false, None, None, None, None, None),
+            Ok(None)
+        );
+        let cases = [
+            (
+                Http3::from_flags(false, Some(3), None, None, None, None),
+                "--h3-goaway-after needs --http3",
+            ),
+            (
+                Http3::from_flags(false, None, Some(p), None, None, None),
+                "--h3-reset needs --http3",
+            ),
+            (
+                Http3::from_flags(false, None, None, None, None, Some(4)),
+                "--h3-max-streams needs --http3",
+            ),
+            (
+                Http3::from_flags(true, None, None, Some(1), None, None),
+                "--h3-reset-seed needs --h3-reset",
+            ),
+            (
+                Http3::from_flags(true, None, None, None, Some(0x10c), None),
+                "--h3-reset-code needs --h3-reset",
+            ),
+        ];
+        for (result, want) in cases {
+            let err = result.unwrap_err();
+            assert!(err.starts_with(want), "{err}");
+        }
+        let all = Http3::from_flags(true, Some(3), Some(p), Some(9), Some(0x10c), Some(4));
+        let want = Http3 {
+            goaway_after: Some(3),
+            reset: Some(Pick::Chance { p, seed: 9 }),
+            reset_code: Some(0x10c),
+            max_streams: 4,
+        };
+        assert_eq!(all, Ok(Some(want)));
+        let default = Http3::from_flags(true, None, None, None, None, None).unwrap();
+        assert_eq!(default.map(|h3| h3.max_streams), Some(H3_MAX_STREAMS));
+    }
+
+    #[test]
+    fn h3_codes_parse_by_name_or_number() {
+        assert_eq!(
+            parse_h3_code("H3_REQUEST_REJECTED"),
+            Ok(H3_REQUEST_REJECTED)
+        );
+        assert_eq!(parse_h3_code("request_rejected"), Ok(0x10b));
+        assert_eq!(parse_h3_code("h3_no_error"), Ok(0x100));
+        assert_eq!(parse_h3_code("0x10E"), Ok(0x10e));
+        assert_eq!(parse_h3_code("33"), Ok(33));
+        for bad in ["", "NOPE", "H3_", "-1", "0x", "4611686018427387904"] {
+            let err = parse_h3_code(bad).unwrap_err();
+            assert!(err.contains("is not an HTTP/3 error code"), "{bad}: {err}");
+        }
+        // The table holds RFC 9114's codes, each once.
+        for (i, (name, code)) in H3_CODES.iter().enumerate() {
+            assert_eq!(*code, 0x100 + i as u64, "{name}");
+            assert_eq!(parse_h3_code(name), Ok(*code));
+        }
+    }
+
+    #[test]
     fn sse_flags_make_a_stream_or_say_what_is_missing() {
         let ms = Duration::from_millis;
         assert_eq!(Sse::from_flags(0, None, None), Ok(None));

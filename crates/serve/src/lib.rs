@@ -286,6 +286,7 @@ pub enum ServeError {
 pub fn run(cfg: ServeConfig) -> Result<(), ServeError> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let listen = cfg.listen;
+    let http3 = cfg.http3.is_some();
     // Certificate files are read here, so a bad one is its own one-line
     // error rather than a failure to listen.
     let tls = tls::server_config(&cfg).map_err(ServeError::Config)?;
@@ -295,6 +296,10 @@ pub fn run(cfg: ServeConfig) -> Result<(), ServeError> {
     let server = Server::launch(cfg, tls).map_err(|why| ServeError::Listen { listen, why })?;
     let mut stdout = io::stdout().lock();
     writeln!(stdout, "metron serve listening on {}", server.url())?;
+    // A line of its own, so the first still reads as it always has.
+    if http3 {
+        writeln!(stdout, "metron serve: HTTP/3 on UDP {}", server.addr())?;
+    }
     stdout.flush()?;
     drop(stdout);
     signals.forever().next();
