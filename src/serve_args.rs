@@ -13,8 +13,8 @@ use clap::Args;
 use metron_core::cli::choice::choice;
 use metron_core::units::{parse_bytes, parse_duration, parse_si_f64, parse_si_u64};
 use metron_serve::{
-    parse_fault, parse_probability, BadCert, Capacity, FaultPlan, FaultSpec, Http2, Per,
-    Probability, ServeConfig, Sse, StallPlan, MAX_H2_WINDOW, MAX_THREADS,
+    parse_fault, parse_h3_code, parse_probability, BadCert, Capacity, FaultPlan, FaultSpec, Http2,
+    Http3, Per, Probability, ServeConfig, Sse, StallPlan, MAX_H2_WINDOW, MAX_THREADS,
 };
 
 /// The long help of `--fault`: every fault by name.
@@ -47,6 +47,15 @@ Over HTTP/2 (--http2) each fault takes its stream form:
   bad-chunk          refused at start: HTTP/2 has no chunked coding
   short-body         DATA one byte shorter than content-length, then END_STREAM
   trickle            HEADERS, then the body one byte per DATA frame, each after --trickle-interval
+
+Over HTTP/3 (--http3) likewise, on a request stream; the faults that end the connection
+close it with a code of their own (CONNECTION_CLOSE):
+  close-before-head  H3_NO_ERROR, no GOAWAY, no frame for the stream
+  close-mid-body     HEADERS and half the body's DATA, then H3_NO_ERROR
+  reset              H3_INTERNAL_ERROR
+  garbage            H3_FRAME_ERROR
+  bad-status-line    H3_GENERAL_PROTOCOL_ERROR
+  close-mid-head and bad-chunk are refused at start, as over HTTP/2.
 The faults that close or reset end every stream on the connection.";
 
 /// `metron serve` flags.
@@ -167,6 +176,30 @@ pub struct ServeArgs {
     /// Initial flow-control window of each stream and of the connection, for request bodies
     #[arg(long, value_name = "BYTES", value_parser = parse_window)]
     pub h2_window: Option<u32>,
+
+    /// Serve HTTP/3 too, on UDP at the same address and port number as TCP; needs --tls or --tls-cert
+    #[arg(long)]
+    pub http3: bool,
+
+    /// Send GOAWAY after N requests on a connection: those are answered, later ones refused, then it closes
+    #[arg(long, value_name = "N", value_parser = parse_positive)]
+    pub h3_goaway_after: Option<u64>,
+
+    /// Reset each request stream (H3_REQUEST_REJECTED, unprocessed) with probability P, instead of answering it
+    #[arg(long, value_name = "P", value_parser = parse_probability)]
+    pub h3_reset: Option<Probability>,
+
+    /// Seed of the --h3-reset draws: the same seed resets the same streams [default: 0]
+    #[arg(long, value_name = "N")]
+    pub h3_reset_seed: Option<u64>,
+
+    /// Error code of the --h3-reset resets, a name (H3_INTERNAL_ERROR, the H3_ optional) or a number; other codes than H3_REQUEST_REJECTED reset when the response is due [default: H3_REQUEST_REJECTED]
+    #[arg(long, value_name = "CODE", value_parser = parse_h3_code)]
+    pub h3_reset_code: Option<u64>,
+
+    /// Request streams a client may have open at once on a connection (QUIC's stream limit) [default: 100]
+    #[arg(long, value_name = "N", value_parser = parse_h3_streams)]
+    pub h3_max_streams: Option<u32>,
 }
 
 impl TryFrom<ServeArgs> for ServeConfig {
@@ -189,6 +222,14 @@ impl TryFrom<ServeArgs> for ServeConfig {
             args.h2_max_streams,
             args.h2_window,
         )?;
+        let http3 = Http3::from_flags(
+            args.http3,
+            args.h3_goaway_after,
+            args.h3_reset,
+            args.h3_reset_seed,
+            args.h3_reset_code,
+            args.h3_max_streams,
+        )?;
         let sse = Sse::from_flags(args.sse, args.sse_first, args.sse_gap)?;
         let cfg = ServeConfig {
             listen: args.listen,
@@ -206,6 +247,7 @@ impl TryFrom<ServeArgs> for ServeConfig {
             tls_key: args.tls_key,
             client_ca: args.client_ca,
             http2,
+            http3,
             sse,
             record: 0,
         };
@@ -234,6 +276,12 @@ fn parse_h2_code(s: &str) -> Result<u32, String> {
         .ok_or_else(|| {
             format!("'{s}' is not an HTTP/2 error code: give a name such as REFUSED_STREAM, or a number")
         })
+}
+
+/// `--h3-max-streams`: at least one stream, or no request could be sent.
+fn parse_h3_streams(s: &str) -> Result<u32, String> {
+    let n = parse_positive(s)?;
+    u32::try_from(n).map_err(|_| format!("'{s}' is more than {}", u32::MAX))
 }
 
 /// An HTTP/2 window: 1 byte to 2^31 - 1, with units (`16`, `1k`).
@@ -294,6 +342,7 @@ mod tests {
         assert_eq!(cfg.trickle_interval, Duration::from_millis(100));
         assert_eq!(cfg.tls, None);
         assert_eq!(cfg.http2, None);
+        assert_eq!(cfg.http3, None);
         assert_eq!(cfg.sse, None);
         assert_eq!(cfg.record, 0);
         assert_eq!(
@@ -497,6 +546,88 @@ mod tests {
             (
                 &["--http2", "--fault=bad-chunk:0.5"],
                 "--fault bad-chunk has no HTTP/2 form",
+            ),
+        ];
+        for (argv, want) in cases {
+            let err = config(argv).unwrap_err();
+            let first = err.lines().next().unwrap_or_default();
+            assert!(first.contains(want), "{argv:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn http3_flags_make_settings() {
+        use metron_serve::{Pick, H3_MAX_STREAMS};
+        let cfg = config(&["--http3", "--tls=untrusted"]).unwrap();
+        assert_eq!(cfg.http3, Some(Http3::default()));
+        assert_eq!(cfg.http3.unwrap().max_streams, H3_MAX_STREAMS);
+        let cfg = config(&[
+            "--http3",
+            "--http2",
+            "--h3-goaway-after=3",
+            "--h3-reset=0.25",
+            "--h3-reset-seed=7",
+            "--h3-reset-code=internal_error",
+            "--h3-max-streams=8",
+            "--tls=untrusted",
+        ])
+        .unwrap();
+        let p = Probability::new(0.25).unwrap();
+        let want = Http3 {
+            goaway_after: Some(3),
+            reset: Some(Pick::Chance { p, seed: 7 }),
+            reset_code: Some(0x102),
+            max_streams: 8,
+        };
+        assert_eq!(cfg.http3, Some(want));
+        assert_eq!(cfg.http2, Some(Http2::default()));
+        for (code, want) in [
+            ("H3_REQUEST_REJECTED", 0x10b),
+            ("request_cancelled", 0x10c),
+            ("0x21", 0x21),
+            ("268", 268),
+        ] {
+            let arg = format!("--h3-reset-code={code}");
+            let cfg = config(&["--http3", "--tls=untrusted", "--h3-reset=1", &arg]).unwrap();
+            assert_eq!(cfg.http3.unwrap().reset_code, Some(want), "{code}");
+        }
+    }
+
+    #[test]
+    fn bad_http3_values_are_one_line_reasons() {
+        let tls = "--tls=untrusted";
+        let cases: &[(&[&str], &str)] = &[
+            (&["--http3"], "--http3 needs TLS"),
+            (&["--h3-goaway-after=2"], "--h3-goaway-after needs --http3"),
+            (&["--h3-reset=0.5"], "--h3-reset needs --http3"),
+            (&["--h3-max-streams=8"], "--h3-max-streams needs --http3"),
+            (
+                &["--http3", tls, "--h3-reset-code=H3_REQUEST_REJECTED"],
+                "--h3-reset-code needs --h3-reset",
+            ),
+            (
+                &["--http3", tls, "--h3-reset-seed=1"],
+                "--h3-reset-seed needs --h3-reset",
+            ),
+            (
+                &["--http3", tls, "--h3-reset=0.5", "--h3-reset-code=NOPE"],
+                "'NOPE' is not an HTTP/3 error code",
+            ),
+            (
+                &["--http3", tls, "--h3-goaway-after=0"],
+                "'0' must be at least 1",
+            ),
+            (
+                &["--http3", tls, "--h3-max-streams=0"],
+                "'0' must be at least 1",
+            ),
+            (
+                &["--http3", tls, "--h3-max-streams=5g"],
+                "is more than 4294967295",
+            ),
+            (
+                &["--http3", tls, "--fault=bad-chunk"],
+                "--fault bad-chunk has no HTTP/3 form",
             ),
         ];
         for (argv, want) in cases {

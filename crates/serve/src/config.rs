@@ -3,7 +3,8 @@
 //! into a running server.
 //!
 //! Checks that involve more than one flag live in [`StallPlan::from_flags`],
-//! [`FaultPlan::from_flags`], [`Http2::from_flags`] and [`Sse::from_flags`],
+//! [`FaultPlan::from_flags`], [`Http2::from_flags`], [`Http3::from_flags`]
+//! and [`Sse::from_flags`],
 //! and the ones that also apply to a hand-built [`ServeConfig`] in
 //! [`ServeConfig::check`]. Their messages name
 //! the flags, which are the server's interface wherever they are parsed.
@@ -54,6 +55,64 @@ pub const SSE_GAP: Duration = Duration::from_millis(100);
 /// Largest HTTP/2 flow-control window (2^31 - 1, RFC 9113 section 6.9.1).
 pub const MAX_H2_WINDOW: u32 = (1 << 31) - 1;
 
+/// Request streams a client may have open at once on an HTTP/3
+/// connection unless `--h3-max-streams` says otherwise: the common
+/// default of QUIC servers, so a client meets what it usually would.
+pub const H3_MAX_STREAMS: u32 = 100;
+/// Largest QUIC stream count or error code (a variable-length integer:
+/// 2^62 - 1, RFC 9000 section 16).
+const MAX_VARINT: u64 = (1 << 62) - 1;
+
+/// HTTP/3's error codes by name (RFC 9114 section 8.1), for
+/// `--h3-reset-code`.
+pub const H3_CODES: [(&str, u64); 17] = [
+    ("H3_NO_ERROR", 0x100),
+    ("H3_GENERAL_PROTOCOL_ERROR", 0x101),
+    ("H3_INTERNAL_ERROR", 0x102),
+    ("H3_STREAM_CREATION_ERROR", 0x103),
+    ("H3_CLOSED_CRITICAL_STREAM", 0x104),
+    ("H3_FRAME_UNEXPECTED", 0x105),
+    ("H3_FRAME_ERROR", 0x106),
+    ("H3_EXCESSIVE_LOAD", 0x107),
+    ("H3_ID_ERROR", 0x108),
+    ("H3_SETTINGS_ERROR", 0x109),
+    ("H3_MISSING_SETTINGS", 0x10a),
+    ("H3_REQUEST_REJECTED", 0x10b),
+    ("H3_REQUEST_CANCELLED", 0x10c),
+    ("H3_REQUEST_INCOMPLETE", 0x10d),
+    ("H3_MESSAGE_ERROR", 0x10e),
+    ("H3_CONNECT_ERROR", 0x10f),
+    ("H3_VERSION_FALLBACK", 0x110),
+];
+/// The error code of `--h3-reset`'s resets unless `--h3-reset-code` says
+/// otherwise: the request was not processed, and may be sent again.
+pub const H3_REQUEST_REJECTED: u64 = 0x10b;
+/// The HTTP/3 codes the server closes connections and resets streams with
+/// (RFC 9114 section 8.1).
+pub(crate) const H3_NO_ERROR: u64 = 0x100;
+pub(crate) const H3_GENERAL_PROTOCOL_ERROR: u64 = 0x101;
+pub(crate) const H3_INTERNAL_ERROR: u64 = 0x102;
+pub(crate) const H3_FRAME_ERROR: u64 = 0x106;
+
+/// An HTTP/3 error code from its name (`H3_REQUEST_REJECTED`, any case,
+/// the `H3_` optional) or its number (decimal, or hex after `0x`).
+pub fn parse_h3_code(s: &str) -> Result<u64, String> {
+    let upper = s.to_ascii_uppercase();
+    let named = H3_CODES
+        .iter()
+        .find(|(name, _)| *name == upper || name.strip_prefix("H3_") == Some(upper.as_str()));
+    let number = match upper.strip_prefix("0X") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => upper.parse().ok(),
+    };
+    match named.map(|(_, code)| *code).or(number) {
+        Some(code) if code <= MAX_VARINT => Ok(code),
+        _ => Err(format!(
+            "'{s}' is not an HTTP/3 error code: give a name such as H3_REQUEST_REJECTED, or a number"
+        )),
+    }
+}
+
 /// Everything a [`super::Server`] needs; tests build it directly.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServeConfig {
@@ -87,6 +146,9 @@ pub struct ServeConfig {
     pub client_ca: Option<PathBuf>,
     /// Serve HTTP/2 (`--http2`), with these HTTP/2 faults and settings.
     pub http2: Option<Http2>,
+    /// Serve HTTP/3 too (`--http3`), on UDP at the TCP listener's port
+    /// number, with these HTTP/3 faults and settings; needs TLS.
+    pub http3: Option<Http3>,
     /// Answer with a stream of server-sent events (`--sse`).
     pub sse: Option<Sse>,
     /// Inspection: with `record > 0` the server keeps the first `record`
@@ -115,6 +177,7 @@ impl Default for ServeConfig {
             tls_key: None,
             client_ca: None,
             http2: None,
+            http3: None,
             sse: None,
             record: 0,
         }
@@ -205,6 +268,108 @@ impl Http2 {
     }
 }
 
+/// What `--http3` and the `--h3-*` flags ask of HTTP/3 connections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Http3 {
+    /// GOAWAY after this many request streams on a connection: those are
+    /// answered, later ones refused, then the connection closes
+    /// (`--h3-goaway-after`).
+    pub goaway_after: Option<u64>,
+    /// Reset the request streams this picks instead of answering them
+    /// (`--h3-reset`), counted server-wide.
+    pub reset: Option<Pick>,
+    /// The resets' error code (`--h3-reset-code`; [`H3_REQUEST_REJECTED`]
+    /// when unset). H3_REQUEST_REJECTED resets at once, before the request
+    /// is served: the request was never processed.
+    pub reset_code: Option<u64>,
+    /// The QUIC limit on request streams open at once on a connection
+    /// (`--h3-max-streams`).
+    pub max_streams: u32,
+}
+
+impl Default for Http3 {
+    fn default() -> Self {
+        Http3 {
+            goaway_after: None,
+            reset: None,
+            reset_code: None,
+            max_streams: H3_MAX_STREAMS,
+        }
+    }
+}
+
+impl Http3 {
+    /// What `--http3` and the `--h3-*` flags describe; the `--h3-*` flags
+    /// need `--http3`.
+    pub fn from_flags(
+        http3: bool,
+        goaway_after: Option<u64>,
+        reset: Option<Probability>,
+        reset_seed: Option<u64>,
+        reset_code: Option<u64>,
+        max_streams: Option<u32>,
+    ) -> Result<Option<Http3>, String> {
+        for (given, flag) in [
+            (reset_seed.is_some(), "--h3-reset-seed"),
+            (reset_code.is_some(), "--h3-reset-code"),
+        ] {
+            if given && reset.is_none() {
+                return Err(format!(
+                    "{flag} needs --h3-reset P (the share of streams to reset)"
+                ));
+            }
+        }
+        let given = [
+            (goaway_after.is_some(), "--h3-goaway-after"),
+            (reset.is_some(), "--h3-reset"),
+            (max_streams.is_some(), "--h3-max-streams"),
+        ];
+        if !http3 {
+            return match given.iter().find(|(given, _)| *given) {
+                Some((_, flag)) => Err(format!("{flag} needs --http3 (it is an HTTP/3 setting)")),
+                None => Ok(None),
+            };
+        }
+        let reset = reset.map(|p| Pick::Chance {
+            p,
+            seed: reset_seed.unwrap_or(0),
+        });
+        Ok(Some(Http3 {
+            goaway_after,
+            reset,
+            reset_code,
+            max_streams: max_streams.unwrap_or(H3_MAX_STREAMS),
+        }))
+    }
+
+    /// The error code of the resets `--h3-reset` makes.
+    pub(crate) fn reset_code(&self) -> u64 {
+        self.reset_code.unwrap_or(H3_REQUEST_REJECTED)
+    }
+
+    /// Rejects values a hand-built config may hold but the flags cannot.
+    fn check(&self) -> Result<(), String> {
+        if self.goaway_after == Some(0) {
+            return Err("--h3-goaway-after must be at least 1".into());
+        }
+        if self.reset == Some(Pick::Every(0)) {
+            return Err("--h3-reset must pick some streams".into());
+        }
+        if self.max_streams == 0 {
+            return Err(
+                "--h3-max-streams must be at least 1: a client cannot send a request on no stream"
+                    .into(),
+            );
+        }
+        match self.reset_code {
+            Some(code) if code > MAX_VARINT => Err(format!(
+                "--h3-reset-code must be at most {MAX_VARINT}, not {code}"
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// What `--sse`, `--sse-first` and `--sse-gap` ask of the successful
 /// responses: a `text/event-stream` body of `events` events in place of the
 /// default body. The head goes out when a plain response's would, the
@@ -262,7 +427,30 @@ impl ServeConfig {
         if let Some(plan) = &self.fault {
             plan.check()?;
         }
-        self.check_http2()
+        self.check_http2()?;
+        self.check_http3()
+    }
+
+    /// HTTP/3 has TLS to run on, its settings make sense, and so does the
+    /// fault over HTTP/3.
+    fn check_http3(&self) -> Result<(), String> {
+        let Some(http3) = &self.http3 else {
+            return Ok(());
+        };
+        if self.tls.is_none() && self.tls_cert.is_none() {
+            return Err(
+                "--http3 needs TLS (QUIC is always encrypted): add --tls untrusted, or --tls-cert FILE --tls-key FILE"
+                    .into(),
+            );
+        }
+        http3.check()?;
+        let fault = self.fault.map(|plan| plan.fault);
+        match fault.and_then(|f| f.no_http3_form().map(|why| (f, why))) {
+            Some((fault, why)) => Err(format!(
+                "--fault {fault} has no HTTP/3 form ({why}); pick another fault or drop --http3"
+            )),
+            None => Ok(()),
+        }
     }
 
     /// The HTTP/2 settings make sense, and so does the fault over HTTP/2.
@@ -429,6 +617,124 @@ mod tests {
             window: Some(16),
         };
         assert_eq!(all, Some(want));
+    }
+
+    #[test]
+    fn http3_needs_tls_and_sane_settings() {
+        let tls = |http3: Http3| ServeConfig {
+            http3: Some(http3),
+            tls: Some(BadCert::Untrusted),
+            ..ServeConfig::default()
+        };
+        assert_eq!(tls(Http3::default()).check(), Ok(()));
+        let bare = ServeConfig {
+            tls: None,
+            ..tls(Http3::default())
+        };
+        let err = bare.check().unwrap_err();
+        assert!(err.starts_with("--http3 needs TLS"), "{err}");
+        let cases = [
+            (
+                Http3 {
+                    goaway_after: Some(0),
+                    ..Http3::default()
+                },
+                "--h3-goaway-after must be at least 1",
+            ),
+            (
+                Http3 {
+                    max_streams: 0,
+                    ..Http3::default()
+                },
+                "--h3-max-streams must be at least 1",
+            ),
+            (
+                Http3 {
+                    reset_code: Some(1 << 62),
+                    ..Http3::default()
+                },
+                "--h3-reset-code must be at most",
+            ),
+        ];
+        for (http3, want) in cases {
+            let err = tls(http3).check().unwrap_err();
+            assert!(err.starts_with(want), "{err}");
+        }
+        let chunky = ServeConfig {
+            fault: Some(FaultPlan::every(crate::Fault::BadChunk, 1)),
+            ..tls(Http3::default())
+        };
+        let err = chunky.check().unwrap_err();
+        assert!(
+            err.starts_with("--fault bad-chunk has no HTTP/3 form"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn h3_flags_need_http3() {
+        let p = Probability::new(0.5).unwrap();
+        assert_eq!(
+            Http3::from_flags(false, None, None, None, None, None),
+            Ok(None)
+        );
+        let cases = [
+            (
+                Http3::from_flags(false, Some(3), None, None, None, None),
+                "--h3-goaway-after needs --http3",
+            ),
+            (
+                Http3::from_flags(false, None, Some(p), None, None, None),
+                "--h3-reset needs --http3",
+            ),
+            (
+                Http3::from_flags(false, None, None, None, None, Some(4)),
+                "--h3-max-streams needs --http3",
+            ),
+            (
+                Http3::from_flags(true, None, None, Some(1), None, None),
+                "--h3-reset-seed needs --h3-reset",
+            ),
+            (
+                Http3::from_flags(true, None, None, None, Some(0x10c), None),
+                "--h3-reset-code needs --h3-reset",
+            ),
+        ];
+        for (result, want) in cases {
+            let err = result.unwrap_err();
+            assert!(err.starts_with(want), "{err}");
+        }
+        let all = Http3::from_flags(true, Some(3), Some(p), Some(9), Some(0x10c), Some(4));
+        let want = Http3 {
+            goaway_after: Some(3),
+            reset: Some(Pick::Chance { p, seed: 9 }),
+            reset_code: Some(0x10c),
+            max_streams: 4,
+        };
+        assert_eq!(all, Ok(Some(want)));
+        let default = Http3::from_flags(true, None, None, None, None, None).unwrap();
+        assert_eq!(default.map(|h3| h3.max_streams), Some(H3_MAX_STREAMS));
+    }
+
+    #[test]
+    fn h3_codes_parse_by_name_or_number() {
+        assert_eq!(
+            parse_h3_code("H3_REQUEST_REJECTED"),
+            Ok(H3_REQUEST_REJECTED)
+        );
+        assert_eq!(parse_h3_code("request_rejected"), Ok(0x10b));
+        assert_eq!(parse_h3_code("h3_no_error"), Ok(0x100));
+        assert_eq!(parse_h3_code("0x10E"), Ok(0x10e));
+        assert_eq!(parse_h3_code("33"), Ok(33));
+        for bad in ["", "NOPE", "H3_", "-1", "0x", "4611686018427387904"] {
+            let err = parse_h3_code(bad).unwrap_err();
+            assert!(err.contains("is not an HTTP/3 error code"), "{bad}: {err}");
+        }
+        // The table holds RFC 9114's codes, each once.
+        for (i, (name, code)) in H3_CODES.iter().enumerate() {
+            assert_eq!(*code, 0x100 + i as u64, "{name}");
+            assert_eq!(parse_h3_code(name), Ok(*code));
+        }
     }
 
     #[test]

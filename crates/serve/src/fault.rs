@@ -96,6 +96,16 @@ impl Fault {
         }
     }
 
+    /// Why the fault has no HTTP/3 form, if it has none: the same faults
+    /// as over HTTP/2, for the same reasons.
+    pub fn no_http3_form(self) -> Option<&'static str> {
+        match self {
+            Fault::CloseMidHead => Some("a header block is sent whole"),
+            Fault::BadChunk => Some("HTTP/3 has no chunked coding"),
+            _ => None,
+        }
+    }
+
     /// What happens to the connection once the fault's bytes are written,
     /// given whether the response it replaces would have closed it.
     pub(crate) fn after(self, base_closes: bool) -> After {

@@ -1,6 +1,6 @@
 //! One HTTP/2 connection: the handshake with the server's settings, the
-//! loop that accepts streams (each served by `h2stream` in a task of its
-//! own), and how the connection ends.
+//! loop that accepts streams (each served by `h2stream` and `exchange` in
+//! a task of its own), and how the connection ends.
 //!
 //! The HTTP/2 library owns the framing, HPACK and flow control; it reads
 //! and writes through a `h2wire::Wire`, which keeps stalls and counts
@@ -30,8 +30,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 
 use super::config::Http2;
+use super::exchange::{ConnEvent, Ending, Link};
 use super::fault_bytes::GARBAGE;
-use super::h2stream::{self, ConnEvent, Ending, Link};
+use super::h2stream;
 use super::h2wire::{Wire, WireState};
 use super::shared::{linger, reset, Shared, Stream};
 
@@ -46,7 +47,7 @@ pub(crate) async fn serve<S: Stream>(stream: S, shared: Arc<Shared>) {
     };
     shared.stats.h2_connection();
     let (events_tx, mut events) = mpsc::unbounded_channel();
-    let link = Arc::new(Link::new(Arc::clone(&shared), faulty, events_tx));
+    let link = Arc::new(Link::new(2, Arc::clone(&shared), faulty, events_tx));
     let mut streams = JoinSet::new();
     let mut going_away = false;
     let ending = loop {

@@ -12,6 +12,10 @@
 //! the byte stream underneath (stalls, raw fault bytes) through a wrapper.
 //! Routes, replies, faults and stalls are the same for both protocols.
 //!
+//! HTTP/3 (`--http3`) takes the same way as HTTP/2, its QUIC and HTTP/3
+//! from libraries, on UDP beside the TCP listener at the same port number;
+//! what a stream does is written once for both (`exchange`).
+//!
 //! This file holds the public face: [`Server`] (start, address, stats,
 //! shutdown) and [`run`] for `metron serve`, which hands it a
 //! [`ServeConfig`] built from its flags; this module never sees the command
@@ -23,19 +27,26 @@
 //! its bytes), `sse` (the events of `--sse` and when each is due),
 //! `shared` (what every connection shares), `session` (one accepted
 //! connection: TLS, then which protocol), `conn` (the HTTP/1.1 loop), and
-//! for HTTP/2 `h2conn` (the connection), `h2stream` (one stream) and
-//! `h2wire` (the byte stream under the library).
+//! `exchange` (one request on a stream of HTTP/2 or HTTP/3), for HTTP/2
+//! `h2conn` (the connection), `h2stream` (one stream) and `h2wire` (the
+//! byte stream under the library), and for HTTP/3 `quic` (the UDP socket
+//! and QUIC's settings), `h3conn` (the connection) and `h3stream` (one
+//! stream).
 
 mod body;
 mod capacity;
 mod config;
 mod conn;
+mod exchange;
 mod fault;
 mod fault_bytes;
 mod h2conn;
 mod h2stream;
 mod h2wire;
+mod h3conn;
+mod h3stream;
 mod plan;
+mod quic;
 mod reply;
 mod request;
 mod route;
@@ -58,8 +69,8 @@ use tokio::sync::oneshot;
 
 pub use capacity::Capacity;
 pub use config::{
-    BadCert, Http2, ServeConfig, Sse, MAX_H2_WINDOW, MAX_THREADS, SSE_FIRST, SSE_GAP,
-    TRICKLE_INTERVAL,
+    parse_h3_code, BadCert, Http2, Http3, ServeConfig, Sse, H3_CODES, H3_MAX_STREAMS,
+    H3_REQUEST_REJECTED, MAX_H2_WINDOW, MAX_THREADS, SSE_FIRST, SSE_GAP, TRICKLE_INTERVAL,
 };
 pub use fault::{
     parse_fault, parse_probability, Fault, FaultPlan, FaultSpec, Per, Pick, Probability,
@@ -99,7 +110,15 @@ impl Server {
 
     /// Binds and starts serving, with the TLS configuration already built.
     fn launch(cfg: ServeConfig, tls: Option<Arc<rustls::ServerConfig>>) -> io::Result<Server> {
-        let listener = std::net::TcpListener::bind(cfg.listen)?;
+        let invalid = |msg| io::Error::new(io::ErrorKind::InvalidInput, msg);
+        // HTTP/3's QUIC settings, with the TLS they run on (the config's
+        // check has made sure there is some).
+        let quic = match (cfg.http3, &tls) {
+            (Some(http3), Some(tls)) => Some(quic::server_config(tls, http3).map_err(invalid)?),
+            (Some(_), None) => return Err(invalid("--http3 needs TLS".to_string())),
+            (None, _) => None,
+        };
+        let (listener, udp) = quic::bind(cfg.listen, quic.is_some())?;
         widen_backlog(&listener);
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
@@ -107,11 +126,12 @@ impl Server {
         let stats = Arc::new(ServerStats::new(cfg.record));
         let secure = tls.is_some();
         let shared = Arc::new(Shared::new(cfg, started_at, Arc::clone(&stats), tls));
+        let h3 = udp.zip(quic);
         let (stop, stopped) = oneshot::channel();
         let (ready_tx, ready) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name(THREAD_NAME.to_string())
-            .spawn(move || host(listener, shared, stopped, ready_tx))?;
+            .spawn(move || host(listener, h3, shared, stopped, ready_tx))?;
         // The thread says whether the runtime came up; a vanished thread
         // can only mean it panicked.
         let up = ready
@@ -131,7 +151,8 @@ impl Server {
         })
     }
 
-    /// The address it listens on, with the OS-chosen port filled in.
+    /// The address it listens on, with the OS-chosen port filled in; with
+    /// `--http3`, on UDP at the same address too.
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
@@ -170,11 +191,12 @@ impl Drop for Server {
 /// dropped here, outside any async context, whoever called `shutdown`.
 fn host(
     listener: std::net::TcpListener,
+    h3: Option<(std::net::UdpSocket, quinn::ServerConfig)>,
     shared: Arc<Shared>,
     stopped: oneshot::Receiver<()>,
     ready: mpsc::Sender<io::Result<()>>,
 ) {
-    let runtime = match start_accepting(listener, shared) {
+    let runtime = match start_accepting(listener, h3, shared) {
         Ok(runtime) => runtime,
         Err(e) => {
             let _ = ready.send(Err(e));
@@ -191,13 +213,21 @@ fn host(
 
 fn start_accepting(
     listener: std::net::TcpListener,
+    h3: Option<(std::net::UdpSocket, quinn::ServerConfig)>,
     shared: Arc<Shared>,
 ) -> io::Result<tokio::runtime::Runtime> {
     let runtime = runtime(shared.cfg.threads)?;
-    let listener = {
+    let (listener, endpoint) = {
         let _context = runtime.enter();
-        TcpListener::from_std(listener)?
+        let endpoint = match h3 {
+            Some((socket, config)) => Some(quic::endpoint(socket, config)?),
+            None => None,
+        };
+        (TcpListener::from_std(listener)?, endpoint)
     };
+    if let Some(endpoint) = endpoint {
+        runtime.spawn(quic::accept(endpoint, Arc::clone(&shared)));
+    }
     runtime.spawn(accept(listener, shared));
     Ok(runtime)
 }
@@ -256,6 +286,7 @@ pub enum ServeError {
 pub fn run(cfg: ServeConfig) -> Result<(), ServeError> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let listen = cfg.listen;
+    let http3 = cfg.http3.is_some();
     // Certificate files are read here, so a bad one is its own one-line
     // error rather than a failure to listen.
     let tls = tls::server_config(&cfg).map_err(ServeError::Config)?;
@@ -265,6 +296,10 @@ pub fn run(cfg: ServeConfig) -> Result<(), ServeError> {
     let server = Server::launch(cfg, tls).map_err(|why| ServeError::Listen { listen, why })?;
     let mut stdout = io::stdout().lock();
     writeln!(stdout, "metron serve listening on {}", server.url())?;
+    // A line of its own, so the first still reads as it always has.
+    if http3 {
+        writeln!(stdout, "metron serve: HTTP/3 on UDP {}", server.addr())?;
+    }
     stdout.flush()?;
     drop(stdout);
     signals.forever().next();

@@ -24,7 +24,10 @@ use super::route::{default_body, Defaults};
 use super::stats::ServerStats;
 
 /// How long a closing connection keeps reading what the client still sends.
-const LINGER: Duration = Duration::from_millis(500);
+pub(crate) const LINGER: Duration = Duration::from_millis(500);
+/// The error code of an `--h2-reset` RST_STREAM unless `--h2-reset-code`
+/// says otherwise (README, `metron serve`): INTERNAL_ERROR.
+const H2_RESET_CODE: u32 = 0x2;
 /// How much a closing connection reads before giving up on a clean close.
 const LINGER_BYTES: usize = 1 << 20;
 /// Reads while lingering ask for this much room.
@@ -44,6 +47,8 @@ pub(crate) struct Shared {
     fault_count: AtomicU64,
     /// HTTP/2 streams `--h2-reset` has counted so far.
     reset_count: AtomicU64,
+    /// HTTP/3 request streams `--h3-reset` has counted so far.
+    h3_reset_count: AtomicU64,
     /// The one queue every request joins with `--capacity`.
     queue: Option<Queue>,
 }
@@ -73,6 +78,7 @@ impl Shared {
             tls,
             fault_count: AtomicU64::new(0),
             reset_count: AtomicU64::new(0),
+            h3_reset_count: AtomicU64::new(0),
             queue,
         }
     }
@@ -110,13 +116,22 @@ impl Shared {
         every.is_some_and(|n| n > 0 && answered % n == 0)
     }
 
-    /// Counts one more HTTP/2 stream for `--h2-reset` and says whether it
-    /// is reset instead of answered.
-    pub(crate) fn reset_due(&self) -> bool {
-        let Some(pick) = self.cfg.http2.and_then(|h2| h2.reset) else {
-            return false;
+    /// Counts one more stream of HTTP `version` (2 or 3) for
+    /// `--h2-reset` or `--h3-reset`, and says with which error code it is
+    /// reset instead of answered, if it is.
+    pub(crate) fn reset_due(&self, version: u8) -> Option<u64> {
+        let (pick, code, count) = match version {
+            3 => {
+                let h3 = self.cfg.http3?;
+                (h3.reset?, h3.reset_code(), &self.h3_reset_count)
+            }
+            _ => {
+                let h2 = self.cfg.http2?;
+                let code = h2.reset_code.unwrap_or(H2_RESET_CODE);
+                (h2.reset?, u64::from(code), &self.reset_count)
+            }
         };
-        pick.picks(self.reset_count.fetch_add(1, Relaxed) + 1)
+        pick.picks(count.fetch_add(1, Relaxed) + 1).then_some(code)
     }
 
     /// With `--capacity`, puts a request read at `read` at the back of the

@@ -20,10 +20,12 @@ pub struct RecordedRequest {
     pub method: String,
     /// The request-target as sent, query included.
     pub path: String,
-    /// HTTP version: 0 for HTTP/1.0, 1 for HTTP/1.1, 2 for HTTP/2.
+    /// HTTP version: 0 for HTTP/1.0, 1 for HTTP/1.1, 2 for HTTP/2, 3 for
+    /// HTTP/3.
     pub version: u8,
     /// Header names and values in arrival order, names as sent (HTTP/2
-    /// sends them in lower case, and its pseudo-headers are not kept).
+    /// and HTTP/3 send them in lower case, and their pseudo-headers are
+    /// not kept).
     pub headers: Vec<(String, Vec<u8>)>,
     /// The body after any chunked framing is removed.
     pub body: Vec<u8>,
@@ -52,9 +54,10 @@ pub(crate) struct Capture {
     pub record: Option<RecordedRequest>,
 }
 
-/// What HTTP/2 connections did, as [`ServerStats`]'s `h2_*` methods tell.
+/// What the connections of one protocol with streams (HTTP/2, HTTP/3)
+/// did, as [`ServerStats`]'s `h2_*` and `h3_*` methods tell.
 #[derive(Debug, Default)]
-struct H2Counters {
+struct StreamCounters {
     connections: AtomicU64,
     streams: AtomicU64,
     in_flight: AtomicU64,
@@ -75,7 +78,8 @@ pub struct ServerStats {
     faults: AtomicU64,
     sse_events: AtomicU64,
     statuses: Box<[AtomicU64]>,
-    h2: H2Counters,
+    h2: StreamCounters,
+    h3: StreamCounters,
     record_limit: usize,
     /// Claimed recording slots; checked before touching the lock.
     record_claimed: AtomicUsize,
@@ -93,7 +97,8 @@ impl ServerStats {
             bad_requests: AtomicU64::new(0),
             faults: AtomicU64::new(0),
             sse_events: AtomicU64::new(0),
-            h2: H2Counters::default(),
+            h2: StreamCounters::default(),
+            h3: StreamCounters::default(),
             statuses: (0..STATUS_SLOTS).map(|_| AtomicU64::new(0)).collect(),
             record_limit,
             record_claimed: AtomicUsize::new(0),
@@ -108,7 +113,7 @@ impl ServerStats {
         self.requests.load(Relaxed)
     }
 
-    /// Connections accepted since start.
+    /// Connections accepted since start, QUIC ones (`--http3`) included.
     pub fn connections(&self) -> u64 {
         self.connections.load(Relaxed)
     }
@@ -118,7 +123,8 @@ impl ServerStats {
         self.open.load(Relaxed)
     }
 
-    /// Bytes read from all connections, heads and bodies alike.
+    /// Bytes read from all connections, heads and bodies alike; over
+    /// HTTP/3, request bodies only (QUIC's packets are read by its library).
     pub fn bytes_received(&self) -> u64 {
         self.bytes_received.load(Relaxed)
     }
@@ -192,6 +198,40 @@ impl ServerStats {
         self.h2.goaways.load(Relaxed)
     }
 
+    /// Connections served in HTTP/3 (`--http3`): QUIC handshake and
+    /// HTTP/3 settings done.
+    pub fn h3_connections(&self) -> u64 {
+        self.h3.connections.load(Relaxed)
+    }
+
+    /// HTTP/3 request streams taken up: answered, reset or held; not those
+    /// refused after a GOAWAY.
+    pub fn h3_streams(&self) -> u64 {
+        self.h3.streams.load(Relaxed)
+    }
+
+    /// HTTP/3 request streams in flight now, as for HTTP/2.
+    pub fn h3_streams_in_flight(&self) -> u64 {
+        self.h3.in_flight.load(Relaxed)
+    }
+
+    /// The most HTTP/3 streams in flight at once on any one connection.
+    pub fn h3_max_streams_per_connection(&self) -> u64 {
+        self.h3.max_on_one_connection.load(Relaxed)
+    }
+
+    /// Request streams the server chose to reset (`--h3-reset`); not
+    /// counted in [`Self::faults`].
+    pub fn h3_resets(&self) -> u64 {
+        self.h3.resets.load(Relaxed)
+    }
+
+    /// GOAWAY frames the server chose to send: `--h3-goaway-after`,
+    /// `--close-every` and `/close`.
+    pub fn h3_goaways(&self) -> u64 {
+        self.h3.goaways.load(Relaxed)
+    }
+
     /// Requests for `path` (query excluded). Counted only while inspection
     /// is on (`record > 0`); otherwise always 0.
     pub fn path_count(&self, path: &str) -> u64 {
@@ -236,26 +276,44 @@ impl ServerStats {
         self.h2.connections.fetch_add(1, Relaxed);
     }
 
-    /// Counts a stream just accepted on a connection that now has
-    /// `on_connection` streams in flight.
-    pub(crate) fn h2_stream_opened(&self, on_connection: u64) {
-        let h2 = &self.h2;
-        h2.streams.fetch_add(1, Relaxed);
-        let now = h2.in_flight.fetch_add(1, Relaxed) + 1;
-        h2.max_in_flight.fetch_max(now, Relaxed);
-        h2.max_on_one_connection.fetch_max(on_connection, Relaxed);
+    pub(crate) fn h3_connection(&self) {
+        self.h3.connections.fetch_add(1, Relaxed);
     }
 
-    pub(crate) fn h2_stream_closed(&self) {
-        self.h2.in_flight.fetch_sub(1, Relaxed);
+    /// Counts a stream just accepted on a connection of `version` (2 or
+    /// 3) that now has `on_connection` streams in flight.
+    pub(crate) fn stream_opened(&self, version: u8, on_connection: u64) {
+        let counters = self.streams_of(version);
+        counters.streams.fetch_add(1, Relaxed);
+        let now = counters.in_flight.fetch_add(1, Relaxed) + 1;
+        counters.max_in_flight.fetch_max(now, Relaxed);
+        counters
+            .max_on_one_connection
+            .fetch_max(on_connection, Relaxed);
     }
 
-    pub(crate) fn h2_reset(&self) {
-        self.h2.resets.fetch_add(1, Relaxed);
+    pub(crate) fn stream_closed(&self, version: u8) {
+        self.streams_of(version).in_flight.fetch_sub(1, Relaxed);
+    }
+
+    pub(crate) fn stream_reset(&self, version: u8) {
+        self.streams_of(version).resets.fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn goaway(&self, version: u8) {
+        self.streams_of(version).goaways.fetch_add(1, Relaxed);
     }
 
     pub(crate) fn h2_goaway(&self) {
-        self.h2.goaways.fetch_add(1, Relaxed);
+        self.goaway(2);
+    }
+
+    /// The counters of HTTP/3 for 3, of HTTP/2 for anything else.
+    fn streams_of(&self, version: u8) -> &StreamCounters {
+        match version {
+            3 => &self.h3,
+            _ => &self.h2,
+        }
     }
 
     pub(crate) fn received(&self, bytes: usize) {
@@ -362,13 +420,16 @@ mod tests {
     #[test]
     fn streams_in_flight_keep_their_highs() {
         let stats = ServerStats::new(0);
-        stats.h2_stream_opened(1);
-        stats.h2_stream_opened(2);
-        stats.h2_stream_opened(1);
+        stats.stream_opened(2, 1);
+        stats.stream_opened(2, 2);
+        stats.stream_opened(2, 1);
+        stats.stream_opened(3, 1);
         assert_eq!(stats.h2_streams_in_flight(), 3);
-        stats.h2_stream_closed();
-        stats.h2_stream_closed();
-        stats.h2_stream_opened(1);
+        stats.stream_closed(2);
+        stats.stream_closed(2);
+        stats.stream_opened(2, 1);
+        assert_eq!(stats.h3_streams(), 1);
+        assert_eq!(stats.h3_streams_in_flight(), 1);
         assert_eq!(stats.h2_streams(), 4);
         assert_eq!(stats.h2_streams_in_flight(), 2);
         assert_eq!(stats.h2_max_streams_in_flight(), 3);
