@@ -14,7 +14,7 @@ use metron_core::http::h2::DEFAULT_MAX_STREAMS;
 use metron_core::stats::RunStats;
 use metron_core::units::format_time_us;
 use metron_core::units::{parse_duration, parse_si_f64};
-use metron_serve::{Http2, ServeConfig, Server, StallPlan};
+use metron_serve::{BadCert, Http2, Http3, ServeConfig, Server, StallPlan};
 
 use crate::Error;
 
@@ -34,8 +34,23 @@ pub struct DemoArgs {
     pub stall_for: Duration,
 
     /// Speak HTTP/2 (h2c) to the target: each connection carries up to 100 requests at once
-    #[arg(long = "http2", visible_alias = "h2")]
+    #[arg(long = "http2", visible_alias = "h2", conflicts_with = "http3")]
     pub http2: bool,
+
+    /// Speak HTTP/3 over QUIC to the target (TLS with a generated certificate, so -k): each connection carries up to 100 requests at once
+    #[arg(long = "http3", visible_alias = "h3")]
+    pub http3: bool,
+}
+
+impl DemoArgs {
+    /// The multiplexing protocol asked for, by name, if any.
+    fn multiplexed(&self) -> Option<&'static str> {
+        match (self.http2, self.http3) {
+            (true, _) => Some("HTTP/2"),
+            (_, true) => Some("HTTP/3"),
+            _ => None,
+        }
+    }
 }
 
 /// Connections of the demo run.
@@ -91,9 +106,14 @@ pub fn run(args: &DemoArgs, out: &mut dyn Write) -> Result<(), Error> {
     let server = Server::start(ServeConfig {
         stall: Some(stall),
         http2: args.http2.then(Http2::default),
+        http3: args.http3.then(Http3::default),
+        // QUIC is always encrypted: a certificate of the moment, which
+        // the run skips verifying (-k).
+        tls: args.http3.then_some(BadCert::Untrusted),
         ..ServeConfig::default()
     })?;
-    let url = format!("http://{}/", server.addr());
+    let scheme = if args.http3 { "https" } else { "http" };
+    let url = format!("{scheme}://{}/", server.addr());
     // The stalled requests are the point of the demo: they must be
     // answered and measured, not given up on at the default timeout.
     let timeout = args.stall_for + Duration::from_secs(2);
@@ -107,6 +127,9 @@ pub fn run(args: &DemoArgs, out: &mut dyn Write) -> Result<(), Error> {
     ];
     if args.http2 {
         argv.extend(["--http2".into(), format!("-m{STREAMS}")]);
+    }
+    if args.http3 {
+        argv.extend(["--http3".into(), "-k".into(), format!("-m{STREAMS}")]);
     }
     argv.push(url.clone());
     let bench = BenchArgs::try_parse_from(argv).expect("the demo's own flags parse");
@@ -153,12 +176,12 @@ fn explain(out: &mut dyn Write, s: &RunStats, args: &DemoArgs) -> std::io::Resul
     let stalled = (args.stall_for.as_secs_f64() * args.rate).round();
     let c99 = format_time_us(s.latency.value_at_percentile(99.0) as f64);
     let u99 = format_time_us(s.uncorrected.value_at_percentile(99.0) as f64);
-    if args.http2 {
+    if let Some(protocol) = args.multiplexed() {
         let streams = CONNECTIONS * STREAMS;
         let found = if s.counters.queued == 0 {
             format!(
                 "Here every request found a free stream, so the uncorrected column saw the whole stall\n\
-                 (p99 {u99}): with streams to spare, HTTP/2 leaves nothing to omit. Coordinated omission\n\
+                 (p99 {u99}): with streams to spare, {protocol} leaves nothing to omit. Coordinated omission\n\
                  comes back once all {streams} streams are busy (a higher -R, or a longer --stall-for)."
             )
         } else {
@@ -173,7 +196,7 @@ fn explain(out: &mut dyn Write, s: &RunStats, args: &DemoArgs) -> std::io::Resul
             out,
             "\nCorrected latency runs from the moment each request was due on the schedule, so the ~{stalled} requests\n\
              that fell due during the {} stall carry the wait a real user would have had (p99 {c99}).\n\
-             Over HTTP/2 a due request needs only a free stream, not an idle connection: during the stall\n\
+             Over {protocol} a due request needs only a free stream, not an idle connection: during the stall\n\
              metron went on sending on schedule into {CONNECTIONS} connections x {STREAMS} streams.\n\
              {found}\n\
              Trust the corrected column; the Send lag line says how long requests waited for a stream.",

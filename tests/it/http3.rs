@@ -1,8 +1,10 @@
 //! `--http3` against Caddy, a server nobody here wrote, serving HTTP/3 on
 //! its TLS port: the ledger against its access log, the corrected
-//! percentiles through a stall of known length (the process stopped), a
-//! wrk script unchanged, loss and delay on the path, and the pre-flight's
-//! words for each way a host may not serve HTTP/3.
+//! percentiles through a stop of the process, wrk scripts unchanged, loss
+//! and delay on the path, and the pre-flight's words for each way a host
+//! may not serve HTTP/3. Against the built-in target (`serve --http3`),
+//! where faults are easier to make: a stall's exact arithmetic, streams
+//! refused and connections gone away, and the demo.
 
 use std::net::UdpSocket;
 use std::time::Duration;
@@ -10,6 +12,7 @@ use std::time::Duration;
 use crate::common::caddy::Caddy;
 use crate::common::relay::Relay;
 use crate::common::*;
+use metron::serve::{BadCert, Http3, Pick, ServeConfig, Server, StallPlan};
 
 /// Every request metron completed, and every one still in flight at the
 /// end, is in Caddy's log as HTTP/3; nothing else is.
@@ -216,4 +219,108 @@ fn the_preflight_names_why_a_host_serves_no_http3() {
     // And over plain http:// it is refused before anything is sent.
     let out = metron(&["--http3", "http://127.0.0.1:1/"]);
     assert!(one_line_error(&out).contains("write it as https://"));
+}
+
+/// The built-in target over HTTP/3 (`metron serve --http3`), on its
+/// certificate of the moment (hence -k).
+fn h3_server(cfg: ServeConfig, h3: Http3) -> Server {
+    server(ServeConfig {
+        http3: Some(h3),
+        tls: Some(BadCert::Untrusted),
+        ..cfg
+    })
+}
+
+fn h3_url(srv: &Server) -> String {
+    format!("https://{}/", srv.addr())
+}
+
+/// A stall of S seconds in the built-in target at rate R, its QUIC stack
+/// still answering: the S·R requests due during it wait, from when they
+/// were due, spread uniformly over [0, S]. With N requests in all, the
+/// corrected quantile q above 1 - S·R/N is S·(1 - (1 - q)·N/(S·R)), the
+/// same arithmetic as over HTTP/1.1 and HTTP/2 (tests/it/rate.rs).
+#[test]
+fn corrected_percentiles_match_a_stall_of_known_length() {
+    let _g = serial();
+    let stall = Duration::from_millis(1000);
+    let srv = h3_server(
+        ServeConfig {
+            stall: Some(StallPlan::once(Duration::from_millis(1200), stall).unwrap()),
+            ..ServeConfig::default()
+        },
+        Http3::default(),
+    );
+    let rate = 2000.0;
+    let args = ["-t1", "-c4", "-m100", "-R2000", "-d4s", "--http3", "-k"];
+    let (o, _) = bench(&[&args[..], &[&h3_url(&srv)]].concat());
+    assert_balanced(&o);
+    let c = &o.stats.counters;
+    assert_eq!(c.errors.lost_requests(), 0, "{c:?}");
+    assert_eq!(srv.stats().requests(), c.completed + c.in_flight, "{c:?}");
+    let n = o.stats.latency.len() as f64;
+    let f = stall.as_secs_f64() * rate / n;
+    let s_us = stall.as_micros() as f64;
+    for q in [0.90, 0.99, 0.999] {
+        let want = s_us * (1.0 - (1.0 - q) / f);
+        let got = o.stats.latency.value_at_quantile(q) as f64;
+        // 5% of S covers the stall's edges, blurred by scheduling.
+        assert!(
+            (got - want).abs() <= 0.05 * s_us,
+            "p{}: got {got:.0} us, want {want:.0} us ({c:?})",
+            q * 100.0
+        );
+    }
+}
+
+/// A server that goes away after 50 requests on each connection, and
+/// refuses one stream in ten with H3_REQUEST_REJECTED: the refused and
+/// those above a GOAWAY were never processed, so they go out again on
+/// another stream; nothing is lost, the ledger balances, and the server
+/// answered exactly what metron completed (or still waited for).
+#[test]
+fn refused_and_goaway_streams_are_sent_again_not_lost() {
+    let _g = serial();
+    let srv = h3_server(
+        ServeConfig::default(),
+        Http3 {
+            goaway_after: Some(50),
+            reset: Some(Pick::Every(10)),
+            ..Http3::default()
+        },
+    );
+    let args = ["-t1", "-c4", "-m8", "-R1000", "-d2s", "--http3", "-k"];
+    let (o, text) = bench(&[&args[..], &[&h3_url(&srv)]].concat());
+    assert_balanced(&o);
+    let c = &o.stats.counters;
+    assert_eq!(c.errors.lost_requests(), 0, "{c:?}\n{text}");
+    assert!(c.http2.retried > 0, "{c:?}");
+    assert!(srv.stats().h3_goaways() > 0 && srv.stats().h3_resets() > 0);
+    // Every completed request was answered once by the server.
+    assert_eq!(c.status_codes.get(200), c.completed, "{c:?}");
+    assert!(c.completed >= 1900, "{c:?}");
+}
+
+/// `metron demo --http3` runs over HTTP/3 and says so.
+#[test]
+fn the_demo_runs_over_http3() {
+    let _g = serial();
+    let out = metron(&[
+        "demo",
+        "--http3",
+        "-d",
+        "3s",
+        "--stall-for",
+        "0.5s",
+        "-R",
+        "500",
+    ]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}{}", stderr(&out));
+    assert!(text.contains("(HTTP/3, up to 100 streams each)"), "{text}");
+    assert!(text.contains("  Protocol: HTTP/3\n"), "{text}");
+    assert!(
+        text.contains("Over HTTP/3 a due request needs only a free stream"),
+        "{text}"
+    );
 }
