@@ -77,7 +77,7 @@ impl Protocol {
 
     /// The protocol the reports call `name`.
     pub fn from_name(name: &str) -> Option<Protocol> {
-        [Protocol::Http1, Protocol::Http2]
+        [Protocol::Http1, Protocol::Http2, Protocol::Http3]
             .into_iter()
             .find(|p| p.name() == name)
     }
@@ -167,6 +167,15 @@ impl Spoken {
     pub fn multiplexes(&self) -> bool {
         self.0.iter().any(|p| p.multiplexes())
     }
+
+    /// The name of the one multiplexing protocol spoken, whose streams a
+    /// report counts (`None` when there is none, or several).
+    pub fn streams_of(&self) -> Option<&'static str> {
+        match self.0.iter().filter(|p| p.multiplexes()).collect::<Vec<_>>()[..] {
+            [one] => Some(one.name()),
+            _ => None,
+        }
+    }
 }
 
 /// As the reports name it: the protocol every host spoke (`HTTP/2`), or
@@ -204,6 +213,8 @@ mod tests {
         assert_eq!(mixed.to_string(), "HTTP/2, HTTP/1.1");
         assert_eq!("HTTP/2, HTTP/1.1".parse(), Ok(mixed));
         assert!(!Spoken::of([Http1]).multiplexes());
-        assert!("HTTP/3".parse::<Spoken>().is_err());
+        assert_eq!("HTTP/3".parse(), Ok(Spoken::of([Protocol::Http3])));
+        assert_eq!(Spoken::of([Protocol::Http3]).streams_of(), Some("HTTP/3"));
+        assert!("HTTP/4".parse::<Spoken>().is_err());
     }
 }

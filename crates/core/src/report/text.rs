@@ -594,7 +594,9 @@ fn write_own_lines(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
         )?;
     }
     if stats.counters.http2.any() {
-        writeln!(out, "  {}", http2_line(&stats.counters.http2))?;
+        // The streams' line is named for the protocol that had them.
+        let name = r.protocol.and_then(Spoken::streams_of).unwrap_or("HTTP/2");
+        writeln!(out, "  {}", http2_line(name, &stats.counters.http2))?;
     }
     if let Some(line) = accounting_line(&stats.counters) {
         writeln!(out, "  {line}")?;
@@ -632,15 +634,16 @@ fn read_causes_line(c: &Counters) -> Option<String> {
     (c.errors.read > 0).then(|| format!("Read errors: {}", c.read_causes))
 }
 
-/// HTTP/2's resets and GOAWAYs by error code, its connection errors, and
-/// the requests sent again because the server never processed them.
-fn http2_line(h: &Http2Counts) -> String {
+/// Streams' resets and GOAWAYs by error code (HTTP/2's, or HTTP/3's under
+/// `name`), connection errors, and the requests sent again because the
+/// server never processed them.
+fn http2_line(name: &str, h: &Http2Counts) -> String {
     let by_code = |c: &ByCode| match c.total() {
         0 => String::new(),
         _ => format!(" ({c})"),
     };
     format!(
-        "HTTP/2: {} streams reset{}, {} GOAWAY{}, {} connection errors, \
+        "{name}: {} streams reset{}, {} GOAWAY{}, {} connection errors, \
          {} requests sent again (never processed)",
         h.resets.total(),
         by_code(&h.resets),
