@@ -824,8 +824,8 @@ fn hint(said: &str) -> Option<&'static str> {
         "connect TLS handshake" => "the TLS handshake failed",
         "connect no local socket" => "this machine ran out of ports or files: fewer -c",
         "closed before answering" => {
-            "the server turned new connections away before answering anything on them, as \
-             one past its connection limit does: lower -c, or raise the server's limit"
+            "the server closed new connections unanswered, as one does past its connection \
+             limit (lower -c, or raise the limit) or when it fails every request"
         }
         "reset" => "the server reset connections it had answered on (its error log may say why)",
         "closed early" => {
@@ -1423,7 +1423,7 @@ mod tests {
             w.starts_with("38 of 100 due requests were lost: closed before answering 37: "),
             "{w}"
         );
-        assert!(w.contains("lower -c, or raise the server's limit"), "{w}");
+        assert!(w.contains("(lower -c, or raise the limit)"), "{w}");
         assert!(w.contains("; reset 1: the server reset connections it had answered on"));
         assert!(w.ends_with("; connections were reopened 900 times"), "{w}");
         // Causes that did not occur are not named.
@@ -1500,10 +1500,10 @@ mod tests {
         assert_eq!(
             down_causes(&a),
             "connect reset 3: the server reset connections as they opened; \
-             closed before answering 2: the server turned new connections away before \
-             answering anything on them, as one past its connection limit does: lower -c, or \
-             raise the server's limit; reset 1: the server reset connections it had answered \
-             on (its error log may say why)"
+             closed before answering 2: the server closed new connections unanswered, as one \
+             does past its connection limit (lower -c, or raise the limit) or when it fails \
+             every request; reset 1: the server reset connections it had answered on (its \
+             error log may say why)"
         );
     }
 
