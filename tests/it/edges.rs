@@ -1,10 +1,11 @@
 //! Truth at the edges of a run: requests that never completed count in the
 //! percentiles at their lower bounds, runs that end early say so, and the
-//! never-sent warning names what the counters show.
+//! never-sent and lost-requests warnings name what the connections saw.
 
 use std::time::Duration;
 
 use crate::common::files::*;
+use crate::common::nginx::{Nginx, Options, BIG_HEAD};
 use crate::common::*;
 use metron::serve::{ServeConfig, StallPlan};
 use metron::stats::StopCause;
@@ -239,4 +240,175 @@ fn a_saved_report_keeps_its_edges() {
         let _ = std::fs::remove_file(json);
     }
     let _ = std::fs::remove_file(script);
+}
+
+/// A JSON document's counters: the ledger balances, and the read errors
+/// add up to their causes.
+fn json_counters(path: &std::path::Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).expect("the JSON document is written");
+    let doc: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    let c = doc["counters"].clone();
+    let n = |k: &str| c[k].as_u64().unwrap_or_else(|| panic!("no {k} in {c}"));
+    let e = |k: &str| c["errors"][k].as_u64().unwrap();
+    let lost = e("read") + e("write") + e("timeout");
+    assert_eq!(
+        n("due"),
+        n("completed") + lost + n("in_flight") + n("never_sent"),
+        "{c}"
+    );
+    let causes = c["read_causes"].as_object().expect("read_causes");
+    let by_cause: u64 = causes.values().map(|v| v.as_u64().unwrap()).sum();
+    assert_eq!(by_cause, e("read"), "{c}");
+    c
+}
+
+/// nginx past its `worker_connections` closes the connections beyond them
+/// as it accepts them (and, to make room, idle ones it had answered on):
+/// requests written to a connection it turned away are lost, counted as
+/// closed before answering, and the warning says to lower -c. nginx
+/// logged as answered exactly what metron completed (and at most what
+/// was in flight at the end). The issue's -c8000 against 4096, scaled
+/// down to 512 against 128 to stay quick.
+#[test]
+fn a_server_past_its_connection_limit_is_named_in_the_lost_warning() {
+    let _g = serial();
+    let Some(ngx) = Nginx::start(Options {
+        worker_connections: Some(128),
+        ..Options::default()
+    }) else {
+        return;
+    };
+    let u = ngx.h1_url("/");
+    let json = std::env::temp_dir().join(format!("metron-limit-{}.json", std::process::id()));
+    let j = json.to_str().unwrap();
+    let run = metron(&["-t1", "-c512", "-R2000", "-d2s", "--json", j, &u]);
+    let text = stdout(&run);
+    assert!(run.status.success(), "{text}\n{}", stderr(&run));
+    let c = json_counters(&json);
+    let _ = std::fs::remove_file(&json);
+    let unanswered = c["read_causes"]["closed_unanswered"].as_u64().unwrap();
+    assert!(unanswered > 0, "{c}\n{text}");
+    let read_line = text
+        .lines()
+        .find(|l| l.starts_with("  Read errors: "))
+        .unwrap_or_else(|| panic!("no read errors line:\n{text}"));
+    assert!(
+        read_line.contains(&format!("closed before answering {unanswered}")),
+        "{read_line}"
+    );
+    let lost = ["read", "write", "timeout"]
+        .iter()
+        .map(|k| c["errors"][k].as_u64().unwrap())
+        .sum::<u64>();
+    let warning = text
+        .lines()
+        .find(|l| l.contains(" due requests were lost: "))
+        .unwrap_or_else(|| panic!("no lost-requests warning:\n{text}"));
+    assert!(
+        warning.starts_with(&format!("  Warning: {lost} of {} due", c["due"])),
+        "{warning}"
+    );
+    assert!(
+        warning.contains(&format!("closed before answering {unanswered}: "))
+            && warning.contains("lower -c"),
+        "{warning}"
+    );
+    assert!(
+        warning.ends_with(&format!(
+            "; connections were reopened {} times",
+            c["reconnects"]
+        )),
+        "{warning}"
+    );
+    // What nginx answered is what metron completed, give or take the
+    // requests on the wire when the run ended.
+    let (completed, in_flight) = (
+        c["completed"].as_u64().unwrap(),
+        c["in_flight"].as_u64().unwrap(),
+    );
+    let log = ngx.access_log();
+    let answered = log.iter().filter(|l| l.status == 200).count() as u64;
+    assert!(
+        answered >= completed && log.len() as u64 <= completed + in_flight,
+        "nginx logged {} requests, {answered} answered; metron completed {completed}, \
+         {in_flight} in flight at the end",
+        log.len()
+    );
+}
+
+/// A head above `--max-head` from nginx (a header of [`BIG_HEAD`] bytes)
+/// over HTTP/1.1, h2c and h2 over TLS: every request is lost to `head too
+/// large` (nginx answered each one: its log has them), and the warning
+/// says to raise --max-head; with the default limit the same run
+/// completes everything.
+#[test]
+fn a_head_above_max_head_is_named_with_its_fix_over_every_protocol() {
+    let _g = serial();
+    let Some(ngx) = Nginx::start(Options {
+        big_head: true,
+        ..Options::default()
+    }) else {
+        return;
+    };
+    let ca = ngx.cacert();
+    let runs: [(&str, String, Vec<&str>); 3] = [
+        ("HTTP/1.1", ngx.h1_url("/big-head"), vec![]),
+        ("h2c", ngx.h2c_url("/big-head"), vec!["--http2"]),
+        (
+            "h2",
+            ngx.tls_url("/big-head"),
+            vec!["--http2", "--cacert", &ca],
+        ),
+    ];
+    let run = ["-t1", "-c2", "-R50", "-d1s"];
+    for (what, u, flags) in &runs {
+        let before = ngx.access_log().len();
+        let (o, text) = bench(&[&flags[..], &run, &["--max-head", "1k", u]].concat());
+        assert_balanced(&o);
+        let c = &o.stats.counters;
+        let r = &c.read_causes;
+        assert_eq!(c.completed, 0, "{what}: {c:?}\n{text}");
+        assert!(r.head_too_large > 0, "{what}: {c:?}");
+        assert_eq!(r.head_too_large, c.errors.lost_requests(), "{what}: {c:?}");
+        assert!(
+            text.contains(&format!(
+                "  Read errors: head too large {}\n",
+                r.head_too_large
+            )),
+            "{what}: {text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "requests were lost: head too large {}: raise --max-head",
+                r.head_too_large
+            )),
+            "{what}: {text}"
+        );
+        assert!(
+            !text.contains("raise -c") && !text.contains("lower -c"),
+            "{what}: {text}"
+        );
+        // nginx sent every one of those heads whole.
+        let log = ngx.access_log();
+        let new = &log[before..];
+        assert!(
+            new.len() as u64 >= r.head_too_large
+                && new.len() as u64 <= r.head_too_large + c.in_flight,
+            "{what}: nginx logged {}, {c:?}",
+            new.len()
+        );
+
+        let (o, text) = bench(&[&flags[..], &run, &[u.as_str()]].concat());
+        let c = &o.stats.counters;
+        assert_balanced(&o);
+        assert_eq!(c.errors.lost_requests(), 0, "{what}: {c:?}\n{text}");
+        assert_eq!(c.completed + c.in_flight, c.due, "{what}: {c:?}\n{text}");
+        assert!(c.completed > 0, "{what}: {c:?}");
+        // HTTP/2 sends the header Huffman-coded: 5 bits an `a`.
+        assert!(
+            c.bytes >= c.completed * BIG_HEAD as u64 / 2,
+            "{what}: {c:?}"
+        );
+        assert!(!text.contains("were lost"), "{what}: {text}");
+    }
 }

@@ -10,9 +10,10 @@ use crate::common::process::{serve_command, stop};
 use crate::common::*;
 use metron::serve::{BadCert, Fault, FaultPlan, Probability, ServeConfig};
 
-/// A server that resets every request: the report says so by cause, and
-/// since nothing completed the exit status is 5, not 0, so that a script
-/// checking it does not take the run for a measurement.
+/// A server that resets every request: the report says so by cause (each
+/// connection is reset before it answered anything), and since nothing
+/// completed the exit status is 5, not 0, so that a script checking it
+/// does not take the run for a measurement.
 #[test]
 fn a_run_in_which_nothing_completed_exits_non_zero() {
     let _g = serial();
@@ -22,7 +23,10 @@ fn a_run_in_which_nothing_completed_exits_non_zero() {
     let (out, err) = (stdout(&o), stderr(&o));
     assert_eq!(o.status.code(), Some(5), "{out}\n{err}");
     assert!(out.contains("  0 requests in "), "{out}");
-    assert!(out.contains("  Read errors: reset "), "{out}");
+    assert!(
+        out.contains("  Read errors: closed before answering "),
+        "{out}"
+    );
     assert!(err.contains("no request completed (read errors "), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
@@ -66,6 +70,38 @@ fn reset_is_a_read_error() {
 #[test]
 fn garbage_is_a_read_error() {
     breaks_the_stream(Fault::Garbage);
+}
+
+/// Bytes that are not HTTP are lost as `malformed`, and the warning says
+/// the server's answers are not HTTP, not that -c is wrong.
+#[test]
+fn garbage_is_named_malformed_in_the_lost_warning() {
+    let _g = serial();
+    let plan = FaultPlan::every(Fault::Garbage, 4);
+    let (o, text, server) = run_and_check_ledger(faulty(plan), &RUN);
+    let c = o.stats.counters;
+    let malformed = c.read_causes.malformed;
+    assert!(malformed > 0, "{c:?}");
+    assert_eq!(malformed, c.errors.lost_requests(), "{c:?}");
+    assert!(
+        malformed <= server.faults() && server.faults() <= malformed + c.in_flight,
+        "{} faults, {c:?}",
+        server.faults()
+    );
+    let warning = text
+        .lines()
+        .find(|l| l.contains(" due requests were lost: "))
+        .unwrap_or_else(|| panic!("no lost-requests warning:\n{text}"));
+    assert!(
+        warning.starts_with(&format!(
+            "  Warning: {malformed} of {} due requests were lost: malformed {malformed}: the \
+             server's answers are not valid HTTP",
+            c.due
+        )),
+        "{warning}"
+    );
+    assert!(!warning.contains("-c"), "{warning}");
+    assert!(!text.contains("lower -c"), "{text}");
 }
 
 #[test]

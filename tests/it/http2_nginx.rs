@@ -279,7 +279,11 @@ fn a_server_stopping_mid_run_loses_no_request_it_never_saw() {
     // sent in the moment before the close was seen.
     assert_eq!((c.errors.write, c.errors.timeout), (0, 0), "{c:?}\n{text}");
     let r = &c.read_causes;
-    assert_eq!(c.errors.read, r.closed + r.reset, "{c:?}");
+    assert_eq!(
+        c.errors.read,
+        r.closed + r.reset + r.closed_unanswered,
+        "{c:?}"
+    );
     assert!(c.errors.read <= 10, "{c:?}");
     assert!(c.errors.connect > 0, "{c:?}");
     assert_eq!(c.connect_causes.refused, c.errors.connect, "{c:?}");

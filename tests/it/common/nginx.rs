@@ -28,7 +28,17 @@ pub struct Options {
     /// at 1000 bytes/s (`limit_rate`): one every 100 ms once the head is
     /// out.
     pub events: bool,
+    /// nginx's `worker_connections` (its own listening sockets take some):
+    /// the connections it takes at once; those beyond it are closed as
+    /// they are accepted. Unset, 1024.
+    pub worker_connections: Option<u32>,
+    /// `/big-head` answers with a head of over [`BIG_HEAD`] bytes (a
+    /// header of that many `a`s).
+    pub big_head: bool,
 }
+
+/// The length of `/big-head`'s oversized header value.
+pub const BIG_HEAD: usize = 2000;
 
 /// Events in each `/events` response.
 pub const EVENTS: usize = 10;
@@ -42,6 +52,8 @@ pub struct Nginx {
     pub tls: u16,
     /// TLS without HTTP/2: only http/1.1.
     pub tls_h1: u16,
+    /// Plain HTTP/1.1.
+    pub h1: u16,
 }
 
 impl Nginx {
@@ -63,10 +75,10 @@ impl Nginx {
         std::fs::create_dir_all(dir.join("files")).unwrap();
         std::fs::write(dir.join("files/big"), vec![b'x'; 100 * 1024]).unwrap();
         std::fs::write(dir.join("files/events"), event_stream()).unwrap();
-        let (process, [h2c, tls, tls_h1]) = servers::start(
+        let (process, [h2c, tls, tls_h1, h1]) = servers::start(
             dir,
-            |dir, [h2c, tls, tls_h1]| {
-                let conf = config(dir, &opts, h2c, tls, tls_h1);
+            |dir, [h2c, tls, tls_h1, h1]| {
+                let conf = config(dir, &opts, [h2c, tls, tls_h1, h1]);
                 std::fs::write(dir.join("nginx.conf"), conf).unwrap();
                 command(&nginx, dir)
             },
@@ -77,7 +89,12 @@ impl Nginx {
             h2c,
             tls,
             tls_h1,
+            h1,
         })
+    }
+
+    pub fn h1_url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.h1)
     }
 
     pub fn h2c_url(&self, path: &str) -> String {
@@ -149,8 +166,11 @@ pub fn write_certificate(dir: &Path) {
 }
 
 /// nginx's configuration: every file inside `dir`, one worker, no
-/// daemon; `/` answers 200 with 6 bytes, `/slow` asks the upstream.
-pub fn config(dir: &Path, opts: &Options, h2c: u16, tls: u16, tls_h1: u16) -> String {
+/// daemon, on the ports h2c, TLS (h2 and http/1.1), TLS (http/1.1 only)
+/// and plain HTTP/1.1; `/` answers 200 with 6 bytes, `/slow` asks the
+/// upstream.
+pub fn config(dir: &Path, opts: &Options, ports: [u16; 4]) -> String {
+    let [h2c, tls, tls_h1, h1] = ports;
     let d = dir.display();
     let keepalive = opts.keepalive_requests.unwrap_or(1_000_000);
     let (upstream, slow) = match opts.upstream {
@@ -179,8 +199,17 @@ pub fn config(dir: &Path, opts: &Options, h2c: u16, tls: u16, tls_h1: u16) -> St
     } else {
         String::new()
     };
+    let big_head = if opts.big_head {
+        format!(
+            "location = /big-head {{ add_header X-Big \"{}\"; return 200 \"hello\\n\"; }}",
+            "a".repeat(BIG_HEAD)
+        )
+    } else {
+        String::new()
+    };
+    let preamble = preamble_with(dir, LOG_FORMAT, opts.worker_connections.unwrap_or(1024));
     format!(
-        "{}
+        "{preamble}
   keepalive_requests {keepalive};
   ssl_certificate {d}/cert.pem;
   ssl_certificate_key {d}/key.pem;
@@ -189,14 +218,15 @@ pub fn config(dir: &Path, opts: &Options, h2c: u16, tls: u16, tls_h1: u16) -> St
     listen 127.0.0.1:{h2c} http2;
     listen 127.0.0.1:{tls} ssl http2;
     listen 127.0.0.1:{tls_h1} ssl;
+    listen 127.0.0.1:{h1};
     location / {{ return 200 \"hello\\n\"; }}
     {slow}
     {big}
     {events}
+    {big_head}
   }}
 }}
-",
-        preamble(dir, LOG_FORMAT)
+"
     )
 }
 
@@ -217,12 +247,26 @@ fn event_stream() -> Vec<u8> {
 /// no daemon, every file inside `dir`, the access log in `log_format`;
 /// the `http` block is left open.
 pub fn preamble(dir: &Path, log_format: &str) -> String {
+    preamble_with(dir, log_format, 1024)
+}
+
+/// [`preamble`] with `worker_connections` of nginx's, and above 1024 an
+/// open-files limit of its own that covers them whatever this process's
+/// is.
+pub fn preamble_with(dir: &Path, log_format: &str, worker_connections: u32) -> String {
     let d = dir.display();
+    // Left alone by default: a limit nginx could not set would be an alert
+    // in its log.
+    let files = match worker_connections {
+        n if n > 1024 => format!("worker_rlimit_nofile {};", 2 * n + 64),
+        _ => String::new(),
+    };
     format!(
         "worker_processes 1;
+{files}
 pid {d}/nginx.pid;
 error_log {d}/error.log;
-events {{ worker_connections 1024; }}
+events {{ worker_connections {worker_connections}; }}
 http {{
   log_format metron '{log_format}';
   access_log {d}/access.log metron;

@@ -253,6 +253,12 @@ impl<T: Io> Conn<T> {
         self.served += 1;
     }
 
+    /// Open, and no response has completed on it yet: a close now is the
+    /// server turning the connection away, not ending a conversation.
+    pub fn answered_nothing(&self) -> bool {
+        self.is_open() && self.served == 0
+    }
+
     /// A new attempt: the connect on `io` has started (the caller
     /// registered its socket), with a new `session`.
     pub fn open(&mut self, io: T, session: BoxedSession, now: Nanos) {
@@ -753,6 +759,31 @@ mod tests {
         assert_eq!(closed.reopen_at, 50);
         assert_eq!(c.failures, 0);
         assert!(c.session().is_none(), "its session went with it");
+    }
+
+    /// What tells a connection turned away from one closed midway: only
+    /// an open one that completed no response answered nothing, and a
+    /// reopened one starts over.
+    #[test]
+    fn a_connection_answered_nothing_until_a_response_completes_on_it() {
+        let mut c: Conn<Mock> = Conn::new(0);
+        assert!(!c.answered_nothing(), "not open yet");
+        c.open(Mock::plain(), h1(), 0);
+        assert!(!c.answered_nothing(), "still connecting");
+        assert!(matches!(
+            c.on_connect_event(&mut [0; 64], 0),
+            Connect::Ready(_)
+        ));
+        assert!(c.answered_nothing());
+        c.served();
+        assert!(!c.answered_nothing());
+        let _ = c.close(10);
+        c.open(Mock::plain(), h1(), 10);
+        assert!(matches!(
+            c.on_connect_event(&mut [0; 64], 10),
+            Connect::Ready(_)
+        ));
+        assert!(c.answered_nothing(), "a new socket has answered nothing");
     }
 
     #[test]

@@ -973,12 +973,28 @@ impl Worker {
             s.drain(&mut drained);
         }
         let why = failed.unwrap_or(Failure::Closed);
+        // A close or reset before any response on the connection is the
+        // server turning it away (a server past its connection limit does
+        // this to every connection beyond it): a cause of its own, with
+        // another fix than a close mid-conversation.
+        let unanswered = self.places[i].conn.answered_nothing()
+            && matches!(why, Failure::Closed | Failure::Reset(None));
         for tag in drained.drain(..) {
-            self.lost(tag, why, now);
+            if unanswered {
+                let cause = Loss::Read(ReadCause::ClosedUnanswered);
+                self.stats.lost(tag.stamp, cause, now);
+            } else {
+                self.lost(tag, why, now);
+            }
         }
         self.drained = drained;
-        if let (Some(f), None) = (failed, self.places[i].conn.went_down()) {
-            if let Loss::Read(cause) = loss(f) {
+        if self.places[i].conn.went_down().is_none() {
+            let cause = match (unanswered, failed.map(loss)) {
+                (true, _) => Some(ReadCause::ClosedUnanswered),
+                (false, Some(Loss::Read(cause))) => Some(cause),
+                _ => None,
+            };
+            if let Some(cause) = cause {
                 self.places[i].conn.note_down(WentDown::Read(cause));
             }
         }

@@ -711,17 +711,22 @@ fn accounting_line(c: &Counters) -> Option<String> {
     })
 }
 
-/// Signs, in rate mode, that the generator did not keep to its schedule,
-/// each with its figures and the likely fix. Empty in throughput mode,
-/// where there is no schedule to keep.
+/// What went wrong, each with its figures and the likely fix: requests
+/// lost (in either mode), and, in rate mode, signs that the generator did
+/// not keep to its schedule (throughput mode has none to keep).
 pub fn warnings(r: &TextReport) -> Vec<String> {
+    let lost = lost_warning(&r.stats.counters);
     let Some(rate) = r.load.rate() else {
-        return Vec::new();
+        return lost.into_iter().collect();
     };
-    [never_sent_warning(r.stats, rate), send_lag_warning(r, rate)]
-        .into_iter()
-        .flatten()
-        .collect()
+    [
+        never_sent_warning(r.stats, rate),
+        lost,
+        send_lag_warning(r, rate),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 /// Requests due and never sent, with what kept them back: a start after
@@ -809,38 +814,95 @@ fn end_causes(c: &Counters, rate: f64) -> Vec<String> {
     causes
 }
 
+/// What to check for each cause the connections met, by the name the
+/// report gives it (a failed connect's with `connect ` before it, lost
+/// writes and timeouts as `write` and `timeout`): the one table behind
+/// every warning that names causes. Hints speak of connections and
+/// requests alike, since the warnings count either.
+fn hint(said: &str) -> Option<&'static str> {
+    Some(match said {
+        "connect refused" => "is the server listening?",
+        "connect timed out" => "the server did not accept in time: its backlog, or --timeout",
+        "connect reset" => "the server reset connections as they opened",
+        "connect TLS handshake" => "the TLS handshake failed",
+        "connect no local socket" => "this machine ran out of ports or files: fewer -c",
+        "closed before answering" => {
+            "the server closed new connections unanswered, as one does past its connection \
+             limit (lower -c, or raise the limit) or when it fails every request"
+        }
+        "reset" => "the server reset connections it had answered on (its error log may say why)",
+        "closed early" => {
+            "the server closed connections it had answered on, mid-response or with a \
+             request unanswered (its keep-alive or connection limits, or a restart)"
+        }
+        "head too large" => "raise --max-head",
+        "malformed" => "the server's answers are not valid HTTP",
+        "HTTP/2 frames" => "the server speaks HTTP/2 only: add --http2",
+        "TLS" => "TLS failed on open connections",
+        "write" => "the server stopped reading or closed connections as requests were written",
+        "timeout" => "no response within --timeout: a stalled server, or raise --timeout",
+        _ => return None,
+    })
+}
+
+/// The causes with a count, each as `said n: hint`, joined by `; `.
+fn with_hints(named: impl IntoIterator<Item = (String, u64)>) -> String {
+    let named: Vec<String> = named
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(said, n)| match hint(&said) {
+            Some(h) => format!("{said} {n}: {h}"),
+            None => format!("{said} {n}"),
+        })
+        .collect();
+    named.join("; ")
+}
+
 /// Why the connections down at the end were down, each cause with what
 /// to check: how their last connect failed, or what ended them open.
 fn down_causes(a: &AtEnd) -> String {
-    let hint = |what: &str| match what {
-        "refused" => "is the server listening?",
-        "timed out" => "the server did not accept in time: its backlog, or --timeout",
-        "reset" => "the server reset them as they opened",
-        "TLS handshake" => "the TLS handshake failed",
-        "no local socket" => "this machine ran out of ports or files: fewer -c",
-        "closed early" => "the server closed them mid-response",
-        "head too large" => "raise --max-head",
-        "malformed" => "the server's answers are not HTTP/1.1",
-        "HTTP/2 frames" => "the server speaks HTTP/2 only: add --http2",
-        "TLS" => "TLS failed on the open connection",
-        _ => "",
-    };
     let connect = a.down_connect.named();
     let read = a.down_read.named();
-    let named: Vec<String> = connect
+    let named = connect
         .iter()
-        .map(|(what, n)| (format!("connect {what}"), *what, *n))
-        .chain(read.iter().map(|(what, n)| (what.to_string(), *what, *n)))
-        .filter(|(_, _, n)| *n > 0)
-        .map(|(said, what, n)| match hint(what) {
-            "" => format!("{said} {n}"),
-            h => format!("{said} {n}: {h}"),
-        })
-        .collect();
-    match named.is_empty() {
-        true => "opening when the run ended".to_string(),
-        false => named.join("; "),
+        .map(|(what, n)| (format!("connect {what}"), *n))
+        .chain(read.iter().map(|(what, n)| (what.to_string(), *n)));
+    match with_hints(named) {
+        named if named.is_empty() => "opening when the run ended".to_string(),
+        named => named,
     }
+}
+
+/// Requests that ended without a response, by what their connections
+/// saw, each cause with its fix. Any loss warns, however few: each is a
+/// request the server did not answer, and the accounting line alone
+/// would leave the reader to guess why. How often connections were
+/// reopened follows, when they were: a server that turns connections
+/// away makes metron reopen them over and over.
+fn lost_warning(c: &Counters) -> Option<String> {
+    let e = &c.errors;
+    let lost = e.lost_requests();
+    if lost == 0 {
+        return None;
+    }
+    let read = c.read_causes.named();
+    let broken_out: u64 = read.iter().map(|(_, n)| n).sum();
+    // Documents from before read errors were broken out have none.
+    let unnamed = e.read.saturating_sub(broken_out);
+    let named = read.iter().map(|(what, n)| (what.to_string(), *n)).chain([
+        ("read".to_string(), unnamed),
+        ("write".to_string(), e.write),
+        ("timeout".to_string(), e.timeout),
+    ]);
+    let reopened = match c.reconnects {
+        0 => String::new(),
+        n => format!("; connections were reopened {n} times"),
+    };
+    Some(format!(
+        "{lost} of {} due requests were lost: {}{reopened}",
+        c.due,
+        with_hints(named)
+    ))
 }
 
 fn plural(n: u64) -> &'static str {
@@ -880,6 +942,23 @@ fn send_lag_warning(r: &TextReport, rate: f64) -> Option<String> {
         Some(p) if p.multiplexes() => ("every stream of the", "a stream"),
         _ => ("all", "one"),
     };
+    // Opening a connection (socket, connect, registration, and its close)
+    // costs the generator several times what a request on an open one
+    // does: when reopens outnumber the requests sent, they took most of
+    // its time, and more threads would only reopen faster.
+    if c.queued * 100 <= sent && c.reconnects > sent {
+        return Some(format!(
+            "{lag}: connections were free, but the generator's time went on reopening \
+             connections the server closed ({} times for {sent} requests sent), so it sent \
+             late; keep the server from closing them ({}) rather than add threads",
+            c.reconnects,
+            if c.errors.lost_requests() > 0 {
+                "see the lost requests' causes"
+            } else {
+                "its connection and keep-alive limits"
+            }
+        ));
+    }
     if c.queued * 100 <= sent {
         return Some(format!(
             "{lag}: connections were free, so the generator itself sent late and the server \
@@ -946,9 +1025,14 @@ fn pool_needs(r: &TextReport, rate: f64) -> String {
 
 /// The failed connects and how the connections went down, in brief.
 fn down_line(c: &Counters) -> String {
-    match c.connect_causes.to_string() {
+    let connect = match c.connect_causes.to_string() {
         named if named.is_empty() => format!("{} connect errors", c.errors.connect),
         named => format!("{} connect errors: {named}", c.errors.connect),
+    };
+    // Connections the server closed were down while they reopened, too.
+    match c.reconnects {
+        0 => connect,
+        n => format!("{connect}; {n} reopened after the server closed them"),
     }
 }
 
@@ -1181,7 +1265,11 @@ mod tests {
         let text = render(&report(&stats, None));
         assert!(text.contains("(closed loop)"));
         assert!(!text.contains("Send lag"));
-        assert!(warnings(&report(&stats, None)).is_empty());
+        // No schedule to keep, so no never-sent or send-lag warning; lost
+        // requests are lost in either mode.
+        let found = warnings(&report(&stats, None));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].starts_with("5 of 160 due requests were lost: reset 2"));
     }
 
     #[test]
@@ -1311,6 +1399,115 @@ mod tests {
         );
         let text = render(&report(&stats, Some(1000.0)));
         assert!(text.contains("\n  Warning: 3 of 100 due requests were never sent"));
+    }
+
+    /// A run against a server that turns connections beyond its limit
+    /// away: 37 requests lost on new connections, 1 reset on one that had
+    /// answered, many reopens.
+    fn turned_away() -> RunStats {
+        let mut stats = lagging(10, 0);
+        let c = &mut stats.counters;
+        c.completed = 62;
+        c.errors.read = 38;
+        c.read_causes.closed_unanswered = 37;
+        c.read_causes.reset = 1;
+        c.reconnects = 900;
+        stats
+    }
+
+    #[test]
+    fn requests_lost_warn_with_each_cause_and_its_fix() {
+        let stats = turned_away();
+        assert!(stats.counters.balanced());
+        let found = warnings(&report(&stats, Some(1000.0)));
+        assert_eq!(found.len(), 1, "{found:?}");
+        let w = &found[0];
+        assert!(
+            w.starts_with("38 of 100 due requests were lost: closed before answering 37: "),
+            "{w}"
+        );
+        assert!(w.contains("(lower -c, or raise the limit)"), "{w}");
+        assert!(w.contains("; reset 1: the server reset connections it had answered on"));
+        assert!(w.ends_with("; connections were reopened 900 times"), "{w}");
+        // Causes that did not occur are not named.
+        assert!(!w.contains("closed early") && !w.contains("timeout"), "{w}");
+        let text = render(&report(&stats, Some(1000.0)));
+        assert!(text.contains("\n  Read errors: closed before answering 37, reset 1\n"));
+        assert!(text.contains("\n  Warning: 38 of 100 due requests were lost: "));
+    }
+
+    #[test]
+    fn a_single_lost_request_warns_in_either_mode() {
+        let mut stats = lagging(10, 0);
+        stats.counters.due = 1_000_000;
+        stats.counters.completed = 999_999;
+        stats.counters.errors.timeout = 1;
+        for rate in [Some(1000.0), None] {
+            let found = warnings(&report(&stats, rate));
+            assert_eq!(
+                found,
+                [
+                    "1 of 1000000 due requests were lost: timeout 1: no response within \
+                  --timeout: a stalled server, or raise --timeout"
+                ]
+            );
+        }
+    }
+
+    /// A document from before read errors were broken out by cause.
+    #[test]
+    fn read_errors_without_causes_are_still_counted() {
+        let mut stats = lagging(10, 0);
+        stats.counters.completed = 95;
+        stats.counters.errors.read = 3;
+        stats.counters.errors.write = 2;
+        let found = warnings(&report(&stats, None));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].starts_with("5 of 100 due requests were lost: read 3; write 2: "),
+            "{}",
+            found[0]
+        );
+    }
+
+    #[test]
+    fn send_lag_from_reopening_connections_blames_the_server_s_closes() {
+        let mut stats = turned_away();
+        record(&mut stats.send_lag, &[(5000, 10)]);
+        let found = warnings(&report(&stats, Some(1000.0)));
+        let lag = found.iter().find(|w| w.starts_with("send lag")).unwrap();
+        assert!(
+            lag.contains(
+                "connections were free, but the generator's time went on reopening connections \
+                 the server closed (900 times for 100 requests sent)"
+            ),
+            "{lag}"
+        );
+        assert!(lag.contains("see the lost requests' causes"), "{lag}");
+        assert!(!lag.contains("add threads with -t"), "{lag}");
+        // As many reopens as requests: the requests still took the time.
+        stats.counters.reconnects = 100;
+        let found = warnings(&report(&stats, Some(1000.0)));
+        let lag = found.iter().find(|w| w.starts_with("send lag")).unwrap();
+        assert!(lag.contains("add threads with -t"), "{lag}");
+    }
+
+    /// A connection down at the end after a reset of its own is not said
+    /// to have been reset as it opened (a failed connect's hint).
+    #[test]
+    fn connections_down_at_the_end_get_the_hint_of_their_own_cause() {
+        let mut a = AtEnd::default();
+        a.down_read.reset = 1;
+        a.down_read.closed_unanswered = 2;
+        a.down_connect.reset = 3;
+        assert_eq!(
+            down_causes(&a),
+            "connect reset 3: the server reset connections as they opened; \
+             closed before answering 2: the server closed new connections unanswered, as one \
+             does past its connection limit (lower -c, or raise the limit) or when it fails \
+             every request; reset 1: the server reset connections it had answered on (its \
+             error log may say why)"
+        );
     }
 
     /// Nothing was sent (a stream limit of 0, Ctrl-C before `--start-at`,

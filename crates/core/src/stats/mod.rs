@@ -177,8 +177,16 @@ impl Errors {
 pub struct ReadCauses {
     /// The server reset the connection (or, over HTTP/2, the stream).
     pub reset: u64,
-    /// The server closed the connection before the response ended.
+    /// The server closed the connection before the response ended, on a
+    /// connection that had answered before.
     pub closed: u64,
+    /// The server closed or reset a connection before answering anything
+    /// on it: what a server past its connection limit does to those
+    /// beyond it, so it is told apart from a close mid-conversation.
+    /// Absent in documents of older versions, which counted these under
+    /// `closed` and `reset`.
+    #[serde(default)]
+    pub closed_unanswered: u64,
     /// A response head larger than `--max-head`.
     pub head_too_large: u64,
     /// Bytes that are not a valid response.
@@ -193,6 +201,7 @@ impl ReadCauses {
     pub fn add(&mut self, o: &ReadCauses) {
         self.reset += o.reset;
         self.closed += o.closed;
+        self.closed_unanswered += o.closed_unanswered;
         self.head_too_large += o.head_too_large;
         self.malformed += o.malformed;
         self.http2_only += o.http2_only;
@@ -203,6 +212,7 @@ impl ReadCauses {
         *match cause {
             ReadCause::Reset => &mut self.reset,
             ReadCause::Closed => &mut self.closed,
+            ReadCause::ClosedUnanswered => &mut self.closed_unanswered,
             ReadCause::HeadTooLarge => &mut self.head_too_large,
             ReadCause::Malformed => &mut self.malformed,
             ReadCause::Http2Only => &mut self.http2_only,
@@ -211,8 +221,9 @@ impl ReadCauses {
     }
 
     /// Each cause with its count, as the reports name them.
-    pub fn named(&self) -> [(&'static str, u64); 6] {
+    pub fn named(&self) -> [(&'static str, u64); 7] {
         [
+            ("closed before answering", self.closed_unanswered),
             ("reset", self.reset),
             ("closed early", self.closed),
             ("head too large", self.head_too_large),
@@ -253,6 +264,7 @@ impl fmt::Display for ConnectCauses {
 pub enum ReadCause {
     Reset,
     Closed,
+    ClosedUnanswered,
     HeadTooLarge,
     Malformed,
     Http2Only,
@@ -910,6 +922,25 @@ fn per_sec(n: u64, window: Duration) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `metron report` and `metron merge` read saved documents: one from
+    /// before connections turned away were told apart still reads.
+    #[test]
+    fn read_causes_of_older_documents_read_without_the_unanswered_count() {
+        let old = r#"{"reset": 2, "closed": 3, "head_too_large": 0, "malformed": 0,
+                      "http2_only": 0, "tls": 0}"#;
+        let c: ReadCauses = serde_json::from_str(old).unwrap();
+        assert_eq!((c.reset, c.closed, c.closed_unanswered), (2, 3, 0));
+        let mut sum = c;
+        sum.add(&ReadCauses {
+            closed_unanswered: 4,
+            ..ReadCauses::default()
+        });
+        assert_eq!(
+            sum.to_string(),
+            "closed before answering 4, reset 2, closed early 3"
+        );
+    }
 
     #[test]
     fn a_histogram_takes_room_for_the_values_it_holds_and_grows_to_the_whole_range() {
