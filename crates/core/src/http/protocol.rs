@@ -171,7 +171,12 @@ impl Spoken {
     /// The name of the one multiplexing protocol spoken, whose streams a
     /// report counts (`None` when there is none, or several).
     pub fn streams_of(&self) -> Option<&'static str> {
-        match self.0.iter().filter(|p| p.multiplexes()).collect::<Vec<_>>()[..] {
+        match self
+            .0
+            .iter()
+            .filter(|p| p.multiplexes())
+            .collect::<Vec<_>>()[..]
+        {
             [one] => Some(one.name()),
             _ => None,
         }
