@@ -72,6 +72,10 @@ fn usage_errors_are_one_line_with_a_non_zero_exit() {
             "--http3 runs over QUIC, which is always encrypted, and http://127.0.0.1:1 is not an https:// URL; write it as https://",
         ),
         (
+            &["--alpn", "h3,h2", "https://127.0.0.1:1/"],
+            "h3 runs over QUIC, not over TLS on TCP (use --http3 for it)",
+        ),
+        (
             &["-m", "8", "http://127.0.0.1:1/"],
             "add --http2 (or --alpn h2,http/1.1, or --http3), or drop -m",
         ),

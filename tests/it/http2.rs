@@ -64,7 +64,7 @@ fn protocol_flags_refuse_what_cannot_work() {
         "{err}"
     );
     let o = metron(&["-m", "5", "-d1s", &u]);
-    assert!(one_line_error(&o).contains("-m only sets HTTP/2's streams"));
+    assert!(one_line_error(&o).contains("-m only sets HTTP/2's and HTTP/3's streams"));
     let o = metron(&["--alpn", "h2", "-d1s", &u]);
     assert!(one_line_error(&o).contains("--alpn only applies to https://"));
 }

@@ -30,6 +30,11 @@ fn caddys_log_holds_every_request_metron_sent() {
     assert_eq!(c.never_sent, 0, "{c:?}");
     assert!(text.contains("  Protocol: HTTP/3\n"), "{text}");
     assert!(text.contains("(HTTP/3, up to 100 streams each)"), "{text}");
+    // Each connection's QUIC handshake is its connect; TLS is inside it.
+    assert_eq!(o.stats.timings.connect.len(), 4);
+    assert!(o.stats.timings.tls_handshake.is_empty());
+    assert!(c.quic.packets_sent > 0, "{c:?}");
+    assert!(text.contains("  QUIC: "), "{text}");
     let log = caddy.access_log();
     assert_eq!(log.len() as u64, c.completed + c.in_flight, "{c:?}");
     assert!(log
@@ -170,6 +175,10 @@ fn loss_and_delay_enter_the_latency_not_the_ledger() {
     let c = &o.stats.counters;
     assert_eq!(c.errors.lost_requests(), 0, "{c:?}");
     assert!(relay.dropped.load(std::sync::atomic::Ordering::Relaxed) > 0);
+    // QUIC's loss detection saw the drops, and sent the packets again.
+    assert!(c.quic.packets_lost > 0, "{c:?}");
+    // A handshake takes at least a round trip through the relay.
+    assert!(o.stats.timings.connect.min() >= 20_000);
     let h = &o.stats.latency;
     // Every request took at least the round trip through the relay.
     assert!(h.min() >= 20_000, "min {}us", h.min());

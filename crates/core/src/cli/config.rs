@@ -424,6 +424,11 @@ fn alpn_list(list: &str) -> Result<Vec<Protocol>, ConfigError> {
     for name in list.split(',').map(str::trim) {
         let p = Protocol::from_alpn(name.as_bytes())
             .ok_or_else(|| bad(format!("{name:?} is not a protocol metron speaks")))?;
+        if p == Protocol::Http3 {
+            return Err(bad(
+                "h3 runs over QUIC, not over TLS on TCP (use --http3 for it)".to_string(),
+            ));
+        }
         if offer.contains(&p) {
             return Err(bad(format!("{name} is listed twice")));
         }

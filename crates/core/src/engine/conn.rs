@@ -34,6 +34,11 @@ pub trait Io {
     /// A short read means the socket is drained (not so for TLS, which
     /// may hold decrypted records back).
     fn is_plain(&self) -> bool;
+    /// Datagrams, whose session makes its own handshake (QUIC): the
+    /// connection is open once its session is ready, not its socket.
+    fn carries_datagrams(&self) -> bool {
+        false
+    }
 }
 
 impl Io for Transport {
@@ -54,6 +59,9 @@ impl Io for Transport {
     }
     fn is_plain(&self) -> bool {
         Transport::is_plain(self)
+    }
+    fn carries_datagrams(&self) -> bool {
+        matches!(self, Transport::Datagrams(_))
     }
 }
 
@@ -88,8 +96,9 @@ pub struct InFlight {
 pub enum Connect {
     /// Still under way.
     Pending,
-    /// Open: its session starts.
-    Ready(Setup),
+    /// Open: its session starts. `None` when the session makes its own
+    /// handshake, timed once it is done ([`Conn::handshake_done`]).
+    Ready(Option<Setup>),
     /// It failed; close it and count a connect error.
     Failed(ConnectCause),
 }
@@ -176,6 +185,9 @@ pub struct Conn<T = Transport> {
     failures: u32,
     /// Why it last went down, until it opens again.
     went_down: Option<WentDown>,
+    /// When the attempt whose session is still making its own handshake
+    /// (QUIC) started.
+    handshaking_since: Option<Nanos>,
 }
 
 impl<T: Io> Conn<T> {
@@ -189,6 +201,7 @@ impl<T: Io> Conn<T> {
             served: 0,
             failures: 0,
             went_down: None,
+            handshaking_since: None,
         }
     }
 
@@ -266,6 +279,7 @@ impl<T: Io> Conn<T> {
         self.session = Some(session);
         self.state = State::Connecting { since: now };
         self.served = 0;
+        self.handshaking_since = None;
     }
 
     /// A new attempt could not even start a connect: it stays closed and
@@ -329,7 +343,22 @@ impl<T: Io> Conn<T> {
                 session.handle(early, now);
             }
         }
-        Connect::Ready(Setup { connect, tls })
+        if self.io.as_ref().is_some_and(Io::carries_datagrams) {
+            self.handshaking_since = Some(now - connect);
+            return Connect::Ready(None);
+        }
+        Connect::Ready(Some(Setup { connect, tls }))
+    }
+
+    /// How long the session's own handshake (QUIC's) took, once, when it
+    /// has just become ready.
+    pub fn handshake_done(&mut self, now: Nanos) -> Option<Nanos> {
+        let since = self.handshaking_since?;
+        if !self.session.as_ref().is_some_and(|s| s.is_ready()) {
+            return None;
+        }
+        self.handshaking_since = None;
+        Some(now.saturating_sub(since))
     }
 
     /// Writes what the session has to send until it has no more or the
@@ -552,7 +581,10 @@ mod tests {
             connect: 2,
             tls: None,
         };
-        assert_eq!(c.on_connect_event(&mut [0; 64], 7), Connect::Ready(plain));
+        assert_eq!(
+            c.on_connect_event(&mut [0; 64], 7),
+            Connect::Ready(Some(plain))
+        );
         assert!(c.is_open() && c.is_ready());
         assert_eq!(c.free_streams(), 1);
     }
@@ -580,7 +612,10 @@ mod tests {
             connect: 3,
             tls: Some(7),
         };
-        assert_eq!(c.on_connect_event(&mut scratch, 10), Connect::Ready(setup));
+        assert_eq!(
+            c.on_connect_event(&mut scratch, 10),
+            Connect::Ready(Some(setup))
+        );
         assert!(c.is_open());
     }
 

@@ -782,7 +782,9 @@ impl Worker {
             // Its session starts: the preface goes out, and early bytes
             // may already have brought events.
             Connect::Ready(setup) => {
-                self.stats.connected(setup.connect, setup.tls);
+                if let Some(setup) = setup {
+                    self.stats.connected(setup.connect, setup.tls);
+                }
                 self.settle(i, None);
             }
             Connect::Failed(cause) => self.connect_failed(i, cause),
@@ -839,6 +841,11 @@ impl Worker {
         let peer = self.places[i].conn.peer();
         let mut failed = failed;
         let mut again = false;
+        // A QUIC connection opens when its handshake is done: the time it
+        // took stands as its connect (TLS is inside it).
+        if let Some(handshake) = self.places[i].conn.handshake_done(clock::now()) {
+            self.stats.connected(handshake, None);
+        }
         loop {
             let Some(event) = self.places[i]
                 .conn
@@ -1055,6 +1062,9 @@ impl Worker {
     fn close(&mut self, i: usize) {
         let now = clock::now();
         self.forget_slots(i);
+        if let Some(p) = self.places[i].conn.session().and_then(|s| s.packets()) {
+            self.stats.packets(p);
+        }
         let closed = self.places[i].conn.close(now);
         if let Some(mut t) = closed.io {
             let _ = self.poller.registry().deregister(t.socket());
@@ -1438,6 +1448,9 @@ impl Worker {
         for place in self.places.iter().filter(|p| p.role != Role::Vacant) {
             let conn = &place.conn;
             if let Some(s) = conn.session() {
+                if let Some(p) = s.packets() {
+                    stats.packets(p);
+                }
                 s.for_each_in_flight(&mut |t, last| {
                     stats.in_flight_at_end(t.stamp, stop_at);
                     stats.streaming_at_end(t.stamp, last, stop_at);

@@ -111,6 +111,21 @@ pub trait Session<T> {
     fn server_limit(&self) -> Option<u32> {
         None
     }
+
+    /// A protocol over datagrams: its packets so far, by its own count.
+    fn packets(&self) -> Option<Packets> {
+        None
+    }
+}
+
+/// What a protocol over datagrams (QUIC) counted of its packets.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Packets {
+    pub sent: u64,
+    /// Declared lost by its loss detection (and sent again).
+    pub lost: u64,
+    /// The server accepted early (0-RTT) data.
+    pub zero_rtt: bool,
 }
 
 /// What became of a request, or of the connection.

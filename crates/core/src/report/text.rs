@@ -16,8 +16,8 @@ use crate::http::Spoken;
 use crate::schedule::Load;
 use crate::stats::phase::MAX_PHASES;
 use crate::stats::{
-    summary, AtEnd, ByCode, Counters, EndpointStats, EventStats, Http2Counts, PhaseStats, RunStats,
-    Timings,
+    summary, AtEnd, ByCode, Counters, EndpointStats, EventStats, Http2Counts, PhaseStats,
+    QuicCounts, RunStats, Timings,
 };
 use crate::units::{
     format_binary, format_metric, format_rate, format_run_duration, format_time_us, print_units,
@@ -598,6 +598,9 @@ fn write_own_lines(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
         let name = r.protocol.and_then(Spoken::streams_of).unwrap_or("HTTP/2");
         writeln!(out, "  {}", http2_line(name, &stats.counters.http2))?;
     }
+    if stats.counters.quic.any() {
+        writeln!(out, "  {}", quic_line(&stats.counters.quic))?;
+    }
     if let Some(line) = accounting_line(&stats.counters) {
         writeln!(out, "  {line}")?;
     }
@@ -651,6 +654,19 @@ fn http2_line(name: &str, h: &Http2Counts) -> String {
         by_code(&h.goaway),
         h.connection_errors,
         h.retried
+    )
+}
+
+/// QUIC's packets: sent, declared lost (and sent again), and 0-RTT.
+fn quic_line(q: &QuicCounts) -> String {
+    let share = q.packets_lost as f64 * 100.0 / q.packets_sent.max(1) as f64;
+    let zero_rtt = match q.zero_rtt {
+        0 => String::new(),
+        n => format!(", {n} connections with 0-RTT"),
+    };
+    format!(
+        "QUIC: {} packets sent, {} lost and sent again ({share:.2}%){zero_rtt}",
+        q.packets_sent, q.packets_lost
     )
 }
 

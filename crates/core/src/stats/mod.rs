@@ -387,6 +387,32 @@ pub struct Counters {
     /// Completed responses by status code.
     #[serde(default)]
     pub status_codes: StatusCodes,
+    /// QUIC's packets (HTTP/3; all zero otherwise).
+    #[serde(default)]
+    pub quic: QuicCounts,
+}
+
+/// What QUIC's loss detection counted over the connections of a run
+/// (HTTP/3): packets sent and declared lost (each then sent again, in
+/// another packet), and connections whose server accepted 0-RTT data.
+/// Counted over each connection's whole life, warm-up included.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct QuicCounts {
+    pub packets_sent: u64,
+    pub packets_lost: u64,
+    pub zero_rtt: u64,
+}
+
+impl QuicCounts {
+    pub fn add(&mut self, o: &QuicCounts) {
+        self.packets_sent += o.packets_sent;
+        self.packets_lost += o.packets_lost;
+        self.zero_rtt += o.zero_rtt;
+    }
+
+    pub fn any(&self) -> bool {
+        self.packets_sent > 0
+    }
 }
 
 /// The connections (and threads) as the run ended, counted once per
@@ -498,6 +524,7 @@ impl Counters {
         self.waits.add(&other.waits);
         self.connections.add(&other.connections);
         self.status_codes.add(&other.status_codes);
+        self.quic.add(&other.quic);
     }
 
     /// Requests that never got a response and whose latency is therefore

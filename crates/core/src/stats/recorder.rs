@@ -359,6 +359,14 @@ impl Recorder {
         };
     }
 
+    /// A QUIC connection's packets, as it closes or the run ends.
+    pub fn packets(&mut self, p: crate::http::Packets) {
+        let q = &mut self.stats.counters.quic;
+        q.packets_sent += p.sent;
+        q.packets_lost += p.lost;
+        q.zero_rtt += u64::from(p.zero_rtt);
+    }
+
     /// The server closed a connection (or broke its stream), which is
     /// opened again.
     pub fn reconnected(&mut self) {

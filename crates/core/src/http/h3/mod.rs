@@ -27,7 +27,7 @@ use quinn_proto::{Dir, StreamEvent, StreamId, VarInt};
 use crate::clock::Nanos;
 
 use super::h2::H2Request;
-use super::session::{Captured, Event, Failure, OpenError, Request, Session};
+use super::session::{Captured, Event, Failure, OpenError, Packets, Request, Session};
 use super::sse::{EventReading, EventStream};
 pub use frame::code_name;
 use frame::*;
@@ -897,5 +897,14 @@ impl<T: Clone> Session<T> for Http3<T> {
 
     fn captured(&self) -> &Captured {
         &self.last
+    }
+
+    fn packets(&self) -> Option<Packets> {
+        let f = self.quic.facts();
+        Some(Packets {
+            sent: f.sent_packets,
+            lost: f.lost_packets,
+            zero_rtt: f.zero_rtt,
+        })
     }
 }

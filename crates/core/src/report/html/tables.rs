@@ -385,6 +385,20 @@ pub fn accounting(page: &mut String, doc: &Document) {
             h2.retried,
         ));
     }
+    let q = &c.quic;
+    if q.any() {
+        let share = q.packets_lost as f64 * 100.0 / q.packets_sent as f64;
+        rows.push(vec![
+            "QUIC packets sent".into(),
+            count(q.packets_sent),
+            String::new(),
+        ]);
+        rows.push(vec![
+            "QUIC packets lost (sent again)".into(),
+            count(q.packets_lost),
+            format!("{share:.2}% of those sent"),
+        ]);
+    }
     if c.saturated > 0 {
         rows.push(vec![
             "Latencies above the histogram's range".into(),

@@ -136,6 +136,7 @@ pub fn sample() -> Document {
             s.count(503);
             s
         },
+        quic: Default::default(),
     };
     Document {
         schema: SCHEMA,

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# HTTP/3 benchmark: metron against oha's HTTP/3 client, against Caddy.
+#
+# 1. Saturation: Caddy (bench/Caddyfile-h3) pinned to one CPU, the
+#    generator to the other; a closed loop with 100 requests in flight
+#    (metron -t1 -c10 -m10, oha -c100), metron and oha alternating for
+#    ROUNDS rounds. Each round prints requests/s and requests per
+#    CPU-second of the generator (user + system, /usr/bin/time); then the
+#    ratio of the medians, metron / oha (goal: at least 1.5).
+# 2. Pacing: metron in rate mode over HTTP/3 at -R RATE on one core
+#    (-t1 -c20 -m100): the send lag p99 (goal: at most 100us at 20k/s).
+#
+#   bench/h3.sh [DURATION] [ROUNDS] [RATE]   (defaults: 5s, 3, 20000)
+#
+# Needs caddy (Debian), and oha built with HTTP/3 (cargo install oha
+# --features http3, done here when missing); taskset and /usr/bin/time.
+# Loopback only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DURATION=${1:-5s}
+ROUNDS=${2:-3}
+RATE=${3:-20000}
+. bench/lib.sh
+URL=https://127.0.0.1:18443/
+
+need caddy=caddy
+if ! command -v oha >/dev/null || ! oha --help | grep -q -- '--http-version'; then
+    echo "installing oha with HTTP/3 (cargo install oha --features http3)" >&2
+    cargo install --quiet --locked oha --features http3
+fi
+cargo build --release --quiet
+
+if (exec 3<>/dev/tcp/127.0.0.1/18443) 2>/dev/null; then
+    echo "127.0.0.1:18443 is taken; stop what listens there" >&2
+    exit 1
+fi
+mkdir -p /tmp/caddy-bench
+HOME=/tmp/caddy-bench XDG_DATA_HOME=/tmp/caddy-bench XDG_CONFIG_HOME=/tmp/caddy-bench \
+    taskset -c "$TARGET_CPU" caddy run --adapter caddyfile --config bench/Caddyfile-h3 \
+    >/tmp/caddy-bench/out.log 2>&1 &
+SERVER=$!
+trap 'kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null || true' EXIT
+CERT=/tmp/caddy-bench/data/certificates/local/127.0.0.1/127.0.0.1.crt
+for _ in $(seq 100); do
+    [ -f "$CERT" ] && break
+    sleep 0.1
+done
+[ -f "$CERT" ] || { echo "caddy issued no certificate; see /tmp/caddy-bench/out.log" >&2; exit 1; }
+CA=/tmp/caddy-bench/data/pki/authorities/local/root.crt
+
+# One round of each: "requests seconds cpu-seconds errors".
+metron_round() {
+    timed "$METRON" --http3 -t1 -c10 -m10 -d"$DURATION" --cacert "$CA" "$URL" | awk '
+        / requests in / { n = $1; s = $4; sub(/s,$/, "", s) }
+        /Socket errors:/ { e = $4 + $6 + $8 + $10 }
+        /^cpu / { c = $2 }
+        END { printf "%d %.2f %.3f %d\n", n, s, c, e }'
+}
+oha_round() {
+    timed oha --no-tui --http-version 3 --insecure -c 100 -z "$DURATION" "$URL" | awk '
+        /Total:/ && !s { s = $2 }
+        /Success rate:/ { ok = $3 }
+        /\[200\]/ { n += $2 }
+        /Error distribution/ { err = 1 }
+        err && /^\s*\[[0-9]+\]/ { e += $1 }
+        /^cpu / { c = $2 }
+        END { printf "%d %.2f %.3f %d\n", n, s, c, e }'
+}
+
+echo "# $(date -u +%Y-%m-%d) $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); $(caddy version | cut -d' ' -f1) on CPU $TARGET_CPU, generator on CPU $LOAD_CPU; $(oha --version)"
+echo "# HTTP/3 closed loop, 100 in flight, -d$DURATION; $ROUNDS alternating rounds"
+printf '%-8s %5s %12s %12s %8s %14s\n' tool round requests req/s errors "req/CPU-s"
+m=() o=()
+for r in $(seq "$ROUNDS"); do
+    for tool in metron oha; do
+        read -r n s c e < <("${tool}_round")
+        printf '%-8s %5d %12d %12.0f %8d %14.0f\n' "$tool" "$r" "$n" \
+            "$(awk -v n="$n" -v s="$s" 'BEGIN { print (s > 0) ? n / s : 0 }')" "$e" \
+            "$(awk -v n="$n" -v c="$c" 'BEGIN { print (c > 0) ? n / c : 0 }')"
+        if [ "$tool" = metron ]; then m+=("$n $s $c"); else o+=("$n $s $c"); fi
+    done
+done
+mr=$(printf '%s\n' "${m[@]}" | awk '$2 > 0 {print $1 / $2}' | median)
+mp=$(printf '%s\n' "${m[@]}" | awk '$3 > 0 {print $1 / $3}' | median)
+or=$(printf '%s\n' "${o[@]}" | awk '$2 > 0 {print $1 / $2}' | median)
+op=$(printf '%s\n' "${o[@]}" | awk '$3 > 0 {print $1 / $3}' | median)
+awk -v mr="$mr" -v mp="$mp" -v or="$or" -v op="$op" 'BEGIN {
+    printf "%-28s %12s %12s %8s\n", "median", "oha", "metron", "ratio";
+    printf "%-28s %12.0f %12.0f %8.2f\n", "  requests/s", or, mr, (or > 0) ? mr / or : 0;
+    printf "%-28s %12.0f %12.0f %8.2f   (goal: at least 1.5)\n", "  requests per CPU-second", op, mp, (op > 0) ? mp / op : 0;
+}'
+echo
+
+echo "# pacing: metron --http3 -t1 -c20 -m100 -R$RATE -d$DURATION on CPU $LOAD_CPU"
+out=$(taskset -c "$LOAD_CPU" "$METRON" --http3 -t1 -c20 -m100 -R"$RATE" -d"$DURATION" --cacert "$CA" "$URL")
+grep -E ' requests in |Send lag|Socket errors|Accounting|Warning|QUIC' <<<"$out" || true
+lag=$(awk '/Send lag:/ { print $6; exit }' <<<"$out" | tr -d ,)
+printf '%-40s %12s   (goal: at most 100us at 20k/s)\n' "send lag p99" "$lag"
