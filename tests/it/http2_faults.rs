@@ -128,30 +128,35 @@ fn reset_streams_are_read_errors_counted_by_code() {
 #[test]
 fn goaway_after_n_streams_loses_no_request() {
     let _g = serial();
-    let srv = h2(
-        Http2 {
-            goaway_after: Some(20),
-            ..Http2::default()
-        },
-        ServeConfig {
-            delay: Duration::from_millis(5),
-            ..ServeConfig::default()
-        },
-    );
-    let u = url(&srv, "/");
-    let (mut answered, mut retirements) = (0, 0);
     // The closed loop opens 30 streams on each new connection at once, so
     // 10 of them are above the GOAWAY; rate mode sends 300 a second on
-    // each connection, a stream or two at a time.
+    // each connection, a stream or two at a time. Each mode has a server
+    // of its own: what one mode left in flight at its end is answered
+    // after it, and must not be counted in the next.
     for (mode, streams) in [(&["-m30", "-d1s"][..], 2 * 30), (&["-R600", "-d2s"], 0)] {
+        let srv = h2(
+            Http2 {
+                goaway_after: Some(20),
+                ..Http2::default()
+            },
+            ServeConfig {
+                delay: Duration::from_millis(5),
+                ..ServeConfig::default()
+            },
+        );
+        let u = url(&srv, "/");
         let args = [&["-t1", "-c2"][..], mode].concat();
         let (o, text) = bench_h2(&args, &u);
         assert_balanced(&o);
         let c = &o.stats.counters;
         assert!(!c.errors.any_socket(), "{mode:?}: {c:?}");
         // Requests still waiting to go out again at the end were never
-        // sent (again); in the closed loop at most 10 per connection.
-        assert!(c.never_sent <= 2 * 10, "{mode:?}: {c:?}");
+        // sent (again); in the closed loop at most 10 per connection open
+        // or still draining then.
+        assert!(
+            c.never_sent <= (2 + c.at_end.draining) * 10,
+            "{mode:?}: {c:?}"
+        );
         assert!(c.completed > 100, "{mode:?}: {c:?}");
         if streams == 0 {
             assert_eq!(c.due, 1200, "{c:?}");
@@ -165,8 +170,7 @@ fn goaway_after_n_streams_loses_no_request() {
         // on its way at the end).
         let goaways = h.goaway.get(NO_ERROR);
         assert_eq!(goaways, h.goaway.total(), "{mode:?}: {h:?}");
-        let retired = srv.stats().h2_goaways() - retirements;
-        retirements += retired;
+        let retired = srv.stats().h2_goaways();
         assert!(
             goaways <= retired && retired <= goaways + 2,
             "{mode:?}: {goaways} GOAWAYs, {retired} connections retired"
@@ -187,12 +191,18 @@ fn goaway_after_n_streams_loses_no_request() {
             "{mode:?}: {h:?}"
         );
         // In the closed loop each retirement leaves 10 requests to send
-        // again (fewer for the last, cut off by the end).
+        // again, once the server's second GOAWAY names the last stream it
+        // processed. A connection whose second GOAWAY had not come by the
+        // end (each open one, and each retired one still draining: a
+        // replacement may itself be retired before its predecessor's
+        // second GOAWAY arrives) holds its 10 in flight instead.
         if streams > 0 {
+            let waiting = 2 + c.at_end.draining;
             assert!(
-                h.retried + 2 * 10 >= 10 * retired && h.retried <= 10 * retired,
-                "{mode:?}: {} sent again, {retired} connections retired",
-                h.retried
+                h.retried + waiting * 10 >= 10 * retired && h.retried <= 10 * retired,
+                "{mode:?}: {} sent again, {retired} connections retired, {} draining at the end",
+                h.retried,
+                c.at_end.draining
             );
         }
         assert!(
@@ -201,9 +211,7 @@ fn goaway_after_n_streams_loses_no_request() {
         );
         // The server processed each request once: what it answered is what
         // was completed, give or take what was on its way at the end.
-        let total = srv.stats().responses_total();
-        let run = total - answered;
-        answered = total;
+        let run = srv.stats().responses_total();
         assert!(
             (c.completed..=c.completed + c.in_flight).contains(&run),
             "{mode:?}: the server answered {run}: {c:?}"
