@@ -184,8 +184,13 @@ fn loss_and_delay_enter_the_latency_not_the_ledger() {
     assert!(h.min() >= 20_000, "min {}us", h.min());
     // Some waited for a retransmission: at least another round trip.
     assert!(h.max() >= 40_000, "max {}us", h.max());
-    let log = caddy.access_log();
-    assert_eq!(log.len() as u64, c.completed + c.in_flight, "{c:?}");
+    // What was in flight at the end may have been dropped, or still on
+    // the path: not every one of those reached Caddy.
+    let logged = caddy.access_log().len() as u64;
+    assert!(
+        (c.completed..=c.completed + c.in_flight).contains(&logged),
+        "Caddy logged {logged}: {c:?}"
+    );
 }
 
 /// The pre-flight names what it found: a UDP port where nothing listens,
