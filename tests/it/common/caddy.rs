@@ -79,18 +79,7 @@ impl Caddy {
     /// just after the client saw the response: this waits (at most 3 s)
     /// until the log stops growing.
     pub fn access_log(&self) -> Vec<Logged> {
-        let path = self.process.dir.join("access.log");
-        let read = || std::fs::read_to_string(&path).unwrap_or_default();
-        let start = Instant::now();
-        let mut text = read();
-        loop {
-            std::thread::sleep(Duration::from_millis(200));
-            let now = read();
-            if now.len() == text.len() || start.elapsed() > Duration::from_secs(3) {
-                break;
-            }
-            text = now;
-        }
+        let text = servers::settled_log(&self.process.dir.join("access.log"));
         text.lines()
             .map(|line| {
                 let v: serde_json::Value = serde_json::from_str(line).expect("a JSON log line");

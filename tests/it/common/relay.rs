@@ -72,17 +72,13 @@ impl Relay {
                         back
                     });
                     count += 1;
-                    if count % drop_every == 0 {
-                        dropped.fetch_add(1, Relaxed);
-                        continue;
-                    }
-                    let due = Due {
+                    let due = (count % drop_every != 0).then(|| Due {
                         at: Instant::now() + delay,
                         via: back.clone(),
                         to: None,
                         bytes: buf[..n].to_vec(),
-                    };
-                    if tx.send(due).is_err() {
+                    });
+                    if !pass(due, &tx, &dropped) {
                         break;
                     }
                 }
@@ -119,18 +115,26 @@ fn relay_back(
             continue;
         };
         count += 1;
-        if count % drop_every == 0 {
-            dropped.fetch_add(1, Relaxed);
-            continue;
-        }
-        let due = Due {
+        let due = (count % drop_every != 0).then(|| Due {
             at: Instant::now() + delay,
             via: front.clone(),
             to: Some(client),
             bytes: buf[..n].to_vec(),
-        };
-        if tx.send(due).is_err() {
+        });
+        if !pass(due, tx, dropped) {
             return;
+        }
+    }
+}
+
+/// Queues a datagram for its time, or counts it dropped (`None`). False
+/// once the sender has stopped.
+fn pass(due: Option<Due>, tx: &mpsc::Sender<Due>, dropped: &AtomicU64) -> bool {
+    match due {
+        Some(due) => tx.send(due).is_ok(),
+        None => {
+            dropped.fetch_add(1, Relaxed);
+            true
         }
     }
 }

@@ -76,6 +76,23 @@ pub fn wait_listening(
     Err(format!("not listening after {STARTUP:?}: {}", last_words()))
 }
 
+/// The text of a log a server writes a request's line to when it has
+/// finished with it, which may be just after the client saw the response:
+/// read once it stops growing (waiting at most 3 s).
+pub fn settled_log(path: &Path) -> String {
+    let read = || std::fs::read_to_string(path).unwrap_or_default();
+    let start = Instant::now();
+    let mut text = read();
+    loop {
+        std::thread::sleep(Duration::from_millis(200));
+        let now = read();
+        if now.len() == text.len() || start.elapsed() > Duration::from_secs(3) {
+            return now;
+        }
+        text = now;
+    }
+}
+
 /// A server process: killed, and its directory removed, when dropped.
 pub struct Process {
     pub child: Child,
