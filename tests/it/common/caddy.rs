@@ -47,7 +47,7 @@ impl Caddy {
     }
 
     /// Caddy listens before its internal authority has issued the site's
-    /// certificate: wait (bounded) until the certificate is on disk.
+    /// certificate: wait (bounded) until it is on disk and in use.
     fn wait_for_certificate(&self) {
         let cert = self
             .process
@@ -62,6 +62,37 @@ impl Caddy {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+        // On disk is not yet in use: until Caddy has loaded it, a
+        // handshake fails with internal_error. Wait until one succeeds.
+        while !self.handshakes() {
+            assert!(
+                start.elapsed() < servers::STARTUP,
+                "caddy completed no TLS handshake within {:?}",
+                servers::STARTUP
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Whether a TLS handshake with it, verified against its authority,
+    /// completes (openssl, which .ci/run installs).
+    fn handshakes(&self) -> bool {
+        Command::new("openssl")
+            .args([
+                "s_client",
+                "-verify_return_error",
+                "-servername",
+                "127.0.0.1",
+            ])
+            .arg("-connect")
+            .arg(format!("127.0.0.1:{}", self.port))
+            .arg("-CAfile")
+            .arg(self.cacert())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
     }
 
     pub fn url(&self, path: &str) -> String {

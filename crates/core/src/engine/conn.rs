@@ -351,14 +351,15 @@ impl<T: Io> Conn<T> {
     }
 
     /// How long the session's own handshake (QUIC's) took, once, when it
-    /// has just become ready.
-    pub fn handshake_done(&mut self, now: Nanos) -> Option<Nanos> {
+    /// has just become ready. `now` is read only then: every response
+    /// passes here, and a TCP connection never needs it.
+    pub fn handshake_done(&mut self, now: impl FnOnce() -> Nanos) -> Option<Nanos> {
         let since = self.handshaking_since?;
         if !self.session.as_ref().is_some_and(|s| s.is_ready()) {
             return None;
         }
         self.handshaking_since = None;
-        Some(now.saturating_sub(since))
+        Some(now().saturating_sub(since))
     }
 
     /// Writes what the session has to send until it has no more or the

@@ -843,7 +843,7 @@ impl Worker {
         let mut again = false;
         // A QUIC connection opens when its handshake is done: the time it
         // took stands as its connect (TLS is inside it).
-        if let Some(handshake) = self.places[i].conn.handshake_done(clock::now()) {
+        if let Some(handshake) = self.places[i].conn.handshake_done(clock::now) {
             self.stats.connected(handshake, None);
         }
         loop {
