@@ -224,6 +224,26 @@ pub struct BenchArgs {
     #[arg(long = "key", value_name = "FILE")]
     pub key: Option<PathBuf>,
 
+    /// Make every request a gRPC call of METHOD (package.Service/Method) over HTTP/2: h2c to http:// URLs, h2 to https:// ones; the schema from --proto or --protoset, the message from --data or --requests
+    #[arg(long = "grpc", value_name = "METHOD", conflicts_with_all = ["http3", "alpn", "sse"])]
+    pub grpc: Option<String>,
+
+    /// --grpc: a .proto file defining the method and its messages, compiled at start (repeatable)
+    #[arg(long = "proto", value_name = "FILE", conflicts_with = "protoset")]
+    pub proto: Vec<PathBuf>,
+
+    /// --grpc: a directory the .proto files' imports are found in (repeatable; each file's own directory is searched last)
+    #[arg(long = "import-path", value_name = "DIR")]
+    pub import_path: Vec<PathBuf>,
+
+    /// --grpc: a compiled FileDescriptorSet instead of --proto, as protoc --include_imports --descriptor_set_out=FILE writes it
+    #[arg(long = "protoset", value_name = "FILE")]
+    pub protoset: Option<PathBuf>,
+
+    /// --grpc: the request message, in protobuf's JSON mapping [default: {}, every field at its default]
+    #[arg(long = "data", value_name = "JSON", conflicts_with = "requests")]
+    pub data: Option<String>,
+
     #[command(flatten)]
     pub sinks: outputs::SinkFlags,
 

@@ -13,7 +13,9 @@ use super::bench::{Arrival, BenchArgs};
 use super::outputs::SinkFlags;
 use super::profile::{load_profile_file, ProfileSpec};
 use crate::clock::nanos;
-use crate::engine::setup::{spread, Growth, Identity, Protocol, Protocols, TlsOptions, Trust};
+use crate::engine::setup::{
+    spread, Calls, Growth, Identity, Protocol, Protocols, TlsOptions, Trust,
+};
 use crate::engine::{Replay, Setup};
 use crate::http::h2::DEFAULT_MAX_STREAMS;
 use crate::http::request::{check_header_value, check_token};
@@ -21,6 +23,7 @@ use crate::replay::{Order, ReplayError, RequestSet, MAX_ENDPOINTS};
 use crate::schedule::{Load, Process, Profile, Spacing, MAX_RATE};
 use crate::target::{parse_target_pinned, Pin, Scheme, Target, TargetError};
 use crate::verdict::{Measure, Slo};
+use metron_grpc::{Method, Schema, Shape};
 use metron_pem::{self as pem, PemError};
 
 /// The longest run: far beyond any benchmark, far below where nanosecond
@@ -171,6 +174,14 @@ pub enum ConfigError {
     Alpn { list: String, why: String },
     #[error("--alpn only applies to https:// hosts, and this run has none; for HTTP/2 over plain TCP (h2c) use --http2")]
     AlpnUnused,
+    #[error("{0}")]
+    Grpc(#[from] metron_grpc::GrpcError),
+    #[error("--grpc {0} needs the schema of its messages: add --proto FILE (the .proto that defines it) or --protoset FILE")]
+    GrpcNoSchema(String),
+    #[error("{0} only applies to --grpc calls; add --grpc package.Service/Method, or drop {0}")]
+    GrpcOnly(&'static str),
+    #[error("--import-path finds the imports of --proto files, and --protoset holds its imports already; drop --import-path")]
+    ImportPathUnused,
     #[error("--resolve {given:?}: {why}; write it as HOST:PORT:ADDR, e.g. --resolve app.test:8443:127.0.0.1")]
     Resolve { given: String, why: String },
     #[error("--resolve {given:?} pins {host}:{port}, which no host of this run is ({hosts}); give a host and port of the URL, or drop it")]
@@ -234,11 +245,15 @@ impl Config {
         if let (None, Some(word)) = (&args.script, args.script_args.first()) {
             return Err(ConfigError::ArgsWithoutScript(word.clone()));
         }
-        let headers: Vec<(String, String)> = args
+        let mut headers: Vec<(String, String)> = args
             .headers
             .iter()
             .map(|h| parse_header(h))
             .collect::<Result<_, _>>()?;
+        let call = call(args)?;
+        if call.is_some() {
+            add_call_headers(&mut headers, args.timeout);
+        }
         let (load, arrival_seed) = load(args, profile, duration)?;
         let load = match &args.shard {
             None => load,
@@ -276,7 +291,22 @@ impl Config {
         let target = parse_target_pinned(&args.url, &pins)?;
         let conns_per_thread = spread(connections as usize, threads);
         let growth = growth(args, connections, &load)?;
-        let replay = replay(args, &target, &headers, &pins, &conns_per_thread)?;
+        let replay = replay(
+            args,
+            &target,
+            &headers,
+            &pins,
+            &conns_per_thread,
+            call.as_ref(),
+        )?;
+        let calls = match &call {
+            None => None,
+            Some(method) => Some(Calls {
+                method: method.name(),
+                body: method.request(args.data.as_deref().unwrap_or("{}"), "--data")?,
+                streaming: method.shape() == Shape::ServerStreaming,
+            }),
+        };
         let hosts = match &replay {
             Some(r) => r.set.hosts(),
             None => std::slice::from_ref(&target),
@@ -302,6 +332,7 @@ impl Config {
             protocols,
             max_head: max_head(args.max_head)?,
             sse: args.sse,
+            calls,
             script: args.script.clone(),
             script_args: args.script_args.clone(),
             replay,
@@ -388,6 +419,8 @@ fn protocols(args: &BenchArgs, hosts: &[Target]) -> Result<Protocols, ConfigErro
             (alpn_list(list)?, Some(format!("--alpn {list}")))
         }
         None if args.http2 => (vec![Protocol::Http2], Some("--http2".to_string())),
+        // gRPC runs over HTTP/2 only.
+        None if args.grpc.is_some() => (vec![Protocol::Http2], Some("--grpc".to_string())),
         None if args.http3 => {
             if let Some(t) = hosts.iter().find(|t| t.scheme != Scheme::Https) {
                 return Err(ConfigError::Http3NeedsHttps(format!(
@@ -412,6 +445,52 @@ fn protocols(args: &BenchArgs, hosts: &[Target]) -> Result<Protocols, ConfigErro
         max_streams,
         asked_by,
     })
+}
+
+/// `--grpc`: the method called, from the schema given; the flags that
+/// only apply to calls are refused without one.
+fn call(args: &BenchArgs) -> Result<Option<Method>, ConfigError> {
+    let Some(name) = &args.grpc else {
+        let flag = if !args.proto.is_empty() {
+            "--proto"
+        } else if !args.import_path.is_empty() {
+            "--import-path"
+        } else if args.protoset.is_some() {
+            "--protoset"
+        } else if args.data.is_some() {
+            "--data"
+        } else {
+            return Ok(None);
+        };
+        return Err(ConfigError::GrpcOnly(flag));
+    };
+    let schema = match &args.protoset {
+        Some(_) if !args.import_path.is_empty() => return Err(ConfigError::ImportPathUnused),
+        Some(set) => Schema::from_protoset(set)?,
+        None if args.proto.is_empty() => return Err(ConfigError::GrpcNoSchema(name.clone())),
+        None => Schema::from_protos(&args.proto, &args.import_path)?,
+    };
+    Ok(Some(schema.method(name)?))
+}
+
+/// The fields every call carries, unless `-H` gave them: gRPC's content
+/// type, `te: trailers` (which the protocol requires, to tell a gRPC
+/// client from a proxy that drops trailers), and the deadline, which is
+/// `--timeout`.
+fn add_call_headers(headers: &mut Vec<(String, String)>, timeout: Duration) {
+    let fields = [
+        ("content-type", "application/grpc".to_string()),
+        ("te", "trailers".to_string()),
+        (
+            "grpc-timeout",
+            metron_grpc::timeout_value(timeout.as_millis()),
+        ),
+    ];
+    for (name, value) in fields {
+        if !headers.iter().any(|(h, _)| h.eq_ignore_ascii_case(name)) {
+            headers.push((name.to_string(), value));
+        }
+    }
 }
 
 /// `--alpn h2,http/1.1`: known names, each once, at least one.
@@ -484,6 +563,7 @@ fn replay(
     headers: &[(String, String)],
     pins: &[Pin],
     conns_per_thread: &[usize],
+    call: Option<&Method>,
 ) -> Result<Option<Replay>, ConfigError> {
     let poisson = args.arrival == Some(Arrival::Poisson);
     let Some(path) = &args.requests else {
@@ -502,7 +582,7 @@ fn replay(
     if args.seed.is_some() && order != Order::Random && !poisson {
         return Err(ConfigError::SeedUnused);
     }
-    let set = RequestSet::load(path, target, headers, pins)?;
+    let set = RequestSet::load(path, target, headers, pins, call)?;
     let hosts = set.hosts().len();
     let fewest = conns_per_thread.iter().copied().min().unwrap_or(0);
     if fewest < hosts {

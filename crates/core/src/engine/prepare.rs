@@ -86,11 +86,12 @@ fn worker_setups(
     first: SocketAddr,
     board: Option<&Arc<Board>>,
 ) -> Result<Vec<WorkerSetup>, EngineError> {
+    let (method, path, body) = setup.request();
     let default_request = Parts {
-        method: "GET",
-        path: &setup.target.path,
+        method,
+        path: &path,
         headers: &setup.headers,
-        body: None,
+        body,
     };
     let default_request = Batch::encode(&default_request, &setup.target.authority)
         .map_err(EngineError::BadStaticRequest)?;
@@ -136,6 +137,7 @@ fn worker_setups(
             timeout: nanos(setup.timeout),
             max_head: setup.max_head,
             sse: setup.sse,
+            calls: setup.calls.as_ref().map(|c| c.streaming),
             cpu: setup.affinity.as_ref().map(|cpus| cpus[j % cpus.len()]),
             connect_wait: nanos(setup.timeout),
             interval: setup.interval,
@@ -227,6 +229,7 @@ fn load_scripts(
         return Ok((None, Vec::new()));
     };
     let t = &setup.target;
+    let (method, request_path, body) = setup.request();
     let target = ScriptTarget {
         scheme: match t.scheme {
             Scheme::Http => "http".into(),
@@ -234,7 +237,9 @@ fn load_scripts(
         },
         host: t.host.clone(),
         port: t.port,
-        path: t.path.clone(),
+        method: method.into(),
+        path: request_path,
+        body: body.map(<[u8]>::to_vec),
         authority: t.authority.clone(),
         url: setup.url.clone(),
         headers: setup.headers.clone(),

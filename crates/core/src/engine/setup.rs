@@ -48,6 +48,8 @@ pub struct Setup {
     pub max_head: usize,
     /// `--sse`: response bodies are read as event streams.
     pub sse: bool,
+    /// `--grpc`: every request is a call of one method.
+    pub calls: Option<Calls>,
     pub script: Option<PathBuf>,
     pub script_args: Vec<String>,
     /// `--requests`: the requests to replay instead of GET URL.
@@ -69,10 +71,31 @@ impl Setup {
         self.conns_per_thread.iter().sum()
     }
 
+    /// The method, path and body of the request sent unless a script or
+    /// a requests file says otherwise: GET the URL's path, or the call.
+    pub fn request(&self) -> (&'static str, String, Option<&[u8]>) {
+        match &self.calls {
+            None => ("GET", self.target.path.clone(), None),
+            Some(c) => ("POST", format!("/{}", c.method), Some(&c.body)),
+        }
+    }
+
     /// The most connections the run may have open at once.
     pub fn max_connections(&self) -> usize {
         self.growth.map_or(self.connections(), |g| g.max)
     }
+}
+
+/// `--grpc`: the method every request calls, and how.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Calls {
+    /// `package.Service/Method`; the request's path is `/` and this.
+    pub method: String,
+    /// The framed request message (`--data`): the request's body.
+    pub body: Vec<u8>,
+    /// A server-streaming method: each message of a reply is timed as an
+    /// event.
+    pub streaming: bool,
 }
 
 /// Connections opened on demand (`--max-connections`, `-c auto`): when a

@@ -44,7 +44,7 @@ use crate::replay::Cursor;
 use crate::schedule::Plan;
 use crate::script::{ScriptError, ThreadScript};
 use crate::stats::{
-    AtEnd, ConnectCause, Loss, Phases, ReadCause, Recorder, StopCause, ThreadStats, Wait,
+    AtEnd, ConnectCause, EventKind, Loss, Phases, ReadCause, Recorder, StopCause, ThreadStats, Wait,
 };
 
 use super::conn::{Check, Conn, Connect, InFlight, Read, ReadFailure, WentDown};
@@ -88,6 +88,9 @@ pub struct WorkerSetup {
     pub max_head: usize,
     /// `--sse`: response bodies are read as event streams.
     pub sse: bool,
+    /// Requests are calls (`--grpc`): each response's call status is
+    /// read; `Some(true)`: each message of a streamed reply is an event.
+    pub calls: Option<bool>,
     pub cpu: Option<usize>,
     /// Longest time to wait for the connections to open before the start.
     pub connect_wait: Nanos,
@@ -378,6 +381,7 @@ impl Worker {
             .as_ref()
             .is_some_and(ThreadScript::has_response);
         let reading = match (setup.sse, &setup.script) {
+            _ if setup.calls == Some(true) => EventReading::Messages,
             (false, _) => EventReading::Off,
             (true, Some(s)) if s.has_event() => EventReading::Data,
             (true, _) => EventReading::Times,
@@ -397,6 +401,7 @@ impl Worker {
                 max_head: setup.max_head,
                 capture,
                 reading,
+                rpc: setup.calls.is_some(),
                 max_streams: setup.max_streams,
                 scheme: p.scheme(),
                 authority: p.authority.clone(),
@@ -448,8 +453,10 @@ impl Worker {
             progress: setup.progress,
             next_publish: 0,
         };
-        if setup.sse {
-            w.stats.read_events();
+        if setup.calls == Some(true) {
+            w.stats.read_events(EventKind::Messages);
+        } else if setup.sse {
+            w.stats.read_events(EventKind::Sse);
         }
         let now = clock::now();
         for c in 0..setup.connections {
@@ -862,10 +869,11 @@ impl Worker {
                     bytes,
                     first_byte,
                     events,
+                    rpc,
                 } => {
                     self.places[i].conn.served();
                     self.stats
-                        .completed(tag.stamp, status, bytes, first_byte, now);
+                        .completed(tag.stamp, status, rpc, bytes, first_byte, now);
                     self.stats.events_completed(tag.stamp, events);
                     if !self.run_response(i, status) {
                         return false;

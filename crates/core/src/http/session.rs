@@ -133,13 +133,16 @@ pub struct Packets {
 pub enum Event<T> {
     /// Its response arrived in full. `first_byte`: when the first byte of
     /// its head came; `bytes`: head and body as on the wire; `events`: the
-    /// events its body carried (`--sse`; 0 otherwise).
+    /// events its body carried (`--sse`; 0 otherwise); `rpc`: the status
+    /// of the call it answered, when requests are calls (gRPC's
+    /// `grpc-status`, or what its absence stands for).
     Response {
         tag: T,
         status: u16,
         bytes: u64,
         first_byte: Nanos,
         events: u64,
+        rpc: Option<u8>,
     },
     /// An event of its response's stream came (`--sse`): `previous` is
     /// when the event before it came (`None`: this is the first); `data`

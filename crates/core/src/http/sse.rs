@@ -32,6 +32,9 @@ pub enum EventReading {
     Times,
     /// The same, and each event's data is handed on (a script's `event()`).
     Data,
+    /// Each body is a stream of gRPC's length-prefixed messages: every
+    /// message is timed as an event.
+    Messages,
 }
 
 impl EventReading {
@@ -41,6 +44,7 @@ impl EventReading {
             EventReading::Off => None,
             EventReading::Times => Some(Box::new(EventStream::new(false))),
             EventReading::Data => Some(Box::new(EventStream::new(true))),
+            EventReading::Messages => Some(Box::new(EventStream::messages())),
         }
     }
 }
@@ -77,6 +81,8 @@ pub struct EventStream {
     /// When the last event came, and how many came.
     last: Option<Nanos>,
     count: u64,
+    /// The body is gRPC messages, not text: each message is an event.
+    messages: Option<metron_grpc::Messages>,
 }
 
 const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
@@ -93,6 +99,15 @@ impl EventStream {
             at_start: 0,
             last: None,
             count: 0,
+            messages: None,
+        }
+    }
+
+    /// A stream of gRPC messages at its start.
+    pub fn messages() -> EventStream {
+        EventStream {
+            messages: Some(metron_grpc::Messages::default()),
+            ..EventStream::new(false)
         }
     }
 
@@ -136,6 +151,15 @@ impl EventStream {
         mut dispatch: impl FnMut(Option<Nanos>, Option<Bytes>),
         now: Nanos,
     ) {
+        if let Some(messages) = self.messages.as_mut() {
+            let (last, count) = (&mut self.last, &mut self.count);
+            messages.read(bytes, || {
+                dispatch(*last, None);
+                *last = Some(now);
+                *count += 1;
+            });
+            return;
+        }
         // A byte order mark, possibly split across reads, is not part of
         // the first line.
         while self.at_start < BOM.len() && !bytes.is_empty() {

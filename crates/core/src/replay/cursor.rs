@@ -127,7 +127,7 @@ mod tests {
         ));
         std::fs::write(&path, lines).unwrap();
         let base = parse_target("http://127.0.0.1:8080/").unwrap();
-        let set = RequestSet::load(&path, &base, &[], &[]).unwrap();
+        let set = RequestSet::load(&path, &base, &[], &[], None).unwrap();
         let _ = std::fs::remove_file(&path);
         Arc::new(set)
     }

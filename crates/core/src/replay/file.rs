@@ -19,14 +19,17 @@ use super::ReplayError;
 pub struct Spec {
     /// 1-based line where the request starts.
     pub line: usize,
+    /// Empty when the file gives none.
     pub method: String,
     /// An absolute URL (`http://host/x`) or a path (`/x`) on the
-    /// command line's host.
+    /// command line's host; empty when the file gives none.
     pub target: String,
     pub headers: Vec<(String, String)>,
     pub body: Option<Body>,
     /// Label for the per-endpoint statistics.
     pub name: Option<String>,
+    /// A gRPC call's request message, as JSON text (`--grpc`).
+    pub data: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,7 +39,7 @@ pub enum Body {
     File(PathBuf),
 }
 
-const FIELDS: &str = "method, path, url, headers, body, body_file, name";
+const FIELDS: &str = "method, path, url, headers, body, body_file, name, data, metadata";
 
 /// Parses the file's text, handing each request to `each` as soon as it is
 /// read, so that no list of parsed requests is ever held: the caller builds
@@ -154,27 +157,25 @@ fn spec_of(value: Value, line: usize, file: &str, dir: &Path) -> Result<Spec, Re
             )),
         }
     };
-    let method = text("method")?.unwrap_or_else(|| "GET".to_string());
-    let target =
-        match (text("path")?, text("url")?) {
-            (Some(path), None) if path.starts_with('/') => path,
-            (Some(path), None) => {
-                return Err(at(
-                    file,
-                    line,
-                    format!(
-                "\"path\": {path:?} must start with /: write \"/{path}\", or give a whole \"url\""
-            ),
-                ))
-            }
-            (None, Some(url)) => url,
-            (Some(_), Some(_)) => return Err(at(file, line, "give \"path\" or \"url\", not both")),
-            (None, None) => return Err(at(
+    // Empty when not given: GET, or POST for a call (the builder's choice).
+    let method = text("method")?.unwrap_or_default();
+    let target = match (text("path")?, text("url")?) {
+        (Some(path), None) if path.starts_with('/') => path,
+        (Some(path), None) => {
+            return Err(at(
                 file,
                 line,
-                "field \"path\" is missing: give \"path\": \"/x\" or \"url\": \"http://host/x\"",
-            )),
-        };
+                format!(
+                "\"path\": {path:?} must start with /: write \"/{path}\", or give a whole \"url\""
+            ),
+            ))
+        }
+        (None, Some(url)) => url,
+        (Some(_), Some(_)) => return Err(at(file, line, "give \"path\" or \"url\", not both")),
+        // Whether a path is needed depends on --grpc (a call's path is
+        // its method's): the request's builder decides.
+        (None, None) => String::new(),
+    };
     let body = match (text("body")?, text("body_file")?) {
         (Some(b), None) => Some(Body::Text(b)),
         (None, Some(f)) => Some(Body::File(dir.join(f))),
@@ -193,20 +194,36 @@ fn spec_of(value: Value, line: usize, file: &str, dir: &Path) -> Result<Spec, Re
             ));
         }
     }
-    let headers = match object.remove("headers") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Object(map)) => headers_of(map, line, file)?,
+    let data = match object.remove("data") {
+        None | Some(Value::Null) => None,
+        Some(v @ Value::Object(_)) => Some(v.to_string()),
         Some(other) => {
             let found = kind(&other);
             return Err(at(
                 file,
                 line,
-                format!(
-                    "field \"headers\" must be an object {{\"Name\": \"value\"}}, found {found}"
-                ),
+                format!("field \"data\" must be an object (the call's message), found {found}"),
             ));
         }
     };
+    // A call's metadata is its headers, by gRPC's name for them.
+    let mut headers = Vec::new();
+    for key in ["headers", "metadata"] {
+        match object.remove(key) {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(map)) => headers.extend(headers_of(map, line, file)?),
+            Some(other) => {
+                let found = kind(&other);
+                return Err(at(
+                    file,
+                    line,
+                    format!(
+                        "field \"{key}\" must be an object {{\"Name\": \"value\"}}, found {found}"
+                    ),
+                ));
+            }
+        }
+    }
     if let Some(unknown) = object.keys().next() {
         return Err(at(
             file,
@@ -221,6 +238,7 @@ fn spec_of(value: Value, line: usize, file: &str, dir: &Path) -> Result<Spec, Re
         headers,
         body,
         name,
+        data,
     })
 }
 
@@ -355,7 +373,8 @@ mod tests {
         assert_eq!(specs[0].method, "POST");
         assert_eq!(specs[0].headers, vec![("X-A".into(), "1".into())]);
         assert_eq!(specs[0].body, Some(Body::Text("hi".into())));
-        assert_eq!((specs[1].method.as_str(), specs[1].line), ("GET", 3));
+        // No method: the builder's choice (GET, or POST for a call).
+        assert_eq!((specs[1].method.as_str(), specs[1].line), ("", 3));
         assert_eq!(specs[1].name.as_deref(), Some("bee"));
         assert_eq!(specs[2].target, "http://other:81/c");
         assert_eq!(specs[2].body, Some(Body::File("/d/c.bin".into())));
@@ -365,7 +384,7 @@ mod tests {
     fn json_lines_give_one_request_per_line() {
         let specs = parse_ok("{\"path\": \"/a\"}\n\n{\"method\": \"DELETE\", \"path\": \"/b\"}\n");
         let got: Vec<_> = specs.iter().map(|s| (s.line, s.method.as_str())).collect();
-        assert_eq!(got, vec![(1, "GET"), (3, "DELETE")]);
+        assert_eq!(got, vec![(1, ""), (3, "DELETE")]);
     }
 
     #[test]
@@ -401,10 +420,6 @@ mod tests {
             (
                 "[\n{\"path\": \"/a\"\n",
                 "r.json:3: not valid JSON: EOF while parsing an object",
-            ),
-            (
-                "[{\"method\": \"GET\"}]",
-                "r.json:1: field \"path\" is missing",
             ),
             (
                 "[{\"path\": \"/a\", \"heders\": {}}]",

@@ -23,6 +23,10 @@ use crate::target::{parse_url, resolve_pinned, Pin, Scheme, Target};
 
 pub use cursor::{Cursor, Order};
 use file::{Body, Spec};
+use metron_grpc::Method;
+
+/// A request's method, host index, path and body, before its bytes.
+type Built = (String, u16, String, Option<Vec<u8>>);
 
 /// Largest requests file read. The file is held in memory while its
 /// requests are built, so a bigger one is refused rather than read.
@@ -89,11 +93,15 @@ impl RequestSet {
     /// (the command line's URL); `headers` (from `-H`) go on every request
     /// and replace the file's headers of the same name; a host that `pins`
     /// has goes to its addresses.
+    ///
+    /// With a `call` (`--grpc`), every request calls it: a line's `data`
+    /// is its message, and a `url` names only its host.
     pub fn load(
         path: &Path,
         base: &Target,
         headers: &[(String, String)],
         pins: &[Pin],
+        call: Option<&Method>,
     ) -> Result<RequestSet, ReplayError> {
         let file = path.display().to_string();
         let read_error = |e: std::io::Error| ReplayError::Read {
@@ -124,7 +132,7 @@ impl RequestSet {
         let dir = path.parent().unwrap_or(Path::new("."));
         // Each request is built as soon as it is read: what is held is the
         // text and the built bytes, never a list of parsed requests.
-        let mut builder = Builder::new(&file, base, headers, pins);
+        let mut builder = Builder::new(&file, base, headers, pins, call);
         file::parse(text, &file, dir, |spec| builder.add(spec))?;
         drop(owned);
         Ok(builder.finish())
@@ -194,6 +202,7 @@ struct Builder<'a> {
     base: &'a Target,
     headers: &'a [(String, String)],
     pins: &'a [Pin],
+    call: Option<&'a Method>,
     bytes: Vec<u8>,
     requests: Vec<Prepared>,
     hosts: Vec<Target>,
@@ -210,12 +219,14 @@ impl<'a> Builder<'a> {
         base: &'a Target,
         headers: &'a [(String, String)],
         pins: &'a [Pin],
+        call: Option<&'a Method>,
     ) -> Builder<'a> {
         Builder {
             file,
             base,
             headers,
             pins,
+            call,
             bytes: Vec::new(),
             requests: Vec::new(),
             hosts: Vec::new(),
@@ -254,17 +265,13 @@ impl<'a> Builder<'a> {
         if self.requests.len() >= u32::MAX as usize {
             return Err(self.error(line, "more than 4 billion requests"));
         }
-        check_token(&spec.method).map_err(|why| self.error(line, format!("method: {why}")))?;
-        let (host, path) = self.host_of(spec.target, line)?;
-        check_path(&path).map_err(|why| self.error(line, why))?;
-        let headers = self.headers_with(spec.headers, line)?;
-        let body = match spec.body {
-            None => None,
-            Some(Body::Text(text)) => Some(text.into_bytes()),
-            Some(Body::File(p)) => Some(self.body_file(&p, line)?),
+        let (method, host, path, body) = match self.call {
+            Some(call) => self.call_of(call, &spec)?,
+            None => self.request_of(&spec)?,
         };
+        let headers = self.headers_with(spec.headers, line)?;
         let authority = &self.hosts[host as usize].authority;
-        let built = format(&spec.method, &path, &headers, body.as_deref(), authority);
+        let built = format(&method, &path, &headers, body.as_deref(), authority);
         let meta = self.framing(&built, line)?;
         if self.bytes.len() + built.len() > MAX_BUILT_BYTES {
             return Err(ReplayError::TooMuch {
@@ -276,7 +283,7 @@ impl<'a> Builder<'a> {
             Some(name) => EndpointKey::Named(name),
             None => {
                 let bare = path.split('?').next().unwrap_or_default();
-                EndpointKey::Path(spec.method, bare.to_string(), host)
+                EndpointKey::Path(method, bare.to_string(), host)
             }
         };
         let endpoint = self.endpoint(key);
@@ -290,6 +297,66 @@ impl<'a> Builder<'a> {
         });
         self.bytes.extend_from_slice(&built);
         Ok(())
+    }
+
+    /// A request's method, host, path and body, from its spec.
+    fn request_of(&mut self, spec: &Spec) -> Result<Built, ReplayError> {
+        let line = spec.line;
+        if spec.data.is_some() {
+            return Err(self.error(
+                line,
+                "field \"data\" is a gRPC call's message: add --grpc METHOD (and its --proto) to send calls, or give the request a \"body\"",
+            ));
+        }
+        if spec.target.is_empty() {
+            return Err(self.error(
+                line,
+                "field \"path\" is missing: give \"path\": \"/x\" or \"url\": \"http://host/x\"",
+            ));
+        }
+        let method = match spec.method.as_str() {
+            "" => "GET".to_string(),
+            m => m.to_string(),
+        };
+        check_token(&method).map_err(|why| self.error(line, format!("method: {why}")))?;
+        let (host, path) = self.host_of(spec.target.clone(), line)?;
+        check_path(&path).map_err(|why| self.error(line, why))?;
+        let body = match &spec.body {
+            None => None,
+            Some(Body::Text(text)) => Some(text.clone().into_bytes()),
+            Some(Body::File(p)) => Some(self.body_file(p, line)?),
+        };
+        Ok((method, host, path, body))
+    }
+
+    /// A call of `call`: a POST of the message `data` gives (`{}` when it
+    /// gives none) to the method's path, on the host a `url` names.
+    fn call_of(&mut self, call: &Method, spec: &Spec) -> Result<Built, ReplayError> {
+        let line = spec.line;
+        if !matches!(spec.method.as_str(), "" | "POST") {
+            return Err(self.error(
+                line,
+                format!(
+                    "method {}: a gRPC call is always a POST; drop \"method\"",
+                    spec.method
+                ),
+            ));
+        }
+        if spec.body.is_some() {
+            return Err(self.error(
+                line,
+                "a gRPC call's message goes in \"data\" (as JSON), not in \"body\"",
+            ));
+        }
+        let host = match spec.target.as_str() {
+            "" => self.host_of("/".to_string(), line)?.0,
+            t => self.host_of(t.to_string(), line)?.0,
+        };
+        let data = spec.data.as_deref().unwrap_or("{}");
+        let body = call
+            .request(data, "field \"data\"")
+            .map_err(|e| self.error(line, e.to_string()))?;
+        Ok(("POST".to_string(), host, call.path(), Some(body)))
     }
 
     /// The `-H` headers, then the request's own (checked) except those
@@ -483,7 +550,7 @@ mod tests {
             .iter()
             .map(|(n, v)| (n.to_string(), v.to_string()))
             .collect();
-        let set = RequestSet::load(&path, &base, &headers, &[]);
+        let set = RequestSet::load(&path, &base, &headers, &[], None);
         let _ = std::fs::remove_dir_all(&dir);
         set
     }
@@ -591,6 +658,11 @@ mod tests {
                 ":1: header name \"X Y\"",
             ),
             ("[{\"url\": \"ftp://h/\"}]", ":1: unsupported scheme 'ftp'"),
+            ("[{\"method\": \"GET\"}]", ":1: field \"path\" is missing"),
+            (
+                "{\"path\": \"/\", \"data\": {\"name\": \"x\"}}",
+                ":1: field \"data\" is a gRPC call's message: add --grpc METHOD",
+            ),
             (
                 "[{\"url\": \"http://no-such-host.invalid/\"}]",
                 ":1: cannot resolve host",
@@ -608,6 +680,49 @@ mod tests {
             let got = load_text(text, &[]).unwrap_err().to_string();
             assert!(got.contains(want), "{text}: got {got:?}, want {want:?}");
         }
+    }
+
+    #[test]
+    fn calls_take_their_message_from_data_and_their_path_from_the_method() {
+        let dir = std::env::temp_dir().join(format!("metron-replay-grpc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let proto = dir.join("greet.proto");
+        std::fs::write(
+            &proto,
+            "syntax = \"proto3\"; package greet; \
+             service Greeter { rpc SayHello (Req) returns (Req); } \
+             message Req { string name = 1; }",
+        )
+        .unwrap();
+        let schema = metron_grpc::Schema::from_protos(&[proto], &[]).unwrap();
+        let call = schema.method("greet.Greeter/SayHello").unwrap();
+        let path = dir.join("calls.jsonl");
+        let load = |text: &str| {
+            std::fs::write(&path, text).unwrap();
+            let base = parse_target("http://127.0.0.1:8080/").unwrap();
+            RequestSet::load(&path, &base, &[], &[], Some(&call))
+        };
+        let set = load(
+            "{\"data\": {\"name\": \"ab\"}, \"metadata\": {\"x-user\": \"7\"}}\n{\"name\": \"empty\"}\n",
+        )
+        .unwrap();
+        let first = set.bytes(0);
+        assert!(first.starts_with(b"POST /greet.Greeter/SayHello HTTP/1.1\r\n"));
+        assert!(text(&set, 0).contains("x-user: 7\r\n"));
+        // The message, framed: field 1 "ab" after the five-byte prefix.
+        assert!(first.ends_with(&[0, 0, 0, 0, 4, 0x0a, 2, b'a', b'b']));
+        // No data: the message with every field at its default.
+        assert!(set.bytes(1).ends_with(b"\r\n\r\n\0\0\0\0\0"));
+        let bad = |text: &str| load(text).unwrap_err().to_string();
+        let e = bad("{\"data\": {\"nmae\": \"x\"}}");
+        assert!(e.contains(":1: field \"data\": not a greet.Req"), "{e}");
+        let e = bad("{\"method\": \"GET\"}");
+        assert!(e.contains("always a POST"), "{e}");
+        let e = bad("{\"body\": \"x\"}");
+        assert!(e.contains("goes in \"data\""), "{e}");
+        let e = bad("{\"data\": \"name=x\"}");
+        assert!(e.contains("must be an object"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
@@ -645,7 +760,7 @@ mod tests {
         let f = std::fs::File::create(&path).unwrap();
         f.set_len(MAX_FILE_BYTES + 1).unwrap();
         let base = parse_target("http://127.0.0.1:8080/").unwrap();
-        let err = RequestSet::load(&path, &base, &[], &[])
+        let err = RequestSet::load(&path, &base, &[], &[], None)
             .unwrap_err()
             .to_string();
         let _ = std::fs::remove_file(&path);
@@ -661,7 +776,7 @@ mod tests {
         let path = dir.join("latin1.txt");
         std::fs::write(&path, b"/a\n/caf\xe9\n").unwrap();
         let base = parse_target("http://127.0.0.1:8080/").unwrap();
-        let err = RequestSet::load(&path, &base, &[], &[])
+        let err = RequestSet::load(&path, &base, &[], &[], None)
             .unwrap_err()
             .to_string();
         let _ = std::fs::remove_dir_all(&dir);
@@ -695,7 +810,7 @@ mod tests {
     #[test]
     fn an_endless_requests_file_is_refused_at_the_limit() {
         let base = parse_target("http://127.0.0.1:8080/").unwrap();
-        let err = RequestSet::load(Path::new("/dev/zero"), &base, &[], &[])
+        let err = RequestSet::load(Path::new("/dev/zero"), &base, &[], &[], None)
             .unwrap_err()
             .to_string();
         assert!(err.contains("more than the 256 MiB limit"), "{err}");
@@ -704,7 +819,8 @@ mod tests {
     #[test]
     fn a_missing_file_is_a_read_error() {
         let base = parse_target("http://127.0.0.1:8080/").unwrap();
-        let e = RequestSet::load(Path::new("/nonexistent/r.json"), &base, &[], &[]).unwrap_err();
+        let e =
+            RequestSet::load(Path::new("/nonexistent/r.json"), &base, &[], &[], None).unwrap_err();
         assert!(e
             .to_string()
             .starts_with("cannot read --requests /nonexistent/r.json: "));

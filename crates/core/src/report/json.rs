@@ -548,8 +548,8 @@ mod build {
     use crate::report::spectrum;
     use crate::stats::codec::{self, encode};
     use crate::stats::{
-        new_histogram, summary, EndpointStats, EventStats, Interruption, IntervalStats, PhaseStats,
-        RunStats, Timings, HIST_SIGFIG,
+        new_histogram, summary, EndpointStats, EventKind, EventStats, Interruption, IntervalStats,
+        PhaseStats, RunStats, Timings, HIST_SIGFIG,
     };
 
     impl Point {
@@ -585,7 +585,7 @@ mod build {
     impl EventsSummary {
         pub fn of(e: &EventStats) -> EventsSummary {
             EventsSummary {
-                kind: "sse".into(),
+                kind: e.kind.name().into(),
                 per_response: e.per_response(),
                 count: e.count,
                 responses: e.responses,
@@ -601,6 +601,8 @@ mod build {
         /// The statistics back.
         pub fn stats(&self) -> io::Result<EventStats> {
             Ok(EventStats {
+                // Documents older than gRPC knew only server-sent events.
+                kind: EventKind::from_name(&self.kind).unwrap_or(EventKind::Sse),
                 first: decode(&self.first_histogram)?,
                 gap: decode(&self.gap_histogram)?,
                 count: self.count,

@@ -16,8 +16,8 @@ use crate::http::Spoken;
 use crate::schedule::Load;
 use crate::stats::phase::MAX_PHASES;
 use crate::stats::{
-    summary, AtEnd, ByCode, Counters, EndpointStats, EventStats, Http2Counts, PhaseStats,
-    QuicCounts, RunStats, Timings,
+    summary, AtEnd, ByCode, Counters, EndpointStats, EventKind, EventStats, Http2Counts,
+    PhaseStats, QuicCounts, RunStats, Timings,
 };
 use crate::units::{
     format_binary, format_metric, format_rate, format_run_duration, format_time_us, print_units,
@@ -92,6 +92,17 @@ pub fn write_banner(
         Some(p) => writeln!(out, " ({p})"),
         None => writeln!(out),
     }
+}
+
+/// Under the banner, when every request is a call: of which method, and
+/// whether its replies stream.
+pub fn write_call_line(out: &mut impl Write, method: &str, streaming: bool) -> io::Result<()> {
+    let shape = if streaming {
+        "server streaming: each message timed"
+    } else {
+        "unary"
+    };
+    writeln!(out, "  gRPC calls of {method} ({shape})")
 }
 
 /// Under the banner, when connections may grow on demand: how far.
@@ -468,11 +479,15 @@ const PHASE_PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
 /// the intended send time, and from the send), connect and TLS handshake,
 /// each a row when it was measured at all.
 fn write_timings(out: &mut impl Write, t: &Timings, events: Option<&EventStats>) -> io::Result<()> {
+    let (first, gap) = match events.map(|e| e.kind) {
+        Some(EventKind::Messages) => ("First message", "Message gap"),
+        _ => ("First event", "Event gap"),
+    };
     let rows: Vec<(&str, &Histogram<u64>)> = [
         ("Time to first byte", Some(&t.ttfb)),
         ("  uncorrected", Some(&t.ttfb_uncorrected)),
-        ("First event", events.map(|e| &e.first)),
-        ("Event gap", events.map(|e| &e.gap)),
+        (first, events.map(|e| &e.first)),
+        (gap, events.map(|e| &e.gap)),
         ("Connect", Some(&t.connect)),
         ("TLS handshake", Some(&t.tls_handshake)),
     ]
@@ -535,7 +550,10 @@ fn write_totals(out: &mut impl Write, stats: &RunStats) -> io::Result<()> {
             "  Socket errors: connect {connect}, read {read}, write {write}, timeout {timeout}"
         )?;
     }
-    if e.status > 0 {
+    if e.status > 0 && c.grpc.total() > 0 {
+        // Calls fail by their own status, over HTTP 200 as a rule.
+        writeln!(out, "  Failed calls: {} (gRPC status not OK)", e.status)?;
+    } else if e.status > 0 {
         writeln!(out, "  Non-2xx or 3xx responses: {}", e.status)?;
     }
     writeln!(out, "Requests/sec: {:9.2}", stats.requests_per_sec())?;
@@ -578,6 +596,9 @@ fn write_own_lines(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
     let c = &stats.counters;
     if c.status_codes.total() > 0 {
         writeln!(out, "  Status codes: {}", c.status_codes)?;
+    }
+    if c.grpc.total() > 0 {
+        writeln!(out, "  gRPC status: {}", c.grpc)?;
     }
     if let Some(line) = read_causes_line(c) {
         writeln!(out, "  {line}")?;
@@ -671,8 +692,10 @@ fn quic_line(q: &QuicCounts) -> String {
 }
 
 /// `--sse`: events per completed response, the first event's and the
-/// gaps' percentiles (dashes for what was not measured).
+/// gaps' percentiles (dashes for what was not measured); a streamed
+/// call's messages likewise.
 fn events_line(e: &EventStats) -> String {
+    let (event, whole) = e.kind.nouns();
     let at = |h, p| time_or_none(summary::percentile(h, p));
     let per = e
         .per_response()
@@ -683,7 +706,8 @@ fn events_line(e: &EventStats) -> String {
         String::new()
     };
     format!(
-        "Events: {per} per response; first event p50 {}, p99 {}; gap p50 {}, p99 {}, p99.9 {}, max {}{open}",
+        "{}s: {per} per {whole}; first {event} p50 {}, p99 {}; gap p50 {}, p99 {}, p99.9 {}, max {}{open}",
+        capitalized(event),
         at(&e.first, 50.0),
         at(&e.first, 99.0),
         at(&e.gap, 50.0),
@@ -691,6 +715,14 @@ fn events_line(e: &EventStats) -> String {
         at(&e.gap, 99.9),
         time_or_none(summary::maximum(&e.gap)),
     )
+}
+
+/// `word` with its first letter in capitals.
+fn capitalized(word: &str) -> String {
+    let mut chars = word.chars();
+    chars.next().map_or_else(String::new, |c| {
+        c.to_ascii_uppercase().to_string() + chars.as_str()
+    })
 }
 
 /// How late requests left against their schedule (dashes when none was

@@ -25,6 +25,9 @@ pub fn write_banner(mut text: &mut dyn Write, cfg: &Config, hosts: &[Host]) -> R
         run.connections(),
         run.protocols.banner(server_capped(hosts)).as_deref(),
     )?;
+    if let Some(c) = &run.calls {
+        text::write_call_line(&mut text, &c.method, c.streaming)?;
+    }
     if let Some(g) = run.growth {
         text::write_growth_line(&mut text, g.max, g.from_open_files)?;
     }

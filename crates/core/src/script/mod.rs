@@ -72,7 +72,11 @@ pub struct ScriptTarget {
     pub scheme: String,
     pub host: String,
     pub port: u16,
+    /// The request's method and path (`GET` and the URL's path, or a
+    /// `--grpc` call's), and its body, if it has one.
+    pub method: String,
     pub path: String,
+    pub body: Option<Vec<u8>>,
     /// `host[:port]` as the `Host` field carries it.
     pub authority: String,
     /// The URL as given; `args[0]` of `init(args)`.
@@ -170,7 +174,9 @@ pub(crate) mod test_support {
             scheme: "http".into(),
             host: "127.0.0.1".into(),
             port: 8080,
+            method: "GET".into(),
             path: "/".into(),
+            body: None,
             authority: "127.0.0.1:8080".into(),
             url: "http://127.0.0.1:8080/".into(),
             headers: Vec::new(),

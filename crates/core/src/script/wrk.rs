@@ -48,8 +48,11 @@ pub(crate) fn install(
     // As in wrk: the port as written in the URL, a string, or nil when the
     // URL names none (scripts write `wrk.port or "http"`).
     wrk.set("port", written_port(&target.url))?;
-    wrk.set("method", "GET")?;
+    wrk.set("method", target.method.as_str())?;
     wrk.set("path", target.path.as_str())?;
+    if let Some(body) = &target.body {
+        wrk.set("body", lua.create_string(body)?)?;
+    }
     wrk.set("headers", headers_table(lua, &target.headers)?)?;
     if let Some(thread) = thread {
         wrk.set("thread", lua.create_userdata(thread)?)?;
@@ -231,7 +234,9 @@ mod tests {
             scheme: "http".into(),
             host: "example.test".into(),
             port: 8080,
+            method: "GET".into(),
             path: "/start".into(),
+            body: None,
             authority: "example.test:8080".into(),
             url: "http://example.test:8080/start".into(),
             headers: vec![("X-B".into(), "2".into()), ("X-A".into(), "1".into())],

@@ -31,8 +31,8 @@ pub use phase::{PhaseStats, Phases};
 pub use recorder::{Loss, Recorder, Stamp, Window};
 // (ReadCause, ConnectCause and their counts are defined below.)
 pub use series::{Completions, RateSamples, Row};
-pub use status::StatusCodes;
-pub use timings::{EventStats, Timings};
+pub use status::{CallStatuses, StatusCodes};
+pub use timings::{EventKind, EventStats, Timings};
 
 /// Lowest trackable value of every latency histogram, in microseconds.
 pub const HIST_LOW_US: u64 = 1;
@@ -390,6 +390,9 @@ pub struct Counters {
     /// QUIC's packets (HTTP/3; all zero otherwise).
     #[serde(default)]
     pub quic: QuicCounts,
+    /// Completed calls by status (`--grpc`; empty otherwise).
+    #[serde(default)]
+    pub grpc: CallStatuses,
 }
 
 /// What QUIC's loss detection counted over the connections of a run
@@ -525,6 +528,7 @@ impl Counters {
         self.connections.add(&other.connections);
         self.status_codes.add(&other.status_codes);
         self.quic.add(&other.quic);
+        self.grpc.add(&other.grpc);
     }
 
     /// Requests that never got a response and whose latency is therefore

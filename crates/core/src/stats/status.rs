@@ -129,8 +129,101 @@ impl<'de> Deserialize<'de> for StatusCodes {
     }
 }
 
+/// Completed calls by their status (`--grpc`), for the report's `gRPC
+/// status: OK 9990, UNAVAILABLE 10` line and the JSON's `counters.grpc`:
+/// one count per code the protocol defines, and one for any other.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub struct CallStatuses([u64; metron_grpc::status::KINDS]);
+
+impl CallStatuses {
+    pub fn count(&mut self, code: u8) {
+        self.0[metron_grpc::status::kind(code)] += 1;
+    }
+
+    pub fn add(&mut self, o: &CallStatuses) {
+        for (a, b) in self.0.iter_mut().zip(o.0) {
+            *a += b;
+        }
+    }
+
+    /// Calls answered with `name`'s status (`OK`, `UNAVAILABLE`).
+    pub fn get(&self, name: &str) -> u64 {
+        metron_grpc::status::code(name).map_or(0, |c| self.0[metron_grpc::status::kind(c)])
+    }
+
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    /// Calls that did not succeed.
+    pub fn failed(&self) -> u64 {
+        self.total() - self.0[usize::from(metron_grpc::status::OK)]
+    }
+
+    /// The statuses seen, by name, in the order of their codes.
+    pub fn named(&self) -> Vec<(&'static str, u64)> {
+        (0..metron_grpc::status::KINDS)
+            .filter(|&k| self.0[k] > 0)
+            .map(|k| (metron_grpc::status::name(k as u8), self.0[k]))
+            .collect()
+    }
+}
+
+impl fmt::Display for CallStatuses {
+    /// `OK 9990, UNAVAILABLE 10`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (k, (name, n)) in self.named().iter().enumerate() {
+            if k > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{name} {n}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for CallStatuses {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{{{self}}}")
+    }
+}
+
+impl Serialize for CallStatuses {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.named())
+    }
+}
+
+impl<'de> Deserialize<'de> for CallStatuses {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = BTreeMap::<String, u64>::deserialize(d)?;
+        let mut calls = CallStatuses::default();
+        for (name, n) in map {
+            let code = metron_grpc::status::code(&name).ok_or_else(|| {
+                serde::de::Error::custom(format!("{name:?} is not a gRPC status"))
+            })?;
+            calls.0[metron_grpc::status::kind(code)] += n;
+        }
+        Ok(calls)
+    }
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn call_statuses_print_by_name_and_read_back() {
+        let mut c = CallStatuses::default();
+        for code in [14, 0, 0, 200, 0] {
+            c.count(code);
+        }
+        assert_eq!(c.to_string(), "OK 3, UNAVAILABLE 1, OTHER 1");
+        assert_eq!((c.total(), c.failed(), c.get("OK")), (5, 2, 3));
+        let json = serde_json::to_string(&c).unwrap();
+        assert_eq!(json, r#"{"OK":3,"UNAVAILABLE":1,"OTHER":1}"#);
+        assert_eq!(serde_json::from_str::<CallStatuses>(&json).unwrap(), c);
+        assert!(serde_json::from_str::<CallStatuses>(r#"{"FINE":1}"#).is_err());
+    }
     use super::*;
 
     #[test]

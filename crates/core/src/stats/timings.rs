@@ -90,6 +90,9 @@ impl Timings {
 /// `--sse`: the events of streamed responses, in µs.
 #[derive(Clone, Debug)]
 pub struct EventStats {
+    /// What the events were: server-sent events, or a streamed call's
+    /// messages.
+    pub kind: EventKind,
     /// Intended send time → the response's first event.
     pub first: Histogram<u64>,
     /// Between consecutive events of one response. A response still
@@ -109,6 +112,7 @@ pub struct EventStats {
 impl Default for EventStats {
     fn default() -> Self {
         EventStats {
+            kind: EventKind::Sse,
             first: new_histogram(),
             gap: new_histogram(),
             count: 0,
@@ -119,8 +123,45 @@ impl Default for EventStats {
     }
 }
 
+/// What a response's events are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    /// Server-sent events (`--sse`).
+    Sse,
+    /// The messages of a server-streaming gRPC call.
+    Messages,
+}
+
+impl EventKind {
+    /// Its name in the JSON document's `events.kind`.
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::Sse => "sse",
+            EventKind::Messages => "grpc",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<EventKind> {
+        [EventKind::Sse, EventKind::Messages]
+            .into_iter()
+            .find(|k| k.name() == name)
+    }
+
+    /// What one event is called in a report, and what it belongs to:
+    /// ("event", "response") or ("message", "call").
+    pub fn nouns(self) -> (&'static str, &'static str) {
+        match self {
+            EventKind::Sse => ("event", "response"),
+            EventKind::Messages => ("message", "call"),
+        }
+    }
+}
+
 impl EventStats {
     pub fn add(&mut self, other: &EventStats) {
+        if other.count > 0 || other.responses > 0 {
+            self.kind = other.kind;
+        }
         add_histogram(&mut self.first, &other.first);
         add_histogram(&mut self.gap, &other.gap);
         self.count += other.count;

@@ -71,6 +71,8 @@ pub struct Settings {
     pub capture: bool,
     /// `--sse`: read each response body as an event stream.
     pub reading: EventReading,
+    /// Requests are gRPC calls: each response's `grpc-status` is read.
+    pub rpc: bool,
     /// `:scheme` ("http" or "https").
     pub scheme: &'static str,
     /// `:authority` of a request that names no Host.
@@ -85,6 +87,7 @@ impl Default for Settings {
             max_header_list: DEFAULT_MAX_HEADER_LIST,
             capture: false,
             reading: EventReading::Off,
+            rpc: false,
             scheme: "http",
             authority: "localhost".to_string(),
         }
@@ -388,7 +391,10 @@ impl<T: Clone> Http2<T> {
         }
         match (stream.phase, head.status) {
             // Trailers: they end the stream and carry no pseudo-field.
-            (Phase::Body, None) if end_stream => self.end(slot, now),
+            (Phase::Body, None) if end_stream => {
+                stream.rpc = head.rpc.or(stream.rpc);
+                self.end(slot, now)
+            }
             (Phase::Body, _) => self.stream_error(slot, PROTOCOL_ERROR, Failure::Malformed),
             (Phase::Head, None) => self.stream_error(slot, PROTOCOL_ERROR, Failure::Malformed),
             // Interim (1xx) heads are counted and skipped (§8.1).
@@ -401,6 +407,9 @@ impl<T: Clone> Http2<T> {
                 stream.status = status;
                 stream.length = head.length;
                 stream.phase = Phase::Body;
+                // A call that failed at once answers with its status in
+                // the head alone (trailers-only).
+                stream.rpc = head.rpc;
                 if end_stream {
                     self.end(slot, now);
                 }
@@ -431,6 +440,10 @@ impl<T: Clone> Http2<T> {
             bytes: s.wire,
             first_byte: s.first_byte.unwrap_or(now),
             events: s.events.map_or(0, |e| e.count()),
+            rpc: self.settings.rpc.then(|| {
+                s.rpc
+                    .unwrap_or_else(|| metron_grpc::status::of_http(s.status))
+            }),
         });
     }
 
@@ -659,6 +672,8 @@ struct Fields {
     malformed: bool,
     /// A regular field was seen: no pseudo-field may follow.
     regular: bool,
+    /// `grpc-status`, when it came and reads as a number.
+    rpc: Option<u8>,
 }
 
 impl Fields {
@@ -677,6 +692,10 @@ impl Fields {
                 let differs = self.length.is_some_and(|l| Some(l) != length);
                 self.malformed |= length.is_none() || differs;
                 self.length = length;
+            }
+            b"grpc-status" => {
+                self.regular = true;
+                self.rpc = metron_grpc::status::parse(value);
             }
             _ => self.regular = true,
         }
@@ -756,6 +775,7 @@ impl<T: Clone> Session<T> for Http2<T> {
             head: framed.head,
             phase: Phase::Head,
             status: 0,
+            rpc: None,
             length: None,
             data: 0,
             wire: 0,

@@ -269,6 +269,7 @@ fn response(tag: u32, status: u16, bytes: u64) -> Event<u32> {
         bytes,
         first_byte: 0,
         events: 0,
+        rpc: None,
     }
 }
 
@@ -461,6 +462,115 @@ fn trailers_end_the_response() {
         fields,
         [("x-kind", &b"Trailed"[..]), ("checksum", &b"1"[..])]
     );
+}
+
+/// The `rpc` of the one response there must be.
+fn one_call(client: &mut Http2<u32>) -> Option<u8> {
+    match events(client)[..] {
+        [Event::Response { rpc, .. }] => rpc,
+        ref other => panic!("expected one response, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_calls_status_comes_from_its_trailers_or_its_head_alone() {
+    let mut server = Server::new();
+    let settings = Settings {
+        rpc: true,
+        reading: EventReading::Messages,
+        ..Settings::default()
+    };
+    let mut client = connected(settings, &mut server);
+    for tag in 0..4 {
+        open(&mut client, &get("/greet.Greeter/SayHello"), tag);
+    }
+    exchange(&mut client, &mut server);
+    let head = || {
+        Response::builder()
+            .status(200)
+            .header("content-type", "application/grpc")
+            .body(())
+            .unwrap()
+    };
+    let trailers = |status: &'static str| {
+        let mut t = HeaderMap::new();
+        t.insert("grpc-status", HeaderValue::from_static(status));
+        t
+    };
+    // Two messages, then OK in the trailers; each message is an event.
+    let mut stream = server.accepted[0]
+        .respond
+        .send_response(head(), false)
+        .unwrap();
+    let two = [
+        &metron_grpc::frame(b"one")[..],
+        &metron_grpc::frame(b"")[..],
+    ]
+    .concat();
+    stream.send_data(Bytes::from(two), false).unwrap();
+    stream.send_trailers(trailers("0")).unwrap();
+    exchange(&mut client, &mut server);
+    let got = events(&mut client);
+    let messages = got
+        .iter()
+        .filter(|e| matches!(e, Event::Message { .. }))
+        .count();
+    assert_eq!(messages, 2, "{got:?}");
+    assert!(
+        matches!(
+            got.last(),
+            Some(Event::Response {
+                rpc: Some(0),
+                events: 2,
+                ..
+            })
+        ),
+        "{got:?}"
+    );
+    // Trailers-only: the status in the head, which ends the stream.
+    let only = Response::builder()
+        .status(200)
+        .header("content-type", "application/grpc")
+        .header("grpc-status", "14")
+        .body(())
+        .unwrap();
+    server.accepted[1]
+        .respond
+        .send_response(only, true)
+        .unwrap();
+    exchange(&mut client, &mut server);
+    assert_eq!(one_call(&mut client), Some(14));
+    // A 200 without any status is a broken call: INTERNAL.
+    let mut stream = server.accepted[2]
+        .respond
+        .send_response(head(), false)
+        .unwrap();
+    stream.send_data(Bytes::new(), true).unwrap();
+    exchange(&mut client, &mut server);
+    assert_eq!(one_call(&mut client), Some(13));
+    // No gRPC at all (a proxy's 503): the status HTTP's stands for.
+    server.respond(3, 503, b"");
+    exchange(&mut client, &mut server);
+    assert_eq!(one_call(&mut client), Some(14));
+}
+
+#[test]
+fn statuses_are_read_only_for_calls() {
+    let mut server = Server::new();
+    let mut client = connected(Settings::default(), &mut server);
+    open(&mut client, &get("/"), 1);
+    exchange(&mut client, &mut server);
+    let only = Response::builder()
+        .status(200)
+        .header("grpc-status", "14")
+        .body(())
+        .unwrap();
+    server.accepted[0]
+        .respond
+        .send_response(only, true)
+        .unwrap();
+    exchange(&mut client, &mut server);
+    assert_eq!(one_call(&mut client), None);
 }
 
 #[test]

@@ -493,6 +493,7 @@ impl<T: Clone> Http3<T> {
             bytes: s.wire,
             first_byte: s.first_byte.unwrap_or(now),
             events: s.events.map_or(0, |e| e.count()),
+            rpc: None,
         });
     }
 

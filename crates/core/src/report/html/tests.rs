@@ -137,6 +137,7 @@ pub fn sample() -> Document {
             s
         },
         quic: Default::default(),
+        grpc: Default::default(),
     };
     Document {
         schema: SCHEMA,
