@@ -137,6 +137,28 @@ fn usage_errors_are_one_line_with_a_non_zero_exit() {
             "cannot read /nonexistent/r.json",
         ),
         (
+            &["--proto", "x.proto", "http://127.0.0.1:1/"],
+            "--proto only applies to --grpc calls",
+        ),
+        (
+            &["--data", "{}", "http://127.0.0.1:1/"],
+            "--data only applies to --grpc calls",
+        ),
+        (
+            &["--grpc", "a.B/C", "http://127.0.0.1:1/"],
+            "--grpc a.B/C needs the schema of its messages: add --proto FILE",
+        ),
+        (
+            &[
+                "--grpc",
+                "a.B/C",
+                "--proto",
+                "/nonexistent/a.proto",
+                "http://127.0.0.1:1/",
+            ],
+            "cannot read --proto /nonexistent/a.proto",
+        ),
+        (
             &["merge", "/nonexistent/r.hlog"],
             "cannot read /nonexistent/r.hlog",
         ),

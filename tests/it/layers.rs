@@ -23,7 +23,13 @@ use std::path::Path;
 use crate::common::modules::*;
 
 /// The crates whose modules are checked for cycles.
-const CRATES: [&str; 4] = ["crates/core", "crates/serve", "crates/pem", "crates/hpack"];
+const CRATES: [&str; 5] = [
+    "crates/core",
+    "crates/serve",
+    "crates/pem",
+    "crates/hpack",
+    "crates/grpc",
+];
 /// What the load generator must not depend on: the server and any async
 /// runtime (its own event loops are the point of it), nor the server's
 /// QUIC and HTTP/3 libraries, which run on one.

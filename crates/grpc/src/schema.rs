@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use prost_reflect::prost::Message as _;
 use prost_reflect::{DescriptorPool, DynamicMessage, MethodDescriptor};
 
-use crate::{frame, GrpcError};
+use crate::error::GrpcError;
+use crate::wire::frame;
 
 /// Every service and message type the given files define.
 #[derive(Clone, Debug)]
@@ -211,7 +212,7 @@ fn one_line(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::PREFIX_LEN;
+    use crate::wire::PREFIX_LEN;
 
     const GREET: &str = r#"
         syntax = "proto3";

@@ -16,7 +16,7 @@
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::schedule::Load;
-use crate::stats::{Counters, Errors, StopCause};
+use crate::stats::{Counters, Errors, EventKind, StopCause};
 use crate::verdict::SloReport;
 
 /// Version of the document layout; see the README for the fields.
@@ -140,6 +140,16 @@ pub struct PhaseSummary {
 }
 
 impl Document {
+    /// What one of its events is called: a server-sent "event", or a
+    /// streamed call's "message".
+    pub fn event_noun(&self) -> &'static str {
+        let kind = self.events.as_ref().map(|e| e.kind.as_str());
+        match kind.and_then(EventKind::from_name) {
+            Some(k) => k.nouns().0,
+            None => "event",
+        }
+    }
+
     /// The conservative distribution (completed requests and unfinished
     /// ones at their lower bounds), when any request went unfinished.
     pub fn with_unfinished(&self) -> Option<&Summary> {

@@ -173,7 +173,8 @@ pub fn spectrum<'a>(doc: &'a Document) -> Chart {
         ));
     }
     if let Some(f) = first_event {
-        series.push(spectrum_series(f, &x, &unit, ("first event", PURPLE, true)));
+        let label = format!("first {}", doc.event_noun());
+        series.push(spectrum_series(f, &x, &unit, (&label, PURPLE, true)));
     }
     Chart {
         label: "Latency by percentile".to_string(),

@@ -271,8 +271,14 @@ pub fn timings(page: &mut String, doc: &Document) {
             "time to first byte, uncorrected",
             ttfb.map(|t| &t.uncorrected),
         ),
-        ("first event", doc.events.as_ref().map(|e| &e.first)),
-        ("gap between events", doc.events.as_ref().map(|e| &e.gap)),
+        (
+            &format!("first {}", doc.event_noun()),
+            doc.events.as_ref().map(|e| &e.first),
+        ),
+        (
+            &format!("gap between {}s", doc.event_noun()),
+            doc.events.as_ref().map(|e| &e.gap),
+        ),
         ("TCP connect", l.connect.as_ref()),
         ("TLS handshake", l.tls_handshake.as_ref()),
     ];
@@ -341,7 +347,14 @@ pub fn accounting(page: &mut String, doc: &Document) {
         of_due("Lost: timeout", e.timeout),
         of_due("In flight at the end", c.in_flight),
         of_due("Never sent", c.never_sent),
-        of_due("Error status (≥ 400, counted as completed)", e.status),
+        of_due(
+            if c.grpc.total() > 0 {
+                "Error status (HTTP ≥ 400 or gRPC not OK, counted as completed)"
+            } else {
+                "Error status (≥ 400, counted as completed)"
+            },
+            e.status,
+        ),
         of_due("Queued (found no free connection or stream)", c.queued),
         vec![
             "Connect errors (attempts)".into(),
@@ -359,6 +372,9 @@ pub fn accounting(page: &mut String, doc: &Document) {
     }
     for (code, n) in c.status_codes.named() {
         rows.push(of_due(&format!("Status {code}"), n));
+    }
+    for (name, n) in c.grpc.named() {
+        rows.push(of_due(&format!("gRPC status {name}"), n));
     }
     let h2 = &c.http2;
     if h2.any() {
