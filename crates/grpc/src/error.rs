@@ -25,6 +25,8 @@ pub enum GrpcError {
     },
     #[error("--grpc {call} is a {shape} method, which metron does not call; call a unary or a server-streaming method")]
     Unsupported { call: String, shape: &'static str },
+    #[error("--grpc-check {spec}: {why}")]
+    Check { spec: String, why: String },
     #[error("{what}: not a {message} in protobuf's JSON mapping: {why}")]
     Message {
         what: String,

@@ -9,11 +9,13 @@
 //! engine sends it as it sends every request; only the status it reports
 //! comes from the response's trailers ([`status`]).
 
+mod check;
 mod error;
 mod schema;
 pub mod status;
 mod wire;
 
+pub use check::Check;
 pub use error::GrpcError;
 pub use schema::{Method, Schema, Shape};
 pub use wire::{frame, timeout_value, Messages, PREFIX_LEN};

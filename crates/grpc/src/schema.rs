@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use prost_reflect::prost::Message as _;
 use prost_reflect::{DescriptorPool, DynamicMessage, MethodDescriptor};
 
+use crate::check::Check;
 use crate::error::GrpcError;
 use crate::wire::frame;
 
@@ -31,6 +32,11 @@ pub struct Method {
 }
 
 impl Schema {
+    #[cfg(test)]
+    pub(crate) fn pool(&self) -> &DescriptorPool {
+        &self.pool
+    }
+
     /// Compiles `files`, finding their imports under `imports` and, after
     /// them, in each file's own directory (and protobuf's well-known
     /// types, which are built in).
@@ -155,6 +161,11 @@ impl Method {
         }
     }
 
+    /// `--grpc-check FIELD=VALUE` against this method's reply message.
+    pub fn check(&self, spec: &str) -> Result<Check, GrpcError> {
+        Check::new(spec, self.desc.output())
+    }
+
     /// The request message `json` describes (protobuf's JSON mapping;
     /// a field the message does not have is an error), encoded and framed:
     /// the body of a call. `what` names where the JSON came from.
@@ -210,7 +221,7 @@ fn one_line(text: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::wire::PREFIX_LEN;
 
@@ -225,10 +236,10 @@ mod tests {
           rpc Chat (stream HelloRequest) returns (stream HelloReply);
         }
         message HelloRequest { string name = 1; int32 times = 2; google.protobuf.Timestamp at = 3; }
-        message HelloReply { string message = 1; }
+        message HelloReply { string message = 1; int64 seq = 2; google.protobuf.Timestamp at = 3; }
     "#;
 
-    fn schema() -> (Schema, PathBuf) {
+    pub(crate) fn schema() -> (Schema, PathBuf) {
         let dir = std::env::temp_dir().join(format!(
             "metron-grpc-{}-{:?}",
             std::process::id(),

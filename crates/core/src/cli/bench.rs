@@ -244,6 +244,10 @@ pub struct BenchArgs {
     #[arg(long = "data", value_name = "JSON", conflicts_with = "requests")]
     pub data: Option<String>,
 
+    /// --grpc: a successful call counts as an error unless FIELD of its reply (a dotted path through nested messages) holds VALUE, as protobuf's JSON mapping writes it (replies are then decoded)
+    #[arg(long = "grpc-check", value_name = "FIELD=VALUE")]
+    pub grpc_check: Option<String>,
+
     #[command(flatten)]
     pub sinks: outputs::SinkFlags,
 

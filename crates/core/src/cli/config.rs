@@ -305,6 +305,10 @@ impl Config {
                 method: method.name(),
                 body: method.request(args.data.as_deref().unwrap_or("{}"), "--data")?,
                 streaming: method.shape() == Shape::ServerStreaming,
+                check: match &args.grpc_check {
+                    Some(spec) => Some(Arc::new(method.check(spec)?)),
+                    None => None,
+                },
             }),
         };
         let hosts = match &replay {
@@ -459,6 +463,8 @@ fn call(args: &BenchArgs) -> Result<Option<Method>, ConfigError> {
             "--protoset"
         } else if args.data.is_some() {
             "--data"
+        } else if args.grpc_check.is_some() {
+            "--grpc-check"
         } else {
             return Ok(None);
         };

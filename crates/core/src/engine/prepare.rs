@@ -138,6 +138,7 @@ fn worker_setups(
             max_head: setup.max_head,
             sse: setup.sse,
             calls: setup.calls.as_ref().map(|c| c.streaming),
+            check: setup.calls.as_ref().and_then(|c| c.check.clone()),
             cpu: setup.affinity.as_ref().map(|cpus| cpus[j % cpus.len()]),
             connect_wait: nanos(setup.timeout),
             interval: setup.interval,

@@ -87,7 +87,7 @@ impl Setup {
 }
 
 /// `--grpc`: the method every request calls, and how.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Calls {
     /// `package.Service/Method`; the request's path is `/` and this.
     pub method: String,
@@ -96,6 +96,8 @@ pub struct Calls {
     /// A server-streaming method: each message of a reply is timed as an
     /// event.
     pub streaming: bool,
+    /// `--grpc-check`: what every successful reply must hold.
+    pub check: Option<Arc<metron_grpc::Check>>,
 }
 
 /// Connections opened on demand (`--max-connections`, `-c auto`): when a

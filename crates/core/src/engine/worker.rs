@@ -91,6 +91,8 @@ pub struct WorkerSetup {
     /// Requests are calls (`--grpc`): each response's call status is
     /// read; `Some(true)`: each message of a streamed reply is an event.
     pub calls: Option<bool>,
+    /// `--grpc-check`: what every successful call's reply must hold.
+    pub check: Option<Arc<metron_grpc::Check>>,
     pub cpu: Option<usize>,
     /// Longest time to wait for the connections to open before the start.
     pub connect_wait: Nanos,
@@ -199,6 +201,8 @@ pub struct Worker {
     session_opts: Vec<SessionOptions>,
     source: Source,
     script: Option<ThreadScript>,
+    /// `--grpc-check`: replies are kept and checked.
+    check: Option<Arc<metron_grpc::Check>>,
     /// The script's last batch, and where each of its requests ends
     /// (reused, never reallocated once grown).
     script_bytes: Vec<u8>,
@@ -379,7 +383,8 @@ impl Worker {
         let capture = setup
             .script
             .as_ref()
-            .is_some_and(ThreadScript::has_response);
+            .is_some_and(ThreadScript::has_response)
+            || setup.check.is_some();
         let reading = match (setup.sse, &setup.script) {
             _ if setup.calls == Some(true) => EventReading::Messages,
             (false, _) => EventReading::Off,
@@ -438,6 +443,7 @@ impl Worker {
             session_opts,
             source,
             script: setup.script,
+            check: setup.check,
             script_bytes: Vec::new(),
             script_metas: Vec::with_capacity(4),
             batch: Vec::with_capacity(4),
@@ -872,8 +878,9 @@ impl Worker {
                     rpc,
                 } => {
                     self.places[i].conn.served();
+                    let checked = self.check_reply(i, rpc);
                     self.stats
-                        .completed(tag.stamp, status, rpc, bytes, first_byte, now);
+                        .completed(tag.stamp, status, rpc, checked, bytes, first_byte, now);
                     self.stats.events_completed(tag.stamp, events);
                     if !self.run_response(i, status) {
                         return false;
@@ -919,6 +926,18 @@ impl Worker {
         }
         self.watch_deadline(i);
         open && !self.halted()
+    }
+
+    /// Whether the reply just recorded on connection `i` holds what
+    /// `--grpc-check` asks, when there is a check and the call succeeded
+    /// (a failed call is an error already, and has no message to check).
+    fn check_reply(&self, i: usize, rpc: Option<u8>) -> Option<bool> {
+        let check = self.check.as_ref()?;
+        if rpc != Some(metron_grpc::status::OK) {
+            return None;
+        }
+        let session = self.places[i].conn.session()?;
+        Some(check.holds(session.captured().body()))
     }
 
     /// Runs the script's `event()` on an event's data, when it has one.

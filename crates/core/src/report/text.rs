@@ -600,6 +600,14 @@ fn write_own_lines(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
     if c.grpc.total() > 0 {
         writeln!(out, "  gRPC status: {}", c.grpc)?;
     }
+    if c.failed_checks > 0 {
+        writeln!(
+            out,
+            "  Failed checks: {} of {} OK replies did not hold --grpc-check (counted as errors)",
+            c.failed_checks,
+            c.grpc.get("OK")
+        )?;
+    }
     if let Some(line) = read_causes_line(c) {
         writeln!(out, "  {line}")?;
     }

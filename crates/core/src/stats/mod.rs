@@ -393,6 +393,10 @@ pub struct Counters {
     /// Completed calls by status (`--grpc`; empty otherwise).
     #[serde(default)]
     pub grpc: CallStatuses,
+    /// Successful calls whose reply did not hold what `--grpc-check`
+    /// asks (also in `errors.status`).
+    #[serde(default)]
+    pub failed_checks: u64,
 }
 
 /// What QUIC's loss detection counted over the connections of a run
@@ -529,6 +533,7 @@ impl Counters {
         self.status_codes.add(&other.status_codes);
         self.quic.add(&other.quic);
         self.grpc.add(&other.grpc);
+        self.failed_checks += other.failed_checks;
     }
 
     /// Requests that never got a response and whose latency is therefore

@@ -204,6 +204,7 @@ impl Recorder {
         stamp: Stamp,
         status: u16,
         rpc: Option<u8>,
+        checked: Option<bool>,
         bytes: u64,
         first_byte: Nanos,
         now: Nanos,
@@ -234,7 +235,10 @@ impl Recorder {
         c.bytes += bytes;
         // A call that failed is an error whatever its HTTP status (which
         // is 200 for most of them).
-        let error = status > 399 || rpc.is_some_and(|code| code != metron_grpc::status::OK);
+        let failed_check = checked == Some(false);
+        let error =
+            status > 399 || rpc.is_some_and(|code| code != metron_grpc::status::OK) || failed_check;
+        c.failed_checks += u64::from(failed_check);
         c.errors.status += u64::from(error);
         c.status_codes.count(status);
         if let Some(code) = rpc {
@@ -632,9 +636,9 @@ mod tests {
         assert_eq!(r.stats().send_lag.len(), 1);
         let lag = &r.stats().send_lag;
         assert!(lag.equivalent(lag.max(), 2_000));
-        r.completed(early, 200, None, 10, 2 * SEC, 2 * SEC);
+        r.completed(early, 200, None, None, 10, 2 * SEC, 2 * SEC);
         r.lost(late, Loss::Read(ReadCause::Closed), 3 * SEC);
-        r.completed(inside, 503, None, 10, SEC + 3 * MS, SEC + 5 * MS);
+        r.completed(inside, 503, None, None, 10, SEC + 3 * MS, SEC + 5 * MS);
         let s = r.finish(Duration::ZERO, 0);
         // Its head began 3 ms after its intended time, 1 ms after its send.
         let t = &s.timings;
@@ -657,7 +661,7 @@ mod tests {
         let mut r = recorder(0);
         let ahead = r.sent(2 * SEC, SEC + MS, None);
         assert_eq!(ahead.sent(), SEC + MS);
-        r.completed(ahead, 200, None, 0, SEC + 2 * MS, SEC + 2 * MS);
+        r.completed(ahead, 200, None, None, 0, SEC + 2 * MS, SEC + 2 * MS);
         let s = r.stats();
         assert!(s.latency.equivalent(s.latency.max(), 1_000));
         assert_eq!(s.send_lag.max(), 1); // no lag, clamped up to the floor
@@ -679,7 +683,7 @@ mod tests {
         let c = r.sent(SEC, SEC, None);
         r.lost(a, Loss::Timeout, 2 * SEC);
         r.lost(b, Loss::Write, 2 * SEC);
-        r.completed(c, 200, None, 1, 2 * SEC, 2 * SEC);
+        r.completed(c, 200, None, None, 1, 2 * SEC, 2 * SEC);
         let s = r.finish(Duration::ZERO, 0);
         let e = s.counters.errors;
         assert_eq!((e.timeout, e.write, e.read), (1, 1, 0));
@@ -694,7 +698,7 @@ mod tests {
         let mut r = recorder(0);
         let a = r.sent(SEC, SEC, None);
         let huge = SEC + (HIST_HIGH_US + 5) * 1_000;
-        r.completed(a, 200, None, 0, huge, huge);
+        r.completed(a, 200, None, None, 0, huge, huge);
         let s = r.stats();
         // Both the corrected and the uncorrected figure saturate.
         assert_eq!(s.counters.saturated, 2);
@@ -728,7 +732,7 @@ mod tests {
         let mut r = recorder(0);
         let a = r.sent(SEC, SEC, None);
         let b = r.sent(SEC, SEC, None);
-        r.completed(a, 200, None, 0, SEC + MS, SEC + MS);
+        r.completed(a, 200, None, None, 0, SEC + MS, SEC + MS);
         r.in_flight_at_end(b, 2 * SEC);
         r.never_sent(2 * SEC, 2 * SEC);
         r.never_sent(SEC - 1, 2 * SEC); // before the window: not due

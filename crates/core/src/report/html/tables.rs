@@ -376,6 +376,12 @@ pub fn accounting(page: &mut String, doc: &Document) {
     for (name, n) in c.grpc.named() {
         rows.push(of_due(&format!("gRPC status {name}"), n));
     }
+    if c.failed_checks > 0 {
+        rows.push(of_due(
+            "Failed --grpc-check (OK, counted as errors)",
+            c.failed_checks,
+        ));
+    }
     let h2 = &c.http2;
     if h2.any() {
         let by_code = |label: &str, codes: &ByCode| {
