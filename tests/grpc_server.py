@@ -208,9 +208,11 @@ def handlers(counts: Counts):
                 time.sleep(max(0.0, due - time.monotonic()))
             if not context.is_active():
                 return
-            yield {"message": f"{request['count'] - i}", "seq": seq}
+            # Counted as it is handed over, so that a stream cut at the
+            # end never shows more messages at the client than here.
             with counts.lock:
                 counts.messages_sent += 1
+            yield {"message": f"{request['count'] - i}", "seq": seq}
 
     def collect(requests, context):
         counts.received("Collect", context)
