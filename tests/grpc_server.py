@@ -11,7 +11,7 @@ Listens on 127.0.0.1:PORT (0: a port of the system's choosing) and prints
 SayHello calls it failed on purpose, the names SayHello was given, the
 metadata fields whose names start with "x-" (as "name=value"), and the
 stream messages it sent. With --times it also keeps when it finished each
-SayHello call (Unix seconds), in the order it finished them.
+SayHello call, as [Unix seconds, name], in the order it finished them.
 
 On SIGUSR1 it writes those counts to COUNTS_FILE as one JSON object and
 goes on; on SIGTERM it stops serving, writes them, and exits 0. Either
@@ -193,7 +193,7 @@ def handlers(counts: Counts):
             if fail:
                 counts.failed += 1
             if counts.keep_times:
-                counts.finished.append(time.time())
+                counts.finished.append([time.time(), name])
         if fail:
             context.abort(grpc.StatusCode.UNAVAILABLE, f"call {seq} failed as asked")
         return {"message": f"hello {name}", "seq": seq}
@@ -256,7 +256,7 @@ def main() -> None:
     p.add_argument("--workers", type=int, default=64,
                    help="threads serving calls (a streaming call holds one)")
     p.add_argument("--times", action="store_true",
-                   help="keep when each SayHello call finished")
+                   help="keep when each SayHello call finished, and its name")
     p.add_argument("--lifetime", type=float, default=900.0)
     args = p.parse_args()
 

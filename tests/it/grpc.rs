@@ -199,42 +199,67 @@ fn statuses_the_server_chose_are_counted_by_name() {
     );
 }
 
-/// grpcio's process stopped for S = 1 s at R = 400 calls/s over a 5 s
-/// run (N = 2000 calls): the S·R calls due during the stop wait, from
-/// when they were due, for the rest of it, spread uniformly over [0, S].
-/// The corrected quantile q above 1 - S·R/N is then S·(1 - (1 - q)·N/(S·R))
-/// (tests/it/http3.rs, tests/it/rate.rs), within 5% of S as there.
+/// grpcio's process stopped for a second at 400 calls/s on two
+/// connections of 5 streams each: the calls due meanwhile wait, from when they were due,
+/// for the rest of the stop and for grpcio to work through them after it.
 ///
-/// Measured with a client of its own, grpcio works through the backlog
-/// of a 1 s stop at about 2500 calls/s, first come first served: the
-/// calls above p99 (the first 20 due in the stop) wait at most some 10 ms
-/// more than the stop's arithmetic, well inside the tolerance, so the
-/// arithmetic is the truth here and no server-side floor is needed (as it
-/// is for Caddy's slower delivery over QUIC). The server's own record of
-/// when it finished each call shows the stop at its length.
+/// The stop's arithmetic alone (the S·R calls due in it spread uniformly
+/// over [0, S], as tests/it/http3.rs and tests/it/rate.rs check against
+/// the built-in target) does not hold to 5% of S here: grpcio works
+/// through the backlog at some 2500 calls/s, not in the order the calls
+/// came (its thread pool, and the two connections' streams read one
+/// connection after the other), which put p99 up to 63 ms above the
+/// arithmetic in runs measured while this test was written. So the
+/// server's own account is the floor, as for Caddy in tests/it/http3.rs:
+/// each call carries its place in the schedule as its name (a requests
+/// file of one line per call, sent in file order: call N is due N/R
+/// after the start), and grpcio notes when it finished each, so no answer
+/// can reach metron sooner. metron's p99 and p99.9 stand on that floor
+/// (its millisecond start may put the floor up to 1 ms high) and above it
+/// by no more than delivering the answer takes (under 1 ms measured; 2%
+/// of S allowed). The stop is in the floor too: its calls waited at
+/// least 90% of it.
 #[test]
 fn a_stopped_server_shows_in_the_corrected_percentiles() {
     let _g = serial();
     let Some(srv) = Grpcio::start_timed() else {
         return;
     };
-    let url = srv.url();
     let rate = 400.0;
+    let calls = 2000;
+    let dir = TempDir::new("grpc-stop");
+    let lines: String = (0..calls)
+        .map(|n| format!("{{\"data\": {{\"name\": \"{n}\"}}}}\n"))
+        .collect();
+    let file = dir.file("schedule.jsonl", &lines);
+    let url = srv.url();
     let ((doc, text), stop) = std::thread::scope(|s| {
         let pause = s.spawn(|| {
             std::thread::sleep(Duration::from_millis(1500));
             srv.pause(Duration::from_secs(1))
         });
-        let args = say_hello(
+        let args = [
+            "--grpc",
+            SAY_HELLO,
+            "--proto",
+            PROTO,
+            "--requests",
+            &file,
+            "-t1",
+            "-c2",
+            "-m5",
+            "-R400",
+            "-d5s",
+            "--timeout",
+            "5s",
             &url,
-            r#"{"name": "x"}"#,
-            &["-t1", "-c2", "-R400", "-d5s", "--timeout", "5s"],
-        );
+        ];
         let run = run(&args);
         (run, pause.join().unwrap())
     });
     let counts = srv.stop();
     assert_ledger(&doc);
+    assert_eq!(counter(&doc, "due"), calls, "{text}");
     assert_eq!(lost(&doc), 0, "{text}");
     assert_eq!(counter(&doc, "errors.status"), 0, "{text}");
     let (silence, _) = counts.longest_silence();
@@ -242,18 +267,34 @@ fn a_stopped_server_shows_in_the_corrected_percentiles() {
         silence >= stop.mul_f64(0.9),
         "the server's longest silence {silence:?}, stopped {stop:?}"
     );
-    let latency = histogram(&doc["histograms"]["corrected"]);
-    let n = latency.len() as f64;
+    let start = doc["window_start_ms"].as_u64().expect("window_start_ms") as f64 / 1000.0;
+    let mut truth = Histogram::<u64>::new(3).unwrap();
+    for (finished, name) in &counts.finished {
+        let n: f64 = name.parse().expect("a call's place in the schedule");
+        let due = start + n / rate;
+        truth
+            .record(((finished - due) * 1e6).max(1.0) as u64)
+            .unwrap();
+    }
+    assert_eq!(truth.len(), counts.calls("SayHello"));
     let s_us = stop.as_micros() as f64;
-    let f = stop.as_secs_f64() * rate / n;
+    assert!(truth.value_at_quantile(0.999) as f64 >= 0.9 * s_us);
+    let latency = histogram(&doc["histograms"]["corrected"]);
+    let uncorrected = histogram(&doc["histograms"]["uncorrected"]);
     for q in [0.99, 0.999] {
-        let want = s_us * (1.0 - (1.0 - q) / f);
+        let floor = truth.value_at_quantile(q) as f64;
         let got = latency.value_at_quantile(q) as f64;
         assert!(
-            (got - want).abs() <= 0.05 * s_us,
-            "p{}: got {got:.0} us, want {want:.0} us (stopped {stop:?})\n{text}",
+            got >= floor - 2000.0 && got <= floor + 0.02 * s_us,
+            "p{}: {got:.0} us, grpcio's account says {floor:.0} us (stopped {stop:?})\n{text}",
             q * 100.0
         );
+        // 10 streams hold 0.5% of the calls: above p99, below p99.9. The
+        // rest waited for a stream, which uncorrected latency leaves out.
+        if q == 0.99 {
+            let sent = uncorrected.value_at_quantile(q) as f64;
+            assert!(sent < 0.5 * floor, "uncorrected p99: {sent:.0} us\n{text}");
+        }
     }
 }
 

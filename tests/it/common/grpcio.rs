@@ -62,10 +62,11 @@ pub struct Counts {
     pub metadata: BTreeMap<String, u64>,
     /// Countdown replies sent.
     pub messages_sent: u64,
-    /// With [`Grpcio::start_timed`]: when it finished each SayHello call,
-    /// in Unix seconds, in the order it finished them.
+    /// With [`Grpcio::start_timed`]: when it finished each SayHello call
+    /// (Unix seconds) and the name the call carried, in the order it
+    /// finished them.
     #[serde(default)]
-    pub finished: Vec<f64>,
+    pub finished: Vec<(f64, String)>,
 }
 
 impl Counts {
@@ -80,7 +81,7 @@ impl Counts {
     pub fn longest_silence(&self) -> (Duration, f64) {
         self.finished
             .windows(2)
-            .map(|w| (Duration::from_secs_f64((w[1] - w[0]).max(0.0)), w[0]))
+            .map(|w| (Duration::from_secs_f64((w[1].0 - w[0].0).max(0.0)), w[0].0))
             .max_by(|a, b| a.0.cmp(&b.0))
             .unwrap_or_default()
     }
