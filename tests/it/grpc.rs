@@ -337,6 +337,9 @@ fn a_server_stream_is_timed_message_by_message() {
         (completed..=completed + in_flight).contains(&received),
         "the server received {received}; metron completed {completed}, {in_flight} in flight"
     );
+    // The messages are the document's events, as --sse's are, and it
+    // still follows its published schema.
+    assert!(schema_errors(&doc).is_empty(), "{:?}", schema_errors(&doc));
     let e = &doc["events"];
     assert_eq!(e["responses"].as_u64(), Some(completed), "{e}");
     assert_eq!(e["completed_events"].as_u64(), Some(5 * completed), "{e}");
