@@ -14,6 +14,7 @@ mod dropin;
 mod edges;
 mod events;
 mod events_aiohttp;
+mod grpc;
 mod faults;
 mod http;
 mod http2;
