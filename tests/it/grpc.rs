@@ -199,6 +199,47 @@ fn statuses_the_server_chose_are_counted_by_name() {
     );
 }
 
+/// `--grpc-check`: replies that hold the value pass; one that does not
+/// is an error though its status is OK, and the failed calls still count
+/// by their status alone.
+#[test]
+fn a_reply_that_does_not_hold_the_check_is_an_error() {
+    let _g = serial();
+    let Some(srv) = Grpcio::start() else {
+        return;
+    };
+    let url = srv.url();
+    let load = ["-t1", "-c2", "-R200", "-d1s"];
+    let data = r#"{"name": "x", "fail_every": 10}"#;
+    let mut flags = load.to_vec();
+    flags.extend(["--grpc-check", "message=hello x"]);
+    let (doc, text) = run(&say_hello(&url, data, &flags));
+    let ok = statuses(&doc)["OK"];
+    assert!(ok > 0, "{text}");
+    assert_eq!(counter(&doc, "failed_checks"), 0, "{text}");
+    assert_eq!(
+        counter(&doc, "errors.status"),
+        statuses(&doc)["UNAVAILABLE"],
+        "{text}"
+    );
+    let mut flags = load.to_vec();
+    flags.extend(["--grpc-check", "message=hello y"]);
+    let (doc, text) = run(&say_hello(&url, data, &flags));
+    srv.stop();
+    let ok = statuses(&doc)["OK"];
+    assert_eq!(counter(&doc, "failed_checks"), ok, "{text}");
+    assert_eq!(
+        counter(&doc, "errors.status"),
+        counter(&doc, "completed"),
+        "{text}"
+    );
+    // wording: the text report names the failed checks.
+    assert!(
+        text.contains(&format!("Failed checks: {ok} of {ok} OK replies")),
+        "{text}"
+    );
+}
+
 /// grpcio's process stopped for a second at 400 calls/s on two
 /// connections of 5 streams each: the calls due meanwhile wait, from when they were due,
 /// for the rest of the stop and for grpcio to work through them after it.
