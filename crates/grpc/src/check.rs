@@ -100,10 +100,13 @@ impl Check {
                 None => return false,
             }
         }
-        match at {
-            serde_json::Value::String(s) => *s == self.value,
-            other => other.to_string() == self.value,
-        }
+        // Strings compare unquoted; numbers, booleans and the rest as JSON
+        // writes them.
+        let written = match at {
+            serde_json::Value::String(s) => return *s == self.value,
+            other => other.to_string(),
+        };
+        written == self.value
     }
 
     /// The check as given, for the report.

@@ -248,7 +248,10 @@ pub(crate) mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("greet.proto");
         std::fs::write(&file, GREET).unwrap();
-        (Schema::from_protos(&[file.clone()], &[]).unwrap(), file)
+        (
+            Schema::from_protos(std::slice::from_ref(&file), &[]).unwrap(),
+            file,
+        )
     }
 
     #[test]

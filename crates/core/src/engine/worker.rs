@@ -44,7 +44,8 @@ use crate::replay::Cursor;
 use crate::schedule::Plan;
 use crate::script::{ScriptError, ThreadScript};
 use crate::stats::{
-    AtEnd, ConnectCause, EventKind, Loss, Phases, ReadCause, Recorder, StopCause, ThreadStats, Wait,
+    AtEnd, ConnectCause, EventKind, Loss, Phases, ReadCause, Recorder, Reply, StopCause,
+    ThreadStats, Wait,
 };
 
 use super::conn::{Check, Conn, Connect, InFlight, Read, ReadFailure, WentDown};
@@ -879,8 +880,14 @@ impl Worker {
                 } => {
                     self.places[i].conn.served();
                     let checked = self.check_reply(i, rpc);
-                    self.stats
-                        .completed(tag.stamp, status, rpc, checked, bytes, first_byte, now);
+                    let reply = Reply {
+                        status,
+                        rpc,
+                        checked,
+                        bytes,
+                        first_byte,
+                    };
+                    self.stats.completed(tag.stamp, reply, now);
                     self.stats.events_completed(tag.stamp, events);
                     if !self.run_response(i, status) {
                         return false;
@@ -1445,7 +1452,7 @@ impl Worker {
         let finished = self.places[i]
             .conn
             .session()
-            .map_or(true, |s| s.is_finished());
+            .is_none_or(|s| s.is_finished());
         self.settle(i, finished.then_some(Failure::Timeout));
     }
 

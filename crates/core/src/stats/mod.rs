@@ -28,7 +28,7 @@ pub use history::History;
 pub use http2::{ByCode, Http2Counts};
 use interval::IntervalRecorder;
 pub use phase::{PhaseStats, Phases};
-pub use recorder::{Loss, Recorder, Stamp, Window};
+pub use recorder::{Loss, Recorder, Reply, Stamp, Window};
 // (ReadCause, ConnectCause and their counts are defined below.)
 pub use series::{Completions, RateSamples, Row};
 pub use status::{CallStatuses, StatusCodes};

@@ -106,6 +106,22 @@ pub struct Recorder {
     phases: Phases,
 }
 
+/// What a completed request's response was, as [`Recorder::completed`]
+/// records it.
+#[derive(Clone, Copy, Debug)]
+pub struct Reply {
+    /// Its HTTP status.
+    pub status: u16,
+    /// The status of the call it answered (gRPC's), when requests are calls.
+    pub rpc: Option<u8>,
+    /// Whether it held what `--grpc-check` asks, when it was checked.
+    pub checked: Option<bool>,
+    /// Head and body as on the wire.
+    pub bytes: u64,
+    /// When the first byte of its head came.
+    pub first_byte: Nanos,
+}
+
 impl Recorder {
     /// Intervals of `interval`, statistics for `endpoints` endpoints,
     /// completions counted as [`ThreadStats::new`] says.
@@ -199,16 +215,14 @@ impl Recorder {
     /// The response to `stamp`'s request began at `first_byte` and ended
     /// `now` with `status`, after `bytes` bytes (head and body).
     #[inline]
-    pub fn completed(
-        &mut self,
-        stamp: Stamp,
-        status: u16,
-        rpc: Option<u8>,
-        checked: Option<bool>,
-        bytes: u64,
-        first_byte: Nanos,
-        now: Nanos,
-    ) {
+    pub fn completed(&mut self, stamp: Stamp, reply: Reply, now: Nanos) {
+        let Reply {
+            status,
+            rpc,
+            checked,
+            bytes,
+            first_byte,
+        } = reply;
         let took = to_us(now - stamp.sent);
         let fastest = &mut self.stats.fastest_us;
         *fastest = Some(fastest.map_or(took, |f| f.min(took)));
@@ -604,6 +618,17 @@ impl Recorder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A response without a call's status.
+    fn reply(status: u16, bytes: u64, first_byte: Nanos) -> Reply {
+        Reply {
+            status,
+            rpc: None,
+            checked: None,
+            bytes,
+            first_byte,
+        }
+    }
     use crate::stats::HIST_HIGH_US;
 
     const MS: Nanos = 1_000_000;
@@ -636,9 +661,9 @@ mod tests {
         assert_eq!(r.stats().send_lag.len(), 1);
         let lag = &r.stats().send_lag;
         assert!(lag.equivalent(lag.max(), 2_000));
-        r.completed(early, 200, None, None, 10, 2 * SEC, 2 * SEC);
+        r.completed(early, reply(200, 10, 2 * SEC), 2 * SEC);
         r.lost(late, Loss::Read(ReadCause::Closed), 3 * SEC);
-        r.completed(inside, 503, None, None, 10, SEC + 3 * MS, SEC + 5 * MS);
+        r.completed(inside, reply(503, 10, SEC + 3 * MS), SEC + 5 * MS);
         let s = r.finish(Duration::ZERO, 0);
         // Its head began 3 ms after its intended time, 1 ms after its send.
         let t = &s.timings;
@@ -661,7 +686,7 @@ mod tests {
         let mut r = recorder(0);
         let ahead = r.sent(2 * SEC, SEC + MS, None);
         assert_eq!(ahead.sent(), SEC + MS);
-        r.completed(ahead, 200, None, None, 0, SEC + 2 * MS, SEC + 2 * MS);
+        r.completed(ahead, reply(200, 0, SEC + 2 * MS), SEC + 2 * MS);
         let s = r.stats();
         assert!(s.latency.equivalent(s.latency.max(), 1_000));
         assert_eq!(s.send_lag.max(), 1); // no lag, clamped up to the floor
@@ -683,7 +708,7 @@ mod tests {
         let c = r.sent(SEC, SEC, None);
         r.lost(a, Loss::Timeout, 2 * SEC);
         r.lost(b, Loss::Write, 2 * SEC);
-        r.completed(c, 200, None, None, 1, 2 * SEC, 2 * SEC);
+        r.completed(c, reply(200, 1, 2 * SEC), 2 * SEC);
         let s = r.finish(Duration::ZERO, 0);
         let e = s.counters.errors;
         assert_eq!((e.timeout, e.write, e.read), (1, 1, 0));
@@ -698,7 +723,7 @@ mod tests {
         let mut r = recorder(0);
         let a = r.sent(SEC, SEC, None);
         let huge = SEC + (HIST_HIGH_US + 5) * 1_000;
-        r.completed(a, 200, None, None, 0, huge, huge);
+        r.completed(a, reply(200, 0, huge), huge);
         let s = r.stats();
         // Both the corrected and the uncorrected figure saturate.
         assert_eq!(s.counters.saturated, 2);
@@ -732,7 +757,7 @@ mod tests {
         let mut r = recorder(0);
         let a = r.sent(SEC, SEC, None);
         let b = r.sent(SEC, SEC, None);
-        r.completed(a, 200, None, None, 0, SEC + MS, SEC + MS);
+        r.completed(a, reply(200, 0, SEC + MS), SEC + MS);
         r.in_flight_at_end(b, 2 * SEC);
         r.never_sent(2 * SEC, 2 * SEC);
         r.never_sent(SEC - 1, 2 * SEC); // before the window: not due

@@ -741,7 +741,7 @@ trait EqOrNone {
 
 impl EqOrNone for Option<u64> {
     fn is_none_or_eq(&self, v: u64) -> bool {
-        self.map_or(true, |l| l == v)
+        self.is_none_or(|l| l == v)
     }
 }
 

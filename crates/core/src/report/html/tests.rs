@@ -138,6 +138,7 @@ pub fn sample() -> Document {
         },
         quic: Default::default(),
         grpc: Default::default(),
+        failed_checks: 0,
     };
     Document {
         schema: SCHEMA,

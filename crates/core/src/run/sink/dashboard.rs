@@ -97,8 +97,7 @@ impl Sink for Live {
         eprintln!("Dashboard: the report stays at http://{}/ {how}", d.addr());
         let until = self.linger.map(|t| Instant::now() + t);
         let stopped_before = stop.is_stopped();
-        while until.map_or(true, |end| Instant::now() < end)
-            && (stopped_before || !stop.is_stopped())
+        while until.is_none_or(|end| Instant::now() < end) && (stopped_before || !stop.is_stopped())
         {
             std::thread::sleep(Duration::from_millis(50));
         }
