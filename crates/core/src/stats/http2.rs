@@ -1,7 +1,9 @@
 //! HTTP/2's own events, which the socket error counts alone would hide:
 //! streams the server reset and connections it retired with GOAWAY, each
 //! by error code, HTTP/2 connection errors, and requests sent again
-//! because the server never processed them (README, "HTTP/2").
+//! because the server never processed them (README, "HTTP/2"). HTTP/3's
+//! are counted in the same places, its error codes (0x100 and up) named
+//! as it names them.
 //!
 //! The counts are plain numbers in fixed places, so that a worker records
 //! them without allocating and [`Http2Counts`] stays `Copy` like the rest
@@ -12,6 +14,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::http::h3::ERROR_CODES as H3_CODES;
 
 /// The error codes HTTP/2 defines (RFC 9113 §7), by value.
 const NAMES: [&str; 14] = [
@@ -47,28 +51,57 @@ pub fn code_name(code: u32) -> String {
         .map_or_else(|| format!("0x{code:x}"), |n| (*n).to_string())
 }
 
-/// Counts per HTTP/2 error code: one place per defined code, and one for
-/// every other (a server may send any 32-bit value).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// Places of the defined codes: HTTP/2's, then HTTP/3's and QPACK's.
+const PLACES: usize = NAMES.len() + H3_CODES.len();
+
+/// Counts per error code: one place per code HTTP/2 or HTTP/3 defines
+/// (their values do not overlap), and one for every other (a server may
+/// send any value).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ByCode {
-    defined: [u64; NAMES.len()],
+    defined: [u64; PLACES],
     other: u64,
+}
+
+impl Default for ByCode {
+    fn default() -> Self {
+        ByCode {
+            defined: [0; PLACES],
+            other: 0,
+        }
+    }
+}
+
+/// The place of a defined code.
+fn place(code: u32) -> Option<usize> {
+    if (code as usize) < NAMES.len() {
+        return Some(code as usize);
+    }
+    H3_CODES
+        .iter()
+        .position(|&(c, _)| c == u64::from(code))
+        .map(|i| NAMES.len() + i)
+}
+
+/// The name of each place, in order.
+fn place_names() -> impl Iterator<Item = &'static str> {
+    NAMES
+        .iter()
+        .copied()
+        .chain(H3_CODES.iter().map(|&(_, n)| n))
 }
 
 impl ByCode {
     pub fn count(&mut self, code: u32) {
-        match self.defined.get_mut(code as usize) {
-            Some(n) => *n += 1,
+        match place(code) {
+            Some(i) => self.defined[i] += 1,
             None => self.other += 1,
         }
     }
 
     /// How many carried `code` (all undefined codes share one count).
     pub fn get(&self, code: u32) -> u64 {
-        self.defined
-            .get(code as usize)
-            .copied()
-            .unwrap_or(self.other)
+        place(code).map_or(self.other, |i| self.defined[i])
     }
 
     pub fn total(&self) -> u64 {
@@ -84,7 +117,7 @@ impl ByCode {
 
     /// The codes that occurred, by name, in the order of their values.
     pub fn named(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
-        let defined = NAMES.iter().zip(self.defined).map(|(n, c)| (*n, c));
+        let defined = place_names().zip(self.defined);
         defined
             .chain(std::iter::once((OTHER, self.other)))
             .filter(|&(_, c)| c > 0)
@@ -118,12 +151,12 @@ impl<'de> Deserialize<'de> for ByCode {
         let map = BTreeMap::<String, u64>::deserialize(d)?;
         let mut codes = ByCode::default();
         for (name, n) in map {
-            match NAMES.iter().position(|&x| x == name) {
+            match place_names().position(|x| x == name) {
                 Some(i) => codes.defined[i] += n,
                 None if name == OTHER => codes.other += n,
                 None => {
                     return Err(serde::de::Error::custom(format!(
-                        "unknown HTTP/2 error code {name:?}"
+                        "unknown HTTP/2 or HTTP/3 error code {name:?}"
                     )))
                 }
             }
@@ -179,6 +212,15 @@ mod tests {
         assert_eq!(c.get(0x1234), 1);
         assert_eq!(c.total(), 4);
         assert_eq!(c.to_string(), "REFUSED_STREAM 2, CANCEL 1, OTHER 1");
+        // HTTP/3's codes have names of their own.
+        c.count(0x10c);
+        assert_eq!(c.get(0x10c), 1);
+        assert_eq!(
+            c.to_string(),
+            "REFUSED_STREAM 2, CANCEL 1, H3_REQUEST_CANCELLED 1, OTHER 1"
+        );
+        let back: ByCode = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+        assert_eq!(back, c);
         assert_eq!(code_name(11), "ENHANCE_YOUR_CALM");
         assert_eq!(code_name(99), "0x63");
     }

@@ -31,8 +31,10 @@ pub const H3_REQUEST_CANCELLED: u64 = 0x10c;
 pub const H3_MESSAGE_ERROR: u64 = 0x10e;
 pub const QPACK_DECOMPRESSION_FAILED: u64 = 0x200;
 
-/// The names of the error codes, for the reports.
-const NAMES: [(u64, &str); 22] = [
+/// HTTP/3's and QPACK's error codes (RFC 9114 §8.1, RFC 9204 §6) by
+/// name, in the order of their values: what a stream reset or an
+/// application's close carries.
+pub const ERROR_CODES: [(u64, &str); 20] = [
     (0x100, "H3_NO_ERROR"),
     (0x101, "H3_GENERAL_PROTOCOL_ERROR"),
     (0x102, "H3_INTERNAL_ERROR"),
@@ -53,14 +55,16 @@ const NAMES: [(u64, &str); 22] = [
     (0x200, "QPACK_DECOMPRESSION_FAILED"),
     (0x201, "QPACK_ENCODER_STREAM_ERROR"),
     (0x202, "QPACK_DECODER_STREAM_ERROR"),
-    (0x0, "NO_ERROR"),
-    (0xa, "PROTOCOL_VIOLATION"),
 ];
+
+/// QUIC's own codes a report may meet beside them.
+const TRANSPORT_CODES: [(u64, &str); 2] = [(0x0, "NO_ERROR"), (0xa, "PROTOCOL_VIOLATION")];
 
 /// The name of an HTTP/3 (or QPACK) error code, or its value in hex.
 pub fn code_name(code: u64) -> String {
-    NAMES
+    ERROR_CODES
         .iter()
+        .chain(&TRANSPORT_CODES)
         .find(|(c, _)| *c == code)
         .map_or_else(|| format!("0x{code:x}"), |(_, n)| (*n).to_string())
 }

@@ -29,8 +29,8 @@ use crate::clock::Nanos;
 use super::h2::H2Request;
 use super::session::{Captured, Event, Failure, OpenError, Packets, Request, Session};
 use super::sse::{EventReading, EventStream};
-pub use frame::code_name;
 use frame::*;
+pub use frame::{code_name, ERROR_CODES};
 pub use quic::{QuicFacts, QuicOptions, Refusal};
 
 /// The most a captured body may hold; beyond it the response is lost, as
@@ -619,7 +619,11 @@ impl<T: Clone> Http3<T> {
     /// processed; nothing new opens.
     fn on_goaway(&mut self, id: u64) {
         if self.goaway.is_none() {
-            self.events.push_back(Event::GoAway { code: 0 });
+            // HTTP/3's GOAWAY carries no error code: it is always the
+            // graceful kind, which HTTP/3 names H3_NO_ERROR.
+            self.events.push_back(Event::GoAway {
+                code: H3_NO_ERROR as u32,
+            });
         }
         let last = self.goaway.map_or(id, |g| g.min(id));
         self.goaway = Some(last);

@@ -6,6 +6,7 @@
 
 use std::fmt::Write;
 
+use crate::http::Spoken;
 use crate::report::json::{self, Document, Summary};
 use crate::stats::phase::MAX_PHASES;
 use crate::stats::ByCode;
@@ -392,18 +393,28 @@ pub fn accounting(page: &mut String, doc: &Document) {
             };
             vec![label.to_string(), count(codes.total()), detail]
         };
+        // Named for the protocol that had the streams (HTTP/2 or HTTP/3).
+        let name = doc
+            .protocol
+            .as_deref()
+            .and_then(|p| p.parse::<Spoken>().ok())
+            .and_then(|s| s.streams_of())
+            .unwrap_or("HTTP/2");
         rows.push(by_code(
-            "HTTP/2 streams reset (also read errors)",
+            &format!("{name} streams reset (also read errors)"),
             &h2.resets,
         ));
-        rows.push(by_code("HTTP/2 connections retired by GOAWAY", &h2.goaway));
+        rows.push(by_code(
+            &format!("{name} connections retired by GOAWAY"),
+            &h2.goaway,
+        ));
         rows.push(vec![
-            "HTTP/2 connection errors".into(),
+            format!("{name} connection errors"),
             count(h2.connection_errors),
             String::new(),
         ]);
         rows.push(of_due(
-            "HTTP/2 requests sent again (never processed)",
+            &format!("{name} requests sent again (never processed)"),
             h2.retried,
         ));
     }
