@@ -4,9 +4,10 @@ served through generic handlers with its few fields encoded and decoded
 here by hand (nothing is generated from the .proto at run time).
 
     python3 tests/grpc_server.py PORT COUNTS_FILE [--workers N] [--times]
-                                 [--lifetime SECONDS]
+                                 [--lifetime SECONDS] [--tls CERT KEY]
 
-Listens on 127.0.0.1:PORT (0: a port of the system's choosing) and prints
+Listens on 127.0.0.1:PORT (0: a port of the system's choosing; with
+--tls, TLS with that PEM certificate and key) and prints
 "ready PORT" once it does. It counts what it receives: calls per method,
 SayHello calls it failed on purpose, the names SayHello was given, the
 metadata fields whose names start with "x-" (as "name=value"), and the
@@ -258,6 +259,8 @@ def main() -> None:
     p.add_argument("--times", action="store_true",
                    help="keep when each SayHello call finished, and its name")
     p.add_argument("--lifetime", type=float, default=900.0)
+    p.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"),
+                   help="serve TLS (h2 by ALPN) with this PEM certificate and key")
     args = p.parse_args()
 
     counts = Counts(args.times)
@@ -267,7 +270,13 @@ def main() -> None:
         options=[("grpc.so_reuseport", 0)],
     )
     try:
-        port = server.add_insecure_port(f"127.0.0.1:{args.port}")
+        address = f"127.0.0.1:{args.port}"
+        if args.tls:
+            with open(args.tls[0], "rb") as c, open(args.tls[1], "rb") as k:
+                creds = grpc.ssl_server_credentials([(k.read(), c.read())])
+            port = server.add_secure_port(address, creds)
+        else:
+            port = server.add_insecure_port(address)
     except RuntimeError:  # grpcio raises where older releases returned 0
         port = 0
     if port == 0:

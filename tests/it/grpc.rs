@@ -240,6 +240,42 @@ fn a_reply_that_does_not_hold_the_check_is_an_error() {
     );
 }
 
+/// Over TLS: h2 by ALPN, the server's certificate verified against the
+/// authority `--cacert` names, and refused without it (the system's store
+/// does not know a test's authority), one line naming the fix.
+#[test]
+fn calls_go_over_tls_to_a_verified_server() {
+    let _g = serial();
+    let pki = crate::common::tls::Pki::new();
+    let Some(srv) = Grpcio::start_tls(&pki.server_cert, &pki.server_key) else {
+        return;
+    };
+    let url = srv.https_url();
+    let (doc, text) = run(&say_hello(
+        &url,
+        r#"{"name": "tls"}"#,
+        &["-t1", "-c2", "-R100", "-d1s", "--cacert", &pki.ca],
+    ));
+    assert_eq!(doc["protocol"], "HTTP/2", "{text}");
+    assert_eq!(statuses(&doc)["OK"], counter(&doc, "completed"), "{text}");
+    assert!(counter(&doc, "completed") >= 95, "{text}");
+    let refused = metron(&say_hello(&url, "{}", &["-t1", "-c1", "-d1s"]));
+    let err = stderr(&refused);
+    let counts = srv.stop();
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    // wording: the refusal names the certificate and the flag that fixes it.
+    assert!(
+        err.contains("certificate") && err.contains("--cacert"),
+        "{err}"
+    );
+    assert_eq!(
+        counts.names.get("tls"),
+        Some(&counts.calls("SayHello")),
+        "{counts:?}"
+    );
+}
+
 /// grpcio's process stopped for a second at 400 calls/s on two
 /// connections of 5 streams each: the calls due meanwhile wait, from when they were due,
 /// for the rest of the stop and for grpcio to work through them after it.

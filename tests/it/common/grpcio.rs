@@ -98,15 +98,20 @@ impl Grpcio {
     /// The server on a port of its own, or `None` where python3 or grpcio
     /// is missing (a failure under CI).
     pub fn start() -> Option<Grpcio> {
-        Self::launch(false)
+        Self::launch(false, None)
     }
 
     /// [`Grpcio::start`], keeping when it finished each SayHello call.
     pub fn start_timed() -> Option<Grpcio> {
-        Self::launch(true)
+        Self::launch(true, None)
     }
 
-    fn launch(times: bool) -> Option<Grpcio> {
+    /// [`Grpcio::start`] over TLS, with this PEM certificate and key.
+    pub fn start_tls(cert: &str, key: &str) -> Option<Grpcio> {
+        Self::launch(false, Some((cert, key)))
+    }
+
+    fn launch(times: bool, tls: Option<(&str, &str)>) -> Option<Grpcio> {
         if !ready() {
             return None;
         }
@@ -120,6 +125,9 @@ impl Grpcio {
                 cmd.args(["--workers", "64", "--lifetime", "600"]);
                 if times {
                     cmd.arg("--times");
+                }
+                if let Some((cert, key)) = tls {
+                    cmd.args(["--tls", cert, key]);
                 }
                 cmd
             },
@@ -135,6 +143,11 @@ impl Grpcio {
     /// The URL metron is given: h2c with prior knowledge on the port.
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Its URL when it serves TLS ([`Grpcio::start_tls`]).
+    pub fn https_url(&self) -> String {
+        format!("https://127.0.0.1:{}", self.port)
     }
 
     fn signal(&self, sig: libc::c_int) {
