@@ -136,9 +136,15 @@ impl Default for Protocols {
 }
 
 impl Protocols {
-    /// Whether HTTP/2 may be spoken (`-m` then applies).
+    /// Whether HTTP/2 may be spoken.
     pub fn offers_http2(&self) -> bool {
         self.offer.contains(&Protocol::Http2)
+    }
+
+    /// Whether a protocol with several streams per connection (HTTP/2,
+    /// HTTP/3) may be spoken: `-m` then applies.
+    pub fn offers_streams(&self) -> bool {
+        self.offer.iter().any(|p| p.multiplexes())
     }
 
     /// What the banner says of the protocol offered: nothing for HTTP/1.1

@@ -188,8 +188,8 @@ pub struct RunConfig {
     /// `--requests`: the file replayed, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests: Option<RequestsConfig>,
-    /// HTTP/2's streams in flight per connection at most (`-m`), when
-    /// HTTP/2 was offered.
+    /// Streams in flight per connection at most (`-m`), when HTTP/2 or
+    /// HTTP/3 was offered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_streams: Option<u32>,
     /// How requests were spread in rate mode: `constant` or `poisson`.
@@ -207,6 +207,9 @@ pub struct RunConfig {
     /// `--start-at`, in Unix seconds: the schedule's zero.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_at_s: Option<f64>,
+    /// `--grpc`: the method every request called.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<String>,
 }
 
 /// One phase of `--rate-profile` as configured.

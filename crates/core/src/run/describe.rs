@@ -35,8 +35,9 @@ pub fn describe(run: &Setup) -> RunConfig {
         requests: run.replay.as_ref().map(requests),
         max_streams: run
             .protocols
-            .offers_http2()
+            .offers_streams()
             .then_some(run.protocols.max_streams),
+        grpc: run.calls.as_ref().map(|c| c.method.clone()),
         arrival: run.load.is_open().then(|| {
             match run.arrival_seed {
                 Some(_) => "poisson",

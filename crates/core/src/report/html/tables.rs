@@ -9,7 +9,7 @@ use std::fmt::Write;
 use crate::http::Spoken;
 use crate::report::json::{self, Document, Summary};
 use crate::stats::phase::MAX_PHASES;
-use crate::stats::ByCode;
+use crate::stats::{ByCode, EventKind};
 
 use super::blocks::{card, grid, key_values};
 use super::fmt::{
@@ -51,7 +51,7 @@ pub fn configuration(page: &mut String, doc: &Document) {
     };
     let protocol = match (&doc.protocol, c.max_streams) {
         (Some(p), Some(m)) => format!(
-            "{} (up to {} HTTP/2 streams per connection)",
+            "{} (up to {} streams per connection)",
             escape(p),
             count(u64::from(m))
         ),
@@ -93,8 +93,11 @@ pub fn configuration(page: &mut String, doc: &Document) {
             format!("{}{late}", escape(&crate::units::format_wall(when))),
         ));
     }
+    rows.push(("Protocol", protocol));
+    if let Some(method) = &c.grpc {
+        rows.push(("gRPC calls of", format!("<code>{}</code>", escape(method))));
+    }
     rows.extend([
-        ("Protocol", protocol),
         ("Threads", count(c.threads as u64)),
         ("Connections", count(c.connections as u64)),
         ("Duration", seconds(c.duration_s)),
@@ -301,9 +304,14 @@ pub fn timings(page: &mut String, doc: &Document) {
         let per = e
             .per_response
             .map_or_else(|| MISSING.to_string(), |n| format!("{n:.1}"));
+        // Server-sent events, or a streamed call's messages.
+        let (what, whole) = match EventKind::from_name(&e.kind) {
+            Some(EventKind::Messages) => ("Messages of the streamed calls", "call"),
+            _ => ("Server-sent events", "response"),
+        };
         let open = if e.open > 0 {
             format!(
-                "; {} of the figures are lower bounds, of responses still streaming at the end",
+                "; {} of the figures are lower bounds, of {whole}s still streaming at the end",
                 e.open
             )
         } else {
@@ -311,7 +319,7 @@ pub fn timings(page: &mut String, doc: &Document) {
         };
         let _ = writeln!(
             page,
-            "<p>Server-sent events: {} in all, {per} per completed response{open}.</p>",
+            "<p>{what}: {} in all, {per} per completed {whole}{open}.</p>",
             e.count
         );
     }

@@ -160,6 +160,7 @@ pub fn sample() -> Document {
             rate_profile: Vec::new(),
             shard: None,
             start_at_s: None,
+            grpc: None,
         },
         protocol: Some("HTTP/2".into()),
         window_s: 10.0,
