@@ -5,7 +5,7 @@
 use prost_reflect::{DynamicMessage, Kind, MessageDescriptor, SerializeOptions};
 
 use crate::error::GrpcError;
-use crate::wire::PREFIX_LEN;
+use crate::wire::{message_len, PREFIX_LEN};
 
 /// A field of the reply message (by a dotted path through nested
 /// messages) and the value it must hold.
@@ -64,10 +64,10 @@ impl Check {
     pub fn holds(&self, mut body: &[u8]) -> bool {
         let mut seen = false;
         while !body.is_empty() {
-            let Some(prefix) = body.get(..PREFIX_LEN) else {
+            let Some(prefix) = body.first_chunk::<PREFIX_LEN>() else {
                 return false;
             };
-            let len = u32::from_be_bytes([prefix[1], prefix[2], prefix[3], prefix[4]]) as usize;
+            let len = message_len(prefix);
             let Some(message) = body.get(PREFIX_LEN..PREFIX_LEN + len) else {
                 return false;
             };

@@ -6,6 +6,11 @@
 /// (never set here) and the message's length, big-endian.
 pub const PREFIX_LEN: usize = 5;
 
+/// The length a message's prefix gives it.
+pub fn message_len(prefix: &[u8; PREFIX_LEN]) -> usize {
+    u32::from_be_bytes([prefix[1], prefix[2], prefix[3], prefix[4]]) as usize
+}
+
 /// `message` framed as gRPC sends it (uncompressed).
 pub fn frame(message: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(PREFIX_LEN + message.len());
@@ -61,17 +66,12 @@ impl Messages {
             bytes = &bytes[take..];
             if self.in_prefix == PREFIX_LEN {
                 self.in_prefix = 0;
-                let len = u32::from_be_bytes([
-                    self.prefix[1],
-                    self.prefix[2],
-                    self.prefix[3],
-                    self.prefix[4],
-                ]);
+                let len = message_len(&self.prefix);
                 if len == 0 {
                     self.count += 1;
                     each();
                 } else {
-                    self.left = u64::from(len);
+                    self.left = len as u64;
                 }
             }
         }

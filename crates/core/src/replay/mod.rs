@@ -260,14 +260,14 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn add(&mut self, spec: Spec) -> Result<(), ReplayError> {
+    fn add(&mut self, mut spec: Spec) -> Result<(), ReplayError> {
         let line = spec.line;
         if self.requests.len() >= u32::MAX as usize {
             return Err(self.error(line, "more than 4 billion requests"));
         }
         let (method, host, path, body) = match self.call {
-            Some(call) => self.call_of(call, &spec)?,
-            None => self.request_of(&spec)?,
+            Some(call) => self.call_of(call, &mut spec)?,
+            None => self.request_of(&mut spec)?,
         };
         let headers = self.headers_with(spec.headers, line)?;
         let authority = &self.hosts[host as usize].authority;
@@ -300,7 +300,8 @@ impl<'a> Builder<'a> {
     }
 
     /// A request's method, host, path and body, from its spec.
-    fn request_of(&mut self, spec: &Spec) -> Result<Built, ReplayError> {
+    /// Takes the target and body out of `spec`, as they are built.
+    fn request_of(&mut self, spec: &mut Spec) -> Result<Built, ReplayError> {
         let line = spec.line;
         if spec.data.is_some() {
             return Err(self.error(
@@ -319,19 +320,19 @@ impl<'a> Builder<'a> {
             m => m.to_string(),
         };
         check_token(&method).map_err(|why| self.error(line, format!("method: {why}")))?;
-        let (host, path) = self.host_of(spec.target.clone(), line)?;
+        let (host, path) = self.host_of(std::mem::take(&mut spec.target), line)?;
         check_path(&path).map_err(|why| self.error(line, why))?;
-        let body = match &spec.body {
+        let body = match spec.body.take() {
             None => None,
-            Some(Body::Text(text)) => Some(text.clone().into_bytes()),
-            Some(Body::File(p)) => Some(self.body_file(p, line)?),
+            Some(Body::Text(text)) => Some(text.into_bytes()),
+            Some(Body::File(p)) => Some(self.body_file(&p, line)?),
         };
         Ok((method, host, path, body))
     }
 
     /// A call of `call`: a POST of the message `data` gives (`{}` when it
     /// gives none) to the method's path, on the host a `url` names.
-    fn call_of(&mut self, call: &Method, spec: &Spec) -> Result<Built, ReplayError> {
+    fn call_of(&mut self, call: &Method, spec: &mut Spec) -> Result<Built, ReplayError> {
         let line = spec.line;
         if !matches!(spec.method.as_str(), "" | "POST") {
             return Err(self.error(
@@ -348,10 +349,11 @@ impl<'a> Builder<'a> {
                 "a gRPC call's message goes in \"data\" (as JSON), not in \"body\"",
             ));
         }
-        let host = match spec.target.as_str() {
-            "" => self.host_of("/".to_string(), line)?.0,
-            t => self.host_of(t.to_string(), line)?.0,
+        let target = match std::mem::take(&mut spec.target) {
+            t if t.is_empty() => "/".to_string(),
+            t => t,
         };
+        let host = self.host_of(target, line)?.0;
         let data = spec.data.as_deref().unwrap_or("{}");
         let body = call
             .request(data, "field \"data\"")

@@ -714,8 +714,8 @@ fn events_line(e: &EventStats) -> String {
         String::new()
     };
     format!(
-        "{}s: {per} per {whole}; first {event} p50 {}, p99 {}; gap p50 {}, p99 {}, p99.9 {}, max {}{open}",
-        capitalized(event),
+        "{}: {per} per {whole}; first {event} p50 {}, p99 {}; gap p50 {}, p99 {}, p99.9 {}, max {}{open}",
+        e.kind.title(),
         at(&e.first, 50.0),
         at(&e.first, 99.0),
         at(&e.gap, 50.0),
@@ -723,14 +723,6 @@ fn events_line(e: &EventStats) -> String {
         at(&e.gap, 99.9),
         time_or_none(summary::maximum(&e.gap)),
     )
-}
-
-/// `word` with its first letter in capitals.
-fn capitalized(word: &str) -> String {
-    let mut chars = word.chars();
-    chars.next().map_or_else(String::new, |c| {
-        c.to_ascii_uppercase().to_string() + chars.as_str()
-    })
 }
 
 /// How late requests left against their schedule (dashes when none was

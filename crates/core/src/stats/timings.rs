@@ -155,6 +155,14 @@ impl EventKind {
             EventKind::Messages => ("message", "call"),
         }
     }
+
+    /// What they are called at the start of a report's line.
+    pub fn title(self) -> &'static str {
+        match self {
+            EventKind::Sse => "Events",
+            EventKind::Messages => "Messages",
+        }
+    }
 }
 
 impl EventStats {
