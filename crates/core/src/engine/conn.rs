@@ -17,7 +17,7 @@ use crate::clock::Nanos;
 use crate::http::{Request, Session};
 use crate::stats::{ConnectCause, ReadCause, Stamp};
 
-use super::transport::{self, Transport};
+use super::transport::{self, Inbox, Transport};
 
 /// What a connection needs of its socket: plain TCP or TLS in the
 /// worker ([`Transport`]), a mock in the tests.
@@ -38,6 +38,18 @@ pub trait Io {
     /// connection is open once its session is ready, not its socket.
     fn carries_datagrams(&self) -> bool {
         false
+    }
+    /// Writes `buf`; over datagrams, as datagrams of `segment` bytes each
+    /// when it is given.
+    fn write_segmented(&mut self, buf: &[u8], segment: Option<usize>) -> io::Result<usize> {
+        let _ = segment;
+        self.write(buf)
+    }
+    /// Over datagrams: reads what is waiting into `inbox`; the number of
+    /// reads it took in.
+    fn read_datagrams(&mut self, inbox: &mut Inbox) -> io::Result<usize> {
+        let _ = inbox;
+        Err(io::ErrorKind::Unsupported.into())
     }
 }
 
@@ -62,6 +74,12 @@ impl Io for Transport {
     }
     fn carries_datagrams(&self) -> bool {
         matches!(self, Transport::Datagrams(_))
+    }
+    fn write_segmented(&mut self, buf: &[u8], segment: Option<usize>) -> io::Result<usize> {
+        Transport::write_segmented(self, buf, segment)
+    }
+    fn read_datagrams(&mut self, inbox: &mut Inbox) -> io::Result<usize> {
+        Transport::read_datagrams(self, inbox)
     }
 }
 
@@ -118,6 +136,8 @@ pub enum Read {
     /// `n` bytes; `drained`: nothing more is waiting (a short read on a
     /// plain socket), so only a new readiness event brings more.
     Bytes { n: usize, drained: bool },
+    /// Datagrams, in the inbox; `drained` as for bytes.
+    Datagrams { drained: bool },
     /// Nothing to read now (or no socket).
     Blocked,
     /// The peer closed the stream.
@@ -371,11 +391,11 @@ impl<T: Io> Conn<T> {
         };
         let mut wrote = false;
         loop {
-            let bytes = session.transmit(now);
+            let (bytes, segment) = session.transmit_segmented(now);
             if bytes.is_empty() {
                 break;
             }
-            match io.write(bytes) {
+            match io.write_segmented(bytes, segment) {
                 Ok(0) => return Err(Broken),
                 Ok(n) => {
                     session.transmitted(n);
@@ -410,6 +430,28 @@ impl<T: Io> Conn<T> {
                 Err(_) => Read::Failed(ReadFailure::Reset),
             };
         }
+    }
+
+    /// Reads the datagrams waiting on the socket into `inbox`.
+    pub fn read_datagrams(&mut self, inbox: &mut Inbox) -> Read {
+        let Some(io) = self.io.as_mut() else {
+            return Read::Blocked;
+        };
+        loop {
+            return match io.read_datagrams(inbox) {
+                Ok(_) => Read::Datagrams {
+                    drained: !inbox.is_full(),
+                },
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => Read::Blocked,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => Read::Failed(ReadFailure::Reset),
+            };
+        }
+    }
+
+    /// The socket carries datagrams: read with [`Conn::read_datagrams`].
+    pub fn carries_datagrams(&self) -> bool {
+        self.io.as_ref().is_some_and(Io::carries_datagrams)
     }
 
     /// Checks the timeouts and the reopen time against `now`.

@@ -104,15 +104,17 @@ pub(super) fn handshake(
     }
 }
 
-/// Every datagram the session has ready, sent.
+/// Every datagram the session has ready, sent one by one.
 fn send_all(sock: &UdpSocket, session: &mut Http3<()>) -> io::Result<()> {
     loop {
-        let datagram = session.transmit(clock::now());
-        if datagram.is_empty() {
+        let (datagrams, segment) = session.transmit_segmented(clock::now());
+        if datagrams.is_empty() {
             return Ok(());
         }
-        let n = datagram.len();
-        sock.send(datagram)?;
+        let n = datagrams.len();
+        for datagram in datagrams.chunks(segment.unwrap_or(n)) {
+            sock.send(datagram)?;
+        }
         session.transmitted(n);
     }
 }

@@ -5,10 +5,14 @@
 //! read with `read_tls` until the socket would block, and plaintext writes
 //! are buffered by rustls and pushed with `write_tls` (see [`Transport::flush`]).
 //!
+//! Datagrams (QUIC's) go through [`Udp`] in batches, with what the kernel
+//! offers for them: GSO to send several in one call, `recvmmsg` and GRO to
+//! read several.
+//!
 //! [`client_config`] builds the one rustls configuration a run uses, from
 //! the trust and client certificate the command line chose.
 
-use std::io::{self, Read, Write};
+use std::io::{self, IoSliceMut, Read, Write};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -34,9 +38,9 @@ pub struct TlsSetup {
 pub enum Transport {
     Plain(TcpStream),
     Tls(Box<TlsStream>),
-    /// A connected UDP socket: one datagram per read and write, for a
-    /// session that does its own TLS (QUIC).
-    Datagrams(UdpSocket),
+    /// A connected UDP socket, for a session that does its own TLS
+    /// (QUIC).
+    Datagrams(Box<Udp>),
 }
 
 pub struct TlsStream {
@@ -67,7 +71,14 @@ impl Transport {
         };
         let sock = UdpSocket::bind(local)?;
         sock.connect(addr)?;
-        Ok(Transport::Datagrams(sock))
+        // Turns on GRO and the ancillary data the batched calls read, and
+        // finds whether the kernel has GSO.
+        let state = quinn_udp::UdpSocketState::new((&sock).into())?;
+        Ok(Transport::Datagrams(Box::new(Udp {
+            sock,
+            state,
+            remote: addr,
+        })))
     }
 
     /// The socket, to register with the poller.
@@ -75,7 +86,7 @@ impl Transport {
         match self {
             Transport::Plain(s) => s,
             Transport::Tls(t) => &mut t.sock,
-            Transport::Datagrams(s) => s,
+            Transport::Datagrams(u) => &mut u.sock,
         }
     }
 
@@ -120,7 +131,9 @@ impl Transport {
         match self {
             Transport::Plain(s) => s.read(buf),
             Transport::Tls(t) => t.read(buf),
-            Transport::Datagrams(s) => s.recv(buf),
+            // GRO may have joined several datagrams into one read: only
+            // `read_datagrams` says where they part.
+            Transport::Datagrams(_) => Err(io::ErrorKind::Unsupported.into()),
         }
     }
 
@@ -134,7 +147,26 @@ impl Transport {
                 t.flush()?;
                 Ok(n)
             }
-            Transport::Datagrams(s) => s.send(buf),
+            Transport::Datagrams(u) => u.send(buf, None),
+        }
+    }
+
+    /// Writes `buf`; over datagrams, as datagrams of `segment` bytes each
+    /// when it is given (the last may be shorter). Returns the bytes of
+    /// the datagrams that went out.
+    pub fn write_segmented(&mut self, buf: &[u8], segment: Option<usize>) -> io::Result<usize> {
+        match self {
+            Transport::Datagrams(u) => u.send(buf, segment),
+            _ => self.write(buf),
+        }
+    }
+
+    /// Over datagrams: reads what is waiting into `inbox` in one call.
+    /// Returns how many reads it took in (see [`Inbox::is_full`]).
+    pub fn read_datagrams(&mut self, inbox: &mut Inbox) -> io::Result<usize> {
+        match self {
+            Transport::Datagrams(u) => u.recv(inbox),
+            _ => Err(io::ErrorKind::Unsupported.into()),
         }
     }
 
@@ -144,6 +176,111 @@ impl Transport {
             Transport::Tls(t) => t.flush(),
             _ => Ok(()),
         }
+    }
+}
+
+/// A connected UDP socket and what its kernel offers for batches.
+pub struct Udp {
+    sock: UdpSocket,
+    state: quinn_udp::UdpSocketState,
+    remote: SocketAddr,
+}
+
+impl Udp {
+    /// Sends `buf` as one datagram, or as datagrams of `segment` bytes: in
+    /// one call with GSO, else one call each. A send that would block part
+    /// way returns what went out; the rest is the caller's to send again.
+    fn send(&self, buf: &[u8], segment: Option<usize>) -> io::Result<usize> {
+        let Some(size) = segment.filter(|&s| s > 0 && s < buf.len()) else {
+            return self.send_one(buf, None).map(|()| buf.len());
+        };
+        if self.state.max_gso_segments() > 1 {
+            match self.send_one(buf, Some(size)) {
+                Ok(()) => return Ok(buf.len()),
+                // The kernel or the device refused GSO (the state now says
+                // so): this batch and every later one go one by one.
+                Err(_) if self.state.max_gso_segments() == 1 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let mut sent = 0;
+        for datagram in buf.chunks(size) {
+            match self.send_one(datagram, None) {
+                Ok(()) => sent += datagram.len(),
+                Err(e) if sent == 0 => return Err(e),
+                Err(_) => break,
+            }
+        }
+        Ok(sent)
+    }
+
+    fn send_one(&self, contents: &[u8], segment_size: Option<usize>) -> io::Result<()> {
+        let transmit = quinn_udp::Transmit {
+            destination: self.remote,
+            ecn: None,
+            contents,
+            segment_size,
+            src_ip: None,
+        };
+        match self.state.try_send((&self.sock).into(), &transmit) {
+            // Larger than the path takes: a lost packet to QUIC (an MTU
+            // probe, most often), not a broken socket.
+            Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => Ok(()),
+            other => other,
+        }
+    }
+
+    fn recv(&self, inbox: &mut Inbox) -> io::Result<usize> {
+        let mut slots = inbox.buf.chunks_exact_mut(Inbox::SLOT);
+        let mut bufs: [IoSliceMut; Inbox::SLOTS] =
+            std::array::from_fn(|_| IoSliceMut::new(slots.next().unwrap_or_default()));
+        inbox.count = 0;
+        inbox.count = self
+            .state
+            .recv((&self.sock).into(), &mut bufs, &mut inbox.metas)?;
+        Ok(inbox.count)
+    }
+}
+
+/// Where a worker's datagram connections read: room for one `recvmmsg` of
+/// [`Inbox::SLOTS`] reads, each as large as GRO may make one (64 KiB).
+/// One per worker, made when its first datagram connection opens.
+pub struct Inbox {
+    buf: Box<[u8]>,
+    metas: [quinn_udp::RecvMeta; Inbox::SLOTS],
+    count: usize,
+}
+
+impl Inbox {
+    const SLOTS: usize = 8;
+    const SLOT: usize = 64 * 1024;
+
+    pub fn new() -> Inbox {
+        Inbox {
+            buf: vec![0; Inbox::SLOTS * Inbox::SLOT].into_boxed_slice(),
+            metas: [quinn_udp::RecvMeta::default(); Inbox::SLOTS],
+            count: 0,
+        }
+    }
+
+    /// The datagrams of the last read, in order: each read's bytes, cut
+    /// where GRO joined them.
+    pub fn datagrams(&self) -> impl Iterator<Item = &[u8]> {
+        self.metas[..self.count]
+            .iter()
+            .zip(self.buf.chunks_exact(Inbox::SLOT))
+            .flat_map(|(m, slot)| slot[..m.len].chunks(m.stride.max(1)))
+    }
+
+    /// The last read filled every slot: more may be waiting.
+    pub fn is_full(&self) -> bool {
+        self.count == Inbox::SLOTS
+    }
+}
+
+impl Default for Inbox {
+    fn default() -> Inbox {
+        Inbox::new()
     }
 }
 

@@ -51,7 +51,7 @@ use crate::stats::{
 use super::conn::{Check, Conn, Connect, InFlight, Read, ReadFailure, WentDown};
 use super::poller::{Events, Poller, Ready, WAKE};
 use super::slots::{Assigned, Due, Slot, Slots};
-use super::transport::{self, TlsSetup, Transport};
+use super::transport::{self, Inbox, TlsSetup, Transport};
 use super::{EngineError, Stop};
 
 pub use crate::stats::Window;
@@ -216,6 +216,8 @@ pub struct Worker {
     failure: Option<EngineError>,
     timeout: Nanos,
     buf: Box<[u8]>,
+    /// Where datagram connections read, made when the first opens.
+    inbox: Option<Box<Inbox>>,
     stats: Recorder,
     schedule: Schedule,
     /// Next time to look for timed-out requests and connections to reopen.
@@ -452,6 +454,7 @@ impl Worker {
             failure: None,
             timeout: setup.timeout,
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
+            inbox: None,
             stats: Recorder::new(setup.interval, setup.endpoints, setup.counts_every),
             schedule: Schedule(Plan::Closed),
             next_sweep: 0,
@@ -809,11 +812,14 @@ impl Worker {
     /// session. `closing`: the event also reported the peer's close, which
     /// the edge-triggered poller will not report again.
     fn on_readable(&mut self, i: usize, closing: bool) {
+        if self.places[i].conn.carries_datagrams() {
+            return self.on_datagrams(i);
+        }
         loop {
             let now = clock::now();
             let (n, drained) = match self.places[i].conn.read(&mut self.buf) {
                 Read::Bytes { n, drained } => (n, drained),
-                Read::Blocked => return,
+                Read::Blocked | Read::Datagrams { .. } => return,
                 Read::Eof => {
                     if let Some(s) = self.places[i].conn.session_mut() {
                         s.handle_eof(now);
@@ -844,6 +850,34 @@ impl Worker {
                 return;
             }
         }
+    }
+
+    /// Reads datagrams until the socket would block, a batch per call,
+    /// handing each to the session and acting on what they brought once
+    /// per batch.
+    fn on_datagrams(&mut self, i: usize) {
+        let mut inbox = self.inbox.take().unwrap_or_default();
+        loop {
+            let now = clock::now();
+            let drained = match self.places[i].conn.read_datagrams(&mut inbox) {
+                Read::Datagrams { drained } => drained,
+                Read::Failed(_) => {
+                    // The host said the port is closed (an ICMP error).
+                    self.settle(i, Some(Failure::Reset(None)));
+                    break;
+                }
+                Read::Blocked | Read::Eof | Read::Bytes { .. } => break,
+            };
+            if let Some(s) = self.places[i].conn.session_mut() {
+                for datagram in inbox.datagrams() {
+                    s.handle(datagram, now);
+                }
+            }
+            if !self.settle(i, None) || drained {
+                break;
+            }
+        }
+        self.inbox = Some(inbox);
     }
 
     /// Acts on what the session of connection `i` reported after it took
@@ -1343,6 +1377,9 @@ impl Worker {
         // Requests that never left cannot have been seen: they go again.
         if let Some(s) = self.places[i].conn.session_mut() {
             s.handle_write_error(clock::now());
+        }
+        if self.places[i].conn.carries_datagrams() {
+            self.on_datagrams(i);
         }
         while let Read::Bytes { n, .. } = self.places[i].conn.read(&mut self.buf) {
             if let Some(s) = self.places[i].conn.session_mut() {

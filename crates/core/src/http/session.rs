@@ -60,10 +60,17 @@ pub trait Session<T> {
     /// The next outcome, oldest first.
     fn poll_event(&mut self) -> Option<Event<T>>;
 
-    /// Bytes to write next (over a datagram transport: one datagram);
-    /// empty when there are none. [`Session::transmitted`] says how many
+    /// Bytes to write next (over a datagram transport: one datagram, see
+    /// [`Session::transmit_segmented`] for more); empty when there are none. [`Session::transmitted`] says how many
     /// were written.
     fn transmit(&mut self, now: Nanos) -> &[u8];
+
+    /// Over a datagram transport: [`Session::transmit`]'s bytes and, when
+    /// they are several datagrams of one size (the last may be shorter),
+    /// that size, so that they go out in one system call (GSO).
+    fn transmit_segmented(&mut self, now: Nanos) -> (&[u8], Option<usize>) {
+        (self.transmit(now), None)
+    }
 
     /// The first `n` bytes of the last [`Session::transmit`] were written.
     fn transmitted(&mut self, n: usize);

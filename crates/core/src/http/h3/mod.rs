@@ -838,20 +838,24 @@ impl<T: Clone> Session<T> for Http3<T> {
     }
 
     fn transmit(&mut self, now: Nanos) -> &[u8] {
+        self.transmit_segmented(now).0
+    }
+
+    fn transmit_segmented(&mut self, now: Nanos) -> (&[u8], Option<usize>) {
         // Sending arms QUIC's loss-detection timer.
         self.deadline = self.quic.poll_timeout_after_transmit(now);
         self.quic.transmit(now)
     }
 
-    fn transmitted(&mut self, _n: usize) {
-        self.quic.transmitted();
+    fn transmitted(&mut self, n: usize) {
+        self.quic.transmitted(n);
     }
 
     fn handle_write_error(&mut self, now: Nanos) {
         // A datagram that could not be sent is a lost packet to QUIC,
         // which sends it again; a socket that fails for good ends in the
         // connection's idle timeout.
-        self.quic.transmitted();
+        self.quic.transmitted(usize::MAX);
         self.drive(now);
     }
 
