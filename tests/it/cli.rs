@@ -80,6 +80,10 @@ fn usage_errors_are_one_line_with_a_non_zero_exit() {
             "add --http2 (or --alpn h2,http/1.1, or --http3), or drop -m",
         ),
         (
+            &["--0rtt", "--http2", "https://127.0.0.1:1/"],
+            "--0rtt sends requests as QUIC's early data, and this run does not speak HTTP/3; add --http3, or drop --0rtt",
+        ),
+        (
             &["--max-head", "10", "http://127.0.0.1:1/"],
             "--max-head 10: allow between 1k and 1G",
         ),

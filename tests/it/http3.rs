@@ -4,7 +4,8 @@
 //! and delay on the path, and the pre-flight's words for each way a host
 //! may not serve HTTP/3. Against the built-in target (`serve --http3`),
 //! where faults are easier to make: a stall's exact arithmetic, streams
-//! refused and connections gone away, and the demo.
+//! refused and connections gone away, 0-RTT on the connections that
+//! replace them, and the demo.
 
 use std::net::UdpSocket;
 use std::time::Duration;
@@ -313,6 +314,48 @@ fn refused_and_goaway_streams_are_sent_again_not_lost() {
     // Every completed request was answered once by the server.
     assert_eq!(c.status_codes.get(200), c.completed, "{c:?}");
     assert!(c.completed >= 1900, "{c:?}");
+}
+
+/// `--0rtt` against a server that goes away after 40 requests on each
+/// connection: every connection that replaces one resumes its TLS session
+/// and sends its first requests as 0-RTT, which the server takes. Nothing
+/// is lost or answered twice: the server answered exactly what metron
+/// completed or still waited for. Without the flag no connection sends
+/// early.
+#[test]
+fn replaced_connections_send_0rtt_and_lose_nothing() {
+    let _g = serial();
+    let run = |zero_rtt: bool| {
+        let srv = h3_server(
+            ServeConfig::default(),
+            Http3 {
+                goaway_after: Some(40),
+                ..Http3::default()
+            },
+        );
+        let args = ["-t1", "-c4", "-m8", "-R1000", "-d2s", "--http3", "-k"];
+        let flag: &[&str] = if zero_rtt { &["--0rtt"] } else { &[] };
+        let (o, text) = bench(&[&args[..], flag, &[&h3_url(&srv)]].concat());
+        assert_balanced(&o);
+        let c = o.stats.counters;
+        assert_eq!(c.errors.lost_requests(), 0, "{c:?}\n{text}");
+        assert!(srv.stats().h3_goaways() > 0, "{c:?}");
+        assert_eq!(srv.stats().requests(), c.completed + c.in_flight, "{c:?}");
+        assert_eq!(c.status_codes.get(200), c.completed, "{c:?}");
+        (c, text)
+    };
+    let (c, text) = run(true);
+    let q = &c.quic;
+    assert!(q.zero_rtt_offered >= 1 && q.zero_rtt >= 1, "{q:?}");
+    assert!(q.zero_rtt <= q.zero_rtt_offered, "{q:?}");
+    let said = format!(
+        "{} of {} connections with 0-RTT accepted\n",
+        q.zero_rtt, q.zero_rtt_offered
+    );
+    assert!(text.contains(&said), "{text}");
+    let (c, text) = run(false);
+    assert_eq!((c.quic.zero_rtt_offered, c.quic.zero_rtt), (0, 0), "{c:?}");
+    assert!(!text.contains("0-RTT"), "{text}");
 }
 
 /// `metron demo --http3` runs over HTTP/3 and says so.

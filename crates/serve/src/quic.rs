@@ -53,14 +53,22 @@ pub(crate) fn bind(listen: SocketAddr, udp: bool) -> io::Result<(TcpListener, Op
     ))
 }
 
-/// QUIC's server settings: the TLS configuration with ALPN `h3`, and at
-/// most `max_streams` request streams open at once per connection.
+/// QUIC's server settings: the TLS configuration with ALPN `h3`, early
+/// data accepted, and at most `max_streams` request streams open at once
+/// per connection.
 pub(crate) fn server_config(
     tls: &rustls::ServerConfig,
     http3: Http3,
 ) -> Result<quinn::ServerConfig, String> {
     let mut tls = tls.clone();
     tls.alpn_protocols = vec![ALPN_H3.to_vec()];
+    // 0-RTT: a client resuming a session (`metron --0rtt`) may send its
+    // requests in its first flight. The tickets that allow it are issued
+    // only with this set; QUIC takes no other value than 0 or u32::MAX
+    // (RFC 9001 §4.6.1). rustls accepts early data only on tickets it
+    // keeps itself (stateful resumption, its default), each used once,
+    // which keeps a replayed first flight from being taken twice.
+    tls.max_early_data_size = u32::MAX;
     let crypto = QuicServerConfig::try_from(tls).map_err(|e| format!("--http3: {e}"))?;
     let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
     let mut transport = TransportConfig::default();

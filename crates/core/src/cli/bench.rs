@@ -196,6 +196,10 @@ pub struct BenchArgs {
     #[arg(long = "http3", visible_alias = "h3", conflicts_with_all = ["alpn", "http2"])]
     pub http3: bool,
 
+    /// --http3: send requests as 0-RTT early data on connections that resume an earlier one's TLS session, sent again if the server refuses them (only for requests safe to replay)
+    #[arg(long = "0rtt")]
+    pub zero_rtt: bool,
+
     /// HTTP/2 and HTTP/3: streams in flight per connection, never more than the server allows [default: 100]
     #[arg(short = 'm', long = "max-streams", value_parser = parse_si_u64, value_name = "N")]
     pub max_streams: Option<u64>,

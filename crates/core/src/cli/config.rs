@@ -166,6 +166,8 @@ pub enum ConfigError {
     MaxStreams(u64),
     #[error("-m only sets HTTP/2's and HTTP/3's streams per connection, and this run speaks HTTP/1.1; add --http2 (or --alpn h2,http/1.1, or --http3), or drop -m")]
     StreamsWithoutHttp2,
+    #[error("--0rtt sends requests as QUIC's early data, and this run does not speak HTTP/3; add --http3, or drop --0rtt")]
+    ZeroRttWithoutHttp3,
     #[error("--http3 runs over QUIC, which is always encrypted, and {0} is not an https:// URL; write it as https://")]
     Http3NeedsHttps(String),
     #[error(
@@ -412,7 +414,7 @@ fn clock_seed() -> u64 {
     now.map_or(0, |d| d.as_nanos() as u64 % 1_000_000)
 }
 
-/// What may be spoken, from `--http2`, `--http3`, `--alpn` and `-m`:
+/// What may be spoken, from `--http2`, `--http3`, `--alpn`, `-m` and `--0rtt`:
 /// HTTP/1.1 alone unless another version is asked for.
 fn protocols(args: &BenchArgs, hosts: &[Target]) -> Result<Protocols, ConfigError> {
     let (offer, asked_by) = match &args.alpn {
@@ -436,6 +438,9 @@ fn protocols(args: &BenchArgs, hosts: &[Target]) -> Result<Protocols, ConfigErro
         }
         None => (vec![Protocol::Http1], None),
     };
+    if args.zero_rtt && !offer.contains(&Protocol::Http3) {
+        return Err(ConfigError::ZeroRttWithoutHttp3);
+    }
     let max_streams = match args.max_streams {
         Some(_) if !offer.iter().any(|p| p.multiplexes()) => {
             return Err(ConfigError::StreamsWithoutHttp2)
@@ -448,6 +453,7 @@ fn protocols(args: &BenchArgs, hosts: &[Target]) -> Result<Protocols, ConfigErro
         offer,
         max_streams,
         asked_by,
+        zero_rtt: args.zero_rtt,
     })
 }
 

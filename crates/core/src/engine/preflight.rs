@@ -60,7 +60,7 @@ pub(super) fn peers(run: &Setup) -> Result<Vec<Peer>, EngineError> {
             let reached = preflight(target, check, &run.protocols, run.timeout)?;
             // Every connection to the host speaks what it chose.
             let tls = tls.map(|t| TlsSetup {
-                config: offering_only(&t.config, reached.protocol),
+                config: for_connections(&t.config, reached.protocol, run.protocols.zero_rtt),
                 ..t
             });
             Ok(Peer {
@@ -72,6 +72,25 @@ pub(super) fn peers(run: &Setup) -> Result<Vec<Peer>, EngineError> {
             })
         })
         .collect()
+}
+
+/// The TLS configuration of every connection to a host that chose
+/// `protocol`: offering it alone, and with `--0rtt` over HTTP/3 sending
+/// early data whenever a ticket allows it. The tickets come from earlier
+/// connections to the host (the pre-flight's too, when one reached it
+/// before it closed) through rustls's session store, which every copy of
+/// the run's configuration shares. The pre-flight itself never sends
+/// early: its configuration is the one before this.
+fn for_connections(
+    config: &Arc<rustls::ClientConfig>,
+    protocol: Protocol,
+    zero_rtt: bool,
+) -> Arc<rustls::ClientConfig> {
+    let mut only = offering_only(config, protocol);
+    if zero_rtt && protocol == Protocol::Http3 {
+        Arc::make_mut(&mut only).enable_early_data = true;
+    }
+    only
 }
 
 /// What an https host's connections open with: the run's configuration

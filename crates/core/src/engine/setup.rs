@@ -123,6 +123,9 @@ pub struct Protocols {
     /// The flag that chose `offer`, as typed (`--http2`, `--alpn h2`), for
     /// the errors that tell what to change; `None` for the default.
     pub asked_by: Option<String>,
+    /// `--0rtt`: HTTP/3 connections that resume a TLS session send their
+    /// requests as early data, before the handshake completes.
+    pub zero_rtt: bool,
 }
 
 impl Default for Protocols {
@@ -131,6 +134,7 @@ impl Default for Protocols {
             offer: vec![Protocol::Http1],
             max_streams: DEFAULT_MAX_STREAMS,
             asked_by: None,
+            zero_rtt: false,
         }
     }
 }

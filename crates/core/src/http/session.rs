@@ -133,6 +133,8 @@ pub struct Packets {
     pub lost: u64,
     /// The server accepted early (0-RTT) data.
     pub zero_rtt: bool,
+    /// Early (0-RTT) data was sent (`--0rtt`, a resumed session).
+    pub zero_rtt_offered: bool,
 }
 
 /// What became of a request, or of the connection.

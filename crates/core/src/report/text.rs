@@ -686,12 +686,15 @@ fn http2_line(name: &str, h: &Http2Counts) -> String {
     )
 }
 
-/// QUIC's packets: sent, declared lost (and sent again), and 0-RTT.
+/// QUIC's packets: sent, declared lost (and sent again), and 0-RTT: of
+/// the connections that sent it (`--0rtt`), those whose server took it.
 fn quic_line(q: &QuicCounts) -> String {
     let share = q.packets_lost as f64 * 100.0 / q.packets_sent.max(1) as f64;
-    let zero_rtt = match q.zero_rtt {
-        0 => String::new(),
-        n => format!(", {n} connections with 0-RTT"),
+    let zero_rtt = match (q.zero_rtt_offered, q.zero_rtt) {
+        (0, 0) => String::new(),
+        // A report saved before the offers were counted.
+        (0, n) => format!(", {n} connections with 0-RTT"),
+        (offered, n) => format!(", {n} of {offered} connections with 0-RTT accepted"),
     };
     format!(
         "QUIC: {} packets sent, {} lost and sent again ({share:.2}%){zero_rtt}",
@@ -1281,6 +1284,27 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    #[test]
+    fn the_quic_line_counts_0rtt_of_the_connections_that_sent_it() {
+        let mut stats = RunStats::merge(vec![ThreadStats::default()], Duration::from_secs(1));
+        assert!(!render(&report(&stats, None)).contains("QUIC:"));
+        stats.counters.quic.packets_sent = 400;
+        stats.counters.quic.packets_lost = 4;
+        let line = "  QUIC: 400 packets sent, 4 lost and sent again (1.00%)";
+        let text = render(&report(&stats, None));
+        assert!(text.contains(&format!("{line}\n")), "{text}");
+        // With --0rtt: of those that sent early, those the server took.
+        stats.counters.quic.zero_rtt_offered = 7;
+        stats.counters.quic.zero_rtt = 5;
+        let text = render(&report(&stats, None));
+        let want = format!("{line}, 5 of 7 connections with 0-RTT accepted\n");
+        assert!(text.contains(&want), "{text}");
+        stats.counters.quic.zero_rtt = 0;
+        let text = render(&report(&stats, None));
+        let want = format!("{line}, 0 of 7 connections with 0-RTT accepted\n");
+        assert!(text.contains(&want), "{text}");
     }
 
     #[test]

@@ -401,13 +401,19 @@ pub struct Counters {
 
 /// What QUIC's loss detection counted over the connections of a run
 /// (HTTP/3): packets sent and declared lost (each then sent again, in
-/// another packet), and connections whose server accepted 0-RTT data.
-/// Counted over each connection's whole life, warm-up included.
+/// another packet), connections that sent 0-RTT data (`--0rtt`) and those
+/// whose server accepted it. Counted over each connection's whole life,
+/// warm-up included.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct QuicCounts {
     pub packets_sent: u64,
     pub packets_lost: u64,
+    /// Connections whose 0-RTT data the server accepted.
     pub zero_rtt: u64,
+    /// Connections that sent 0-RTT data, accepted or not (absent from
+    /// reports saved before `--0rtt` existed).
+    #[serde(default)]
+    pub zero_rtt_offered: u64,
 }
 
 impl QuicCounts {
@@ -415,6 +421,7 @@ impl QuicCounts {
         self.packets_sent += o.packets_sent;
         self.packets_lost += o.packets_lost;
         self.zero_rtt += o.zero_rtt;
+        self.zero_rtt_offered += o.zero_rtt_offered;
     }
 
     pub fn any(&self) -> bool {
@@ -976,6 +983,25 @@ mod tests {
             sum.to_string(),
             "closed before answering 4, reset 2, closed early 3"
         );
+    }
+
+    /// A document saved before `--0rtt` counted the connections that sent
+    /// early data reads with none sent; today's reads back as written.
+    #[test]
+    fn quic_counts_of_older_documents_read_without_the_0rtt_offered() {
+        let old = r#"{"packets_sent": 9, "packets_lost": 1, "zero_rtt": 0}"#;
+        let q: QuicCounts = serde_json::from_str(old).unwrap();
+        assert_eq!((q.packets_sent, q.zero_rtt_offered), (9, 0));
+        let now = QuicCounts {
+            zero_rtt: 2,
+            zero_rtt_offered: 3,
+            ..q
+        };
+        let back: QuicCounts = serde_json::from_str(&serde_json::to_string(&now).unwrap()).unwrap();
+        assert_eq!(back, now);
+        let mut sum = now;
+        sum.add(&now);
+        assert_eq!((sum.zero_rtt, sum.zero_rtt_offered), (4, 6));
     }
 
     #[test]

@@ -389,6 +389,7 @@ impl Recorder {
         q.packets_sent += p.sent;
         q.packets_lost += p.lost;
         q.zero_rtt += u64::from(p.zero_rtt);
+        q.zero_rtt_offered += u64::from(p.zero_rtt_offered);
     }
 
     /// The server closed a connection (or broke its stream), which is

@@ -13,10 +13,21 @@
 //! A GOAWAY retires the session: requests at or above its stream id were
 //! never processed, as are those the server rejects with
 //! H3_REQUEST_REJECTED, and they come out as [`Event::Unprocessed`].
+//!
+//! With `--0rtt`, a connection that resumes a TLS session whose ticket
+//! allows early data is ready at once: its control stream and its first
+//! requests go out as 0-RTT, in the handshake's first flight. A server may
+//! refuse them, and says so only as the handshake ends; it then processed
+//! none of them, and QUIC forgets every stream opened (their ids start
+//! again from 0), so the requests come out as [`Event::Unprocessed`], to be
+//! sent again on the connection now open, and the control stream opens
+//! anew.
 
 mod frame;
 mod qpack;
 mod quic;
+#[cfg(test)]
+mod tests;
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -151,6 +162,9 @@ pub struct Http3<T> {
     authority: String,
     /// The handshake completed.
     connected: bool,
+    /// Streams may open before the handshake completes, as 0-RTT
+    /// (`--0rtt`, a resumed session whose ticket allows early data).
+    early: bool,
     control: Option<StreamId>,
     control_out: Vec<u8>,
     streams: HashMap<StreamId, Stream<T>>,
@@ -175,7 +189,7 @@ pub struct Http3<T> {
 impl<T: Clone> Http3<T> {
     /// A session that starts its QUIC handshake to `remote` at `now`.
     pub fn new(opts: &QuicOptions, remote: SocketAddr, now: Nanos) -> Result<Http3<T>, String> {
-        Ok(Http3 {
+        let mut session = Http3 {
             quic: quic::Quic::connect(opts, remote, now)?,
             max_streams: opts.max_streams.max(1),
             max_field_section: opts.max_field_section,
@@ -184,6 +198,7 @@ impl<T: Clone> Http3<T> {
             scheme: "https",
             authority: opts.authority.clone(),
             connected: false,
+            early: false,
             control: None,
             control_out: Vec::new(),
             streams: HashMap::new(),
@@ -197,7 +212,14 @@ impl<T: Clone> Http3<T> {
             qpack: qpack::Scratch::default(),
             deadline: None,
             lost: None,
-        })
+        };
+        // quinn-proto has 0-RTT keys right after connecting when TLS may
+        // send early: the config allows it and a ticket allows it.
+        if session.quic.conn().has_0rtt() {
+            session.early = true;
+            session.open_control();
+        }
+        Ok(session)
     }
 
     /// What QUIC reports of the connection: handshake, loss, closes.
@@ -256,9 +278,35 @@ impl<T: Clone> Http3<T> {
         }
     }
 
-    /// The handshake is done: the control stream opens with SETTINGS.
+    /// The handshake is done: the control stream opens with SETTINGS,
+    /// unless it went out as 0-RTT and the server took it.
     fn on_connected(&mut self) {
         self.connected = true;
+        if self.early && !self.quic.conn().accepted_0rtt() {
+            self.on_0rtt_rejected();
+        }
+        if self.control.is_none() {
+            self.open_control();
+        }
+    }
+
+    /// The server refused the early data: it processed none of the
+    /// requests sent as 0-RTT, and quinn-proto has dropped every stream
+    /// opened (the next ones reuse their ids), the control stream's too.
+    /// The requests are handed back to be sent again, oldest first.
+    fn on_0rtt_rejected(&mut self) {
+        self.control = None;
+        self.control_out.clear();
+        self.blocked = false;
+        let mut refused: Vec<(StreamId, Stream<T>)> = self.streams.drain().collect();
+        refused.sort_by_key(|(id, _)| u64::from(*id));
+        for (_, s) in refused {
+            self.events.push_back(Event::Unprocessed { tag: s.tag });
+        }
+    }
+
+    /// Opens the control stream, with SETTINGS first.
+    fn open_control(&mut self) {
         let Some(id) = self.quic.conn().streams().open(Dir::Uni) else {
             return;
         };
@@ -751,11 +799,11 @@ impl EqOrNone for Option<u64> {
 
 impl<T: Clone> Session<T> for Http3<T> {
     fn is_ready(&self) -> bool {
-        self.connected
+        self.connected || self.early
     }
 
     fn free_streams(&self) -> u32 {
-        if !self.connected || self.is_retired() || self.blocked {
+        if !self.is_ready() || self.is_retired() || self.blocked {
             return 0;
         }
         self.max_streams.saturating_sub(self.streams.len() as u32)
@@ -914,6 +962,7 @@ impl<T: Clone> Session<T> for Http3<T> {
             sent: f.sent_packets,
             lost: f.lost_packets,
             zero_rtt: f.zero_rtt,
+            zero_rtt_offered: f.zero_rtt_offered,
         })
     }
 }

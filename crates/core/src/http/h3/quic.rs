@@ -21,6 +21,8 @@ use crate::http::session::Failure;
 #[derive(Clone, Debug)]
 pub struct QuicOptions {
     /// TLS 1.3 offering `h3` by ALPN, with the run's trust and identity.
+    /// Its `enable_early_data` (set by `--0rtt`) lets a connection that
+    /// resumes a session send 0-RTT: the session then opens at once.
     pub tls: Arc<rustls::ClientConfig>,
     /// The name the certificate must carry (SNI).
     pub server_name: String,
@@ -43,6 +45,9 @@ pub struct QuicFacts {
     pub handshake: Option<Duration>,
     /// The server accepted early (0-RTT) data.
     pub zero_rtt: bool,
+    /// Early data was sent: the connection resumed a session whose ticket
+    /// allows it, with `--0rtt`.
+    pub zero_rtt_offered: bool,
     pub lost_packets: u64,
     pub sent_packets: u64,
 }
@@ -216,6 +221,7 @@ impl Quic {
                 .connected
                 .map(|at| Duration::from_nanos(at.saturating_sub(self.started))),
             zero_rtt: self.conn.accepted_0rtt(),
+            zero_rtt_offered: self.conn.has_0rtt(),
             lost_packets: stats.path.lost_packets,
             sent_packets: stats.path.sent_packets,
         }

@@ -439,6 +439,14 @@ pub fn accounting(page: &mut String, doc: &Document) {
             count(q.packets_lost),
             format!("{share:.2}% of those sent"),
         ]);
+        if q.zero_rtt_offered > 0 {
+            let took = q.zero_rtt as f64 * 100.0 / q.zero_rtt_offered as f64;
+            rows.push(vec![
+                "QUIC connections with 0-RTT accepted".into(),
+                count(q.zero_rtt),
+                format!("{took:.1}% of {} that sent it", count(q.zero_rtt_offered)),
+            ]);
+        }
     }
     if c.saturated > 0 {
         rows.push(vec![

@@ -275,6 +275,22 @@ fn sample_page_is_complete_and_self_contained() {
 }
 
 #[test]
+fn quic_rows_show_0rtt_only_when_some_connection_sent_it() {
+    let mut doc = sample();
+    doc.counters.quic.packets_sent = 1_200;
+    doc.counters.quic.packets_lost = 12;
+    let html = render(&doc);
+    assert!(html.contains("QUIC packets lost (sent again)"));
+    assert!(!html.contains("0-RTT"));
+    doc.counters.quic.zero_rtt_offered = 8;
+    doc.counters.quic.zero_rtt = 6;
+    let html = render(&doc);
+    assert!(html.contains("QUIC connections with 0-RTT accepted"));
+    assert!(html.contains("75.0% of 8 that sent it"), "{html}");
+    assert_clean(&doc, &html);
+}
+
+#[test]
 fn document_strings_are_escaped() {
     let mut doc = sample();
     doc.config.url = r#"http://h/<b>&"x""#.into();
