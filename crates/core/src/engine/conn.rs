@@ -375,7 +375,11 @@ impl<T: Io> Conn<T> {
     /// passes here, and a TCP connection never needs it.
     pub fn handshake_done(&mut self, now: impl FnOnce() -> Nanos) -> Option<Nanos> {
         let since = self.handshaking_since?;
-        if !self.session.as_ref().is_some_and(|s| s.is_ready()) {
+        if !self
+            .session
+            .as_ref()
+            .is_some_and(|s| s.handshake_complete())
+        {
             return None;
         }
         self.handshaking_since = None;

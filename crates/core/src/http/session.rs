@@ -33,6 +33,13 @@ pub trait Session<T> {
     /// came) and its capacity is known. Nothing is opened before.
     fn is_ready(&self) -> bool;
 
+    /// A session with a handshake of its own (QUIC's) has finished it:
+    /// the connection's connect time runs to here. It may have been ready
+    /// before (0-RTT).
+    fn handshake_complete(&self) -> bool {
+        self.is_ready()
+    }
+
     /// Requests it can take now: 0 until ready, while full, and once
     /// retired.
     fn free_streams(&self) -> u32;

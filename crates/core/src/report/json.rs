@@ -210,6 +210,9 @@ pub struct RunConfig {
     /// `--grpc`: the method every request called.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grpc: Option<String>,
+    /// `--0rtt`: HTTP/3 connections that resume a session send early data.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub zero_rtt: bool,
 }
 
 /// One phase of `--rate-profile` as configured.

@@ -38,6 +38,7 @@ pub fn describe(run: &Setup) -> RunConfig {
             .offers_streams()
             .then_some(run.protocols.max_streams),
         grpc: run.calls.as_ref().map(|c| c.method.clone()),
+        zero_rtt: run.protocols.zero_rtt,
         arrival: run.load.is_open().then(|| {
             match run.arrival_seed {
                 Some(_) => "poisson",

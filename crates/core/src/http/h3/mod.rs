@@ -802,6 +802,10 @@ impl<T: Clone> Session<T> for Http3<T> {
         self.connected || self.early
     }
 
+    fn handshake_complete(&self) -> bool {
+        self.connected
+    }
+
     fn free_streams(&self) -> u32 {
         if !self.is_ready() || self.is_retired() || self.blocked {
             return 0;

@@ -232,12 +232,19 @@ fn run(
     while !done(client, &out) && Instant::now() < deadline {
         let now = clock::now();
         loop {
-            let d = client.transmit(now).to_vec();
-            if d.is_empty() {
+            let (batch, segment) = client.transmit_segmented(now);
+            if batch.is_empty() {
                 break;
             }
-            client.transmitted(d.len());
-            server.handle(&d);
+            let n = batch.len();
+            let datagrams: Vec<Vec<u8>> = batch
+                .chunks(segment.unwrap_or(n))
+                .map(<[u8]>::to_vec)
+                .collect();
+            client.transmitted(n);
+            for d in &datagrams {
+                server.handle(d);
+            }
         }
         server.work();
         for d in server.transmit() {
@@ -304,11 +311,14 @@ fn zero_rtt_is_sent_at_once_and_sent_again_when_refused() {
     // out before the server has said a word, and are taken.
     let mut second: Http3<u32> = Http3::new(&opts, remote, clock::now()).unwrap();
     assert!(second.is_ready(), "no 0-RTT on a resumed session");
+    // Its connect time still runs to the handshake's end.
+    assert!(!second.handshake_complete());
     for tag in 10..13 {
         second.open(&request, tag, clock::now()).unwrap();
     }
     let out = answers(&mut second, &mut taking, &request, 3);
     assert_eq!((out.answered, out.unprocessed), (vec![10, 11, 12], vec![]));
+    assert!(second.handshake_complete());
     let f = second.facts();
     assert!(f.zero_rtt_offered && f.zero_rtt, "{f:?}");
     let p = second.packets().unwrap();

@@ -94,6 +94,12 @@ pub fn configuration(page: &mut String, doc: &Document) {
         ));
     }
     rows.push(("Protocol", protocol));
+    if c.zero_rtt {
+        rows.push((
+            "0-RTT",
+            "sent by connections that resume a session (<code>--0rtt</code>)".to_string(),
+        ));
+    }
     if let Some(method) = &c.grpc {
         rows.push(("gRPC calls of", format!("<code>{}</code>", escape(method))));
     }

@@ -161,6 +161,7 @@ pub fn sample() -> Document {
             shard: None,
             start_at_s: None,
             grpc: None,
+            zero_rtt: false,
         },
         protocol: Some("HTTP/2".into()),
         window_s: 10.0,
