@@ -135,9 +135,9 @@ per_protocol! {
             // A response takes 80 ms: one connection per request waiting
             // out the stall, so that none waits for a connection after it.
             Proto::Http1 => &["-t1", "-c100", "--max-connections", "1000", "-R500", "-d4s", "--sse"],
-            Proto::Http2 => &["-t1", "-c4", "-m100", "-R500", "-d4s", "--sse"],
+            Proto::Http2 | Proto::Http3 => &["-t1", "-c4", "-m100", "-R500", "-d4s", "--sse"],
         };
-        let (o, text) = proto.bench(&[args, &[&url(&srv, "/")]].concat());
+        let (o, text) = proto.bench(&[args, &[&proto.url(&srv, "/")]].concat());
         let c = &o.stats.counters;
         assert_eq!(c.errors.lost_requests(), 0, "{c:?}\n{text}");
         let e = o.stats.events.as_ref().expect("--sse keeps events");

@@ -13,7 +13,7 @@ use std::time::Duration;
 use crate::common::caddy::Caddy;
 use crate::common::relay::Relay;
 use crate::common::*;
-use metron::serve::{BadCert, Http3, Pick, ServeConfig, Server, StallPlan};
+use metron::serve::{BadCert, Http3, Pick, ServeConfig, Server};
 
 /// Every request metron completed, and every one still in flight at the
 /// end, is in Caddy's log as HTTP/3; nothing else is.
@@ -250,44 +250,6 @@ fn h3_url(srv: &Server) -> String {
     format!("https://{}/", srv.addr())
 }
 
-/// A stall of S seconds in the built-in target at rate R, its QUIC stack
-/// still answering: the S·R requests due during it wait, from when they
-/// were due, spread uniformly over [0, S]. With N requests in all, the
-/// corrected quantile q above 1 - S·R/N is S·(1 - (1 - q)·N/(S·R)), the
-/// same arithmetic as over HTTP/1.1 and HTTP/2 (tests/it/rate.rs).
-#[test]
-fn corrected_percentiles_match_a_stall_of_known_length() {
-    let _g = serial();
-    let stall = Duration::from_millis(1000);
-    let srv = h3_server(
-        ServeConfig {
-            stall: Some(StallPlan::once(Duration::from_millis(1200), stall).unwrap()),
-            ..ServeConfig::default()
-        },
-        Http3::default(),
-    );
-    let rate = 2000.0;
-    let args = ["-t1", "-c4", "-m100", "-R2000", "-d4s", "--http3", "-k"];
-    let (o, _) = bench(&[&args[..], &[&h3_url(&srv)]].concat());
-    assert_balanced(&o);
-    let c = &o.stats.counters;
-    assert_eq!(c.errors.lost_requests(), 0, "{c:?}");
-    assert_eq!(srv.stats().requests(), c.completed + c.in_flight, "{c:?}");
-    let n = o.stats.latency.len() as f64;
-    let f = stall.as_secs_f64() * rate / n;
-    let s_us = stall.as_micros() as f64;
-    for q in [0.90, 0.99, 0.999] {
-        let want = s_us * (1.0 - (1.0 - q) / f);
-        let got = o.stats.latency.value_at_quantile(q) as f64;
-        // 5% of S covers the stall's edges, blurred by scheduling.
-        assert!(
-            (got - want).abs() <= 0.05 * s_us,
-            "p{}: got {got:.0} us, want {want:.0} us ({c:?})",
-            q * 100.0
-        );
-    }
-}
-
 /// A server that goes away after 50 requests on each connection, and
 /// refuses one stream in ten with H3_REQUEST_REJECTED: the refused and
 /// those above a GOAWAY were never processed, so they go out again on
@@ -374,12 +336,14 @@ fn large_bodies_arrive_whole_and_counted_once() {
         },
         Http3::default(),
     );
-    let args = ["-t1", "-c2", "-m4", "-d2s", "--http3", "-k"];
+    // Rate mode, so that the last requests have long reached the server
+    // when the run ends (its count is read as metron exits).
+    let args = ["-t1", "-c2", "-m4", "-R300", "-d2s", "--http3", "-k"];
     let (o, text) = bench(&[&args[..], &[&h3_url(&srv)]].concat());
     assert_balanced(&o);
     let c = &o.stats.counters;
     assert_eq!(c.errors.lost_requests(), 0, "{c:?}\n{text}");
-    assert!(c.completed >= 100, "{c:?}");
+    assert!(c.completed >= 500, "{c:?}");
     assert_eq!(c.status_codes.get(200), c.completed, "{c:?}");
     assert_eq!(srv.stats().requests(), c.completed + c.in_flight, "{c:?}");
     // HTTP/3 counts what the response's frames carried: its body, and

@@ -12,7 +12,7 @@ per_protocol! {
     fn a_static_script_sets_headers_once_and_costs_no_call_per_request(proto) {
         let _g = serial();
         let srv = proto.recording();
-        let (u, s) = (url(&srv, "/"), script("auth.lua"));
+        let (u, s) = (proto.url(&srv, "/"), script("auth.lua"));
         let (o, _) = proto.bench(&["-t2", "-c2", "-R200", "-d1s", "-s", &s, &u, "--", "s3cret"]);
         assert_balanced(&o);
         assert_eq!(o.stats.counters.completed, 200);
@@ -32,7 +32,7 @@ per_protocol! {
     fn request_hook_makes_a_new_path_per_request(proto) {
         let _g = serial();
         let srv = proto.recording();
-        let (u, s) = (url(&srv, "/"), script("counter.lua"));
+        let (u, s) = (proto.url(&srv, "/"), script("counter.lua"));
         let (o, _) = proto.bench(&["-t1", "-c2", "-R100", "-d1s", "-s", &s, &u]);
         assert_eq!(o.stats.counters.completed, 100);
         let mut paths: Vec<String> = srv.stats().recorded().into_iter().map(|r| r.path).collect();
@@ -47,7 +47,7 @@ per_protocol! {
     fn post_bodies_carry_their_length(proto) {
         let _g = serial();
         let srv = proto.recording();
-        let (u, s) = (url(&srv, "/submit"), script("post.lua"));
+        let (u, s) = (proto.url(&srv, "/submit"), script("post.lua"));
         let (o, _) = proto.bench(&["-t1", "-c1", "-R50", "-d1s", "-s", &s, &u]);
         assert_eq!(o.stats.counters.completed, 50);
         let got = srv.stats().recorded();
@@ -69,7 +69,7 @@ per_protocol! {
             record: 1000,
             ..ServeConfig::default()
         });
-        let (u, s) = (url(&srv, "/"), script("head.lua"));
+        let (u, s) = (proto.url(&srv, "/"), script("head.lua"));
         let (o, _) = proto.bench(&["-t1", "-c2", "-R100", "-d1s", "-s", &s, &u]);
         assert_balanced(&o);
         let c = o.stats.counters;
@@ -94,7 +94,7 @@ per_protocol! {
             record: 100_000,
             ..ServeConfig::default()
         });
-        let (u, s) = (url(&srv, "/"), script("pipeline.lua"));
+        let (u, s) = (proto.url(&srv, "/"), script("pipeline.lua"));
         let (o, _) = proto.bench(&["-t1", "-c2", "-R300", "-d1s", "-s", &s, &u]);
         assert_balanced(&o);
         let c = o.stats.counters;
@@ -109,8 +109,10 @@ per_protocol! {
             (count("/first"), count("/second"), count("/third")),
             (100, 100, 100)
         );
-        if proto == Proto::Http2 {
-            assert_eq!(st.h2_streams(), 300);
+        match proto {
+            Proto::Http1 => {}
+            Proto::Http2 => assert_eq!(st.h2_streams(), 300),
+            Proto::Http3 => assert_eq!(st.h3_streams(), 300),
         }
     }
 }
@@ -126,7 +128,7 @@ per_protocol! {
             body_size: 100,
             ..ServeConfig::default()
         });
-        let (u, s) = (url(&srv, "/"), script("pipeline.lua"));
+        let (u, s) = (proto.url(&srv, "/"), script("pipeline.lua"));
         let (o, _) = proto.bench(&["-t1", "-c1", "-d1s", "-s", &s, &u]);
         assert_balanced(&o);
         let c = o.stats.counters;
@@ -145,10 +147,12 @@ per_protocol! {
     fn delay_spaces_out_requests(proto) {
         let _g = serial();
         let srv = proto.server(ServeConfig::default());
-        let (u, s) = (url(&srv, "/"), script("random_delay.lua"));
+        let (u, s) = (proto.url(&srv, "/"), script("random_delay.lua"));
         let cases: &[(&[&str], u64, u64)] = match proto {
             Proto::Http1 => &[(&[], 45, 100)],
-            Proto::Http2 => &[(&["-m1"], 45, 100), (&["-m4"], 4 * 45, 4 * 100)],
+            Proto::Http2 | Proto::Http3 => {
+                &[(&["-m1"], 45, 100), (&["-m4"], 4 * 45, 4 * 100)]
+            }
         };
         for &(m, least, most) in cases {
             let args = [m, &["-t1", "-c1", "-d1s", "-s", &s, &u]].concat();
@@ -172,7 +176,7 @@ per_protocol! {
     fn thread_stop_ends_that_thread_after_ten_responses(proto) {
         let _g = serial();
         let srv = proto.server(ServeConfig::default());
-        let (u, s) = (url(&srv, "/"), script("stop.lua"));
+        let (u, s) = (proto.url(&srv, "/"), script("stop.lua"));
         let args = [proto.one_stream(), &["-t1", "-c1", "-d5s", "-s", &s, &u]].concat();
         let (o, _) = proto.bench(&args);
         assert_balanced(&o);
@@ -264,11 +268,12 @@ per_protocol! {
             (9_900..=10_100).contains(&gap),
             "mean gap {gap} us at 100/s"
         );
-        // HTTP/2's field names are lowercase (RFC 9113 section 8.2.1): the
-        // script's `headers["Content-Length"]` finds nothing there.
+        // HTTP/2's and HTTP/3's field names are lowercase (RFC 9113
+        // section 8.2.1, RFC 9114 section 4.2): the script's
+        // `headers["Content-Length"]` finds nothing there.
         let length = match proto {
             Proto::Http1 => "3",
-            Proto::Http2 => "nil",
+            Proto::Http2 | Proto::Http3 => "nil",
         };
         let last = format!("last response 200 {length} \"xxx\"\n");
         assert!(out.contains(&last), "{out}");

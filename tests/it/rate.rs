@@ -47,7 +47,7 @@ per_protocol! {
     /// A stall of S seconds at rate R: the S·R requests due during it wait,
     /// on average, S/2, spread uniformly over [0, S]. With N requests in
     /// all, the fraction f = S·R/N of them form that tail, so the corrected
-    /// quantile q (above 1 - f) is S·(1 - (1 - q)/f). Over HTTP/2 the
+    /// quantile q (above 1 - f) is S·(1 - (1 - q)/f). Over HTTP/2 and HTTP/3 the
     /// requests due during the stall go out on the connections' free
     /// streams (4 × 100 of them) and then wait for one; either way their
     /// latency runs from when they were due.
@@ -58,10 +58,10 @@ per_protocol! {
             stall: Some(StallPlan::once(Duration::from_millis(1200), stall).unwrap()),
             ..ServeConfig::default()
         });
-        let u = url(&srv, "/");
+        let u = proto.url(&srv, "/");
         let (rate, args): (f64, &[&str]) = match proto {
             Proto::Http1 => (1000.0, &["-t2", "-c10", "-R1000", "-d4s"]),
-            Proto::Http2 => (2000.0, &["-t1", "-c4", "-m100", "-R2000", "-d4s"]),
+            Proto::Http2 | Proto::Http3 => (2000.0, &["-t1", "-c4", "-m100", "-R2000", "-d4s"]),
         };
         let (o, _) = proto.bench(&[args, &[&u]].concat());
         assert_balanced(&o);
@@ -98,15 +98,12 @@ per_protocol! {
         }
         match proto {
             Proto::Http1 => uncorrected_sees_the_requests_in_flight(&o),
-            Proto::Http2 => {
+            Proto::Http2 | Proto::Http3 => {
                 uncorrected_sees_the_streams_in_flight(&o, stall, rate);
                 // No more connections than -c (and the pre-flight's).
                 let st = srv.stats();
-                assert!(
-                    st.h2_connections() <= 5,
-                    "{} connections",
-                    st.h2_connections()
-                );
+                let opened = st.h2_connections() + st.h3_connections();
+                assert!(opened <= 5, "{opened} connections");
             }
         }
     }
