@@ -14,6 +14,10 @@
 //! never processed, as are those the server rejects with
 //! H3_REQUEST_REJECTED, and they come out as [`Event::Unprocessed`].
 //!
+//! What a response asks to send back (QUIC's acknowledgement) waits up to
+//! [`ACK_HOLD`] for the next request to carry it, instead of a datagram of
+//! its own.
+//!
 //! With `--0rtt`, a connection that resumes a TLS session whose ticket
 //! allows early data is ready at once: its control stream and its first
 //! requests go out as 0-RTT, in the handshake's first flight. A server may
@@ -151,6 +155,18 @@ enum Uni {
 /// longer is not a sane server's.
 const MAX_CONTROL_FRAME: u64 = 16 * 1024;
 
+/// How long what a response asks to send (its acknowledgement) may wait
+/// for the next request on the connection to carry it. QUIC acknowledges
+/// every second packet at once by default; with one small response per
+/// request that is a datagram, a system call, for every two requests,
+/// which at a steady rate mostly falls between requests. Held this long
+/// it rides with the next request instead. Far below the 25 ms this
+/// client tells the server it may delay an acknowledgement by
+/// (`max_ack_delay`), so the server's loss detection never waits on it.
+/// Not while a response body is arriving: the server's sending is paced
+/// by those acknowledgements.
+const ACK_HOLD: Nanos = 1_000_000;
+
 /// One HTTP/3 connection's client session; `T` tags each request.
 pub struct Http3<T> {
     quic: quic::Quic,
@@ -182,6 +198,13 @@ pub struct Http3<T> {
     qpack: qpack::Scratch,
     /// QUIC's next deadline, as last asked.
     deadline: Option<Nanos>,
+    /// What input asked to send (acknowledgements, mostly) waits until
+    /// then for a request to ride with, unless something else goes first
+    /// (see [`ACK_HOLD`]).
+    hold_until: Option<Nanos>,
+    /// Requests or other stream data were written since the last
+    /// transmit: they go now, and carry whatever was held.
+    fresh: bool,
     /// Why the connection was lost, once it was.
     lost: Option<quinn_proto::ConnectionError>,
 }
@@ -211,6 +234,8 @@ impl<T: Clone> Http3<T> {
             closed: false,
             qpack: qpack::Scratch::default(),
             deadline: None,
+            hold_until: None,
+            fresh: false,
             lost: None,
         };
         // quinn-proto has 0-RTT keys right after connecting when TLS may
@@ -232,6 +257,7 @@ impl<T: Clone> Http3<T> {
     pub fn close(&mut self, now: Nanos) {
         self.quic.close(now, H3_NO_ERROR);
         self.closed = true;
+        self.fresh = true;
     }
 
     /// Why the handshake failed, once the connection is lost before it
@@ -322,6 +348,7 @@ impl<T: Clone> Http3<T> {
         };
         if let Ok(n) = self.quic.conn().send_stream(id).write(&self.control_out) {
             self.control_out.drain(..n);
+            self.fresh |= n > 0;
         }
     }
 
@@ -711,6 +738,7 @@ impl<T: Clone> Http3<T> {
             match send.write(&s.out) {
                 Ok(n) => {
                     s.out.drain(..n);
+                    self.fresh = true;
                 }
                 Err(_) => return,
             }
@@ -742,6 +770,7 @@ impl<T: Clone> Http3<T> {
         }
         self.quic.close(now, code);
         self.closed = true;
+        self.fresh = true;
         self.events.push_back(Event::Failed {
             why: Failure::Protocol,
         });
@@ -872,8 +901,16 @@ impl<T: Clone> Session<T> for Http3<T> {
     }
 
     fn handle(&mut self, datagram: &[u8], now: Nanos) {
+        // The handshake's own replies are never held.
+        let connected = self.connected;
         self.quic.handle(datagram, now);
         self.drive(now);
+        if self.hold_until.is_none()
+            && connected
+            && !self.streams.values().any(|s| s.phase == Phase::Body)
+        {
+            self.hold_until = Some(now + ACK_HOLD);
+        }
     }
 
     /// A datagram transport has no end of stream.
@@ -894,6 +931,12 @@ impl<T: Clone> Session<T> for Http3<T> {
     }
 
     fn transmit_segmented(&mut self, now: Nanos) -> (&[u8], Option<usize>) {
+        let held = !self.fresh && self.hold_until.is_some_and(|t| now < t);
+        if held && !self.quic.has_pending() {
+            return (&[], None);
+        }
+        self.fresh = false;
+        self.hold_until = None;
         // Sending arms QUIC's loss-detection timer.
         self.deadline = self.quic.poll_timeout_after_transmit(now);
         self.quic.transmit(now)
@@ -914,10 +957,15 @@ impl<T: Clone> Session<T> for Http3<T> {
     fn poll_timeout(&self) -> Option<Nanos> {
         // quinn-proto's poll_timeout needs `&mut`; the last one computed is
         // kept by `handle_timeout` and after input.
-        self.deadline
+        match (self.deadline, self.hold_until) {
+            (Some(d), Some(h)) => Some(d.min(h)),
+            (d, h) => d.or(h),
+        }
     }
 
     fn handle_timeout(&mut self, now: Nanos) {
+        // What was held goes now, with whatever QUIC's timers add.
+        self.hold_until = None;
         self.quic.handle_timeout(now);
         self.drive(now);
     }

@@ -176,6 +176,11 @@ impl Quic {
         (&self.datagram[..self.pending], self.segment)
     }
 
+    /// Datagrams were prepared and not all sent yet.
+    pub(super) fn has_pending(&self) -> bool {
+        self.pending > 0
+    }
+
     /// Prepares the next datagram and says QUIC's deadline after it.
     pub(super) fn poll_timeout_after_transmit(&mut self, now: Nanos) -> Option<Nanos> {
         let _ = self.transmit(now);

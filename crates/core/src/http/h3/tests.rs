@@ -4,7 +4,8 @@
 //! connection that waits for its handshake and brings back tickets, a
 //! second that sends at once and is accepted, and a third to a server that
 //! resumes the session but refuses its early data, whose requests come
-//! back unprocessed and, sent again, are each answered once.
+//! back unprocessed and, sent again, are each answered once. And it shows
+//! an acknowledgement held for a request to carry it.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -347,4 +348,96 @@ fn zero_rtt_is_sent_at_once_and_sent_again_when_refused() {
     let out = answers(&mut third, &mut refusing, &request, 1);
     assert_eq!(out.answered, [30]);
     assert_eq!(refusing.answered, 4);
+}
+
+/// Sends what the client has to the server; the datagrams that went.
+fn flush_to(client: &mut Http3<u32>, server: &mut Server, now: Nanos) -> usize {
+    let mut sent = 0;
+    loop {
+        let (batch, segment) = client.transmit_segmented(now);
+        if batch.is_empty() {
+            return sent;
+        }
+        let n = batch.len();
+        let datagrams: Vec<Vec<u8>> = batch
+            .chunks(segment.unwrap_or(n))
+            .map(<[u8]>::to_vec)
+            .collect();
+        client.transmitted(n);
+        for d in &datagrams {
+            server.handle(d);
+            sent += 1;
+        }
+    }
+}
+
+/// What the server sends once it has answered what it holds.
+fn server_reply(server: &mut Server) -> Vec<Vec<u8>> {
+    let until = Instant::now() + Duration::from_secs(1);
+    loop {
+        server.work();
+        let out = server.transmit();
+        if !out.is_empty() || Instant::now() > until {
+            return out;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Two responses in two packets: QUIC wants to acknowledge them at once.
+/// That acknowledgement waits up to ACK_HOLD for a request to carry it;
+/// when none comes, it goes alone at the hold's end. A request opened
+/// meanwhile goes at once, and carries it.
+#[test]
+fn an_acknowledgement_waits_briefly_for_a_request_to_carry_it() {
+    let id = identity();
+    let opts = client_opts(&id);
+    let remote: SocketAddr = SERVER.parse().unwrap();
+    let store = rustls::server::ServerSessionMemoryCache::new(64);
+    let mut server = Server::new(server_tls(&id, true, store));
+    let request = Request::new(
+        bytes::Bytes::from_static(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"),
+        false,
+    );
+    let mut client: Http3<u32> = Http3::new(&opts, remote, clock::now()).unwrap();
+    run(&mut client, &mut server, &request, |c, _| c.is_ready());
+    client.open(&request, 1, clock::now()).unwrap();
+    answers(&mut client, &mut server, &request, 1);
+
+    // Each request answered apart, the answers held back from the client.
+    let mut replies = Vec::new();
+    for tag in [2, 3] {
+        client.open(&request, tag, clock::now()).unwrap();
+        assert!(flush_to(&mut client, &mut server, clock::now()) > 0);
+        replies.extend(server_reply(&mut server));
+    }
+    let now = clock::now();
+    for d in &replies {
+        client.handle(d, now);
+    }
+    assert_eq!(flush_to(&mut client, &mut server, now), 0, "not held");
+    let due = client.poll_timeout().expect("the hold's end is a deadline");
+    assert!(due <= now + ACK_HOLD, "{} ns", due - now);
+    client.handle_timeout(due);
+    assert!(flush_to(&mut client, &mut server, due) > 0, "never sent");
+
+    // Again, and a request comes first: everything leaves with it.
+    let mut replies = Vec::new();
+    for tag in [4, 5] {
+        client.open(&request, tag, clock::now()).unwrap();
+        flush_to(&mut client, &mut server, clock::now());
+        replies.extend(server_reply(&mut server));
+    }
+    let now = clock::now();
+    for d in &replies {
+        client.handle(d, now);
+    }
+    assert_eq!(flush_to(&mut client, &mut server, now), 0, "not held");
+    client.open(&request, 6, now).unwrap();
+    assert!(
+        flush_to(&mut client, &mut server, now) > 0,
+        "the request waited"
+    );
+    let out = answers(&mut client, &mut server, &request, 5);
+    assert_eq!(out.answered, [2, 3, 4, 5, 6]);
 }
