@@ -101,6 +101,7 @@ fn the_event_stream_and_json_endpoint_add_up_to_the_run() {
     assert_eq!(series["totals"]["completed"].as_u64(), Some(completed));
     assert_eq!(series["totals"]["intended"].as_u64(), Some(due));
     assert_eq!(series["config"]["rate"].as_f64(), Some(1000.0));
+    assert_eq!(series["config"]["offered"], serde_json::json!(["HTTP/1.1"]));
     assert_eq!(series["report"].as_str(), Some(report.as_str()));
 
     let samples = prometheus(&metrics);
@@ -185,6 +186,11 @@ fn the_page_in_a_browser_follows_the_run_then_shows_the_report() {
     assert!(
         page.contains("requests in 15.00s"),
         "the final report is shown: {page}"
+    );
+    // The configuration says what the connections speak.
+    assert!(
+        page.contains("<td>protocol</td><td>HTTP/1.1</td>"),
+        "{page}"
     );
     // The charts were drawn: the latency chart holds lines.
     assert!(page.contains("<polyline"), "{page}");

@@ -188,6 +188,11 @@ pub struct RunConfig {
     /// `--requests`: the file replayed, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests: Option<RequestsConfig>,
+    /// The protocols offered, in order of preference (`HTTP/1.1`,
+    /// `HTTP/2`, `HTTP/3`); the document's `protocol` says which was
+    /// spoken. Empty in documents of older versions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub offered: Vec<String>,
     /// Streams in flight per connection at most (`-m`), when HTTP/2 or
     /// HTTP/3 was offered.
     #[serde(default, skip_serializing_if = "Option::is_none")]

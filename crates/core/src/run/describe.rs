@@ -33,6 +33,12 @@ pub fn describe(run: &Setup) -> RunConfig {
             .map(|(k, v)| format!("{k}: {v}"))
             .collect(),
         requests: run.replay.as_ref().map(requests),
+        offered: run
+            .protocols
+            .offer
+            .iter()
+            .map(|p| p.name().to_string())
+            .collect(),
         max_streams: run
             .protocols
             .offers_streams()

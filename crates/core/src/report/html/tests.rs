@@ -162,6 +162,7 @@ pub fn sample() -> Document {
             start_at_s: None,
             grpc: None,
             zero_rtt: false,
+            offered: Vec::new(),
         },
         protocol: Some("HTTP/2".into()),
         window_s: 10.0,
