@@ -232,21 +232,7 @@ fn run(
     let mut again: Vec<u32> = Vec::new();
     while !done(client, &out) && Instant::now() < deadline {
         let now = clock::now();
-        loop {
-            let (batch, segment) = client.transmit_segmented(now);
-            if batch.is_empty() {
-                break;
-            }
-            let n = batch.len();
-            let datagrams: Vec<Vec<u8>> = batch
-                .chunks(segment.unwrap_or(n))
-                .map(<[u8]>::to_vec)
-                .collect();
-            client.transmitted(n);
-            for d in &datagrams {
-                server.handle(d);
-            }
-        }
+        flush_to(client, server, now);
         server.work();
         for d in server.transmit() {
             client.handle(&d, clock::now());
