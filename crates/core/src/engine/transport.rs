@@ -548,6 +548,15 @@ mod tests {
             .collect()
     }
 
+    /// `peer` receives `sent`, datagram by datagram.
+    fn arrive(peer: &std::net::UdpSocket, sent: &[Vec<u8>]) {
+        let mut buf = [0u8; 4096];
+        for want in sent {
+            let got = peer.recv(&mut buf).unwrap();
+            assert_eq!(&buf[..got], &want[..]);
+        }
+    }
+
     /// Where the kernel has no GSO: the same datagrams in one sendmmsg.
     #[test]
     fn without_gso_a_batch_goes_in_one_sendmmsg() {
@@ -557,11 +566,7 @@ mod tests {
         };
         let sent = batch(&[900, 900, 900, 17]);
         assert_eq!(u.send_many(&sent.concat(), 900).unwrap(), 2717);
-        let mut buf = [0u8; 4096];
-        for want in &sent {
-            let got = peer.recv(&mut buf).unwrap();
-            assert_eq!(&buf[..got], &want[..]);
-        }
+        arrive(&peer, &sent);
     }
 
     #[test]
@@ -570,11 +575,7 @@ mod tests {
         let sent = batch(&[1000, 1000, 1000, 1000, 300]);
         let n = t.write_segmented(&sent.concat(), Some(1000)).unwrap();
         assert_eq!(n, 4300);
-        let mut buf = [0u8; 4096];
-        for want in &sent {
-            let got = peer.recv(&mut buf).unwrap();
-            assert_eq!(&buf[..got], &want[..]);
-        }
+        arrive(&peer, &sent);
     }
 
     /// The peer sends a run of datagrams in one GSO call, which GRO hands

@@ -1380,10 +1380,11 @@ impl Worker {
         }
         if self.places[i].conn.carries_datagrams() {
             self.on_datagrams(i);
-        }
-        while let Read::Bytes { n, .. } = self.places[i].conn.read(&mut self.buf) {
-            if let Some(s) = self.places[i].conn.session_mut() {
-                s.handle(&self.buf[..n], clock::now());
+        } else {
+            while let Read::Bytes { n, .. } = self.places[i].conn.read(&mut self.buf) {
+                if let Some(s) = self.places[i].conn.session_mut() {
+                    s.handle(&self.buf[..n], clock::now());
+                }
             }
         }
         if let Some(s) = self.places[i].conn.session_mut() {

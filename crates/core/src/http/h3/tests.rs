@@ -211,6 +211,14 @@ fn client_opts(id: &Identity) -> QuicOptions {
     }
 }
 
+/// `GET /`, as every test here sends it.
+fn get() -> Request {
+    Request::new(
+        bytes::Bytes::from_static(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"),
+        false,
+    )
+}
+
 /// What came of the requests of a connection.
 #[derive(Default)]
 struct Outcomes {
@@ -279,10 +287,7 @@ fn zero_rtt_is_sent_at_once_and_sent_again_when_refused() {
     let remote: SocketAddr = SERVER.parse().unwrap();
     let store = rustls::server::ServerSessionMemoryCache::new(64);
     let mut taking = Server::new(server_tls(&id, true, store.clone()));
-    let request = Request::new(
-        bytes::Bytes::from_static(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"),
-        false,
-    );
+    let request = get();
 
     // The first connection has no ticket: it waits for its handshake.
     let mut first: Http3<u32> = Http3::new(&opts, remote, clock::now()).unwrap();
@@ -381,10 +386,7 @@ fn an_acknowledgement_waits_briefly_for_a_request_to_carry_it() {
     let remote: SocketAddr = SERVER.parse().unwrap();
     let store = rustls::server::ServerSessionMemoryCache::new(64);
     let mut server = Server::new(server_tls(&id, true, store));
-    let request = Request::new(
-        bytes::Bytes::from_static(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"),
-        false,
-    );
+    let request = get();
     let mut client: Http3<u32> = Http3::new(&opts, remote, clock::now()).unwrap();
     run(&mut client, &mut server, &request, |c, _| c.is_ready());
     client.open(&request, 1, clock::now()).unwrap();
