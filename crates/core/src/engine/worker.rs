@@ -764,7 +764,7 @@ impl Worker {
         if a.waited {
             self.stats.queued(a.due.at);
         }
-        self.send(i, a.due.at, a.due.request);
+        self.send(i, Some(a.due.at), a.due.request, None);
     }
 
     fn on_event(&mut self, i: usize, ev: &Ready) {
@@ -894,6 +894,11 @@ impl Worker {
         if let Some(handshake) = self.places[i].conn.handshake_done(clock::now) {
             self.stats.connected(handshake, None);
         }
+        // One moment for every event the session holds: each came from
+        // bytes or a deadline already handled, so they are all in hand by
+        // now (a response no later than this), and a script's `response()`
+        // on one does not make the next look slower.
+        let now = clock::now();
         loop {
             let Some(event) = self.places[i]
                 .conn
@@ -902,7 +907,6 @@ impl Worker {
             else {
                 break;
             };
-            let now = clock::now();
             match event {
                 crate::http::Event::Response {
                     tag,
@@ -1191,12 +1195,14 @@ impl Worker {
             self.streams_each[peer] = self.streams_each[peer].max(each);
         }
         self.filling = true;
+        // The clock as last read: each send reads it anyway.
+        let mut now = clock::now();
         while self.unclaimed(i) > 0 && !self.halted() {
-            if self.closed_loop_over(clock::now()) {
+            if self.closed_loop_over(now) {
                 break;
             }
             if let Some(again) = self.retries[peer].pop_front() {
-                self.send_again(i, again);
+                now = self.send_again(i, again);
                 continue;
             }
             match self.slot_delay() {
@@ -1209,7 +1215,7 @@ impl Worker {
                     place.resting += 1;
                     self.resting.push(Reverse((until, i, place.generation)));
                 }
-                Ok(None) => self.offer(i),
+                Ok(None) => now = self.offer(i, now),
             }
         }
         self.filling = false;
@@ -1237,18 +1243,21 @@ impl Worker {
     }
 
     /// One free stream of connection `i` takes a new request (the closed
-    /// loop, once started) or becomes a slot for a due one.
-    fn offer(&mut self, i: usize) {
+    /// loop, once started) or becomes a slot for a due one. `now`: the
+    /// clock as the caller last read it. Returns the clock as last read.
+    fn offer(&mut self, i: usize, now: Nanos) -> Nanos {
         let peer = self.places[i].conn.peer();
-        let now = clock::now();
         if self.started && !self.schedule.paced() {
+            // The closed loop intends each request for the moment it goes.
             let request = self.source.next_for(peer);
-            return self.send(i, now, request);
+            return self.send(i, None, request, Some(now));
         }
+        let now = clock::now();
         self.places[i].offered += 1;
         if let Some(a) = self.slots.release(peer, Slot { conn: i }, now) {
             self.send_assigned(a);
         }
+        now
     }
 
     /// The closed loop sends nothing once its window has ended. A response
@@ -1274,20 +1283,20 @@ impl Worker {
     }
 
     /// Writes a request again on connection `i`: still due at its intended
-    /// time, its uncorrected latency counted from now.
-    fn send_again(&mut self, i: usize, again: InFlight) {
+    /// time, its uncorrected latency counted from now (returned).
+    fn send_again(&mut self, i: usize, again: InFlight) -> Nanos {
         let now = clock::now();
         self.stats.resent(again.stamp, now);
         let stamp = again.stamp.resent(now);
-        self.open_request(i, InFlight { stamp, ..again });
+        self.open_request(i, InFlight { stamp, ..again }, now);
+        now
     }
 
     /// Opens a request on connection `i`. One that finds no stream after
     /// all (the server lowered its limit, or retired the connection) waits
     /// to go out again; one the protocol refuses ends the run, since every
-    /// request like it would be refused too.
-    fn open_request(&mut self, i: usize, tag: InFlight) {
-        let now = clock::now();
+    /// request like it would be refused too. `now`: the moment it goes.
+    fn open_request(&mut self, i: usize, tag: InFlight, now: Nanos) {
         let peer = self.places[i].conn.peer();
         let request = Rc::clone(&tag.request);
         let Some(session) = self.places[i].conn.session_mut() else {
@@ -1307,13 +1316,31 @@ impl Worker {
         }
     }
 
-    /// Sends the batch whose first request is intended at `intended` on
-    /// connection `i`; `request` picks it from the requests file, if any.
-    fn send(&mut self, i: usize, intended: Nanos, request: u32) {
+    /// Sends the batch whose first request is intended at `intended` (or,
+    /// in the closed loop, `None`: as it goes) on connection `i`;
+    /// `request` picks it from the requests file, if any. `read`: the
+    /// clock as the caller has just read it, when nothing but this send
+    /// comes between (a top-up's requests all go out in its one write).
+    /// Returns the moment it went.
+    fn send(
+        &mut self,
+        i: usize,
+        intended: Option<Nanos>,
+        request: u32,
+        read: Option<Nanos>,
+    ) -> Nanos {
+        let scripted = matches!(self.source, Source::Script);
         if let Err(e) = self.load_batch(request) {
-            return self.fail(e);
+            self.fail(e);
+            return clock::now();
         }
-        let now = clock::now();
+        // A script's `request()` may take a while, and the request goes
+        // only after it: then the clock is read again.
+        let now = match read {
+            Some(t) if !scripted => t,
+            _ => clock::now(),
+        };
+        let intended = intended.unwrap_or(now);
         let endpoint = self.source.endpoint(request);
         let mut batch = std::mem::take(&mut self.batch);
         for (k, req) in batch.drain(..).enumerate() {
@@ -1330,6 +1357,7 @@ impl Worker {
                     request: req,
                     sends: 1,
                 },
+                now,
             );
         }
         self.batch = batch;
@@ -1337,6 +1365,7 @@ impl Worker {
         if !self.filling {
             self.flush(i);
         }
+        now
     }
 
     /// Puts the next batch in `self.batch`: the static one, the requests
@@ -1407,7 +1436,7 @@ impl Worker {
             }
             place.resting -= 1;
             if !self.halted() && self.unclaimed(i) > 0 {
-                self.offer(i);
+                self.offer(i, clock::now());
                 self.flush(i);
             }
         }
