@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::common::judged::*;
 use crate::common::*;
 use metron::report::sweep::{rate_words, SweepDocument};
-use metron::serve::{Capacity, ServeConfig};
+use metron::serve::{Capacity, Http2, ServeConfig};
 
 /// A single queue serving 4000 requests/s: rates double from 1k until one
 /// fails (8k), then the bracket is halved to 5%. Every step below the
@@ -273,6 +273,55 @@ fn a_sweep_that_reaches_its_top() {
     );
     // 100, 200, then the top itself.
     assert_eq!(table_rows(&out).len(), 3, "{out}");
+    // Over HTTP/1.1 the second line is wrk's.
+    assert_eq!(
+        out.lines().nth(1),
+        Some("  1 threads and 4 connections"),
+        "{out}"
+    );
+}
+
+/// A sweep over HTTP/2 says so under its first line, as a run's banner
+/// does, and a pool that may grow says how far.
+#[test]
+fn a_sweep_banner_names_the_protocol_and_the_pool() {
+    let _g = serial();
+    let srv = h2::h2(Http2::default(), ServeConfig::default());
+    let o = metron_within(
+        &[
+            "sweep",
+            "--slo",
+            "p99<500ms",
+            "--from",
+            "100",
+            "--to",
+            "100",
+            "--step-duration",
+            "1s",
+            "--warmup",
+            "200ms",
+            "--cooldown",
+            "0s",
+            "--http2",
+            "-t1",
+            "-c2",
+            "--max-connections",
+            "10",
+            &url(&srv, "/"),
+        ],
+        Duration::from_secs(60),
+    );
+    assert_status(&o, 0);
+    let out = stdout(&o);
+    let banner: Vec<&str> = out.lines().skip(1).take(2).collect();
+    assert_eq!(
+        banner,
+        [
+            "  1 threads and 2 connections (HTTP/2, up to 100 streams each)",
+            "  more connections open on demand, up to 10",
+        ],
+        "{out}"
+    );
 }
 
 /// Sweep flags that cannot work are one-line errors, before any step.

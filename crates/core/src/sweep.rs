@@ -21,6 +21,7 @@ use crate::report::html::render_sweep;
 use crate::report::sweep::{
     rate_words, write_header, write_row, SweepConfig, SweepDocument, SweepStep, SWEEP_SCHEMA,
 };
+use crate::report::text;
 use crate::run::sink::{json_text, write_file, write_json};
 use crate::run::{bench_config, describe, run_facts, Error};
 use crate::schedule::MAX_RATE;
@@ -56,12 +57,18 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<(), Error> {
         units::format_run_duration(run.warmup),
         args.resolution * 100.0
     )?;
-    writeln!(
+    text::write_connections_line(
         out,
-        "  {} threads and {} connections",
         run.threads,
-        run.connections()
+        run.connections(),
+        run.protocols.banner(None).as_deref(),
     )?;
+    if let Some(c) = &run.calls {
+        text::write_call_line(out, &c.method, c.streaming)?;
+    }
+    if let Some(g) = run.growth {
+        text::write_growth_line(out, g.max, g.from_open_files)?;
+    }
     write_header(out)?;
     out.flush()?;
     let mut search = Search::new(args.from, args.to, args.resolution);

@@ -87,6 +87,17 @@ pub fn write_banner(
         "Running {} test @ {url}",
         format_run_duration(duration)
     )?;
+    write_connections_line(out, threads, connections, protocol)
+}
+
+/// The banner's second line, which `metron sweep` prints under its own
+/// first: threads, connections, and the protocol when not HTTP/1.1.
+pub fn write_connections_line(
+    out: &mut dyn Write,
+    threads: usize,
+    connections: usize,
+    protocol: Option<&str>,
+) -> io::Result<()> {
     write!(out, "  {threads} threads and {connections} connections")?;
     match protocol {
         Some(p) => writeln!(out, " ({p})"),
@@ -96,7 +107,7 @@ pub fn write_banner(
 
 /// Under the banner, when every request is a call: of which method, and
 /// whether its replies stream.
-pub fn write_call_line(out: &mut impl Write, method: &str, streaming: bool) -> io::Result<()> {
+pub fn write_call_line(out: &mut dyn Write, method: &str, streaming: bool) -> io::Result<()> {
     let shape = if streaming {
         "server streaming: each message timed"
     } else {
@@ -106,11 +117,7 @@ pub fn write_call_line(out: &mut impl Write, method: &str, streaming: bool) -> i
 }
 
 /// Under the banner, when connections may grow on demand: how far.
-pub fn write_growth_line(
-    out: &mut impl Write,
-    max: usize,
-    from_open_files: bool,
-) -> io::Result<()> {
+pub fn write_growth_line(out: &mut dyn Write, max: usize, from_open_files: bool) -> io::Result<()> {
     let why = if from_open_files {
         " (as many as the open-files limit allows)"
     } else {
