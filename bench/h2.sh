@@ -8,10 +8,17 @@
 #    loop of -t1 -c10 -m100, metron and h2load alternating for ROUNDS
 #    rounds. Each round prints requests/s and requests per CPU-second of
 #    the generator (user + system, from /usr/bin/time); then, per case,
-#    the ratio of the medians, metron / h2load.
+#    the ratio of the medians, metron / h2load. Each round also prints the
+#    TCP segments per request on loopback (both ends, from
+#    /proc/net/snmp, so the machine must be otherwise quiet). A third
+#    client alternates with them: the floor, bench/iomodel's h2c mode,
+#    which does nothing per request but its reads and writes (see
+#    bench/iomodel/src/main.rs); its ratio to h2load is the most a client
+#    reaches with one read and one write per ready connection.
 # 2. One stream per connection: metron over HTTP/2 with -c100 -m1 against
-#    metron over HTTP/1.1 with -c100, both against nginx: CPU per request,
-#    HTTP/2 / HTTP/1.1.
+#    metron over HTTP/1.1 with -c100, against nginx and against h2o: CPU
+#    per request, HTTP/2 / HTTP/1.1, with h2load -c100 -m1 beside them,
+#    and the TCP segments per request.
 # 3. Latency under load: metron in rate mode at 20,000 requests/s on 4
 #    connections (-t1 -c4 -m100 -R20000 -d10s), against a closed loop of
 #    one stream at a time (-c1 -m1), the server's latency with nothing
@@ -33,8 +40,14 @@ URL=$H2C_URL
 
 need nginx=nginx h2o=h2o h2load=nghttp2-client
 cargo build --release --quiet
+cargo build --release --quiet --manifest-path bench/iomodel/Cargo.toml
+IOMODEL=bench/iomodel/target/release/iomodel
 start_nginx
 start_h2o
+
+# TCP segments sent on the machine so far (Tcp OutSegs): on loopback,
+# every segment either end sends, counted once.
+segments() { awk '/^Tcp:/ { if (++n == 2) print $12 }' /proc/net/snmp; }
 
 # One round of each against $1: "requests seconds cpu-seconds errors".
 metron_round() {
@@ -51,30 +64,48 @@ h2load_round() {
         /^cpu / { c = $2 }
         END { printf "%d %.2f %.3f %d\n", n, s, c, f }'
 }
+# The floor: bench/iomodel's h2c mode, a client that does nothing per
+# request but its reads and writes, on the same 10 connections with 100
+# streams each.
+floor_round() {
+    local hostport=${1#http://}
+    timed "$IOMODEL" h2c "${hostport%/}" 10 "${DURATION%s}" 100 | awk '
+        /^h2c requests/ { n = $3; s = $5 }
+        /^cpu / { c = $2 }
+        END { printf "%d %.2f %.3f 0\n", n, s, c }'
+}
 
 # compare NAME URL: ROUNDS alternating rounds of each tool, then medians.
 compare() {
     echo "# $1: h2c closed loop -t1 -c10 -m100 -d$DURATION; $ROUNDS alternating rounds"
-    printf '%-8s %5s %12s %12s %8s %14s\n' tool round requests req/s errors "req/CPU-s"
-    local m=() h=() r tool n s c e
+    printf '%-8s %5s %12s %12s %8s %14s %13s\n' tool round requests req/s errors "req/CPU-s" "segments/req"
+    local m=() h=() f=() r tool n s c e before
     for r in $(seq "$ROUNDS"); do
-        for tool in metron h2load; do
+        for tool in metron h2load floor; do
+            before=$(segments)
             read -r n s c e < <("${tool}_round" "$2")
-            printf '%-8s %5d %12d %12.0f %8d %14.0f\n' "$tool" "$r" "$n" \
+            printf '%-8s %5d %12d %12.0f %8d %14.0f %13.2f\n' "$tool" "$r" "$n" \
                 "$(awk -v n="$n" -v s="$s" 'BEGIN { print (s > 0) ? n / s : 0 }')" "$e" \
-                "$(awk -v n="$n" -v c="$c" 'BEGIN { print (c > 0) ? n / c : 0 }')"
-            if [ "$tool" = metron ]; then m+=("$n $s $c"); else h+=("$n $s $c"); fi
+                "$(awk -v n="$n" -v c="$c" 'BEGIN { print (c > 0) ? n / c : 0 }')" \
+                "$(awk -v n="$n" -v g="$(($(segments) - before))" 'BEGIN { print (n > 0) ? g / n : 0 }')"
+            case $tool in
+                metron) m+=("$n $s $c") ;;
+                h2load) h+=("$n $s $c") ;;
+                *) f+=("$n $s $c") ;;
+            esac
         done
     done
-    local mr mp hr hp
+    local mr mp hr hp fp
     mr=$(printf '%s\n' "${m[@]}" | awk '$2 > 0 {print $1 / $2}' | median)
     mp=$(printf '%s\n' "${m[@]}" | awk '$3 > 0 {print $1 / $3}' | median)
     hr=$(printf '%s\n' "${h[@]}" | awk '$2 > 0 {print $1 / $2}' | median)
     hp=$(printf '%s\n' "${h[@]}" | awk '$3 > 0 {print $1 / $3}' | median)
-    awk -v mr="$mr" -v mp="$mp" -v hr="$hr" -v hp="$hp" -v name="$1" 'BEGIN {
+    fp=$(printf '%s\n' "${f[@]}" | awk '$3 > 0 {print $1 / $3}' | median)
+    awk -v mr="$mr" -v mp="$mp" -v hr="$hr" -v hp="$hp" -v fp="$fp" -v name="$1" 'BEGIN {
         printf "%-28s %12s %12s %8s\n", "median, " name, "h2load", "metron", "ratio";
         printf "%-28s %12.0f %12.0f %8.2f\n", "  requests/s", hr, mr, (hr > 0) ? mr / hr : 0;
         printf "%-28s %12.0f %12.0f %8.2f\n", "  requests per CPU-second", hp, mp, (hp > 0) ? mp / hp : 0;
+        printf "%-28s %12.0f %12s %8.2f   (a client doing only its reads and writes)\n", "  floor, per CPU-second", fp, "", (hp > 0) ? fp / hp : 0;
     }'
     echo
 }
@@ -87,30 +118,56 @@ compare "nginx, busy loop on the generator's CPU" "$URL"
 busy_stop
 compare "h2o" "$H2O_URL"
 
-# CPU per request of metron alone: "requests cpu-seconds".
-metron_cost() {
-    timed "$METRON" "$@" | awk '
+# CPU per request of one tool alone: "requests cpu-seconds segments".
+# The awk scripts read metron's report or h2load's.
+cost() {
+    local before out
+    before=$(segments)
+    out=$(timed "$@")
+    awk -v s="$(($(segments) - before))" '
         / requests in / { n = $1 }
+        /^requests:/ { n = $8 }
         /^cpu / { c = $2 }
-        END { printf "%d %.3f\n", n, c }'
+        END { printf "%d %.3f %d\n", n, c, s }' <<<"$out"
 }
-echo "# one stream per connection: --http2 -t1 -c100 -m1 against HTTP/1.1 -t1 -c100, nginx, -d$DURATION"
-printf '%-10s %5s %12s %14s\n' protocol round requests "us/request"
-h2=() h1=()
-for r in $(seq "$ROUNDS"); do
-    read -r n c < <(metron_cost --http2 -t1 -c100 -m1 -d"$DURATION" "$URL")
-    printf '%-10s %5d %12d %14.2f\n' HTTP/2 "$r" "$n" "$(awk -v n="$n" -v c="$c" 'BEGIN { print (n > 0) ? c * 1e6 / n : 0 }')"
-    h2+=("$n $c")
-    read -r n c < <(metron_cost -t1 -c100 -d"$DURATION" "$H1_URL")
-    printf '%-10s %5d %12d %14.2f\n' HTTP/1.1 "$r" "$n" "$(awk -v n="$n" -v c="$c" 'BEGIN { print (n > 0) ? c * 1e6 / n : 0 }')"
-    h1+=("$n $c")
-done
-a=$(printf '%s\n' "${h2[@]}" | awk '$1 > 0 {print $2 * 1e6 / $1}' | median)
-b=$(printf '%s\n' "${h1[@]}" | awk '$1 > 0 {print $2 * 1e6 / $1}' | median)
-awk -v a="$a" -v b="$b" 'BEGIN {
-    printf "%-28s %10.2f us\n%-28s %10.2f us\n%-28s %10.2f   (goal: at most 1.3)\n",
-        "median HTTP/2 -m1", a, "median HTTP/1.1", b, "ratio", (b > 0) ? a / b : 0 }'
-echo
+
+# one_stream NAME H2URL H1URL: metron over HTTP/2 with one stream on each
+# of 100 connections against metron over HTTP/1.1 on 100 connections,
+# with h2load's HTTP/2 -m1 beside them; CPU and TCP segments per request.
+one_stream() {
+    echo "# one stream per connection, $1: --http2 -t1 -c100 -m1 against HTTP/1.1 -t1 -c100 (h2load -c100 -m1 beside), -d$DURATION"
+    printf '%-14s %5s %12s %14s %14s\n' run round requests "us/request" "segments/req"
+    local h2=() h1=() hl=() r n c s
+    for r in $(seq "$ROUNDS"); do
+        for run in "metron HTTP/2" "metron HTTP/1" "h2load -m1"; do
+            case $run in
+                "metron HTTP/2") read -r n c s < <(cost "$METRON" --http2 -t1 -c100 -m1 -d"$DURATION" "$2") ;;
+                "metron HTTP/1") read -r n c s < <(cost "$METRON" -t1 -c100 -d"$DURATION" "$3") ;;
+                *) read -r n c s < <(cost h2load -t1 -c100 -m1 -D"${DURATION%s}" "$2") ;;
+            esac
+            printf '%-14s %5d %12d %14.2f %14.2f\n' "$run" "$r" "$n" \
+                "$(awk -v n="$n" -v c="$c" 'BEGIN { print (n > 0) ? c * 1e6 / n : 0 }')" \
+                "$(awk -v n="$n" -v s="$s" 'BEGIN { print (n > 0) ? s / n : 0 }')"
+            case $run in
+                "metron HTTP/2") h2+=("$n $c") ;;
+                "metron HTTP/1") h1+=("$n $c") ;;
+                *) hl+=("$n $c") ;;
+            esac
+        done
+    done
+    local a b l
+    a=$(printf '%s\n' "${h2[@]}" | awk '$1 > 0 {print $2 * 1e6 / $1}' | median)
+    b=$(printf '%s\n' "${h1[@]}" | awk '$1 > 0 {print $2 * 1e6 / $1}' | median)
+    l=$(printf '%s\n' "${hl[@]}" | awk '$1 > 0 {print $2 * 1e6 / $1}' | median)
+    awk -v a="$a" -v b="$b" -v l="$l" 'BEGIN {
+        printf "%-28s %10.2f us\n%-28s %10.2f us\n%-28s %10.2f us\n", "median metron HTTP/2 -m1", a,
+            "median metron HTTP/1.1", b, "median h2load -m1", l;
+        printf "%-28s %10.2f   (goal: at most 1.3)\n", "ratio HTTP/2 / HTTP/1.1", (b > 0) ? a / b : 0 }'
+    echo
+}
+one_stream nginx "$URL" "$H1_URL"
+# h2o answers HTTP/1.1 and HTTP/2 with prior knowledge on one port.
+one_stream h2o "$H2O_URL" "$H2O_URL"
 
 # p50 of the (first, corrected in rate mode) latency distribution of -L.
 p50() { awk '/^ 50.000%/ { print $2; exit }'; }
