@@ -1195,7 +1195,8 @@ impl Worker {
             self.streams_each[peer] = self.streams_each[peer].max(each);
         }
         self.filling = true;
-        // The clock as last read: each send reads it anyway.
+        // One reading serves the top-up's requests, which all leave in its
+        // one write; a send that runs a script reads again, and says so.
         let mut now = clock::now();
         while self.unclaimed(i) > 0 && !self.halted() {
             if self.closed_loop_over(now) {
