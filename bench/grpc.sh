@@ -113,11 +113,8 @@ done
 rate() { printf '%s' "${runs[$1]}" | awk '$2 > 0 { print $1 / $2 }' | median; }
 per_cpu() { printf '%s' "${runs[$1]}" | awk '$3 > 0 { print $1 / $3 }' | median; }
 if [ -n "${runs[metron]}" ] && [ -n "${runs[ghz]}" ]; then
-    awk -v mr="$(rate metron)" -v mp="$(per_cpu metron)" -v gr="$(rate ghz)" -v gp="$(per_cpu ghz)" 'BEGIN {
-        printf "%-28s %12s %12s %8s\n", "median", "ghz", "metron", "ratio";
-        printf "%-28s %12.0f %12.0f %8.2f\n", "  calls/s", gr, mr, (gr > 0) ? mr / gr : 0;
-        printf "%-28s %12.0f %12.0f %8.2f   (goal: at least 2)\n", "  calls per CPU-second", gp, mp, (gp > 0) ? mp / gp : 0;
-    }'
+    ratio_table median ghz calls "$(rate ghz)" "$(rate metron)" "$(per_cpu ghz)" \
+        "$(per_cpu metron)" "   (goal: at least 2)"
 else
     for tool in $TOOLS; do
         printf '%-28s %12.0f calls/s %12.0f calls per CPU-second\n' "median, $tool" "$(rate "$tool")" "$(per_cpu "$tool")"

@@ -101,10 +101,8 @@ compare() {
     hr=$(printf '%s\n' "${h[@]}" | awk '$2 > 0 {print $1 / $2}' | median)
     hp=$(printf '%s\n' "${h[@]}" | awk '$3 > 0 {print $1 / $3}' | median)
     fp=$(printf '%s\n' "${f[@]}" | awk '$3 > 0 {print $1 / $3}' | median)
-    awk -v mr="$mr" -v mp="$mp" -v hr="$hr" -v hp="$hp" -v fp="$fp" -v name="$1" 'BEGIN {
-        printf "%-28s %12s %12s %8s\n", "median, " name, "h2load", "metron", "ratio";
-        printf "%-28s %12.0f %12.0f %8.2f\n", "  requests/s", hr, mr, (hr > 0) ? mr / hr : 0;
-        printf "%-28s %12.0f %12.0f %8.2f\n", "  requests per CPU-second", hp, mp, (hp > 0) ? mp / hp : 0;
+    ratio_table "median, $1" h2load requests "$hr" "$mr" "$hp" "$mp"
+    awk -v fp="$fp" -v hp="$hp" 'BEGIN {
         printf "%-28s %12.0f %12s %8.2f   (a client doing only its reads and writes)\n", "  floor, per CPU-second", fp, "", (hp > 0) ? fp / hp : 0;
     }'
     echo

@@ -103,11 +103,7 @@ saturate() {
     mp=$(printf '%s\n' "${m[@]}" | awk '$3 > 0 {print $1 / $3}' | median)
     or=$(printf '%s\n' "${o[@]}" | awk '$2 > 0 {print $1 / $2}' | median)
     op=$(printf '%s\n' "${o[@]}" | awk '$3 > 0 {print $1 / $3}' | median)
-    awk -v mr="$mr" -v mp="$mp" -v or="$or" -v op="$op" -v goal="${4:-}" 'BEGIN {
-        printf "%-28s %12s %12s %8s\n", "median", "oha", "metron", "ratio";
-        printf "%-28s %12.0f %12.0f %8.2f\n", "  requests/s", or, mr, (or > 0) ? mr / or : 0;
-        printf "%-28s %12.0f %12.0f %8.2f%s\n", "  requests per CPU-second", op, mp, (op > 0) ? mp / op : 0, goal;
-    }'
+    ratio_table median oha requests "$or" "$mr" "$op" "$mp" "${4:-}"
     echo
 }
 TRUST="--cacert $CA"

@@ -92,6 +92,19 @@ timed() {
     rm -f "$tfile"
 }
 
+# ratio_table LABEL PEER UNIT PEER_RATE METRON_RATE PEER_PER_CPU
+# METRON_PER_CPU [SUFFIX]: the medians of a comparison and metron's ratios
+# to the peer's, in three lines; SUFFIX follows the per-CPU ratio.
+ratio_table() {
+    awk -v label="$1" -v peer="$2" -v unit="$3" -v pr="$4" -v mr="$5" -v pp="$6" -v mp="$7" \
+        -v suffix="${8:-}" 'BEGIN {
+        printf "%-28s %12s %12s %8s\n", label, peer, "metron", "ratio";
+        printf "%-28s %12.0f %12.0f %8.2f\n", "  " unit "/s", pr, mr, (pr > 0) ? mr / pr : 0;
+        printf "%-28s %12.0f %12.0f %8.2f%s\n", "  " unit " per CPU-second", pp, mp,
+            (pp > 0) ? mp / pp : 0, suffix;
+    }'
+}
+
 # median of the numbers on stdin
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 

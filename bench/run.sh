@@ -58,11 +58,7 @@ measure() {
     wp=$(printf '%s\n' "${w[@]}" | awk '$3 > 0 {print $2 / $3}' | median)
     mr=$(printf '%s\n' "${m[@]}" | awk '{print $1}' | median)
     mp=$(printf '%s\n' "${m[@]}" | awk '$3 > 0 {print $2 / $3}' | median)
-    awk -v label="$label" -v wr="$wr" -v wp="$wp" -v mr="$mr" -v mp="$mp" 'BEGIN {
-        printf "%-28s %12s %12s %8s\n", label, "wrk", "metron", "ratio";
-        printf "%-28s %12.0f %12.0f %8.2f\n", "  requests/s", wr, mr, (wr > 0) ? mr / wr : 0;
-        printf "%-28s %12.0f %12.0f %8.2f\n", "  requests per CPU-second", wp, mp, (wp > 0) ? mp / wp : 0;
-    }'
+    ratio_table "$label" wrk requests "$wr" "$mr" "$wp" "$mp"
 }
 
 header
