@@ -89,6 +89,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", value_parser = parse_positive)]
     pub close_every: Option<u64>,
 
+    /// Serve at most N connections at once: close a connection beyond them at once, unanswered, and refuse a QUIC handshake beyond them (as a server past its connection limit does)
+    #[arg(long, value_name = "N", value_parser = parse_positive)]
+    pub max_connections: Option<u64>,
+
     /// Stall periodically: one stall every D (first at --stall-at, default D)
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub stall_every: Option<Duration>,
@@ -239,6 +243,7 @@ impl TryFrom<ServeArgs> for ServeConfig {
             body_size: args.body_size,
             chunked: args.chunked,
             close_every: args.close_every,
+            max_connections: args.max_connections,
             stall,
             fault,
             trickle_interval: args.trickle_interval,

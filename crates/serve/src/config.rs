@@ -131,6 +131,10 @@ pub struct ServeConfig {
     pub chunked: bool,
     /// Close after every Nth response on a connection; `Some(0)` is invalid.
     pub close_every: Option<u64>,
+    /// Serve at most this many connections at once: one beyond them is
+    /// closed at once, unanswered (a QUIC handshake refused), as a server
+    /// past its connection limit does; `Some(0)` is invalid.
+    pub max_connections: Option<u64>,
     pub stall: Option<StallPlan>,
     /// Faults injected in place of responses.
     pub fault: Option<FaultPlan>,
@@ -169,6 +173,7 @@ impl Default for ServeConfig {
             body_size: 0,
             chunked: false,
             close_every: None,
+            max_connections: None,
             stall: None,
             fault: None,
             trickle_interval: TRICKLE_INTERVAL,
@@ -419,6 +424,9 @@ impl ServeConfig {
         }
         if self.close_every == Some(0) {
             return Err("--close-every must be at least 1".to_string());
+        }
+        if self.max_connections == Some(0) {
+            return Err("--max-connections must be at least 1".to_string());
         }
         if self.sse.is_some_and(|sse| sse.events == 0) {
             return Err("--sse must be at least 1 (or left out)".to_string());

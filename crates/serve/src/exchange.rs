@@ -23,6 +23,11 @@
 //! `--h2-reset` and `--h3-reset` answer a share of streams with a reset
 //! instead.
 //!
+//! A gRPC call (a request whose content type is `application/grpc`) is
+//! answered as a gRPC server answers one that succeeds: a head, one empty
+//! reply message, and `grpc-status: 0` in trailers, after the same delays,
+//! stalls and resets as any request; a fault route has no call form.
+//!
 //! An event stream (`--sse`) is the head at once, then one DATA frame per
 //! event as each falls due, the stream's end with the last. The head and
 //! each event wait out a stall here, so that the events are timed from
@@ -207,6 +212,7 @@ pub(crate) async fn serve<E: Exchange>(
 ) {
     let _in_flight = InFlight::new(&link);
     let arrival = Instant::now();
+    let call = is_call(&parts);
     let Some(ask) = read_request(&link, &parts, &mut stream).await else {
         return;
     };
@@ -236,6 +242,7 @@ pub(crate) async fn serve<E: Exchange>(
     }
     delay(shared, arrival, served, ask.route.delay()).await;
     let sent = match reply {
+        Reply::Send(_) | Reply::Canned { .. } if call => answer_call(&mut stream).await,
         Reply::Send(response) => send(shared, &mut stream, response, None).await,
         Reply::Canned { head_only, .. } => {
             let response = default_response(defaults, head_only);
@@ -247,6 +254,34 @@ pub(crate) async fn serve<E: Exchange>(
     if sent.is_ok() && ask.closes() {
         link.tell(ConnEvent::GoAway);
     }
+}
+
+/// Whether the request is a gRPC call (`application/grpc`, with or without
+/// a `+proto` or other suffix).
+fn is_call(parts: &http::request::Parts) -> bool {
+    parts
+        .headers
+        .get(CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"))
+}
+
+/// Answers a gRPC call as it succeeds: a head, one empty reply message (a
+/// message's 5-byte prefix: not compressed, length 0), and the OK status
+/// in trailers. A stall holds each part back, as for any response.
+async fn answer_call<E: Exchange>(stream: &mut E) -> Result<(), Gone> {
+    let head = http::Response::builder()
+        .status(200)
+        .header(CONTENT_TYPE, "application/grpc")
+        .body(())
+        .map_err(|_| Gone)?;
+    stream.head(head, false).await?;
+    stream.data(Bytes::from_static(&[0; 5]), false).await?;
+    let mut trailers = HeaderMap::new();
+    trailers.insert(
+        HeaderName::from_static("grpc-status"),
+        HeaderValue::from_static("0"),
+    );
+    stream.trailers(trailers).await
 }
 
 /// Reads the request in full (recording it while inspecting) and says

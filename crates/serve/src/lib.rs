@@ -244,6 +244,12 @@ fn runtime(threads: usize) -> io::Result<tokio::runtime::Runtime> {
 async fn accept(listener: TcpListener, shared: Arc<Shared>) {
     loop {
         match listener.accept().await {
+            // Past its connection limit the server closes at once, as
+            // nginx does past its worker_connections.
+            Ok((stream, _)) if shared.full() => {
+                shared.stats.connection_turned_away();
+                drop(stream);
+            }
             Ok((stream, _)) => {
                 shared.stats.connection_opened();
                 // Responses are written whole; waiting to coalesce them

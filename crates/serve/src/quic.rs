@@ -93,6 +93,11 @@ pub(crate) fn endpoint(socket: UdpSocket, config: quinn::ServerConfig) -> io::Re
 /// until the endpoint is dropped with the runtime.
 pub(crate) async fn accept(endpoint: Endpoint, shared: Arc<Shared>) {
     while let Some(incoming) = endpoint.accept().await {
+        if shared.full() {
+            shared.stats.connection_turned_away();
+            incoming.refuse();
+            continue;
+        }
         shared.stats.connection_opened();
         tokio::spawn(h3conn::serve(incoming, Arc::clone(&shared)));
     }

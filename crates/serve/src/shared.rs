@@ -109,6 +109,13 @@ impl Shared {
         picked.then_some(plan.fault)
     }
 
+    /// Whether `--max-connections` are open: a new one is turned away.
+    pub(crate) fn full(&self) -> bool {
+        self.cfg
+            .max_connections
+            .is_some_and(|max| self.stats.open_connections() >= max)
+    }
+
     /// Whether `--close-every` ends the connection with its `answered`th
     /// response.
     pub(crate) fn close_due(&self, answered: u64) -> bool {

@@ -73,6 +73,7 @@ pub struct ServerStats {
     requests: AtomicU64,
     connections: AtomicU64,
     open: AtomicU64,
+    turned_away: AtomicU64,
     bytes_received: AtomicU64,
     bad_requests: AtomicU64,
     faults: AtomicU64,
@@ -93,6 +94,7 @@ impl ServerStats {
             requests: AtomicU64::new(0),
             connections: AtomicU64::new(0),
             open: AtomicU64::new(0),
+            turned_away: AtomicU64::new(0),
             bytes_received: AtomicU64::new(0),
             bad_requests: AtomicU64::new(0),
             faults: AtomicU64::new(0),
@@ -121,6 +123,12 @@ impl ServerStats {
     /// Connections accepted and not yet closed by the server.
     pub fn open_connections(&self) -> u64 {
         self.open.load(Relaxed)
+    }
+
+    /// Connections closed (or QUIC handshakes refused) at once because
+    /// `--max-connections` were open.
+    pub fn turned_away(&self) -> u64 {
+        self.turned_away.load(Relaxed)
     }
 
     /// Bytes read from all connections, heads and bodies alike; over
@@ -270,6 +278,10 @@ impl ServerStats {
 
     pub(crate) fn connection_closed(&self) {
         self.open.fetch_sub(1, Relaxed);
+    }
+
+    pub(crate) fn connection_turned_away(&self) {
+        self.turned_away.fetch_add(1, Relaxed);
     }
 
     pub(crate) fn h2_connection(&self) {
