@@ -314,11 +314,21 @@ fn a_server_past_its_connection_limit_is_named_in_the_lost_warning() {
         "{warning}"
     );
     assert!(
-        warning.ends_with(&format!(
-            "; connections were reopened {} times",
+        warning.contains(&format!(
+            "; connections were reopened {} times (",
             c["reconnects"]
-        )),
+        )) && warning.contains("turned away unanswered"),
         "{warning}"
+    );
+    // The pool of 512 met a limit: the report says about how many nginx
+    // took.
+    let accepted = c["connections"]["server_accepted"].as_u64().unwrap();
+    assert!((64..=128).contains(&accepted), "{c}\n{text}");
+    assert!(
+        text.contains(&format!(
+            "the server accepted about {accepted} of the 512 connections"
+        )),
+        "{text}"
     );
     // What nginx answered is what metron completed, give or take the
     // requests on the wire when the run ended.

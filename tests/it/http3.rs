@@ -277,6 +277,39 @@ fn refused_and_goaway_streams_are_sent_again_not_lost() {
     assert!(c.completed >= 1900, "{c:?}");
 }
 
+/// A server that never answers, and keeps the stream of every request it
+/// was sent, even once metron cancels it at its timeout: it grants no new
+/// stream. Each connection, once its 100 streams have timed out and it
+/// has had no credit for a while, is replaced by a new one, counted as
+/// granted no stream; the requests that waited meanwhile go out on the
+/// new connections, so none is left never sent, and the wait is their send
+/// lag. (HTTP/2 has no such state: a reset stream stops counting at once.)
+#[test]
+fn a_server_that_keeps_cancelled_streams_gets_new_connections() {
+    let _g = serial();
+    let srv = h3_server(ServeConfig::default(), Http3::default());
+    let url = format!("https://{}/fault/never-answer", srv.addr());
+    let args = [
+        "-t1",
+        "-c2",
+        "-R200",
+        "-d3s",
+        "--timeout",
+        "500ms",
+        "--http3",
+        "-k",
+    ];
+    let (o, text) = bench(&[&args[..], &[&url]].concat());
+    assert_balanced(&o);
+    let c = &o.stats.counters;
+    assert_eq!(c.completed, 0, "{c:?}\n{text}");
+    assert_eq!(c.never_sent, 0, "{c:?}\n{text}");
+    assert!(c.reopens.starved >= 2, "{c:?}\n{text}");
+    assert!(c.waits.server_limit > 0, "{c:?}\n{text}");
+    assert!(text.contains("granted no stream"), "{text}");
+    assert!(text.contains("the stream credit it grants"), "{text}");
+}
+
 /// `--0rtt` against a server that goes away after 40 requests on each
 /// connection: every connection that replaces one resumes its TLS session
 /// and sends its first requests as 0-RTT, which the server takes. Nothing

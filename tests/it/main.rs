@@ -25,6 +25,7 @@ mod http3;
 mod layers;
 mod longrun;
 mod lua;
+mod matrix;
 mod outputs;
 mod phases;
 mod pool;

@@ -11,6 +11,7 @@ pub mod files;
 pub mod grpcio;
 pub mod h2;
 pub mod judged;
+pub mod matrix;
 pub mod modules;
 pub mod nginx;
 pub mod process;

@@ -154,6 +154,8 @@ pub struct Broken;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReadFailure {
     Reset,
+    /// Over UDP: the host answered "port unreachable".
+    Refused,
     Tls,
 }
 
@@ -208,6 +210,8 @@ pub struct Conn<T = Transport> {
     /// When the attempt whose session is still making its own handshake
     /// (QUIC) started.
     handshaking_since: Option<Nanos>,
+    /// A request on the current attempt timed out (see [`Conn::timed_out`]).
+    timed_out: bool,
 }
 
 impl<T: Io> Conn<T> {
@@ -222,6 +226,7 @@ impl<T: Io> Conn<T> {
             failures: 0,
             went_down: None,
             handshaking_since: None,
+            timed_out: false,
         }
     }
 
@@ -250,6 +255,13 @@ impl<T: Io> Conn<T> {
     /// Open: requests and responses move.
     pub fn is_open(&self) -> bool {
         self.state == State::Open
+    }
+
+    /// Its socket is open, and its session is still making a handshake of
+    /// its own (QUIC's): until that completes, the connection is
+    /// connecting.
+    pub fn is_handshaking(&self) -> bool {
+        self.is_open() && self.handshaking_since.is_some()
     }
 
     /// Open, with a session that takes requests (or will, once it has
@@ -282,8 +294,27 @@ impl<T: Io> Conn<T> {
     }
 
     /// A response completed on it: it served, so a close reopens at once.
-    pub fn served(&mut self) {
+    /// True for its first.
+    pub fn served(&mut self) -> bool {
         self.served += 1;
+        self.served == 1
+    }
+
+    /// Open, and a response has completed on it.
+    pub fn has_answered(&self) -> bool {
+        self.is_open() && self.served > 0
+    }
+
+    /// When the oldest request in flight on it was sent, if any is.
+    pub fn oldest_sent(&self) -> Option<Nanos> {
+        let mut oldest = None;
+        if let Some(s) = &self.session {
+            s.for_each_in_flight(&mut |t, _| {
+                let sent = t.stamp.sent();
+                oldest = Some(oldest.map_or(sent, |o: Nanos| o.min(sent)));
+            });
+        }
+        oldest
     }
 
     /// Open, and no response has completed on it yet: a close now is the
@@ -448,6 +479,9 @@ impl<T: Io> Conn<T> {
                 },
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => Read::Blocked,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                    Read::Failed(ReadFailure::Refused)
+                }
                 Err(_) => Read::Failed(ReadFailure::Reset),
             };
         }
@@ -461,6 +495,15 @@ impl<T: Io> Conn<T> {
     /// Checks the timeouts and the reopen time against `now`.
     pub fn on_timer(&self, now: Nanos, timeout: Nanos) -> Check {
         match self.state {
+            // A session's own handshake that hangs is a connect that
+            // hangs.
+            State::Open
+                if self
+                    .handshaking_since
+                    .is_some_and(|t| now - t.min(now) > timeout) =>
+            {
+                Check::ConnectTimedOut
+            }
             State::Open => {
                 let mut oldest = now;
                 if let Some(s) = &self.session {
@@ -485,14 +528,23 @@ impl<T: Io> Conn<T> {
         }
     }
 
+    /// A request on it outlived `--timeout`: it is closing because metron
+    /// gave up waiting, which took the timeout already, not because the
+    /// server refused it.
+    pub fn timed_out(&mut self) {
+        self.timed_out = true;
+    }
+
     /// Drops the socket and the session (the caller drained what was in
     /// flight first). An attempt that served nothing backs off
     /// exponentially, so a server that refuses or hangs up at once is not
-    /// hammered in a busy loop; one that served reopens at once.
+    /// hammered in a busy loop; one that served, or waited out a timeout,
+    /// reopens at once.
     pub fn close(&mut self, now: Nanos) -> Closed<T> {
         let io = self.io.take();
         self.session = None;
-        let reopen_at = if self.served == 0 {
+        let refused = self.served == 0 && !std::mem::take(&mut self.timed_out);
+        let reopen_at = if refused {
             self.failures = self.failures.saturating_add(1);
             let backoff = 1_000_000u64 << self.failures.min(10);
             now + backoff.min(MAX_BACKOFF)

@@ -17,6 +17,7 @@
 //! session; [`transport`] hides plain TCP vs TLS;
 //! [`timer`] gives the loop microsecond wake-ups.
 
+mod capacity;
 pub mod conn;
 mod greeting;
 pub mod limits;
@@ -267,17 +268,19 @@ pub struct Host {
     pub addr: SocketAddr,
     /// What it speaks: chosen by ALPN over TLS, asked for otherwise.
     pub protocol: setup::Protocol,
-    /// HTTP/2: the server's SETTINGS_MAX_CONCURRENT_STREAMS, when it set
-    /// one.
+    /// The streams the server grants on a connection at once, when it
+    /// said (HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS, HTTP/3's initial
+    /// stream credit).
     pub server_limit: Option<u32>,
-    /// HTTP/2: the most streams the run keeps on each connection to it,
-    /// `-m` lowered to the server's limit; `None` over HTTP/1.1.
+    /// The most streams the run keeps on each connection to it, `-m`
+    /// lowered to the server's limit; `None` where a connection carries
+    /// one request at a time.
     pub streams: Option<u32>,
 }
 
 impl Host {
     fn of(peer: &worker::Peer, max_streams: u32) -> Host {
-        let streams = (peer.protocol == setup::Protocol::Http2).then(|| {
+        let streams = peer.protocol.multiplexes().then(|| {
             peer.server_limit
                 .map_or(max_streams, |l| l.min(max_streams))
         });
@@ -577,12 +580,13 @@ mod tests {
         }
     }
 
-    /// The banner's streams: -m, lowered to the server's limit, over
-    /// HTTP/2 only.
+    /// The banner's streams: -m, lowered to the server's limit, over the
+    /// protocols that multiplex.
     #[test]
     fn a_hosts_streams_are_m_within_the_servers_limit() {
         let streams = |p, limit, m| Host::of(&peer(p, limit), m).streams;
         assert_eq!(streams(Protocol::Http2, Some(128), 500), Some(128));
+        assert_eq!(streams(Protocol::Http3, Some(5), 100), Some(5));
         assert_eq!(streams(Protocol::Http2, Some(128), 100), Some(100));
         assert_eq!(streams(Protocol::Http2, None, 500), Some(500));
         assert_eq!(streams(Protocol::Http1, None, 100), None);

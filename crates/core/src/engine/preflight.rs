@@ -162,24 +162,35 @@ fn quic_preflight(
             why: "HTTP/3 needs TLS".to_string(),
         });
     };
+    let identity = check.opts.identity.as_ref();
+    let cert_path = identity.map(|id| id.cert.display().to_string());
+    let cert = cert_path.as_deref();
     let mut last = None;
     for &addr in &target.addrs {
         match preflight_quic::handshake(addr, check.setup, &target.authority, timeout) {
-            Ok(()) => {
+            Ok(server_limit) => {
                 return Ok(Reached {
                     addr,
                     protocol: Protocol::Http3,
-                    server_limit: None,
+                    server_limit,
                 })
             }
             Err(preflight_quic::Failed::Refused(Refusal::Certificate(why))) => {
                 let over_tcp = certificate_over_tcp(addr, target, &check, timeout);
                 let failed = preflight_quic::Failed::Refused(Refusal::Certificate(why));
                 return Err(over_tcp.unwrap_or_else(|| {
-                    preflight_quic::error(addr, &target.host, failed, timeout)
+                    preflight_quic::error(addr, &target.host, cert, failed, timeout)
                 }));
             }
-            Err(failed) => last = Some(preflight_quic::error(addr, &target.host, failed, timeout)),
+            Err(failed) => {
+                last = Some(preflight_quic::error(
+                    addr,
+                    &target.host,
+                    cert,
+                    failed,
+                    timeout,
+                ))
+            }
         }
     }
     Err(last.expect("a target always has at least one address"))

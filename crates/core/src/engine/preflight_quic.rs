@@ -34,13 +34,15 @@ pub(super) enum Failed {
 }
 
 /// One QUIC handshake with `addr`, offering `h3` with `tls`'s trust and
-/// name, within `timeout`; closed at once when it completes.
+/// name, within `timeout`; closed at once when the server has confirmed
+/// it (so that a client certificate it refuses is refused here, not in
+/// the run). Returns the streams the server grants at once.
 pub(super) fn handshake(
     addr: SocketAddr,
     tls: &TlsSetup,
     authority: &str,
     timeout: Duration,
-) -> Result<(), Failed> {
+) -> Result<Option<u32>, Failed> {
     let local: SocketAddr = match addr {
         SocketAddr::V4(_) => ([0, 0, 0, 0], 0).into(),
         SocketAddr::V6(_) => ([0u16; 8], 0).into(),
@@ -67,15 +69,18 @@ pub(super) fn handshake(
     let mut buf = vec![0u8; DATAGRAM];
     loop {
         send_all(&sock, &mut session).map_err(sent_error)?;
-        if session.is_ready() {
-            session.close(clock::now());
-            let _ = send_all(&sock, &mut session);
-            return Ok(());
-        }
         if let Some(refusal) = session.refusal() {
             return Err(Failed::Refused(refusal));
         }
         let left = deadline.saturating_duration_since(Instant::now());
+        // A server that never confirms (none should) is taken as it is
+        // once the deadline comes.
+        if session.is_ready() && (session.confirmed() || left.is_zero()) {
+            let limit = session.server_limit();
+            session.close(clock::now());
+            let _ = send_all(&sock, &mut session);
+            return Ok(limit);
+        }
         if left.is_zero() {
             return Err(Failed::Silent { heard });
         }
@@ -134,6 +139,7 @@ fn sent_error(e: io::Error) -> Failed {
 pub(super) fn error(
     addr: SocketAddr,
     host: &str,
+    cert: Option<&str>,
     failed: Failed,
     timeout: Duration,
 ) -> EngineError {
@@ -152,8 +158,19 @@ pub(super) fn error(
             why,
             hint: "pass its authority with --cacert FILE, or -k to skip verification".to_string(),
         },
-        Failed::Refused(Refusal::ClientCertificate(why)) => {
-            EngineError::ClientCertRequired { addr, why }
+        Failed::Refused(Refusal::ClientCertificate { alert }) => {
+            let why = format!(
+                "the server ended the handshake with the alert {}",
+                super::tls_words::alert(rustls::AlertDescription::from(alert))
+            );
+            match cert {
+                None => EngineError::ClientCertRequired { addr, why },
+                Some(cert) => EngineError::ClientCertRefused {
+                    addr,
+                    cert: cert.to_string(),
+                    why,
+                },
+            }
         }
         Failed::Refused(Refusal::Other(why)) => EngineError::QuicRefused { addr, why },
     }

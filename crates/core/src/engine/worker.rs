@@ -39,15 +39,18 @@ use mio::{Interest, Registry, Token, Waker};
 use crate::clock::{self, Nanos};
 use crate::http::protocol::Carrier;
 use crate::http::request::{metas_into, Batch, RequestMeta};
-use crate::http::{EventReading, Failure, OpenError, Protocol, Request, SessionOptions};
+use crate::http::{
+    EventReading, Failure, OpenError, Protocol, Request, Retirement, SessionOptions,
+};
 use crate::replay::Cursor;
 use crate::schedule::Plan;
 use crate::script::{ScriptError, ThreadScript};
 use crate::stats::{
-    AtEnd, ConnectCause, EventKind, Loss, Phases, ReadCause, Recorder, Reply, StopCause,
+    AtEnd, ConnectCause, EventKind, Loss, Phases, ReadCause, Recorder, Reopen, Reply, StopCause,
     ThreadStats, Wait,
 };
 
+use super::capacity::Capacity;
 use super::conn::{Check, Conn, Connect, InFlight, Read, ReadFailure, WentDown};
 use super::poller::{Events, Poller, Ready, WAKE};
 use super::slots::{Assigned, Due, Slot, Slots};
@@ -144,6 +147,10 @@ struct Place {
     /// Bumped whenever the place forgets its rests (its connection closed
     /// or was replaced), so that wake-ups queued before are ignored.
     generation: u32,
+    /// Its connection has answered nothing while others answered requests
+    /// sent after its own: the server has not taken it (its listen
+    /// backlog, past its connection limit).
+    passed_over: bool,
 }
 
 /// What a place holds.
@@ -168,6 +175,11 @@ pub struct Worker {
     /// Places holding an active connection (counted against `-c`), at
     /// most `max_active`: more open on demand when requests wait.
     active: usize,
+    /// Of them, per peer.
+    active_of: Vec<usize>,
+    /// Per peer, what the pool learned of the server's connection limit:
+    /// it grows no further, and connections beyond it are not reopened.
+    capacity: Vec<Capacity>,
     max_active: usize,
     initial: usize,
     peak: usize,
@@ -429,6 +441,8 @@ impl Worker {
             places: Vec::with_capacity(setup.connections),
             vacant: Vec::new(),
             active: 0,
+            active_of: vec![0; peers],
+            capacity: vec![Capacity::default(); peers],
             max_active: setup.max_connections.max(setup.connections),
             initial: setup.connections,
             peak: setup.connections,
@@ -471,7 +485,7 @@ impl Worker {
         let now = clock::now();
         for c in 0..setup.connections {
             let i = w.add_place(c % peers);
-            w.open(i, now);
+            w.open(i);
         }
         w.await_connections(now + setup.connect_wait)?;
         Ok(w)
@@ -702,7 +716,7 @@ impl Worker {
     /// may grow and the connections already opening would not take them
     /// all. It stays open for the rest of the run.
     fn grow(&mut self, peer: usize, due: usize) {
-        if self.active >= self.max_active {
+        if self.active >= self.max_active || !self.capacity[peer].allows(self.active_of[peer] + 1) {
             return;
         }
         let opening = self
@@ -717,7 +731,7 @@ impl Worker {
         let i = self.add_place(peer);
         self.opened_on_demand += 1;
         self.peak = self.peak.max(self.active);
-        self.open(i, clock::now());
+        self.open(i);
     }
 
     /// Why a request of `peer` finds no free slot: some of the peer's
@@ -736,7 +750,6 @@ impl Worker {
     }
 
     fn find_wait_cause(&self, peer: usize) -> Wait {
-        let max = self.session_opts[peer].max_streams;
         let mut limited = false;
         for p in &self.places {
             if p.role != Role::Active || p.conn.peer() != peer {
@@ -748,7 +761,7 @@ impl Worker {
                 .filter(|s| p.conn.is_open() && s.is_ready())
             {
                 None => return Wait::Down,
-                Some(s) => limited |= s.server_limit().is_some_and(|l| l < max),
+                Some(s) => limited |= s.held_by_server(),
             }
         }
         if limited {
@@ -830,6 +843,7 @@ impl Worker {
                 Read::Failed(f) => {
                     let why = match f {
                         ReadFailure::Reset => Failure::Reset(None),
+                        ReadFailure::Refused => Failure::Refused,
                         ReadFailure::Tls => Failure::Tls,
                     };
                     self.settle(i, Some(why));
@@ -861,9 +875,13 @@ impl Worker {
             let now = clock::now();
             let drained = match self.places[i].conn.read_datagrams(&mut inbox) {
                 Read::Datagrams { drained } => drained,
-                Read::Failed(_) => {
+                Read::Failed(why) => {
                     // The host said the port is closed (an ICMP error).
-                    self.settle(i, Some(Failure::Reset(None)));
+                    let why = match why {
+                        ReadFailure::Refused => Failure::Refused,
+                        _ => Failure::Reset(None),
+                    };
+                    self.settle(i, Some(why));
                     break;
                 }
                 Read::Blocked | Read::Eof | Read::Bytes { .. } => break,
@@ -916,7 +934,8 @@ impl Worker {
                     events,
                     rpc,
                 } => {
-                    self.places[i].conn.served();
+                    let first = self.places[i].conn.served();
+                    self.capacity[peer].answered(tag.stamp.sent(), now, first);
                     let checked = self.check_reply(i, rpc);
                     let reply = Reply {
                         status,
@@ -1038,26 +1057,42 @@ impl Worker {
         }
         self.stats.retried(tag.stamp);
         self.stats.waits_again(tag.stamp, now);
-        let sends = tag.sends + 1;
-        self.retries[peer].push_back(InFlight { sends, ..tag });
+        self.retries[peer].push_back(tag);
         true
     }
 
     /// Connection `i` is done: what is still in flight on it is lost (to
-    /// `failed`, or to the server's close), and it closes.
+    /// `failed`, or to the server's close), and it closes. One whose own
+    /// handshake (QUIC's) never completed failed to connect, by the cause
+    /// it met; one that had opened is reopened, counted by what ended it.
     fn end(&mut self, i: usize, failed: Option<Failure>) {
         let now = clock::now();
+        let counted = matches!(self.places[i].conn.went_down(), Some(WentDown::Connect(_)));
+        if self.places[i].conn.is_handshaking() && !counted {
+            let cause = handshake_cause(failed);
+            self.count_connect_failure(i, cause, now);
+        }
         let mut drained = std::mem::take(&mut self.drained);
         if let Some(s) = self.places[i].conn.session_mut() {
             s.drain(&mut drained);
         }
         let why = failed.unwrap_or(Failure::Closed);
+        let retirement = self.places[i].conn.session().and_then(|s| s.retirement());
         // A close or reset before any response on the connection is the
         // server turning it away (a server past its connection limit does
         // this to every connection beyond it): a cause of its own, with
-        // another fix than a close mid-conversation.
+        // another fix than a close mid-conversation. Not so a connection
+        // closed for want of stream credit: the server took it.
         let unanswered = self.places[i].conn.answered_nothing()
-            && matches!(why, Failure::Closed | Failure::Reset(None));
+            && retirement != Some(Retirement::Starved)
+            && matches!(
+                why,
+                Failure::Closed | Failure::Reset(None) | Failure::Refused
+            );
+        let peer = self.places[i].conn.peer();
+        if unanswered {
+            self.capacity[peer].turned_away();
+        }
         for tag in drained.drain(..) {
             if unanswered {
                 let cause = Loss::Read(ReadCause::ClosedUnanswered);
@@ -1077,26 +1112,47 @@ impl Worker {
                 self.places[i].conn.note_down(WentDown::Read(cause));
             }
         }
+        let opened = self.places[i].conn.is_open() && !self.places[i].conn.is_handshaking();
         match failed {
             Some(Failure::Protocol) => self.stats.connection_error(now),
-            // The server ended a connection that did its job: it reopens.
-            None if self.places[i].role == Role::Active => self.stats.reconnected(),
+            Some(Failure::Timeout) if opened => self.places[i].conn.timed_out(),
             _ => {}
         }
-        self.close(i);
+        let ended = opened.then_some(match failed {
+            _ if unanswered => Reopen::TurnedAway,
+            // It closes as the server said it would (after the last
+            // response), or it starved for stream credit.
+            None | Some(Failure::Closed) => match retirement {
+                Some(Retirement::Asked) => Reopen::Retired,
+                Some(Retirement::Starved) => Reopen::Starved,
+                _ => Reopen::Closed,
+            },
+            Some(Failure::Reset(_) | Failure::Refused) => Reopen::Reset,
+            Some(Failure::Timeout) => Reopen::Timeout,
+            Some(_) => Reopen::Failed,
+        });
+        self.close(i, ended);
     }
 
     /// The session of connection `i` takes no new request but still has
-    /// some in flight: a new connection takes its place at once, and it
-    /// finishes on the side.
+    /// some in flight (or, granted no stream, has none and gets none): a
+    /// new connection takes its place at once, and it finishes on the
+    /// side.
     fn retire(&mut self, i: usize) {
         let peer = self.places[i].conn.peer();
+        let starved =
+            self.places[i].conn.session().and_then(|s| s.retirement()) == Some(Retirement::Starved);
         self.forget_slots(i);
         self.places[i].role = Role::Draining;
         self.active -= 1;
-        self.stats.reconnected();
+        self.active_of[peer] -= 1;
+        self.stats.reopened(if starved {
+            Reopen::Starved
+        } else {
+            Reopen::Retired
+        });
         let j = self.add_place(peer);
-        self.open(j, clock::now());
+        self.open(j);
     }
 
     /// Takes back the free slots of connection `i` and forgets its rests.
@@ -1112,11 +1168,13 @@ impl Worker {
     /// A place for a new connection to `peer`: a vacant one, or a new one.
     fn add_place(&mut self, peer: usize) -> usize {
         self.active += 1;
+        self.active_of[peer] += 1;
         let conn = Conn::new(peer);
         if let Some(i) = self.vacant.pop() {
             let place = &mut self.places[i];
             place.conn = conn;
             place.role = Role::Active;
+            place.passed_over = false;
             return i;
         }
         self.places.push(Place {
@@ -1125,14 +1183,21 @@ impl Worker {
             offered: 0,
             resting: 0,
             generation: 0,
+            passed_over: false,
         });
         self.places.len() - 1
     }
 
     /// Closes connection `i` (whose session was drained): an active one
-    /// reopens now or after its back-off, a draining one leaves its place.
-    fn close(&mut self, i: usize) {
+    /// reopens now or after its back-off (counted by what `ended` it, when
+    /// it had opened), unless it lies beyond the server's connection limit;
+    /// a draining one leaves its place.
+    fn close(&mut self, i: usize, ended: Option<Reopen>) {
         let now = clock::now();
+        let peer = self.places[i].conn.peer();
+        let answered = self.places[i].conn.has_answered();
+        self.capacity[peer].closed(answered);
+        let beyond = !answered && self.beyond_limit(peer);
         self.forget_slots(i);
         if let Some(p) = self.places[i].conn.session().and_then(|s| s.packets()) {
             self.stats.packets(p);
@@ -1141,19 +1206,41 @@ impl Worker {
         if let Some(mut t) = closed.io {
             let _ = self.poller.registry().deregister(t.socket());
         }
-        if self.places[i].role == Role::Draining {
+        if self.places[i].role == Role::Active && beyond {
+            // Past the server's limit: the pool shrinks back to it.
+            self.active -= 1;
+            self.active_of[peer] -= 1;
             self.places[i].role = Role::Vacant;
             self.vacant.push(i);
-        } else if closed.reopen_at <= now {
-            self.open(i, closed.reopen_at);
+        } else if self.places[i].role == Role::Draining {
+            self.places[i].role = Role::Vacant;
+            self.vacant.push(i);
         } else {
-            self.next_sweep = self.next_sweep.min(closed.reopen_at);
+            if let Some(why) = ended {
+                self.stats.reopened(why);
+            }
+            if closed.reopen_at <= now {
+                self.open(i);
+            } else {
+                self.next_sweep = self.next_sweep.min(closed.reopen_at);
+            }
         }
     }
 
+    /// The pool holds more connections to `peer` than the server's limit
+    /// found, and more than the run's own share at the start: one that
+    /// never got an answer is then not reopened.
+    fn beyond_limit(&self, peer: usize) -> bool {
+        let initial = self.initial.div_ceil(self.peers.len().max(1));
+        let open = self.active_of[peer];
+        open > initial && !self.capacity[peer].allows(open)
+    }
+
     /// Starts connection `i`; a failure to even start counts as a connect
-    /// error and is retried later.
-    fn open(&mut self, i: usize, now: Nanos) {
+    /// error and is retried later. Its connect is timed from here, the
+    /// clock read as its socket is made.
+    fn open(&mut self, i: usize) {
+        let now = clock::now();
         let p = self.places[i].conn.peer();
         let peer = &self.peers[p];
         // As in wrk, a script may move its thread (`wrk.thread.addr = ...`)
@@ -1178,9 +1265,21 @@ impl Worker {
     }
 
     fn connect_failed(&mut self, i: usize, cause: ConnectCause) {
-        self.stats.connect_failed(clock::now(), cause);
-        self.places[i].conn.note_down(WentDown::Connect(cause));
+        self.count_connect_failure(i, cause, clock::now());
         self.end(i, Some(Failure::Closed));
+    }
+
+    /// Counts a failed connect of connection `i` by its cause. A server
+    /// that resets or closes a connection as it opens (its TLS or QUIC
+    /// handshake) while others answer is past its connection limit, as
+    /// one that closes a connection before answering anything on it is.
+    fn count_connect_failure(&mut self, i: usize, cause: ConnectCause, now: Nanos) {
+        self.stats.connect_failed(now, cause);
+        self.places[i].conn.note_down(WentDown::Connect(cause));
+        if cause == ConnectCause::Reset {
+            let peer = self.places[i].conn.peer();
+            self.capacity[peer].turned_away();
+        }
     }
 
     /// Sends at once in the closed loop once the run is on; otherwise puts
@@ -1284,35 +1383,46 @@ impl Worker {
     }
 
     /// Writes a request again on connection `i`: still due at its intended
-    /// time, its uncorrected latency counted from now (returned).
+    /// time, and sent when it first left (returns the clock as read).
     fn send_again(&mut self, i: usize, again: InFlight) -> Nanos {
         let now = clock::now();
-        self.stats.resent(again.stamp, now);
-        let stamp = again.stamp.resent(now);
-        self.open_request(i, InFlight { stamp, ..again }, now);
+        self.open_request(i, again, now);
         now
     }
 
-    /// Opens a request on connection `i`. One that finds no stream after
-    /// all (the server lowered its limit, or retired the connection) waits
-    /// to go out again; one the protocol refuses ends the run, since every
-    /// request like it would be refused too. `now`: the moment it goes.
+    /// Opens a request on connection `i` at `now`; it is sent as the
+    /// session takes it ([`Recorder::left`]). One that finds no stream
+    /// after all (the server lowered its limit, or retired the connection)
+    /// waits to go out again, unsent if it never left; one the protocol
+    /// refuses ends the run, since every request like it would be refused
+    /// too.
     fn open_request(&mut self, i: usize, tag: InFlight, now: Nanos) {
         let peer = self.places[i].conn.peer();
         let request = Rc::clone(&tag.request);
+        let (before, sends) = (tag.stamp, tag.sends);
         let Some(session) = self.places[i].conn.session_mut() else {
-            self.stats.waits_again(tag.stamp, now);
+            self.stats.waits_again(before, now);
             return self.retries[peer].push_front(tag);
         };
-        match session.open(&request, tag, now) {
-            Ok(()) => {}
-            Err((OpenError::Rejected { protocol, why }, tag)) => {
-                self.stats.lost(tag.stamp, Loss::Write, now);
+        let leaving = InFlight {
+            stamp: before.leaving(now),
+            sends: sends.saturating_add(1),
+            ..tag
+        };
+        match session.open(&request, leaving, now) {
+            Ok(()) => self.stats.left(before, now),
+            Err((OpenError::Rejected { protocol, why }, _)) => {
+                self.stats.lost(before, Loss::Write, now);
                 self.fail(EngineError::Unfit { protocol, why });
             }
             Err((OpenError::Full | OpenError::Retired, tag)) => {
-                self.stats.waits_again(tag.stamp, now);
-                self.retries[peer].push_front(tag);
+                self.stats.waits_again(before, now);
+                let back = InFlight {
+                    stamp: before,
+                    sends,
+                    ..tag
+                };
+                self.retries[peer].push_front(back);
             }
         }
     }
@@ -1350,13 +1460,13 @@ impl Worker {
             } else {
                 self.schedule.take_slot(now)
             };
-            let stamp = self.stats.sent(slot, now, endpoint);
+            let stamp = self.stats.due(slot, now, endpoint);
             self.open_request(
                 i,
                 InFlight {
                     stamp,
                     request: req,
-                    sends: 1,
+                    sends: 0,
                 },
                 now,
             );
@@ -1492,12 +1602,31 @@ impl Worker {
                 continue;
             }
             match self.places[i].conn.on_timer(now, self.timeout) {
-                Check::Nothing => {}
+                Check::Nothing => self.watch_unanswered(i, now),
                 Check::Expired => self.expire(i, now),
                 Check::ConnectTimedOut => self.connect_failed(i, ConnectCause::Timeout),
-                Check::Reopen => self.open(i, now),
+                Check::Reopen => self.open(i),
                 Check::ReopenAt(at) => self.next_sweep = self.next_sweep.min(at),
             }
+        }
+    }
+
+    /// A connection that has answered nothing while others answer requests
+    /// sent after its own has not been taken by the server: the server's
+    /// limit is found, and its requests, when they time out, are counted
+    /// as timed out on a connection the server never answered.
+    fn watch_unanswered(&mut self, i: usize, now: Nanos) {
+        let place = &self.places[i];
+        if place.passed_over || place.role != Role::Active || !place.conn.answered_nothing() {
+            return;
+        }
+        let peer = place.conn.peer();
+        let Some(oldest) = place.conn.oldest_sent() else {
+            return;
+        };
+        if self.capacity[peer].passed_over(oldest, now) {
+            self.places[i].passed_over = true;
+            self.capacity[peer].found();
         }
     }
 
@@ -1511,10 +1640,15 @@ impl Worker {
             s.expire(
                 &mut |t: &InFlight| now.saturating_sub(t.stamp.sent()) > timeout,
                 &mut gone,
+                now,
             );
         }
+        let passed_over = self.places[i].passed_over;
         for tag in gone.drain(..) {
             self.stats.lost(tag.stamp, Loss::Timeout, now);
+            if passed_over {
+                self.stats.timed_out_unanswered(tag.stamp);
+            }
         }
         self.drained = gone;
         let finished = self.places[i]
@@ -1564,6 +1698,11 @@ impl Worker {
                 at_end.busy += 1;
             } else if place.resting > 0 {
                 at_end.resting += 1;
+            } else if conn.is_open()
+                && conn.free_streams() == 0
+                && conn.session().is_some_and(|s| s.held_by_server())
+            {
+                at_end.held += 1;
             } else if !conn.is_open() {
                 at_end.down += 1;
                 match conn.went_down() {
@@ -1581,8 +1720,10 @@ impl Worker {
             at_end.stopped_threads = 1;
         }
         self.stats.at_end(at_end);
+        let limit_found = self.capacity.iter().any(|c| c.ceiling().is_some());
+        let accepted = limit_found.then(|| self.capacity.iter().map(Capacity::peak).sum());
         self.stats
-            .connections(self.initial, self.peak, self.opened_on_demand);
+            .connections(self.initial, self.peak, self.opened_on_demand, accepted);
         // Sent requests were counted as due when they went out; what is
         // still waiting for a slot or on the schedule is due but never sent.
         for due in self.slots.waiting() {
@@ -1608,6 +1749,7 @@ impl Worker {
 fn loss(why: Failure) -> Loss {
     match why {
         Failure::Reset(_) => Loss::Read(ReadCause::Reset),
+        Failure::Refused => Loss::Read(ReadCause::PortClosed),
         Failure::Closed => Loss::Read(ReadCause::Closed),
         Failure::HeadTooLarge => Loss::Read(ReadCause::HeadTooLarge),
         Failure::Malformed | Failure::Protocol => Loss::Read(ReadCause::Malformed),
@@ -1615,6 +1757,19 @@ fn loss(why: Failure) -> Loss {
         Failure::Tls => Loss::Read(ReadCause::Tls),
         Failure::Write => Loss::Write,
         Failure::Timeout => Loss::Timeout,
+    }
+}
+
+/// Why a connection whose own handshake (QUIC's) never completed failed
+/// to open, from how its session ended (`None`: it went quiet and QUIC's
+/// idle timeout ended it).
+fn handshake_cause(failed: Option<Failure>) -> ConnectCause {
+    match failed {
+        Some(Failure::Refused) => ConnectCause::Refused,
+        Some(Failure::Timeout) | None => ConnectCause::Timeout,
+        Some(Failure::Tls) => ConnectCause::Tls,
+        Some(Failure::Reset(_) | Failure::Closed) => ConnectCause::Reset,
+        Some(_) => ConnectCause::Other,
     }
 }
 

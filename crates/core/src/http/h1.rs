@@ -19,7 +19,7 @@ use crate::clock::Nanos;
 
 use super::outbox::Outbox;
 use super::response::{Done, Feed, ParseError, ResponseParser};
-use super::session::{Captured, Event, Failure, OpenError, Request, Session};
+use super::session::{Captured, Event, Failure, OpenError, Request, Retirement, Session};
 use super::sse::{EventReading, EventStream};
 
 pub struct Http1<T> {
@@ -48,6 +48,9 @@ pub struct Http1<T> {
     /// No new request: the server closes after the last response, or the
     /// connection failed. The connection closes once it is finished.
     finished: bool,
+    /// The server said it closes after the last response
+    /// (`Connection: close`).
+    closing: bool,
     /// A write failed: nothing more is sent or opened, but what the server
     /// sent before it stopped is still read.
     unwritable: bool,
@@ -81,6 +84,7 @@ impl<T: Clone> Http1<T> {
             reading,
             stream: None,
             finished: false,
+            closing: false,
             unwritable: false,
         }
     }
@@ -163,6 +167,7 @@ impl<T: Clone> Http1<T> {
         // Requests pipelined behind it get no answer on this connection.
         if !done.keep_alive {
             self.finished = true;
+            self.closing = true;
         }
     }
 
@@ -183,8 +188,12 @@ impl<T: Clone> Session<T> for Http1<T> {
         u32::from(!self.is_retired() && self.in_flight.is_empty())
     }
 
-    fn is_retired(&self) -> bool {
-        self.finished || self.unwritable
+    fn retirement(&self) -> Option<Retirement> {
+        match (self.closing, self.finished || self.unwritable) {
+            (true, _) => Some(Retirement::Asked),
+            (false, true) => Some(Retirement::Ended),
+            (false, false) => None,
+        }
     }
 
     fn is_finished(&self) -> bool {
@@ -294,7 +303,7 @@ impl<T: Clone> Session<T> for Http1<T> {
 
     /// HTTP/1.1 cannot cancel one request: when any has expired, every
     /// request on the connection is given up and the connection closes.
-    fn expire(&mut self, expired: &mut dyn FnMut(&T) -> bool, gone: &mut Vec<T>) {
+    fn expire(&mut self, expired: &mut dyn FnMut(&T) -> bool, gone: &mut Vec<T>, _now: Nanos) {
         if self.in_flight.iter().any(|(t, ..)| expired(t)) {
             self.finished = true;
             gone.extend(self.in_flight.drain(..).map(|(t, ..)| t));
@@ -578,9 +587,9 @@ mod tests {
         s.open(&get(), 5, 0).unwrap();
         s.open(&get(), 6, 0).unwrap();
         let mut gone = Vec::new();
-        s.expire(&mut |&t| t == 99, &mut gone);
+        s.expire(&mut |&t| t == 99, &mut gone, 0);
         assert!(gone.is_empty() && !s.is_finished());
-        s.expire(&mut |&t| t == 5, &mut gone);
+        s.expire(&mut |&t| t == 5, &mut gone, 0);
         assert_eq!(gone, [5, 6]);
         assert!(s.is_finished());
     }

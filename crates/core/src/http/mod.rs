@@ -37,5 +37,5 @@ pub use chunked::ChunkedDecoder;
 pub use protocol::{Protocol, SessionOptions, Spoken};
 pub use request::{RequestError, RequestMeta};
 pub use response::{Done, Feed, ParseError, ResponseParser};
-pub use session::{Captured, Event, Failure, OpenError, Packets, Request, Session};
+pub use session::{Captured, Event, Failure, OpenError, Packets, Request, Retirement, Session};
 pub use sse::EventReading;

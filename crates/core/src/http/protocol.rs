@@ -174,13 +174,19 @@ impl Spoken {
     /// The name of the one multiplexing protocol spoken, whose streams a
     /// report counts (`None` when there is none, or several).
     pub fn streams_of(&self) -> Option<&'static str> {
+        self.multiplexing().map(Protocol::name)
+    }
+
+    /// The one multiplexing protocol spoken (`None` when there is none, or
+    /// several).
+    pub fn multiplexing(&self) -> Option<Protocol> {
         match self
             .0
             .iter()
             .filter(|p| p.multiplexes())
             .collect::<Vec<_>>()[..]
         {
-            [one] => Some(one.name()),
+            [one] => Some(*one),
             _ => None,
         }
     }

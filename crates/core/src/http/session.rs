@@ -44,11 +44,15 @@ pub trait Session<T> {
     /// retired.
     fn free_streams(&self) -> u32;
 
-    /// It will never take another request (the server's GOAWAY or
-    /// `Connection: close`, an error, stream ids used up). The engine
-    /// replaces it at once and lets it finish what is in flight on the
-    /// side; it stops counting against `-c`.
-    fn is_retired(&self) -> bool;
+    /// Why it will never take another request, once that is so (see
+    /// [`Retirement`]). The engine replaces it at once and lets it finish
+    /// what is in flight on the side; it stops counting against `-c`.
+    fn retirement(&self) -> Option<Retirement>;
+
+    /// It will never take another request.
+    fn is_retired(&self) -> bool {
+        self.retirement().is_some()
+    }
 
     /// Nothing more can come of it: the engine closes the connection and
     /// counts whatever [`Session::drain`] hands back as lost.
@@ -107,11 +111,11 @@ pub trait Session<T> {
     /// has begun (`--sse`).
     fn for_each_in_flight(&self, each: &mut dyn FnMut(&T, Option<Nanos>));
 
-    /// Gives up the requests for which `expired` is true, appending their
-    /// tags to `gone`. A protocol that can cancel one request (HTTP/2's
-    /// RST_STREAM) does so and goes on; one that cannot gives up every
-    /// request and finishes.
-    fn expire(&mut self, expired: &mut dyn FnMut(&T) -> bool, gone: &mut Vec<T>);
+    /// Gives up the requests for which `expired` is true at `now`,
+    /// appending their tags to `gone`. A protocol that can cancel one
+    /// request (HTTP/2's RST_STREAM) does so and goes on; one that cannot
+    /// gives up every request and finishes.
+    fn expire(&mut self, expired: &mut dyn FnMut(&T) -> bool, gone: &mut Vec<T>, now: Nanos);
 
     /// Takes every request still in flight (the connection is closing).
     fn drain(&mut self, into: &mut Vec<T>);
@@ -120,16 +124,38 @@ pub trait Session<T> {
     /// reported, when capture is on; valid until the next `poll_event`.
     fn captured(&self) -> &Captured;
 
-    /// What the server said of itself when the session opened (HTTP/2's
-    /// SETTINGS), for the pre-flight and the banner.
+    /// The streams the server grants on the connection at once, once it
+    /// said (HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS, HTTP/3's initial
+    /// stream credit), for the pre-flight and the banner.
     fn server_limit(&self) -> Option<u32> {
         None
+    }
+
+    /// The server, not `-m`, is what keeps it from taking more requests
+    /// now: its stream limit is below `-m`, or (HTTP/3) the stream credit
+    /// it has granted so far is used up. A request that waits for a stream
+    /// then waits on the server.
+    fn held_by_server(&self) -> bool {
+        false
     }
 
     /// A protocol over datagrams: its packets so far, by its own count.
     fn packets(&self) -> Option<Packets> {
         None
     }
+}
+
+/// Why a session takes no new request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Retirement {
+    /// The server said so: HTTP/2's and HTTP/3's GOAWAY, HTTP/1.1's
+    /// `Connection: close`.
+    Asked,
+    /// HTTP/3: nothing in flight, and the server granted no stream for
+    /// long after the last one ended (it keeps cancelled streams open).
+    Starved,
+    /// The connection is closing, broke, or used up its stream ids.
+    Ended,
 }
 
 /// What a protocol over datagrams (QUIC) counted of its packets.
@@ -190,6 +216,9 @@ pub enum Failure {
     Reset(Option<u32>),
     /// The server closed the connection before the response ended.
     Closed,
+    /// Nothing listens at the server's address any more: over UDP, the
+    /// host's "port unreachable".
+    Refused,
     /// A response head larger than `--max-head`.
     HeadTooLarge,
     /// Bytes that are not a valid response.

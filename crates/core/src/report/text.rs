@@ -12,7 +12,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 
 use super::spectrum::write_spectrum;
-use crate::http::Spoken;
+use crate::http::{Protocol, Spoken};
 use crate::schedule::Load;
 use crate::stats::phase::MAX_PHASES;
 use crate::stats::{
@@ -622,10 +622,14 @@ fn write_own_lines(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
         writeln!(out, "  {}", events_line(events))?;
     }
     let pool = &stats.counters.connections;
-    if pool.opened_on_demand > 0 {
+    if pool.opened_on_demand > 0 || pool.server_accepted.is_some() {
+        let accepted = match pool.server_accepted {
+            Some(n) => format!("; the server accepted about {n}"),
+            None => String::new(),
+        };
         writeln!(
             out,
-            "  Connections: {} at start, peak {} ({} opened on demand)",
+            "  Connections: {} at start, peak {} ({} opened on demand{accepted})",
             pool.initial, pool.peak, pool.opened_on_demand
         )?;
     }
@@ -774,10 +778,12 @@ fn accounting_line(c: &Counters) -> Option<String> {
 /// not keep to its schedule (throughput mode has none to keep).
 pub fn warnings(r: &TextReport) -> Vec<String> {
     let lost = lost_warning(&r.stats.counters);
+    let limit = connection_limit_warning(&r.stats.counters);
     let Some(rate) = r.load.rate() else {
-        return lost.into_iter().collect();
+        return limit.into_iter().chain(lost).collect();
     };
     [
+        limit,
         never_sent_warning(r.stats, rate),
         lost,
         send_lag_warning(r, rate),
@@ -785,6 +791,44 @@ pub fn warnings(r: &TextReport) -> Vec<String> {
     .into_iter()
     .flatten()
     .collect()
+}
+
+/// The server's connection limit, when the pool ran into it: connections
+/// beyond those it accepted were turned away or left unanswered, and the
+/// pool stopped growing there.
+fn connection_limit_warning(c: &Counters) -> Option<String> {
+    let accepted = c.connections.server_accepted?;
+    let mut beyond = Vec::new();
+    if c.reopens.turned_away > 0 || c.read_causes.closed_unanswered > 0 {
+        beyond.push(format!(
+            "closed unanswered ({} requests lost)",
+            c.read_causes.closed_unanswered
+        ));
+    }
+    if c.timeout_unanswered > 0 {
+        beyond.push(format!(
+            "left unanswered in its backlog ({} requests timed out)",
+            c.timeout_unanswered
+        ));
+    }
+    let how = match beyond.is_empty() {
+        true => String::new(),
+        false => format!(": connections beyond those were {}", beyond.join(" or ")),
+    };
+    let pool = &c.connections;
+    Some(if pool.opened_on_demand > 0 {
+        format!(
+            "the server accepted about {accepted} connections{how}, and the pool grew no \
+             further; cap it there with --max-connections {accepted}, or raise the server's \
+             connection limit"
+        )
+    } else {
+        format!(
+            "the server accepted about {accepted} of the {} connections{how}; lower -c to \
+             {accepted}, or raise the server's connection limit",
+            pool.initial
+        )
+    })
 }
 
 /// Requests due and never sent, with what kept them back: a start after
@@ -818,9 +862,13 @@ fn end_causes(c: &Counters, rate: f64) -> Vec<String> {
     let a = &c.at_end;
     let mut causes = Vec::new();
     if a.busy > 0 {
+        let low = match c.connections.server_accepted {
+            Some(_) => "the server's connection limit",
+            None => "-c",
+        };
         causes.push(format!(
-            "{} connection{} still waited for responses (the server stopped answering, or -c is \
-             too low for -R {rate})",
+            "{} connection{} still waited for responses (the server stopped answering, or \
+             {low} is too low for -R {rate})",
             a.busy,
             plural(a.busy)
         ));
@@ -841,6 +889,14 @@ fn end_causes(c: &Counters, rate: f64) -> Vec<String> {
             a.draining,
             plural(a.draining),
             if a.draining == 1 { "its" } else { "their" }
+        ));
+    }
+    if a.held > 0 {
+        causes.push(format!(
+            "{} connection{} had no stream the server would grant (its stream credit was used \
+             up: it had not closed the streams of earlier requests)",
+            a.held,
+            plural(a.held)
         ));
     }
     if a.resting > 0 {
@@ -889,6 +945,10 @@ fn hint(said: &str) -> Option<&'static str> {
              limit (lower -c, or raise the limit) or when it fails every request"
         }
         "reset" => "the server reset connections it had answered on (its error log may say why)",
+        "port closed" => {
+            "the server's host said nothing listens on its port any more: the server stopped \
+             or restarted under open connections"
+        }
         "closed early" => {
             "the server closed connections it had answered on, mid-response or with a \
              request unanswered (its keep-alive or connection limits, or a restart)"
@@ -899,6 +959,10 @@ fn hint(said: &str) -> Option<&'static str> {
         "TLS" => "TLS failed on open connections",
         "write" => "the server stopped reading or closed connections as requests were written",
         "timeout" => "no response within --timeout: a stalled server, or raise --timeout",
+        "timeout unanswered" => {
+            "on connections the server never answered while it answered others: it had not \
+             taken them (its listen backlog, past its connection limit)"
+        }
         _ => return None,
     })
 }
@@ -947,14 +1011,16 @@ fn lost_warning(c: &Counters) -> Option<String> {
     let broken_out: u64 = read.iter().map(|(_, n)| n).sum();
     // Documents from before read errors were broken out have none.
     let unnamed = e.read.saturating_sub(broken_out);
+    let unanswered = c.timeout_unanswered.min(e.timeout);
     let named = read.iter().map(|(what, n)| (what.to_string(), *n)).chain([
         ("read".to_string(), unnamed),
         ("write".to_string(), e.write),
-        ("timeout".to_string(), e.timeout),
+        ("timeout".to_string(), e.timeout - unanswered),
+        ("timeout unanswered".to_string(), unanswered),
     ]);
     let reopened = match c.reconnects {
         0 => String::new(),
-        n => format!("; connections were reopened {n} times"),
+        n => format!("; connections were reopened {n} times{}", reopen_causes(c)),
     };
     Some(format!(
         "{lost} of {} due requests were lost: {}{reopened}",
@@ -1036,10 +1102,18 @@ fn send_lag_warning(r: &TextReport, rate: f64) -> Option<String> {
             down_line(c)
         )
     } else if w.server_limit > w.busy {
+        // What the server's limit is called in the protocol spoken.
+        let limit = match r.protocol.and_then(Spoken::multiplexing) {
+            Some(Protocol::Http3) => {
+                "the stream credit it grants, which comes back only once it has \
+                 closed a stream"
+            }
+            Some(Protocol::Http2) => "its SETTINGS_MAX_CONCURRENT_STREAMS, below -m",
+            _ => "its stream limit, below -m",
+        };
         format!(
-            "{waited} found every stream busy that the server allows (its \
-             SETTINGS_MAX_CONCURRENT_STREAMS, below -m) and waited for one; their latency \
-             rightly includes that wait. {}",
+            "{waited} found every stream busy that the server allows ({limit}) and waited for \
+             one; their latency rightly includes that wait. {}",
             pool_needs(r, rate)
         )
     } else {
@@ -1074,6 +1148,14 @@ fn pool_needs(r: &TextReport, rate: f64) -> String {
     if !needed.is_finite() || needed <= n {
         return "If the server was not expected to be slow, raise -c".to_string();
     }
+    if let Some(accepted) = r.stats.counters.connections.server_accepted {
+        return format!(
+            "At {} requests/s and {per_response} per response, about {needed:.0} connections \
+             are busy at once, but the server accepted only about {accepted}: raise its \
+             connection limit, or offer less",
+            format_rate(rate)
+        );
+    }
     format!(
         "At {} requests/s and {per_response} per response, about {needed:.0} connections are \
          busy at once: raise -c to {needed:.0}, or pass --max-connections to open them as needed",
@@ -1090,7 +1172,16 @@ fn down_line(c: &Counters) -> String {
     // Connections the server closed were down while they reopened, too.
     match c.reconnects {
         0 => connect,
-        n => format!("{connect}; {n} reopened after the server closed them"),
+        n => format!("{connect}; {n} reopened{}", reopen_causes(c)),
+    }
+}
+
+/// What ended the connections that were reopened, when the document
+/// says: ` (reset 26, closed 2)`.
+fn reopen_causes(c: &Counters) -> String {
+    match c.reopens.to_string() {
+        named if named.is_empty() => String::new(),
+        named => format!(" ({named})"),
     }
 }
 

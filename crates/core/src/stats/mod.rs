@@ -195,6 +195,11 @@ pub struct ReadCauses {
     pub http2_only: u64,
     /// TLS failed on an open connection.
     pub tls: u64,
+    /// Over UDP (HTTP/3): the host answered that nothing listens on the
+    /// server's port any more (it stopped or restarted under open
+    /// connections). Absent in documents of older versions.
+    #[serde(default)]
+    pub port_closed: u64,
 }
 
 impl ReadCauses {
@@ -206,6 +211,7 @@ impl ReadCauses {
         self.malformed += o.malformed;
         self.http2_only += o.http2_only;
         self.tls += o.tls;
+        self.port_closed += o.port_closed;
     }
 
     pub fn count(&mut self, cause: ReadCause) {
@@ -217,14 +223,16 @@ impl ReadCauses {
             ReadCause::Malformed => &mut self.malformed,
             ReadCause::Http2Only => &mut self.http2_only,
             ReadCause::Tls => &mut self.tls,
+            ReadCause::PortClosed => &mut self.port_closed,
         } += 1;
     }
 
     /// Each cause with its count, as the reports name them.
-    pub fn named(&self) -> [(&'static str, u64); 7] {
+    pub fn named(&self) -> [(&'static str, u64); 8] {
         [
             ("closed before answering", self.closed_unanswered),
             ("reset", self.reset),
+            ("port closed", self.port_closed),
             ("closed early", self.closed),
             ("head too large", self.head_too_large),
             ("malformed", self.malformed),
@@ -269,6 +277,7 @@ pub enum ReadCause {
     Malformed,
     Http2Only,
     Tls,
+    PortClosed,
 }
 
 /// Failed connection attempts by what they met; they add up to
@@ -353,7 +362,9 @@ pub struct Counters {
     pub in_flight: u64,
     /// Requests due but still queued (not written) when the run ended.
     pub never_sent: u64,
-    /// Connections reopened after the server closed or reset one.
+    /// Connections reopened (or replaced) after one that had opened
+    /// ended: closed, reset, retired by the server, or broken; `reopens`
+    /// says by what.
     pub reconnects: u64,
     /// Requests that found every connection busy when they fell due and
     /// waited for one (rate mode). Their latency includes the wait.
@@ -397,6 +408,98 @@ pub struct Counters {
     /// asks (also in `errors.status`).
     #[serde(default)]
     pub failed_checks: u64,
+    /// `reconnects` by what ended the connection before (absent from
+    /// documents of older versions).
+    #[serde(default)]
+    pub reopens: Reopens,
+    /// Of `errors.timeout`, requests on connections the server never
+    /// answered while it answered others: connections it had not taken
+    /// (left in its listen backlog, past its connection limit).
+    #[serde(default)]
+    pub timeout_unanswered: u64,
+}
+
+/// Connections reopened or replaced, by what ended the one before; they
+/// add up to [`Counters::reconnects`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Reopens {
+    /// The server closed it after answering on it (an end of stream, or
+    /// QUIC's close without an error).
+    pub closed: u64,
+    /// The server reset it, or closed it with an error code, after
+    /// answering on it.
+    pub reset: u64,
+    /// The server closed or reset it before answering anything on it, as
+    /// a server past its connection limit does.
+    pub turned_away: u64,
+    /// The server said it would take no new request on it (HTTP/2's and
+    /// HTTP/3's GOAWAY, HTTP/1.1's `Connection: close`): replaced at once,
+    /// it finished what was in flight on the side.
+    pub retired: u64,
+    /// HTTP/3: it had nothing in flight and the server granted it no
+    /// stream (it kept the streams of cancelled requests open), so it was
+    /// replaced.
+    pub starved: u64,
+    /// A request on it outlived `--timeout`, and its protocol cannot give
+    /// up one request alone (HTTP/1.1), or QUIC's idle timeout ended it.
+    pub timeout: u64,
+    /// It broke: bytes that are not the protocol, TLS failing on it.
+    pub failed: u64,
+}
+
+/// What ended a connection before it was reopened (see [`Reopens`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reopen {
+    Closed,
+    Reset,
+    TurnedAway,
+    Retired,
+    Starved,
+    Timeout,
+    Failed,
+}
+
+impl Reopens {
+    pub fn add(&mut self, o: &Reopens) {
+        self.closed += o.closed;
+        self.reset += o.reset;
+        self.turned_away += o.turned_away;
+        self.retired += o.retired;
+        self.starved += o.starved;
+        self.timeout += o.timeout;
+        self.failed += o.failed;
+    }
+
+    pub fn count(&mut self, why: Reopen) {
+        *match why {
+            Reopen::Closed => &mut self.closed,
+            Reopen::Reset => &mut self.reset,
+            Reopen::TurnedAway => &mut self.turned_away,
+            Reopen::Retired => &mut self.retired,
+            Reopen::Starved => &mut self.starved,
+            Reopen::Timeout => &mut self.timeout,
+            Reopen::Failed => &mut self.failed,
+        } += 1;
+    }
+
+    /// Each cause with its count, as the reports name them.
+    pub fn named(&self) -> [(&'static str, u64); 7] {
+        [
+            ("retired by the server", self.retired),
+            ("closed", self.closed),
+            ("reset", self.reset),
+            ("turned away unanswered", self.turned_away),
+            ("granted no stream", self.starved),
+            ("timed out", self.timeout),
+            ("broken", self.failed),
+        ]
+    }
+}
+
+impl fmt::Display for Reopens {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_named(f, &self.named())
+    }
 }
 
 /// What QUIC's loss detection counted over the connections of a run
@@ -451,6 +554,10 @@ pub struct AtEnd {
     /// Of `down`, why each open connection last ended, by read error.
     #[serde(default)]
     pub down_read: ReadCauses,
+    /// Open, nothing in flight, and no stream the server would grant
+    /// (HTTP/3's stream credit used up).
+    #[serde(default)]
+    pub held: u64,
 }
 
 impl AtEnd {
@@ -462,6 +569,7 @@ impl AtEnd {
         self.draining += other.draining;
         self.down_connect.add(&other.down_connect);
         self.down_read.add(&other.down_read);
+        self.held += other.held;
     }
 }
 
@@ -474,6 +582,12 @@ pub struct Pool {
     pub initial: u64,
     pub peak: u64,
     pub opened_on_demand: u64,
+    /// When the pool found the server's connection limit (connections
+    /// beyond some turned away, or left unanswered while others answered):
+    /// about how many the server accepted, the most that answered at once
+    /// (each thread's, added up). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_accepted: Option<u64>,
 }
 
 impl Pool {
@@ -481,6 +595,10 @@ impl Pool {
         self.initial += o.initial;
         self.peak += o.peak;
         self.opened_on_demand += o.opened_on_demand;
+        self.server_accepted = match (self.server_accepted, o.server_accepted) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        };
     }
 }
 
@@ -541,6 +659,8 @@ impl Counters {
         self.quic.add(&other.quic);
         self.grpc.add(&other.grpc);
         self.failed_checks += other.failed_checks;
+        self.reopens.add(&other.reopens);
+        self.timeout_unanswered += other.timeout_unanswered;
     }
 
     /// Requests that never got a response and whose latency is therefore

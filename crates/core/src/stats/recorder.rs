@@ -1,10 +1,11 @@
-//! The one place a worker records: a request went out ([`Recorder::sent`]),
-//! came back ([`Recorder::completed`]) or was lost ([`Recorder::lost`]).
+//! The one place a worker records: a request fell due ([`Recorder::due`]),
+//! went on the wire ([`Recorder::left`]), came back
+//! ([`Recorder::completed`]) or was lost ([`Recorder::lost`]).
 //!
 //! Each call files the event in every structure that shows it (the run's
 //! totals, the open interval, the endpoint's figures), so the worker writes
 //! one call per event. Whether a request belongs to the measured window is
-//! decided here, once, when it is sent; the decision travels with the
+//! decided here, once, when it falls due; the decision travels with the
 //! request as its [`Stamp`] and is honoured when it ends.
 
 use std::time::Duration;
@@ -64,14 +65,20 @@ pub enum Loss {
     Timeout,
 }
 
-/// What the statistics know of a request once it went out: given by
-/// [`Recorder::sent`], handed back when the request ends.
+/// What the statistics know of a request from the moment it falls due:
+/// given by [`Recorder::due`], made [`Stamp::leaving`] when a session takes
+/// it onto the wire, handed back when the request ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stamp {
-    /// When the schedule wanted it sent (its send when that came first).
+    /// When the schedule wanted it sent (its send when that came first;
+    /// in the closed loop, the moment it leaves).
     intended: Nanos,
-    /// When its first byte was written.
+    /// When its first byte was written, once it left.
     sent: Nanos,
+    /// It went on the wire (a session took it).
+    left: bool,
+    /// Rate mode: it has an intended time of its own.
+    paced: bool,
     /// It belongs to the measured window.
     measured: bool,
     /// Its endpoint, when it has one (a requests file).
@@ -83,15 +90,33 @@ impl Stamp {
         self.measured
     }
 
+    /// When its first byte was written (the stamp of a request that left).
     pub fn sent(&self) -> Nanos {
         self.sent
     }
 
-    /// The same request written again `now` (the server never processed
-    /// it): still due at its intended time, its uncorrected latency now
-    /// counted from this send.
-    pub fn resent(self, now: Nanos) -> Stamp {
-        Stamp { sent: now, ..self }
+    /// It went on the wire.
+    pub fn has_left(&self) -> bool {
+        self.left
+    }
+
+    /// The stamp of the request as a session takes it `now`. A request
+    /// goes on the wire once: one the server never processed and that goes
+    /// out again keeps its first send, so the server's refusal counts in
+    /// its uncorrected latency and its send lag stays what it was. Until
+    /// it first leaves, its wait (for a stream the server had not granted,
+    /// a connection not yet open) is send lag.
+    pub fn leaving(self, now: Nanos) -> Stamp {
+        if self.left {
+            return self;
+        }
+        let intended = if self.paced { self.intended } else { now };
+        Stamp {
+            intended,
+            sent: now,
+            left: true,
+            ..self
+        }
     }
 }
 
@@ -165,17 +190,20 @@ impl Recorder {
         &self.stats
     }
 
-    /// A request intended at `slot` has its first byte written `now`.
-    /// A request sent ahead of its slot (pipelined behind an earlier one)
-    /// is measured from its send: there is no delay to correct for.
+    /// A request intended at `slot` falls due `now`, and is counted due.
+    /// It is sent once a session takes it ([`Recorder::left`]). One going
+    /// ahead of its slot (pipelined behind an earlier one) is measured from
+    /// its send: there is no delay to correct for.
     #[inline]
-    pub fn sent(&mut self, slot: Nanos, now: Nanos, endpoint: Option<u16>) -> Stamp {
+    pub fn due(&mut self, slot: Nanos, now: Nanos, endpoint: Option<u16>) -> Stamp {
         // In the closed loop a request is due when it goes out: its
         // corrected figures are its uncorrected ones, exactly.
         let intended = if self.paced { slot.min(now) } else { now };
         let stamp = Stamp {
             intended,
             sent: now,
+            left: false,
+            paced: self.paced,
             measured: self.window.measures(slot),
             endpoint,
         };
@@ -183,31 +211,43 @@ impl Recorder {
             if let Some(p) = self.phase(stamp.intended) {
                 p.due += 1;
             }
-            let s = &mut self.stats;
-            s.counters.due += 1;
-            let iv = s.intervals.at(self.window.offset(now));
-            iv.sent += 1;
-            if self.paced {
-                let lag = to_us(now - stamp.intended);
-                super::record_clamped(&mut iv.send_lag, lag);
-                ThreadStats::record(&mut s.send_lag, &mut s.counters.saturated, lag);
-            }
+            self.stats.counters.due += 1;
         }
         stamp
     }
 
-    /// `stamp`'s request, which waited to go out again, is written again
-    /// `now`.
-    pub fn resent(&mut self, stamp: Stamp, now: Nanos) {
-        if stamp.measured {
-            self.stats.intervals.at(self.window.offset(now)).sent += 1;
+    /// A session took `stamp`'s request `now` (`stamp` as it was before,
+    /// see [`Stamp::leaving`]): the first time, its send lag is recorded;
+    /// every time, the interval counts a send.
+    #[inline]
+    pub fn left(&mut self, stamp: Stamp, now: Nanos) {
+        if !stamp.measured {
+            return;
+        }
+        let s = &mut self.stats;
+        let iv = s.intervals.at(self.window.offset(now));
+        iv.sent += 1;
+        if self.paced && !stamp.left {
+            let lag = to_us(now.saturating_sub(stamp.intended));
+            super::record_clamped(&mut iv.send_lag, lag);
+            ThreadStats::record(&mut s.send_lag, &mut s.counters.saturated, lag);
         }
     }
 
-    /// `stamp`'s request, written but not processed (or not taken by the
-    /// connection after all), waits from `now` to go out again.
+    /// A request that falls due `now` and leaves at once: [`Recorder::due`]
+    /// and [`Recorder::left`] together, as the tests write them.
+    #[cfg(test)]
+    pub fn sent(&mut self, slot: Nanos, now: Nanos, endpoint: Option<u16>) -> Stamp {
+        let stamp = self.due(slot, now, endpoint);
+        self.left(stamp, now);
+        stamp.leaving(now)
+    }
+
+    /// `stamp`'s request, which a session had taken (written but not
+    /// processed, or not taken by the connection after all), waits from
+    /// `now` to go out again.
     pub fn waits_again(&mut self, stamp: Stamp, now: Nanos) {
-        if stamp.measured {
+        if stamp.measured && stamp.left {
             self.stats.intervals.at(self.window.offset(now)).returned += 1;
         }
     }
@@ -374,13 +414,30 @@ impl Recorder {
     }
 
     /// The connections of this thread: `initial` at the start, `peak` at
-    /// most, `on_demand` of them opened for requests that waited.
-    pub fn connections(&mut self, initial: usize, peak: usize, on_demand: u64) {
+    /// most, `on_demand` of them opened for requests that waited; and, when
+    /// the pool found the server's connection limit, the most that the
+    /// server answered on at once.
+    pub fn connections(
+        &mut self,
+        initial: usize,
+        peak: usize,
+        on_demand: u64,
+        accepted: Option<usize>,
+    ) {
         self.stats.counters.connections = super::Pool {
             initial: initial as u64,
             peak: peak as u64,
             opened_on_demand: on_demand,
+            server_accepted: accepted.map(|n| n as u64),
         };
+    }
+
+    /// `stamp`'s request, just counted as timed out, was on a connection
+    /// the server never answered while it answered others.
+    pub fn timed_out_unanswered(&mut self, stamp: Stamp) {
+        if stamp.measured {
+            self.stats.counters.timeout_unanswered += 1;
+        }
     }
 
     /// A QUIC connection's packets, as it closes or the run ends.
@@ -392,10 +449,12 @@ impl Recorder {
         q.zero_rtt_offered += u64::from(p.zero_rtt_offered);
     }
 
-    /// The server closed a connection (or broke its stream), which is
-    /// opened again.
-    pub fn reconnected(&mut self) {
-        self.stats.counters.reconnects += 1;
+    /// A connection that had opened ended for `why`, and another takes its
+    /// place.
+    pub fn reopened(&mut self, why: super::Reopen) {
+        let c = &mut self.stats.counters;
+        c.reconnects += 1;
+        c.reopens.count(why);
     }
 
     /// At the run's `end`: `stamp`'s request is still unanswered.
@@ -719,6 +778,47 @@ mod tests {
         assert_eq!(errors, 2);
     }
 
+    /// A request that waits to go on the wire (no stream the server has
+    /// granted) is sent when a session takes it: the wait is send lag, and
+    /// corrected = send lag + uncorrected. One the server never processed
+    /// and that goes out again keeps its first send and its lag.
+    #[test]
+    fn a_request_is_sent_when_it_leaves_and_keeps_its_first_send() {
+        let mut r = recorder(0);
+        let due = r.due(SEC, SEC, None);
+        assert_eq!((r.stats().counters.due, r.stats().send_lag.len()), (1, 0));
+        // It left 300 ms later, was refused at 310 ms and left again at
+        // 320 ms: only the first leaving is its send.
+        let left = due.leaving(SEC + 300 * MS);
+        r.left(due, SEC + 300 * MS);
+        r.waits_again(left, SEC + 310 * MS);
+        assert_eq!(left.leaving(SEC + 320 * MS), left);
+        r.left(left, SEC + 320 * MS);
+        r.completed(left, reply(200, 0, SEC + 340 * MS), SEC + 350 * MS);
+        let s = r.finish(Duration::ZERO, 0);
+        assert_eq!(s.send_lag.len(), 1);
+        assert!(s.send_lag.equivalent(s.send_lag.max(), 300_000));
+        assert!(s.uncorrected.equivalent(s.uncorrected.max(), 50_000));
+        assert!(s.latency.equivalent(s.latency.max(), 350_000));
+        // Two sends in the interval, one return.
+        let iv = &s.intervals.closed()[0];
+        assert_eq!((iv.sent, iv.returned), (2, 1));
+    }
+
+    /// In the closed loop a request is intended when it leaves, whenever
+    /// it fell due.
+    #[test]
+    fn in_the_closed_loop_a_request_is_intended_as_it_leaves() {
+        let mut r = Recorder::new(Duration::from_secs(1), 0, None);
+        r.begin(Window::ALL, false);
+        let due = r.due(5, 5, None);
+        let left = due.leaving(9);
+        r.left(due, 9);
+        r.completed(left, reply(200, 0, 10), 12);
+        let s = r.finish(Duration::ZERO, 0);
+        assert_eq!(s.latency.max(), s.uncorrected.max());
+    }
+
     #[test]
     fn latencies_past_the_range_are_recorded_at_its_top_and_counted() {
         let mut r = recorder(0);
@@ -741,8 +841,8 @@ mod tests {
         let a = r.sent(SEC, SEC, None);
         r.waits_again(a, SEC + MS);
         r.waits_again(warm, SEC + MS);
-        r.resent(a, 2 * SEC + MS);
-        r.resent(warm, 2 * SEC + MS);
+        r.left(a, 2 * SEC + MS);
+        r.left(warm, 2 * SEC + MS);
         let s = r.finish(Duration::ZERO, 0);
         let by_interval: Vec<(u64, u64, u64)> = s
             .intervals

@@ -33,7 +33,7 @@ use metron_hpack::Decoder;
 use crate::clock::Nanos;
 
 use super::outbox::Outbox;
-use super::session::{Captured, Event, Failure, OpenError, Request, Session};
+use super::session::{Captured, Event, Failure, OpenError, Request, Retirement, Session};
 use super::sse::EventReading;
 use frame::*;
 use streams::{Phase, Stream, Streams};
@@ -733,8 +733,14 @@ impl<T: Clone> Session<T> for Http2<T> {
         limit.saturating_sub(self.streams.open())
     }
 
-    fn is_retired(&self) -> bool {
-        self.failed || self.unwritable || self.goaway.is_some() || self.next_id > MAX_STREAM_ID
+    fn retirement(&self) -> Option<Retirement> {
+        if self.goaway.is_some() {
+            Some(Retirement::Asked)
+        } else if self.failed || self.unwritable || self.next_id > MAX_STREAM_ID {
+            Some(Retirement::Ended)
+        } else {
+            None
+        }
     }
 
     fn is_finished(&self) -> bool {
@@ -869,7 +875,7 @@ impl<T: Clone> Session<T> for Http2<T> {
     }
 
     /// Resets each expired stream with CANCEL; the connection goes on.
-    fn expire(&mut self, expired: &mut dyn FnMut(&T) -> bool, gone: &mut Vec<T>) {
+    fn expire(&mut self, expired: &mut dyn FnMut(&T) -> bool, gone: &mut Vec<T>, _now: Nanos) {
         for slot in self.streams.slots_where(|s| expired(&s.tag)) {
             let s = self.remove(slot);
             put_rst_stream(self.out.buf(), s.id, CANCEL);
@@ -890,6 +896,10 @@ impl<T: Clone> Session<T> for Http2<T> {
 
     fn server_limit(&self) -> Option<u32> {
         self.settled.then_some(self.server.max_streams)
+    }
+
+    fn held_by_server(&self) -> bool {
+        self.settled && self.server.max_streams < self.settings.max_streams
     }
 }
 

@@ -987,7 +987,7 @@ fn a_captured_body_beyond_the_limit_loses_its_response_only() {
 fn an_expired_stream_is_reset_and_the_others_go_on() {
     let mut client = raw_client(Settings::default(), 3);
     let mut gone = Vec::new();
-    client.expire(&mut |&tag| tag == 1, &mut gone);
+    client.expire(&mut |&tag| tag == 1, &mut gone, 0);
     assert_eq!(gone, [1]);
     assert_eq!(tags(&client), [0, 2]);
     assert_eq!(client.free_streams(), DEFAULT_MAX_STREAMS - 2);
@@ -1000,7 +1000,7 @@ fn an_expired_stream_is_reset_and_the_others_go_on() {
     assert_eq!(resets[0].3, frame::CANCEL.to_be_bytes());
     // Nothing else is picked, and the rest are answered as usual; a
     // frame for the stream given up is ignored.
-    client.expire(&mut |_| false, &mut gone);
+    client.expire(&mut |_| false, &mut gone, 0);
     assert_eq!(gone.len(), 1);
     let mut headers = frame(HEADERS, END_HEADERS | END_STREAM, 5, &[STATUS_200]);
     headers.extend(frame(HEADERS, END_HEADERS | END_STREAM, 3, &[STATUS_200]));

@@ -42,7 +42,7 @@ use quinn_proto::{Dir, StreamEvent, StreamId, VarInt};
 use crate::clock::Nanos;
 
 use super::h2::H2Request;
-use super::session::{Captured, Event, Failure, OpenError, Packets, Request, Session};
+use super::session::{Captured, Event, Failure, OpenError, Packets, Request, Retirement, Session};
 use super::sse::{EventReading, EventStream};
 use frame::*;
 pub use frame::{code_name, ERROR_CODES};
@@ -167,6 +167,11 @@ const MAX_CONTROL_FRAME: u64 = 16 * 1024;
 /// by those acknowledgements.
 const ACK_HOLD: Nanos = 1_000_000;
 
+/// The longest a server may delay an acknowledgement (QUIC's default
+/// max_ack_delay, which servers keep), after which a stream's credit is
+/// due back; see [`Http3::starve_grace`].
+const STARVE_ACK_DELAY: Nanos = 25_000_000;
+
 /// One HTTP/3 connection's client session; `T` tags each request.
 pub struct Http3<T> {
     quic: quic::Quic,
@@ -191,8 +196,27 @@ pub struct Http3<T> {
     /// The server's GOAWAY: streams at or above this id were never
     /// processed.
     goaway: Option<u64>,
-    /// No more stream credit until the server grants some.
-    blocked: bool,
+    /// Request streams opened in QUIC ahead of their requests, lowest id
+    /// first: as many as `-m` and the server's stream credit allow
+    /// together (see [`Http3::reserve`]). Nothing goes on the wire for
+    /// one until a request takes it.
+    reserved: VecDeque<StreamId>,
+    /// The server's credit stopped the last reserve short of `-m`.
+    credit_short: bool,
+    /// The streams the server grants at once (its transport parameter
+    /// initial_max_streams_bidi), once its first flight came.
+    granted: Option<u32>,
+    /// Streams cancelled (at `--timeout`) since the server last granted
+    /// credit: a server that keeps them open holds their credit.
+    cancelled: u64,
+    /// Since when the session has had nothing in flight and no stream
+    /// credit after cancelling streams: only the server's grant can bring
+    /// a request back to it.
+    starving_since: Option<Nanos>,
+    /// The server granted no stream for [`starve_grace`] with nothing in
+    /// flight (it keeps the streams of cancelled requests open, say): the
+    /// session is retired, so that a new connection takes its place.
+    starved: bool,
     /// The connection is closed (or closing): nothing more is opened.
     closed: bool,
     qpack: qpack::Scratch,
@@ -230,7 +254,12 @@ impl<T: Clone> Http3<T> {
             captures: VecDeque::new(),
             last: Captured::default(),
             goaway: None,
-            blocked: false,
+            reserved: VecDeque::new(),
+            credit_short: false,
+            granted: None,
+            cancelled: 0,
+            starving_since: None,
+            starved: false,
             closed: false,
             qpack: qpack::Scratch::default(),
             deadline: None,
@@ -243,6 +272,7 @@ impl<T: Clone> Http3<T> {
         if session.quic.conn().has_0rtt() {
             session.early = true;
             session.open_control();
+            session.reserve();
         }
         Ok(session)
     }
@@ -260,20 +290,91 @@ impl<T: Clone> Http3<T> {
         self.fresh = true;
     }
 
-    /// Why the handshake failed, once the connection is lost before it
-    /// completed (for the pre-flight).
+    /// Why the handshake failed, once the connection is lost before the
+    /// server confirmed it (for the pre-flight). A server checks a client
+    /// certificate after this side's handshake is complete, and refuses it
+    /// by closing the connection before it confirms.
     pub fn refusal(&self) -> Option<Refusal> {
-        match (&self.lost, self.connected) {
-            (Some(reason), false) => Some(quic::refusal(reason)),
+        match &self.lost {
+            Some(reason) if !self.quic.confirmed() => Some(quic::refusal(reason)),
             _ => None,
         }
+    }
+
+    /// The server confirmed the handshake (its HANDSHAKE_DONE came): it
+    /// took this side's Finished, and its client certificate if it asked
+    /// for one.
+    pub fn confirmed(&self) -> bool {
+        self.quic.confirmed()
     }
 
     /// Acts on everything QUIC has to say after input or a timeout, then
     /// notes its next deadline.
     fn drive(&mut self, now: Nanos) {
         self.events_from_quic(now);
+        self.reserve();
+        self.watch_credit(now);
         self.deadline = self.quic.poll_timeout();
+    }
+
+    /// Notes when the session starts to starve (nothing in flight, no
+    /// credit, streams cancelled since the last grant), and retires it once
+    /// that has lasted [`starve_grace`]: a server returns a stream's credit
+    /// as soon as both its sides are closed, so one that has not after
+    /// that long keeps the cancelled streams open (HTTP/2 has no such
+    /// state: a reset stream stops counting at once). Streams that ended
+    /// with their responses are closed on the server's side already, and
+    /// their credit is on its way however long it takes.
+    fn watch_credit(&mut self, now: Nanos) {
+        let starving = self.is_ready()
+            && !self.is_retired()
+            && self.cancelled > 0
+            && self.credit_short
+            && self.reserved.is_empty()
+            && self.streams.is_empty();
+        if !starving {
+            self.starving_since = None;
+            return;
+        }
+        let since = *self.starving_since.get_or_insert(now);
+        if now.saturating_sub(since) >= self.starve_grace() {
+            self.starved = true;
+            self.starving_since = None;
+        }
+    }
+
+    /// How long a session may go without stream credit and with nothing
+    /// in flight before it is taken as starved: an acknowledgement's delay
+    /// (the 25 ms QUIC allows) and a few round trips for the grant.
+    fn starve_grace(&self) -> Nanos {
+        STARVE_ACK_DELAY + 4 * self.quic.rtt()
+    }
+
+    /// Opens request streams ahead, so that [`Session::free_streams`] says
+    /// exactly how many requests can go on the wire now: up to `-m` in
+    /// flight, and as many as the server's stream credit allows. QUIC's
+    /// credit is a count of streams that only grows (MAX_STREAMS), and a
+    /// server grants more only once its side of a stream has closed, an
+    /// acknowledgement or more after the response: counting streams
+    /// against a limit would offer streams the server has not granted yet,
+    /// and the requests given them would wait in the session unsent.
+    fn reserve(&mut self) {
+        if !self.is_ready() || self.is_retired() {
+            return;
+        }
+        if self.granted.is_none() {
+            self.granted = self.quic.peer_bidi_streams();
+        }
+        self.credit_short = false;
+        while self.streams.len() + self.reserved.len() < self.max_streams as usize {
+            match self.quic.conn().streams().open(Dir::Bi) {
+                Some(id) => self.reserved.push_back(id),
+                None => {
+                    self.credit_short = true;
+                    break;
+                }
+            }
+        }
     }
 
     fn events_from_quic(&mut self, now: Nanos) {
@@ -293,8 +394,9 @@ impl<T: Clone> Http3<T> {
                     self.fail_with(H3_ID_ERROR, now);
                 }
                 quinn_proto::Event::Stream(StreamEvent::Writable { id }) => self.write(id),
+                // More stream credit: `drive` reserves streams with it.
                 quinn_proto::Event::Stream(StreamEvent::Available { dir: Dir::Bi }) => {
-                    self.blocked = false;
+                    self.cancelled = 0;
                 }
                 quinn_proto::Event::Stream(StreamEvent::Stopped { id, error_code }) => {
                     self.on_stopped(id, error_code.into_inner());
@@ -323,7 +425,7 @@ impl<T: Clone> Http3<T> {
     fn on_0rtt_rejected(&mut self) {
         self.control = None;
         self.control_out.clear();
-        self.blocked = false;
+        self.reserved.clear();
         let mut refused: Vec<(StreamId, Stream<T>)> = self.streams.drain().collect();
         refused.sort_by_key(|(id, _)| u64::from(*id));
         for (_, s) in refused {
@@ -360,8 +462,11 @@ impl<T: Clone> Http3<T> {
             return;
         }
         self.closed = true;
-        let why = quic::failure(reason);
-        if !self.streams.is_empty() {
+        // A connection lost before its handshake completed failed to open,
+        // and says why even with nothing in flight: the engine counts it
+        // as a connect error by that cause.
+        if !self.streams.is_empty() || !self.connected {
+            let why = quic::failure(reason);
             self.events.push_back(Event::Failed { why });
         }
     }
@@ -836,21 +941,29 @@ impl<T: Clone> Session<T> for Http3<T> {
     }
 
     fn free_streams(&self) -> u32 {
-        if !self.is_ready() || self.is_retired() || self.blocked {
+        if !self.is_ready() || self.is_retired() {
             return 0;
         }
-        self.max_streams.saturating_sub(self.streams.len() as u32)
+        self.reserved.len() as u32
     }
 
-    fn is_retired(&self) -> bool {
-        self.closed || self.goaway.is_some()
+    fn retirement(&self) -> Option<Retirement> {
+        if self.goaway.is_some() {
+            Some(Retirement::Asked)
+        } else if self.starved {
+            Some(Retirement::Starved)
+        } else if self.closed {
+            Some(Retirement::Ended)
+        } else {
+            None
+        }
     }
 
     fn is_finished(&self) -> bool {
         self.events.is_empty()
             && ((self.closed && self.streams.is_empty())
                 || self.quic.is_drained()
-                || (self.goaway.is_some() && self.streams.is_empty()))
+                || ((self.goaway.is_some() || self.starved) && self.streams.is_empty()))
     }
 
     fn open(&mut self, request: &Request, tag: T, _now: Nanos) -> Result<(), (OpenError, T)> {
@@ -866,8 +979,7 @@ impl<T: Clone> Session<T> for Http3<T> {
             Ok(framed) => framed,
             Err(e) => return Err((e, tag)),
         };
-        let Some(id) = self.quic.conn().streams().open(Dir::Bi) else {
-            self.blocked = true;
+        let Some(id) = self.reserved.pop_front() else {
             return Err((OpenError::Full, tag));
         };
         let mut out = Vec::with_capacity(framed.headers.len() + framed.body.len() + 8);
@@ -957,10 +1069,11 @@ impl<T: Clone> Session<T> for Http3<T> {
     fn poll_timeout(&self) -> Option<Nanos> {
         // quinn-proto's poll_timeout needs `&mut`; the last one computed is
         // kept by `handle_timeout` and after input.
-        match (self.deadline, self.hold_until) {
-            (Some(d), Some(h)) => Some(d.min(h)),
-            (d, h) => d.or(h),
-        }
+        let starved_at = self.starving_since.map(|t| t + self.starve_grace());
+        [self.deadline, self.hold_until, starved_at]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     fn handle_timeout(&mut self, now: Nanos) {
@@ -982,7 +1095,7 @@ impl<T: Clone> Session<T> for Http3<T> {
 
     /// Cancels each expired request (its stream reset and stopped with
     /// H3_REQUEST_CANCELLED); the connection goes on.
-    fn expire(&mut self, expired: &mut dyn FnMut(&T) -> bool, gone: &mut Vec<T>) {
+    fn expire(&mut self, expired: &mut dyn FnMut(&T) -> bool, gone: &mut Vec<T>, now: Nanos) {
         let ids: Vec<StreamId> = self
             .streams
             .iter()
@@ -995,8 +1108,11 @@ impl<T: Clone> Session<T> for Http3<T> {
             let _ = self.quic.conn().recv_stream(id).stop(code);
             if let Some(s) = self.remove(id) {
                 gone.push(s.tag);
+                self.cancelled += 1;
             }
         }
+        self.reserve();
+        self.watch_credit(now);
     }
 
     fn drain(&mut self, into: &mut Vec<T>) {
@@ -1006,6 +1122,14 @@ impl<T: Clone> Session<T> for Http3<T> {
 
     fn captured(&self) -> &Captured {
         &self.last
+    }
+
+    fn server_limit(&self) -> Option<u32> {
+        self.granted
+    }
+
+    fn held_by_server(&self) -> bool {
+        self.credit_short
     }
 
     fn packets(&self) -> Option<Packets> {

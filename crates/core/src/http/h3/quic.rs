@@ -11,11 +11,13 @@ use bytes::BytesMut;
 use quinn_proto::crypto::rustls::QuicClientConfig;
 use quinn_proto::{
     ClientConfig, Connection, ConnectionError, ConnectionHandle, DatagramEvent, Endpoint,
-    EndpointConfig, TransportConfig, VarInt,
+    EndpointConfig, TransportConfig, TransportErrorCode, VarInt,
 };
 
 use crate::clock::Nanos;
 use crate::http::session::Failure;
+
+use super::frame::varint;
 
 /// What every HTTP/3 session of a host opens with.
 #[derive(Clone, Debug)]
@@ -215,6 +217,28 @@ impl Quic {
         self.conn.close(at, code, bytes::Bytes::new());
     }
 
+    /// The request streams the server grants at once: its transport
+    /// parameter initial_max_streams_bidi, once its first flight came.
+    /// (quinn-proto keeps its peer's parameters to itself but writes them
+    /// out in their wire form, which is read back here.)
+    pub(super) fn peer_bidi_streams(&self) -> Option<u32> {
+        let params = self.conn.crypto_session().transport_parameters().ok()??;
+        let mut wire = Vec::new();
+        params.write(&mut wire);
+        let count = transport_parameter(&wire, INITIAL_MAX_STREAMS_BIDI)?;
+        Some(u32::try_from(count).unwrap_or(u32::MAX))
+    }
+
+    /// QUIC's estimate of the round trip.
+    pub(super) fn rtt(&self) -> Nanos {
+        self.conn.rtt().as_nanos() as Nanos
+    }
+
+    /// The server's HANDSHAKE_DONE came: the handshake is confirmed.
+    pub(super) fn confirmed(&self) -> bool {
+        self.conn.stats().frame_rx.handshake_done > 0
+    }
+
     pub(super) fn is_drained(&self) -> bool {
         self.conn.is_drained()
     }
@@ -233,6 +257,28 @@ impl Quic {
     }
 }
 
+/// The transport parameter that says how many bidirectional streams the
+/// peer lets this side open at first (RFC 9000 §18.2).
+const INITIAL_MAX_STREAMS_BIDI: u64 = 0x08;
+
+/// The value of parameter `id` in transport parameters in their wire form
+/// (each an id, a length and a value, all variable-length integers but the
+/// value's bytes), when it is there and is an integer.
+fn transport_parameter(mut wire: &[u8], id: u64) -> Option<u64> {
+    while !wire.is_empty() {
+        let (this, used) = varint(wire)?;
+        let (len, more) = varint(&wire[used..])?;
+        let start = used + more;
+        let end = start.checked_add(usize::try_from(len).ok()?)?;
+        let value = wire.get(start..end)?;
+        if this == id {
+            return varint(value).map(|(v, _)| v);
+        }
+        wire = &wire[end..];
+    }
+    None
+}
+
 /// What a lost connection costs the requests on it.
 pub(super) fn failure(reason: &ConnectionError) -> Failure {
     match reason {
@@ -240,6 +286,23 @@ pub(super) fn failure(reason: &ConnectionError) -> Failure {
         ConnectionError::Reset => Failure::Reset(None),
         ConnectionError::ApplicationClosed(close) => {
             Failure::Reset(Some(close.error_code.into_inner() as u32))
+        }
+        // A TLS alert, either side's (a certificate refused, a client
+        // certificate missing): TLS failed, as it would over TCP.
+        ConnectionError::ConnectionClosed(close)
+            if CRYPTO_ERRORS.contains(&u64::from(close.error_code)) =>
+        {
+            Failure::Tls
+        }
+        // The server would take no connection now (past its limit, or
+        // shutting down): it closed the connection as it opened.
+        ConnectionError::ConnectionClosed(close)
+            if close.error_code == TransportErrorCode::CONNECTION_REFUSED =>
+        {
+            Failure::Reset(None)
+        }
+        ConnectionError::TransportError(e) if CRYPTO_ERRORS.contains(&u64::from(e.code)) => {
+            Failure::Tls
         }
         ConnectionError::ConnectionClosed(_) | ConnectionError::TransportError(_) => {
             Failure::Protocol
@@ -261,8 +324,9 @@ pub enum Refusal {
     NoH3,
     /// TLS: the server's certificate was refused here, for this reason.
     Certificate(String),
-    /// TLS: the server wanted a client certificate, or refused ours.
-    ClientCertificate(String),
+    /// TLS: the server wanted a client certificate, or refused ours, with
+    /// this alert.
+    ClientCertificate { alert: u8 },
     /// Anything else, in QUIC's words.
     Other(String),
 }
@@ -271,8 +335,13 @@ pub enum Refusal {
 /// §4.8).
 const CRYPTO_ERRORS: std::ops::RangeInclusive<u64> = 0x100..=0x1ff;
 const NO_APPLICATION_PROTOCOL: u64 = 0x100 + 120;
-const CERTIFICATE_REQUIRED: u64 = 0x100 + 116;
-const BAD_CERTIFICATE: u64 = 0x100 + 42;
+/// The alerts a server ends a handshake with over the client's
+/// certificate (none given, or one it does not trust): bad_certificate to
+/// unknown_ca (42 to 48, but illegal_parameter, 47), access_denied (49)
+/// and certificate_required (116).
+fn about_client_certificate(code: u64) -> bool {
+    matches!(code.checked_sub(0x100), Some(42..=46 | 48 | 49 | 116))
+}
 
 /// What a connection lost during its handshake says of the server.
 pub(super) fn refusal(reason: &ConnectionError) -> Refusal {
@@ -296,13 +365,49 @@ pub(super) fn refusal(reason: &ConnectionError) -> Refusal {
             let said = String::from_utf8_lossy(&close.reason).into_owned();
             match code {
                 NO_APPLICATION_PROTOCOL => Refusal::NoH3,
-                CERTIFICATE_REQUIRED | BAD_CERTIFICATE => {
-                    Refusal::ClientCertificate(close.to_string())
-                }
+                c if about_client_certificate(c) => Refusal::ClientCertificate {
+                    alert: (c - 0x100) as u8,
+                },
                 _ if said.is_empty() => Refusal::Other(close.to_string()),
                 _ => Refusal::Other(said),
             }
         }
         other => Refusal::Other(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::h3::frame::put_varint;
+
+    #[test]
+    fn a_transport_parameter_is_found_among_others_of_any_length() {
+        let mut wire = Vec::new();
+        // max_idle_timeout (0x01) = 30000, a GREASE parameter of 3 raw
+        // bytes, then initial_max_streams_bidi = 5.
+        for (id, value) in [(0x01u64, 30_000u64), (0x08, 5)] {
+            put_varint(&mut wire, id);
+            let mut v = Vec::new();
+            put_varint(&mut v, value);
+            put_varint(&mut wire, v.len() as u64);
+            wire.extend_from_slice(&v);
+            if id == 0x01 {
+                put_varint(&mut wire, 0x1b_2a);
+                put_varint(&mut wire, 3);
+                wire.extend_from_slice(&[0xff, 0xff, 0xff]);
+            }
+        }
+        assert_eq!(
+            transport_parameter(&wire, INITIAL_MAX_STREAMS_BIDI),
+            Some(5)
+        );
+        assert_eq!(transport_parameter(&wire, 0x01), Some(30_000));
+        assert_eq!(transport_parameter(&wire, 0x09), None);
+        // Cut short: nothing is read past the end.
+        assert_eq!(
+            transport_parameter(&wire[..wire.len() - 1], INITIAL_MAX_STREAMS_BIDI),
+            None
+        );
     }
 }

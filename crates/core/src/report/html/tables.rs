@@ -376,7 +376,11 @@ pub fn accounting(page: &mut String, doc: &Document) {
             count(e.connect),
             String::new(),
         ],
-        vec!["Reconnects".into(), count(c.reconnects), String::new()],
+        vec![
+            "Reconnects".into(),
+            count(c.reconnects),
+            escape(&c.reopens.to_string()),
+        ],
     ];
     if e.read > 0 {
         rows.push(vec![

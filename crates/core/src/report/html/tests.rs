@@ -104,6 +104,12 @@ pub fn sample() -> Document {
         in_flight: 8,
         never_sent: 2,
         reconnects: 4,
+        reopens: crate::stats::Reopens {
+            closed: 3,
+            reset: 1,
+            ..Default::default()
+        },
+        timeout_unanswered: 0,
         queued: 2_310,
         saturated: 0,
         missed_at_start: 0,
@@ -127,6 +133,7 @@ pub fn sample() -> Document {
             initial: 64,
             peak: 64,
             opened_on_demand: 0,
+            server_accepted: None,
         },
         status_codes: {
             let mut s = crate::stats::StatusCodes::default();
