@@ -562,7 +562,7 @@ fn write_totals(out: &mut impl Write, stats: &RunStats) -> io::Result<()> {
     }
     if e.status > 0 && c.grpc.total() > 0 {
         // Calls fail by their own status, over HTTP 200 as a rule.
-        writeln!(out, "  Failed calls: {} (gRPC status not OK)", e.status)?;
+        writeln!(out, "  Failed calls: {} ({})", e.status, failed_call_causes(c))?;
     } else if e.status > 0 {
         writeln!(out, "  Non-2xx or 3xx responses: {}", e.status)?;
     }
@@ -572,6 +572,20 @@ fn write_totals(out: &mut impl Write, stats: &RunStats) -> io::Result<()> {
         "Transfer/sec: {:>10}B",
         format_binary(stats.bytes_per_sec())
     )
+}
+
+/// Why calls failed: their status, or (`--grpc-check`) an OK reply that
+/// did not hold the check, each with its count when both did. Replies that
+/// failed the check alone are not said to have a status other than OK,
+/// which the `gRPC status` line below would contradict.
+fn failed_call_causes(c: &Counters) -> String {
+    let checks = c.failed_checks;
+    let status = c.errors.status.saturating_sub(checks);
+    match (status, checks) {
+        (_, 0) => "gRPC status not OK".to_string(),
+        (0, _) => "OK replies that failed --grpc-check".to_string(),
+        (s, n) => format!("{s} with a gRPC status not OK, {n} OK replies that failed --grpc-check"),
+    }
 }
 
 fn write_own_lines(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
@@ -1344,6 +1358,44 @@ mod tests {
         let text = render(&report(&stats, None));
         let want = format!("{line}, 0 of 7 connections with 0-RTT accepted\n");
         assert!(text.contains(&want), "{text}");
+    }
+
+    /// Regression: replies that failed `--grpc-check` were reported as
+    /// `Failed calls: 400 (gRPC status not OK)` above `gRPC status: OK
+    /// 400`. The line names each cause, with its count when both are there.
+    #[test]
+    fn failed_calls_name_their_cause() {
+        let mut stats = RunStats::merge(vec![ThreadStats::default()], Duration::from_secs(1));
+        let c = &mut stats.counters;
+        c.completed = 400;
+        for _ in 0..400 {
+            c.grpc.count(metron_grpc::status::OK);
+        }
+        c.errors.status = 400;
+        c.failed_checks = 400;
+        let text = render(&report(&stats, None));
+        assert!(
+            text.contains("  Failed calls: 400 (OK replies that failed --grpc-check)\n"),
+            "{text}"
+        );
+        let c = &mut stats.counters;
+        for _ in 0..10 {
+            c.grpc.count(14);
+        }
+        c.errors.status = 410;
+        let text = render(&report(&stats, None));
+        assert!(
+            text.contains(
+                "  Failed calls: 410 (10 with a gRPC status not OK, 400 OK replies that failed \
+                 --grpc-check)\n"
+            ),
+            "{text}"
+        );
+        let c = &mut stats.counters;
+        c.failed_checks = 0;
+        c.errors.status = 10;
+        let text = render(&report(&stats, None));
+        assert!(text.contains("  Failed calls: 10 (gRPC status not OK)\n"), "{text}");
     }
 
     /// `--sse` against responses that are not event streams: they are
