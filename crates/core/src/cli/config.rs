@@ -454,6 +454,7 @@ fn protocols(args: &BenchArgs, hosts: &[Target]) -> Result<Protocols, ConfigErro
         max_streams,
         asked_by,
         zero_rtt: args.zero_rtt,
+        calls: args.grpc.is_some(),
     })
 }
 
