@@ -956,7 +956,11 @@ mod tests {
             ),
             (
                 &["--resolve", "localhost:8443:127.0.0.1", "https://localhost/"],
-                "--resolve \"localhost:8443:127.0.0.1\" pins localhost:8443, which no host of this run is (localhost:443); give a host and port of the URL, or drop it",
+                "--resolve pins localhost on port 8443, not on the URL's port 443; write --resolve localhost:443:127.0.0.1, or correct the URL's port",
+            ),
+            (
+                &["--resolve", "elsewhere.test:443:127.0.0.1", "https://localhost/"],
+                "--resolve \"elsewhere.test:443:127.0.0.1\" pins elsewhere.test:443, which no host of this run is (localhost:443); give a host and port of the URL, or drop it",
             ),
         ];
         for (args, want) in cases {
