@@ -46,6 +46,9 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<(), Error> {
     let _signals = crate::signals::stop_on_interrupt(stop.clone())?;
     let first = step_config(&base, args.from)?;
     let run = &first.run;
+    // The steps' runs are configured without the objective (the sweep
+    // judges them itself), so its terms are checked against the first.
+    crate::cli::config::check_slo_measured(&slo, run).map_err(Error::Config)?;
     writeln!(
         out,
         "Sweeping {} from {} to {}: SLO {}, steps of {} ({} warm-up), resolution {}%",
