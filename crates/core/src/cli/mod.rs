@@ -31,7 +31,8 @@ pub enum Command {
     Bench(Box<BenchArgs>),
     /// Re-render the reports of a saved JSON document.
     Report(ReportArgs),
-    /// One report from several HdrHistogram interval logs.
+    /// One report from several runs' JSON documents, or from several
+    /// HdrHistogram interval logs.
     Merge(MergeArgs),
     /// The highest rate that meets an SLO.
     Sweep(Box<sweep::SweepArgs>),
@@ -52,7 +53,7 @@ pub struct MergeArgs {
     #[arg(long = "html", value_name = "FILE")]
     pub html: Option<PathBuf>,
 
-    /// JSON documents only: judge the merged run against an SLO, as a run's --slo does (inconclusive when any instance's generator was the limit)
+    /// JSON documents only: judge the merged run against an SLO, as a run's --slo does, with the same terms (inconclusive when any instance's generator was the limit)
     #[arg(long = "slo", value_parser = crate::verdict::parse_slo, value_name = "SPEC")]
     pub slo: Option<crate::verdict::Slo>,
 }
@@ -276,6 +277,38 @@ mod tests {
         .unwrap();
         assert_eq!(a.duration, Some(Duration::from_secs(30)));
         assert_eq!(a.headers.len(), 2);
+    }
+
+    /// Regression: the top-level help called `metron merge` a merge of
+    /// interval logs alone, and `--slo`'s help named none of the phase
+    /// terms the parser takes.
+    #[test]
+    fn the_help_says_what_merge_and_slo_take() {
+        let help = BenchArgs::command().render_long_help().to_string();
+        let merge: String = help
+            .lines()
+            .skip_while(|l| !l.contains("metron merge"))
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            merge.contains("--json documents") && merge.contains("--hlog interval logs"),
+            "{merge}"
+        );
+        let slo = BenchArgs::command()
+            .get_arguments()
+            .find(|a| a.get_long() == Some("slo"))
+            .and_then(|a| a.get_help())
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        for (prefix, _) in crate::verdict::Timed::PREFIXES {
+            let term = format!("{prefix}p99<T");
+            assert!(slo.contains(&term), "{term}: {slo}");
+            crate::verdict::parse_slo(&term.replace('T', "1s")).unwrap();
+        }
+        for term in ["pNN<T", "max<T", "errors<PCT%", "rate>=PCT%"] {
+            assert!(slo.contains(term), "{term}: {slo}");
+        }
     }
 
     #[test]

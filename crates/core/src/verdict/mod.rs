@@ -78,7 +78,7 @@ pub enum Timed {
 
 impl Timed {
     /// The prefixes of term names, each with what it bounds.
-    const PREFIXES: [(&'static str, Timed); 5] = [
+    pub const PREFIXES: [(&'static str, Timed); 5] = [
         ("ttfb_", Timed::FirstByte),
         ("connect_", Timed::Connect),
         ("tls_", Timed::Tls),
