@@ -237,8 +237,12 @@ fn refusals(run: &BenchArgs) -> impl Iterator<Item = String> {
     ];
     let rest = [
         (
-            run.timeseries || run.thread_timeseries || run.histogram,
-            "--timeseries, --thread-timeseries and --histogram (per run outputs)",
+            run.timeseries
+                || run.thread_timeseries
+                || run.timeseries_interval.is_some()
+                || run.histogram,
+            "--timeseries, --thread-timeseries, --timeseries-interval and --histogram (per run \
+             outputs)",
         ),
         (
             run.interval.is_some(),
@@ -442,7 +446,9 @@ mod tests {
             let value = match flag {
                 "rate" => Some("5"),
                 "rate-profile" => Some("1k:1s"),
-                "duration" | "interval" | "dashboard-linger" => Some("1s"),
+                "duration" | "interval" | "dashboard-linger" | "timeseries-interval" => {
+                    Some("1s")
+                }
                 "shard" => Some("0/2"),
                 "start-at" => Some("2000000000"),
                 "hlog" | "csv" => Some("out"),
