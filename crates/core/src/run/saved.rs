@@ -85,10 +85,12 @@ pub fn write_document(doc: &Document, path: &Path, mut out: &mut dyn Write) -> R
         lag_allowance: None,
     };
     text::write_results(&mut out, &view)?;
+    text::write_instances(&mut out, &doc.instances)?;
+    // The verdict is the last line, as a run's report ends with it
+    // (`metron merge --slo`'s too, after the instances' table).
     if let Some(slo) = &doc.slo {
         text::write_slo(&mut out, slo)?;
     }
-    text::write_instances(&mut out, &doc.instances)?;
     Ok(())
 }
 
