@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use crate::report::sweep::{SweepDocument, SweepStep};
+use crate::report::sweep::{judged_columns, Judged, SweepDocument, SweepStep};
 use crate::verdict::Verdict;
 
 use super::blocks::{card, classed_grid, head, key_values, verdict_class};
@@ -207,39 +207,29 @@ fn steps(page: &mut String, doc: &SweepDocument) {
          top was reached, then halving the bracket. Latencies include the unfinished \
          requests at their lower bounds.</p>\n",
     );
+    // Phases the SLO bounds get columns of their own, as in the text
+    // table: the figure each verdict judged.
+    let judged = judged_columns(&doc.config.slo);
     let rows: Vec<(&str, Vec<String>)> = doc
         .steps
         .iter()
         .enumerate()
-        .map(|(i, s)| (verdict_class(s.slo.verdict), step_row(i + 1, s)))
+        .map(|(i, s)| (verdict_class(s.slo.verdict), step_row(i + 1, s, &judged)))
         .collect();
     let rows: Vec<(&str, &[String])> = rows
         .iter()
         .map(|(class, row)| (if *class == "met" { "" } else { *class }, row.as_slice()))
         .collect();
-    classed_grid(
-        page,
-        "numbers steps",
-        &[
-            "step",
-            "rate",
-            "achieved",
-            "p50",
-            "p99",
-            "p99.9",
-            "max",
-            "errors",
-            "send lag p99",
-            "verdict",
-        ],
-        &rows,
-    );
+    let mut heads = vec!["step", "rate", "achieved", "p50", "p99", "p99.9", "max"];
+    heads.extend(judged.iter().map(|j| j.name.as_str()));
+    heads.extend(["errors", "send lag p99", "verdict"]);
+    classed_grid(page, "numbers steps", &heads, &rows);
     page.push_str("</section>\n");
 }
 
-fn step_row(n: usize, s: &SweepStep) -> Vec<String> {
+fn step_row(n: usize, s: &SweepStep, judged: &[Judged]) -> Vec<String> {
     let latency = latency_or_missing;
-    vec![
+    let mut row = vec![
         count(n as u64),
         real(s.rate),
         real(s.achieved),
@@ -247,8 +237,15 @@ fn step_row(n: usize, s: &SweepStep) -> Vec<String> {
         latency(s.p99),
         latency(s.p999),
         latency(s.max),
+    ];
+    row.extend(judged.iter().map(|j| {
+        let value = s.slo.rows.get(j.term).and_then(|r| r.value);
+        latency(value.map(|v| v as u64))
+    }));
+    row.extend([
         count(s.errors),
         latency(s.send_lag_p99),
         escape(&s.slo.sentence()),
-    ]
+    ]);
+    row
 }
