@@ -233,6 +233,10 @@ fn malformed_flags_are_one_line_usage_errors() {
             "unexpected argument '--bogus'",
         ),
         (
+            &["--conections", "10", "http://127.0.0.1:1/"],
+            "unexpected argument '--conections' found (did you mean '--connections'?); usage: ",
+        ),
+        (
             &["--requests-order", "bogus", "http://127.0.0.1:1/"],
             "[possible values: sequential, random]",
         ),

@@ -225,10 +225,12 @@ fn parse_with<A: FromArgMatches>(cmd: clap::Command, args: &[OsString]) -> Resul
 }
 
 /// A command-line parse error as one line: clap's message with its
-/// indented continuation folded in, then the usage line when clap gives
-/// one. clap's tips are left out: they suggest `--`, which starts the
-/// script's arguments here.
+/// indented continuation folded in, the flag clap found closest to a
+/// mistyped one (`--conections`: did you mean `--connections`?), then the
+/// usage line when clap gives one. clap's other tips are left out: they
+/// suggest `--`, which starts the script's arguments here.
 pub fn error_line(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
     let text = e.to_string();
     let mut message = String::new();
     let mut usage = None;
@@ -239,6 +241,15 @@ pub fn error_line(e: &clap::Error) -> String {
         } else if let Some(m) = folded.strip_prefix("error: ") {
             message = m.to_string();
         }
+    }
+    let suggested = match e.get(ContextKind::SuggestedArg) {
+        Some(ContextValue::String(s)) => vec![s.clone()],
+        Some(ContextValue::Strings(s)) => s.clone(),
+        _ => Vec::new(),
+    };
+    if !suggested.is_empty() {
+        let named: Vec<String> = suggested.iter().map(|s| format!("'{s}'")).collect();
+        message = format!("{message} (did you mean {}?)", named.join(" or "));
     }
     match usage {
         Some(u) => format!("{message}; usage: {u} (--help lists every flag)"),
@@ -277,6 +288,30 @@ mod tests {
         .unwrap();
         assert_eq!(a.duration, Some(Duration::from_secs(30)));
         assert_eq!(a.headers.len(), 2);
+    }
+
+    /// Regression: a mistyped long flag got no suggestion. The flag clap
+    /// finds closest is named, on the one line.
+    #[test]
+    fn a_mistyped_flag_is_matched_to_the_closest() {
+        let e = parse(["metron", "--conections", "10", "http://h/"]).unwrap_err();
+        let line = error_line(&e);
+        assert!(
+            line.starts_with(
+                "unexpected argument '--conections' found (did you mean '--connections'?); usage: "
+            ),
+            "{line}"
+        );
+        assert!(!line.contains('\n'), "{line}");
+        let e = parse(["metron", "sweep", "--form", "1k", "http://h/"]).unwrap_err();
+        assert!(
+            error_line(&e).contains("(did you mean '--from'?)"),
+            "{}",
+            error_line(&e)
+        );
+        // Nothing close: no suggestion.
+        let e = parse(["metron", "--bogus", "http://h/"]).unwrap_err();
+        assert!(!error_line(&e).contains("did you mean"), "{}", error_line(&e));
     }
 
     /// Regression: the top-level help called `metron merge` a merge of
