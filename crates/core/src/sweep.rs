@@ -6,7 +6,8 @@
 //! it and the lowest that did not is halved until it is narrower than
 //! `--resolution`. A step in which the generator fell behind ends the
 //! sweep: the server was not offered that load, so the limit found would
-//! be metron's, not the server's.
+//! be metron's, not the server's. So does a step whose objective measured
+//! nothing (a first event, when no response carried one).
 
 use std::io::{self, Write};
 use std::sync::Arc;
@@ -39,7 +40,7 @@ const MAX_STEPS: usize = 64;
 
 /// Runs the sweep, printing a row per step and the conclusion. Exit
 /// status (through the error): 0 when some rate met the SLO, 3 when none
-/// did, 4 when the generator was the limit.
+/// did, 4 when the generator was the limit or a step could not be judged.
 pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<(), Error> {
     let (slo, base) = check(args)?;
     let started = std::time::Instant::now();
@@ -80,7 +81,7 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<(), Error> {
     out.flush()?;
     let mut search = Search::new(args.from, args.to, args.resolution);
     let mut steps: Vec<SweepStep> = Vec::new();
-    let mut generator: Option<Unjudged> = None;
+    let mut unjudged: Option<Unjudged> = None;
     // The server's fastest response over every step so far: at a rate it
     // cannot take, every response of a step is slow, and only the earlier
     // steps show that the connections were not what held it back.
@@ -119,7 +120,7 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<(), Error> {
             // Past a rate the generator could not offer, or at which the
             // objective measured nothing, no step can be judged.
             (Verdict::Inconclusive, Some(why)) => {
-                generator = Some(Unjudged {
+                unjudged = Some(Unjudged {
                     rate,
                     why,
                     generator: limited,
@@ -130,7 +131,7 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<(), Error> {
             _ => search.failed(rate),
         }
     }
-    let conclusion = conclusion(&search, generator.as_ref(), stop.is_stopped());
+    let conclusion = conclusion(&search, unjudged.as_ref(), stop.is_stopped());
     writeln!(out, "{conclusion}")?;
     if args.run.sinks.json.is_some() || args.run.sinks.html.is_some() {
         let doc = SweepDocument {
@@ -159,7 +160,7 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<(), Error> {
             after: started.elapsed(),
         });
     }
-    match (search.best, generator) {
+    match (search.best, unjudged) {
         (_, Some(u)) => Err(Error::Sweep(
             format!(
                 "the sweep stopped at {}, where {}",
@@ -338,9 +339,9 @@ fn pause(cooldown: Duration, stop: &Stop) {
 }
 
 /// The sweep's last line.
-fn conclusion(search: &Search, generator: Option<&Unjudged>, stopped: bool) -> String {
+fn conclusion(search: &Search, unjudged: Option<&Unjudged>, stopped: bool) -> String {
     let best = search.best.map(rate_words);
-    match (generator, best) {
+    match (unjudged, best) {
         (Some(u), best) => format!(
             "{} at {}: {}{}",
             match u.generator {

@@ -48,8 +48,8 @@ fn header(page: &mut String, doc: &SweepDocument) {
         real(c.from),
         real(c.to)
     );
-    // The generator's limit ends a sweep on an inconclusive step; otherwise
-    // the sweep found a rate or did not.
+    // An inconclusive step (the generator's limit, or a term that measured
+    // nothing) ends a sweep; otherwise the sweep found a rate or did not.
     let last = doc.steps.last().map(|s| s.slo.verdict);
     let class = verdict_class(match (last, doc.highest) {
         (Some(Verdict::Inconclusive), _) => Verdict::Inconclusive,
@@ -164,7 +164,7 @@ fn results(page: &mut String, doc: &SweepDocument) {
         page,
         "Inconclusive",
         &count(inconclusive as u64),
-        "steps the generator limited",
+        "steps not judged: the generator limited the load, or a term measured nothing",
         inconclusive > 0,
     );
     page.push_str("</div>\n</section>\n");
@@ -178,12 +178,13 @@ fn knee(page: &mut String, doc: &SweepDocument) {
     let circled = match (any(Verdict::NotMet), any(Verdict::Inconclusive)) {
         (true, true) => {
             " Circled points belong to steps that did not meet the SLO (red) or were \
-             inconclusive because the generator, not the server, limited the load (amber)."
+             inconclusive (amber): the generator, not the server, limited the load, or a \
+             term of the SLO measured nothing."
         }
         (true, false) => " Circled points belong to steps that did not meet the SLO.",
         (false, true) => {
-            " Circled points belong to steps that were inconclusive because the generator, \
-             not the server, limited the load."
+            " Circled points belong to steps that were inconclusive: the generator, not the \
+             server, limited the load, or a term of the SLO measured nothing."
         }
         (false, false) => "",
     };
