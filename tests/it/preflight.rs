@@ -209,7 +209,8 @@ fn grpc_to_a_server_without_http2_says_grpc_needs_it() {
         ..ServeConfig::default()
     });
     let (no_streams, _) = h2_server(0, false);
-    let needs = "gRPC runs over HTTP/2 only: check that the URL names a gRPC server's host and port";
+    let needs =
+        "gRPC runs over HTTP/2 only: check that the URL names a gRPC server's host and port";
     let cases = [
         (
             format!("{}/", plain.url()),

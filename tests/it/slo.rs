@@ -213,7 +213,10 @@ fn a_first_event_bound_against_a_server_without_events_is_not_measured() {
         )),
         "{out}"
     );
-    assert_eq!(slo_rows(&out), ["  SLO first_event_p99<1s: -, not measured"]);
+    assert_eq!(
+        slo_rows(&out),
+        ["  SLO first_event_p99<1s: -, not measured"]
+    );
     assert_eq!(
         last_line(&out),
         format!(
@@ -222,7 +225,10 @@ fn a_first_event_bound_against_a_server_without_events_is_not_measured() {
         )
     );
     let slo = slo_of(&json);
-    assert_eq!((slo.verdict.as_str(), slo.rows[0].value), ("inconclusive", None));
+    assert_eq!(
+        (slo.verdict.as_str(), slo.rows[0].value),
+        ("inconclusive", None)
+    );
 }
 
 /// Throughput mode has no intended rate, but latency bounds still judge

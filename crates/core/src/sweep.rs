@@ -478,9 +478,7 @@ mod tests {
             let value = match flag {
                 "rate" => Some("5"),
                 "rate-profile" => Some("1k:1s"),
-                "duration" | "interval" | "dashboard-linger" | "timeseries-interval" => {
-                    Some("1s")
-                }
+                "duration" | "interval" | "dashboard-linger" | "timeseries-interval" => Some("1s"),
                 "shard" => Some("0/2"),
                 "start-at" => Some("2000000000"),
                 "hlog" | "csv" => Some("out"),

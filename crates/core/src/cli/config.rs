@@ -1086,7 +1086,14 @@ mod tests {
     fn slo_terms_that_could_never_be_met_are_refused() {
         let proto = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/grpc/greet.proto");
         let grpc = |method: &'static str| {
-            ["--grpc", method, "--proto", proto, "--slo", "first_event_p99<1s"]
+            [
+                "--grpc",
+                method,
+                "--proto",
+                proto,
+                "--slo",
+                "first_event_p99<1s",
+            ]
         };
         let refused: [(&[&str], &str); 5] = [
             (
@@ -1122,7 +1129,12 @@ mod tests {
             assert!(err.starts_with(want), "{args:?}: {err}");
         }
         for args in [
-            &["--sse", "--slo", "first_event_p99<1s,gap_p99<1s", "http://127.0.0.1/"][..],
+            &[
+                "--sse",
+                "--slo",
+                "first_event_p99<1s,gap_p99<1s",
+                "http://127.0.0.1/",
+            ][..],
             &[&grpc("greet.Greeter/Countdown")[..], &["http://127.0.0.1/"]].concat(),
             &["--slo", "tls_p99<5ms,connect_p99<1ms", "https://127.0.0.1/"],
             &["--http3", "--slo", "connect_p99<5ms", "https://127.0.0.1/"],

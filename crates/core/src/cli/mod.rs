@@ -311,7 +311,11 @@ mod tests {
         );
         // Nothing close: no suggestion.
         let e = parse(["metron", "--bogus", "http://h/"]).unwrap_err();
-        assert!(!error_line(&e).contains("did you mean"), "{}", error_line(&e));
+        assert!(
+            !error_line(&e).contains("did you mean"),
+            "{}",
+            error_line(&e)
+        );
     }
 
     /// Regression: the top-level help called `metron merge` a merge of

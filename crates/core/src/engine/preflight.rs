@@ -242,8 +242,10 @@ impl Probe<'_> {
         let addr = self.addr;
         let fix = match self.protocols.calls {
             true => format!("{GRPC_NEEDS_H2} (an https:// URL for one that takes TLS)"),
-            false => "drop --http2 for HTTP/1.1, or use an https:// URL to negotiate HTTP/2 by ALPN"
-                .to_string(),
+            false => {
+                "drop --http2 for HTTP/1.1, or use an https:// URL to negotiate HTTP/2 by ALPN"
+                    .to_string()
+            }
         };
         let not_h2c = |why: String| EngineError::NotH2c {
             addr,

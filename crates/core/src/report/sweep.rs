@@ -227,8 +227,14 @@ mod tests {
         write_row(&mut out, 1, &step, &judged).unwrap();
         let text = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = text.lines().collect();
-        assert!(lines[0].contains("    Max first_event_p99   Errors"), "{text}");
-        assert!(lines[1].contains("  5.00ms        302.08ms        0"), "{text}");
+        assert!(
+            lines[0].contains("    Max first_event_p99   Errors"),
+            "{text}"
+        );
+        assert!(
+            lines[1].contains("  5.00ms        302.08ms        0"),
+            "{text}"
+        );
         // The column sits where its header is.
         let at = lines[0].find("first_event_p99").unwrap() + "first_event_p99".len();
         assert_eq!(&lines[1][at - 8..at], "302.08ms", "{text}");

@@ -562,7 +562,12 @@ fn write_totals(out: &mut impl Write, stats: &RunStats) -> io::Result<()> {
     }
     if e.status > 0 && c.grpc.total() > 0 {
         // Calls fail by their own status, over HTTP 200 as a rule.
-        writeln!(out, "  Failed calls: {} ({})", e.status, failed_call_causes(c))?;
+        writeln!(
+            out,
+            "  Failed calls: {} ({})",
+            e.status,
+            failed_call_causes(c)
+        )?;
     } else if e.status > 0 {
         writeln!(out, "  Non-2xx or 3xx responses: {}", e.status)?;
     }
@@ -1395,7 +1400,10 @@ mod tests {
         c.failed_checks = 0;
         c.errors.status = 10;
         let text = render(&report(&stats, None));
-        assert!(text.contains("  Failed calls: 10 (gRPC status not OK)\n"), "{text}");
+        assert!(
+            text.contains("  Failed calls: 10 (gRPC status not OK)\n"),
+            "{text}"
+        );
     }
 
     /// `--sse` against responses that are not event streams: they are
@@ -1409,7 +1417,8 @@ mod tests {
             without_events: 396,
             ..EventStats::default()
         });
-        let want = "  Warning: 396 of 400 completed responses carried no event: they were not event \
+        let want =
+            "  Warning: 396 of 400 completed responses carried no event: they were not event \
                     streams (text/event-stream), or ended before their first event, and the \
                     first-event figures leave them out; check that the URL serves server-sent \
                     events, or drop --sse\n";

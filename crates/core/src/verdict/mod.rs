@@ -265,12 +265,18 @@ impl Slo {
         // A term that measured nothing is neither met nor failed: a bound
         // that was measured and broken fails the run whatever the rest,
         // but without one the run is inconclusive, never a pass.
-        let unmeasured = self.terms.iter().zip(&rows).find_map(|(t, r)| match t.measure {
-            Measure::Time(timed, _) if r.value.is_none() => {
-                Some(format!("{} was not measured: {}", t.text, timed.unmeasured(stats)))
-            }
-            _ => None,
-        });
+        let unmeasured = self
+            .terms
+            .iter()
+            .zip(&rows)
+            .find_map(|(t, r)| match t.measure {
+                Measure::Time(timed, _) if r.value.is_none() => Some(format!(
+                    "{} was not measured: {}",
+                    t.text,
+                    timed.unmeasured(stats)
+                )),
+                _ => None,
+            });
         let failed = rows.iter().any(|r| r.value.is_some() && !r.met);
         let (verdict, reason) = if c.due == 0 || latency.is_empty() {
             (
