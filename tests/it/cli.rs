@@ -112,6 +112,17 @@ fn usage_errors_are_one_line_with_a_non_zero_exit() {
             &["http://no-such-host.invalid/"],
             "cannot resolve host 'no-such-host.invalid'",
         ),
+        // A pin on another port than the URL's: no lookup of the name,
+        // which only the pin knows (it said to give it with --resolve).
+        (
+            &[
+                "--resolve",
+                "app.test:8443:127.0.0.1",
+                "https://app.test:9443/",
+            ],
+            "metron: --resolve pins app.test on port 8443, not on the URL's port 9443; write \
+             --resolve app.test:9443:127.0.0.1, or correct the URL's port\n",
+        ),
         (
             &["-s", "/nonexistent/x.lua", "http://127.0.0.1:1/"],
             "cannot read script /nonexistent/x.lua",
@@ -220,6 +231,10 @@ fn malformed_flags_are_one_line_usage_errors() {
         (
             &["--bogus", "http://127.0.0.1:1/"],
             "unexpected argument '--bogus'",
+        ),
+        (
+            &["--conections", "10", "http://127.0.0.1:1/"],
+            "unexpected argument '--conections' found (did you mean '--connections'?); usage: ",
         ),
         (
             &["--requests-order", "bogus", "http://127.0.0.1:1/"],

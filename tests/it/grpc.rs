@@ -233,9 +233,19 @@ fn a_reply_that_does_not_hold_the_check_is_an_error() {
         counter(&doc, "completed"),
         "{text}"
     );
-    // wording: the text report names the failed checks.
+    // wording: the text report names the failed checks, and the failed
+    // calls by cause (it said "gRPC status not OK" of them all).
     assert!(
         text.contains(&format!("Failed checks: {ok} of {ok} OK replies")),
+        "{text}"
+    );
+    let unavailable = statuses(&doc)["UNAVAILABLE"];
+    assert!(
+        text.contains(&format!(
+            "Failed calls: {} ({unavailable} with a gRPC status not OK, {ok} OK replies that \
+             failed --grpc-check)",
+            ok + unavailable
+        )),
         "{text}"
     );
 }

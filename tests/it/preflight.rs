@@ -193,3 +193,63 @@ fn a_refused_offer_names_the_flag_given() {
         );
     }
 }
+
+/// Regression: `--grpc` against an HTTP/1.1-only server said "drop
+/// --http2", a flag not given, and over TLS "offer both with --alpn
+/// h2,http/1.1", which `--grpc` refuses. gRPC has no HTTP/1.1 to fall back
+/// to: the error says the server does not speak HTTP/2 and that gRPC needs
+/// it. The same for a server that allows no stream.
+#[test]
+fn grpc_to_a_server_without_http2_says_grpc_needs_it() {
+    let proto = crate::common::grpcio::PROTO;
+    let grpc = ["--grpc", "greet.Greeter/SayHello", "--proto", proto];
+    let plain = server(ServeConfig::default());
+    let secure = server(ServeConfig {
+        tls: Some(BadCert::Untrusted),
+        ..ServeConfig::default()
+    });
+    let (no_streams, _) = h2_server(0, false);
+    let needs =
+        "gRPC runs over HTTP/2 only: check that the URL names a gRPC server's host and port";
+    let cases = [
+        (
+            format!("{}/", plain.url()),
+            format!(
+                "the server at {} does not speak HTTP/2 with prior knowledge (h2c): it answered \
+                 in HTTP/1; {needs} (an https:// URL for one that takes TLS)",
+                plain.addr()
+            ),
+        ),
+        (
+            format!("{}/", secure.url()),
+            format!(
+                "the server at {} did not choose h2 by ALPN (it chose none); it does not speak \
+                 HTTP/2 over TLS, and {needs}",
+                secure.addr()
+            ),
+        ),
+        (
+            format!("{}/", no_streams.url()),
+            format!(
+                "the server at {} allows no HTTP/2 streams (its SETTINGS_MAX_CONCURRENT_STREAMS \
+                 is 0), so no request could be sent; raise its limit (gRPC runs over HTTP/2 \
+                 only)",
+                no_streams.addr()
+            ),
+        ),
+    ];
+    for (u, want) in cases {
+        for extra in [&[][..], &["--http2"][..]] {
+            let mut argv = vec!["-t1", "-c1", "-d1s"];
+            if u.starts_with("https") {
+                argv.push("-k");
+            }
+            argv.extend_from_slice(&grpc);
+            argv.extend_from_slice(extra);
+            argv.push(&u);
+            let err = one_line_error(&metron(&argv));
+            assert_eq!(err, format!("metron: {want}\n"), "{argv:?}");
+            assert!(!err.contains("--alpn") && !err.contains("drop"), "{err}");
+        }
+    }
+}

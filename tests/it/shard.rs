@@ -309,12 +309,15 @@ fn a_merged_run_is_judged_against_an_slo() {
         b.to_str().unwrap(),
         late.to_str().unwrap(),
     );
+    // Regression: the instances' table came after the verdict. The
+    // verdict is the last line, as a run's is.
     let met = metron(&["merge", "--slo", "p99<10s", a, b]);
     assert_eq!(met.status.code(), Some(0), "{}", stderr(&met));
-    assert!(stdout(&met).contains("\nSLO: met\n"), "{}", stdout(&met));
+    assert!(stdout(&met).ends_with("\nSLO: met\n"), "{}", stdout(&met));
+    assert!(stdout(&met).contains("Merged from 2 instances:"));
     let not_met = metron(&["merge", "--slo", "p50<1us", a, b]);
     assert_eq!(not_met.status.code(), Some(3), "{}", stderr(&not_met));
-    assert!(stdout(&not_met).contains("\nSLO: not met (p50<1us)\n"));
+    assert!(stdout(&not_met).ends_with("\nSLO: not met (p50<1us)\n"));
     let judged = metron(&["merge", "--slo", "p99<10s", a, late]);
     assert_eq!(judged.status.code(), Some(4), "{}", stdout(&judged));
     assert!(

@@ -174,6 +174,63 @@ fn too_few_connections_for_the_rate_is_inconclusive() {
     assert!(c.balanced() && c.never_sent > 0 && c.queued > 0, "{c:?}");
 }
 
+/// Regression: `--sse` against a server that sends no events met
+/// `first_event_p99<1s`, exit 0, on the lower bounds of the few requests
+/// still unanswered at the end. The responses that carried no event are
+/// named in a warning and counted in the document, and the term is not
+/// measured: inconclusive, exit 4.
+#[test]
+fn a_first_event_bound_against_a_server_without_events_is_not_measured() {
+    let _g = serial();
+    let srv = delayed(Duration::from_millis(20));
+    let dir = TempDir::new("slo-no-events");
+    let json = dir.file("run.json", "");
+    let o = metron(&[
+        "-t1",
+        "-c4",
+        "-R100",
+        "-d2s",
+        "--sse",
+        "--slo",
+        "first_event_p99<1s",
+        "--json",
+        &json,
+        &url(&srv, "/"),
+    ]);
+    assert_status(&o, 4);
+    let out = stdout(&o);
+    let doc = run_document(Path::new(&json));
+    let completed = doc.counters.completed;
+    assert!(completed > 100, "{out}");
+    let events = doc.events.expect("--sse keeps events");
+    assert_eq!((events.count, events.without_events), (0, completed));
+    // wording: the warning names the responses, the row and the last line
+    // say the term was not measured.
+    assert!(
+        out.contains(&format!(
+            "  Warning: {completed} of {completed} completed responses carried no event: they \
+             were not event streams (text/event-stream)"
+        )),
+        "{out}"
+    );
+    assert_eq!(
+        slo_rows(&out),
+        ["  SLO first_event_p99<1s: -, not measured"]
+    );
+    assert_eq!(
+        last_line(&out),
+        format!(
+            "SLO: inconclusive: first_event_p99<1s was not measured: no response carried an \
+             event ({completed} completed without one)"
+        )
+    );
+    let slo = slo_of(&json);
+    assert_eq!(
+        (slo.verdict.as_str(), slo.rows[0].value),
+        ("inconclusive", None)
+    );
+}
+
 /// Throughput mode has no intended rate, but latency bounds still judge
 /// it.
 #[test]

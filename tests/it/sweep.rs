@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::common::judged::*;
 use crate::common::*;
 use metron::report::sweep::{rate_words, SweepDocument};
-use metron::serve::{Capacity, Http2, ServeConfig};
+use metron::serve::{Capacity, Http2, ServeConfig, Sse};
 
 /// A single queue serving 4000 requests/s: rates double from 1k until one
 /// fails (8k), then the bracket is halved to 5%. Every step below the
@@ -196,6 +196,94 @@ fn sweep_on_one_connection(to: &str, extra: &[&str]) -> (std::process::Output, S
     let o = metron_within(&args, Duration::from_secs(60));
     let doc = sweep_document(Path::new(&json));
     (o, doc)
+}
+
+/// `metron sweep --sse` judged on first events against the built-in
+/// target streaming 3 events, the first 50 ms after the head. Regression:
+/// the table showed the whole-response p99 (70 ms and more) beside a
+/// verdict on first events; the first-event p99 each step judged now has
+/// a column of its own. Against a target that sends no events the first
+/// step is not measured, and the sweep ends there, not blaming the
+/// generator.
+#[test]
+fn a_sweep_on_first_events_shows_the_first_event_figure() {
+    let _g = serial();
+    let streaming = server(ServeConfig {
+        sse: Some(Sse {
+            events: 3,
+            first: Duration::from_millis(50),
+            gap: Duration::from_millis(10),
+        }),
+        ..ServeConfig::default()
+    });
+    let silent = delayed(Duration::from_millis(20));
+    let sweep = |target: &str| {
+        let args = [
+            "sweep",
+            "--sse",
+            "--slo",
+            "first_event_p99<1s",
+            "--from",
+            "20",
+            "--to",
+            "40",
+            "--step-duration",
+            "2s",
+            "--warmup",
+            "500ms",
+            "--cooldown",
+            "200ms",
+            "-t1",
+            "-c8",
+            target,
+        ];
+        metron_within(&args, Duration::from_secs(60))
+    };
+    let o = sweep(&url(&streaming, "/"));
+    assert_status(&o, 0);
+    let out = stdout(&o);
+    let header = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("Step "))
+        .unwrap_or_else(|| panic!("no header: {out}"));
+    let heads: Vec<&str> = header.split_whitespace().collect();
+    let column = heads
+        .iter()
+        .position(|h| *h == "first_event_p99")
+        .unwrap_or_else(|| panic!("no first_event_p99 column: {header}"));
+    let p99 = heads.iter().position(|h| *h == "p99").unwrap();
+    let rows = table_rows(&out);
+    assert_eq!(rows.len(), 2, "{out}");
+    for row in rows {
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        let ms = |cell: &str| -> f64 {
+            cell.strip_suffix("ms")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{cell} is not in ms: {out}"))
+        };
+        // The first event comes 50 ms after the head; the whole response
+        // 20 ms later still.
+        let first = ms(cells[column]);
+        assert!((50.0..200.0).contains(&first), "{out}");
+        assert!(ms(cells[p99]) >= first + 15.0, "{out}");
+    }
+    let o = sweep(&url(&silent, "/"));
+    assert_status(&o, 4);
+    let out = stdout(&o);
+    assert!(
+        last_line(&out).starts_with(&format!(
+            "the SLO could not be judged at {}: first_event_p99<1s was not measured: no \
+             response carried an event",
+            rate_words(20.0)
+        )),
+        "{out}"
+    );
+    assert_eq!(table_rows(&out).len(), 1, "{out}");
+    assert!(
+        stderr(&o).contains("where the SLO could not be judged"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// A bound below the server's delay: the lowest rate already fails, and

@@ -6,7 +6,8 @@
 //! it and the lowest that did not is halved until it is narrower than
 //! `--resolution`. A step in which the generator fell behind ends the
 //! sweep: the server was not offered that load, so the limit found would
-//! be metron's, not the server's.
+//! be metron's, not the server's. So does a step whose objective measured
+//! nothing (a first event, when no response carried one).
 
 use std::io::{self, Write};
 use std::sync::Arc;
@@ -19,7 +20,8 @@ use crate::cli::BenchArgs;
 use crate::engine::Stop;
 use crate::report::html::render_sweep;
 use crate::report::sweep::{
-    rate_words, write_header, write_row, SweepConfig, SweepDocument, SweepStep, SWEEP_SCHEMA,
+    judged_columns, rate_words, write_header, write_row, SweepConfig, SweepDocument, SweepStep,
+    SWEEP_SCHEMA,
 };
 use crate::report::text;
 use crate::run::sink::{json_text, write_file, write_json};
@@ -28,7 +30,7 @@ use crate::schedule::MAX_RATE;
 use crate::stats::codec::encode;
 use crate::stats::{summary, StopCause};
 use crate::units;
-use crate::verdict::{Slo, SloReport, Verdict};
+use crate::verdict::{generator_limit, Slo, SloReport, Verdict};
 
 /// Warm-up of each step unless `--warmup` says otherwise.
 pub const STEP_WARMUP: Duration = Duration::from_secs(5);
@@ -38,7 +40,7 @@ const MAX_STEPS: usize = 64;
 
 /// Runs the sweep, printing a row per step and the conclusion. Exit
 /// status (through the error): 0 when some rate met the SLO, 3 when none
-/// did, 4 when the generator was the limit.
+/// did, 4 when the generator was the limit or a step could not be judged.
 pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<(), Error> {
     let (slo, base) = check(args)?;
     let started = std::time::Instant::now();
@@ -46,6 +48,9 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<(), Error> {
     let _signals = crate::signals::stop_on_interrupt(stop.clone())?;
     let first = step_config(&base, args.from)?;
     let run = &first.run;
+    // The steps' runs are configured without the objective (the sweep
+    // judges them itself), so its terms are checked against the first.
+    crate::cli::config::check_slo_measured(&slo, run).map_err(Error::Config)?;
     writeln!(
         out,
         "Sweeping {} from {} to {}: SLO {}, steps of {} ({} warm-up), resolution {}%",
@@ -69,11 +74,14 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<(), Error> {
     if let Some(g) = run.growth {
         text::write_growth_line(out, g.max, g.from_open_files)?;
     }
-    write_header(out)?;
+    // Phases the SLO bounds (first events, say) get columns beside the
+    // whole-response latency: the figure each verdict judged.
+    let judged = judged_columns(&slo.spec);
+    write_header(out, &judged)?;
     out.flush()?;
     let mut search = Search::new(args.from, args.to, args.resolution);
     let mut steps: Vec<SweepStep> = Vec::new();
-    let mut generator: Option<(f64, String)> = None;
+    let mut unjudged: Option<Unjudged> = None;
     // The server's fastest response over every step so far: at a rate it
     // cannot take, every response of a step is slow, and only the earlier
     // steps show that the connections were not what held it back.
@@ -86,7 +94,7 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<(), Error> {
             break;
         }
         let cfg = step_config(&base, rate)?;
-        let step = match run_step(&cfg, &slo, &stop, rate, &mut fastest) {
+        let (step, limited) = match run_step(&cfg, &slo, &stop, rate, &mut fastest) {
             // Ctrl-C cut this step short: its figures are of a shorter run
             // than the rest and would be judged as if whole, so it is left
             // out and the sweep ends with the steps that finished.
@@ -101,7 +109,7 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<(), Error> {
             }
             step => step?,
         };
-        write_row(out, steps.len() + 1, &step)?;
+        write_row(out, steps.len() + 1, &step, &judged)?;
         out.flush()?;
         let (verdict, reason) = (step.slo.verdict, step.slo.reason.clone());
         steps.push(step);
@@ -109,15 +117,21 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<(), Error> {
             break;
         }
         match (verdict, reason) {
+            // Past a rate the generator could not offer, or at which the
+            // objective measured nothing, no step can be judged.
             (Verdict::Inconclusive, Some(why)) => {
-                generator = Some((rate, why));
+                unjudged = Some(Unjudged {
+                    rate,
+                    why,
+                    generator: limited,
+                });
                 break;
             }
             (Verdict::Met, _) => search.met(rate),
             _ => search.failed(rate),
         }
     }
-    let conclusion = conclusion(&search, generator.as_ref(), stop.is_stopped());
+    let conclusion = conclusion(&search, unjudged.as_ref(), stop.is_stopped());
     writeln!(out, "{conclusion}")?;
     if args.run.sinks.json.is_some() || args.run.sinks.html.is_some() {
         let doc = SweepDocument {
@@ -146,17 +160,30 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<(), Error> {
             after: started.elapsed(),
         });
     }
-    match (search.best, generator) {
-        (_, Some((rate, _))) => Err(Error::Sweep(
+    match (search.best, unjudged) {
+        (_, Some(u)) => Err(Error::Sweep(
             format!(
-                "the sweep stopped at {}, where the generator, not the server, was the limit",
-                rate_words(rate)
+                "the sweep stopped at {}, where {}",
+                rate_words(u.rate),
+                match u.generator {
+                    true => "the generator, not the server, was the limit",
+                    false => "the SLO could not be judged",
+                }
             ),
             4,
         )),
         (None, None) => Err(Error::Sweep("no rate met the SLO".into(), 3)),
         (Some(_), None) => Ok(()),
     }
+}
+
+/// A step the sweep ended on, inconclusive: at `rate`, for `why`;
+/// `generator`: the generator limited the load (otherwise the objective
+/// measured nothing there, such as a first event when none came).
+struct Unjudged {
+    rate: f64,
+    why: String,
+    generator: bool,
 }
 
 /// Whether a signal (Ctrl-C, SIGTERM) stopped the sweep.
@@ -234,8 +261,12 @@ fn refusals(run: &BenchArgs) -> impl Iterator<Item = String> {
     ];
     let rest = [
         (
-            run.timeseries || run.thread_timeseries || run.histogram,
-            "--timeseries, --thread-timeseries and --histogram (per run outputs)",
+            run.timeseries
+                || run.thread_timeseries
+                || run.timeseries_interval.is_some()
+                || run.histogram,
+            "--timeseries, --thread-timeseries, --timeseries-interval and --histogram (per run \
+             outputs)",
         ),
         (
             run.interval.is_some(),
@@ -256,14 +287,15 @@ fn step_config(base: &BenchArgs, rate: f64) -> Result<Config, Error> {
     Ok(Config::from_args(&args)?)
 }
 
-/// Runs one step with its report discarded, and judges it.
+/// Runs one step with its report discarded, and judges it; also whether
+/// the generator, not the server, limited its load.
 fn run_step(
     cfg: &Config,
     slo: &Slo,
     stop: &Arc<Stop>,
     rate: f64,
     fastest: &mut Option<u64>,
-) -> Result<SweepStep, Error> {
+) -> Result<(SweepStep, bool), Error> {
     let outcome = bench_config(cfg, stop, &mut io::sink())?;
     *fastest = match (*fastest, outcome.stats.fastest_us) {
         (Some(a), Some(b)) => Some(a.min(b)),
@@ -272,11 +304,12 @@ fn run_step(
     let mut facts = run_facts(&cfg.run, &outcome, cfg.lag_allowance);
     facts.fastest_us = *fastest;
     let judged: SloReport = slo.judge(&facts);
+    let limited = generator_limit(&facts).is_some();
     let s = &outcome.stats;
     let h = s.with_unfinished();
     let at = |p| summary::percentile(&h, p);
     let c = &s.counters;
-    Ok(SweepStep {
+    let step = SweepStep {
         rate,
         achieved: s.requests_per_sec(),
         p50: at(50.0),
@@ -289,7 +322,8 @@ fn run_step(
         slo: judged,
         corrected: encode(&s.latency),
         unfinished: encode(&s.unfinished),
-    })
+    };
+    Ok((step, limited))
 }
 
 /// Waits out the cooldown, or until Ctrl-C.
@@ -305,12 +339,17 @@ fn pause(cooldown: Duration, stop: &Stop) {
 }
 
 /// The sweep's last line.
-fn conclusion(search: &Search, generator: Option<&(f64, String)>, stopped: bool) -> String {
+fn conclusion(search: &Search, unjudged: Option<&Unjudged>, stopped: bool) -> String {
     let best = search.best.map(rate_words);
-    match (generator, best) {
-        (Some((rate, why)), best) => format!(
-            "the generator, not the server, is the limit at {}: {why}{}",
-            rate_words(*rate),
+    match (unjudged, best) {
+        (Some(u), best) => format!(
+            "{} at {}: {}{}",
+            match u.generator {
+                true => "the generator, not the server, is the limit",
+                false => "the SLO could not be judged",
+            },
+            rate_words(u.rate),
+            u.why,
             best.map_or(String::new(), |b| format!(
                 "; highest rate meeting the SLO before it: {b}"
             ))
@@ -439,7 +478,7 @@ mod tests {
             let value = match flag {
                 "rate" => Some("5"),
                 "rate-profile" => Some("1k:1s"),
-                "duration" | "interval" | "dashboard-linger" => Some("1s"),
+                "duration" | "interval" | "dashboard-linger" | "timeseries-interval" => Some("1s"),
                 "shard" => Some("0/2"),
                 "start-at" => Some("2000000000"),
                 "hlog" | "csv" => Some("out"),

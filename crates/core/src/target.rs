@@ -38,6 +38,13 @@ pub enum TargetError {
     Scheme(String),
     #[error("cannot resolve host '{host}': {why}; check the host name in the URL, or give its address with --resolve HOST:PORT:ADDR")]
     Resolve { host: String, why: String },
+    #[error("--resolve pins {host} on port {pinned}, not on the URL's port {port}; write --resolve {host}:{port}:{addrs}, or correct the URL's port")]
+    PinPort {
+        host: String,
+        pinned: u16,
+        port: u16,
+        addrs: String,
+    },
 }
 
 /// Parses and resolves the URL.
@@ -172,20 +179,43 @@ impl Pin {
 }
 
 /// Looks up the target's host, or takes the addresses pinned to its host
-/// and port.
+/// and port. A host pinned on another port only is refused without a
+/// lookup: the pin says the name is not to be looked up (it may be
+/// private, or not exist at all), so its port was most likely mistyped.
 pub fn resolve_pinned(target: &mut Target, pins: &[Pin]) -> Result<(), TargetError> {
-    match pins.iter().find(|p| p.is_for(target)) {
-        Some(pin) => {
-            let port = target.port;
-            target.addrs = pin
-                .addrs
-                .iter()
-                .map(|&a| SocketAddr::new(a, port))
-                .collect();
-            Ok(())
-        }
-        None => resolve(target),
+    let port = target.port;
+    if let Some(pin) = pins.iter().find(|p| p.is_for(target)) {
+        target.addrs = pin
+            .addrs
+            .iter()
+            .map(|&a| SocketAddr::new(a, port))
+            .collect();
+        return Ok(());
     }
+    if let Some(pin) = pins
+        .iter()
+        .find(|p| p.host.eq_ignore_ascii_case(&target.host))
+    {
+        let addrs: Vec<String> = pin
+            .addrs
+            .iter()
+            .map(|a| match a {
+                IpAddr::V4(a) => a.to_string(),
+                IpAddr::V6(a) => format!("[{a}]"),
+            })
+            .collect();
+        let host = match pin.host.contains(':') {
+            true => format!("[{}]", pin.host),
+            false => pin.host.clone(),
+        };
+        return Err(TargetError::PinPort {
+            host,
+            pinned: pin.port,
+            port,
+            addrs: addrs.join(","),
+        });
+    }
+    resolve(target)
 }
 
 /// Looks up the target's host.
@@ -240,10 +270,20 @@ mod tests {
             (t.host.as_str(), t.authority.as_str()),
             ("app.test", "app.test:8443")
         );
-        // Another port of the same host is not pinned.
+        // Regression: a pin whose port is not the URL's looked the name
+        // up, then said to give its address with --resolve. It is refused
+        // without a lookup, naming both ports and the pin to write.
         let err = parse_target_pinned("https://app.test:9443/", &pins).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--resolve pins app.test on port 8443, not on the URL's port 9443; write --resolve \
+             app.test:9443:127.0.0.1, or correct the URL's port"
+        );
+        let v6 = [Pin::parse("[::1]:80:[::1],127.0.0.2").unwrap()];
+        let err = parse_target_pinned("http://[::1]:8080/", &v6).unwrap_err();
         assert!(
-            err.to_string().contains("cannot resolve host 'app.test'"),
+            err.to_string()
+                .contains("write --resolve [::1]:8080:[::1],127.0.0.2,"),
             "{err}"
         );
         let pin = Pin::parse("[::1]:80:[::1],127.0.0.2").unwrap();

@@ -42,7 +42,9 @@ Subcommands:
   metron demo  [OPTIONS]   show corrected vs uncorrected latency against a stalling target
   metron report FILE.json [--html OUT] [--csv OUT]
                            re-render the reports of a saved --json result
-  metron merge LOG...      one latency report from several --hlog interval logs
+  metron merge FILE... [--json OUT] [--html OUT] [--slo SPEC]
+                           one exact report from several instances' --json documents
+                           (--shard parts), or a latency report from --hlog interval logs
   metron sweep --slo SPEC --from R1 --to R2 [OPTIONS] URL   the highest rate that meets an SLO
 
 Numbers accept SI suffixes (-c 1k, -R 2.5k); durations accept us, ms, s, m, h (-d 2m).
@@ -144,7 +146,7 @@ pub struct BenchArgs {
     #[arg(long = "rate-profile", value_parser = profile::parse_profile, value_name = "SPEC", conflicts_with = "rate")]
     pub rate_profile: Option<profile::ProfileSpec>,
 
-    /// Judge the run: "p99<10ms,p99.9<50ms,errors<0.1%,rate>=99%" (corrected latency); exit status 0 met, 3 not met, 4 inconclusive
+    /// Judge the run: "p99<10ms,p99.9<50ms,errors<0.1%,rate>=99%"; exit status 0 met, 3 not met, 4 inconclusive. Terms: pNN<T or max<T (corrected latency), the same of a phase: ttfb_p99<T (time to first byte), connect_p99<T, tls_p99<T (https), first_event_p99<T and gap_p99<T (--sse, streamed calls); errors<PCT%; rate>=PCT% (with -R)
     #[arg(long = "slo", value_parser = crate::verdict::parse_slo, value_name = "SPEC")]
     pub slo: Option<crate::verdict::Slo>,
 

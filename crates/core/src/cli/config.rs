@@ -22,7 +22,7 @@ use crate::http::request::{check_header_value, check_token};
 use crate::replay::{Order, ReplayError, RequestSet, MAX_ENDPOINTS};
 use crate::schedule::{Load, Process, Profile, Spacing, MAX_RATE};
 use crate::target::{parse_target_pinned, Pin, Scheme, Target, TargetError};
-use crate::verdict::{Measure, Slo};
+use crate::verdict::{Measure, Slo, Timed};
 use metron_grpc::{Method, Schema, Shape};
 use metron_pem::{self as pem, PemError};
 
@@ -139,6 +139,12 @@ pub enum ConfigError {
     Sweep(String),
     #[error("--slo {0}: in throughput mode there is no intended rate to reach; add -R or --rate-profile, or drop that term")]
     SloRateWithoutRate(String),
+    #[error("--slo {term}: {why}, so the term could never be met; {fix}")]
+    SloNeverMeasured {
+        term: String,
+        why: &'static str,
+        fix: &'static str,
+    },
     #[error("{flag} only applies to https:// hosts, and this run has none; drop {flag}, or load an https:// URL")]
     TlsUnused { flag: &'static str },
     #[error("{flag} needs {needs}")]
@@ -347,6 +353,9 @@ impl Config {
                 .then_some(outputs.timeseries_interval),
             script_output_to_stderr: outputs.sinks.json_on_stdout(),
         };
+        if let Some(slo) = &args.slo {
+            check_slo_measured(slo, &run)?;
+        }
         Ok(Config {
             run,
             latency: args.latency || args.u_latency,
@@ -356,6 +365,60 @@ impl Config {
             lag_allowance: args.lag_allowance,
         })
     }
+}
+
+/// Refuses the `--slo` terms that `run` cannot measure, as a rate term
+/// without a rate is refused: accepted, each would print "not measured"
+/// after the whole run, however well the server did. Events are read only
+/// with `--sse` and from server-streaming calls; a TLS handshake is timed
+/// only over TLS on TCP (HTTP/3's is inside QUIC's, timed as its connect).
+/// `metron sweep` checks its objective here too, with its first step's run.
+pub fn check_slo_measured(slo: &Slo, run: &Setup) -> Result<(), ConfigError> {
+    let hosts = match &run.replay {
+        Some(r) => r.set.hosts(),
+        None => std::slice::from_ref(&run.target),
+    };
+    let streams = run.sse || run.calls.as_ref().is_some_and(|c| c.streaming);
+    let over_quic = run.protocols.offer.first() == Some(&Protocol::Http3);
+    let over_tls = hosts.iter().any(|t| t.scheme == Scheme::Https);
+    for t in &slo.terms {
+        let Measure::Time(timed, _) = t.measure else {
+            continue;
+        };
+        let never = |why, fix| {
+            Err(ConfigError::SloNeverMeasured {
+                term: t.text.clone(),
+                why,
+                fix,
+            })
+        };
+        if timed.is_event() && !streams {
+            return match &run.calls {
+                Some(_) => never(
+                    "the method of --grpc is unary: its replies have no messages to time",
+                    "call a server-streaming method, or drop that term",
+                ),
+                None => never(
+                    "events are read only with --sse (or from a server-streaming --grpc method)",
+                    "add --sse, or drop that term",
+                ),
+            };
+        }
+        if timed == Timed::Tls && over_quic {
+            return never(
+                "HTTP/3 has no TLS handshake of its own: TLS runs inside QUIC's handshake, \
+                 which connect_ times",
+                "bound connect_ instead (connect_p99<...), or drop that term",
+            );
+        }
+        if timed == Timed::Tls && !over_tls {
+            return never(
+                "this run has no https:// host, and no TLS handshake to time",
+                "load an https:// URL, or drop that term",
+            );
+        }
+    }
+    Ok(())
 }
 
 /// `--rate-profile`, read (from its file, if it names one) and built.
@@ -454,6 +517,7 @@ fn protocols(args: &BenchArgs, hosts: &[Target]) -> Result<Protocols, ConfigErro
         max_streams,
         asked_by,
         zero_rtt: args.zero_rtt,
+        calls: args.grpc.is_some(),
     })
 }
 
@@ -955,7 +1019,11 @@ mod tests {
             ),
             (
                 &["--resolve", "localhost:8443:127.0.0.1", "https://localhost/"],
-                "--resolve \"localhost:8443:127.0.0.1\" pins localhost:8443, which no host of this run is (localhost:443); give a host and port of the URL, or drop it",
+                "--resolve pins localhost on port 8443, not on the URL's port 443; write --resolve localhost:443:127.0.0.1, or correct the URL's port",
+            ),
+            (
+                &["--resolve", "elsewhere.test:443:127.0.0.1", "https://localhost/"],
+                "--resolve \"elsewhere.test:443:127.0.0.1\" pins elsewhere.test:443, which no host of this run is (localhost:443); give a host and port of the URL, or drop it",
             ),
         ];
         for (args, want) in cases {
@@ -1009,6 +1077,70 @@ mod tests {
             "https://app.test/",
         ]);
         assert!(c.unwrap_err().contains("pins localhost:80, which no host"));
+    }
+
+    /// SLO terms the run cannot measure are refused before it, as a rate
+    /// term without a rate is: events without `--sse` or a streamed call,
+    /// a TLS handshake over HTTP/3 or without an https:// host.
+    #[test]
+    fn slo_terms_that_could_never_be_met_are_refused() {
+        let proto = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/grpc/greet.proto");
+        let grpc = |method: &'static str| {
+            [
+                "--grpc",
+                method,
+                "--proto",
+                proto,
+                "--slo",
+                "first_event_p99<1s",
+            ]
+        };
+        let refused: [(&[&str], &str); 5] = [
+            (
+                &["--slo", "p99<1s,first_event_p99<1s", "http://127.0.0.1/"],
+                "--slo first_event_p99<1s: events are read only with --sse (or from a \
+                 server-streaming --grpc method), so the term could never be met; add --sse, \
+                 or drop that term",
+            ),
+            (
+                &["--slo", "gap_max<1s", "http://127.0.0.1/"],
+                "--slo gap_max<1s: events are read only with --sse",
+            ),
+            (
+                &[&grpc("greet.Greeter/SayHello")[..], &["http://127.0.0.1/"]].concat(),
+                "--slo first_event_p99<1s: the method of --grpc is unary: its replies have no \
+                 messages to time, so the term could never be met; call a server-streaming \
+                 method, or drop that term",
+            ),
+            (
+                &["--http3", "--slo", "tls_p99<5ms", "https://127.0.0.1/"],
+                "--slo tls_p99<5ms: HTTP/3 has no TLS handshake of its own: TLS runs inside \
+                 QUIC's handshake, which connect_ times, so the term could never be met; bound \
+                 connect_ instead (connect_p99<...), or drop that term",
+            ),
+            (
+                &["--slo", "tls_p99<5ms", "http://127.0.0.1/"],
+                "--slo tls_p99<5ms: this run has no https:// host, and no TLS handshake to time, \
+                 so the term could never be met; load an https:// URL, or drop that term",
+            ),
+        ];
+        for (args, want) in refused {
+            let err = config(args).unwrap_err();
+            assert!(err.starts_with(want), "{args:?}: {err}");
+        }
+        for args in [
+            &[
+                "--sse",
+                "--slo",
+                "first_event_p99<1s,gap_p99<1s",
+                "http://127.0.0.1/",
+            ][..],
+            &[&grpc("greet.Greeter/Countdown")[..], &["http://127.0.0.1/"]].concat(),
+            &["--slo", "tls_p99<5ms,connect_p99<1ms", "https://127.0.0.1/"],
+            &["--http3", "--slo", "connect_p99<5ms", "https://127.0.0.1/"],
+        ] {
+            assert!(config(args).is_ok(), "{args:?}: {:?}", config(args).err());
+        }
     }
 
     #[test]

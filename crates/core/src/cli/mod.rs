@@ -31,7 +31,8 @@ pub enum Command {
     Bench(Box<BenchArgs>),
     /// Re-render the reports of a saved JSON document.
     Report(ReportArgs),
-    /// One report from several HdrHistogram interval logs.
+    /// One report from several runs' JSON documents, or from several
+    /// HdrHistogram interval logs.
     Merge(MergeArgs),
     /// The highest rate that meets an SLO.
     Sweep(Box<sweep::SweepArgs>),
@@ -52,7 +53,7 @@ pub struct MergeArgs {
     #[arg(long = "html", value_name = "FILE")]
     pub html: Option<PathBuf>,
 
-    /// JSON documents only: judge the merged run against an SLO, as a run's --slo does (inconclusive when any instance's generator was the limit)
+    /// JSON documents only: judge the merged run against an SLO, as a run's --slo does, with the same terms (inconclusive when any instance's generator was the limit)
     #[arg(long = "slo", value_parser = crate::verdict::parse_slo, value_name = "SPEC")]
     pub slo: Option<crate::verdict::Slo>,
 }
@@ -224,10 +225,12 @@ fn parse_with<A: FromArgMatches>(cmd: clap::Command, args: &[OsString]) -> Resul
 }
 
 /// A command-line parse error as one line: clap's message with its
-/// indented continuation folded in, then the usage line when clap gives
-/// one. clap's tips are left out: they suggest `--`, which starts the
-/// script's arguments here.
+/// indented continuation folded in, the flag clap found closest to a
+/// mistyped one (`--conections`: did you mean `--connections`?), then the
+/// usage line when clap gives one. clap's other tips are left out: they
+/// suggest `--`, which starts the script's arguments here.
 pub fn error_line(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
     let text = e.to_string();
     let mut message = String::new();
     let mut usage = None;
@@ -238,6 +241,15 @@ pub fn error_line(e: &clap::Error) -> String {
         } else if let Some(m) = folded.strip_prefix("error: ") {
             message = m.to_string();
         }
+    }
+    let suggested = match e.get(ContextKind::SuggestedArg) {
+        Some(ContextValue::String(s)) => vec![s.clone()],
+        Some(ContextValue::Strings(s)) => s.clone(),
+        _ => Vec::new(),
+    };
+    if !suggested.is_empty() {
+        let named: Vec<String> = suggested.iter().map(|s| format!("'{s}'")).collect();
+        message = format!("{message} (did you mean {}?)", named.join(" or "));
     }
     match usage {
         Some(u) => format!("{message}; usage: {u} (--help lists every flag)"),
@@ -276,6 +288,66 @@ mod tests {
         .unwrap();
         assert_eq!(a.duration, Some(Duration::from_secs(30)));
         assert_eq!(a.headers.len(), 2);
+    }
+
+    /// Regression: a mistyped long flag got no suggestion. The flag clap
+    /// finds closest is named, on the one line.
+    #[test]
+    fn a_mistyped_flag_is_matched_to_the_closest() {
+        let e = parse(["metron", "--conections", "10", "http://h/"]).unwrap_err();
+        let line = error_line(&e);
+        assert!(
+            line.starts_with(
+                "unexpected argument '--conections' found (did you mean '--connections'?); usage: "
+            ),
+            "{line}"
+        );
+        assert!(!line.contains('\n'), "{line}");
+        let e = parse(["metron", "sweep", "--form", "1k", "http://h/"]).unwrap_err();
+        assert!(
+            error_line(&e).contains("(did you mean '--from'?)"),
+            "{}",
+            error_line(&e)
+        );
+        // Nothing close: no suggestion.
+        let e = parse(["metron", "--bogus", "http://h/"]).unwrap_err();
+        assert!(
+            !error_line(&e).contains("did you mean"),
+            "{}",
+            error_line(&e)
+        );
+    }
+
+    /// Regression: the top-level help called `metron merge` a merge of
+    /// interval logs alone, and `--slo`'s help named none of the phase
+    /// terms the parser takes.
+    #[test]
+    fn the_help_says_what_merge_and_slo_take() {
+        let help = BenchArgs::command().render_long_help().to_string();
+        let merge: String = help
+            .lines()
+            .skip_while(|l| !l.contains("metron merge"))
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            merge.contains("--json documents") && merge.contains("--hlog interval logs"),
+            "{merge}"
+        );
+        let slo = BenchArgs::command()
+            .get_arguments()
+            .find(|a| a.get_long() == Some("slo"))
+            .and_then(|a| a.get_help())
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        for (prefix, _) in crate::verdict::Timed::PREFIXES {
+            let term = format!("{prefix}p99<T");
+            assert!(slo.contains(&term), "{term}: {slo}");
+            crate::verdict::parse_slo(&term.replace('T', "1s")).unwrap();
+        }
+        for term in ["pNN<T", "max<T", "errors<PCT%", "rate>=PCT%"] {
+            assert!(slo.contains(term), "{term}: {slo}");
+        }
     }
 
     #[test]

@@ -41,12 +41,13 @@ pub struct SweepArgs {
 
 /// The run flags (long names) that a sweep refuses besides the outputs
 /// [`SinkFlags::each`] marks so (the sweep's check says why for each).
-const REFUSED: [&str; 10] = [
+const REFUSED: [&str; 11] = [
     "rate",
     "rate-profile",
     "duration",
     "timeseries",
     "thread-timeseries",
+    "timeseries-interval",
     "histogram",
     "interval",
     "shard",
@@ -84,6 +85,30 @@ fn parse_percent(s: &str) -> Result<f64, String> {
 mod tests {
     use super::*;
     use crate::cli::{parse, Command};
+
+    /// Regression: `metron sweep --help` listed `--timeseries-interval`,
+    /// which only sets what `--timeseries` prints, and the sweep refuses
+    /// that. The help lists no flag the sweep refuses, and every run flag
+    /// it takes.
+    #[test]
+    fn the_sweeps_help_lists_no_flag_it_refuses() {
+        let help = crate::cli::sweep_command().render_long_help().to_string();
+        // The long names each flag's entry begins with (`-c, --connections
+        // <N>`), not those its description mentions.
+        let listed: Vec<&str> = help
+            .lines()
+            .map(str::trim_start)
+            .filter(|l| l.starts_with('-'))
+            .flat_map(|l| l.split([' ', ',', '=', '[']).take(3))
+            .filter_map(|w| w.strip_prefix("--"))
+            .collect();
+        for flag in refused() {
+            assert!(!listed.contains(&flag), "--{flag}:\n{help}");
+        }
+        for flag in ["slo", "connections", "sse", "json", "from"] {
+            assert!(listed.contains(&flag), "--{flag}: {listed:?}");
+        }
+    }
 
     #[test]
     fn a_sweep_takes_every_run_flag() {

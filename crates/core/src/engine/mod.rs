@@ -136,18 +136,22 @@ pub enum EngineError {
         chose: String,
         advice: String,
     },
-    #[error("the server at {addr} does not speak HTTP/2 with prior knowledge (h2c): {why}; drop --http2 for HTTP/1.1, or use an https:// URL to negotiate HTTP/2 by ALPN")]
-    NotH2c { addr: SocketAddr, why: String },
-    #[error(
-        "the server at {addr} chose h2 by ALPN, but {why}; drop {flag} to load it over HTTP/1.1"
-    )]
+    /// `fix`: drop the flag for HTTP/1.1, or (gRPC, which has no
+    /// HTTP/1.1) check that the URL names a gRPC server.
+    #[error("the server at {addr} does not speak HTTP/2 with prior knowledge (h2c): {why}; {fix}")]
+    NotH2c {
+        addr: SocketAddr,
+        why: String,
+        fix: String,
+    },
+    #[error("the server at {addr} chose h2 by ALPN, but {why}; {fix}")]
     NotH2 {
         addr: SocketAddr,
         why: String,
-        flag: String,
+        fix: String,
     },
-    #[error("the server at {addr} allows no HTTP/2 streams (its SETTINGS_MAX_CONCURRENT_STREAMS is 0), so no request could be sent; raise its limit, or drop {flag} to load it over HTTP/1.1")]
-    NoStreams { addr: SocketAddr, flag: String },
+    #[error("the server at {addr} allows no HTTP/2 streams (its SETTINGS_MAX_CONCURRENT_STREAMS is 0), so no request could be sent; {fix}")]
+    NoStreams { addr: SocketAddr, fix: String },
     #[error("nothing listens on UDP port {port} at {ip} (it answered \"port unreachable\"), so no HTTP/3 is served there; check the URL's port, or drop --http3", port = addr.port(), ip = addr.ip())]
     QuicPortClosed { addr: SocketAddr },
     #[error("no QUIC answer from {addr} within {after:?} (--timeout): nothing serves HTTP/3 on that UDP port, or UDP is blocked on the way; check the port and any firewall, or drop --http3")]

@@ -33,6 +33,11 @@ use crate::http::h2::preflight::Answer;
 use crate::http::h3::Refusal;
 use crate::target::{Scheme, Target};
 
+/// What a server that cannot speak HTTP/2 is told of `--grpc`'s calls,
+/// which have no other protocol to go over.
+const GRPC_NEEDS_H2: &str =
+    "gRPC runs over HTTP/2 only: check that the URL names a gRPC server's host and port";
+
 /// Where the connections go: the URL's host, or every host of the
 /// requests file, each checked by a pre-flight connection.
 pub(super) fn peers(run: &Setup) -> Result<Vec<Peer>, EngineError> {
@@ -246,7 +251,18 @@ impl Probe<'_> {
     /// preface with SETTINGS; an HTTP/1.1 one must not speak HTTP/2 first.
     fn plain(&self, mut sock: TcpStream) -> Result<Reached, EngineError> {
         let addr = self.addr;
-        let not_h2c = |why: String| EngineError::NotH2c { addr, why };
+        let fix = match self.protocols.calls {
+            true => format!("{GRPC_NEEDS_H2} (an https:// URL for one that takes TLS)"),
+            false => {
+                "drop --http2 for HTTP/1.1, or use an https:// URL to negotiate HTTP/2 by ALPN"
+                    .to_string()
+            }
+        };
+        let not_h2c = |why: String| EngineError::NotH2c {
+            addr,
+            why,
+            fix: fix.clone(),
+        };
         sock.set_write_timeout(Some(self.timeout))
             .map_err(|why| EngineError::Connect { addr, why })?;
         match self.protocols.offer.first().copied() {
@@ -315,7 +331,7 @@ impl Probe<'_> {
         let not_h2 = |why| EngineError::NotH2 {
             addr: self.addr,
             why,
-            flag: self.flag(),
+            fix: self.http1_instead(""),
         };
         let heard = match greeting::hello(&mut tls.stream, self.timeout) {
             Ok(heard) => heard,
@@ -385,7 +401,7 @@ impl Probe<'_> {
         if server_limit == Some(0) {
             return Err(EngineError::NoStreams {
                 addr: self.addr,
-                flag: self.flag(),
+                fix: self.http1_instead("raise its limit"),
             });
         }
         Ok(Reached {
@@ -440,6 +456,10 @@ impl Probe<'_> {
     fn not_chosen(&self, how: &str) -> EngineError {
         let offer = &self.protocols.offer;
         let advice = match (offer.as_slice(), &self.protocols.asked_by) {
+            // gRPC offers h2 alone, and nothing else would carry it.
+            _ if self.protocols.calls => {
+                format!("it does not speak HTTP/2 over TLS, and {GRPC_NEEDS_H2}")
+            }
             ([Protocol::Http2], flag) => format!(
                 "it may not speak HTTP/2 over TLS: drop {}, or offer both with --alpn h2,http/1.1",
                 flag.as_deref().unwrap_or("--http2")
@@ -472,12 +492,21 @@ impl Probe<'_> {
         }
     }
 
-    /// The flag that asked for HTTP/2, for errors that say to drop it.
-    fn flag(&self) -> String {
-        self.protocols
-            .asked_by
-            .clone()
-            .unwrap_or_else(|| "--http2".to_string())
+    /// The fix of a server that takes HTTP/2 but cannot be loaded over it:
+    /// `first` (when there is one) or dropping the flag that asked for it,
+    /// to load it over HTTP/1.1; gRPC calls have no HTTP/1.1 to fall back
+    /// to, so for them only `first`, or the words that say so.
+    fn http1_instead(&self, first: &str) -> String {
+        let drop = || {
+            let flag = self.protocols.asked_by.as_deref().unwrap_or("--http2");
+            format!("drop {flag} to load it over HTTP/1.1")
+        };
+        match (self.protocols.calls, first) {
+            (true, "") => GRPC_NEEDS_H2.to_string(),
+            (true, first) => format!("{first} (gRPC runs over HTTP/2 only)"),
+            (false, "") => drop(),
+            (false, first) => format!("{first}, or {}", drop()),
+        }
     }
 
     /// A failed handshake: an HTTP/2-only server that refused every

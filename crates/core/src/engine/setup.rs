@@ -126,6 +126,10 @@ pub struct Protocols {
     /// `--0rtt`: HTTP/3 connections that resume a TLS session send their
     /// requests as early data, before the handshake completes.
     pub zero_rtt: bool,
+    /// Every request is a gRPC call (`--grpc`), which only HTTP/2
+    /// carries: the errors of a server that does not speak it say so,
+    /// rather than advise HTTP/1.1 or an ALPN offer `--grpc` refuses.
+    pub calls: bool,
 }
 
 impl Default for Protocols {
@@ -135,6 +139,7 @@ impl Default for Protocols {
             max_streams: DEFAULT_MAX_STREAMS,
             asked_by: None,
             zero_rtt: false,
+            calls: false,
         }
     }
 }

@@ -311,6 +311,11 @@ pub struct EventsSummary {
     /// Completed responses, and the events they carried.
     pub responses: u64,
     pub completed_events: u64,
+    /// Completed responses that carried no event (not event streams, or
+    /// streams that ended before their first). Absent from older
+    /// documents, which read as 0.
+    #[serde(default)]
+    pub without_events: u64,
     /// Lower bounds among `first` and `gap`: responses still streaming at
     /// the end (their open gap) or without an event yet (their first).
     pub open: u64,
@@ -611,6 +616,7 @@ mod build {
                 count: e.count,
                 responses: e.responses,
                 completed_events: e.completed_events,
+                without_events: e.without_events,
                 open: e.open,
                 first: summarize(&e.first),
                 gap: summarize(&e.gap),
@@ -629,6 +635,7 @@ mod build {
                 count: self.count,
                 completed_events: self.completed_events,
                 responses: self.responses,
+                without_events: self.without_events,
                 open: self.open,
             })
         }

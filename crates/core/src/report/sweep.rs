@@ -1,5 +1,6 @@
 //! What `metron sweep` prints and saves: a row per step (rate, achieved
-//! rate, corrected latency, errors, send lag, verdict), the highest rate
+//! rate, corrected latency, the phases the SLO bounds, errors, send lag,
+//! verdict), the highest rate
 //! that met the SLO, and the JSON document holding every step with its
 //! histograms (`--json`), from which `--html` draws the knee.
 
@@ -9,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::json::{unmeasured, RunConfig};
 use crate::units::{format_rate, format_time_us};
-use crate::verdict::{SloReport, Verdict};
+use crate::verdict::{parse_slo, Measure, SloReport, Timed, Verdict};
 
 /// Version of the sweep document's layout.
 pub const SWEEP_SCHEMA: u32 = 1;
@@ -77,26 +78,79 @@ pub struct SweepStep {
     pub unfinished: String,
 }
 
-/// The table's header.
-pub fn write_header(out: &mut (impl Write + ?Sized)) -> io::Result<()> {
+/// A column of the table beside the whole-response latency: a term of
+/// the SLO that bounds a phase (`first_event_p99`, `ttfb_p99`), with the
+/// value each step's verdict judged, so that the figure a verdict rests
+/// on is on its row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Judged {
+    /// The term's name, as typed (`first_event_p99`): the header.
+    pub name: String,
+    /// Its place among the SLO's terms, and so among each step's rows.
+    pub term: usize,
+}
+
+/// The columns of the phase terms of `spec` (none for the whole-response
+/// latency, errors and rate, which the table has already).
+pub fn judged_columns(spec: &str) -> Vec<Judged> {
+    let Ok(slo) = parse_slo(spec) else {
+        return Vec::new();
+    };
+    slo.terms
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| matches!(t.measure, Measure::Time(timed, _) if timed != Timed::Latency))
+        .map(|(term, t)| {
+            let end = t.text.find(['<', '>']).unwrap_or(t.text.len());
+            Judged {
+                name: t.text[..end].trim().to_string(),
+                term,
+            }
+        })
+        .collect()
+}
+
+/// The table's header, with a column for each of `judged`.
+pub fn write_header(out: &mut (impl Write + ?Sized), judged: &[Judged]) -> io::Result<()> {
+    let extra: String = judged
+        .iter()
+        .map(|j| format!(" {:>w$}", j.name, w = width(j)))
+        .collect();
     writeln!(
         out,
-        "  {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9}  Verdict",
+        "  {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}{extra} {:>8} {:>9}  Verdict",
         "Step", "Rate", "Achieved", "p50", "p99", "p99.9", "Max", "Errors", "Lag p99"
     )
 }
 
+/// A judged column is as wide as its name, and at least as the others.
+fn width(j: &Judged) -> usize {
+    j.name.len().max(9)
+}
+
 /// One step's row, as soon as the step has run.
-pub fn write_row(out: &mut (impl Write + ?Sized), n: usize, s: &SweepStep) -> io::Result<()> {
+pub fn write_row(
+    out: &mut (impl Write + ?Sized),
+    n: usize,
+    s: &SweepStep,
+    judged: &[Judged],
+) -> io::Result<()> {
     // A figure the step did not measure prints as a dash, not 0.00us.
     let t = |us: Option<u64>| us.map_or_else(|| "-".to_string(), |us| format_time_us(us as f64));
     let verdict = match &s.slo.reason {
         Some(_) => Verdict::Inconclusive,
         None => s.slo.verdict,
     };
+    let extra: String = judged
+        .iter()
+        .map(|j| {
+            let value = s.slo.rows.get(j.term).and_then(|r| r.value);
+            format!(" {:>w$}", t(value.map(|v| v as u64)), w = width(j))
+        })
+        .collect();
     writeln!(
         out,
-        "  {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9}  {verdict}",
+        "  {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}{extra} {:>8} {:>9}  {verdict}",
         n,
         format_rate(s.rate),
         format_rate(s.achieved),
@@ -132,7 +186,7 @@ mod tests {
         .unwrap();
         assert_eq!((step.p99, step.send_lag_p99), (None, None));
         let mut out = Vec::new();
-        write_row(&mut out, 1, &step).unwrap();
+        write_row(&mut out, 1, &step, &[]).unwrap();
         let row = String::from_utf8(out).unwrap();
         assert!(row.starts_with("     1    900.00      0.00         -         -         -         -        0         -  "), "{row}");
         assert!(!row.contains("0.00us"), "{row}");
@@ -141,5 +195,48 @@ mod tests {
             json["p99"].is_null() && json["send_lag_p99"].is_null(),
             "{json}"
         );
+    }
+
+    /// Regression: a sweep judged on first events showed the
+    /// whole-response p99 beside its verdict, and not the figure judged.
+    /// A phase term gets a column of its own, with the value judged.
+    #[test]
+    fn a_phase_the_slo_bounds_has_its_column() {
+        let judged = judged_columns("first_event_p99<500ms,p99<1s,errors<1%");
+        assert_eq!(
+            judged,
+            [Judged {
+                name: "first_event_p99".into(),
+                term: 0
+            }]
+        );
+        assert!(judged_columns("p99<1s,max<2s,errors<1%,rate>=99%").is_empty());
+        let step: SweepStep = serde_json::from_value(serde_json::json!({
+            "rate": 100.0, "achieved": 100.0, "p50": 2000, "p99": 3000, "p999": 4000,
+            "max": 5000, "errors": 0, "due": 200, "send_lag_p99": 50,
+            "slo": {"spec": "first_event_p99<500ms,p99<1s,errors<1%", "verdict": "met",
+                    "exit_status": 0, "rows": [
+                        {"term": "first_event_p99<500ms", "value": 302080.0, "unit": "us", "met": true},
+                        {"term": "p99<1s", "value": 3000.0, "unit": "us", "met": true},
+                        {"term": "errors<1%", "value": 0.0, "unit": "share", "met": true}]},
+            "corrected": "", "unfinished": ""
+        }))
+        .unwrap();
+        let mut out = Vec::new();
+        write_header(&mut out, &judged).unwrap();
+        write_row(&mut out, 1, &step, &judged).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].contains("    Max first_event_p99   Errors"),
+            "{text}"
+        );
+        assert!(
+            lines[1].contains("  5.00ms        302.08ms        0"),
+            "{text}"
+        );
+        // The column sits where its header is.
+        let at = lines[0].find("first_event_p99").unwrap() + "first_event_p99".len();
+        assert_eq!(&lines[1][at - 8..at], "302.08ms", "{text}");
     }
 }

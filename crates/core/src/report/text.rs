@@ -490,6 +490,9 @@ fn write_timings(out: &mut impl Write, t: &Timings, events: Option<&EventStats>)
         Some(EventKind::Messages) => ("First message", "Message gap"),
         _ => ("First event", "Event gap"),
     };
+    // No event at all: the lower bounds of requests still waiting are no
+    // first events, and get no row.
+    let events = events.filter(|e| e.measured());
     let rows: Vec<(&str, &Histogram<u64>)> = [
         ("Time to first byte", Some(&t.ttfb)),
         ("  uncorrected", Some(&t.ttfb_uncorrected)),
@@ -559,7 +562,12 @@ fn write_totals(out: &mut impl Write, stats: &RunStats) -> io::Result<()> {
     }
     if e.status > 0 && c.grpc.total() > 0 {
         // Calls fail by their own status, over HTTP 200 as a rule.
-        writeln!(out, "  Failed calls: {} (gRPC status not OK)", e.status)?;
+        writeln!(
+            out,
+            "  Failed calls: {} ({})",
+            e.status,
+            failed_call_causes(c)
+        )?;
     } else if e.status > 0 {
         writeln!(out, "  Non-2xx or 3xx responses: {}", e.status)?;
     }
@@ -569,6 +577,20 @@ fn write_totals(out: &mut impl Write, stats: &RunStats) -> io::Result<()> {
         "Transfer/sec: {:>10}B",
         format_binary(stats.bytes_per_sec())
     )
+}
+
+/// Why calls failed: their status, or (`--grpc-check`) an OK reply that
+/// did not hold the check, each with its count when both did. Replies that
+/// failed the check alone are not said to have a status other than OK,
+/// which the `gRPC status` line below would contradict.
+fn failed_call_causes(c: &Counters) -> String {
+    let checks = c.failed_checks;
+    let status = c.errors.status.saturating_sub(checks);
+    match (status, checks) {
+        (_, 0) => "gRPC status not OK".to_string(),
+        (0, _) => "OK replies that failed --grpc-check".to_string(),
+        (s, n) => format!("{s} with a gRPC status not OK, {n} OK replies that failed --grpc-check"),
+    }
 }
 
 fn write_own_lines(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
@@ -718,7 +740,13 @@ fn quic_line(q: &QuicCounts) -> String {
 /// call's messages likewise.
 fn events_line(e: &EventStats) -> String {
     let (event, whole) = e.kind.nouns();
-    let at = |h, p| time_or_none(summary::percentile(h, p));
+    // With no event at all, the figures are only the lower bounds of
+    // requests still unanswered at the end: not events, so dashes, as the
+    // verdict takes them to be unmeasured.
+    let at = |h, p| match e.measured() {
+        true => time_or_none(summary::percentile(h, p)),
+        false => NONE.to_string(),
+    };
     let per = e
         .per_response()
         .map_or_else(|| NONE.to_string(), |n| format!("{n:.1}"));
@@ -735,7 +763,10 @@ fn events_line(e: &EventStats) -> String {
         at(&e.gap, 50.0),
         at(&e.gap, 99.0),
         at(&e.gap, 99.9),
-        time_or_none(summary::maximum(&e.gap)),
+        match e.measured() {
+            true => time_or_none(summary::maximum(&e.gap)),
+            false => NONE.to_string(),
+        },
     )
 }
 
@@ -779,14 +810,16 @@ fn accounting_line(c: &Counters) -> Option<String> {
 pub fn warnings(r: &TextReport) -> Vec<String> {
     let lost = lost_warning(&r.stats.counters);
     let limit = connection_limit_warning(&r.stats.counters);
+    let events = r.stats.events.as_ref().and_then(no_events_warning);
     let Some(rate) = r.load.rate() else {
-        return limit.into_iter().chain(lost).collect();
+        return [limit, lost, events].into_iter().flatten().collect();
     };
     [
         limit,
         never_sent_warning(r.stats, rate),
         lost,
         send_lag_warning(r, rate),
+        events,
     ]
     .into_iter()
     .flatten()
@@ -829,6 +862,24 @@ fn connection_limit_warning(c: &Counters) -> Option<String> {
             pool.initial
         )
     })
+}
+
+/// `--sse`: completed responses that carried no event. They are not in
+/// the first-event figures (there is no first event to time), so a run
+/// against a page that is not an event stream would otherwise show only
+/// the lower bounds of the requests still waiting at the end. A streamed
+/// call may end without a message and still be right, so only
+/// server-sent events are warned of.
+fn no_events_warning(e: &EventStats) -> Option<String> {
+    if e.kind != EventKind::Sse || e.without_events == 0 {
+        return None;
+    }
+    Some(format!(
+        "{} of {} completed responses carried no event: they were not event streams \
+         (text/event-stream), or ended before their first event, and the first-event figures \
+         leave them out; check that the URL serves server-sent events, or drop --sse",
+        e.without_events, e.responses
+    ))
 }
 
 /// Requests due and never sent, with what kept them back: a start after
@@ -1403,6 +1454,89 @@ mod tests {
         let text = render(&report(&stats, None));
         let want = format!("{line}, 0 of 7 connections with 0-RTT accepted\n");
         assert!(text.contains(&want), "{text}");
+    }
+
+    /// Regression: replies that failed `--grpc-check` were reported as
+    /// `Failed calls: 400 (gRPC status not OK)` above `gRPC status: OK
+    /// 400`. The line names each cause, with its count when both are there.
+    #[test]
+    fn failed_calls_name_their_cause() {
+        let mut stats = RunStats::merge(vec![ThreadStats::default()], Duration::from_secs(1));
+        let c = &mut stats.counters;
+        c.completed = 400;
+        for _ in 0..400 {
+            c.grpc.count(metron_grpc::status::OK);
+        }
+        c.errors.status = 400;
+        c.failed_checks = 400;
+        let text = render(&report(&stats, None));
+        assert!(
+            text.contains("  Failed calls: 400 (OK replies that failed --grpc-check)\n"),
+            "{text}"
+        );
+        let c = &mut stats.counters;
+        for _ in 0..10 {
+            c.grpc.count(14);
+        }
+        c.errors.status = 410;
+        let text = render(&report(&stats, None));
+        assert!(
+            text.contains(
+                "  Failed calls: 410 (10 with a gRPC status not OK, 400 OK replies that failed \
+                 --grpc-check)\n"
+            ),
+            "{text}"
+        );
+        let c = &mut stats.counters;
+        c.failed_checks = 0;
+        c.errors.status = 10;
+        let text = render(&report(&stats, None));
+        assert!(
+            text.contains("  Failed calls: 10 (gRPC status not OK)\n"),
+            "{text}"
+        );
+    }
+
+    /// `--sse` against responses that are not event streams: they are
+    /// named in a warning, in both modes; a streamed call without a
+    /// message is not warned of.
+    #[test]
+    fn responses_without_events_are_named() {
+        let mut stats = RunStats::merge(vec![ThreadStats::default()], Duration::from_secs(1));
+        stats.events = Some(EventStats {
+            responses: 400,
+            without_events: 396,
+            ..EventStats::default()
+        });
+        let want =
+            "  Warning: 396 of 400 completed responses carried no event: they were not event \
+                    streams (text/event-stream), or ended before their first event, and the \
+                    first-event figures leave them out; check that the URL serves server-sent \
+                    events, or drop --sse\n";
+        for rate in [None, Some(100.0)] {
+            let text = render(&report(&stats, rate));
+            assert!(text.contains(want), "{rate:?}: {text}");
+        }
+        // The lower bounds of the requests still waiting are no first
+        // events: dashes, until some event came.
+        let e = stats.events.as_mut().unwrap();
+        e.open = 4;
+        record(&mut e.first, &[(20_000, 4)]);
+        let text = render(&report(&stats, None));
+        assert!(
+            text.contains("  Events: 0.0 per response; first event p50 -, p99 -; gap p50 -"),
+            "{text}"
+        );
+        stats.events.as_mut().unwrap().count = 1;
+        let text = render(&report(&stats, None));
+        assert!(text.contains("first event p50 20.00ms"), "{text}");
+        stats.events.as_mut().unwrap().kind = EventKind::Messages;
+        assert!(!render(&report(&stats, None)).contains("carried no"));
+        stats.events = Some(EventStats {
+            responses: 400,
+            ..EventStats::default()
+        });
+        assert!(!render(&report(&stats, None)).contains("Warning"));
     }
 
     #[test]

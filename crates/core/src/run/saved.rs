@@ -12,7 +12,7 @@ use super::sink::{write_file, write_html};
 use crate::cli::ReportArgs;
 use crate::http::Spoken;
 use crate::report::json::{Document, SCHEMA};
-use crate::report::sweep::{rate_words, write_header, write_row, SweepDocument};
+use crate::report::sweep::{judged_columns, rate_words, write_header, write_row, SweepDocument};
 use crate::report::{csv, html, text, TextReport};
 
 /// `metron report`: the text report (and optionally the HTML report and
@@ -85,10 +85,12 @@ pub fn write_document(doc: &Document, path: &Path, mut out: &mut dyn Write) -> R
         lag_allowance: None,
     };
     text::write_results(&mut out, &view)?;
+    text::write_instances(&mut out, &doc.instances)?;
+    // The verdict is the last line, as a run's report ends with it
+    // (`metron merge --slo`'s too, after the instances' table).
     if let Some(slo) = &doc.slo {
         text::write_slo(&mut out, slo)?;
     }
-    text::write_instances(&mut out, &doc.instances)?;
     Ok(())
 }
 
@@ -108,9 +110,10 @@ fn rerender_sweep(
         rate_words(c.to),
         c.slo
     )?;
-    write_header(out)?;
+    let judged = judged_columns(&c.slo);
+    write_header(out, &judged)?;
     for (i, s) in doc.steps.iter().enumerate() {
-        write_row(out, i + 1, s)?;
+        write_row(out, i + 1, s, &judged)?;
     }
     writeln!(out, "{}", doc.conclusion)?;
     if let Some(path) = html {

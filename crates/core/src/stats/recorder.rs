@@ -499,6 +499,7 @@ impl Recorder {
         if let Some(e) = self.stats.events.as_mut().filter(|_| stamp.measured) {
             e.responses += 1;
             e.completed_events += events;
+            e.without_events += u64::from(events == 0);
         }
     }
 

@@ -104,6 +104,11 @@ pub struct EventStats {
     pub completed_events: u64,
     /// Completed responses, for the mean per response.
     pub responses: u64,
+    /// Completed responses that carried no event: not event streams (a
+    /// page where an SSE endpoint was meant), or streams that ended before
+    /// their first event. They have no first event to time, so a
+    /// first-event figure says nothing of them.
+    pub without_events: u64,
     /// Lower bounds among the figures: open gaps, and first events of
     /// responses that had none when the run ended.
     pub open: u64,
@@ -118,6 +123,7 @@ impl Default for EventStats {
             count: 0,
             completed_events: 0,
             responses: 0,
+            without_events: 0,
             open: 0,
         }
     }
@@ -175,7 +181,16 @@ impl EventStats {
         self.count += other.count;
         self.completed_events += other.completed_events;
         self.responses += other.responses;
+        self.without_events += other.without_events;
         self.open += other.open;
+    }
+
+    /// Whether any response (completed or still streaming) carried an
+    /// event: without one, the first-event histogram holds only the lower
+    /// bounds of requests still waiting at the end, and the gaps nothing,
+    /// so neither measured an event.
+    pub fn measured(&self) -> bool {
+        self.count > 0
     }
 
     /// Mean events per completed response, when any completed.

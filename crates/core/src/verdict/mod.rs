@@ -8,7 +8,9 @@
 //! requests lost or answered with an error status; and the share of the
 //! intended requests that completed. The verdict is met, not met, or
 //! inconclusive when the generator fell behind: then the server was not
-//! offered the load, and neither a pass nor a fail would be about it.
+//! offered the load, and neither a pass nor a fail would be about it. A
+//! term that measured nothing (a first event, when no response carried
+//! one) makes the verdict inconclusive too, unless another term failed.
 
 mod limit;
 mod report;
@@ -17,7 +19,7 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
-use crate::stats::{summary, RunStats};
+use crate::stats::{summary, EventKind, RunStats};
 use crate::units::parse_duration;
 
 pub use limit::{generator_limit, lag_allowance_us, RunFacts};
@@ -76,7 +78,7 @@ pub enum Timed {
 
 impl Timed {
     /// The prefixes of term names, each with what it bounds.
-    const PREFIXES: [(&'static str, Timed); 5] = [
+    pub const PREFIXES: [(&'static str, Timed); 5] = [
         ("ttfb_", Timed::FirstByte),
         ("connect_", Timed::Connect),
         ("tls_", Timed::Tls),
@@ -84,7 +86,11 @@ impl Timed {
         ("gap_", Timed::Gap),
     ];
 
-    /// The histogram of `stats` this measure reads.
+    /// The histogram of `stats` this measure reads. Events are read only
+    /// when some response carried one: until then the first-event
+    /// histogram holds nothing but the lower bounds of requests still
+    /// unanswered at the end, which would pass a bound on first events
+    /// for a server that never sent any.
     fn of<'a>(self, stats: &'a RunStats) -> std::borrow::Cow<'a, Histogram<u64>> {
         use std::borrow::Cow;
         match self {
@@ -93,10 +99,34 @@ impl Timed {
             Timed::Connect => Cow::Borrowed(&stats.timings.connect),
             Timed::Tls => Cow::Borrowed(&stats.timings.tls_handshake),
             Timed::FirstEvent | Timed::Gap => match &stats.events {
-                Some(e) if self == Timed::FirstEvent => Cow::Borrowed(&e.first),
-                Some(e) => Cow::Borrowed(&e.gap),
-                None => Cow::Owned(crate::stats::new_histogram()),
+                Some(e) if e.measured() && self == Timed::FirstEvent => Cow::Borrowed(&e.first),
+                Some(e) if e.measured() => Cow::Borrowed(&e.gap),
+                _ => Cow::Owned(crate::stats::new_histogram()),
             },
+        }
+    }
+
+    /// Whether this is an event's time (`first_event_`, `gap_`), which
+    /// only `--sse` and server-streaming calls measure.
+    pub fn is_event(self) -> bool {
+        matches!(self, Timed::FirstEvent | Timed::Gap)
+    }
+
+    /// Why a term on this time has no value in `stats`, in words.
+    fn unmeasured(self, stats: &RunStats) -> String {
+        match (self, &stats.events) {
+            (Timed::FirstEvent | Timed::Gap, Some(e)) if !e.measured() => {
+                let none = match e.kind {
+                    EventKind::Sse => "no response carried an event",
+                    EventKind::Messages => "no call carried a message",
+                };
+                format!("{none} ({} completed without one)", e.without_events)
+            }
+            (Timed::FirstEvent | Timed::Gap, None) => "no events were read".to_string(),
+            (Timed::Gap, Some(_)) => "no response carried two events".to_string(),
+            (Timed::Tls, _) => "no connection made a TLS handshake".to_string(),
+            (Timed::Connect, _) => "no connection was opened".to_string(),
+            _ => "nothing was measured for it".to_string(),
         }
     }
 }
@@ -232,6 +262,22 @@ impl Slo {
                 }
             })
             .collect();
+        // A term that measured nothing is neither met nor failed: a bound
+        // that was measured and broken fails the run whatever the rest,
+        // but without one the run is inconclusive, never a pass.
+        let unmeasured = self
+            .terms
+            .iter()
+            .zip(&rows)
+            .find_map(|(t, r)| match t.measure {
+                Measure::Time(timed, _) if r.value.is_none() => Some(format!(
+                    "{} was not measured: {}",
+                    t.text,
+                    timed.unmeasured(stats)
+                )),
+                _ => None,
+            });
+        let failed = rows.iter().any(|r| r.value.is_some() && !r.met);
         let (verdict, reason) = if c.due == 0 || latency.is_empty() {
             (
                 Verdict::Inconclusive,
@@ -239,10 +285,12 @@ impl Slo {
             )
         } else if let Some(why) = generator_limit(run) {
             (Verdict::Inconclusive, Some(why))
-        } else if rows.iter().all(|r| r.met) {
-            (Verdict::Met, None)
-        } else {
+        } else if failed {
             (Verdict::NotMet, None)
+        } else if let Some(why) = unmeasured {
+            (Verdict::Inconclusive, Some(why))
+        } else {
+            (Verdict::Met, None)
         };
         SloReport {
             spec: self.spec.clone(),
@@ -326,6 +374,60 @@ mod tests {
         assert_eq!(met, [false, true, false, true], "{judged:?}");
         assert_eq!(judged.rows[2].value, None);
         assert_eq!(judged.verdict, Verdict::NotMet);
+    }
+
+    /// Regression: `--sse` against a server that sends no events met
+    /// `first_event_p99<1s` on the lower bounds of the requests still
+    /// unanswered at the end. With no event at all the term has no value
+    /// and the verdict is inconclusive; a term that was measured and
+    /// broken still fails the run.
+    #[test]
+    fn a_first_event_bound_without_any_event_is_not_measured() {
+        let mut stats =
+            crate::stats::RunStats::merge(Vec::new(), std::time::Duration::from_secs(1));
+        stats.counters.due = 400;
+        stats.counters.completed = 396;
+        stats.counters.in_flight = 4;
+        crate::stats::record_clamped(&mut stats.latency, 20_000);
+        let mut events = crate::stats::EventStats {
+            responses: 396,
+            without_events: 396,
+            open: 4,
+            ..Default::default()
+        };
+        // What the requests in flight at the end leave: lower bounds only.
+        for _ in 0..4 {
+            crate::stats::record_clamped(&mut events.first, 20_000);
+        }
+        stats.events = Some(events);
+        let load = crate::schedule::Load::Closed;
+        let judge = |spec: &str, stats: &crate::stats::RunStats| {
+            parse_slo(spec).unwrap().judge(&RunFacts {
+                stats,
+                load: &load,
+                threads: 1,
+                connections: 4,
+                per_connection: 1,
+                fastest_us: None,
+                lag_allowance: None,
+            })
+        };
+        let judged = judge("first_event_p99<1s", &stats);
+        assert_eq!(judged.rows[0].value, None, "{judged:?}");
+        assert!(!judged.rows[0].met);
+        assert_eq!(judged.verdict, Verdict::Inconclusive);
+        assert_eq!(
+            judged.sentence(),
+            "inconclusive: first_event_p99<1s was not measured: no response carried an event \
+             (396 completed without one)"
+        );
+        let judged = judge("first_event_p99<1s,p99<1ms", &stats);
+        assert_eq!(judged.verdict, Verdict::NotMet, "{judged:?}");
+        // One event anywhere makes the figures measured.
+        stats.events.as_mut().unwrap().count = 1;
+        let judged = judge("first_event_p99<1s", &stats);
+        assert_eq!(judged.rows[0].value, Some(20_000.0), "{judged:?}");
+        assert_eq!(judged.verdict, Verdict::Met);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use crate::report::sweep::{SweepDocument, SweepStep};
+use crate::report::sweep::{judged_columns, Judged, SweepDocument, SweepStep};
 use crate::verdict::Verdict;
 
 use super::blocks::{card, classed_grid, head, key_values, verdict_class};
@@ -48,8 +48,8 @@ fn header(page: &mut String, doc: &SweepDocument) {
         real(c.from),
         real(c.to)
     );
-    // The generator's limit ends a sweep on an inconclusive step; otherwise
-    // the sweep found a rate or did not.
+    // An inconclusive step (the generator's limit, or a term that measured
+    // nothing) ends a sweep; otherwise the sweep found a rate or did not.
     let last = doc.steps.last().map(|s| s.slo.verdict);
     let class = verdict_class(match (last, doc.highest) {
         (Some(Verdict::Inconclusive), _) => Verdict::Inconclusive,
@@ -164,7 +164,7 @@ fn results(page: &mut String, doc: &SweepDocument) {
         page,
         "Inconclusive",
         &count(inconclusive as u64),
-        "steps the generator limited",
+        "steps not judged: the generator limited the load, or a term measured nothing",
         inconclusive > 0,
     );
     page.push_str("</div>\n</section>\n");
@@ -178,12 +178,13 @@ fn knee(page: &mut String, doc: &SweepDocument) {
     let circled = match (any(Verdict::NotMet), any(Verdict::Inconclusive)) {
         (true, true) => {
             " Circled points belong to steps that did not meet the SLO (red) or were \
-             inconclusive because the generator, not the server, limited the load (amber)."
+             inconclusive (amber): the generator, not the server, limited the load, or a \
+             term of the SLO measured nothing."
         }
         (true, false) => " Circled points belong to steps that did not meet the SLO.",
         (false, true) => {
-            " Circled points belong to steps that were inconclusive because the generator, \
-             not the server, limited the load."
+            " Circled points belong to steps that were inconclusive: the generator, not the \
+             server, limited the load, or a term of the SLO measured nothing."
         }
         (false, false) => "",
     };
@@ -207,39 +208,29 @@ fn steps(page: &mut String, doc: &SweepDocument) {
          top was reached, then halving the bracket. Latencies include the unfinished \
          requests at their lower bounds.</p>\n",
     );
+    // Phases the SLO bounds get columns of their own, as in the text
+    // table: the figure each verdict judged.
+    let judged = judged_columns(&doc.config.slo);
     let rows: Vec<(&str, Vec<String>)> = doc
         .steps
         .iter()
         .enumerate()
-        .map(|(i, s)| (verdict_class(s.slo.verdict), step_row(i + 1, s)))
+        .map(|(i, s)| (verdict_class(s.slo.verdict), step_row(i + 1, s, &judged)))
         .collect();
     let rows: Vec<(&str, &[String])> = rows
         .iter()
         .map(|(class, row)| (if *class == "met" { "" } else { *class }, row.as_slice()))
         .collect();
-    classed_grid(
-        page,
-        "numbers steps",
-        &[
-            "step",
-            "rate",
-            "achieved",
-            "p50",
-            "p99",
-            "p99.9",
-            "max",
-            "errors",
-            "send lag p99",
-            "verdict",
-        ],
-        &rows,
-    );
+    let mut heads = vec!["step", "rate", "achieved", "p50", "p99", "p99.9", "max"];
+    heads.extend(judged.iter().map(|j| j.name.as_str()));
+    heads.extend(["errors", "send lag p99", "verdict"]);
+    classed_grid(page, "numbers steps", &heads, &rows);
     page.push_str("</section>\n");
 }
 
-fn step_row(n: usize, s: &SweepStep) -> Vec<String> {
+fn step_row(n: usize, s: &SweepStep, judged: &[Judged]) -> Vec<String> {
     let latency = latency_or_missing;
-    vec![
+    let mut row = vec![
         count(n as u64),
         real(s.rate),
         real(s.achieved),
@@ -247,8 +238,15 @@ fn step_row(n: usize, s: &SweepStep) -> Vec<String> {
         latency(s.p99),
         latency(s.p999),
         latency(s.max),
+    ];
+    row.extend(judged.iter().map(|j| {
+        let value = s.slo.rows.get(j.term).and_then(|r| r.value);
+        latency(value.map(|v| v as u64))
+    }));
+    row.extend([
         count(s.errors),
         latency(s.send_lag_p99),
         escape(&s.slo.sentence()),
-    ]
+    ]);
+    row
 }
