@@ -304,7 +304,7 @@ fn a_poisson_run_names_its_seed_and_follows_its_schedule() {
     let doc = run_document(std::path::Path::new(&json));
     let c = &doc.counters;
     assert!(c.balanced(), "{c:?}");
-    assert_eq!(doc.config.arrival.as_deref(), Some("poisson"));
+    assert_eq!(doc.config.arrival, Some(metron::schedule::Arrival::Poisson));
     assert_eq!(doc.config.arrival_seed, Some(7));
     assert_eq!(doc.config.rate, Some(2000.0));
     let mut schedule = poisson(2000.0, 7, 3 * SEC).cursor();
@@ -371,7 +371,10 @@ fn a_constant_run_says_so_in_its_document() {
     assert_status(&o, 0);
     assert!(!stdout(&o).contains("arrivals"), "{}", stdout(&o));
     let doc = run_document(std::path::Path::new(&json));
-    assert_eq!(doc.config.arrival.as_deref(), Some("constant"));
+    assert_eq!(
+        doc.config.arrival,
+        Some(metron::schedule::Arrival::Constant)
+    );
     assert_eq!(doc.config.arrival_seed, None);
     assert_eq!(doc.counters.due, 500);
     assert!(doc.counters.balanced());

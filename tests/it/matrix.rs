@@ -19,6 +19,7 @@ use std::time::Duration;
 use metron::engine::Outcome;
 use metron::serve::{BadCert, Fault, FaultPlan, Http2, Http3, Pick, ServeConfig, ServerStats};
 
+use crate::common::files::schema_errors;
 use crate::common::matrix::matrix;
 use crate::common::tls::Pki;
 use crate::common::*;
@@ -331,5 +332,31 @@ matrix! {
         assert!(srv.stats().turned_away() > 0);
         assert!(text.contains("the server accepted about 4 connections"), "{text}");
         assert!(text.contains("--max-connections 4"), "{text}");
+    }
+}
+
+matrix! {
+    /// The JSON document of a run in every protocol follows the published
+    /// schema (docs/result.schema.json), names the protocol spoken and
+    /// the one offered, and the arrival process of rate mode.
+    fn the_document_follows_its_schema(row) {
+        let _g = serial();
+        let srv = row.server(ServeConfig::default());
+        let flags = ["-t1", "-c2", "-R200", "-d1s", "--arrival", "poisson", "--seed", "3", "--json", "-"];
+        let o = metron(&row.args(&srv, &flags, true).iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(o.status.success(), "{}", stderr(&o));
+        let doc: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("one JSON document");
+        let errors = schema_errors(&doc);
+        assert!(errors.is_empty(), "{errors:#?}");
+        let (spoken, offered) = match row {
+            Row::Http1 => ("HTTP/1.1", serde_json::json!(["HTTP/1.1"])),
+            Row::Http3 => ("HTTP/3", serde_json::json!(["HTTP/3"])),
+            _ => ("HTTP/2", serde_json::json!(["HTTP/2"])),
+        };
+        assert_eq!(doc["protocol"], spoken);
+        assert_eq!(doc["config"]["offered"], offered);
+        assert_eq!(doc["config"]["arrival"], "poisson");
+        assert_eq!(doc["config"]["arrival_seed"], 3);
+        assert!(doc["counters"]["completed"].as_u64() > Some(0), "{doc}");
     }
 }

@@ -103,8 +103,17 @@ pub fn read_json<T: DeserializeOwned>(path: &Path) -> T {
 /// The published JSON Schema of a run's document (docs/result.schema.json)
 /// checks `doc`: the errors, each with where it is.
 pub fn schema_errors(doc: &serde_json::Value) -> Vec<String> {
-    let schema: serde_json::Value =
-        serde_json::from_str(include_str!("../../../docs/result.schema.json")).unwrap();
+    errors_against(include_str!("../../../docs/result.schema.json"), doc)
+}
+
+/// The published JSON Schema of a sweep's document
+/// (docs/sweep.schema.json) checks `doc`.
+pub fn sweep_schema_errors(doc: &serde_json::Value) -> Vec<String> {
+    errors_against(include_str!("../../../docs/sweep.schema.json"), doc)
+}
+
+fn errors_against(schema: &str, doc: &serde_json::Value) -> Vec<String> {
+    let schema: serde_json::Value = serde_json::from_str(schema).unwrap();
     let validator = jsonschema::validator_for(&schema).expect("the schema itself is valid");
     validator
         .iter_errors(doc)

@@ -14,7 +14,7 @@ use metron::schedule::{Arrivals, Phase, Process, Profile, Spacing};
 use metron::serve::{ServeConfig, Server};
 use metron::verdict::SloReport;
 
-use super::files::read_json;
+use super::files::{read_json, sweep_schema_errors};
 
 /// A target that holds every response for `delay` (`metron serve --delay`).
 pub fn delayed(delay: Duration) -> Server {
@@ -30,9 +30,13 @@ pub fn run_document(path: &Path) -> Document {
     read_json(path)
 }
 
-/// The JSON document of a sweep, as `metron sweep --json FILE` wrote it.
+/// The JSON document of a sweep, as `metron sweep --json FILE` wrote it,
+/// which follows its published schema (docs/sweep.schema.json).
 pub fn sweep_document(path: &Path) -> SweepDocument {
-    read_json(path)
+    let doc: serde_json::Value = read_json(path);
+    let errors = sweep_schema_errors(&doc);
+    assert!(errors.is_empty(), "{}: {errors:#?}", path.display());
+    serde_json::from_value(doc).expect("a sweep document")
 }
 
 /// The last non-empty line of some output.

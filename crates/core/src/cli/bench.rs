@@ -12,15 +12,10 @@ use clap::{ArgAction, Parser};
 use super::{choice, distributed, outputs, profile};
 use crate::units::{parse_bytes, parse_duration, parse_si_f64, parse_si_u64};
 
-/// How requests are spread over time in rate mode (`--arrival`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Arrival {
-    /// One request every 1/R.
-    Constant,
-    /// Exponential gaps (a Poisson process), drawn from `--seed`.
-    Poisson,
-}
+pub use crate::schedule::Arrival;
 
+/// How requests are spread over time in rate mode (`--arrival`): the
+/// choices' words.
 impl Arrival {
     pub const CHOICES: [(Arrival, &'static str, &'static str); 2] = [
         (

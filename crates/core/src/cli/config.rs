@@ -262,11 +262,11 @@ impl Config {
         if call.is_some() {
             add_call_headers(&mut headers, args.timeout);
         }
-        let (load, arrival_seed) = load(args, profile, duration)?;
+        let load = load(args, profile, duration)?;
         let load = match &args.shard {
             None => load,
             Some(_) if !load.is_open() => return Err(ConfigError::ShardNeedsRate),
-            Some(_) if arrival_seed.is_some() && args.seed.is_none() => {
+            Some(_) if load.spacing().and_then(Spacing::seed).is_some() && args.seed.is_none() => {
                 return Err(ConfigError::ShardNeedsSeed)
             }
             Some(spec) => {
@@ -336,7 +336,6 @@ impl Config {
             warmup,
             timeout: args.timeout,
             load,
-            arrival_seed,
             start_at: args.start_at,
             headers,
             affinity,
@@ -433,30 +432,29 @@ fn profile(args: &BenchArgs) -> Result<Option<Profile>, ConfigError> {
 }
 
 /// The load: the closed loop without a rate; with one, evenly spaced or
-/// Poisson arrivals under `-R` or the profile. Also the seed of Poisson
-/// arrivals (given, or from the clock).
+/// Poisson arrivals under `-R` or the profile, their seed given or from
+/// the clock.
 fn load(
     args: &BenchArgs,
     profile: Option<Profile>,
     duration: Duration,
-) -> Result<(Load, Option<u64>), ConfigError> {
+) -> Result<Load, ConfigError> {
     let arrival = args.arrival.unwrap_or(Arrival::Constant);
     let profile = match (profile, args.rate) {
         (Some(p), _) => p,
-        (None, Some(r)) if arrival == Arrival::Constant => return Ok((Load::constant(r), None)),
+        (None, Some(r)) if arrival == Arrival::Constant => return Ok(Load::constant(r)),
         (None, Some(r)) => Profile::constant(r),
         (None, None) if arrival == Arrival::Poisson => return Err(ConfigError::PoissonNeedsRate),
-        (None, None) => return Ok((Load::Closed, None)),
+        (None, None) => return Ok(Load::Closed),
     };
-    let (spacing, seed) = match arrival {
-        Arrival::Constant => (Spacing::Even, None),
-        Arrival::Poisson => {
-            let seed = args.seed.unwrap_or_else(clock_seed);
-            (Spacing::Poisson { seed }, Some(seed))
-        }
+    let spacing = match arrival {
+        Arrival::Constant => Spacing::Even,
+        Arrival::Poisson => Spacing::Poisson {
+            seed: args.seed.unwrap_or_else(clock_seed),
+        },
     };
     let process = Process::new(profile, spacing, nanos(duration));
-    Ok((Load::Open(Arc::new(process)), seed))
+    Ok(Load::Open(Arc::new(process)))
 }
 
 /// A start that is already past is allowed (the instance was late, and

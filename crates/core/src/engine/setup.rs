@@ -32,8 +32,6 @@ pub struct Setup {
     pub timeout: Duration,
     /// The closed loop, or the arrival process of rate mode.
     pub load: Load,
-    /// The seed of Poisson arrivals, when the load has them.
-    pub arrival_seed: Option<u64>,
     /// `--start-at`: the wall-clock instant that is the schedule's zero
     /// (otherwise the moment every worker is connected).
     pub start_at: Option<std::time::SystemTime>,

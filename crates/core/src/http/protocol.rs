@@ -17,11 +17,15 @@ use super::h3::{Http3, QuicOptions};
 use super::session::Session;
 use super::sse::EventReading;
 
-/// An HTTP version metron speaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// An HTTP version metron speaks, named in the JSON document as the
+/// reports name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Protocol {
+    #[serde(rename = "HTTP/1.1")]
     Http1,
+    #[serde(rename = "HTTP/2")]
     Http2,
+    #[serde(rename = "HTTP/3")]
     Http3,
 }
 
@@ -149,8 +153,10 @@ impl Protocol {
 }
 
 /// The protocols the hosts of a run spoke, each once, in the order of the
-/// first host that spoke it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// first host that spoke it. The JSON document holds it in its words
+/// (`"HTTP/1.1, HTTP/2"`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(into = "String", try_from = "String")]
 pub struct Spoken(Vec<Protocol>);
 
 impl Spoken {
@@ -198,6 +204,20 @@ impl fmt::Display for Spoken {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let names: Vec<&str> = self.0.iter().map(|p| p.name()).collect();
         f.write_str(&names.join(", "))
+    }
+}
+
+impl From<Spoken> for String {
+    fn from(spoken: Spoken) -> String {
+        spoken.to_string()
+    }
+}
+
+impl TryFrom<String> for Spoken {
+    type Error = String;
+
+    fn try_from(words: String) -> Result<Spoken, String> {
+        words.parse()
     }
 }
 

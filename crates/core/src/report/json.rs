@@ -15,7 +15,8 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::schedule::Load;
+use crate::http::{Protocol, Spoken};
+use crate::schedule::{Arrival, Load};
 use crate::stats::{Counters, Errors, EventKind, StopCause};
 use crate::verdict::SloReport;
 
@@ -32,11 +33,11 @@ pub struct Document {
     pub schema: u32,
     pub metron_version: String,
     pub config: RunConfig,
-    /// The protocol the server spoke: `HTTP/1.1` or `HTTP/2` (each in turn
-    /// when the hosts of a requests file differ). Absent from older
-    /// documents.
+    /// The protocol the server spoke: `HTTP/1.1`, `HTTP/2` or `HTTP/3`
+    /// (each in turn when the hosts of a requests file differ). Absent
+    /// from older documents.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub protocol: Option<String>,
+    pub protocol: Option<Spoken>,
     /// Length of the measured window, in seconds.
     pub window_s: f64,
     /// When the measured window began, in milliseconds since the Unix
@@ -143,11 +144,7 @@ impl Document {
     /// What one of its events is called: a server-sent "event", or a
     /// streamed call's "message".
     pub fn event_noun(&self) -> &'static str {
-        let kind = self.events.as_ref().map(|e| e.kind.as_str());
-        match kind.and_then(EventKind::from_name) {
-            Some(k) => k.nouns().0,
-            None => "event",
-        }
+        self.events.as_ref().map_or("event", |e| e.kind.nouns().0)
     }
 
     /// The conservative distribution (completed requests and unfinished
@@ -192,14 +189,14 @@ pub struct RunConfig {
     /// `HTTP/2`, `HTTP/3`); the document's `protocol` says which was
     /// spoken. Empty in documents of older versions.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub offered: Vec<String>,
+    pub offered: Vec<Protocol>,
     /// Streams in flight per connection at most (`-m`), when HTTP/2 or
     /// HTTP/3 was offered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_streams: Option<u32>,
     /// How requests were spread in rate mode: `constant` or `poisson`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub arrival: Option<String>,
+    pub arrival: Option<Arrival>,
     /// The seed of Poisson arrivals.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrival_seed: Option<u64>,
@@ -301,8 +298,9 @@ pub struct LatencySummaries {
 /// `--sse`: the events of streamed responses.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EventsSummary {
-    /// What the bodies were read as: `sse`.
-    pub kind: String,
+    /// What the bodies were read as: `sse`, or a streamed call's
+    /// messages (`grpc`).
+    pub kind: EventKind,
     /// Mean events per completed response; `null` when none completed.
     pub per_response: Option<f64>,
     /// Events in all, of completed responses and of those still
@@ -574,8 +572,8 @@ mod build {
     use crate::report::spectrum;
     use crate::stats::codec::{self, encode};
     use crate::stats::{
-        new_histogram, summary, EndpointStats, EventKind, EventStats, Interruption, IntervalStats,
-        PhaseStats, RunStats, Timings, HIST_SIGFIG,
+        new_histogram, summary, EndpointStats, EventStats, Interruption, IntervalStats, PhaseStats,
+        RunStats, Timings, HIST_SIGFIG,
     };
 
     impl Point {
@@ -611,7 +609,7 @@ mod build {
     impl EventsSummary {
         pub fn of(e: &EventStats) -> EventsSummary {
             EventsSummary {
-                kind: e.kind.name().into(),
+                kind: e.kind,
                 per_response: e.per_response(),
                 count: e.count,
                 responses: e.responses,
@@ -628,8 +626,7 @@ mod build {
         /// The statistics back.
         pub fn stats(&self) -> io::Result<EventStats> {
             Ok(EventStats {
-                // Documents older than gRPC knew only server-sent events.
-                kind: EventKind::from_name(&self.kind).unwrap_or(EventKind::Sse),
+                kind: self.kind,
                 first: decode(&self.first_histogram)?,
                 gap: decode(&self.gap_histogram)?,
                 count: self.count,
@@ -704,7 +701,7 @@ mod build {
                 schema: SCHEMA,
                 metron_version: env!("CARGO_PKG_VERSION").to_string(),
                 config,
-                protocol: Some(protocol.to_string()),
+                protocol: Some(protocol.clone()),
                 window_s: s.window.as_secs_f64(),
                 window_start_ms: window_start
                     .duration_since(std::time::UNIX_EPOCH)

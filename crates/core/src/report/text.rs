@@ -13,7 +13,7 @@ use hdrhistogram::Histogram;
 
 use super::spectrum::write_spectrum;
 use crate::http::{Protocol, Spoken};
-use crate::schedule::Load;
+use crate::schedule::{Load, Spacing};
 use crate::stats::phase::MAX_PHASES;
 use crate::stats::{
     summary, AtEnd, ByCode, Counters, EndpointStats, EventKind, EventStats, Http2Counts,
@@ -211,15 +211,16 @@ fn short_secs(d: Duration) -> String {
 pub fn write_arrival_line(
     out: &mut impl Write,
     profile: Option<&str>,
-    seed: Option<u64>,
+    spacing: Option<Spacing>,
 ) -> io::Result<()> {
-    let spread = match seed {
+    let poisson = spacing.and_then(Spacing::seed);
+    let spread = match poisson {
         Some(seed) => format!("Poisson arrivals (--seed {seed})"),
         None => "constant arrivals".to_string(),
     };
     match profile {
         Some(p) => writeln!(out, "  rate profile {p}, {spread}"),
-        None if seed.is_some() => writeln!(out, "  {spread}"),
+        None if poisson.is_some() => writeln!(out, "  {spread}"),
         None => Ok(()),
     }
 }

@@ -41,7 +41,7 @@ pub fn write_banner(mut text: &mut dyn Write, cfg: &Config, hosts: &[Host]) -> R
     text::write_arrival_line(
         &mut text,
         profile.map(describe::describe_profile).as_deref(),
-        run.arrival_seed,
+        run.load.spacing(),
     )?;
     text::write_distributed_lines(&mut text, run.load.shard(), run.load.rate(), run.start_at)?;
     if cfg.outputs.thread_timeseries {

@@ -10,7 +10,7 @@ use crate::engine::{Outcome, Replay, Setup};
 use crate::http::Spoken;
 use crate::replay::Order;
 use crate::report::json::{Document, ProfilePhase, RequestsConfig, RunConfig, ShardConfig};
-use crate::schedule::{Load, Profile};
+use crate::schedule::{Load, Profile, Spacing};
 use crate::stats::RunStats;
 use crate::units::format_run_duration;
 use crate::verdict::RunFacts;
@@ -33,26 +33,15 @@ pub fn describe(run: &Setup) -> RunConfig {
             .map(|(k, v)| format!("{k}: {v}"))
             .collect(),
         requests: run.replay.as_ref().map(requests),
-        offered: run
-            .protocols
-            .offer
-            .iter()
-            .map(|p| p.name().to_string())
-            .collect(),
+        offered: run.protocols.offer.clone(),
         max_streams: run
             .protocols
             .offers_streams()
             .then_some(run.protocols.max_streams),
         grpc: run.calls.as_ref().map(|c| c.method.clone()),
         zero_rtt: run.protocols.zero_rtt,
-        arrival: run.load.is_open().then(|| {
-            match run.arrival_seed {
-                Some(_) => "poisson",
-                None => "constant",
-            }
-            .to_string()
-        }),
-        arrival_seed: run.arrival_seed,
+        arrival: run.load.spacing().map(Spacing::arrival),
+        arrival_seed: run.load.spacing().and_then(Spacing::seed),
         rate_profile: run
             .load
             .profile()
@@ -124,11 +113,7 @@ pub fn run_facts<'a>(
 /// What a verdict needs to know of a saved run, from its document and
 /// the statistics read back from it.
 pub fn document_facts<'a>(doc: &'a Document, stats: &'a RunStats, load: &'a Load) -> RunFacts<'a> {
-    let multiplexes = doc
-        .protocol
-        .as_deref()
-        .and_then(|p| p.parse::<Spoken>().ok())
-        .is_some_and(|p| p.multiplexes());
+    let multiplexes = doc.protocol.as_ref().is_some_and(Spoken::multiplexes);
     RunFacts {
         stats,
         load,

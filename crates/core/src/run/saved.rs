@@ -10,7 +10,6 @@ use std::time::Duration;
 use super::error::Error;
 use super::sink::{write_file, write_html};
 use crate::cli::ReportArgs;
-use crate::http::Spoken;
 use crate::report::json::{Document, SCHEMA};
 use crate::report::sweep::{judged_columns, rate_words, write_header, write_row, SweepDocument};
 use crate::report::{csv, html, text, TextReport};
@@ -49,12 +48,7 @@ pub fn write_document(doc: &Document, path: &Path, mut out: &mut dyn Write) -> R
     let duration = Duration::from_secs_f64(c.duration_s);
     // The report names the protocol the server spoke, and the banner does
     // when the run offered HTTP/2, as the run's own report did.
-    let protocol = doc
-        .protocol
-        .as_deref()
-        .map(str::parse::<Spoken>)
-        .transpose()
-        .map_err(|why| Error::input(path, why))?;
+    let protocol = doc.protocol.as_ref();
     let banner = protocol
         .as_ref()
         .filter(|p| p.multiplexes() || c.max_streams.is_some())
@@ -78,7 +72,7 @@ pub fn write_document(doc: &Document, path: &Path, mut out: &mut dyn Write) -> R
         load: c.load(),
         latency: true,
         u_latency: true,
-        protocol: protocol.as_ref(),
+        protocol,
         profile_phases: c.rate_profile.len(),
         stats: &stats,
         // Not kept in the document: the warning uses the default.

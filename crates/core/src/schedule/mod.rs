@@ -30,7 +30,7 @@ use std::sync::Arc;
 use crate::clock::Nanos;
 
 pub use constant::{ConstantRate, MAX_RATE};
-pub use process::{Process, Spacing};
+pub use process::{Arrival, Process, Spacing};
 pub use profile::{Phase, Profile};
 pub use shard::Shard;
 
@@ -53,6 +53,12 @@ pub trait Arrivals: fmt::Debug + Send + Sync {
     /// Which part of the whole run's schedule this is (`--shard`).
     fn shard(&self) -> Shard {
         Shard::WHOLE
+    }
+
+    /// How requests are spread under the rate: evenly, unless the
+    /// process draws them at random.
+    fn spacing(&self) -> Spacing {
+        Spacing::Even
     }
 }
 
@@ -122,6 +128,15 @@ impl Load {
     pub fn profile(&self) -> Option<&Profile> {
         match self {
             Load::Open(arrivals) => arrivals.profile(),
+            Load::Closed => None,
+        }
+    }
+
+    /// How requests are spread (`--arrival`, with its seed); `None` in
+    /// the closed loop.
+    pub fn spacing(&self) -> Option<Spacing> {
+        match self {
+            Load::Open(arrivals) => Some(arrivals.spacing()),
             Load::Closed => None,
         }
     }

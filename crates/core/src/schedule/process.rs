@@ -24,10 +24,40 @@ pub enum Spacing {
     Poisson { seed: u64 },
 }
 
+/// The arrival process by name (`--arrival`, the JSON document's
+/// `arrival`), without its seed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrival {
+    /// One request every 1/R.
+    Constant,
+    /// Exponential gaps (a Poisson process), drawn from a seed.
+    Poisson,
+}
+
+impl Spacing {
+    /// The arrival process this spacing draws.
+    pub fn arrival(self) -> Arrival {
+        match self {
+            Spacing::Even => Arrival::Constant,
+            Spacing::Poisson { .. } => Arrival::Poisson,
+        }
+    }
+
+    /// The seed that repeats random arrivals.
+    pub fn seed(self) -> Option<u64> {
+        match self {
+            Spacing::Even => None,
+            Spacing::Poisson { seed } => Some(seed),
+        }
+    }
+}
+
 /// A profile and a spacing: the schedule of a run.
 #[derive(Debug)]
 pub struct Process {
     profile: Arc<Profile>,
+    spacing: Spacing,
     epochs: Epochs,
 }
 
@@ -50,6 +80,7 @@ impl Process {
         };
         Process {
             profile: Arc::new(profile),
+            spacing,
             epochs,
         }
     }
@@ -69,6 +100,10 @@ impl Arrivals for Process {
 
     fn rate(&self) -> f64 {
         self.profile.mean_rate()
+    }
+
+    fn spacing(&self) -> Spacing {
+        self.spacing
     }
 
     fn profile(&self) -> Option<&Profile> {

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use super::{Arrivals, Cursor, Profile};
+use super::{Arrivals, Cursor, Profile, Spacing};
 use crate::clock::Nanos;
 
 /// Which part of the global schedule this instance sends.
@@ -89,6 +89,10 @@ impl Arrivals for Sharded {
     /// phases with it); [`Arrivals::shard`] says which part is sent here.
     fn profile(&self) -> Option<&Profile> {
         self.whole.profile()
+    }
+
+    fn spacing(&self) -> Spacing {
+        self.whole.spacing()
     }
 
     fn shard(&self) -> Shard {

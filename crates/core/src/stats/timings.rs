@@ -129,30 +129,19 @@ impl Default for EventStats {
     }
 }
 
-/// What a response's events are.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What a response's events are, named in the JSON document's
+/// `events.kind`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum EventKind {
     /// Server-sent events (`--sse`).
+    #[serde(rename = "sse")]
     Sse,
     /// The messages of a server-streaming gRPC call.
+    #[serde(rename = "grpc")]
     Messages,
 }
 
 impl EventKind {
-    /// Its name in the JSON document's `events.kind`.
-    pub fn name(self) -> &'static str {
-        match self {
-            EventKind::Sse => "sse",
-            EventKind::Messages => "grpc",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<EventKind> {
-        [EventKind::Sse, EventKind::Messages]
-            .into_iter()
-            .find(|k| k.name() == name)
-    }
-
     /// What one event is called in a report, and what it belongs to:
     /// ("event", "response") or ("message", "call").
     pub fn nouns(self) -> (&'static str, &'static str) {

@@ -25,6 +25,7 @@ use std::fmt::Write;
 
 use crate::report::json::Document;
 use crate::report::sweep::SweepDocument;
+use crate::schedule::Arrival;
 
 use fmt::{escape, seconds};
 
@@ -97,7 +98,7 @@ fn header(page: &mut String, doc: &Document) {
 
 fn summary_line(doc: &Document) -> String {
     let c = &doc.config;
-    let poisson = if c.arrival.as_deref() == Some("poisson") {
+    let poisson = if c.arrival == Some(Arrival::Poisson) {
         ", Poisson arrivals"
     } else {
         ""

@@ -114,7 +114,7 @@ fn configuration(page: &mut String, doc: &SweepDocument) {
         ("Connections", count(run.connections as u64)),
     ];
     if let Some(a) = &run.arrival {
-        rows.push(("Arrivals", arrivals(a, run.arrival_seed)));
+        rows.push(("Arrivals", arrivals(*a, run.arrival_seed)));
     }
     rows.push(("Timeout", seconds(run.timeout_s)));
     rows.push(("metron version", escape(&doc.metron_version)));

@@ -8,6 +8,7 @@ use std::fmt::Write;
 
 use crate::http::Spoken;
 use crate::report::json::{self, Document, Summary};
+use crate::schedule::Arrival;
 use crate::stats::phase::MAX_PHASES;
 use crate::stats::{ByCode, EventKind};
 
@@ -52,10 +53,10 @@ pub fn configuration(page: &mut String, doc: &Document) {
     let protocol = match (&doc.protocol, c.max_streams) {
         (Some(p), Some(m)) => format!(
             "{} (up to {} streams per connection)",
-            escape(p),
+            escape(&p.to_string()),
             count(u64::from(m))
         ),
-        (Some(p), None) => escape(p),
+        (Some(p), None) => escape(&p.to_string()),
         (None, _) => MISSING.to_string(),
     };
     let mut rows = vec![
@@ -71,7 +72,7 @@ pub fn configuration(page: &mut String, doc: &Document) {
         rows.push(("Rate profile", phases.join(", ")));
     }
     if let Some(a) = &c.arrival {
-        rows.push(("Arrivals", arrivals(a, c.arrival_seed)));
+        rows.push(("Arrivals", arrivals(*a, c.arrival_seed)));
     }
     if let Some(s) = c.shard {
         rows.push((
@@ -125,12 +126,11 @@ pub fn configuration(page: &mut String, doc: &Document) {
 
 /// How requests were spread in rate mode: evenly, or Poisson arrivals
 /// with the seed that repeats them.
-pub(super) fn arrivals(arrival: &str, seed: Option<u64>) -> String {
+pub(super) fn arrivals(arrival: Arrival, seed: Option<u64>) -> String {
     match (arrival, seed) {
-        ("constant", _) => "evenly spaced (constant)".to_string(),
-        ("poisson", Some(seed)) => format!("Poisson (seed {seed})"),
-        ("poisson", None) => "Poisson".to_string(),
-        (other, _) => escape(other),
+        (Arrival::Constant, _) => "evenly spaced (constant)".to_string(),
+        (Arrival::Poisson, Some(seed)) => format!("Poisson (seed {seed})"),
+        (Arrival::Poisson, None) => "Poisson".to_string(),
     }
 }
 
@@ -311,9 +311,9 @@ pub fn timings(page: &mut String, doc: &Document) {
             .per_response
             .map_or_else(|| MISSING.to_string(), |n| format!("{n:.1}"));
         // Server-sent events, or a streamed call's messages.
-        let (what, whole) = match EventKind::from_name(&e.kind) {
-            Some(EventKind::Messages) => ("Messages of the streamed calls", "call"),
-            _ => ("Server-sent events", "response"),
+        let (what, whole) = match e.kind {
+            EventKind::Messages => ("Messages of the streamed calls", "call"),
+            EventKind::Sse => ("Server-sent events", "response"),
         };
         let open = if e.open > 0 {
             format!(
@@ -414,9 +414,8 @@ pub fn accounting(page: &mut String, doc: &Document) {
         // Named for the protocol that had the streams (HTTP/2 or HTTP/3).
         let name = doc
             .protocol
-            .as_deref()
-            .and_then(|p| p.parse::<Spoken>().ok())
-            .and_then(|s| s.streams_of())
+            .as_ref()
+            .and_then(Spoken::streams_of)
             .unwrap_or("HTTP/2");
         rows.push(by_code(
             &format!("{name} streams reset (also read errors)"),

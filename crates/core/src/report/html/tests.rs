@@ -2,11 +2,13 @@
 //! degenerate ones, rendered and checked for self-containment, escaping,
 //! both latency curves, and numbers that are never `NaN` or infinite.
 
+use crate::http::{Protocol, Spoken};
 use crate::report::json::{
     Document, EncodedHistograms, Endpoint, LatencySummaries, PhaseSummary, Point, ProfilePhase,
     RunConfig, Series, Summary, ThreadSummary, PERCENTILES, SCHEMA,
 };
 use crate::report::sweep::{SweepConfig, SweepDocument, SweepStep, SWEEP_SCHEMA};
+use crate::schedule::Arrival;
 use crate::stats::{Counters, Errors};
 use crate::verdict::{SloReport, SloRow, Verdict};
 
@@ -171,7 +173,7 @@ pub fn sample() -> Document {
             zero_rtt: false,
             offered: Vec::new(),
         },
-        protocol: Some("HTTP/2".into()),
+        protocol: Some(Spoken::of([Protocol::Http2])),
         window_s: 10.0,
         window_start_ms: None,
         interrupted: false,
@@ -538,7 +540,7 @@ fn phase(label: &str, start_s: f64, length_s: f64, due: u64) -> PhaseSummary {
 fn profiled() -> Document {
     let mut doc = sample();
     doc.config.rate = Some(3_500.0);
-    doc.config.arrival = Some("poisson".into());
+    doc.config.arrival = Some(Arrival::Poisson);
     doc.config.arrival_seed = Some(42);
     doc.config.rate_profile = vec![
         profile_phase("0-4k:4s", 0.0, 4.0, 0.0, 4_000.0),
@@ -764,7 +766,7 @@ fn step(rate: f64, p99: u64, verdict: Verdict, reason: Option<&str>) -> SweepSte
 fn sweep_sample() -> SweepDocument {
     let mut run = sample().config;
     run.rate = Some(500.0);
-    run.arrival = Some("constant".into());
+    run.arrival = Some(Arrival::Constant);
     run.script = None;
     run.headers = Vec::new();
     run.max_streams = None;
