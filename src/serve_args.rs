@@ -13,8 +13,8 @@ use clap::Args;
 use metron_core::cli::choice::choice;
 use metron_core::units::{parse_bytes, parse_duration, parse_si_f64, parse_si_u64};
 use metron_serve::{
-    parse_fault, parse_h3_code, parse_probability, BadCert, Capacity, FaultPlan, FaultSpec, Http2,
-    Http3, Per, Probability, ServeConfig, Sse, StallPlan, MAX_H2_WINDOW, MAX_THREADS,
+    parse_fault, parse_h3_code, parse_probability, BadCert, Beyond, Capacity, FaultPlan, FaultSpec,
+    Http2, Http3, Per, Probability, ServeConfig, Sse, StallPlan, MAX_H2_WINDOW, MAX_THREADS,
 };
 
 /// The long help of `--fault`: every fault by name.
@@ -89,9 +89,13 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", value_parser = parse_positive)]
     pub close_every: Option<u64>,
 
-    /// Serve at most N connections at once: close a connection beyond them at once, unanswered, and refuse a QUIC handshake beyond them (as a server past its connection limit does)
+    /// Serve at most N connections at once, turning those beyond away as --beyond-limit says (as a server past its connection limit does)
     #[arg(long, value_name = "N", value_parser = parse_positive)]
     pub max_connections: Option<u64>,
+
+    /// What a connection beyond --max-connections meets: close (at once, unanswered; a QUIC handshake refused) or hold (left unread, as a listen backlog does, until a connection closes; a QUIC handshake unanswered)
+    #[arg(long, value_name = "WHAT", value_parser = choice(&Beyond::CHOICES), requires = "max_connections")]
+    pub beyond_limit: Option<Beyond>,
 
     /// Stall periodically: one stall every D (first at --stall-at, default D)
     #[arg(long, value_name = "D", value_parser = parse_duration)]
@@ -244,6 +248,7 @@ impl TryFrom<ServeArgs> for ServeConfig {
             chunked: args.chunked,
             close_every: args.close_every,
             max_connections: args.max_connections,
+            beyond_limit: args.beyond_limit.unwrap_or_default(),
             stall,
             fault,
             trickle_interval: args.trickle_interval,

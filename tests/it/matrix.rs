@@ -17,7 +17,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use metron::engine::Outcome;
-use metron::serve::{BadCert, Fault, FaultPlan, Http2, Http3, Pick, ServeConfig, ServerStats};
+use metron::serve::{
+    BadCert, Beyond, Fault, FaultPlan, Http2, Http3, Pick, ServeConfig, ServerStats,
+};
 
 use crate::common::files::schema_errors;
 use crate::common::matrix::matrix;
@@ -332,6 +334,65 @@ matrix! {
         assert!(srv.stats().turned_away() > 0);
         assert!(text.contains("the server accepted about 4 connections"), "{text}");
         assert!(text.contains("--max-connections 4"), "{text}");
+    }
+}
+
+matrix! {
+    /// A server that serves 4 connections at once and leaves the others
+    /// waiting, unread, as a listen backlog does (their TLS or QUIC
+    /// handshake, or the server's HTTP/2 SETTINGS, never answered),
+    /// answering in 50 ms, under -c auto at 200 requests/s: the pool
+    /// stops instead of growing without end, a handshake left waiting
+    /// fails as a connect that timed out, and the report says the server
+    /// accepted about 4.
+    fn the_pool_stops_at_a_server_that_leaves_connections_waiting(row) {
+        let _g = serial();
+        let srv = row.server(ServeConfig {
+            max_connections: Some(4),
+            beyond_limit: Beyond::Hold,
+            ..delayed(Duration::from_millis(50))
+        });
+        let one = row.one_stream();
+        let flags = [one, &["-t1", "-c", "auto", "-R200", "-d3s", "--timeout", "1s"]].concat();
+        let (o, text) = row.bench(&srv, &flags);
+        truthful(&o, &text);
+        counts_agree(&o, srv.stats().responses_total());
+        let c = &o.stats.counters;
+        assert_eq!(c.connections.server_accepted, Some(4), "{c:?}\n{text}");
+        // Each new connection is seen waiting after 250 ms at the least,
+        // while one opens every 5 ms: some 50 at most.
+        assert!(c.connections.peak <= 64, "{c:?}\n{text}");
+        assert!(text.contains("the server accepted about 4 connections"), "{text}");
+        // Over plain HTTP/1.1 the connection opens and its request waits
+        // unanswered; elsewhere the opening itself waits.
+        match row {
+            Row::Http1 => assert!(c.timeout_unanswered > 0, "{c:?}\n{text}"),
+            _ => assert!(c.connect_causes.timeout > 0, "{c:?}\n{text}"),
+        }
+    }
+}
+
+matrix! {
+    /// A server with no connection limit that leaves every 20th request
+    /// unanswered: new connections open while those requests wait out
+    /// --timeout, and now and then a new connection's first request is
+    /// one of them. That is no connection limit: the pool grows as the
+    /// rate needs, and the report names no limit.
+    fn requests_left_unanswered_are_no_connection_limit(row) in [http1, h2c, http3] {
+        let _g = serial();
+        let srv = row.server(ServeConfig {
+            fault: Some(FaultPlan::every(Fault::NeverAnswer, 20)),
+            ..delayed(Duration::from_millis(20))
+        });
+        let one = row.one_stream();
+        let flags = [one, &["-t1", "-c2", "--max-connections", "200", "-R1000", "-d3s", "--timeout", "500ms"]].concat();
+        let (o, text) = row.bench(&srv, &flags);
+        truthful(&o, &text);
+        let c = &o.stats.counters;
+        assert_eq!(c.connections.server_accepted, None, "{c:?}\n{text}");
+        assert_eq!(c.timeout_unanswered, 0, "{c:?}\n{text}");
+        assert!(c.never_sent < c.due / 100, "{c:?}\n{text}");
+        assert!(!text.contains("the server accepted about"), "{text}");
     }
 }
 

@@ -42,6 +42,36 @@ impl BadCert {
     ];
 }
 
+/// What a server past `--max-connections` does to one more connection.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Beyond {
+    /// Closes it at once, unanswered (a QUIC handshake refused), as nginx
+    /// does past its `worker_connections`.
+    #[default]
+    Close,
+    /// Leaves it waiting, never read (a QUIC handshake never answered),
+    /// and serves it once a connection closes, as a server that stops
+    /// accepting leaves connections in its listen backlog (h2o's
+    /// `max-connections`).
+    Hold,
+}
+
+impl Beyond {
+    /// Each behaviour as `--beyond-limit` names it, with its one-line help.
+    pub const CHOICES: [(Beyond, &'static str, &'static str); 2] = [
+        (
+            Beyond::Close,
+            "close",
+            "close it at once, unanswered, and refuse a QUIC handshake",
+        ),
+        (
+            Beyond::Hold,
+            "hold",
+            "leave it waiting unread, as a listen backlog does, until a connection closes; leave a QUIC handshake unanswered",
+        ),
+    ];
+}
+
 /// Most worker threads a server may ask for; more is surely a typo.
 pub const MAX_THREADS: usize = 1024;
 /// Pause between the bytes of a trickled response, unless told otherwise.
@@ -132,9 +162,11 @@ pub struct ServeConfig {
     /// Close after every Nth response on a connection; `Some(0)` is invalid.
     pub close_every: Option<u64>,
     /// Serve at most this many connections at once: one beyond them is
-    /// closed at once, unanswered (a QUIC handshake refused), as a server
-    /// past its connection limit does; `Some(0)` is invalid.
+    /// turned away as `beyond_limit` says, as a server past its connection
+    /// limit does; `Some(0)` is invalid.
     pub max_connections: Option<u64>,
+    /// What a connection beyond `max_connections` meets.
+    pub beyond_limit: Beyond,
     pub stall: Option<StallPlan>,
     /// Faults injected in place of responses.
     pub fault: Option<FaultPlan>,
@@ -174,6 +206,7 @@ impl Default for ServeConfig {
             chunked: false,
             close_every: None,
             max_connections: None,
+            beyond_limit: Beyond::Close,
             stall: None,
             fault: None,
             trickle_interval: TRICKLE_INTERVAL,

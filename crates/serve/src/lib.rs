@@ -69,7 +69,7 @@ use tokio::sync::oneshot;
 
 pub use capacity::Capacity;
 pub use config::{
-    parse_h3_code, BadCert, Http2, Http3, ServeConfig, Sse, H3_CODES, H3_MAX_STREAMS,
+    parse_h3_code, BadCert, Beyond, Http2, Http3, ServeConfig, Sse, H3_CODES, H3_MAX_STREAMS,
     H3_REQUEST_REJECTED, MAX_H2_WINDOW, MAX_THREADS, SSE_FIRST, SSE_GAP, TRICKLE_INTERVAL,
 };
 pub use fault::{
@@ -232,6 +232,25 @@ fn start_accepting(
     Ok(runtime)
 }
 
+/// Serves a connection that has its place among `--max-connections`.
+fn serve_tcp(stream: tokio::net::TcpStream, shared: &Arc<Shared>) {
+    // Responses are written whole; waiting to coalesce them with later
+    // bytes would only add latency.
+    let _ = stream.set_nodelay(true);
+    tokio::spawn(session::serve(stream, Arc::clone(shared)));
+}
+
+/// A connection beyond the limit, left unread until a place frees.
+async fn hold(stream: tokio::net::TcpStream, shared: Arc<Shared>) {
+    let until = Instant::now() + HOLD_AT_MOST;
+    while Instant::now() < until {
+        tokio::time::sleep(HOLD_TICK).await;
+        if shared.take_place() {
+            return serve_tcp(stream, &shared);
+        }
+    }
+}
+
 fn runtime(threads: usize) -> io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
@@ -241,21 +260,23 @@ fn runtime(threads: usize) -> io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
+/// How often a connection held beyond the limit looks for a free place,
+/// and how long it is held at most before it is closed unanswered.
+const HOLD_TICK: Duration = Duration::from_millis(10);
+const HOLD_AT_MOST: Duration = Duration::from_secs(600);
+
 async fn accept(listener: TcpListener, shared: Arc<Shared>) {
     loop {
         match listener.accept().await {
+            Ok((stream, _)) if shared.take_place() => serve_tcp(stream, &shared),
             // Past its connection limit the server closes at once, as
-            // nginx does past its worker_connections.
-            Ok((stream, _)) if shared.full() => {
-                shared.stats.connection_turned_away();
-                drop(stream);
-            }
+            // nginx does past its worker_connections, or leaves the
+            // connection waiting unread, as a listen backlog does.
             Ok((stream, _)) => {
-                shared.stats.connection_opened();
-                // Responses are written whole; waiting to coalesce them
-                // with later bytes would only add latency.
-                let _ = stream.set_nodelay(true);
-                tokio::spawn(session::serve(stream, Arc::clone(&shared)));
+                shared.stats.connection_turned_away();
+                if shared.cfg.beyond_limit == Beyond::Hold {
+                    tokio::spawn(hold(stream, Arc::clone(&shared)));
+                }
             }
             // Out of file descriptors and the like: retrying at once would
             // spin, and the condition usually clears as connections close.

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use quinn::crypto::rustls::QuicServerConfig;
 use quinn::{Endpoint, EndpointConfig, TokioRuntime, TransportConfig, VarInt};
 
-use super::config::Http3;
+use super::config::{Beyond, Http3};
 use super::h3conn;
 use super::shared::Shared;
 
@@ -122,12 +122,14 @@ pub(crate) fn endpoint(socket: UdpSocket, config: quinn::ServerConfig) -> io::Re
 /// until the endpoint is dropped with the runtime.
 pub(crate) async fn accept(endpoint: Endpoint, shared: Arc<Shared>) {
     while let Some(incoming) = endpoint.accept().await {
-        if shared.full() {
+        if !shared.take_place() {
             shared.stats.connection_turned_away();
-            incoming.refuse();
+            match shared.cfg.beyond_limit {
+                Beyond::Close => incoming.refuse(),
+                Beyond::Hold => incoming.ignore(),
+            }
             continue;
         }
-        shared.stats.connection_opened();
         tokio::spawn(h3conn::serve(incoming, Arc::clone(&shared)));
     }
 }

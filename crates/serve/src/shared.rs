@@ -109,11 +109,11 @@ impl Shared {
         picked.then_some(plan.fault)
     }
 
-    /// Whether `--max-connections` are open: a new one is turned away.
-    pub(crate) fn full(&self) -> bool {
-        self.cfg
-            .max_connections
-            .is_some_and(|max| self.stats.open_connections() >= max)
+    /// A new connection takes its place among `--max-connections`, and
+    /// counts as open; `false` when they are all taken.
+    pub(crate) fn take_place(&self) -> bool {
+        self.stats
+            .open_below(self.cfg.max_connections.unwrap_or(u64::MAX))
     }
 
     /// Whether `--close-every` ends the connection with its `answered`th

@@ -271,9 +271,15 @@ impl ServerStats {
         self.record_claimed.load(Relaxed) < self.record_limit
     }
 
-    pub(crate) fn connection_opened(&self) {
-        self.connections.fetch_add(1, Relaxed);
-        self.open.fetch_add(1, Relaxed);
+    /// Counts a connection opened if fewer than `max` are open.
+    pub(crate) fn open_below(&self, max: u64) -> bool {
+        let taken = self
+            .open
+            .fetch_update(Relaxed, Relaxed, |open| (open < max).then_some(open + 1));
+        if taken.is_ok() {
+            self.connections.fetch_add(1, Relaxed);
+        }
+        taken.is_ok()
     }
 
     pub(crate) fn connection_closed(&self) {

@@ -226,7 +226,7 @@ pub struct BenchArgs {
     pub key: Option<PathBuf>,
 
     /// Make every request a gRPC call of METHOD (package.Service/Method) over HTTP/2: h2c to http:// URLs, h2 to https:// ones; the schema from --proto or --protoset, the message from --data or --requests
-    #[arg(long = "grpc", value_name = "METHOD", conflicts_with_all = ["http3", "alpn", "sse"])]
+    #[arg(long = "grpc", value_name = "METHOD", conflicts_with_all = ["alpn", "sse"])]
     pub grpc: Option<String>,
 
     /// --grpc: a .proto file defining the method and its messages, compiled at start (repeatable)

@@ -73,7 +73,7 @@ pub enum ConfigError {
     MaxBelowConnections { max: u64, connections: u64 },
     #[error("{0} grows the connections for requests that fall due with every stream busy, which only rate mode has: add -R, or give -c a number")]
     GrowthWithoutRate(&'static str),
-    #[error("-d {0:?}: the test needs a positive duration, e.g. -d 10s")]
+    #[error("-d 0: the test needs a positive duration, e.g. -d 10s")]
     NoDuration(Duration),
     #[error(
         "-d {0:?} is longer than a year: metron's clock arithmetic stops there; use a shorter -d"
@@ -188,6 +188,8 @@ pub enum ConfigError {
     GrpcNoSchema(String),
     #[error("{0} only applies to --grpc calls; add --grpc package.Service/Method, or drop {0}")]
     GrpcOnly(&'static str),
+    #[error("--grpc calls go over HTTP/2, which metron's gRPC speaks; drop --http3")]
+    GrpcOverHttp3,
     #[error("--import-path finds the imports of --proto files, and --protoset holds its imports already; drop --import-path")]
     ImportPathUnused,
     #[error("--resolve {given:?}: {why}; write it as HOST:PORT:ADDR, e.g. --resolve app.test:8443:127.0.0.1")]
@@ -538,6 +540,9 @@ fn call(args: &BenchArgs) -> Result<Option<Method>, ConfigError> {
         };
         return Err(ConfigError::GrpcOnly(flag));
     };
+    if args.http3 {
+        return Err(ConfigError::GrpcOverHttp3);
+    }
     let schema = match &args.protoset {
         Some(_) if !args.import_path.is_empty() => return Err(ConfigError::ImportPathUnused),
         Some(set) => Schema::from_protoset(set)?,

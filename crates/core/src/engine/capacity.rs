@@ -4,12 +4,13 @@
 //! closes (or resets) it before answering anything on it (nginx past
 //! `worker_connections`), or it leaves it in its listen backlog, open but
 //! never read, while the connections it did accept go on answering (h2o's
-//! `max-connections`). Either way a pool that grows on demand would grow
-//! without end, each new connection adding only requests that wait and
-//! fail. So the pool watches for both: once a connection is turned away or
-//! passed over while others answer, the number of connections answering
-//! then is taken as the server's limit (its *ceiling*), the pool grows no
-//! further than that, and connections beyond it are not reopened.
+//! `max-connections`), its handshake unanswered over TLS. Either way a
+//! pool that grows on demand would grow without end, each new connection
+//! adding only requests that wait and fail. So the pool watches for both:
+//! once new connections are turned away or passed over, a few in a row,
+//! while others answer, the number of connections answering then is taken
+//! as the server's limit (its *ceiling*), the pool grows no further than
+//! that, and connections beyond it are not reopened.
 //!
 //! Nothing here reads a clock or a socket: the worker hands in what it
 //! saw, with `now`.
@@ -40,7 +41,8 @@ pub struct Capacity {
     slowest: Nanos,
     /// The latest send of a request that was answered.
     latest_answered: Nanos,
-    /// Connections turned away since a new connection last answered.
+    /// Connections turned away or passed over since a new connection
+    /// last answered.
     turned_away: u32,
 }
 
@@ -65,10 +67,13 @@ impl Capacity {
         }
     }
 
-    /// A connection was closed or reset before answering anything. When
-    /// that happens to [`TURNED_AWAY_IN_A_ROW`] new connections with none
-    /// answering between, while older ones answer, the server's limit is
-    /// about the number answering. A server that answers no connection at
+    /// A connection was closed or reset before answering anything, or was
+    /// passed over. When that happens to [`TURNED_AWAY_IN_A_ROW`] new
+    /// connections with none answering between, while older ones answer,
+    /// the server's limit is about the number answering: a server that
+    /// merely leaves a request unanswered now and then (or resets one)
+    /// does that to the first request of a new connection too, but
+    /// seldom to three in a row. A server that answers no connection at
     /// all has no limit to find.
     pub fn turned_away(&mut self) {
         self.turned_away += 1;
@@ -91,7 +96,7 @@ impl Capacity {
 
     /// A connection beyond the ones answering was refused service: the
     /// limit is the number answering (or the most found before).
-    pub fn found(&mut self) {
+    fn found(&mut self) {
         if self.answering > 0 {
             self.ceiling = Some(self.ceiling.unwrap_or(0).max(self.answering));
         }

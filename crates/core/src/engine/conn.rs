@@ -212,6 +212,8 @@ pub struct Conn<T = Transport> {
     handshaking_since: Option<Nanos>,
     /// A request on the current attempt timed out (see [`Conn::timed_out`]).
     timed_out: bool,
+    /// When the current attempt began.
+    attempt_at: Nanos,
 }
 
 impl<T: Io> Conn<T> {
@@ -227,6 +229,7 @@ impl<T: Io> Conn<T> {
             went_down: None,
             handshaking_since: None,
             timed_out: false,
+            attempt_at: 0,
         }
     }
 
@@ -305,6 +308,21 @@ impl<T: Io> Conn<T> {
         self.is_open() && self.served > 0
     }
 
+    /// When the current attempt began, while it has not finished opening:
+    /// its TCP connect, its TLS handshake, or its session's own opening
+    /// (QUIC's handshake, the server's HTTP/2 SETTINGS) is still under way.
+    pub fn opening_since(&self) -> Option<Nanos> {
+        let opening = match self.state {
+            State::Connecting { .. } | State::Handshaking { .. } => true,
+            State::Open => {
+                self.handshaking_since.is_some()
+                    || self.session.as_ref().is_some_and(|s| !s.is_ready())
+            }
+            State::Down { .. } => false,
+        };
+        opening.then_some(self.attempt_at)
+    }
+
     /// When the oldest request in flight on it was sent, if any is.
     pub fn oldest_sent(&self) -> Option<Nanos> {
         let mut oldest = None;
@@ -331,6 +349,7 @@ impl<T: Io> Conn<T> {
         self.state = State::Connecting { since: now };
         self.served = 0;
         self.handshaking_since = None;
+        self.attempt_at = now;
     }
 
     /// A new attempt could not even start a connect: it stays closed and
@@ -495,11 +514,12 @@ impl<T: Io> Conn<T> {
     /// Checks the timeouts and the reopen time against `now`.
     pub fn on_timer(&self, now: Nanos, timeout: Nanos) -> Check {
         match self.state {
-            // A session's own handshake that hangs is a connect that
-            // hangs.
+            // A session's own opening that hangs (QUIC's handshake, a
+            // server that never sends its HTTP/2 SETTINGS) is a connect
+            // that hangs.
             State::Open
                 if self
-                    .handshaking_since
+                    .opening_since()
                     .is_some_and(|t| now - t.min(now) > timeout) =>
             {
                 Check::ConnectTimedOut

@@ -1068,7 +1068,8 @@ impl Worker {
     fn end(&mut self, i: usize, failed: Option<Failure>) {
         let now = clock::now();
         let counted = matches!(self.places[i].conn.went_down(), Some(WentDown::Connect(_)));
-        if self.places[i].conn.is_handshaking() && !counted {
+        let handshaking = self.places[i].conn.is_handshaking();
+        if handshaking && !counted {
             let cause = handshake_cause(failed);
             self.count_connect_failure(i, cause, now);
         }
@@ -1082,13 +1083,13 @@ impl Worker {
         // server turning it away (a server past its connection limit does
         // this to every connection beyond it): a cause of its own, with
         // another fix than a close mid-conversation. Not so a connection
-        // closed for want of stream credit: the server took it.
+        // closed for want of stream credit (the server took it), a
+        // handshake that failed (a connect error, counted by its cause), or
+        // a port that nothing listens on any more (the server stopped).
         let unanswered = self.places[i].conn.answered_nothing()
+            && !handshaking
             && retirement != Some(Retirement::Starved)
-            && matches!(
-                why,
-                Failure::Closed | Failure::Reset(None) | Failure::Refused
-            );
+            && matches!(why, Failure::Closed | Failure::Reset(None));
         let peer = self.places[i].conn.peer();
         if unanswered {
             self.capacity[peer].turned_away();
@@ -1127,7 +1128,9 @@ impl Worker {
                 Some(Retirement::Starved) => Reopen::Starved,
                 _ => Reopen::Closed,
             },
-            Some(Failure::Reset(_) | Failure::Refused) => Reopen::Reset,
+            // Nothing listens on the port any more: the server went away.
+            Some(Failure::Refused) => Reopen::Closed,
+            Some(Failure::Reset(_)) => Reopen::Reset,
             Some(Failure::Timeout) => Reopen::Timeout,
             Some(_) => Reopen::Failed,
         });
@@ -1617,16 +1620,21 @@ impl Worker {
     /// as timed out on a connection the server never answered.
     fn watch_unanswered(&mut self, i: usize, now: Nanos) {
         let place = &self.places[i];
-        if place.passed_over || place.role != Role::Active || !place.conn.answered_nothing() {
+        if place.passed_over || place.role != Role::Active {
             return;
         }
-        let peer = place.conn.peer();
-        let Some(oldest) = place.conn.oldest_sent() else {
-            return;
+        // Waiting since its oldest request went out, or, still opening
+        // (a handshake the server never answers, its listen backlog full),
+        // since the attempt began.
+        let waiting = match place.conn.opening_since() {
+            Some(since) => Some(since),
+            None if place.conn.answered_nothing() => place.conn.oldest_sent(),
+            None => None,
         };
-        if self.capacity[peer].passed_over(oldest, now) {
+        let peer = place.conn.peer();
+        if waiting.is_some_and(|since| self.capacity[peer].passed_over(since, now)) {
             self.places[i].passed_over = true;
-            self.capacity[peer].found();
+            self.capacity[peer].turned_away();
         }
     }
 
@@ -1643,7 +1651,10 @@ impl Worker {
                 now,
             );
         }
-        let passed_over = self.places[i].passed_over;
+        // Passed over as the server's limit showed: one connection whose
+        // first request the server left unanswered is no limit.
+        let peer = self.places[i].conn.peer();
+        let passed_over = self.places[i].passed_over && self.capacity[peer].ceiling().is_some();
         for tag in gone.drain(..) {
             self.stats.lost(tag.stamp, Loss::Timeout, now);
             if passed_over {

@@ -833,23 +833,42 @@ pub fn warnings(r: &TextReport) -> Vec<String> {
 fn connection_limit_warning(c: &Counters) -> Option<String> {
     let accepted = c.connections.server_accepted?;
     let mut beyond = Vec::new();
+    let pool = &c.connections;
+    if pool.opened_on_demand == 0 && accepted >= pool.initial {
+        // Every connection -c asked for was answering: no limit in the way.
+        return None;
+    }
     if c.reopens.turned_away > 0 || c.read_causes.closed_unanswered > 0 {
+        let lost = c.read_causes.closed_unanswered;
         beyond.push(format!(
-            "closed unanswered ({} requests lost)",
-            c.read_causes.closed_unanswered
+            "closed unanswered ({lost} request{} lost)",
+            plural(lost)
         ));
     }
     if c.timeout_unanswered > 0 {
+        let n = c.timeout_unanswered;
         beyond.push(format!(
-            "left unanswered in its backlog ({} requests timed out)",
-            c.timeout_unanswered
+            "left unanswered ({n} request{} timed out)",
+            plural(n)
+        ));
+    }
+    let (timed_out, reset) = (c.connect_causes.timeout, c.connect_causes.reset);
+    if timed_out > 0 {
+        beyond.push(format!(
+            "left unopened ({timed_out} connect{} timed out)",
+            plural(timed_out)
+        ));
+    }
+    if reset > 0 {
+        beyond.push(format!(
+            "reset as they opened ({reset} connect error{})",
+            plural(reset)
         ));
     }
     let how = match beyond.is_empty() {
         true => String::new(),
         false => format!(": connections beyond those were {}", beyond.join(" or ")),
     };
-    let pool = &c.connections;
     Some(if pool.opened_on_demand > 0 {
         format!(
             "the server accepted about {accepted} connections{how}, and the pool grew no \
@@ -916,6 +935,7 @@ fn end_causes(c: &Counters, rate: f64) -> Vec<String> {
     if a.busy > 0 {
         let low = match c.connections.server_accepted {
             Some(_) => "the server's connection limit",
+            None if c.connections.opened_on_demand > 0 => "--max-connections",
             None => "-c",
         };
         causes.push(format!(
@@ -996,7 +1016,10 @@ fn hint(said: &str) -> Option<&'static str> {
             "the server closed new connections unanswered, as one does past its connection \
              limit (lower -c, or raise the limit) or when it fails every request"
         }
-        "reset" => "the server reset connections it had answered on (its error log may say why)",
+        "reset" => {
+            "the server reset the request's stream or its connection (its error log may say \
+             why)"
+        }
         "port closed" => {
             "the server's host said nothing listens on its port any more: the server stopped \
              or restarted under open connections"
@@ -1178,14 +1201,17 @@ fn send_lag_warning(r: &TextReport, rate: f64) -> Option<String> {
     })
 }
 
-/// The connections the pool had at most.
+/// The connections the pool had at most, or, when the server turned
+/// those beyond its limit away, the ones it accepted: the rest carried
+/// nothing.
 fn pool_size(r: &TextReport) -> u64 {
-    let peak = r.stats.counters.connections.peak;
-    if peak > 0 {
-        peak
+    let pool = &r.stats.counters.connections;
+    let peak = if pool.peak > 0 {
+        pool.peak
     } else {
         r.connections as u64
-    }
+    };
+    pool.server_accepted.map_or(peak, |a| a.min(peak))
 }
 
 /// What the rate needs, by Little's law from what the run saw: a pool
@@ -1200,19 +1226,22 @@ fn pool_needs(r: &TextReport, rate: f64) -> String {
     if !needed.is_finite() || needed <= n {
         return "If the server was not expected to be slow, raise -c".to_string();
     }
-    if let Some(accepted) = r.stats.counters.connections.server_accepted {
+    let pool = &r.stats.counters.connections;
+    let at = format!(
+        "At {} requests/s and {per_response} per response, about {needed:.0} connections are \
+         busy at once",
+        format_rate(rate)
+    );
+    if let Some(accepted) = pool.server_accepted {
         return format!(
-            "At {} requests/s and {per_response} per response, about {needed:.0} connections \
-             are busy at once, but the server accepted only about {accepted}: raise its \
-             connection limit, or offer less",
-            format_rate(rate)
+            "{at}, but the server accepted only about {accepted}: raise its connection limit, \
+             or offer less"
         );
     }
-    format!(
-        "At {} requests/s and {per_response} per response, about {needed:.0} connections are \
-         busy at once: raise -c to {needed:.0}, or pass --max-connections to open them as needed",
-        format_rate(rate)
-    )
+    if pool.opened_on_demand > 0 {
+        return format!("{at}: raise --max-connections to {needed:.0}");
+    }
+    format!("{at}: raise -c to {needed:.0}, or pass --max-connections to open them as needed")
 }
 
 /// The failed connects and how the connections went down, in brief.
@@ -1732,7 +1761,7 @@ mod tests {
             "{w}"
         );
         assert!(w.contains("(lower -c, or raise the limit)"), "{w}");
-        assert!(w.contains("; reset 1: the server reset connections it had answered on"));
+        assert!(w.contains("; reset 1: the server reset the request's stream or its connection"));
         assert!(w.ends_with("; connections were reopened 900 times"), "{w}");
         // Causes that did not occur are not named.
         assert!(!w.contains("closed early") && !w.contains("timeout"), "{w}");
@@ -1810,8 +1839,8 @@ mod tests {
             "connect reset 3: the server reset connections as they opened; \
              closed before answering 2: the server closed new connections unanswered, as one \
              does past its connection limit (lower -c, or raise the limit) or when it fails \
-             every request; reset 1: the server reset connections it had answered on (its \
-             error log may say why)"
+             every request; reset 1: the server reset the request's stream or its connection \
+             (its error log may say why)"
         );
     }
 

@@ -36,6 +36,7 @@ pub const FRAME_SIZE_ERROR: u32 = 0x6;
 pub const REFUSED_STREAM: u32 = 0x7;
 pub const CANCEL: u32 = 0x8;
 pub const COMPRESSION_ERROR: u32 = 0x9;
+pub const ENHANCE_YOUR_CALM: u32 = 0xb;
 
 /// The client connection preface.
 pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";

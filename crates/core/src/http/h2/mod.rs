@@ -331,9 +331,16 @@ impl<T: Clone> Http2<T> {
         };
         c.wire += (HEADER_LEN + payload.len()) as u64;
         self.block.extend_from_slice(payload);
-        // A block may not grow without bound while it waits for its end.
+        // A block may not grow without bound while it waits for its end:
+        // past twice the limit it was asked for, the head is too large.
+        // The block cannot be skipped (it may change the decoder's table),
+        // so the connection ends, with that cause.
         if self.block.len() > 2 * self.settings.max_header_list as usize + 4096 {
-            return self.connection_error(PROTOCOL_ERROR);
+            if !self.failed {
+                put_goaway(self.out.buf(), 0, ENHANCE_YOUR_CALM);
+                self.fail(Failure::HeadTooLarge);
+            }
+            return;
         }
         if !h.has(END_HEADERS) {
             self.continued = Some(c);
