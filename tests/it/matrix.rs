@@ -397,6 +397,28 @@ matrix! {
 }
 
 matrix! {
+    /// A request the protocol cannot carry (CONNECT opens a tunnel) ends
+    /// the run in one line that names the protocol and the flag the user
+    /// typed for it.
+    fn a_request_the_protocol_cannot_carry_names_its_flag(row) in [h2c, h2, http3] {
+        let _g = serial();
+        let srv = row.server(ServeConfig::default());
+        let dir = TempDir::new("unfit");
+        let script = dir.file("connect.lua", "wrk.method = \"CONNECT\"\n");
+        let args = row.args(&srv, &["-t1", "-c1", "-d1s", "-s", &script], true);
+        let o = metron(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        let err = stderr(&o);
+        let (name, flag) = match row {
+            Row::Http3 => ("HTTP/3", "--http3"),
+            _ => ("HTTP/2", "--http2"),
+        };
+        assert!(err.contains(&format!("cannot be sent over {name}: CONNECT")), "{err}");
+        assert!(err.trim_end().ends_with(&format!("or drop {flag}")), "{err}");
+        assert_ne!(o.status.code(), Some(0));
+    }
+}
+
+matrix! {
     /// The JSON document of a run in every protocol follows the published
     /// schema (docs/result.schema.json), names the protocol spoken and
     /// the one offered, and the arrival process of rate mode.

@@ -166,9 +166,12 @@ pub enum EngineError {
     QuicRefused { addr: SocketAddr, why: String },
     #[error("the server at {addr} speaks HTTP/2 only: {fix}")]
     Http2Only { addr: SocketAddr, fix: String },
-    /// A request the host's protocol cannot carry; `why` names it.
-    #[error("{why}; change the request (the script's request(), the requests file) or drop --{flag}", flag = protocol_flag(protocol))]
-    Unfit { protocol: &'static str, why: String },
+    /// A request the host's protocol cannot carry; `why` names it, and
+    /// `flag` is the flag that chose the protocol.
+    #[error(
+        "{why}; change the request (the script's request(), the requests file) or drop {flag}"
+    )]
+    Unfit { why: String, flag: String },
     #[error("'{0}' is not a valid TLS server name")]
     ServerName(String),
     #[error("worker thread {thread} failed: {why}")]
@@ -194,14 +197,6 @@ pub enum EngineError {
     Script(#[from] ScriptError),
     #[error("the request built from the URL, -H and a script's wrk.method, wrk.path, wrk.headers and wrk.body is refused: {0}; fix those fields")]
     BadStaticRequest(RequestError),
-}
-
-/// The flag that asked for `protocol` (named in errors).
-fn protocol_flag(protocol: &str) -> &'static str {
-    match protocol {
-        "HTTP/2" => "http2",
-        _ => "alpn",
-    }
 }
 
 /// What a finished run hands back.

@@ -144,6 +144,7 @@ fn worker_setups(
             interval: setup.interval,
             counts_every: setup.counts_every,
             max_streams: setup.protocols.max_streams,
+            offered_by: setup.protocols.asked_by.clone(),
             progress: board.cloned(),
         });
     }

@@ -37,8 +37,8 @@ use bytes::Bytes;
 use mio::{Interest, Registry, Token, Waker};
 
 use crate::clock::{self, Nanos};
-use crate::http::protocol::Carrier;
 use crate::http::request::{metas_into, Batch, RequestMeta};
+use crate::http::Carrier;
 use crate::http::{
     EventReading, Failure, OpenError, Protocol, Request, Retirement, SessionOptions,
 };
@@ -106,6 +106,9 @@ pub struct WorkerSetup {
     pub counts_every: Option<std::time::Duration>,
     /// Streams per connection at most (`-m`), where the protocol has several.
     pub max_streams: u32,
+    /// The flag that chose the protocols offered, as typed: what a request
+    /// the protocol cannot carry tells the user to drop.
+    pub offered_by: Option<String>,
     /// Where this thread publishes its running totals for the progress
     /// line (a few times a second, never per request).
     pub progress: Option<Arc<super::progress::Board>>,
@@ -227,6 +230,7 @@ pub struct Worker {
     /// The first fatal error (a script's); it stops every worker.
     failure: Option<EngineError>,
     timeout: Nanos,
+    offered_by: Option<String>,
     buf: Box<[u8]>,
     /// Where datagram connections read, made when the first opens.
     inbox: Option<Box<Inbox>>,
@@ -467,6 +471,7 @@ impl Worker {
             drained: Vec::new(),
             failure: None,
             timeout: setup.timeout,
+            offered_by: setup.offered_by,
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
             inbox: None,
             stats: Recorder::new(setup.interval, setup.endpoints, setup.counts_every),
@@ -1416,7 +1421,9 @@ impl Worker {
             Ok(()) => self.stats.left(before, now),
             Err((OpenError::Rejected { protocol, why }, _)) => {
                 self.stats.lost(before, Loss::Write, now);
-                self.fail(EngineError::Unfit { protocol, why });
+                let flag = self.offered_by.clone();
+                let flag = flag.unwrap_or_else(|| format!("the offer of {}", protocol.name()));
+                self.fail(EngineError::Unfit { why, flag });
             }
             Err((OpenError::Full | OpenError::Retired, tag)) => {
                 self.stats.waits_again(before, now);

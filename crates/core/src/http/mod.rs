@@ -5,14 +5,15 @@
 //!   one connection (bytes in, events and bytes out, the deadline it
 //!   needs), and the requests it shares with the engine; `capture`: the
 //!   fields and body a script reads.
-//! - `protocol`: the versions by name, and the one place that makes a
-//!   session for each.
+//! - `version`: the versions by name, and what a run's hosts spoke;
+//!   `protocol`: the one place that makes a session for each.
 //! - `h1`: HTTP/1.1 as a session, over `response` (the incremental
 //!   response parser) and `chunked` (chunked bodies, also used when
 //!   splitting requests).
+//! - `fields`: a request as header fields, converted once from HTTP/1.1
+//!   bytes, for the protocols that send fields (HTTP/2, HTTP/3).
 //! - `h2`: HTTP/2 as a session of its own (frames, HPACK through
-//!   `metron-hpack`, flow control), its requests converted once from
-//!   HTTP/1.1 bytes, and what its pre-flight reads.
+//!   `metron-hpack`, flow control), and what its pre-flight reads.
 //! - `h3`: HTTP/3 as a session over QUIC (quinn-proto's connection,
 //!   driven by the engine's datagrams and deadlines), with its own framing
 //!   and static-table QPACK.
@@ -23,6 +24,7 @@
 
 pub mod capture;
 pub mod chunked;
+pub mod fields;
 pub mod h1;
 pub mod h2;
 pub mod h3;
@@ -32,10 +34,12 @@ pub mod request;
 pub mod response;
 pub mod session;
 pub mod sse;
+pub mod version;
 
 pub use chunked::ChunkedDecoder;
-pub use protocol::{Protocol, SessionOptions, Spoken};
+pub use protocol::SessionOptions;
 pub use request::{RequestError, RequestMeta};
 pub use response::{Done, Feed, ParseError, ResponseParser};
 pub use session::{Captured, Event, Failure, OpenError, Packets, Request, Retirement, Session};
 pub use sse::EventReading;
+pub use version::{Carrier, Protocol, Spoken};

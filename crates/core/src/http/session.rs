@@ -25,6 +25,7 @@ use crate::clock::Nanos;
 
 pub use super::capture::Captured;
 use super::request::RequestMeta;
+use super::version::Protocol;
 
 /// One connection's protocol session; `T` is what the engine tags each
 /// request with, and gets back with its outcome.
@@ -244,8 +245,8 @@ pub enum OpenError {
     Full,
     #[error("this connection takes no new requests: open another connection")]
     Retired,
-    #[error("the request cannot be sent over {protocol}: {why}")]
-    Rejected { protocol: &'static str, why: String },
+    #[error("{why}")]
+    Rejected { protocol: Protocol, why: String },
 }
 
 /// One request, in the HTTP/1.1 form that wrk's Lua API builds, shared by
@@ -306,7 +307,7 @@ impl Request {
     /// request cannot take that form.
     pub fn framed_for<F: Any>(
         &self,
-        protocol: &'static str,
+        protocol: Protocol,
         convert: impl FnOnce(&[u8]) -> Result<F, String>,
     ) -> Result<&F, OpenError> {
         self.framed(convert)

@@ -35,11 +35,12 @@ use crate::clock::Nanos;
 use super::outbox::Outbox;
 use super::session::{Captured, Event, Failure, OpenError, Request, Retirement, Session};
 use super::sse::EventReading;
+use super::version::Protocol;
 use frame::*;
 use streams::{Phase, Stream, Streams};
 
 pub use frame::REFUSED_STREAM;
-pub use request::{Framed, FromHttp1Error, H2Request};
+pub use request::Framed;
 
 /// Streams open at once on one connection unless told otherwise (`-m`'s
 /// default, as h2load's).
@@ -763,7 +764,7 @@ impl<T: Clone> Session<T> for Http2<T> {
         }
         let (scheme, authority) = (self.settings.scheme, &self.settings.authority);
         let convert = |wire: &[u8]| Framed::from_http1(wire, scheme, authority);
-        let framed = match request.framed_for("HTTP/2", convert) {
+        let framed = match request.framed_for(Protocol::Http2, convert) {
             Ok(framed) => framed,
             Err(e) => return Err((e, tag)),
         };

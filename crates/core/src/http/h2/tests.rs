@@ -1024,7 +1024,7 @@ fn a_request_that_cannot_be_http2_is_rejected_with_its_reason() {
     let Err((OpenError::Rejected { protocol, why }, tag)) = client.open(&connect, 4, 0) else {
         panic!("CONNECT opens no stream");
     };
-    assert_eq!((protocol, tag), ("HTTP/2", 4));
+    assert_eq!((protocol, tag), (crate::http::Protocol::Http2, 4));
     assert!(why.contains("CONNECT"), "{why}");
 }
 

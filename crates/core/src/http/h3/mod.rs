@@ -41,9 +41,10 @@ use quinn_proto::{Dir, StreamEvent, StreamId, VarInt};
 
 use crate::clock::Nanos;
 
-use super::h2::H2Request;
+use super::fields::FieldRequest;
 use super::session::{Captured, Event, Failure, OpenError, Packets, Request, Retirement, Session};
 use super::sse::{EventReading, EventStream};
+use super::version::Protocol;
 use frame::*;
 pub use frame::{code_name, ERROR_CODES};
 pub use quic::{QuicFacts, QuicOptions, Refusal};
@@ -63,28 +64,15 @@ struct Framed {
 
 impl Framed {
     fn from_http1(wire: &[u8], scheme: &str, authority: &str) -> Result<Framed, String> {
-        let requests = H2Request::from_http1(wire, scheme, authority)
-            .map_err(|e| e.to_string().replace("HTTP/2", "HTTP/3"))?;
-        let [r] = requests.as_slice() else {
-            return Err(format!("expected one request, found {}", requests.len()));
-        };
-        let mut fields: Vec<(&[u8], &[u8])> = vec![
-            (b":method", r.method().as_bytes()),
-            (b":scheme", r.scheme().as_bytes()),
-            (b":authority", r.authority().as_bytes()),
-            (b":path", r.path().as_bytes()),
-        ];
-        for (name, value) in r.headers() {
-            fields.push((name.as_str().as_bytes(), value.as_bytes()));
-        }
+        let r = FieldRequest::one_from_http1(wire, scheme, authority, Protocol::Http3)?;
         let mut section = Vec::new();
-        qpack::encode(&fields, &mut section);
+        qpack::encode(&r.fields(), &mut section);
         let mut headers = Vec::with_capacity(section.len() + 4);
         put_head(&mut headers, HEADERS, section.len());
         headers.extend_from_slice(&section);
         Ok(Framed {
             headers,
-            body: Bytes::copy_from_slice(r.body()),
+            body: r.body().clone(),
             head: r.is_head(),
         })
     }
@@ -975,7 +963,7 @@ impl<T: Clone> Session<T> for Http3<T> {
         }
         let (scheme, authority) = (self.scheme, &self.authority);
         let convert = |wire: &[u8]| Framed::from_http1(wire, scheme, authority);
-        let framed = match request.framed_for("HTTP/3", convert) {
+        let framed = match request.framed_for(Protocol::Http3, convert) {
             Ok(framed) => framed,
             Err(e) => return Err((e, tag)),
         };
