@@ -10,6 +10,7 @@ use crate::engine::EngineError;
 use crate::report::hlog::HlogError;
 use crate::stats::StopCause;
 use crate::units::format_time_us;
+use crate::verdict::{SloReport, Verdict};
 
 /// Everything that can end a command early.
 #[derive(Debug, thiserror::Error)]
@@ -36,8 +37,12 @@ pub enum Error {
     Dashboard { addr: String, why: io::Error },
     /// The run was judged against `--slo` and did not pass (its report,
     /// verdict included, is out).
-    #[error("SLO {verdict}")]
-    Slo { verdict: String, status: u8 },
+    #[error("SLO {verdict}{}", reason.as_ref().map(|why| format!(": {why}")).unwrap_or_default())]
+    Slo {
+        verdict: Verdict,
+        reason: Option<String>,
+        status: u8,
+    },
     /// A sweep ended without a rate, or at the generator's limit; its
     /// table and conclusion are out.
     #[error("{0}")]
@@ -53,6 +58,15 @@ pub enum Error {
 }
 
 impl Error {
+    /// The error of a verdict that is not a pass; `None` for a pass.
+    pub fn unless_met(slo: Option<SloReport>) -> Option<Error> {
+        slo.filter(|s| s.exit_status != 0).map(|s| Error::Slo {
+            verdict: s.verdict,
+            reason: s.reason,
+            status: s.exit_status,
+        })
+    }
+
     /// The process's exit status for this error: 128 plus the signal's
     /// number for a run a signal ended (130 for Ctrl-C, 143 for SIGTERM),
     /// as shells report a process the signal ended; 1 for the rest.

@@ -54,14 +54,8 @@ pub fn merge(args: &MergeArgs, out: &mut dyn Write) -> Result<(), Error> {
     if let Some(path) = &args.html {
         write_html(path, &merged.doc)?;
     }
-    match merged.doc.slo.filter(|s| s.exit_status != 0) {
-        Some(s) => Err(Error::Slo {
-            verdict: match &s.reason {
-                Some(why) => format!("{}: {why}", s.verdict),
-                None => s.verdict.to_string(),
-            },
-            status: s.exit_status,
-        }),
+    match Error::unless_met(merged.doc.slo) {
+        Some(failed) => Err(failed),
         None => Ok(()),
     }
 }

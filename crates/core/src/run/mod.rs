@@ -167,14 +167,8 @@ fn ending(outcome: Outcome, slo: Option<SloReport>) -> Result<Outcome, Error> {
             });
         }
     }
-    match slo.filter(|s| s.exit_status != 0) {
-        Some(s) => Err(Error::Slo {
-            verdict: match &s.reason {
-                Some(why) => format!("{}: {why}", s.verdict),
-                None => s.verdict.to_string(),
-            },
-            status: s.exit_status,
-        }),
+    match Error::unless_met(slo) {
+        Some(failed) => Err(failed),
         None => Ok(outcome),
     }
 }
