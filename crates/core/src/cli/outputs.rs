@@ -39,9 +39,21 @@ pub struct SinkFlags {
     pub dashboard_linger: Option<Duration>,
 }
 
-/// One output: its flag, and what `metron sweep` does with it.
+/// The outputs, by kind: `crate::run::sink` opens each by an exhaustive
+/// match on it, so that an output added here cannot go unopened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Json,
+    Html,
+    Hlog,
+    Csv,
+    Dashboard,
+}
+
+/// One output: what it is, its flag, and what `metron sweep` does with it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Output {
+    pub kind: Kind,
     pub flag: &'static str,
     pub in_sweep: InSweep,
 }
@@ -59,12 +71,23 @@ impl SinkFlags {
     /// Every output, with whether it is asked for, in the order messages
     /// name them: the one list of the outputs.
     pub fn each(&self) -> [(Output, bool); 5] {
-        let output = |flag, in_sweep| Output { flag, in_sweep };
+        let output = |kind, flag, in_sweep| Output {
+            kind,
+            flag,
+            in_sweep,
+        };
         [
-            (output("--json", InSweep::Writes), self.json.is_some()),
-            (output("--html", InSweep::Writes), self.html.is_some()),
+            (
+                output(Kind::Json, "--json", InSweep::Writes),
+                self.json.is_some(),
+            ),
+            (
+                output(Kind::Html, "--html", InSweep::Writes),
+                self.html.is_some(),
+            ),
             (
                 output(
+                    Kind::Hlog,
                     "--hlog",
                     InSweep::Refuses(
                         "a log per step is not kept; --json holds every step's histograms",
@@ -74,6 +97,7 @@ impl SinkFlags {
             ),
             (
                 output(
+                    Kind::Csv,
                     "--csv",
                     InSweep::Refuses(
                         "the sweep keeps no time series; its table is one row per step",
@@ -83,6 +107,7 @@ impl SinkFlags {
             ),
             (
                 output(
+                    Kind::Dashboard,
                     "--dashboard",
                     InSweep::Refuses("it follows one run; the sweep prints a row per step"),
                 ),

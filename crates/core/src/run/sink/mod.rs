@@ -6,7 +6,8 @@
 //! A sink is fed one stream: the intervals of the statistics as every
 //! thread has closed them, then the run's result ([`Ended`]). It never
 //! sees the engine or another sink; adding an output is a file here, its
-//! line in `OPEN`, and its flag in `cli::outputs`.
+//! row in `cli::outputs` (its kind, flag and sweep policy), and its arm in
+//! [`opener`], which the compiler holds to every kind.
 
 mod csv;
 mod dashboard;
@@ -18,6 +19,7 @@ mod json;
 
 use super::error::Error;
 use crate::cli::config::Config;
+use crate::cli::outputs::Kind;
 
 pub use feed::{Ended, Sink};
 pub use file::write_file;
@@ -28,22 +30,26 @@ pub use json::{json_text, write as write_json};
 /// be written, or starts what must be up before the run.
 type Open = fn(&Config) -> Result<Option<Box<dyn Sink>>, Error>;
 
-/// Every output, in the order of their flags in `cli::outputs`.
-const OPEN: [Open; 5] = [
-    json::open,
-    html::open,
-    hlog::open,
-    csv::open,
-    dashboard::open,
-];
+/// What opens an output of `kind`.
+fn opener(kind: Kind) -> Open {
+    match kind {
+        Kind::Json => json::open,
+        Kind::Html => html::open,
+        Kind::Hlog => hlog::open,
+        Kind::Csv => csv::open,
+        Kind::Dashboard => dashboard::open,
+    }
+}
 
-/// The outputs the configuration asks for, each opened: before the run
-/// and its banner, so that a file that cannot be written fails it before
-/// anything is sent.
+/// The outputs the configuration asks for, each opened, in the order of
+/// their flags: before the run and its banner, so that a file that cannot
+/// be written fails it before anything is sent.
 pub fn open(cfg: &Config) -> Result<Vec<Box<dyn Sink>>, Error> {
     let mut sinks = Vec::new();
-    for open in OPEN {
-        sinks.extend(open(cfg)?);
+    for (output, asked) in cfg.outputs.sinks.each() {
+        if asked {
+            sinks.extend(opener(output.kind)(cfg)?);
+        }
     }
     Ok(sinks)
 }
