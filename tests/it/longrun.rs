@@ -208,9 +208,11 @@ fn memory_stays_flat_over_thousands_of_intervals() {
     assert_eq!(samples.len(), 4, "{samples:?}");
     let (lo, hi) = (samples.iter().min().unwrap(), samples.iter().max().unwrap());
     // Holding every interval would add about 2 KB per interval across the
-    // two threads and the main thread: tens of megabytes by the end.
+    // two threads and the main thread: some 17 MB between the first and
+    // the last sample. The allocator's arenas may still grow by a megabyte
+    // or so after the first (seen: 12.6 MB, 13.2, 14.0, 14.0).
     assert!(
-        hi - lo <= 1024,
+        hi - lo <= 4096,
         "resident memory grew from {lo} KiB to {hi} KiB: {samples:?}"
     );
 
