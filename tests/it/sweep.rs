@@ -1,5 +1,5 @@
 //! `metron sweep` against targets whose limit is known: a server that
-//! answers at most 4000 requests/s, found to within the resolution; one
+//! answers at most 2000 requests/s, found to within the resolution; one
 //! connection that cannot carry the rate, which stops the sweep as the
 //! generator's limit; and a bound no rate meets.
 
@@ -11,15 +11,18 @@ use crate::common::*;
 use metron::report::sweep::{rate_words, SweepDocument};
 use metron::serve::{Capacity, Http2, ServeConfig, Sse};
 
-/// A single queue serving 4000 requests/s: rates double from 1k until one
-/// fails (8k), then the bracket is halved to 5%. Every step below the
-/// capacity meets p99 < 20 ms, every step above it builds a queue that
-/// breaks it, and the answer is within 5% below 4000.
+/// A single queue serving 2000 requests/s: rates double from 500 until one
+/// fails (4k), then the bracket is halved to 5%. Every step below the
+/// capacity meets p99 < 50 ms, every step above it builds a queue that
+/// breaks it (5% above, the queue grows by 100 a second: 50 ms of wait
+/// after the warm-up, 150 ms at the step's end), and the answer is within
+/// 5% below 2000. The capacity and the bound leave room for a busy 2-core
+/// machine's stalls of a few ms.
 #[test]
 fn a_sweep_finds_the_capacity_of_the_server() {
     let _g = serial();
     let srv = server(ServeConfig {
-        capacity: Some(Capacity::new(4000.0).unwrap()),
+        capacity: Some(Capacity::new(2000.0).unwrap()),
         ..ServeConfig::default()
     });
     let dir = TempDir::new("sweep-capacity");
@@ -28,11 +31,11 @@ fn a_sweep_finds_the_capacity_of_the_server() {
         &[
             "sweep",
             "--slo",
-            "p99<20ms",
+            "p99<50ms",
             "--from",
-            "1k",
+            "500",
             "--to",
-            "16k",
+            "8k",
             "--resolution",
             "5%",
             "--step-duration",
@@ -60,7 +63,7 @@ fn a_sweep_finds_the_capacity_of_the_server() {
     let doc = sweep_document(Path::new(&json));
     assert_eq!(doc.kind, "sweep");
     let highest = doc.highest.unwrap_or_else(|| panic!("no highest: {out}"));
-    assert!((3800.0..=4000.0).contains(&highest), "{highest}: {out}");
+    assert!((1900.0..=2000.0).contains(&highest), "{highest}: {out}");
     let last = last_line(&out);
     assert_eq!(
         last,
@@ -68,7 +71,7 @@ fn a_sweep_finds_the_capacity_of_the_server() {
     );
     assert_eq!(doc.conclusion, last);
     let rates: Vec<f64> = doc.steps.iter().map(|s| s.rate).collect();
-    assert_eq!(&rates[..3], [1000.0, 2000.0, 4000.0], "{rates:?}");
+    assert_eq!(&rates[..3], [500.0, 1000.0, 2000.0], "{rates:?}");
     assert!(rates.len() <= 12, "{rates:?}");
     assert_eq!(table_rows(&out).len(), rates.len(), "{out}");
     for s in &doc.steps {
@@ -81,10 +84,10 @@ fn a_sweep_finds_the_capacity_of_the_server() {
             s.rate
         );
         let verdict = s.slo.verdict.as_str();
-        if s.rate <= 3900.0 {
+        if s.rate <= 1950.0 {
             assert_eq!(verdict, "met", "{}/s: {:?}", s.rate, s.slo);
             assert!(
-                s.p99.is_some_and(|p| p < 20_000),
+                s.p99.is_some_and(|p| p < 50_000),
                 "{}/s: p99 {:?}",
                 s.rate,
                 s.p99
@@ -95,10 +98,10 @@ fn a_sweep_finds_the_capacity_of_the_server() {
                 s.rate,
                 s.achieved
             );
-        } else if s.rate >= 4100.0 {
+        } else if s.rate >= 2050.0 {
             assert_eq!(verdict, "not met", "{}/s: {:?}", s.rate, s.slo);
             assert!(
-                s.p99.is_some_and(|p| p >= 20_000),
+                s.p99.is_some_and(|p| p >= 50_000),
                 "{}/s: p99 {:?}",
                 s.rate,
                 s.p99
@@ -108,7 +111,7 @@ fn a_sweep_finds_the_capacity_of_the_server() {
             // those due before C·T/R are answered, so of the requests due
             // in the measured window [1 s, 3 s) that is C·T - R·1 s, over
             // 2 s: (3C - R) / 2 per second.
-            let want = (3.0 * 4000.0 - s.rate) / 2.0;
+            let want = (3.0 * 2000.0 - s.rate) / 2.0;
             assert!(
                 (s.achieved / want - 1.0).abs() < 0.04,
                 "{}/s achieved {}, want {want}",
@@ -160,7 +163,12 @@ fn a_sweep_stops_where_the_generator_is_the_limit() {
 /// merits and met.
 #[test]
 fn a_sweep_that_may_grow_connections_is_not_held_by_c() {
-    let (o, doc) = sweep_on_one_connection("800", &["--max-connections", "100"]);
+    // The pool is what is under test, not this machine's pacing: allow a
+    // busy machine's few ms of send lag, as the capacity sweep does.
+    let (o, doc) = sweep_on_one_connection(
+        "800",
+        &["--max-connections", "100", "--lag-allowance", "5ms"],
+    );
     assert_status(&o, 0);
     assert_eq!(doc.highest, Some(800.0), "{}", stdout(&o));
     assert!(doc.steps.len() >= 3, "{:?}", doc.steps.len());
