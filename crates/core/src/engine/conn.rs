@@ -14,8 +14,8 @@ use std::io;
 use std::rc::Rc;
 
 use crate::clock::Nanos;
-use crate::http::{Request, Session};
-use crate::stats::{ConnectCause, ReadCause, Stamp};
+use crate::http::{Failure, Request, Retirement, Session};
+use crate::stats::{ConnectCause, Loss, ReadCause, Reopen, Stamp};
 
 use super::transport::{self, Inbox, Transport};
 
@@ -109,6 +109,17 @@ pub struct InFlight {
     pub sends: u8,
 }
 
+impl InFlight {
+    /// A request about to go out for the first time.
+    pub fn new(stamp: Stamp, request: Rc<Request>) -> InFlight {
+        InFlight {
+            stamp,
+            request,
+            sends: 0,
+        }
+    }
+}
+
 /// What a connect or handshake step came to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Connect {
@@ -181,6 +192,102 @@ pub enum WentDown {
     Connect(ConnectCause),
     /// An open connection ended with a read error.
     Read(ReadCause),
+}
+
+/// How a connection's end is counted, decided from what it saw and why
+/// its session ended.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Ending {
+    /// Its own handshake (QUIC's) never completed: a failed connect, by
+    /// this cause, not counted yet.
+    pub connect_failed: Option<ConnectCause>,
+    /// Closed or reset before answering anything: the server turned it
+    /// away (a server past its connection limit does this to every
+    /// connection beyond it), and its requests are lost to that.
+    pub unanswered: bool,
+    /// Why it went down, for the account of connections down at the end,
+    /// when nothing was noted before.
+    pub down: Option<ReadCause>,
+    /// What it is reopened for, when it had opened.
+    pub reopen: Option<Reopen>,
+}
+
+impl Conn {
+    /// How this connection's end is counted when its session ended
+    /// (`failed` for the given cause, or finished).
+    pub fn ending(&self, failed: Option<Failure>) -> Ending {
+        let handshaking = self.is_handshaking();
+        let counted = matches!(self.went_down(), Some(WentDown::Connect(_)));
+        let connect_failed = (handshaking && !counted).then(|| handshake_cause(failed));
+        let retirement = self.session().and_then(|s| s.retirement());
+        // Not turned away: a connection closed for want of stream credit
+        // (the server took it), a handshake that failed (a connect error,
+        // counted by its cause), or a port that nothing listens on any
+        // more (the server stopped).
+        let unanswered = self.answered_nothing()
+            && !handshaking
+            && retirement != Some(Retirement::Starved)
+            && matches!(
+                failed.unwrap_or(Failure::Closed),
+                Failure::Closed | Failure::Reset(None)
+            );
+        let down = match (unanswered, failed.map(loss)) {
+            _ if self.went_down().is_some() || connect_failed.is_some() => None,
+            (true, _) => Some(ReadCause::ClosedUnanswered),
+            (false, Some(Loss::Read(cause))) => Some(cause),
+            _ => None,
+        };
+        let opened = self.is_open() && !handshaking;
+        let reopen = opened.then_some(match failed {
+            _ if unanswered => Reopen::TurnedAway,
+            // It closes as the server said it would (after the last
+            // response), or it starved for stream credit.
+            None | Some(Failure::Closed) => match retirement {
+                Some(Retirement::Asked) => Reopen::Retired,
+                Some(Retirement::Starved) => Reopen::Starved,
+                _ => Reopen::Closed,
+            },
+            // Nothing listens on the port any more: the server went away.
+            Some(Failure::Refused) => Reopen::Closed,
+            Some(Failure::Reset(_)) => Reopen::Reset,
+            Some(Failure::Timeout) => Reopen::Timeout,
+            Some(_) => Reopen::Failed,
+        });
+        Ending {
+            connect_failed,
+            unanswered,
+            down,
+            reopen,
+        }
+    }
+}
+
+/// What a failure costs a request, as wrk counts it, and why.
+pub fn loss(why: Failure) -> Loss {
+    match why {
+        Failure::Reset(_) => Loss::Read(ReadCause::Reset),
+        Failure::Refused => Loss::Read(ReadCause::PortClosed),
+        Failure::Closed => Loss::Read(ReadCause::Closed),
+        Failure::HeadTooLarge => Loss::Read(ReadCause::HeadTooLarge),
+        Failure::Malformed | Failure::Protocol => Loss::Read(ReadCause::Malformed),
+        Failure::Http2Only => Loss::Read(ReadCause::Http2Only),
+        Failure::Tls => Loss::Read(ReadCause::Tls),
+        Failure::Write => Loss::Write,
+        Failure::Timeout => Loss::Timeout,
+    }
+}
+
+/// Why a connection whose own handshake (QUIC's) never completed failed
+/// to open, from how its session ended (`None`: it went quiet and QUIC's
+/// idle timeout ended it).
+fn handshake_cause(failed: Option<Failure>) -> ConnectCause {
+    match failed {
+        Some(Failure::Refused) => ConnectCause::Refused,
+        Some(Failure::Timeout) | None => ConnectCause::Timeout,
+        Some(Failure::Tls) => ConnectCause::Tls,
+        Some(Failure::Reset(_) | Failure::Closed) => ConnectCause::Reset,
+        Some(_) => ConnectCause::Other,
+    }
 }
 
 /// A closed connection hands back its socket (to deregister) and when it
@@ -689,6 +796,14 @@ mod tests {
         assert!(c.session_mut().unwrap().open(&r, t, sent).is_ok());
     }
 
+    #[test]
+    fn every_failure_is_counted_where_wrk_counts_it() {
+        assert_eq!(loss(Failure::Reset(Some(8))), Loss::Read(ReadCause::Reset));
+        assert_eq!(loss(Failure::Protocol), Loss::Read(ReadCause::Malformed));
+        assert_eq!(loss(Failure::Http2Only), Loss::Read(ReadCause::Http2Only));
+        assert_eq!(loss(Failure::Write), Loss::Write);
+        assert_eq!(loss(Failure::Timeout), Loss::Timeout);
+    }
     #[test]
     fn a_plain_connect_opens_it() {
         let mut c: Conn<Mock> = Conn::new(0);

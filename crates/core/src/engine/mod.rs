@@ -20,14 +20,18 @@
 mod capacity;
 pub mod conn;
 mod greeting;
+mod hooks;
 pub mod limits;
 mod poller;
+mod pool;
 mod preflight;
 mod preflight_quic;
 mod prepare;
 pub mod progress;
 pub mod setup;
+mod share;
 pub mod slots;
+mod source;
 pub mod timer;
 mod tls_words;
 pub mod transport;
@@ -278,7 +282,7 @@ pub struct Host {
 }
 
 impl Host {
-    fn of(peer: &worker::Peer, max_streams: u32) -> Host {
+    fn of(peer: &share::Peer, max_streams: u32) -> Host {
         let streams = peer.protocol.multiplexes().then(|| {
             peer.server_limit
                 .map_or(max_streams, |l| l.min(max_streams))
@@ -569,8 +573,8 @@ mod tests {
     use super::*;
     use setup::Protocol;
 
-    fn peer(protocol: Protocol, server_limit: Option<u32>) -> worker::Peer {
-        worker::Peer {
+    fn peer(protocol: Protocol, server_limit: Option<u32>) -> share::Peer {
+        share::Peer {
             addr: "127.0.0.1:8080".parse().unwrap(),
             tls: None,
             protocol,

@@ -22,12 +22,12 @@ use rustls::{AlertDescription, CertificateError, ClientConnection, StreamOwned};
 
 use super::greeting::{self, first_words_wait, Heard};
 use super::setup::{Protocol, Protocols, Setup, TlsOptions, Trust};
+use super::share::Peer;
 use super::transport::{
     self, client_config, is_certificate_error, noting_certificate_requests, offering_only,
     rustls_error, ClientTls, TlsSetup,
 };
 use super::trust::webpki_fault;
-use super::worker::Peer;
 use super::{preflight_quic, tls_words, EngineError};
 use crate::http::h2::preflight::Answer;
 use crate::http::h3::Refusal;

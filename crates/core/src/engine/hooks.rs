@@ -1,0 +1,121 @@
+//! What a worker runs on the requests it sends and the answers it gets,
+//! beside measuring them: the script's hooks (`response()`, `event()`,
+//! `delay()`, its `thread:stop()` and `wrk.thread.addr`) and
+//! `--grpc-check`. Each hook is optional, and one that is absent costs
+//! nothing per request.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use crate::clock::{self, Nanos};
+use crate::http::{Captured, EventReading};
+use crate::script::{ScriptError, ThreadScript};
+
+/// A worker's script state and reply check.
+pub(super) struct Hooks {
+    script: Option<ThreadScript>,
+    /// `--grpc-check`: replies are kept and checked.
+    check: Option<Arc<metron_grpc::Check>>,
+}
+
+impl Hooks {
+    pub fn new(script: Option<ThreadScript>, check: Option<Arc<metron_grpc::Check>>) -> Hooks {
+        Hooks { script, check }
+    }
+
+    /// The script, whose `request()` builds requests.
+    pub fn script(&mut self) -> Option<&mut ThreadScript> {
+        self.script.as_mut()
+    }
+
+    pub fn script_ref(&self) -> Option<&ThreadScript> {
+        self.script.as_ref()
+    }
+
+    /// Responses are kept whole for a hook: the script's `response()`, or
+    /// the reply check.
+    pub fn capture(&self) -> bool {
+        self.script.as_ref().is_some_and(ThreadScript::has_response) || self.check.is_some()
+    }
+
+    /// How event streams are read: their data is kept only for the
+    /// script's `event()`; gRPC's streamed messages (`messages`) count as
+    /// events.
+    pub fn reading(&self, sse: bool, messages: bool) -> EventReading {
+        match (sse, &self.script) {
+            _ if messages => EventReading::Messages,
+            (false, _) => EventReading::Off,
+            (true, Some(s)) if s.has_event() => EventReading::Data,
+            (true, _) => EventReading::Times,
+        }
+    }
+
+    /// The run begins (`true`) or ends: the script's `wrk.thread` is live
+    /// only in between.
+    pub fn live(&mut self, on: bool) {
+        if let Some(script) = self.script.as_mut() {
+            if on {
+                script.activate();
+            } else {
+                script.deactivate();
+            }
+        }
+    }
+
+    /// The script called `thread:stop()`.
+    pub fn stop_requested(&self) -> bool {
+        self.script
+            .as_ref()
+            .is_some_and(ThreadScript::stop_requested)
+    }
+
+    /// Where this thread's next connection goes: `peer`, unless the
+    /// script moved the thread (`wrk.thread.addr = ...`, at any time, as
+    /// in wrk).
+    pub fn addr(&self, peer: SocketAddr) -> SocketAddr {
+        self.script.as_ref().map_or(peer, ThreadScript::addr)
+    }
+
+    /// Runs the script's `response()` on a response just recorded, if it
+    /// has one.
+    pub fn response(&mut self, status: u16, captured: &Captured) -> Result<(), ScriptError> {
+        match self.script.as_mut().filter(|s| s.has_response()) {
+            Some(script) => script.response(status, &mut captured.fields(), captured.body()),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs the script's `event()` on an event's data, when it has one.
+    pub fn event(&mut self, data: Option<&[u8]>) -> Result<(), ScriptError> {
+        match (self.script.as_mut(), data) {
+            (Some(script), Some(data)) => script.event(data),
+            _ => Ok(()),
+        }
+    }
+
+    /// When a stream that came free may take its next request, if the
+    /// script's `delay()` asks it to wait.
+    pub fn delay(&mut self) -> Result<Option<Nanos>, ScriptError> {
+        let Some(script) = self.script.as_mut().filter(|s| s.has_delay()) else {
+            return Ok(None);
+        };
+        let ms = script.delay_ms()?;
+        Ok((ms > 0.0).then(|| clock::now() + (ms * 1e6) as Nanos))
+    }
+
+    /// Whether a reply holds what `--grpc-check` asks, when there is a
+    /// check and the call succeeded (`rpc`: its status; a failed call is
+    /// an error already, and has no message to check).
+    pub fn check(&self, rpc: Option<u8>, captured: Option<&Captured>) -> Option<bool> {
+        let check = self.check.as_ref()?;
+        if rpc != Some(metron_grpc::status::OK) {
+            return None;
+        }
+        Some(check.holds(captured?.body()))
+    }
+
+    /// Calls into the script, for its cost per request.
+    pub fn calls(&self) -> u64 {
+        self.script.as_ref().map_or(0, ThreadScript::calls)
+    }
+}
