@@ -25,7 +25,6 @@ pub mod limits;
 mod poller;
 mod pool;
 mod preflight;
-mod preflight_quic;
 mod prepare;
 pub mod progress;
 pub mod setup;
@@ -140,36 +139,10 @@ pub enum EngineError {
         chose: String,
         advice: String,
     },
-    /// `fix`: drop the flag for HTTP/1.1, or (gRPC, which has no
-    /// HTTP/1.1) check that the URL names a gRPC server.
-    #[error("the server at {addr} does not speak HTTP/2 with prior knowledge (h2c): {why}; {fix}")]
-    NotH2c {
-        addr: SocketAddr,
-        why: String,
-        fix: String,
-    },
-    #[error("the server at {addr} chose h2 by ALPN, but {why}; {fix}")]
-    NotH2 {
-        addr: SocketAddr,
-        why: String,
-        fix: String,
-    },
-    #[error("the server at {addr} allows no HTTP/2 streams (its SETTINGS_MAX_CONCURRENT_STREAMS is 0), so no request could be sent; {fix}")]
-    NoStreams { addr: SocketAddr, fix: String },
-    #[error("nothing listens on UDP port {port} at {ip} (it answered \"port unreachable\"), so no HTTP/3 is served there; check the URL's port, or drop --http3", port = addr.port(), ip = addr.ip())]
-    QuicPortClosed { addr: SocketAddr },
-    #[error("no QUIC answer from {addr} within {after:?} (--timeout): nothing serves HTTP/3 on that UDP port, or UDP is blocked on the way; check the port and any firewall, or drop --http3")]
-    QuicSilent { addr: SocketAddr, after: Duration },
-    #[error("the QUIC handshake with {addr} did not complete within {after:?} (--timeout), though the server answered; raise --timeout for a slow or lossy path")]
-    QuicHandshakeTimeout { addr: SocketAddr, after: Duration },
-    #[error("the server at {addr} speaks no QUIC version metron does (QUIC version 1, RFC 9000); drop --http3")]
-    QuicVersion { addr: SocketAddr },
-    #[error("the server at {addr} answers QUIC but refused h3 by ALPN: it does not serve HTTP/3 there; check the URL's port, or drop --http3")]
-    NoH3 { addr: SocketAddr },
-    #[error("the QUIC handshake with {addr} failed: {why}; check that the server serves HTTP/3 on that port, or drop --http3")]
-    QuicRefused { addr: SocketAddr, why: String },
-    #[error("the server at {addr} speaks HTTP/2 only: {fix}")]
-    Http2Only { addr: SocketAddr, fix: String },
+    /// The server does not serve the protocol asked for there: `why` in
+    /// the protocol's own words, with the fix.
+    #[error("{why}")]
+    Unserved { addr: SocketAddr, why: String },
     /// A request the host's protocol cannot carry; `why` names it, and
     /// `flag` is the flag that chose the protocol.
     #[error(

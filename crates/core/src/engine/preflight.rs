@@ -28,9 +28,9 @@ use super::transport::{
     rustls_error, ClientTls, TlsSetup,
 };
 use super::trust::webpki_fault;
-use super::{preflight_quic, tls_words, EngineError};
-use crate::http::h2::preflight::Answer;
-use crate::http::h3::Refusal;
+use super::{tls_words, EngineError};
+use crate::http::h2::preflight::{Answer, Unfit};
+use crate::http::h3::{self, preflight::Named};
 use crate::target::{Scheme, Target};
 
 /// What a server that cannot speak HTTP/2 is told of `--grpc`'s calls,
@@ -171,8 +171,17 @@ fn quic_preflight(
     let cert_path = identity.map(|id| id.cert.display().to_string());
     let cert = cert_path.as_deref();
     let mut last = None;
+    let config = offering_only(&check.setup.config, Protocol::Http3);
+    let name = check.setup.name.to_str().into_owned();
     for &addr in &target.addrs {
-        match preflight_quic::handshake(addr, check.setup, &target.authority, timeout) {
+        let shook = h3::preflight::handshake(
+            addr,
+            config.clone(),
+            name.clone(),
+            &target.authority,
+            timeout,
+        );
+        let failed = match shook {
             Ok(server_limit) => {
                 return Ok(Reached {
                     addr,
@@ -180,23 +189,38 @@ fn quic_preflight(
                     server_limit,
                 })
             }
-            Err(preflight_quic::Failed::Refused(Refusal::Certificate(why))) => {
+            Err(failed) => failed.named(addr, timeout),
+        };
+        let error = match failed {
+            Named::Said(why) => EngineError::Unserved { addr, why },
+            Named::Socket(why) => EngineError::Connect { addr, why },
+            // TLS over TCP explains a certificate better, where the host
+            // answers it.
+            Named::Certificate(why) => {
                 let over_tcp = certificate_over_tcp(addr, target, &check, timeout);
-                let failed = preflight_quic::Failed::Refused(Refusal::Certificate(why));
-                return Err(over_tcp.unwrap_or_else(|| {
-                    preflight_quic::error(addr, &target.host, cert, failed, timeout)
+                return Err(over_tcp.unwrap_or_else(|| EngineError::Certificate {
+                    host: target.host.clone(),
+                    why,
+                    hint: "pass its authority with --cacert FILE, or -k to skip verification"
+                        .to_string(),
                 }));
             }
-            Err(failed) => {
-                last = Some(preflight_quic::error(
-                    addr,
-                    &target.host,
-                    cert,
-                    failed,
-                    timeout,
-                ))
+            Named::ClientCertificate { alert } => {
+                let why = format!(
+                    "the server ended the handshake with the alert {}",
+                    tls_words::alert(AlertDescription::from(alert))
+                );
+                match cert {
+                    None => EngineError::ClientCertRequired { addr, why },
+                    Some(cert) => EngineError::ClientCertRefused {
+                        addr,
+                        cert: cert.to_string(),
+                        why,
+                    },
+                }
             }
-        }
+        };
+        last = Some(error);
     }
     Err(last.expect("a target always has at least one address"))
 }
@@ -258,10 +282,9 @@ impl Probe<'_> {
                     .to_string()
             }
         };
-        let not_h2c = |why: String| EngineError::NotH2c {
+        let not_h2c = |why: String| EngineError::Unserved {
             addr,
-            why,
-            fix: fix.clone(),
+            why: Unfit::PriorKnowledge(&why).words(addr, &fix),
         };
         sock.set_write_timeout(Some(self.timeout))
             .map_err(|why| EngineError::Connect { addr, why })?;
@@ -328,10 +351,9 @@ impl Probe<'_> {
         target: &Target,
         check: &TlsCheck,
     ) -> Result<Reached, EngineError> {
-        let not_h2 = |why| EngineError::NotH2 {
+        let not_h2 = |why: String| EngineError::Unserved {
             addr: self.addr,
-            why,
-            fix: self.http1_instead(""),
+            why: Unfit::AfterAlpn(&why).words(self.addr, &self.http1_instead("")),
         };
         let heard = match greeting::hello(&mut tls.stream, self.timeout) {
             Ok(heard) => heard,
@@ -399,9 +421,10 @@ impl Probe<'_> {
         server_limit: Option<u32>,
     ) -> Result<Reached, EngineError> {
         if server_limit == Some(0) {
-            return Err(EngineError::NoStreams {
+            let fix = self.http1_instead("raise its limit");
+            return Err(EngineError::Unserved {
                 addr: self.addr,
-                fix: self.http1_instead("raise its limit"),
+                why: Unfit::NoStreams.words(self.addr, &fix),
             });
         }
         Ok(Reached {
@@ -486,9 +509,9 @@ impl Probe<'_> {
             Some(flag) => format!("use --http2 instead of {flag}"),
             None => "add --http2".to_string(),
         };
-        EngineError::Http2Only {
+        EngineError::Unserved {
             addr: self.addr,
-            fix,
+            why: Unfit::Only.words(self.addr, &fix),
         }
     }
 

@@ -23,6 +23,38 @@ pub enum Answer {
     Other,
 }
 
+/// Why a host is no place to load over HTTP/2, as the pre-flight found.
+#[derive(Clone, Copy, Debug)]
+pub enum Unfit<'a> {
+    /// Asked with prior knowledge (h2c), it did not answer the preface
+    /// with SETTINGS, for this reason.
+    PriorKnowledge(&'a str),
+    /// It chose h2 by ALPN but did not go on to speak it, for this reason.
+    AfterAlpn(&'a str),
+    /// Its SETTINGS allow no stream at all.
+    NoStreams,
+    /// Asked for HTTP/1.1, it spoke HTTP/2 first: it speaks only that.
+    Only,
+}
+
+impl Unfit<'_> {
+    /// What it tells the user of the server at `addr`, ending with `fix`.
+    pub fn words(self, addr: std::net::SocketAddr, fix: &str) -> String {
+        match self {
+            Unfit::PriorKnowledge(why) => format!(
+                "the server at {addr} does not speak HTTP/2 with prior knowledge (h2c): {why}; {fix}"
+            ),
+            Unfit::AfterAlpn(why) => {
+                format!("the server at {addr} chose h2 by ALPN, but {why}; {fix}")
+            }
+            Unfit::NoStreams => format!(
+                "the server at {addr} allows no HTTP/2 streams (its SETTINGS_MAX_CONCURRENT_STREAMS is 0), so no request could be sent; {fix}"
+            ),
+            Unfit::Only => format!("the server at {addr} speaks HTTP/2 only: {fix}"),
+        }
+    }
+}
+
 /// Reads the start of a server's answer.
 pub fn answer(bytes: &[u8]) -> Answer {
     if bytes.starts_with(b"HTTP/") {

@@ -28,6 +28,7 @@
 //! anew.
 
 mod frame;
+pub mod preflight;
 mod qpack;
 mod quic;
 #[cfg(test)]

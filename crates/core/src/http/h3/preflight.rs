@@ -1,28 +1,25 @@
 //! The pre-flight of an HTTP/3 host: one QUIC handshake offering `h3`,
-//! driven here with a blocking UDP socket, so that a port where nothing
-//! serves QUIC, a firewall that drops UDP, a server without HTTP/3 or a
+//! driven with a blocking UDP socket, so that a port where nothing serves
+//! QUIC, a firewall that drops UDP, a server without HTTP/3 or a
 //! certificate refused is one error naming the fix before the run.
 //!
-//! The HTTP/3 session does the protocol (sans-I/O, as in the run); this
-//! file only moves its datagrams and names what its refusal means.
+//! The session does the protocol (sans-I/O, as in the run); this file
+//! only moves its datagrams and names what its refusal means.
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::setup::Protocol;
-use super::transport::TlsSetup;
-use super::EngineError;
+use super::{Http3, QuicOptions, Refusal};
 use crate::clock;
-use crate::http::h3::{Http3, QuicOptions, Refusal};
 use crate::http::{EventReading, Session};
 
 /// The largest datagram read: QUIC's packets fit well within it.
 const DATAGRAM: usize = 64 * 1024;
 
-/// Why the handshake with one address did not complete, before it is
-/// named.
-pub(super) enum Failed {
+/// Why the handshake with one address did not complete.
+pub enum Failed {
     /// The host answered "port unreachable": nothing listens on UDP there.
     PortClosed,
     /// The session gave up, for this reason.
@@ -33,13 +30,60 @@ pub(super) enum Failed {
     Socket(io::Error),
 }
 
-/// One QUIC handshake with `addr`, offering `h3` with `tls`'s trust and
-/// name, within `timeout`; closed at once when the server has confirmed
-/// it (so that a client certificate it refuses is refused here, not in
-/// the run). Returns the streams the server grants at once.
-pub(super) fn handshake(
+/// A failure in the words of a client that asked for HTTP/3, with the fix,
+/// or one that is not HTTP/3's to name: the socket's, or the
+/// certificates' (which TLS over TCP may explain better).
+pub enum Named {
+    Said(String),
+    Socket(io::Error),
+    Certificate(String),
+    ClientCertificate { alert: u8 },
+}
+
+impl Failed {
+    /// What this failure of the handshake with `addr`, given `timeout`,
+    /// tells the user.
+    pub fn named(self, addr: SocketAddr, timeout: Duration) -> Named {
+        let said = match self {
+            Failed::PortClosed => format!(
+                "nothing listens on UDP port {} at {} (it answered \"port unreachable\"), so no HTTP/3 is served there; check the URL's port, or drop --http3",
+                addr.port(),
+                addr.ip()
+            ),
+            Failed::Silent { heard: false } | Failed::Refused(Refusal::Silent) => format!(
+                "no QUIC answer from {addr} within {timeout:?} (--timeout): nothing serves HTTP/3 on that UDP port, or UDP is blocked on the way; check the port and any firewall, or drop --http3"
+            ),
+            Failed::Silent { heard: true } => format!(
+                "the QUIC handshake with {addr} did not complete within {timeout:?} (--timeout), though the server answered; raise --timeout for a slow or lossy path"
+            ),
+            Failed::Refused(Refusal::Version) => format!(
+                "the server at {addr} speaks no QUIC version metron does (QUIC version 1, RFC 9000); drop --http3"
+            ),
+            Failed::Refused(Refusal::NoH3) => format!(
+                "the server at {addr} answers QUIC but refused h3 by ALPN: it does not serve HTTP/3 there; check the URL's port, or drop --http3"
+            ),
+            Failed::Refused(Refusal::Other(why)) => format!(
+                "the QUIC handshake with {addr} failed: {why}; check that the server serves HTTP/3 on that port, or drop --http3"
+            ),
+            Failed::Socket(why) => return Named::Socket(why),
+            Failed::Refused(Refusal::Certificate(why)) => return Named::Certificate(why),
+            Failed::Refused(Refusal::ClientCertificate { alert }) => {
+                return Named::ClientCertificate { alert }
+            }
+        };
+        Named::Said(said)
+    }
+}
+
+/// One QUIC handshake with `addr` with `tls` (which offers `h3` alone)
+/// and the server's name, within `timeout`; closed at once when the
+/// server has confirmed it (so that a client certificate it refuses is
+/// refused here, not in the run). Returns the streams the server grants
+/// at once.
+pub fn handshake(
     addr: SocketAddr,
-    tls: &TlsSetup,
+    tls: Arc<rustls::ClientConfig>,
+    server_name: String,
     authority: &str,
     timeout: Duration,
 ) -> Result<Option<u32>, Failed> {
@@ -52,8 +96,8 @@ pub(super) fn handshake(
         Err(e) => return Err(Failed::Socket(e)),
     };
     let opts = QuicOptions {
-        tls: super::transport::offering_only(&tls.config, Protocol::Http3),
-        server_name: tls.name.to_str().into_owned(),
+        tls,
+        server_name,
         authority: authority.to_string(),
         max_streams: 1,
         max_field_section: 64 * 1024,
@@ -130,48 +174,5 @@ fn sent_error(e: io::Error) -> Failed {
     match e.kind() {
         io::ErrorKind::ConnectionRefused => Failed::PortClosed,
         _ => Failed::Socket(e),
-    }
-}
-
-/// What a failed handshake with `addr` tells the user, with the fix. A
-/// certificate refused is named in QUIC's words here; the caller explains
-/// it better where the host also answers TLS over TCP.
-pub(super) fn error(
-    addr: SocketAddr,
-    host: &str,
-    cert: Option<&str>,
-    failed: Failed,
-    timeout: Duration,
-) -> EngineError {
-    let after = timeout;
-    match failed {
-        Failed::PortClosed => EngineError::QuicPortClosed { addr },
-        Failed::Silent { heard: false } | Failed::Refused(Refusal::Silent) => {
-            EngineError::QuicSilent { addr, after }
-        }
-        Failed::Silent { heard: true } => EngineError::QuicHandshakeTimeout { addr, after },
-        Failed::Socket(why) => EngineError::Connect { addr, why },
-        Failed::Refused(Refusal::Version) => EngineError::QuicVersion { addr },
-        Failed::Refused(Refusal::NoH3) => EngineError::NoH3 { addr },
-        Failed::Refused(Refusal::Certificate(why)) => EngineError::Certificate {
-            host: host.to_string(),
-            why,
-            hint: "pass its authority with --cacert FILE, or -k to skip verification".to_string(),
-        },
-        Failed::Refused(Refusal::ClientCertificate { alert }) => {
-            let why = format!(
-                "the server ended the handshake with the alert {}",
-                super::tls_words::alert(rustls::AlertDescription::from(alert))
-            );
-            match cert {
-                None => EngineError::ClientCertRequired { addr, why },
-                Some(cert) => EngineError::ClientCertRefused {
-                    addr,
-                    cert: cert.to_string(),
-                    why,
-                },
-            }
-        }
-        Failed::Refused(Refusal::Other(why)) => EngineError::QuicRefused { addr, why },
     }
 }
