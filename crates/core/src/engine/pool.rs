@@ -221,22 +221,30 @@ impl Pool {
         open > initial && !self.capacity[peer].allows(open)
     }
 
-    /// Whether place `i`, which has answered nothing while others answer
-    /// requests sent after it began `waiting` (its oldest request, or its
-    /// opening), is passed over: the server has not taken it. Noted once;
-    /// it counts as turned away.
-    pub fn passed_over(&mut self, i: usize, waiting: Option<Nanos>, now: Nanos) -> bool {
+    /// Notes place `i` as passed over when its connection has answered
+    /// nothing while others answer requests sent after it began waiting:
+    /// the server has not taken it (its listen backlog, past its
+    /// connection limit). Noted once; it counts as turned away, and the
+    /// server's limit may be found.
+    pub fn watch_unanswered(&mut self, i: usize, now: Nanos) {
         let place = &self.places[i];
         if place.passed_over || place.role != Role::Active {
-            return false;
+            return;
         }
-        let peer = place.conn.peer();
-        if !waiting.is_some_and(|since| self.capacity[peer].passed_over(since, now)) {
-            return false;
+        // Waiting since its oldest request went out, or, still opening
+        // (a handshake the server never answers, its listen backlog full),
+        // since the attempt began.
+        let conn = &place.conn;
+        let waiting = match conn.opening_since() {
+            Some(since) => Some(since),
+            None if conn.answered_nothing() => conn.oldest_sent(),
+            None => None,
+        };
+        let peer = conn.peer();
+        if waiting.is_some_and(|since| self.capacity[peer].passed_over(since, now)) {
+            self.places[i].passed_over = true;
+            self.capacity[peer].turned_away();
         }
-        self.places[i].passed_over = true;
-        self.capacity[peer].turned_away();
-        true
     }
 
     /// Some active connection is still opening (its connect, handshake or

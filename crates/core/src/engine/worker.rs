@@ -1053,30 +1053,13 @@ impl Worker {
                 continue;
             }
             match self.pool[i].conn.on_timer(now, self.timeout) {
-                Check::Nothing => self.watch_unanswered(i, now),
+                Check::Nothing => self.pool.watch_unanswered(i, now),
                 Check::Expired => self.expire(i, now),
                 Check::ConnectTimedOut => self.connect_failed(i, ConnectCause::Timeout),
                 Check::Reopen => self.open(i),
                 Check::ReopenAt(at) => self.next_sweep = self.next_sweep.min(at),
             }
         }
-    }
-
-    /// A connection that has answered nothing while others answer requests
-    /// sent after its own has not been taken by the server: the server's
-    /// limit is found, and its requests, when they time out, are counted
-    /// as timed out on a connection the server never answered.
-    fn watch_unanswered(&mut self, i: usize, now: Nanos) {
-        // Waiting since its oldest request went out, or, still opening
-        // (a handshake the server never answers, its listen backlog full),
-        // since the attempt began.
-        let conn = &self.pool[i].conn;
-        let waiting = match conn.opening_since() {
-            Some(since) => Some(since),
-            None if conn.answered_nothing() => conn.oldest_sent(),
-            None => None,
-        };
-        self.pool.passed_over(i, waiting, now);
     }
 
     /// Gives up the requests of connection `i` older than the timeout.
