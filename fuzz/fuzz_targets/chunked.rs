@@ -18,7 +18,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use metron::http::chunked::{BadChunk, MAX_EXTENSION_BYTES, MAX_SIZE_DIGITS, MAX_TRAILER_BYTES};
+use metron::http::h1::chunked::{BadChunk, MAX_EXTENSION_BYTES, MAX_SIZE_DIGITS, MAX_TRAILER_BYTES};
 use metron::http::ChunkedDecoder;
 use metron_fuzz::{pieces, take_splits};
 

@@ -7,7 +7,7 @@
 //! more bytes arrive. Bytes are copied out only when a request is recorded.
 //!
 //! This decoder is kept apart from the load generator's
-//! (`metron-core`'s `http::chunked`) on purpose. The two sides want opposite
+//! (`metron-core`'s `http::h1::chunked`) on purpose. The two sides want opposite
 //! things: the load generator is strict (a bare LF ends no line there) so a
 //! broken server is reported, not hidden, while this target accepts a bare
 //! LF and lets whatever a client sends reach its counters, so the tests and

@@ -18,7 +18,7 @@ use crate::engine::setup::{
 };
 use crate::engine::{Replay, Setup};
 use crate::http::h2::DEFAULT_MAX_STREAMS;
-use crate::http::request::{check_header_value, check_token};
+use crate::http::h1::request::{check_header_value, check_token};
 use crate::replay::{Order, ReplayError, RequestSet, MAX_ENDPOINTS};
 use crate::schedule::{Load, Process, Profile, Spacing, MAX_RATE};
 use crate::target::{parse_target_pinned, Pin, Scheme, Target, TargetError};

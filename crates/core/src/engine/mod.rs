@@ -47,7 +47,7 @@ use std::time::{Duration, SystemTime};
 use mio::Waker;
 
 use crate::clock::{self, nanos, Nanos};
-use crate::http::request::RequestError;
+use crate::http::h1::request::RequestError;
 use crate::http::Spoken;
 use crate::replay::RequestSet;
 use crate::schedule::{Load, Plan};

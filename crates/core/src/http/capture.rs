@@ -14,6 +14,10 @@ pub struct Captured {
     body: Vec<u8>,
 }
 
+/// Default cap on a captured body, so that capture cannot be used by a peer
+/// to grow memory without bound.
+pub const DEFAULT_MAX_CAPTURE: usize = 16 * 1024 * 1024;
+
 /// A captured body buffer larger than this is released when the next
 /// response starts, so one huge response does not pin its memory.
 const RETAINED_BODY: usize = 64 * 1024;

@@ -17,9 +17,9 @@ use http::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_LENGTH};
 use http::uri::{Authority, PathAndQuery, Scheme, Uri};
 use http::Method;
 
-use super::chunked::ChunkedDecoder;
-use super::request::{split_requests, RequestError, MAX_REQUEST_HEADERS};
-use super::response::FieldSummary;
+use super::h1::chunked::ChunkedDecoder;
+use super::h1::request::{split_requests, RequestError, MAX_REQUEST_HEADERS};
+use super::h1::response::FieldSummary;
 use super::version::Protocol;
 
 /// Fields that describe one HTTP/1.1 connection, which a request sent as
@@ -316,7 +316,7 @@ fn lossy(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::request::format;
+    use crate::http::h1::request::format;
 
     fn names(request: &FieldRequest) -> Vec<(&str, &[u8])> {
         request

@@ -7,9 +7,11 @@
 //!   fields and body a script reads.
 //! - `version`: the versions by name, and what a run's hosts spoke;
 //!   `protocol`: the one place that makes a session for each.
-//! - `h1`: HTTP/1.1 as a session, over `response` (the incremental
-//!   response parser) and `chunked` (chunked bodies, also used when
-//!   splitting requests).
+//! - `h1`: HTTP/1.1 as a session, over `h1::response` (the incremental
+//!   response parser) and `h1::chunked` (chunked bodies, also used when
+//!   splitting requests), and `h1::request`: a request as HTTP/1.1 bytes,
+//!   which is the form every request takes first (wrk's scripts write it),
+//!   built from its parts, checked, and split when pipelined.
 //! - `fields`: a request as header fields, converted once from HTTP/1.1
 //!   bytes, for the protocols that send fields (HTTP/2, HTTP/3).
 //! - `h2`: HTTP/2 as a session of its own (frames, HPACK through
@@ -17,29 +19,24 @@
 //! - `h3`: HTTP/3 as a session over QUIC (quinn-proto's connection,
 //!   driven by the engine's datagrams and deadlines), with its own framing
 //!   and static-table QPACK.
-//! - `request`: building a request from its parts and splitting a buffer
-//!   of pipelined requests into whole requests.
 //! - `sse`: a response body read as server-sent events (`--sse`), shared
 //!   by every session.
 
 pub mod capture;
-pub mod chunked;
 pub mod fields;
 pub mod h1;
 pub mod h2;
 pub mod h3;
 pub mod outbox;
 pub mod protocol;
-pub mod request;
-pub mod response;
 pub mod session;
 pub mod sse;
 pub mod version;
 
-pub use chunked::ChunkedDecoder;
+pub use h1::chunked::ChunkedDecoder;
 pub use protocol::SessionOptions;
-pub use request::{RequestError, RequestMeta};
-pub use response::{Done, Feed, ParseError, ResponseParser};
+pub use h1::request::{RequestError, RequestMeta};
+pub use h1::response::{Done, Feed, ParseError, ResponseParser};
 pub use session::{Captured, Event, Failure, OpenError, Packets, Request, Retirement, Session};
 pub use sse::EventReading;
 pub use version::{Carrier, Protocol, Spoken};

@@ -24,7 +24,7 @@ use bytes::Bytes;
 use crate::clock::Nanos;
 
 pub use super::capture::Captured;
-use super::request::RequestMeta;
+use super::h1::request::RequestMeta;
 use super::version::Protocol;
 
 /// One connection's protocol session; `T` is what the engine tags each
@@ -269,7 +269,7 @@ impl Request {
         }
     }
 
-    /// The requests of `bytes`, as [`super::request::metas_into`] split
+    /// The requests of `bytes`, as [`super::h1::request::metas_into`] split
     /// them, each a slice of the same buffer.
     pub fn split(bytes: &Bytes, metas: &[RequestMeta]) -> Vec<Request> {
         let mut at = 0;

@@ -15,7 +15,7 @@ use mlua::{Function, Lua, Table, Value};
 use super::error::{ScriptError, Stage};
 use super::thread::{lock, ThreadHandle};
 use super::{hook, wrk};
-use crate::http::request;
+use crate::http::h1::request;
 
 /// The hooks a state defines, found once.
 #[derive(Debug)]
@@ -325,7 +325,7 @@ mod tests {
     use super::super::test_support::{script_file, target};
     use super::super::{MainScript, ScriptTarget};
     use super::*;
-    use crate::http::request::split_requests;
+    use crate::http::h1::request::split_requests;
 
     fn thread_with(name: &str, code: &str, target: ScriptTarget) -> ThreadScript {
         let mut main = MainScript::load(&script_file(name, code), target).unwrap();

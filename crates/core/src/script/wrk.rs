@@ -6,7 +6,7 @@
 //! Scripts change the default request by assigning to the table, so
 //! `wrk.format` reads `method`, `path`, `headers` and `body` from it when it
 //! is called, not when the state was made. The bytes themselves come from
-//! [`crate::http::request::format`], which adds `Host` (the target's
+//! [`crate::http::h1::request::format`], which adds `Host` (the target's
 //! authority) and `Content-Length` unless the headers carry them; unlike
 //! wrk, the caller's headers table is left as it was.
 //!
@@ -21,7 +21,7 @@ use mlua::{Lua, Table, Value};
 use super::net;
 use super::thread::ThreadRef;
 use super::ScriptTarget;
-use crate::http::request;
+use crate::http::h1::request;
 
 /// Registry key of the `wrk` table, so that our functions find it even if
 /// the script rebinds the global name.

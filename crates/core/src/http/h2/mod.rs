@@ -56,7 +56,7 @@ pub const DEFAULT_MAX_HEADER_LIST: u32 = 64 * 1024;
 const MAX_STREAM_ID: u32 = (1 << 31) - 1;
 /// The most a captured body may hold; beyond it the response is lost, as
 /// for HTTP/1.1.
-const MAX_CAPTURE: usize = super::response::DEFAULT_MAX_CAPTURE;
+const MAX_CAPTURE: usize = crate::http::capture::DEFAULT_MAX_CAPTURE;
 
 /// How the session talks to the server.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -52,7 +52,7 @@ pub use quic::{QuicFacts, QuicOptions, Refusal};
 
 /// The most a captured body may hold; beyond it the response is lost, as
 /// for HTTP/1.1.
-const MAX_CAPTURE: usize = super::response::DEFAULT_MAX_CAPTURE;
+const MAX_CAPTURE: usize = crate::http::capture::DEFAULT_MAX_CAPTURE;
 
 /// One request as the session writes it, built once: its HEADERS frame
 /// (QPACK, static table only, so the same bytes serve every connection)

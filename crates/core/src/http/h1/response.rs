@@ -14,14 +14,11 @@
 //! The field helpers at the end are shared with request splitting, so that
 //! both directions frame bodies by the same rules.
 
-use super::capture::Captured;
+use crate::http::capture::{Captured, DEFAULT_MAX_CAPTURE};
 use super::chunked::{BadChunk, ChunkedDecoder};
 
 /// Fields per head; a fixed stack array keeps head parsing allocation-free.
 pub const MAX_HEADERS: usize = 64;
-/// Default cap on a captured body, so that capture cannot be used by a peer
-/// to grow memory without bound.
-pub const DEFAULT_MAX_CAPTURE: usize = 16 * 1024 * 1024;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ParseError {
@@ -454,10 +451,10 @@ fn has_head_end(buffer: &[u8], from: usize) -> bool {
 
 /// What the framing and connection fields of one head say.
 #[derive(Debug, Default)]
-pub(super) struct FieldSummary {
-    pub(super) transfer_encoding: bool,
+pub(crate) struct FieldSummary {
+    pub(crate) transfer_encoding: bool,
     /// The last transfer coding is chunked.
-    pub(super) chunked: bool,
+    pub(crate) chunked: bool,
     length: Option<u64>,
     bad_length: bool,
     close: bool,
@@ -465,7 +462,7 @@ pub(super) struct FieldSummary {
 }
 
 impl FieldSummary {
-    pub(super) fn scan(headers: &[httparse::Header<'_>]) -> Self {
+    pub(crate) fn scan(headers: &[httparse::Header<'_>]) -> Self {
         let mut summary = Self::default();
         for header in headers {
             summary.add(header.name.as_bytes(), header.value);
@@ -498,7 +495,7 @@ impl FieldSummary {
     }
 
     /// The agreed Content-Length, if any field gave one.
-    pub(super) fn content_length(&self) -> Result<Option<u64>, ParseError> {
+    pub(crate) fn content_length(&self) -> Result<Option<u64>, ParseError> {
         if self.bad_length {
             Err(ParseError::BadContentLength)
         } else {

@@ -13,14 +13,18 @@
 //! response and resumes, from a copy of the rest of the read, at the next
 //! [`Session::poll_event`]. Without a script nothing is copied.
 
+pub mod chunked;
+pub mod request;
+pub mod response;
+
 use std::collections::VecDeque;
 
 use crate::clock::Nanos;
 
-use super::outbox::Outbox;
-use super::response::{Done, Feed, ParseError, ResponseParser};
-use super::session::{Captured, Event, Failure, OpenError, Request, Retirement, Session};
-use super::sse::{EventReading, EventStream};
+use crate::http::outbox::Outbox;
+use response::{Done, Feed, ParseError, ResponseParser};
+use crate::http::session::{Captured, Event, Failure, OpenError, Request, Retirement, Session};
+use crate::http::sse::{EventReading, EventStream};
 
 pub struct Http1<T> {
     /// Requests written (or queued to be) and not yet answered, oldest
