@@ -101,6 +101,59 @@ fn the_target_server_stands_alone() {
     }
 }
 
+/// The engine drives sessions and reaches hosts; what a protocol is and
+/// says lives in `http/<protocol>/`. So no code of the engine (its unit
+/// tests apart, which build sessions to drive) names a protocol: adding
+/// one touches `http/` and not the engine (docs/ARCHITECTURE.md).
+#[test]
+fn the_engine_names_no_protocol() {
+    let engine = src("crates/core").join("engine");
+    let files = rust_files(&engine);
+    assert!(files.len() > 10, "the engine's files are found");
+    for file in files {
+        let code = without_tests(&std::fs::read_to_string(&file).expect("a source file reads"));
+        let named = protocol_names(&code);
+        assert!(
+            named.is_empty(),
+            "{} names a protocol ({}): ask the session, or put it in http/ (docs/ARCHITECTURE.md)",
+            file.display(),
+            named.join(", ")
+        );
+    }
+}
+
+/// The names of protocols in `code`: their types and variants
+/// (`Http2`, `QuicOptions`), their modules (`h3::`) and their names in
+/// words (`HTTP/2`, `h2c`).
+fn protocol_names(code: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for word in code.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+        let named = ["Http1", "Http2", "Http3", "Quic", "QUIC"]
+            .iter()
+            .any(|p| word.starts_with(p))
+            || word == "h2c";
+        if named {
+            found.push(word.to_string());
+        }
+    }
+    for text in ["h1::", "h2::", "h3::", "HTTP/1", "HTTP/2", "HTTP/3"] {
+        if code.contains(text) {
+            found.push(text.to_string());
+        }
+    }
+    found
+}
+
+#[test]
+fn protocol_names_are_found_in_code_and_words() {
+    let code = "use crate::http::h2::Settings;\nlet q = QuicOptions::new();\nif p == Protocol::Http3 {}\nlet s = \"drop --http2 for HTTP/1.1\";";
+    assert_eq!(
+        protocol_names(code),
+        ["QuicOptions", "Http3", "h2::", "HTTP/1"]
+    );
+    assert!(protocol_names("let session = peer.protocol.session(&opts)?;").is_empty());
+}
+
 /// The check itself, on small crates: it finds what it must.
 #[test]
 fn a_cycle_is_found_at_full_depth_and_through_the_root() {

@@ -270,7 +270,7 @@ pub fn loss(why: Failure) -> Loss {
         Failure::Closed => Loss::Read(ReadCause::Closed),
         Failure::HeadTooLarge => Loss::Read(ReadCause::HeadTooLarge),
         Failure::Malformed | Failure::Protocol => Loss::Read(ReadCause::Malformed),
-        Failure::Http2Only => Loss::Read(ReadCause::Http2Only),
+        Failure::OtherProtocol => Loss::Read(ReadCause::OtherProtocol),
         Failure::Tls => Loss::Read(ReadCause::Tls),
         Failure::Write => Loss::Write,
         Failure::Timeout => Loss::Timeout,
@@ -800,7 +800,7 @@ mod tests {
     fn every_failure_is_counted_where_wrk_counts_it() {
         assert_eq!(loss(Failure::Reset(Some(8))), Loss::Read(ReadCause::Reset));
         assert_eq!(loss(Failure::Protocol), Loss::Read(ReadCause::Malformed));
-        assert_eq!(loss(Failure::Http2Only), Loss::Read(ReadCause::Http2Only));
+        assert_eq!(loss(Failure::OtherProtocol), Loss::Read(ReadCause::OtherProtocol));
         assert_eq!(loss(Failure::Write), Loss::Write);
         assert_eq!(loss(Failure::Timeout), Loss::Timeout);
     }

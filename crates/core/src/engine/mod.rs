@@ -10,16 +10,19 @@
 //! the report.
 //!
 //! Layout: [`setup`] is what the engine is asked to run; [`prepare`] is the
-//! first stage, and `preflight` its check of each server (with `greeting`
-//! reading what a server says first, `trust` deciding which certificates
-//! pass and `tls_words` saying why one did not); [`worker`] runs one thread's loop and handlers; [`slots`] is what a due
-//! request waits for; [`conn`] is a connection's life and its protocol
-//! session; [`transport`] hides plain TCP vs TLS;
-//! [`timer`] gives the loop microsecond wake-ups.
+//! first stage, and `preflight` its check of each server (reaching it and
+//! explaining what the transport saw, with `trust` deciding which
+//! certificates pass and `tls_words` saying why one did not; what the
+//! server must say is its protocol's, in `http::preflight`); [`worker`]
+//! runs one thread's loop, driving `pool` (the connections), `source`
+//! (when and which requests go) and `hooks` (the script's); [`slots`] is
+//! what a due request waits for; [`conn`] is a connection's life and its
+//! protocol session; [`transport`] hides plain TCP vs TLS; [`timer`]
+//! gives the loop microsecond wake-ups. The engine names no protocol: it
+//! asks a session, or `http`, what it needs to know of one.
 
 mod capacity;
 pub mod conn;
-mod greeting;
 mod hooks;
 pub mod limits;
 mod poller;
@@ -47,7 +50,7 @@ use std::time::{Duration, SystemTime};
 use mio::Waker;
 
 use crate::clock::{self, nanos, Nanos};
-use crate::http::h1::request::RequestError;
+use crate::http::RequestError;
 use crate::http::Spoken;
 use crate::replay::RequestSet;
 use crate::schedule::{Load, Plan};

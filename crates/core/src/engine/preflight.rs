@@ -4,12 +4,12 @@
 //! does not speak is one clear error naming the fix, instead of a screen
 //! of counted failures.
 //!
-//! An HTTP/2 host is sent the client preface and read for its SETTINGS
-//! (over TLS too, once ALPN chose h2): they prove it speaks HTTP/2, and
-//! say how many streams it allows. An HTTP/1.1 host is listened to briefly
-//! for an HTTP/2-only server that speaks first (see `greeting`); over TLS
-//! one that closes at once, or refuses every protocol offered, is asked
-//! once more offering h2 alone.
+//! This file reaches the host and explains what its transport saw (the
+//! connection, the TLS handshake, the certificates); what the server must
+//! say in the protocol, and the words when it does not, are the
+//! protocol's (`http::preflight`). A protocol that brings its own
+//! transport (QUIC) does its own handshake there too; a certificate it
+//! refuses is explained here, over TCP, when the host answers TLS there.
 
 use std::io;
 use std::net::{SocketAddr, TcpStream};
@@ -20,7 +20,6 @@ use std::time::{Duration, Instant};
 use rustls::pki_types::ServerName;
 use rustls::{AlertDescription, CertificateError, ClientConnection, StreamOwned};
 
-use super::greeting::{self, first_words_wait, Heard};
 use super::setup::{Protocol, Protocols, Setup, TlsOptions, Trust};
 use super::share::Peer;
 use super::transport::{
@@ -29,14 +28,9 @@ use super::transport::{
 };
 use super::trust::webpki_fault;
 use super::{tls_words, EngineError};
-use crate::http::h2::preflight::{Answer, Unfit};
-use crate::http::h3::{self, preflight::Named};
+use crate::http::preflight::{self as protocol, Ask, Found, Named, Stop};
+use crate::http::Carrier;
 use crate::target::{Scheme, Target};
-
-/// What a server that cannot speak HTTP/2 is told of `--grpc`'s calls,
-/// which have no other protocol to go over.
-const GRPC_NEEDS_H2: &str =
-    "gRPC runs over HTTP/2 only: check that the URL names a gRPC server's host and port";
 
 /// Where the connections go: the URL's host, or every host of the
 /// requests file, each checked by a pre-flight connection.
@@ -62,26 +56,26 @@ pub(super) fn peers(run: &Setup) -> Result<Vec<Peer>, EngineError> {
                     opts: &run.tls,
                     store_trouble: client.store_trouble.as_deref(),
                 });
-            let reached = preflight(target, check, &run.protocols, run.timeout)?;
+            let (addr, found) = preflight(target, check, &run.protocols, run.timeout)?;
             // Every connection to the host speaks what it chose.
             let tls = tls.map(|t| TlsSetup {
-                config: for_connections(&t.config, reached.protocol, run.protocols.zero_rtt),
+                config: for_connections(&t.config, found.protocol, run.protocols.zero_rtt),
                 ..t
             });
             Ok(Peer {
-                addr: reached.addr,
+                addr,
                 tls,
-                protocol: reached.protocol,
+                protocol: found.protocol,
                 authority: target.authority.clone(),
-                server_limit: reached.server_limit,
+                server_limit: found.server_limit,
             })
         })
         .collect()
 }
 
 /// The TLS configuration of every connection to a host that chose
-/// `protocol`: offering it alone, and with `--0rtt` over HTTP/3 sending
-/// early data whenever a ticket allows it. The tickets come from earlier
+/// `protocol`: offering it alone, and with `--0rtt` (where the protocol
+/// has early data) sending early data whenever a ticket allows it. The tickets come from earlier
 /// connections to the host (the pre-flight's too, when one reached it
 /// before it closed) through rustls's session store, which every copy of
 /// the run's configuration shares. The pre-flight itself never sends
@@ -92,7 +86,7 @@ fn for_connections(
     zero_rtt: bool,
 ) -> Arc<rustls::ClientConfig> {
     let mut only = offering_only(config, protocol);
-    if zero_rtt && protocol == Protocol::Http3 {
+    if zero_rtt && protocol.early_data() {
         Arc::make_mut(&mut only).enable_early_data = true;
     }
     only
@@ -112,14 +106,6 @@ fn tls_setup(target: &Target, client: Option<&ClientTls>) -> Result<Option<TlsSe
     }))
 }
 
-/// What the pre-flight found of a host.
-struct Reached {
-    addr: SocketAddr,
-    protocol: Protocol,
-    /// HTTP/2: the server's SETTINGS_MAX_CONCURRENT_STREAMS, if it set one.
-    server_limit: Option<u32>,
-}
-
 /// Finds the first address that accepts a connection (and a TLS handshake),
 /// and checks there that the server speaks what the run will send.
 fn preflight(
@@ -127,9 +113,9 @@ fn preflight(
     tls: Option<TlsCheck>,
     protocols: &Protocols,
     timeout: Duration,
-) -> Result<Reached, EngineError> {
-    if protocols.offer.first() == Some(&Protocol::Http3) {
-        return quic_preflight(target, tls, timeout);
+) -> Result<(SocketAddr, Found), EngineError> {
+    if protocols.offer.first().map(|p| p.carrier()) == Some(Carrier::Datagrams) {
+        return datagram_preflight(target, tls, protocols, timeout);
     }
     let mut last = None;
     for &addr in &target.addrs {
@@ -142,10 +128,11 @@ fn preflight(
                     timeout,
                     rtt: began.elapsed(),
                 };
-                return match &tls {
+                let found = match &tls {
                     Some(check) => probe.secure(sock, target, check),
                     None => probe.plain(sock),
                 };
+                return found.map(|found| (addr, found));
             }
             Err(why) => last = Some(EngineError::Connect { addr, why }),
         }
@@ -153,43 +140,34 @@ fn preflight(
     Err(last.expect("a target always has at least one address"))
 }
 
-/// An HTTP/3 host: the first address whose QUIC handshake offering h3
-/// completes. A certificate refused over QUIC is explained as over TCP
-/// when the host also answers TLS there (its words name the fix).
-fn quic_preflight(
+/// A host whose protocol brings its own transport over datagrams (QUIC):
+/// the first address whose handshake offering it completes. A
+/// certificate refused there is explained as over TCP when the host also
+/// answers TLS there (its words name the fix).
+fn datagram_preflight(
     target: &Target,
     tls: Option<TlsCheck>,
+    protocols: &Protocols,
     timeout: Duration,
-) -> Result<Reached, EngineError> {
+) -> Result<(SocketAddr, Found), EngineError> {
     let Some(check) = tls else {
         return Err(EngineError::Tls {
             addr: target.addrs[0],
-            why: "HTTP/3 needs TLS".to_string(),
+            why: protocols.needs_tls(),
         });
     };
     let identity = check.opts.identity.as_ref();
     let cert_path = identity.map(|id| id.cert.display().to_string());
     let cert = cert_path.as_deref();
     let mut last = None;
-    let config = offering_only(&check.setup.config, Protocol::Http3);
+    let config = offering_only(&check.setup.config, protocols.offer[0]);
     let name = check.setup.name.to_str().into_owned();
     for &addr in &target.addrs {
-        let shook = h3::preflight::handshake(
-            addr,
-            config.clone(),
-            name.clone(),
-            &target.authority,
-            timeout,
-        );
+        let shook =
+            protocol::datagrams(addr, config.clone(), name.clone(), &target.authority, timeout);
         let failed = match shook {
-            Ok(server_limit) => {
-                return Ok(Reached {
-                    addr,
-                    protocol: Protocol::Http3,
-                    server_limit,
-                })
-            }
-            Err(failed) => failed.named(addr, timeout),
+            Ok(found) => return Ok((addr, found)),
+            Err(failed) => failed,
         };
         let error = match failed {
             Named::Said(why) => EngineError::Unserved { addr, why },
@@ -226,8 +204,8 @@ fn quic_preflight(
 }
 
 /// The certificate error a TLS handshake over TCP with `addr` gives,
-/// offering HTTP/2 and HTTP/1.1 so that the server gets as far as its
-/// certificate; `None` when the host does not answer TLS over TCP.
+/// offering every protocol TCP carries so that the server gets as far as
+/// its certificate; `None` when the host does not answer TLS over TCP.
 fn certificate_over_tcp(
     addr: SocketAddr,
     target: &Target,
@@ -235,8 +213,13 @@ fn certificate_over_tcp(
     timeout: Duration,
 ) -> Option<EngineError> {
     let sock = TcpStream::connect_timeout(&addr, timeout).ok()?;
+    let protocols = Protocols::over_tcp();
     let mut config = (*check.setup.config).clone();
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    config.alpn_protocols = protocols
+        .offer
+        .iter()
+        .map(|p| p.alpn().as_bytes().to_vec())
+        .collect();
     let setup = TlsSetup {
         config: Arc::new(config),
         name: check.setup.name.clone(),
@@ -244,10 +227,6 @@ fn certificate_over_tcp(
     let tcp_check = TlsCheck {
         setup: &setup,
         ..*check
-    };
-    let protocols = Protocols {
-        offer: vec![Protocol::Http2, Protocol::Http1],
-        ..Protocols::default()
     };
     let probe = Probe {
         addr,
@@ -261,7 +240,7 @@ fn certificate_over_tcp(
     }
 }
 
-/// One host's pre-flight, over the connection it opened.
+/// One host's pre-flight over TCP, over the connection it opened.
 struct Probe<'a> {
     addr: SocketAddr,
     protocols: &'a Protocols,
@@ -271,69 +250,62 @@ struct Probe<'a> {
 }
 
 impl Probe<'_> {
-    /// A plain-text host: h2c with prior knowledge must answer the
-    /// preface with SETTINGS; an HTTP/1.1 one must not speak HTTP/2 first.
-    fn plain(&self, mut sock: TcpStream) -> Result<Reached, EngineError> {
-        let addr = self.addr;
-        let fix = match self.protocols.calls {
-            true => format!("{GRPC_NEEDS_H2} (an https:// URL for one that takes TLS)"),
-            false => {
-                "drop --http2 for HTTP/1.1, or use an https:// URL to negotiate HTTP/2 by ALPN"
-                    .to_string()
-            }
-        };
-        let not_h2c = |why: String| EngineError::Unserved {
-            addr,
-            why: Unfit::PriorKnowledge(&why).words(addr, &fix),
-        };
-        sock.set_write_timeout(Some(self.timeout))
-            .map_err(|why| EngineError::Connect { addr, why })?;
-        match self.protocols.offer.first().copied() {
-            Some(Protocol::Http2) => {
-                let heard = greeting::hello(&mut sock, self.timeout).map_err(|e| {
-                    not_h2c(match e.kind() {
-                        io::ErrorKind::ConnectionReset => "it reset the connection".to_string(),
-                        _ => e.to_string(),
-                    })
-                })?;
-                let limit = self.settings(heard).map_err(not_h2c)?;
-                self.reached(Protocol::Http2, limit)
-            }
-            _ => {
-                let wait = first_words_wait(self.rtt, self.timeout);
-                if self.speaks_http2_first(&mut sock, wait) {
-                    return Err(self.http2_only());
-                }
-                self.reached(Protocol::Http1, None)
-            }
+    /// What the protocol is asked, given a round trip of `rtt`.
+    fn ask(&self, rtt: Duration) -> Ask<'_> {
+        Ask {
+            addr: self.addr,
+            protocols: self.protocols,
+            timeout: self.timeout,
+            rtt,
         }
     }
 
-    /// An https host: the handshake, then, by the protocol ALPN chose, its
-    /// SETTINGS or a moment's listening, then close_notify (and, if it
-    /// asked for a client certificate, its verdict on the one given).
+    /// A plain-text host: the protocol's own check, over TCP.
+    fn plain(&self, mut sock: TcpStream) -> Result<Found, EngineError> {
+        let addr = self.addr;
+        sock.set_write_timeout(Some(self.timeout))
+            .map_err(|why| EngineError::Connect { addr, why })?;
+        self.ask(self.rtt)
+            .plain(&mut sock)
+            .map_err(|why| EngineError::Unserved { addr, why })
+    }
+
+    /// An https host: the handshake, then the protocol ALPN chose checks
+    /// the server, then close_notify (and, if it asked for a client
+    /// certificate, its verdict on the one given).
     fn secure(
         &self,
         sock: TcpStream,
         target: &Target,
         check: &TlsCheck,
-    ) -> Result<Reached, EngineError> {
+    ) -> Result<Found, EngineError> {
         let began = Instant::now();
         let mut tls = match handshake(sock, check.setup, self.timeout) {
             Ok(tls) => tls,
             Err(refused) => return Err(self.refused(target, check, refused)),
         };
         let rtt = self.rtt.max(began.elapsed() / 2);
-        let reached = match self.negotiated(tls.chosen)? {
-            Protocol::Http2 => self.h2_over_tls(&mut tls, target, check)?,
-            Protocol::Http1 => self.h1_over_tls(&mut tls, target, check, rtt)?,
-            // Never offered over TCP: HTTP/3 runs over QUIC (`quic_probe`).
-            Protocol::Http3 => {
-                let why = "it chose h3 by ALPN over TCP, which carries no HTTP/3".to_string();
+        let chosen = match tls.chosen.or_else(|| self.protocols.without_alpn()) {
+            Some(chosen) => chosen,
+            None => return Err(self.not_chosen(" (it chose none)")),
+        };
+        let checked =
+            self.ask(rtt)
+                .secure(chosen, &mut tls.stream, |p| self.chooses(check.setup, p));
+        let found = match checked {
+            Ok(found) => found,
+            Err(Stop::Tls(why)) => return Err(self.after_handshake(target, check, &tls, why)),
+            Err(Stop::Unserved(why)) => {
+                return Err(EngineError::Unserved {
+                    addr: self.addr,
+                    why,
+                })
+            }
+            Err(Stop::Handshake(why)) => {
                 return Err(EngineError::Tls {
                     addr: self.addr,
                     why,
-                });
+                })
             }
         };
         let asked = tls.asked();
@@ -341,114 +313,16 @@ impl Probe<'_> {
             let refused = Refused { why, asked };
             self.explain(target, check, refused)
         })?;
-        Ok(reached)
+        Ok(found)
     }
 
-    /// h2 chosen by ALPN: the server must answer the preface with SETTINGS.
-    fn h2_over_tls(
-        &self,
-        tls: &mut Handshaken,
-        target: &Target,
-        check: &TlsCheck,
-    ) -> Result<Reached, EngineError> {
-        let not_h2 = |why: String| EngineError::Unserved {
-            addr: self.addr,
-            why: Unfit::AfterAlpn(&why).words(self.addr, &self.http1_instead("")),
-        };
-        let heard = match greeting::hello(&mut tls.stream, self.timeout) {
-            Ok(heard) => heard,
-            Err(why) if rustls_error(&why).is_some() => {
-                return Err(self.after_handshake(target, check, tls, why))
-            }
-            Err(why) => return Err(not_h2(tls_words::handshake(&why))),
-        };
-        let limit = self.settings(heard).map_err(not_h2)?;
-        self.reached(Protocol::Http2, limit)
-    }
-
-    /// HTTP/1.1 over TLS: a server that sends HTTP/2 SETTINGS unasked, or
-    /// closes at once and chooses h2 when offered it alone, speaks HTTP/2
-    /// only.
-    fn h1_over_tls(
-        &self,
-        tls: &mut Handshaken,
-        target: &Target,
-        check: &TlsCheck,
-        rtt: Duration,
-    ) -> Result<Reached, EngineError> {
-        let wait = first_words_wait(rtt, self.timeout);
-        let heard = match greeting::listen(&mut tls.stream, wait) {
-            Ok(heard) => heard,
-            Err(why) if rustls_error(&why).is_some() => {
-                return Err(self.after_handshake(target, check, tls, why))
-            }
-            // Reset or gone: as good as closed.
-            Err(_) => Heard::Closed,
-        };
-        let h2_only = match heard {
-            Heard::Said(Answer::Settings { .. }) => true,
-            // Some servers close at once when ALPN chose nothing they
-            // speak: ask again, offering h2 alone.
-            Heard::Closed => self.chooses_h2(check.setup),
-            _ => false,
-        };
-        if h2_only {
-            return Err(self.http2_only());
-        }
-        self.reached(Protocol::Http1, None)
-    }
-
-    /// The server's SETTINGS in answer to the preface, or what came
-    /// instead, in words.
-    fn settings(&self, heard: Heard) -> Result<Option<u32>, String> {
-        match heard {
-            Heard::Said(Answer::Settings { max_streams }) => Ok(max_streams),
-            Heard::Said(Answer::Http1) => Err("it answered in HTTP/1".to_string()),
-            Heard::Said(_) => Err("its first bytes are not an HTTP/2 SETTINGS frame".to_string()),
-            Heard::Closed => Err("it closed the connection at the HTTP/2 preface".to_string()),
-            Heard::Silent => Err(format!(
-                "it sent no answer to the HTTP/2 preface within {:?}",
-                self.timeout
-            )),
-        }
-    }
-
-    /// A host found fit, unless it allows no stream at all: then no
-    /// request could ever be sent to it.
-    fn reached(
-        &self,
-        protocol: Protocol,
-        server_limit: Option<u32>,
-    ) -> Result<Reached, EngineError> {
-        if server_limit == Some(0) {
-            let fix = self.http1_instead("raise its limit");
-            return Err(EngineError::Unserved {
-                addr: self.addr,
-                why: Unfit::NoStreams.words(self.addr, &fix),
-            });
-        }
-        Ok(Reached {
-            addr: self.addr,
-            protocol,
-            server_limit,
-        })
-    }
-
-    /// Whether a plain-text server sent HTTP/2 SETTINGS unasked.
-    fn speaks_http2_first(&self, sock: &mut TcpStream, wait: Duration) -> bool {
-        matches!(
-            greeting::listen(sock, wait),
-            Ok(Heard::Said(Answer::Settings { .. }))
-        )
-    }
-
-    /// Whether the server chooses h2 when offered it alone, on a
+    /// Whether the server chooses `protocol` when offered it alone, on a
     /// connection of its own (closed at once).
-    fn chooses_h2(&self, setup: &TlsSetup) -> bool {
+    fn chooses(&self, setup: &TlsSetup, protocol: Protocol) -> bool {
         let Ok(mut sock) = TcpStream::connect_timeout(&self.addr, self.timeout) else {
             return false;
         };
-        let config = offering_only(&setup.config, Protocol::Http2);
+        let config = offering_only(&setup.config, protocol);
         let Ok(mut conn) = ClientConnection::new(config, setup.name.clone()) else {
             return false;
         };
@@ -462,78 +336,22 @@ impl Probe<'_> {
         let chosen = conn.alpn_protocol().and_then(Protocol::from_alpn);
         conn.send_close_notify();
         let _ = conn.complete_io(&mut sock);
-        chosen == Some(Protocol::Http2)
-    }
-
-    /// The protocol a TLS host chose by ALPN. A server that chose nothing
-    /// speaks HTTP/1.1, which is fine only when it was offered.
-    fn negotiated(&self, chosen: Option<Protocol>) -> Result<Protocol, EngineError> {
-        match chosen {
-            Some(p) => Ok(p),
-            None if self.protocols.offer.contains(&Protocol::Http1) => Ok(Protocol::Http1),
-            None => Err(self.not_chosen(" (it chose none)")),
-        }
+        chosen == Some(protocol)
     }
 
     /// A server that took none of the protocols offered by ALPN.
     fn not_chosen(&self, how: &str) -> EngineError {
-        let offer = &self.protocols.offer;
-        let advice = match (offer.as_slice(), &self.protocols.asked_by) {
-            // gRPC offers h2 alone, and nothing else would carry it.
-            _ if self.protocols.calls => {
-                format!("it does not speak HTTP/2 over TLS, and {GRPC_NEEDS_H2}")
-            }
-            ([Protocol::Http2], flag) => format!(
-                "it may not speak HTTP/2 over TLS: drop {}, or offer both with --alpn h2,http/1.1",
-                flag.as_deref().unwrap_or("--http2")
-            ),
-            ([Protocol::Http1], Some(flag)) => format!(
-                "it may not speak HTTP/1.1 over TLS: drop {flag}, or offer both with --alpn h2,http/1.1"
-            ),
-            ([Protocol::Http1], None) => {
-                "it may not speak HTTP/1.1 over TLS: offer both with --alpn h2,http/1.1, or check the URL's port".to_string()
-            }
-            _ => "it speaks neither HTTP/2 nor HTTP/1.1 over TLS: check the URL's port".to_string(),
-        };
         EngineError::Alpn {
             addr: self.addr,
-            offered: offer.iter().map(|p| p.alpn()).collect::<Vec<_>>().join(","),
+            offered: self.protocols.alpn_list(),
             chose: how.to_string(),
-            advice,
+            advice: self.protocols.none_chosen(),
         }
     }
 
-    /// An HTTP/2-only server, asked for HTTP/1.1: the flag that fixes it.
-    fn http2_only(&self) -> EngineError {
-        let fix = match &self.protocols.asked_by {
-            Some(flag) => format!("use --http2 instead of {flag}"),
-            None => "add --http2".to_string(),
-        };
-        EngineError::Unserved {
-            addr: self.addr,
-            why: Unfit::Only.words(self.addr, &fix),
-        }
-    }
-
-    /// The fix of a server that takes HTTP/2 but cannot be loaded over it:
-    /// `first` (when there is one) or dropping the flag that asked for it,
-    /// to load it over HTTP/1.1; gRPC calls have no HTTP/1.1 to fall back
-    /// to, so for them only `first`, or the words that say so.
-    fn http1_instead(&self, first: &str) -> String {
-        let drop = || {
-            let flag = self.protocols.asked_by.as_deref().unwrap_or("--http2");
-            format!("drop {flag} to load it over HTTP/1.1")
-        };
-        match (self.protocols.calls, first) {
-            (true, "") => GRPC_NEEDS_H2.to_string(),
-            (true, first) => format!("{first} (gRPC runs over HTTP/2 only)"),
-            (false, "") => drop(),
-            (false, first) => format!("{first}, or {}", drop()),
-        }
-    }
-
-    /// A failed handshake: an HTTP/2-only server that refused every
-    /// protocol offered is named as such; anything else is explained.
+    /// A failed handshake: a server that refused every protocol offered
+    /// but speaks one that was not is named by the protocol; anything else
+    /// is explained.
     fn refused(&self, target: &Target, check: &TlsCheck, refused: Refused) -> EngineError {
         let no_protocol = matches!(
             rustls_error(&refused.why),
@@ -541,8 +359,15 @@ impl Probe<'_> {
                 AlertDescription::NoApplicationProtocol
             ))
         );
-        if no_protocol && !self.protocols.offers_http2() && self.chooses_h2(check.setup) {
-            return self.http2_only();
+        let speaks_other = || {
+            self.ask(self.rtt)
+                .refused_alpn(|p| self.chooses(check.setup, p))
+        };
+        if let Some(why) = no_protocol.then(speaks_other).flatten() {
+            return EngineError::Unserved {
+                addr: self.addr,
+                why,
+            };
         }
         self.explain(target, check, refused)
     }

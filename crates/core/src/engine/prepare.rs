@@ -13,7 +13,7 @@ use super::share::{Peer, WorkerSetup};
 use super::worker::{Window, Worker};
 use super::{limits, Ends, EngineError, Host, Prepared, Spawned, Stop, Watch, WorkerResult};
 use crate::clock::nanos;
-use crate::http::h1::request::{Batch, Parts};
+use crate::http::{Batch, Parts};
 use crate::http::Spoken;
 use crate::replay::Cursor;
 use crate::schedule::Plan;

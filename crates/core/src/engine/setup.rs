@@ -10,8 +10,7 @@ use rustls::sign::CertifiedKey;
 use rustls::RootCertStore;
 use std::time::Duration;
 
-use crate::http::h2::DEFAULT_MAX_STREAMS;
-pub use crate::http::Protocol;
+pub use crate::http::{Protocol, Protocols};
 use crate::replay::{Order, RequestSet};
 use crate::schedule::Load;
 use crate::target::Target;
@@ -106,75 +105,6 @@ pub struct Growth {
     pub max: usize,
     /// `max` is what the open-files limit allows (`-c auto`).
     pub from_open_files: bool,
-}
-
-/// What may be spoken to every host of the run: `offer` in order of
-/// preference. A plain-text host gets the first (HTTP/2 there is h2c with
-/// prior knowledge); a TLS host is offered all of them by ALPN and the
-/// server's choice holds for every connection to it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Protocols {
-    pub offer: Vec<Protocol>,
-    /// HTTP/2 streams in flight per connection at most (`-m`); the server's
-    /// SETTINGS_MAX_CONCURRENT_STREAMS lowers it.
-    pub max_streams: u32,
-    /// The flag that chose `offer`, as typed (`--http2`, `--alpn h2`), for
-    /// the errors that tell what to change; `None` for the default.
-    pub asked_by: Option<String>,
-    /// `--0rtt`: HTTP/3 connections that resume a TLS session send their
-    /// requests as early data, before the handshake completes.
-    pub zero_rtt: bool,
-    /// Every request is a gRPC call (`--grpc`), which only HTTP/2
-    /// carries: the errors of a server that does not speak it say so,
-    /// rather than advise HTTP/1.1 or an ALPN offer `--grpc` refuses.
-    pub calls: bool,
-}
-
-impl Default for Protocols {
-    fn default() -> Self {
-        Protocols {
-            offer: vec![Protocol::Http1],
-            max_streams: DEFAULT_MAX_STREAMS,
-            asked_by: None,
-            zero_rtt: false,
-            calls: false,
-        }
-    }
-}
-
-impl Protocols {
-    /// Whether HTTP/2 may be spoken.
-    pub fn offers_http2(&self) -> bool {
-        self.offer.contains(&Protocol::Http2)
-    }
-
-    /// Whether a protocol with several streams per connection (HTTP/2,
-    /// HTTP/3) may be spoken: `-m` then applies.
-    pub fn offers_streams(&self) -> bool {
-        self.offer.iter().any(|p| p.multiplexes())
-    }
-
-    /// What the banner says of the protocol offered: nothing for HTTP/1.1
-    /// alone, so that the banner stays the one wrk prints. `streams` is
-    /// what the pre-flight found each connection may carry, when a
-    /// server's limit lowered `-m`.
-    pub fn banner(&self, server_capped: Option<u32>) -> Option<String> {
-        let streams = match server_capped {
-            Some(n) if n < self.max_streams => format!(
-                "up to {n} streams each: the server's limit, below -m {}",
-                self.max_streams
-            ),
-            _ => format!("up to {} streams each", self.max_streams),
-        };
-        match self.offer.as_slice() {
-            [Protocol::Http1] => None,
-            [one] => Some(format!("{}, {streams}", one.name())),
-            several => {
-                let names: Vec<&str> = several.iter().map(|p| p.name()).collect();
-                Some(format!("{} by ALPN, HTTP/2 {streams}", names.join(" or ")))
-            }
-        }
-    }
 }
 
 /// A requests file, loaded, and how to replay it.

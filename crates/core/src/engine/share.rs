@@ -10,8 +10,7 @@ use std::sync::Arc;
 use mio::{Interest, Registry, Token};
 
 use crate::clock::Nanos;
-use crate::http::h1::request::Batch;
-use crate::http::{Carrier, EventReading, Protocol, SessionOptions};
+use crate::http::{Batch, Carrier, EventReading, Protocol, SessionOptions};
 use crate::replay::Cursor;
 use crate::script::ThreadScript;
 

@@ -9,7 +9,7 @@ use std::rc::Rc;
 use bytes::Bytes;
 
 use crate::clock::Nanos;
-use crate::http::h1::request::{metas_into, Batch, RequestMeta};
+use crate::http::{metas_into, Batch, RequestMeta};
 use crate::http::Request;
 use crate::replay::Cursor;
 use crate::schedule::Plan;

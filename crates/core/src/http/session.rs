@@ -227,9 +227,9 @@ pub enum Failure {
     /// The server broke the protocol on the connection (an HTTP/2
     /// connection error).
     Protocol,
-    /// An HTTP/1.1 request answered with HTTP/2 frames: the server speaks
-    /// HTTP/2 only.
-    Http2Only,
+    /// The server answered in another protocol than the session's (HTTP/2
+    /// frames to an HTTP/1.1 request): it speaks only that one.
+    OtherProtocol,
     /// TLS failed on an open connection.
     Tls,
     /// The request could not be written.

@@ -68,6 +68,12 @@ impl Protocol {
         self != Protocol::Http1
     }
 
+    /// With `--0rtt`, a connection that resumes a TLS session sends its
+    /// requests as early data (QUIC's 0-RTT).
+    pub fn early_data(self) -> bool {
+        self == Protocol::Http3
+    }
+
     /// What carries its bytes.
     pub fn carrier(self) -> Carrier {
         match self {

@@ -221,7 +221,7 @@ impl ReadCauses {
             ReadCause::ClosedUnanswered => &mut self.closed_unanswered,
             ReadCause::HeadTooLarge => &mut self.head_too_large,
             ReadCause::Malformed => &mut self.malformed,
-            ReadCause::Http2Only => &mut self.http2_only,
+            ReadCause::OtherProtocol => &mut self.http2_only,
             ReadCause::Tls => &mut self.tls,
             ReadCause::PortClosed => &mut self.port_closed,
         } += 1;
@@ -275,7 +275,9 @@ pub enum ReadCause {
     ClosedUnanswered,
     HeadTooLarge,
     Malformed,
-    Http2Only,
+    /// The server answered in another protocol (counted as `http2_only`:
+    /// HTTP/1.1's requests answered in HTTP/2 are the one case).
+    OtherProtocol,
     Tls,
     PortClosed,
 }

@@ -125,7 +125,7 @@ impl<T: Clone> Http1<T> {
                 }
                 Err(e) => {
                     let why = if self.first_byte == now && looks_like_http2(&bytes[at..]) {
-                        Failure::Http2Only
+                        Failure::OtherProtocol
                     } else {
                         failure(e)
                     };
@@ -537,7 +537,7 @@ mod tests {
             // nghttpd's answer to an HTTP/1.1 request: its SETTINGS.
             (
                 &[0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 100],
-                Failure::Http2Only,
+                Failure::OtherProtocol,
             ),
         ];
         for (bytes, why) in cases {

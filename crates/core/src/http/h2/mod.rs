@@ -22,6 +22,7 @@
 //! unprocessed too.
 
 mod frame;
+pub mod greeting;
 pub mod preflight;
 mod request;
 mod streams;

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use super::{Http3, QuicOptions, Refusal};
 use crate::clock;
+use crate::http::probe::Named;
 use crate::http::{EventReading, Session};
 
 /// The largest datagram read: QUIC's packets fit well within it.
@@ -28,16 +29,6 @@ pub enum Failed {
     Silent { heard: bool },
     /// The socket itself failed.
     Socket(io::Error),
-}
-
-/// A failure in the words of a client that asked for HTTP/3, with the fix,
-/// or one that is not HTTP/3's to name: the socket's, or the
-/// certificates' (which TLS over TCP may explain better).
-pub enum Named {
-    Said(String),
-    Socket(io::Error),
-    Certificate(String),
-    ClientCertificate { alert: u8 },
 }
 
 impl Failed {

@@ -1,7 +1,7 @@
 //! What a server says first, as the pre-flight hears it over a connected
 //! stream (plain TCP, or TLS over it): its HTTP/2 SETTINGS in answer to
 //! the client preface ([`hello`]), or unasked, as soon as the connection
-//! opens ([`listen`]). The bytes are read by `http::h2::preflight`; this
+//! opens ([`listen`]). The bytes are read by [`super::preflight`]; this
 //! owns the reading and the waiting.
 //!
 //! Why listen at all: an HTTP/1.1 request to a server that speaks HTTP/2
@@ -15,30 +15,11 @@
 //! briefly ([`first_words_wait`]) and names the problem when SETTINGS
 //! come. A server that waits for the preface is not caught this way.
 
-use std::io::{self, Read, Write};
-use std::net::TcpStream;
+use std::io;
 use std::time::{Duration, Instant};
 
-use rustls::{ClientConnection, StreamOwned};
-
-use crate::http::h2::preflight::{answer, Answer, HELLO};
-
-/// A stream whose reads can be given a deadline.
-pub trait Timed: Read + Write {
-    fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()>;
-}
-
-impl Timed for TcpStream {
-    fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        TcpStream::set_read_timeout(self, timeout)
-    }
-}
-
-impl Timed for StreamOwned<ClientConnection, TcpStream> {
-    fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.sock.set_read_timeout(timeout)
-    }
-}
+use super::preflight::{answer, Answer, HELLO};
+use crate::http::probe::Line;
 
 /// What came from the server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,7 +34,7 @@ pub enum Heard {
 
 /// Sends the client preface and an empty SETTINGS, and reads what the
 /// server answers within `timeout`.
-pub fn hello(stream: &mut impl Timed, timeout: Duration) -> io::Result<Heard> {
+pub fn hello(stream: &mut impl Line, timeout: Duration) -> io::Result<Heard> {
     stream.write_all(HELLO)?;
     stream.flush()?;
     listen(stream, timeout)
@@ -61,7 +42,7 @@ pub fn hello(stream: &mut impl Timed, timeout: Duration) -> io::Result<Heard> {
 
 /// Reads until the server's first bytes say what they are, it closes, or
 /// `wait` has passed.
-pub fn listen(stream: &mut impl Timed, wait: Duration) -> io::Result<Heard> {
+pub fn listen(stream: &mut impl Line, wait: Duration) -> io::Result<Heard> {
     // A server's first frame is its SETTINGS: a few settings of 6 bytes.
     // One that sends more than this before the frame ends is no server
     // that a pre-flight can read.
@@ -117,7 +98,8 @@ pub fn first_words_wait(rtt: Duration, timeout: Duration) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::net::TcpListener;
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
 
     /// A loopback connection whose server side writes `first` at once,
     /// then waits for the client to go.
