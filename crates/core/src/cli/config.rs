@@ -17,8 +17,8 @@ use crate::engine::setup::{
     spread, Calls, Growth, Identity, Protocol, Protocols, TlsOptions, Trust,
 };
 use crate::engine::{Replay, Setup};
-use crate::http::h2::DEFAULT_MAX_STREAMS;
 use crate::http::h1::request::{check_header_value, check_token};
+use crate::http::h2::DEFAULT_MAX_STREAMS;
 use crate::replay::{Order, ReplayError, RequestSet, MAX_ENDPOINTS};
 use crate::schedule::{Load, Process, Profile, Spacing, MAX_RATE};
 use crate::target::{parse_target_pinned, Pin, Scheme, Target, TargetError};

@@ -535,7 +535,7 @@ impl<T: Io> Conn<T> {
         if !self
             .session
             .as_ref()
-            .is_some_and(|s| s.handshake_complete())
+            .is_some_and(|s| s.info().handshake_complete)
         {
             return None;
         }
@@ -800,7 +800,10 @@ mod tests {
     fn every_failure_is_counted_where_wrk_counts_it() {
         assert_eq!(loss(Failure::Reset(Some(8))), Loss::Read(ReadCause::Reset));
         assert_eq!(loss(Failure::Protocol), Loss::Read(ReadCause::Malformed));
-        assert_eq!(loss(Failure::OtherProtocol), Loss::Read(ReadCause::OtherProtocol));
+        assert_eq!(
+            loss(Failure::OtherProtocol),
+            Loss::Read(ReadCause::OtherProtocol)
+        );
         assert_eq!(loss(Failure::Write), Loss::Write);
         assert_eq!(loss(Failure::Timeout), Loss::Timeout);
     }

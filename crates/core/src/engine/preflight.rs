@@ -163,8 +163,13 @@ fn datagram_preflight(
     let config = offering_only(&check.setup.config, protocols.offer[0]);
     let name = check.setup.name.to_str().into_owned();
     for &addr in &target.addrs {
-        let shook =
-            protocol::datagrams(addr, config.clone(), name.clone(), &target.authority, timeout);
+        let shook = protocol::datagrams(
+            addr,
+            config.clone(),
+            name.clone(),
+            &target.authority,
+            timeout,
+        );
         let failed = match shook {
             Ok(found) => return Ok((addr, found)),
             Err(failed) => failed,
@@ -289,9 +294,9 @@ impl Probe<'_> {
             Some(chosen) => chosen,
             None => return Err(self.not_chosen(" (it chose none)")),
         };
-        let checked =
-            self.ask(rtt)
-                .secure(chosen, &mut tls.stream, |p| self.chooses(check.setup, p));
+        let checked = self
+            .ask(rtt)
+            .secure(chosen, &mut tls.stream, |p| self.chooses(check.setup, p));
         let found = match checked {
             Ok(found) => found,
             Err(Stop::Tls(why)) => return Err(self.after_handshake(target, check, &tls, why)),

@@ -9,8 +9,8 @@ use std::rc::Rc;
 use bytes::Bytes;
 
 use crate::clock::Nanos;
-use crate::http::{metas_into, Batch, RequestMeta};
 use crate::http::Request;
+use crate::http::{metas_into, Batch, RequestMeta};
 use crate::replay::Cursor;
 use crate::schedule::Plan;
 use crate::script::ThreadScript;

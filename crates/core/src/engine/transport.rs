@@ -446,7 +446,7 @@ pub fn client_config(opts: &TlsOptions, offer: &[Protocol]) -> ClientTls {
     let builder = match &opts.trust {
         Trust::Insecure => builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(trust::AcceptAnyCert(provider))),
+            .with_custom_certificate_verifier(trust::any(provider)),
         Trust::Authorities { roots, certs, .. } => builder
             .dangerous()
             .with_custom_certificate_verifier(trust::listed(

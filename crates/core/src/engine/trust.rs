@@ -7,7 +7,7 @@
 //! for byte, though it is marked as an authority (CA:TRUE): that is what
 //! `openssl req -x509` makes by default for a test server, and curl
 //! accepts it given so. rustls's WebPKI verifier refuses a CA's
-//! certificate presented by a server; [`Listed`] wraps it and accepts
+//! certificate presented by a server; [`listed`] wraps it and accepts
 //! exactly that case.
 
 use std::io;
@@ -145,22 +145,55 @@ pub fn listed(
     certs: Arc<[CertificateDer<'static>]>,
     provider: Arc<CryptoProvider>,
 ) -> Arc<dyn ServerCertVerifier> {
-    let inner = WebPkiServerVerifier::builder_with_provider(roots, provider)
+    let inner = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
         .build()
         .expect("--cacert gives at least one authority");
-    Arc::new(Listed { inner, certs })
+    Arc::new(Verifier {
+        check: Check::Listed { inner, certs },
+        provider,
+    })
 }
 
-/// The WebPKI verifier, which also accepts a server certificate that is
-/// one of `certs` byte for byte when the only fault it found is that the
-/// certificate is an authority's.
+/// `-k`: any certificate, but the handshake's signatures still checked,
+/// so the connection is a real TLS connection, just not an authenticated
+/// one.
+pub fn any(provider: Arc<CryptoProvider>) -> Arc<dyn ServerCertVerifier> {
+    Arc::new(Verifier {
+        check: Check::Any,
+        provider,
+    })
+}
+
+/// A server's certificate checked as `check` says, and the handshake's
+/// signatures with the provider's algorithms (as WebPKI's verifier checks
+/// them).
 #[derive(Debug)]
-struct Listed {
-    inner: Arc<WebPkiServerVerifier>,
-    certs: Arc<[CertificateDer<'static>]>,
+struct Verifier {
+    check: Check,
+    provider: Arc<CryptoProvider>,
 }
 
-impl ServerCertVerifier for Listed {
+#[derive(Debug)]
+enum Check {
+    /// Whatever the certificate, the name, the stapled OCSP response and
+    /// the time: `-k` asked not to check them.
+    Any,
+    /// The WebPKI verifier, which also accepts a server certificate that
+    /// is one of `certs` byte for byte when the only fault it found is
+    /// that the certificate is an authority's.
+    Listed {
+        inner: Arc<WebPkiServerVerifier>,
+        certs: Arc<[CertificateDer<'static>]>,
+    },
+}
+
+impl Verifier {
+    fn algorithms(&self) -> &WebPkiSupportedAlgorithms {
+        &self.provider.signature_verification_algorithms
+    }
+}
+
+impl ServerCertVerifier for Verifier {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -169,17 +202,13 @@ impl ServerCertVerifier for Listed {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        let verdict = self.inner.verify_server_cert(
-            end_entity,
-            intermediates,
-            server_name,
-            ocsp_response,
-            now,
-        );
+        let Check::Listed { inner, certs } = &self.check else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        let verdict =
+            inner.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now);
         match verdict {
-            Err(e)
-                if is_ca_used_as_end_entity(&e) && self.certs.iter().any(|c| c == end_entity) =>
-            {
+            Err(e) if is_ca_used_as_end_entity(&e) && certs.iter().any(|c| c == end_entity) => {
                 // webpki checks a certificate's dates before its basic
                 // constraints, so this fault means the dates were good
                 // (the unit test `a_listed_authority_out_of_date_is_refused`
@@ -191,80 +220,6 @@ impl ServerCertVerifier for Listed {
             }
             other => other,
         }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.inner.supported_verify_schemes()
-    }
-
-    fn root_hint_subjects(&self) -> Option<&[DistinguishedName]> {
-        self.inner.root_hint_subjects()
-    }
-}
-
-/// The WebPKI verifier's refusal of a certificate marked as an authority
-/// (CA:TRUE) presented as a server's.
-pub fn is_ca_used_as_end_entity(e: &rustls::Error) -> bool {
-    webpki_error(e).is_some_and(|w| *w == webpki::Error::CaUsedAsEndEntity)
-}
-
-/// The WebPKI error rustls passes on without a variant of its own.
-pub fn webpki_error(e: &rustls::Error) -> Option<&webpki::Error> {
-    match e {
-        rustls::Error::InvalidCertificate(fault) => webpki_fault(fault),
-        _ => None,
-    }
-}
-
-/// [`webpki_error`], of a certificate's fault.
-pub fn webpki_fault(fault: &CertificateError) -> Option<&webpki::Error> {
-    match fault {
-        CertificateError::Other(other) => other.0.downcast_ref::<webpki::Error>(),
-        _ => None,
-    }
-}
-
-/// `-k`: accepts any certificate but still checks handshake signatures, so
-/// the connection is a real TLS connection, just not an authenticated one.
-#[derive(Debug)]
-pub struct AcceptAnyCert(pub Arc<CryptoProvider>);
-
-impl AcceptAnyCert {
-    fn algorithms(&self) -> &WebPkiSupportedAlgorithms {
-        &self.0.signature_verification_algorithms
-    }
-}
-
-impl ServerCertVerifier for AcceptAnyCert {
-    /// Whatever the certificate, the name, the stapled OCSP response and
-    /// the time: `-k` asked not to check them.
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
     }
 
     fn verify_tls12_signature(
@@ -287,6 +242,35 @@ impl ServerCertVerifier for AcceptAnyCert {
 
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
         self.algorithms().supported_schemes()
+    }
+
+    fn root_hint_subjects(&self) -> Option<&[DistinguishedName]> {
+        match &self.check {
+            Check::Listed { inner, .. } => inner.root_hint_subjects(),
+            Check::Any => None,
+        }
+    }
+}
+
+/// The WebPKI verifier's refusal of a certificate marked as an authority
+/// (CA:TRUE) presented as a server's.
+pub fn is_ca_used_as_end_entity(e: &rustls::Error) -> bool {
+    webpki_error(e).is_some_and(|w| *w == webpki::Error::CaUsedAsEndEntity)
+}
+
+/// The WebPKI error rustls passes on without a variant of its own.
+pub fn webpki_error(e: &rustls::Error) -> Option<&webpki::Error> {
+    match e {
+        rustls::Error::InvalidCertificate(fault) => webpki_fault(fault),
+        _ => None,
+    }
+}
+
+/// [`webpki_error`], of a certificate's fault.
+pub fn webpki_fault(fault: &CertificateError) -> Option<&webpki::Error> {
+    match fault {
+        CertificateError::Other(other) => other.0.downcast_ref::<webpki::Error>(),
+        _ => None,
     }
 }
 

@@ -724,7 +724,7 @@ impl Worker {
         self.pool.capacity(peer).closed(answered);
         let beyond = !answered && self.pool.beyond_limit(peer);
         self.forget_slots(i);
-        if let Some(p) = self.pool[i].conn.session().and_then(|s| s.packets()) {
+        if let Some(p) = self.pool[i].conn.session().and_then(|s| s.info().packets) {
             self.stats.packets(p);
         }
         let closed = self.pool[i].conn.close(now);
@@ -1114,7 +1114,7 @@ impl Worker {
         let stats = &mut self.stats;
         for place in self.pool.iter().filter(|p| p.role != Role::Vacant) {
             if let Some(s) = place.conn.session() {
-                if let Some(p) = s.packets() {
+                if let Some(p) = s.info().packets {
                     stats.packets(p);
                 }
                 s.for_each_in_flight(&mut |t, last| {

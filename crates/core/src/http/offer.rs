@@ -128,7 +128,11 @@ impl Protocols {
 
     /// The ALPN names offered, as typed to `--alpn`.
     pub fn alpn_list(&self) -> String {
-        self.offer.iter().map(|p| p.alpn()).collect::<Vec<_>>().join(",")
+        self.offer
+            .iter()
+            .map(|p| p.alpn())
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     /// The fix for an HTTP/2-only server asked for HTTP/1.1.

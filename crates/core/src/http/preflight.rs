@@ -98,7 +98,8 @@ impl Ask<'_> {
         match chosen {
             Protocol::Http2 => {
                 let fix = self.protocols.http1_instead("");
-                let unfit = |why: String| Stop::Unserved(Unfit::AfterAlpn(&why).words(self.addr, &fix));
+                let unfit =
+                    |why: String| Stop::Unserved(Unfit::AfterAlpn(&why).words(self.addr, &fix));
                 let heard = match greeting::hello(line, self.timeout) {
                     Ok(heard) => heard,
                     Err(why) if is_tls(&why) => return Err(Stop::Tls(why)),

@@ -29,17 +29,84 @@ use super::version::Protocol;
 
 /// One connection's protocol session; `T` is what the engine tags each
 /// request with, and gets back with its outcome.
+///
+/// Its methods fall in four groups, in this order below: **handle** (what
+/// the engine hands in: requests, bytes, the peer's end, a failed write,
+/// a passed deadline, expiry, the connection's end), **poll** (what
+/// comes out: events, the next deadline, a captured response),
+/// **transmit** (the bytes to write, and how many were), and **state**
+/// (readiness, free streams, retirement, what is in flight, and
+/// [`Session::info`], the one value for what only some protocols know).
 pub trait Session<T> {
+    // Handle.
+
+    /// Opens `request` (queues its bytes for [`Session::transmit`]). A
+    /// request it cannot take is handed back with the reason.
+    fn open(&mut self, request: &Request, tag: T, now: Nanos) -> Result<(), (OpenError, T)>;
+
+    /// Bytes received (over a datagram transport: one datagram).
+    fn handle(&mut self, bytes: &[u8], now: Nanos);
+
+    /// The peer closed its side of the stream.
+    fn handle_eof(&mut self, now: Nanos);
+
+    /// The transport broke while writing: what was not written never will
+    /// be. A request none of whose bytes left (or, where a request is
+    /// framed, whose head did not leave whole) cannot have been seen by
+    /// the server: it comes out as [`Event::Unprocessed`]. One cut off
+    /// part way is lost as [`Failure::Write`]. Those sent whole stay in
+    /// flight: what the server sent before it stopped is still read, and
+    /// nothing more is sent or opened.
+    fn handle_write_error(&mut self, now: Nanos);
+
+    /// Its deadline ([`Session::poll_timeout`]) passed.
+    fn handle_timeout(&mut self, _now: Nanos) {}
+
+    /// Gives up the requests for which `expired` is true at `now`,
+    /// appending their tags to `gone`. A protocol that can cancel one
+    /// request (HTTP/2's RST_STREAM) does so and goes on; one that cannot
+    /// gives up every request and finishes.
+    fn expire(&mut self, expired: &mut dyn FnMut(&T) -> bool, gone: &mut Vec<T>, now: Nanos);
+
+    /// Takes every request still in flight (the connection is closing).
+    fn drain(&mut self, into: &mut Vec<T>);
+
+    // Poll.
+
+    /// The next outcome, oldest first.
+    fn poll_event(&mut self) -> Option<Event<T>>;
+
+    /// When the session next needs [`Session::handle_timeout`], if ever.
+    fn poll_timeout(&self) -> Option<Nanos> {
+        None
+    }
+
+    /// The fields and body of the last response an [`Event::Response`]
+    /// reported, when capture is on; valid until the next `poll_event`.
+    fn captured(&self) -> &Captured;
+
+    // Transmit.
+
+    /// Bytes to write next (over a datagram transport: one datagram, see
+    /// [`Session::transmit_segmented`] for more); empty when there are
+    /// none. [`Session::transmitted`] says how many were written.
+    fn transmit(&mut self, now: Nanos) -> &[u8];
+
+    /// Over a datagram transport: [`Session::transmit`]'s bytes and, when
+    /// they are several datagrams of one size (the last may be shorter),
+    /// that size, so that they go out in one system call (GSO).
+    fn transmit_segmented(&mut self, now: Nanos) -> (&[u8], Option<usize>) {
+        (self.transmit(now), None)
+    }
+
+    /// The first `n` bytes of the last [`Session::transmit`] were written.
+    fn transmitted(&mut self, n: usize);
+
+    // State.
+
     /// The session finished its opening (HTTP/2: the server's SETTINGS
     /// came) and its capacity is known. Nothing is opened before.
     fn is_ready(&self) -> bool;
-
-    /// A session with a handshake of its own (QUIC's) has finished it:
-    /// the connection's connect time runs to here. It may have been ready
-    /// before (0-RTT).
-    fn handshake_complete(&self) -> bool {
-        self.is_ready()
-    }
 
     /// Requests it can take now: 0 until ready, while full, and once
     /// retired.
@@ -59,51 +126,6 @@ pub trait Session<T> {
     /// counts whatever [`Session::drain`] hands back as lost.
     fn is_finished(&self) -> bool;
 
-    /// Opens `request` (queues its bytes for [`Session::transmit`]). A
-    /// request it cannot take is handed back with the reason.
-    fn open(&mut self, request: &Request, tag: T, now: Nanos) -> Result<(), (OpenError, T)>;
-
-    /// Bytes received (over a datagram transport: one datagram).
-    fn handle(&mut self, bytes: &[u8], now: Nanos);
-
-    /// The peer closed its side of the stream.
-    fn handle_eof(&mut self, now: Nanos);
-
-    /// The next outcome, oldest first.
-    fn poll_event(&mut self) -> Option<Event<T>>;
-
-    /// Bytes to write next (over a datagram transport: one datagram, see
-    /// [`Session::transmit_segmented`] for more); empty when there are none. [`Session::transmitted`] says how many
-    /// were written.
-    fn transmit(&mut self, now: Nanos) -> &[u8];
-
-    /// Over a datagram transport: [`Session::transmit`]'s bytes and, when
-    /// they are several datagrams of one size (the last may be shorter),
-    /// that size, so that they go out in one system call (GSO).
-    fn transmit_segmented(&mut self, now: Nanos) -> (&[u8], Option<usize>) {
-        (self.transmit(now), None)
-    }
-
-    /// The first `n` bytes of the last [`Session::transmit`] were written.
-    fn transmitted(&mut self, n: usize);
-
-    /// The transport broke while writing: what was not written never will
-    /// be. A request none of whose bytes left (or, where a request is
-    /// framed, whose head did not leave whole) cannot have been seen by
-    /// the server: it comes out as [`Event::Unprocessed`]. One cut off
-    /// part way is lost as [`Failure::Write`]. Those sent whole stay in
-    /// flight: what the server sent before it stopped is still read, and
-    /// nothing more is sent or opened.
-    fn handle_write_error(&mut self, now: Nanos);
-
-    /// When the session next needs [`Session::handle_timeout`], if ever.
-    fn poll_timeout(&self) -> Option<Nanos> {
-        None
-    }
-
-    /// Its deadline passed.
-    fn handle_timeout(&mut self, _now: Nanos) {}
-
     /// Requests opened and not yet given back.
     fn in_flight(&self) -> usize;
 
@@ -111,26 +133,6 @@ pub trait Session<T> {
     /// of its response came when its response is an event stream that
     /// has begun (`--sse`).
     fn for_each_in_flight(&self, each: &mut dyn FnMut(&T, Option<Nanos>));
-
-    /// Gives up the requests for which `expired` is true at `now`,
-    /// appending their tags to `gone`. A protocol that can cancel one
-    /// request (HTTP/2's RST_STREAM) does so and goes on; one that cannot
-    /// gives up every request and finishes.
-    fn expire(&mut self, expired: &mut dyn FnMut(&T) -> bool, gone: &mut Vec<T>, now: Nanos);
-
-    /// Takes every request still in flight (the connection is closing).
-    fn drain(&mut self, into: &mut Vec<T>);
-
-    /// The fields and body of the last response an [`Event::Response`]
-    /// reported, when capture is on; valid until the next `poll_event`.
-    fn captured(&self) -> &Captured;
-
-    /// The streams the server grants on the connection at once, once it
-    /// said (HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS, HTTP/3's initial
-    /// stream credit), for the pre-flight and the banner.
-    fn server_limit(&self) -> Option<u32> {
-        None
-    }
 
     /// The server, not `-m`, is what keeps it from taking more requests
     /// now: its stream limit is below `-m`, or (HTTP/3) the stream credit
@@ -140,10 +142,30 @@ pub trait Session<T> {
         false
     }
 
-    /// A protocol over datagrams: its packets so far, by its own count.
-    fn packets(&self) -> Option<Packets> {
-        None
+    /// What it knows of itself that only some protocols have: a
+    /// handshake of its own, the server's stream limit, packets.
+    fn info(&self) -> Info {
+        Info {
+            handshake_complete: self.is_ready(),
+            ..Info::default()
+        }
     }
+}
+
+/// What a session tells of itself beyond its requests, in one value
+/// whatever the protocol: what one does not have stays at its default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Info {
+    /// Its own handshake (QUIC's) is complete: the connection's connect
+    /// time runs to here. It may have been ready before (0-RTT); a
+    /// session without a handshake of its own has one once it is ready.
+    pub handshake_complete: bool,
+    /// The streams the server grants on the connection at once, once it
+    /// said (HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS, HTTP/3's initial
+    /// stream credit), for the pre-flight and the banner.
+    pub server_limit: Option<u32>,
+    /// A protocol over datagrams: its packets so far, by its own count.
+    pub packets: Option<Packets>,
 }
 
 /// Why a session takes no new request.

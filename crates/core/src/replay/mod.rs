@@ -18,7 +18,9 @@ pub mod file;
 use std::collections::HashMap;
 use std::path::Path;
 
-use crate::http::h1::request::{check_header_value, check_token, format, split_requests, RequestMeta};
+use crate::http::h1::request::{
+    check_header_value, check_token, format, split_requests, RequestMeta,
+};
 use crate::target::{parse_url, resolve_pinned, Pin, Scheme, Target};
 
 pub use cursor::{Cursor, Order};

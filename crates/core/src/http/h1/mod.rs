@@ -22,9 +22,9 @@ use std::collections::VecDeque;
 use crate::clock::Nanos;
 
 use crate::http::outbox::Outbox;
-use response::{Done, Feed, ParseError, ResponseParser};
 use crate::http::session::{Captured, Event, Failure, OpenError, Request, Retirement, Session};
 use crate::http::sse::{EventReading, EventStream};
+use response::{Done, Feed, ParseError, ResponseParser};
 
 pub struct Http1<T> {
     /// Requests written (or queued to be) and not yet answered, oldest

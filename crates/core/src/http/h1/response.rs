@@ -14,8 +14,8 @@
 //! The field helpers at the end are shared with request splitting, so that
 //! both directions frame bodies by the same rules.
 
-use crate::http::capture::{Captured, DEFAULT_MAX_CAPTURE};
 use super::chunked::{BadChunk, ChunkedDecoder};
+use crate::http::capture::{Captured, DEFAULT_MAX_CAPTURE};
 
 /// Fields per head; a fixed stack array keeps head parsing allocation-free.
 pub const MAX_HEADERS: usize = 64;

@@ -34,7 +34,7 @@ use metron_hpack::Decoder;
 use crate::clock::Nanos;
 
 use super::outbox::Outbox;
-use super::session::{Captured, Event, Failure, OpenError, Request, Retirement, Session};
+use super::session::{Captured, Event, Failure, Info, OpenError, Request, Retirement, Session};
 use super::sse::EventReading;
 use super::version::Protocol;
 use frame::*;
@@ -903,8 +903,12 @@ impl<T: Clone> Session<T> for Http2<T> {
         &self.last
     }
 
-    fn server_limit(&self) -> Option<u32> {
-        self.settled.then_some(self.server.max_streams)
+    fn info(&self) -> Info {
+        Info {
+            handshake_complete: self.is_ready(),
+            server_limit: self.settled.then_some(self.server.max_streams),
+            packets: None,
+        }
     }
 
     fn held_by_server(&self) -> bool {

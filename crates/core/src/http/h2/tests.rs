@@ -680,7 +680,7 @@ fn the_servers_stream_limit_caps_free_streams() {
         &mut server,
     );
     assert_eq!(client.free_streams(), 3);
-    assert_eq!(client.server_limit(), Some(3));
+    assert_eq!(client.info().server_limit, Some(3));
     for tag in 0..3 {
         open(&mut client, &get("/"), tag);
     }

@@ -43,7 +43,9 @@ use quinn_proto::{Dir, StreamEvent, StreamId, VarInt};
 use crate::clock::Nanos;
 
 use super::fields::FieldRequest;
-use super::session::{Captured, Event, Failure, OpenError, Packets, Request, Retirement, Session};
+use super::session::{
+    Captured, Event, Failure, Info, OpenError, Packets, Request, Retirement, Session,
+};
 use super::sse::{EventReading, EventStream};
 use super::version::Protocol;
 use frame::*;
@@ -925,10 +927,6 @@ impl<T: Clone> Session<T> for Http3<T> {
         self.connected || self.early
     }
 
-    fn handshake_complete(&self) -> bool {
-        self.connected
-    }
-
     fn free_streams(&self) -> u32 {
         if !self.is_ready() || self.is_retired() {
             return 0;
@@ -1113,21 +1111,21 @@ impl<T: Clone> Session<T> for Http3<T> {
         &self.last
     }
 
-    fn server_limit(&self) -> Option<u32> {
-        self.granted
-    }
-
     fn held_by_server(&self) -> bool {
         self.credit_short
     }
 
-    fn packets(&self) -> Option<Packets> {
+    fn info(&self) -> Info {
         let f = self.quic.facts();
-        Some(Packets {
-            sent: f.sent_packets,
-            lost: f.lost_packets,
-            zero_rtt: f.zero_rtt,
-            zero_rtt_offered: f.zero_rtt_offered,
-        })
+        Info {
+            handshake_complete: self.connected,
+            server_limit: self.granted,
+            packets: Some(Packets {
+                sent: f.sent_packets,
+                lost: f.lost_packets,
+                zero_rtt: f.zero_rtt,
+                zero_rtt_offered: f.zero_rtt_offered,
+            }),
+        }
     }
 }

@@ -111,7 +111,7 @@ pub fn handshake(
         // A server that never confirms (none should) is taken as it is
         // once the deadline comes.
         if session.is_ready() && (session.confirmed() || left.is_zero()) {
-            let limit = session.server_limit();
+            let limit = session.info().server_limit;
             session.close(clock::now());
             let _ = send_all(&sock, &mut session);
             return Ok(limit);

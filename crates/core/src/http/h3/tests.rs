@@ -304,16 +304,16 @@ fn zero_rtt_is_sent_at_once_and_sent_again_when_refused() {
     let mut second: Http3<u32> = Http3::new(&opts, remote, clock::now()).unwrap();
     assert!(second.is_ready(), "no 0-RTT on a resumed session");
     // Its connect time still runs to the handshake's end.
-    assert!(!second.handshake_complete());
+    assert!(!second.info().handshake_complete);
     for tag in 10..13 {
         second.open(&request, tag, clock::now()).unwrap();
     }
     let out = answers(&mut second, &mut taking, &request, 3);
     assert_eq!((out.answered, out.unprocessed), (vec![10, 11, 12], vec![]));
-    assert!(second.handshake_complete());
+    assert!(second.info().handshake_complete);
     let f = second.facts();
     assert!(f.zero_rtt_offered && f.zero_rtt, "{f:?}");
-    let p = second.packets().unwrap();
+    let p = second.info().packets.unwrap();
     assert!(p.zero_rtt_offered && p.zero_rtt, "{p:?}");
     assert_eq!(taking.answered, 4);
 
