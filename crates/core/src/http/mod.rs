@@ -37,12 +37,12 @@ pub mod sse;
 pub mod version;
 
 pub use h1::chunked::ChunkedDecoder;
-pub use h1::request::{metas_into, Batch, Parts, RequestError, RequestMeta};
+pub use h1::request::{metas_into, Batch, Parts, RequestError};
 pub use h1::response::{Done, Feed, ParseError, ResponseParser};
 pub use offer::Protocols;
 pub use protocol::SessionOptions;
 pub use session::{
-    Captured, Event, Failure, Info, OpenError, Packets, Request, Retirement, Session,
+    Captured, Event, Failure, Info, OpenError, Packets, Request, RequestMeta, Retirement, Session,
 };
 pub use sse::EventReading;
 pub use version::{Carrier, Protocol, Spoken};

@@ -24,7 +24,6 @@ use bytes::Bytes;
 use crate::clock::Nanos;
 
 pub use super::capture::Captured;
-use super::h1::request::RequestMeta;
 use super::version::Protocol;
 
 /// One connection's protocol session; `T` is what the engine tags each
@@ -179,6 +178,16 @@ pub enum Retirement {
     Starved,
     /// The connection is closing, broke, or used up its stream ids.
     Ended,
+}
+
+/// One request inside a pipelined buffer (found by
+/// [`super::h1::request::metas_into`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestMeta {
+    /// Bytes of this request, head and body.
+    pub len: usize,
+    /// It is a HEAD request, so its response has no body.
+    pub head: bool,
 }
 
 /// What a protocol over datagrams (QUIC) counted of its packets.

@@ -15,6 +15,7 @@
 
 use super::chunked::ChunkedDecoder;
 use super::response::FieldSummary;
+pub use crate::http::session::RequestMeta;
 
 /// Generous, since these requests come from the user, not from a peer.
 pub const MAX_REQUEST_HEADERS: usize = 100;
@@ -42,15 +43,6 @@ pub fn check_header_value(v: &str) -> Result<(), String> {
         )),
         None => Ok(()),
     }
-}
-
-/// One request inside a pipelined buffer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RequestMeta {
-    /// Bytes of this request, head and body.
-    pub len: usize,
-    /// It is a HEAD request, so its response has no body.
-    pub head: bool,
 }
 
 /// Why a buffer is not a sequence of whole requests. `index` is 1-based.

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use super::{Http3, QuicOptions, Refusal};
 use crate::clock;
 use crate::http::probe::Named;
-use crate::http::{EventReading, Session};
+use crate::http::session::Session;
+use crate::http::sse::EventReading;
 
 /// The largest datagram read: QUIC's packets fit well within it.
 const DATAGRAM: usize = 64 * 1024;
