@@ -27,8 +27,9 @@
 //!   objects, statistics for `done()`.
 //! - [`replay`]: `--requests FILE`: requests built once from a file, their
 //!   hosts and endpoints.
-//! - [`http`]: request bytes, the incremental response parser, body framing,
-//!   and the protocol sessions (`http::h1`, `http::h2`).
+//! - [`http`]: the session seam and the protocol sessions (`http::h1`,
+//!   with the request bytes, the incremental response parser and body
+//!   framing; `http::h2`; `http::h3`), and each protocol's pre-flight.
 //! - [`schedule`]: the [`schedule::Load`]: the closed loop, or an arrival
 //!   process giving each request's intended send time (the open model).
 //! - [`stats`]: histograms and counters per thread, merged after the run.
