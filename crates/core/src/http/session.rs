@@ -239,6 +239,31 @@ pub enum Event<T> {
     Failed { why: Failure },
 }
 
+impl<T> Event<T> {
+    /// The response to `tag`, complete at `now`: its `status`, the
+    /// `bytes` its stream took on the wire, when its first byte came (a
+    /// response none of whose bytes were timed counts `now`), the
+    /// `events` its body carried, and the call's status.
+    pub fn answered(
+        tag: T,
+        status: u16,
+        bytes: u64,
+        first_byte: Option<Nanos>,
+        now: Nanos,
+        events: u64,
+        rpc: Option<u8>,
+    ) -> Event<T> {
+        Event::Response {
+            tag,
+            status,
+            bytes,
+            first_byte: first_byte.unwrap_or(now),
+            events,
+            rpc,
+        }
+    }
+}
+
 /// Why a request or a connection ended without a response. The engine
 /// counts each under wrk's read, write or timeout, and by this cause.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -443,17 +443,11 @@ impl<T: Clone> Http2<T> {
         if let Some(captured) = s.captured {
             self.captures.push_back(captured);
         }
-        self.events.push_back(Event::Response {
-            tag: s.tag,
-            status: s.status,
-            bytes: s.wire,
-            first_byte: s.first_byte.unwrap_or(now),
-            events: s.events.map_or(0, |e| e.count()),
-            rpc: self.settings.rpc.then(|| {
-                s.rpc
-                    .unwrap_or_else(|| metron_grpc::status::of_http(s.status))
-            }),
-        });
+        let events = s.events.map_or(0, |e| e.count());
+        let rpc = (self.settings.rpc)
+            .then(|| (s.rpc).unwrap_or_else(|| metron_grpc::status::of_http(s.status)));
+        let answered = Event::answered(s.tag, s.status, s.wire, s.first_byte, now, events, rpc);
+        self.events.push_back(answered);
     }
 
     fn on_rst_stream(&mut self, h: Head, payload: &[u8]) {

@@ -658,14 +658,9 @@ impl<T: Clone> Http3<T> {
         if let Some(c) = s.captured {
             self.captures.push_back(c);
         }
-        self.events.push_back(Event::Response {
-            tag: s.tag,
-            status: s.status,
-            bytes: s.wire,
-            first_byte: s.first_byte.unwrap_or(now),
-            events: s.events.map_or(0, |e| e.count()),
-            rpc: None,
-        });
+        let events = s.events.map_or(0, |e| e.count());
+        let answered = Event::answered(s.tag, s.status, s.wire, s.first_byte, now, events, None);
+        self.events.push_back(answered);
     }
 
     /// The server reset request stream `id` with `code`.
