@@ -119,25 +119,80 @@ fn short_body_is_a_read_error() {
     breaks_the_stream(Fault::ShortBody);
 }
 
-#[test]
-fn huge_head_is_a_read_error_under_the_head_limit() {
-    breaks_the_stream(Fault::HugeHead);
+per_protocol! {
+    /// `huge-head` on every fourth response: a valid response whose head
+    /// (over 1 MiB) is far past the client's limit (64 KiB). Each is a read
+    /// error of the cause it met, a head too large (`--max-head`), not a
+    /// server that broke the protocol; the connection is reopened where it
+    /// must be and the run goes on, its books balanced and its report whole.
+    ///
+    /// Not over HTTP/3: the built-in target's HTTP/3 library will not send
+    /// a head past the field-section size the client announces, and resets
+    /// the stream instead (a read error of cause `reset`), so no head ever
+    /// reaches the client's limit there.
+    except [http3]
+    fn huge_head_is_a_read_error_under_the_head_limit(p) {
+        let _g = serial();
+        let plan = faulty(FaultPlan::every(Fault::HugeHead, 4));
+        let (o, _, server) = run_and_check_ledger_over(p, plan, &RUN);
+        let c = &o.stats.counters;
+        let faults = server.faults();
+        assert!(c.errors.read > 0, "{p:?}: {c:?}");
+        // Every fault the server counted is a read error, or still in
+        // flight at the end.
+        assert!(faults <= c.errors.read + c.in_flight, "{p:?}: {faults} faults, {c:?}");
+        // Each huge head costs its request. Over HTTP/2 the header block
+        // cannot be skipped (it may change HPACK's table), so the client
+        // ends the whole connection (GOAWAY, ENHANCE_YOUR_CALM) and, at 50
+        // requests a second on a connection, now and then one more request
+        // beside it is lost with it. HTTP/1.1 has one request on the
+        // connection at a time.
+        let lost_each = if p == Proto::Http2 { 2 } else { 1 };
+        assert!(
+            c.errors.read <= lost_each * faults,
+            "{p:?}: {faults} faults, {c:?}"
+        );
+        let others = c.errors.connect + c.errors.write + c.errors.timeout + c.errors.status;
+        assert_eq!(others, 0, "{p:?}: {c:?}");
+        // Each is a head too large, not a broken protocol (over HTTP/2 the
+        // GOAWAY is the client's own, so none is counted as received).
+        assert_eq!(c.read_causes.head_too_large, c.errors.read, "{p:?}: {c:?}");
+        let h = &c.http2;
+        assert_eq!(h.connection_errors, 0, "{p:?}: {h:?}");
+        assert_eq!((h.goaway.total(), h.resets.total()), (0, 0), "{p:?}: {h:?}");
+        // The three healthy responses in four mostly complete.
+        assert!(c.completed >= c.due / 2, "{p:?}: {c:?}");
+    }
 }
 
-/// The huge head is valid HTTP: a client that allows heads that large
-/// reads it whole, then reconnects as its `Connection: close` says.
-#[test]
-fn huge_head_completes_when_the_limit_allows_it() {
-    let _g = serial();
-    let args = [&RUN[..], &["--max-head", "2m"]].concat();
-    let (o, _, server) = run_and_check_ledger(faulty(FaultPlan::every(Fault::HugeHead, 4)), &args);
-    let c = o.stats.counters;
-    assert_eq!(c.errors.lost_requests(), 0, "{c:?}");
-    assert!(c.completed + c.in_flight == c.due, "{c:?}");
-    let huge = server.faults().saturating_sub(c.in_flight);
-    assert!(huge > 0, "{c:?}");
-    assert!(c.bytes > huge << 20, "{} bytes, {c:?}", c.bytes);
-    assert!(c.reconnects >= huge, "{c:?}");
+per_protocol! {
+    /// The huge head is valid HTTP: with `--max-head 2m` (README: the
+    /// largest response head accepted) the client reads it whole, and over
+    /// HTTP/1.1 then reconnects as its `Connection: close` says.
+    ///
+    /// Not over HTTP/3: the built-in target does not deliver the huge head
+    /// there even under `--max-head 2m` (in a trial run the requests given
+    /// one stayed in flight to the end), so there is nothing to read whole.
+    except [http3]
+    fn huge_head_completes_when_the_limit_allows_it(p) {
+        let _g = serial();
+        let args = [&RUN[..], &["--max-head", "2m"]].concat();
+        let plan = faulty(FaultPlan::every(Fault::HugeHead, 4));
+        let (o, _, server) = run_and_check_ledger_over(p, plan, &args);
+        let c = &o.stats.counters;
+        assert_eq!(c.errors.lost_requests(), 0, "{p:?}: {c:?}");
+        assert!(c.completed + c.in_flight == c.due, "{p:?}: {c:?}");
+        let huge = server.faults().saturating_sub(c.in_flight);
+        assert!(huge > 0, "{p:?}: {c:?}");
+        // Over 1 MiB of 'p's each: as they are over HTTP/1.1, and over
+        // HTTP/2 each 6 bits in HPACK's Huffman code, at least 3/4 MiB on
+        // the wire.
+        let least = if p == Proto::Http1 { 1 << 20 } else { 3 << 18 };
+        assert!(c.bytes > huge * least, "{p:?}: {} bytes, {c:?}", c.bytes);
+        if p == Proto::Http1 {
+            assert!(c.reconnects >= huge, "{c:?}");
+        }
+    }
 }
 
 /// A server that hangs up on every request, in a closed loop: every request

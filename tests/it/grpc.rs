@@ -15,6 +15,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::MutexGuard;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
@@ -46,13 +47,54 @@ fn run(args: &[&str]) -> (Value, String) {
     (doc, text)
 }
 
+/// The arguments of a call of `method` of the test schema: `--grpc`, the
+/// method, the schema, then `rest`.
+fn call<'a>(method: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
+    [&["--grpc", method, "--proto", PROTO][..], rest].concat()
+}
+
 /// The arguments of a SayHello run: `--grpc`, the schema, `data`, and the
 /// load `flags`, then the URL.
 fn say_hello<'a>(srv_url: &'a str, data: &'a str, flags: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec!["--grpc", SAY_HELLO, "--proto", PROTO, "--data", data];
-    args.extend_from_slice(flags);
-    args.push(srv_url);
-    args
+    call(
+        SAY_HELLO,
+        &[&["--data", data][..], flags, &[srv_url]].concat(),
+    )
+}
+
+/// A test's turn at the machine ([`serial`]) and grpcio started for it,
+/// with its URL; none where grpcio cannot be started (the test skips, as
+/// [`Grpcio::start`] says).
+fn grpcio_turn() -> Option<(MutexGuard<'static, ()>, Grpcio, String)> {
+    let turn = serial();
+    let srv = Grpcio::start()?;
+    let url = srv.url();
+    Some((turn, srv, url))
+}
+
+/// The run's ledger balances with nothing lost: its completed calls and
+/// those still in flight at the end.
+fn whole(doc: &Value, text: &str) -> (u64, u64) {
+    assert_ledger(doc);
+    assert_eq!(lost(doc), 0, "{text}");
+    (counter(doc, "completed"), counter(doc, "in_flight"))
+}
+
+/// Every call completed was answered OK.
+fn all_ok(doc: &Value, completed: u64) {
+    assert_eq!(
+        statuses(doc),
+        BTreeMap::from([("OK".to_string(), completed)])
+    );
+}
+
+/// The server received each call metron completed, and no more than those
+/// and the ones still in flight at the end.
+fn assert_received(received: u64, completed: u64, in_flight: u64) {
+    assert!(
+        (completed..=completed + in_flight).contains(&received),
+        "the server received {received}; metron completed {completed}, {in_flight} in flight"
+    );
 }
 
 /// A count of the document's `counters`, by its path there
@@ -113,11 +155,9 @@ fn ms(us: u64) -> f64 {
 /// published schema.
 #[test]
 fn the_servers_count_of_calls_is_metrons() {
-    let _g = serial();
-    let Some(srv) = Grpcio::start() else {
+    let Some((_g, srv, url)) = grpcio_turn() else {
         return;
     };
-    let url = srv.url();
     let (doc, text) = run(&say_hello(
         &url,
         r#"{"name": "x"}"#,
@@ -132,15 +172,9 @@ fn the_servers_count_of_calls_is_metrons() {
     assert_eq!(counter(&doc, "errors.status"), 0, "{text}");
     assert!(completed >= 850, "{text}");
     let received = counts.calls("SayHello");
-    assert!(
-        (completed..=completed + in_flight).contains(&received),
-        "the server received {received}; metron completed {completed}, {in_flight} in flight"
-    );
+    assert_received(received, completed, in_flight);
     assert_eq!(counts.names.get("x"), Some(&received), "{counts:?}");
-    assert_eq!(
-        statuses(&doc),
-        BTreeMap::from([("OK".to_string(), completed)])
-    );
+    all_ok(&doc, completed);
     // Every answer came over HTTP/2 with status 200: gRPC's own status is
     // in the trailers.
     assert_eq!(
@@ -156,20 +190,16 @@ fn the_servers_count_of_calls_is_metrons() {
 /// each failure as a status error, and the text report names both.
 #[test]
 fn statuses_the_server_chose_are_counted_by_name() {
-    let _g = serial();
-    let Some(srv) = Grpcio::start() else {
+    let Some((_g, srv, url)) = grpcio_turn() else {
         return;
     };
-    let url = srv.url();
     let (doc, text) = run(&say_hello(
         &url,
         r#"{"name": "x", "fail_every": 10}"#,
         &["-t1", "-c2", "-R300", "-d3s"],
     ));
     let counts = srv.stop();
-    assert_ledger(&doc);
-    assert_eq!(lost(&doc), 0, "{text}");
-    let (completed, in_flight) = (counter(&doc, "completed"), counter(&doc, "in_flight"));
+    let (completed, in_flight) = whole(&doc, &text);
     let got = statuses(&doc);
     let ok = got.get("OK").copied().unwrap_or(0);
     let unavailable = got.get("UNAVAILABLE").copied().unwrap_or(0);
@@ -204,11 +234,9 @@ fn statuses_the_server_chose_are_counted_by_name() {
 /// by their status alone.
 #[test]
 fn a_reply_that_does_not_hold_the_check_is_an_error() {
-    let _g = serial();
-    let Some(srv) = Grpcio::start() else {
+    let Some((_g, srv, url)) = grpcio_turn() else {
         return;
     };
-    let url = srv.url();
     let load = ["-t1", "-c2", "-R200", "-d1s"];
     let data = r#"{"name": "x", "fail_every": 10}"#;
     let mut flags = load.to_vec();
@@ -325,23 +353,11 @@ fn a_stopped_server_shows_in_the_corrected_percentiles() {
             std::thread::sleep(Duration::from_millis(1500));
             srv.pause(Duration::from_secs(1))
         });
-        let args = [
-            "--grpc",
+        let load = ["-t1", "-c2", "-m5", "-R400", "-d5s", "--timeout", "5s"];
+        let run = run(&call(
             SAY_HELLO,
-            "--proto",
-            PROTO,
-            "--requests",
-            &file,
-            "-t1",
-            "-c2",
-            "-m5",
-            "-R400",
-            "-d5s",
-            "--timeout",
-            "5s",
-            &url,
-        ];
-        let run = run(&args);
+            &[&["--requests", &file][..], &load, &[&url]].concat(),
+        ));
         (run, pause.join().unwrap())
     });
     let counts = srv.stop();
@@ -392,38 +408,21 @@ fn a_stopped_server_shows_in_the_corrected_percentiles() {
 /// metron read no more messages than the server sent.
 #[test]
 fn a_server_stream_is_timed_message_by_message() {
-    let _g = serial();
-    let Some(srv) = Grpcio::start() else {
+    let Some((_g, srv, url)) = grpcio_turn() else {
         return;
     };
-    let url = srv.url();
-    let (doc, text) = run(&[
-        "--grpc",
+    let data = r#"{"count": 5, "interval_ms": 50}"#;
+    let load = ["-t1", "-c2", "-R40", "-d3s"];
+    let (doc, text) = run(&call(
         "greet.Greeter/Countdown",
-        "--proto",
-        PROTO,
-        "--data",
-        r#"{"count": 5, "interval_ms": 50}"#,
-        "-t1",
-        "-c2",
-        "-R40",
-        "-d3s",
-        &url,
-    ]);
+        &[&["--data", data][..], &load, &[&url]].concat(),
+    ));
     let counts = srv.stop();
-    assert_ledger(&doc);
-    assert_eq!(lost(&doc), 0, "{text}");
-    let (completed, in_flight) = (counter(&doc, "completed"), counter(&doc, "in_flight"));
+    let (completed, in_flight) = whole(&doc, &text);
     assert!(completed >= 100, "{text}");
-    assert_eq!(
-        statuses(&doc),
-        BTreeMap::from([("OK".to_string(), completed)])
-    );
+    all_ok(&doc, completed);
     let received = counts.calls("Countdown");
-    assert!(
-        (completed..=completed + in_flight).contains(&received),
-        "the server received {received}; metron completed {completed}, {in_flight} in flight"
-    );
+    assert_received(received, completed, in_flight);
     // The messages are the document's events, as --sse's are, and it
     // still follows its published schema.
     assert!(schema_errors(&doc).is_empty(), "{:?}", schema_errors(&doc));
@@ -496,18 +495,14 @@ fn a_compiled_descriptor_set_calls_as_the_proto_does() {
         in_flight += counter(&doc, "in_flight");
     }
     let received = srv.stop().calls("SayHello");
-    assert!(
-        (completed..=completed + in_flight).contains(&received),
-        "the server received {received}; metron completed {completed}, {in_flight} in flight"
-    );
+    assert_received(received, completed, in_flight);
 }
 
 /// A schema whose service imports its messages from another file, found
 /// under `--import-path`.
 #[test]
 fn imports_are_found_under_the_import_path() {
-    let _g = serial();
-    let Some(srv) = Grpcio::start() else {
+    let Some((_g, srv, url)) = grpcio_turn() else {
         return;
     };
     let dir = TempDir::new("grpc-imports");
@@ -525,7 +520,6 @@ fn imports_are_found_under_the_import_path() {
         "syntax = \"proto3\";\npackage greet;\nimport \"hello.proto\";\n\
          service Greeter { rpc SayHello(HelloRequest) returns (HelloReply); }\n",
     );
-    let url = srv.url();
     let messages = messages.display().to_string();
     let (doc, text) = run(&[
         "--grpc",
@@ -544,10 +538,7 @@ fn imports_are_found_under_the_import_path() {
     ]);
     let completed = counter(&doc, "completed");
     assert!(completed >= 95, "{text}");
-    assert_eq!(
-        statuses(&doc),
-        BTreeMap::from([("OK".to_string(), completed)])
-    );
+    all_ok(&doc, completed);
     assert!(srv.stop().calls("SayHello") >= completed);
 }
 
@@ -556,8 +547,7 @@ fn imports_are_found_under_the_import_path() {
 /// server got each name half the time and each line's metadata with it.
 #[test]
 fn a_requests_file_sends_each_lines_message_and_metadata() {
-    let _g = serial();
-    let Some(srv) = Grpcio::start() else {
+    let Some((_g, srv, url)) = grpcio_turn() else {
         return;
     };
     let dir = TempDir::new("grpc-requests");
@@ -570,29 +560,15 @@ fn a_requests_file_sends_each_lines_message_and_metadata() {
             "\n",
         ),
     );
-    let url = srv.url();
-    let (doc, text) = run(&[
-        "--grpc",
+    let load = ["-t1", "-c2", "-R200", "-d2s"];
+    let (doc, text) = run(&call(
         SAY_HELLO,
-        "--proto",
-        PROTO,
-        "--requests",
-        &file,
-        "-t1",
-        "-c2",
-        "-R200",
-        "-d2s",
-        &url,
-    ]);
+        &[&["--requests", &file][..], &load, &[&url]].concat(),
+    ));
     let counts = srv.stop();
-    assert_ledger(&doc);
-    assert_eq!(lost(&doc), 0, "{text}");
-    let (completed, in_flight) = (counter(&doc, "completed"), counter(&doc, "in_flight"));
+    let (completed, in_flight) = whole(&doc, &text);
     assert!(completed >= 390, "{text}");
-    assert_eq!(
-        statuses(&doc),
-        BTreeMap::from([("OK".to_string(), completed)])
-    );
+    all_ok(&doc, completed);
     let name = |n: &str| counts.names.get(n).copied().unwrap_or(0);
     let (ann, bo) = (name("ann"), name("bo"));
     assert_eq!(counts.names.len(), 2, "{counts:?}");
@@ -668,8 +644,7 @@ fn what_cannot_be_called_is_refused_on_one_line() {
 /// the encoded HelloReply, whose message holds the name sent.
 #[test]
 fn a_script_sees_the_raw_reply() {
-    let _g = serial();
-    let Some(srv) = Grpcio::start() else {
+    let Some((_g, srv, url)) = grpcio_turn() else {
         return;
     };
     let dir = TempDir::new("grpc-lua");
@@ -694,7 +669,6 @@ function done()
 end
 "#,
     );
-    let url = srv.url();
     let (doc, text) = run(&say_hello(
         &url,
         r#"{"name": "lua"}"#,

@@ -10,18 +10,34 @@
 //! except under CI (`.ci/run` installs it), where they fail.
 
 use std::collections::BTreeSet;
+use std::sync::MutexGuard;
 use std::time::Duration;
 
 use crate::common::nginx::*;
 use crate::common::*;
-use metron::serve::ServeConfig;
+use metron::serve::{ServeConfig, Server};
+
+/// A test's turn at the machine ([`serial`]) and nginx started with `opts`
+/// for it; none where nginx is missing (the test skips, as
+/// [`Nginx::start`] says).
+fn nginx_turn(opts: Options) -> Option<(MutexGuard<'static, ()>, Nginx)> {
+    let turn = serial();
+    Some((turn, Nginx::start(opts)?))
+}
+
+/// [`nginx_turn`] with nginx in front of `upstream` (its `/slow`).
+fn nginx_before(upstream: &Server) -> Option<(MutexGuard<'static, ()>, Nginx)> {
+    nginx_turn(Options {
+        upstream: Some(upstream.addr()),
+        ..Options::default()
+    })
+}
 
 /// Closed loop and rate mode over h2c: every request accounted for, none
 /// lost, and nginx's log agrees with metron's counts.
 #[test]
 fn h2c_closed_loop_and_rate_mode_are_clean() {
-    let _g = serial();
-    let Some(ngx) = Nginx::start(Options::default()) else {
+    let Some((_g, ngx)) = nginx_turn(Options::default()) else {
         return;
     };
     let u = ngx.h2c_url("/");
@@ -47,15 +63,11 @@ fn h2c_closed_loop_and_rate_mode_are_clean() {
 /// connection.
 #[test]
 fn requests_share_connections_at_once() {
-    let _g = serial();
     let upstream = server(ServeConfig {
         delay: Duration::from_millis(20),
         ..ServeConfig::default()
     });
-    let Some(ngx) = Nginx::start(Options {
-        upstream: Some(upstream.addr()),
-        ..Options::default()
-    }) else {
+    let Some((_g, ngx)) = nginx_before(&upstream) else {
         return;
     };
     let u = ngx.h2c_url("/slow");
@@ -90,16 +102,12 @@ fn requests_share_connections_at_once() {
 /// stream per connection.
 #[test]
 fn connections_open_on_demand_against_nginx() {
-    let _g = serial();
     let upstream = server(ServeConfig {
         delay: Duration::from_millis(20),
         threads: 2,
         ..ServeConfig::default()
     });
-    let Some(ngx) = Nginx::start(Options {
-        upstream: Some(upstream.addr()),
-        ..Options::default()
-    }) else {
+    let Some((_g, ngx)) = nginx_before(&upstream) else {
         return;
     };
     let cacert = ngx.cacert();
@@ -140,8 +148,7 @@ fn connections_open_on_demand_against_nginx() {
 /// without HTTP/2 is one line that says so.
 #[test]
 fn tls_negotiates_http2_by_alpn() {
-    let _g = serial();
-    let Some(ngx) = Nginx::start(Options::default()) else {
+    let Some((_g, ngx)) = nginx_turn(Options::default()) else {
         return;
     };
     let ca = ngx.cacert();
@@ -171,8 +178,7 @@ fn tls_negotiates_http2_by_alpn() {
 /// not lost, and the books still balance.
 #[test]
 fn goaway_after_keepalive_requests_loses_nothing() {
-    let _g = serial();
-    let Some(ngx) = Nginx::start(Options {
+    let Some((_g, ngx)) = nginx_turn(Options {
         keepalive_requests: Some(200),
         ..Options::default()
     }) else {
@@ -204,8 +210,7 @@ fn goaway_after_keepalive_requests_loses_nothing() {
 /// due requests were never sent and send lag p99 was 3.7 s.)
 #[test]
 fn a_retired_connection_draining_a_slow_response_holds_nothing_up() {
-    let _g = serial();
-    let Some(ngx) = Nginx::start(Options {
+    let Some((_g, ngx)) = nginx_turn(Options {
         keepalive_requests: Some(100),
         big: true,
         ..Options::default()
@@ -260,8 +265,7 @@ fn a_retired_connection_draining_a_slow_response_holds_nothing_up() {
 /// and the connects that then fail are counted as refused.
 #[test]
 fn a_server_stopping_mid_run_loses_no_request_it_never_saw() {
-    let _g = serial();
-    let Some(ngx) = Nginx::start(Options::default()) else {
+    let Some((_g, ngx)) = nginx_turn(Options::default()) else {
         return;
     };
     let u = ngx.h2c_url("/");

@@ -3,9 +3,10 @@
 //! percentiles through a stop of the process, wrk scripts unchanged, loss
 //! and delay on the path, and the pre-flight's words for each way a host
 //! may not serve HTTP/3. Against the built-in target (`serve --http3`),
-//! where faults are easier to make: a stall's exact arithmetic, streams
-//! refused and connections gone away, 0-RTT on the connections that
-//! replace them, and the demo.
+//! where faults are easier to make: a stall's exact arithmetic, 0-RTT on
+//! the connections that replace those gone away, and the demo (streams
+//! refused and connections gone away are tests/it/streams.rs's, over
+//! HTTP/2 and HTTP/3 alike).
 
 use std::net::UdpSocket;
 use std::time::Duration;
@@ -13,7 +14,7 @@ use std::time::Duration;
 use crate::common::caddy::Caddy;
 use crate::common::relay::Relay;
 use crate::common::*;
-use metron::serve::{BadCert, Http3, Pick, ServeConfig, Server};
+use metron::serve::{BadCert, Http3, ServeConfig, Server};
 
 /// Every request metron completed, and every one still in flight at the
 /// end, is in Caddy's log as HTTP/3; nothing else is.
@@ -247,34 +248,6 @@ fn h3_server(cfg: ServeConfig, h3: Http3) -> Server {
 
 fn h3_url(srv: &Server) -> String {
     format!("https://{}/", srv.addr())
-}
-
-/// A server that goes away after 50 requests on each connection, and
-/// refuses one stream in ten with H3_REQUEST_REJECTED: the refused and
-/// those above a GOAWAY were never processed, so they go out again on
-/// another stream; nothing is lost, the ledger balances, and the server
-/// answered exactly what metron completed (or still waited for).
-#[test]
-fn refused_and_goaway_streams_are_sent_again_not_lost() {
-    let _g = serial();
-    let srv = h3_server(
-        ServeConfig::default(),
-        Http3 {
-            goaway_after: Some(50),
-            reset: Some(Pick::Every(10)),
-            ..Http3::default()
-        },
-    );
-    let args = ["-t1", "-c4", "-m8", "-R1000", "-d2s", "--http3", "-k"];
-    let (o, text) = bench(&[&args[..], &[&h3_url(&srv)]].concat());
-    assert_balanced(&o);
-    let c = &o.stats.counters;
-    assert_eq!(c.errors.lost_requests(), 0, "{c:?}\n{text}");
-    assert!(c.http2.retried > 0, "{c:?}");
-    assert!(srv.stats().h3_goaways() > 0 && srv.stats().h3_resets() > 0);
-    // Every completed request was answered once by the server.
-    assert_eq!(c.status_codes.get(200), c.completed, "{c:?}");
-    assert!(c.completed >= 1900, "{c:?}");
 }
 
 /// A server that never answers, and keeps the stream of every request it

@@ -36,5 +36,6 @@ mod replay;
 mod shard;
 mod slo;
 mod slurm;
+mod streams;
 mod sweep;
 mod tls;

@@ -5,6 +5,13 @@
 
 use crate::common::files::*;
 use crate::common::*;
+use metron::engine::Outcome;
+use metron::serve::Server;
+
+/// `file` replayed against `srv` with `flags`: the run and its report.
+fn replay(srv: &Server, file: &str, flags: &[&str]) -> (Outcome, String) {
+    bench_replay(flags, file, &url(srv, "/"))
+}
 
 const MIXED: &str = r#"[
   {"method": "POST", "path": "/submit", "headers": {"Content-Type": "application/octet-stream", "Authorization": "Bearer stale"}, "body_file": "blob.bin"},
@@ -22,19 +29,15 @@ fn a_mixed_file_is_replayed_in_order_with_bodies_and_headers() {
     write(&d, "blob.bin", &blob);
     let file = write(&d, "r.json", MIXED.as_bytes());
     let srv = recording();
-    let (o, text) = bench_replay(
-        &[
-            "-t1",
-            "-c2",
-            "-d1s",
-            "-R",
-            "250",
-            "-H",
-            "Authorization: Bearer fresh",
-        ],
-        &file,
-        &url(&srv, "/"),
-    );
+    let flags = [
+        "-t1",
+        "-c2",
+        "-d1s",
+        "-R250",
+        "-H",
+        "Authorization: Bearer fresh",
+    ];
+    let (o, text) = replay(&srv, &file, &flags);
     assert_balanced(&o);
     let c = &o.stats.counters;
     assert_eq!(c.due, 250, "{c:?}");
@@ -103,7 +106,7 @@ fn the_closed_loop_replays_too() {
     let d = dir("closed");
     let file = write(&d, "r.jsonl", b"{\"path\": \"/a\"}\n{\"path\": \"/b\"}\n");
     let srv = recording();
-    let (o, text) = bench_replay(&["-t2", "-c4", "-d500ms"], &file, &url(&srv, "/"));
+    let (o, text) = replay(&srv, &file, &["-t2", "-c4", "-d500ms"]);
     assert_balanced(&o);
     let (a, b) = (srv.stats().path_count("/a"), srv.stats().path_count("/b"));
     assert!(a > 10 && b > 10, "a {a}, b {b}");
@@ -180,20 +183,11 @@ fn random_order_repeats_with_its_seed() {
     let file = write(&d, "t.txt", lines.as_bytes());
     let order = |seed: &str| {
         let srv = recording();
-        let (o, text) = bench_replay(
-            &[
-                "-t1",
-                "-c1",
-                "-d300ms",
-                "-R",
-                "100",
-                "--requests-order",
-                "random",
-                "--seed",
-                seed,
-            ],
+        let order = ["--requests-order", "random", "--seed", seed];
+        let (o, text) = replay(
+            &srv,
             &file,
-            &url(&srv, "/"),
+            &[&["-t1", "-c1", "-d300ms", "-R100"][..], &order].concat(),
         );
         assert_balanced(&o);
         assert!(
@@ -218,21 +212,16 @@ fn json_and_interval_log_carry_the_endpoints() {
     let file = write(&d, "t.txt", b"/a\n/b\n/status/500\n");
     let (json, hlog) = (d.join("r.json"), d.join("r.hlog"));
     let srv = recording();
-    let (o, text) = bench_replay(
-        &[
-            "-t1",
-            "-c2",
-            "-d1s",
-            "-R",
-            "90",
-            "-U",
-            "--json",
-            json.to_str().unwrap(),
-            "--hlog",
-            hlog.to_str().unwrap(),
-        ],
+    let outputs = [
+        "--json",
+        json.to_str().unwrap(),
+        "--hlog",
+        hlog.to_str().unwrap(),
+    ];
+    let (o, text) = replay(
+        &srv,
         &file,
-        &url(&srv, "/"),
+        &[&["-t1", "-c2", "-d1s", "-R90", "-U"][..], &outputs].concat(),
     );
     assert_balanced(&o);
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();

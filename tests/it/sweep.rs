@@ -178,6 +178,26 @@ fn a_sweep_that_may_grow_connections_is_not_held_by_c() {
         .all(|s| s.slo.verdict == metron::verdict::Verdict::Met));
 }
 
+/// `metron sweep` judged by `slo` from rate `from` to `to`, steps of
+/// `step` after a warm-up of `warmup`, then `rest`.
+fn sweep<'a>(
+    slo: &'a str,
+    from: &'a str,
+    to: &'a str,
+    step: &'a str,
+    warmup: &'a str,
+    rest: &[&'a str],
+) -> Vec<&'a str> {
+    let range = ["sweep", "--slo", slo, "--from", from, "--to", to];
+    let steps = ["--step-duration", step, "--warmup", warmup];
+    [&range[..], &steps, rest].concat()
+}
+
+/// The binary with `args`, which must end within a minute.
+fn sweep_within(args: &[&str]) -> std::process::Output {
+    metron_within(args, Duration::from_secs(60))
+}
+
 /// A sweep from 100 requests/s up to `to` on `-c1` against 20 ms
 /// responses, with `extra` flags: its output and its saved document.
 fn sweep_on_one_connection(to: &str, extra: &[&str]) -> (std::process::Output, SweepDocument) {
@@ -186,28 +206,9 @@ fn sweep_on_one_connection(to: &str, extra: &[&str]) -> (std::process::Output, S
     let dir = TempDir::new("sweep-one-connection");
     let json = dir.file("sweep.json", "");
     let target = url(&srv, "/");
-    let mut args = vec![
-        "sweep",
-        "--slo",
-        "p99<1s",
-        "--from",
-        "100",
-        "--to",
-        to,
-        "--step-duration",
-        "2s",
-        "--warmup",
-        "500ms",
-        "--cooldown",
-        "200ms",
-        "-t1",
-        "-c1",
-        "--json",
-        &json,
-    ];
-    args.extend_from_slice(extra);
-    args.push(&target);
-    let o = metron_within(&args, Duration::from_secs(60));
+    let rest = ["--cooldown", "200ms", "-t1", "-c1", "--json", &json];
+    let rest = [&rest[..], extra, &[&target]].concat();
+    let o = sweep_within(&sweep("p99<1s", "100", to, "2s", "500ms", &rest));
     let doc = sweep_document(Path::new(&json));
     (o, doc)
 }
@@ -232,26 +233,15 @@ fn a_sweep_on_first_events_shows_the_first_event_figure() {
     });
     let silent = delayed(Duration::from_millis(20));
     let sweep = |target: &str| {
-        let args = [
-            "sweep",
-            "--sse",
-            "--slo",
+        let rest = ["--sse", "--cooldown", "200ms", "-t1", "-c8", target];
+        sweep_within(&sweep(
             "first_event_p99<1s",
-            "--from",
             "20",
-            "--to",
             "40",
-            "--step-duration",
             "2s",
-            "--warmup",
             "500ms",
-            "--cooldown",
-            "200ms",
-            "-t1",
-            "-c8",
-            target,
-        ];
-        metron_within(&args, Duration::from_secs(60))
+            &rest,
+        ))
     };
     let o = sweep(&url(&streaming, "/"));
     assert_status(&o, 0);
@@ -306,25 +296,15 @@ fn a_sweep_on_first_events_shows_the_first_event_figure() {
 fn a_sweep_where_no_rate_meets_the_slo() {
     let _g = serial();
     let srv = delayed(Duration::from_millis(20));
-    let o = metron_within(
-        &[
-            "sweep",
-            "--slo",
-            "p99<1ms",
-            "--from",
-            "10",
-            "--to",
-            "20",
-            "--step-duration",
-            "1500ms",
-            "--warmup",
-            "500ms",
-            "-t1",
-            "-c2",
-            &url(&srv, "/"),
-        ],
-        Duration::from_secs(60),
-    );
+    let u = url(&srv, "/");
+    let o = sweep_within(&sweep(
+        "p99<1ms",
+        "10",
+        "20",
+        "1500ms",
+        "500ms",
+        &["-t1", "-c2", &u],
+    ));
     assert_status(&o, 3);
     let out = stdout(&o);
     assert_eq!(
@@ -343,27 +323,9 @@ fn a_sweep_where_no_rate_meets_the_slo() {
 fn a_sweep_that_reaches_its_top() {
     let _g = serial();
     let srv = server(ServeConfig::default());
-    let o = metron_within(
-        &[
-            "sweep",
-            "--slo",
-            "p99<500ms",
-            "--from",
-            "100",
-            "--to",
-            "300",
-            "--step-duration",
-            "1500ms",
-            "--warmup",
-            "500ms",
-            "--cooldown",
-            "0s",
-            "-t1",
-            "-c4",
-            &url(&srv, "/"),
-        ],
-        Duration::from_secs(60),
-    );
+    let u = url(&srv, "/");
+    let rest = ["--cooldown", "0s", "-t1", "-c4", &u];
+    let o = sweep_within(&sweep("p99<500ms", "100", "300", "1500ms", "500ms", &rest));
     assert_status(&o, 0);
     let out = stdout(&o);
     assert_eq!(
@@ -389,30 +351,18 @@ fn a_sweep_that_reaches_its_top() {
 fn a_sweep_banner_names_the_protocol_and_the_pool() {
     let _g = serial();
     let srv = h2::h2(Http2::default(), ServeConfig::default());
-    let o = metron_within(
-        &[
-            "sweep",
-            "--slo",
-            "p99<500ms",
-            "--from",
-            "100",
-            "--to",
-            "100",
-            "--step-duration",
-            "1s",
-            "--warmup",
-            "200ms",
-            "--cooldown",
-            "0s",
-            "--http2",
-            "-t1",
-            "-c2",
-            "--max-connections",
-            "10",
-            &url(&srv, "/"),
-        ],
-        Duration::from_secs(60),
-    );
+    let u = url(&srv, "/");
+    let rest = [
+        "--cooldown",
+        "0s",
+        "--http2",
+        "-t1",
+        "-c2",
+        "--max-connections",
+        "10",
+        &u,
+    ];
+    let o = sweep_within(&sweep("p99<500ms", "100", "100", "1s", "200ms", &rest));
     assert_status(&o, 0);
     let out = stdout(&o);
     let banner: Vec<&str> = out.lines().skip(1).take(2).collect();

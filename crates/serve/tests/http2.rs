@@ -5,15 +5,13 @@
 //! bounded ([`LIMIT`]); timing tests assert lower bounds exactly and upper
 //! bounds loosely, since a busy machine may be late but never early.
 
-use std::future::Future;
 use std::io::{Read, Write};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use h2::client::SendRequest;
 use h2::Reason;
-use http::{HeaderMap, Method, Request, StatusCode};
+use http::{Method, Request};
 use metron_serve::{
     Fault, FaultPlan, Http2, Per, Pick, Probability, ServeConfig, Server, Sse, StallPlan,
 };
@@ -21,8 +19,9 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 
-/// The longest any one step of a test may take.
-const LIMIT: Duration = Duration::from_secs(10);
+#[allow(dead_code)]
+mod common;
+use common::{body_size, bounded, request_at, xs, Got, LIMIT};
 
 fn h2c(cfg: ServeConfig) -> Server {
     h2c_with(Http2::default(), cfg)
@@ -34,20 +33,6 @@ fn h2c_with(http2: Http2, cfg: ServeConfig) -> Server {
         ..cfg
     })
     .expect("server starts")
-}
-
-fn body_size(n: u64) -> ServeConfig {
-    ServeConfig {
-        body_size: n,
-        ..ServeConfig::default()
-    }
-}
-
-/// `fut`, which must finish within [`LIMIT`].
-async fn bounded<F: Future>(fut: F) -> F::Output {
-    tokio::time::timeout(LIMIT, fut)
-        .await
-        .expect("finished in time")
 }
 
 /// Waits (bounded) until `done` holds.
@@ -76,24 +61,11 @@ async fn connect(server: &Server) -> (SendRequest<Bytes>, Conn) {
 }
 
 fn request(method: Method, path: &str) -> Request<()> {
-    Request::builder()
-        .method(method)
-        .uri(format!("http://127.0.0.1{path}"))
-        .body(())
-        .unwrap()
+    request_at("http://127.0.0.1", method, path)
 }
 
 fn get(path: &str) -> Request<()> {
     request(Method::GET, path)
-}
-
-/// A whole response.
-#[derive(Debug)]
-struct Got {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: Vec<u8>,
-    trailers: Option<HeaderMap>,
 }
 
 /// Sends `req` (no body) and reads the whole response.
@@ -104,6 +76,12 @@ async fn fetch(client: &mut SendRequest<Bytes>, req: Request<()>) -> Result<Got,
         read(response.await?).await
     })
     .await
+}
+
+impl common::GetBody for SendRequest<Bytes> {
+    async fn get_body(&mut self, path: &str) -> Vec<u8> {
+        fetch(self, get(path)).await.unwrap().body
+    }
 }
 
 async fn read(response: http::Response<h2::RecvStream>) -> Result<Got, h2::Error> {
@@ -121,10 +99,6 @@ async fn read(response: http::Response<h2::RecvStream>) -> Result<Got, h2::Error
         body: bytes,
         trailers,
     })
-}
-
-fn xs(n: usize) -> Vec<u8> {
-    vec![b'x'; n]
 }
 
 #[tokio::test]
@@ -288,24 +262,9 @@ async fn delayed_streams_wait_side_by_side() {
 
 #[tokio::test]
 async fn nothing_is_written_during_a_stall() {
-    let stall = StallPlan::once(Duration::from_millis(600), Duration::from_millis(500)).unwrap();
-    let server = h2c(ServeConfig {
-        stall: Some(stall),
-        ..body_size(3)
-    });
+    let server = h2c(common::stalled());
     let (mut client, _conn) = connect(&server).await;
-    let before = fetch(&mut client, get("/")).await.unwrap();
-    assert_eq!(before.body, xs(3));
-    let since_start = server.started_at().elapsed();
-    assert!(
-        since_start < Duration::from_millis(600),
-        "answered before the stall"
-    );
-    tokio::time::sleep_until((server.started_at() + Duration::from_millis(650)).into()).await;
-    let during = fetch(&mut client, get("/")).await.unwrap();
-    let answered = server.started_at().elapsed();
-    assert_eq!(during.body, xs(3));
-    assert!(answered >= Duration::from_millis(1100), "{answered:?}");
+    common::nothing_is_answered_during_the_stall(&server, &mut client).await;
 }
 
 #[tokio::test]
@@ -810,39 +769,15 @@ fn http1_and_garbage_on_an_h2c_port_are_turned_away() {
 
 #[tokio::test]
 async fn tls_offers_h2_and_http1_by_alpn() {
-    let dir = std::env::temp_dir().join(format!("metron-serve-h2-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let certified = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
-    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-    std::fs::write(&cert, certified.cert.pem()).unwrap();
-    std::fs::write(&key, certified.key_pair.serialize_pem()).unwrap();
-    let server = h2c(ServeConfig {
-        tls_cert: Some(cert),
-        tls_key: Some(key),
-        ..body_size(2)
-    });
-    let _ = std::fs::remove_dir_all(&dir);
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(certified.cert.der().clone()).unwrap();
-    let tls = |alpn: &[&[u8]]| {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_root_certificates(roots.clone())
-            .with_no_client_auth();
-        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-        tokio_rustls::TlsConnector::from(Arc::new(config))
-    };
-    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
-    let open = |alpn: &'static [&'static [u8]]| {
-        let (connector, name) = (tls(alpn), name.clone());
-        let addr = server.addr();
-        async move {
-            let tcp = TcpStream::connect(addr).await.unwrap();
-            bounded(connector.connect(name, tcp)).await.unwrap()
-        }
-    };
+    let cert = common::cert("h2");
+    let server = common::start_with(
+        &cert,
+        ServeConfig {
+            http2: Some(Http2::default()),
+            ..body_size(2)
+        },
+    );
+    let open = |alpn: &'static [&'static [u8]]| common::tls_connect(&server, &cert.roots, alpn);
 
     let stream = open(&[b"h2", b"http/1.1"]).await;
     assert_eq!(stream.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
@@ -853,14 +788,7 @@ async fn tls_offers_h2_and_http1_by_alpn() {
     // A client that offers only HTTP/1.1, or no ALPN at all, gets HTTP/1.1.
     const HTTP1_ONLY: &[&[u8]] = &[b"http/1.1"];
     for alpn in [HTTP1_ONLY, &[]] {
-        let mut stream = open(alpn).await;
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        stream
-            .write_all(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
-            .await
-            .unwrap();
-        let mut got = Vec::new();
-        let _ = bounded(stream.read_to_end(&mut got)).await;
+        let got = common::http1_get(&mut open(alpn).await).await;
         let want = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\
             Connection: close\r\n\r\nxx";
         assert_eq!(String::from_utf8_lossy(&got), want, "{alpn:?}");

@@ -3,84 +3,44 @@
 //!
 //! Each test starts its own server on an OS-chosen port, presenting a
 //! certificate the test made and its client trusts. Every wait is bounded
-//! ([`LIMIT`]); timing tests assert lower bounds only, since a busy
+//! ([`common::LIMIT`]); timing tests assert lower bounds only, since a busy
 //! machine may be late but never early.
 
-use std::future::{poll_fn, Future};
+use std::future::poll_fn;
 use std::io;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes};
 use h3::client::SendRequest;
 use h3::error::{Code, StreamError};
-use http::{HeaderMap, Method, Request, StatusCode};
+use http::{Method, Request};
 use metron_serve::{
-    parse_h3_code, Capacity, Http3, Pick, Probability, ServeConfig, Server, Sse, StallPlan,
+    parse_h3_code, Capacity, Http3, Pick, Probability, ServeConfig, Server, Sse,
     H3_REQUEST_REJECTED,
 };
 use quinn::crypto::rustls::QuicClientConfig;
 
-/// The longest any one step of a test may take.
-const LIMIT: Duration = Duration::from_secs(10);
-
-/// A certificate for `localhost` in PEM files, and the roots that trust it.
-struct Cert {
-    cert: PathBuf,
-    key: PathBuf,
-    roots: rustls::RootCertStore,
-}
-
-/// Makes a certificate in files of this test's own.
-fn cert() -> Cert {
-    static MADE: AtomicU64 = AtomicU64::new(0);
-    let n = MADE.fetch_add(1, Relaxed);
-    let dir = std::env::temp_dir().join(format!("metron-serve-h3-{}-{n}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let certified = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
-    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-    std::fs::write(&cert, certified.cert.pem()).unwrap();
-    std::fs::write(&key, certified.key_pair.serialize_pem()).unwrap();
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(certified.cert.der().clone()).unwrap();
-    Cert { cert, key, roots }
-}
+#[allow(dead_code)]
+mod common;
+use common::{body_size, bounded, request_at, xs, Got};
 
 /// A server with `cfg`, HTTP/3 as `http3` says, and a certificate the
 /// returned roots trust.
 fn h3_with(http3: Http3, cfg: ServeConfig) -> (Server, rustls::RootCertStore) {
-    let Cert { cert, key, roots } = cert();
-    let server = Server::start(ServeConfig {
-        http3: Some(http3),
-        tls_cert: Some(cert.clone()),
-        tls_key: Some(key),
-        ..cfg
-    })
-    .expect("server starts");
-    if let Some(dir) = cert.parent() {
-        let _ = std::fs::remove_dir_all(dir);
-    }
-    (server, roots)
+    let cert = common::cert("h3");
+    let server = common::start_with(
+        &cert,
+        ServeConfig {
+            http3: Some(http3),
+            ..cfg
+        },
+    );
+    (server, cert.roots)
 }
 
 fn h3(cfg: ServeConfig) -> (Server, rustls::RootCertStore) {
     h3_with(Http3::default(), cfg)
-}
-
-fn body_size(n: u64) -> ServeConfig {
-    ServeConfig {
-        body_size: n,
-        ..ServeConfig::default()
-    }
-}
-
-/// `fut`, which must finish within [`LIMIT`].
-async fn bounded<F: Future>(fut: F) -> F::Output {
-    tokio::time::timeout(LIMIT, fut)
-        .await
-        .expect("finished in time")
 }
 
 /// An HTTP/3 client: QUIC's connection (to see how it closed) and the
@@ -116,24 +76,11 @@ async fn connect(server: &Server, roots: &rustls::RootCertStore) -> Client {
 }
 
 fn request(method: Method, path: &str) -> Request<()> {
-    Request::builder()
-        .method(method)
-        .uri(format!("https://localhost{path}"))
-        .body(())
-        .unwrap()
+    request_at("https://localhost", method, path)
 }
 
 fn get(path: &str) -> Request<()> {
     request(Method::GET, path)
-}
-
-/// A whole response.
-#[derive(Debug)]
-struct Got {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: Vec<u8>,
-    trailers: Option<HeaderMap>,
 }
 
 /// Sends `req` with `body` and reads the whole response.
@@ -173,6 +120,12 @@ async fn fetch(client: &mut Client, req: Request<()>) -> Result<Got, StreamError
     send(&mut client.send, req, b"").await
 }
 
+impl common::GetBody for Client {
+    async fn get_body(&mut self, path: &str) -> Vec<u8> {
+        fetch(self, get(path)).await.unwrap().body
+    }
+}
+
 /// The code a stream was reset with, if it was.
 fn reset_code(err: &StreamError) -> Option<Code> {
     match err {
@@ -187,10 +140,6 @@ async fn closed_with(client: &Client) -> Option<u64> {
         quinn::ConnectionError::ApplicationClosed(close) => Some(close.error_code.into_inner()),
         _ => None,
     }
-}
-
-fn xs(n: usize) -> Vec<u8> {
-    vec![b'x'; n]
 }
 
 #[tokio::test]
@@ -263,23 +212,7 @@ async fn request_bodies_are_read_and_recorded() {
 async fn tcp_and_udp_share_the_port() {
     let (server, roots) = h3(body_size(2));
     // HTTPS over TCP at the same address still answers in HTTP/1.1.
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots.clone())
-        .with_no_client_auth();
-    let connector = tokio_rustls::TlsConnector::from(Arc::new(tls));
-    let tcp = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
-    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
-    let mut stream = bounded(connector.connect(name, tcp)).await.unwrap();
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    stream
-        .write_all(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
-        .await
-        .unwrap();
-    let mut got = Vec::new();
-    let _ = bounded(stream.read_to_end(&mut got)).await;
+    let got = common::http1_get(&mut common::tls_connect(&server, &roots, &[]).await).await;
     assert!(got.starts_with(b"HTTP/1.1 200 OK\r\n"), "{got:?}");
     let mut client = connect(&server, &roots).await;
     assert_eq!(fetch(&mut client, get("/")).await.unwrap().body, xs(2));
@@ -307,24 +240,9 @@ async fn delay_holds_each_response_back() {
 
 #[tokio::test]
 async fn nothing_is_answered_during_a_stall() {
-    let stall = StallPlan::once(Duration::from_millis(600), Duration::from_millis(500)).unwrap();
-    let (server, roots) = h3(ServeConfig {
-        stall: Some(stall),
-        ..body_size(3)
-    });
+    let (server, roots) = h3(common::stalled());
     let mut client = connect(&server, &roots).await;
-    let before = fetch(&mut client, get("/")).await.unwrap();
-    assert_eq!(before.body, xs(3));
-    let since_start = server.started_at().elapsed();
-    assert!(
-        since_start < Duration::from_millis(600),
-        "answered before the stall"
-    );
-    tokio::time::sleep_until((server.started_at() + Duration::from_millis(650)).into()).await;
-    let during = fetch(&mut client, get("/")).await.unwrap();
-    let answered = server.started_at().elapsed();
-    assert_eq!(during.body, xs(3));
-    assert!(answered >= Duration::from_millis(1100), "{answered:?}");
+    common::nothing_is_answered_during_the_stall(&server, &mut client).await;
 }
 
 #[tokio::test]

@@ -8,7 +8,7 @@ use metron::engine::Outcome;
 use metron::serve::{BadCert, Fault, FaultPlan, ServeConfig, ServerStats};
 use metron::stats::Counters;
 
-use super::{assert_balanced, bench_at, serial, server, url};
+use super::{assert_balanced, serial, server, Proto};
 
 /// The rate-mode run most tests make: 200 requests over one second on
 /// four connections.
@@ -30,9 +30,18 @@ pub fn run_and_check_ledger(
     cfg: ServeConfig,
     args: &[&str],
 ) -> (Outcome, String, Arc<ServerStats>) {
-    let srv = server(cfg);
-    let u = url(&srv, "/");
-    let (o, text) = bench_at(args, &u);
+    run_and_check_ledger_over(Proto::Http1, cfg, args)
+}
+
+/// [`run_and_check_ledger`] in protocol `p`, within the time limit of
+/// [`Proto::bench_within`].
+pub fn run_and_check_ledger_over(
+    p: Proto,
+    cfg: ServeConfig,
+    args: &[&str],
+) -> (Outcome, String, Arc<ServerStats>) {
+    let srv = p.server(cfg);
+    let (o, text) = p.bench_within(args, &p.url(&srv, "/"));
     assert_balanced(&o);
     assert_report(&text, &o.stats.counters);
     (o, text, srv.stats())

@@ -32,9 +32,13 @@ pub fn h2(http2: Http2, cfg: ServeConfig) -> Server {
 /// [`bench`] over HTTP/2 with the URL last, within [`LIMIT`]: a run that
 /// does not end by then fails the test rather than hang the suite.
 pub fn bench_h2(args: &[&str], url: &str) -> (Outcome, String) {
-    let mut argv: Vec<String> = vec!["--http2".into()];
-    argv.extend(args.iter().map(|a| a.to_string()));
-    argv.push(url.to_string());
+    bench_within(&[&["--http2"][..], args, &[url]].concat())
+}
+
+/// [`bench`] with `args`, within [`LIMIT`]: a run that does not end by
+/// then fails the test rather than hang the suite.
+pub fn bench_within(args: &[&str]) -> (Outcome, String) {
+    let argv: Vec<String> = args.iter().map(|a| a.to_string()).collect();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
@@ -42,11 +46,11 @@ pub fn bench_h2(args: &[&str], url: &str) -> (Outcome, String) {
     });
     match rx.recv_timeout(LIMIT) {
         Ok(Ok(done)) => done,
-        Ok(Err(e)) => panic!("metron --http2 {args:?} failed: {e}"),
+        Ok(Err(e)) => panic!("metron {args:?} failed: {e}"),
         Err(mpsc::RecvTimeoutError::Timeout) => {
-            panic!("metron --http2 {args:?} ran past {LIMIT:?}")
+            panic!("metron {args:?} ran past {LIMIT:?}")
         }
-        Err(mpsc::RecvTimeoutError::Disconnected) => panic!("metron --http2 {args:?} panicked"),
+        Err(mpsc::RecvTimeoutError::Disconnected) => panic!("metron {args:?} panicked"),
     }
 }
 
