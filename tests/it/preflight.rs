@@ -60,7 +60,7 @@ fn a_server_that_allows_no_streams_is_refused_before_the_run() {
             format!(
                 "metron: the server at {} allows no HTTP/2 streams (its \
                  SETTINGS_MAX_CONCURRENT_STREAMS is 0), so no request could be sent; raise its \
-                 limit, or drop --http2 to load it over HTTP/1.1\n",
+                 limit, or drop --http2 to load it over HTTP/1.1 if it speaks that too\n",
                 srv.addr()
             ),
             "tls {tls}"

@@ -146,17 +146,18 @@ impl Protocols {
     /// The fix of a server that takes HTTP/2 but cannot be loaded over it:
     /// `first` (when there is one) or dropping the flag that asked for it,
     /// to load it over HTTP/1.1; gRPC calls have no HTTP/1.1 to fall back
-    /// to, so for them only `first`, or the words that say so.
+    /// to, so for them only `first`, or the words that say so. With a
+    /// `first`, HTTP/1.1 is offered only as what it is: a way out if the
+    /// server speaks it too, which an HTTP/2-only one does not.
     pub fn http1_instead(&self, first: &str) -> String {
-        let drop = || {
-            let flag = self.asked_by.as_deref().unwrap_or("--http2");
-            format!("drop {flag} to load it over HTTP/1.1")
-        };
+        let flag = self.asked_by.as_deref().unwrap_or("--http2");
         match (self.calls, first) {
             (true, "") => GRPC_NEEDS_H2.to_string(),
             (true, first) => format!("{first} (gRPC runs over HTTP/2 only)"),
-            (false, "") => drop(),
-            (false, first) => format!("{first}, or {}", drop()),
+            (false, "") => format!("drop {flag} to load it over HTTP/1.1"),
+            (false, first) => {
+                format!("{first}, or drop {flag} to load it over HTTP/1.1 if it speaks that too")
+            }
         }
     }
 

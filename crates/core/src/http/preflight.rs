@@ -152,7 +152,7 @@ impl Ask<'_> {
             Heard::Said(_) => Err("its first bytes are not an HTTP/2 SETTINGS frame".to_string()),
             Heard::Closed => Err("it closed the connection at the HTTP/2 preface".to_string()),
             Heard::Silent => Err(format!(
-                "it sent no answer to the HTTP/2 preface within {:?}",
+                "it sent no answer to the HTTP/2 preface within {:?} (--timeout: raise it for a slow server)",
                 self.timeout
             )),
         }
