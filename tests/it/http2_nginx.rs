@@ -288,7 +288,13 @@ fn a_server_stopping_mid_run_loses_no_request_it_never_saw() {
         r.closed + r.reset + r.closed_unanswered,
         "{c:?}"
     );
-    assert!(c.errors.read <= 10, "{c:?}");
+    // A few: those the schedule sent between nginx's close and the
+    // worker's seeing it. A clean run has 2 to 5; a loaded machine that
+    // stalls the worker then sends what fell due in the stall at once
+    // (13 in one CI run, 6.5 ms of the schedule). 1% of what completed
+    // allows a 12 ms stall and still fails a run that counts queued or
+    // unsent requests as errors.
+    assert!(c.errors.read <= c.completed / 100, "{c:?}");
     assert!(c.errors.connect > 0, "{c:?}");
     assert_eq!(c.connect_causes.refused, c.errors.connect, "{c:?}");
     assert!(c.completed > 1500 && c.never_sent > 1500, "{c:?}");
