@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::cli::config::ConfigError;
-use crate::engine::EngineError;
+use crate::engine::{EngineError, Outcome};
 use crate::report::hlog::HlogError;
 use crate::stats::StopCause;
 use crate::units::format_time_us;
@@ -98,6 +98,24 @@ impl Error {
             path: path.to_path_buf(),
             why,
         }
+    }
+}
+
+/// How the run ends: a signal's stop is reported by the exit status,
+/// after everything else, and so is a verdict that is not a pass; a
+/// script's `thread:stop()` in every thread is its own choice.
+pub fn ending(outcome: Outcome, slo: Option<SloReport>) -> Result<Outcome, Error> {
+    if let Some(i) = outcome.stats.interruption {
+        if matches!(i.cause, StopCause::Interrupt | StopCause::Terminate) {
+            return Err(Error::Interrupted {
+                cause: i.cause,
+                after: i.after,
+            });
+        }
+    }
+    match Error::unless_met(slo) {
+        Some(failed) => Err(failed),
+        None => Ok(outcome),
     }
 }
 

@@ -7,8 +7,8 @@ use std::io::{self, IsTerminal, Write};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use super::banner;
 use super::error::Error;
+use super::printed;
 use super::progress::Line;
 use super::sink::Sink;
 use crate::cli::config::Config;
@@ -45,7 +45,7 @@ pub fn run(
     // Always watched: the main thread takes the intervals as they close,
     // which keeps a long run's memory flat.
     let mut prepared = engine::prepare(run, stop, Some(&live as &dyn Watch))?;
-    banner::write_banner(live.text, cfg, prepared.hosts())?;
+    printed::write_banner(live.text, cfg, prepared.hosts())?;
     // Flushed before the threads' scripts can print.
     live.text.flush()?;
     let script = prepared.script.take();
