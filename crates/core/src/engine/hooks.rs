@@ -1,6 +1,7 @@
 //! What a worker runs on the requests it sends and the answers it gets,
 //! beside measuring them: the script's hooks (`response()`, `event()`,
-//! `delay()`, its `thread:stop()` and `wrk.thread.addr`) and
+//! `delay()`, its `thread:stop()` and `wrk.thread.addr`), and the call
+//! layer of `--grpc`: a call's status made of what the session read, and
 //! `--grpc-check`. Each hook is optional, and one that is absent costs
 //! nothing per request.
 
@@ -11,16 +12,26 @@ use crate::clock::{self, Nanos};
 use crate::http::{Captured, EventReading};
 use crate::script::{ScriptError, ThreadScript};
 
-/// A worker's script state and reply check.
+/// A worker's script state, call layer and reply check.
 pub(super) struct Hooks {
     script: Option<ThreadScript>,
+    /// Requests are gRPC calls (`--grpc`), over whichever session.
+    calls: bool,
     /// `--grpc-check`: replies are kept and checked.
     check: Option<Arc<metron_grpc::Check>>,
 }
 
 impl Hooks {
-    pub fn new(script: Option<ThreadScript>, check: Option<Arc<metron_grpc::Check>>) -> Hooks {
-        Hooks { script, check }
+    pub fn new(
+        script: Option<ThreadScript>,
+        calls: bool,
+        check: Option<Arc<metron_grpc::Check>>,
+    ) -> Hooks {
+        Hooks {
+            script,
+            calls,
+            check,
+        }
     }
 
     /// The script, whose `request()` builds requests.
@@ -103,6 +114,14 @@ impl Hooks {
         Ok((ms > 0.0).then(|| clock::now() + (ms * 1e6) as Nanos))
     }
 
+    /// The status of the call a response answered, when requests are
+    /// calls: the `grpc-status` its head or trailers carried, or, without
+    /// one, what its HTTP status stands for (the gRPC spec's mapping).
+    pub fn call_status(&self, status: u16, grpc_status: Option<u8>) -> Option<u8> {
+        self.calls
+            .then(|| grpc_status.unwrap_or_else(|| metron_grpc::status::of_http(status)))
+    }
+
     /// Whether a reply holds what `--grpc-check` asks, when there is a
     /// check and the call succeeded (`rpc`: its status; a failed call is
     /// an error already, and has no message to check).
@@ -117,5 +136,24 @@ impl Hooks {
     /// Calls into the script, for its cost per request.
     pub fn calls(&self) -> u64 {
         self.script.as_ref().map_or(0, ThreadScript::calls)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Hooks;
+
+    /// A call's status is the one its server sent, else what its HTTP
+    /// status stands for; a run that makes no calls has none, whatever
+    /// the server sends.
+    #[test]
+    fn the_call_layer_makes_a_status_of_what_the_session_read() {
+        let calls = Hooks::new(None, true, None);
+        assert_eq!(calls.call_status(200, Some(0)), Some(0));
+        assert_eq!(calls.call_status(200, Some(14)), Some(14));
+        assert_eq!(calls.call_status(200, None), Some(13), "INTERNAL");
+        assert_eq!(calls.call_status(503, None), Some(14), "UNAVAILABLE");
+        let plain = Hooks::new(None, false, None);
+        assert_eq!(plain.call_status(200, Some(14)), None);
     }
 }

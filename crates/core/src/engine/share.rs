@@ -103,8 +103,6 @@ pub struct SessionShape {
     /// Responses are kept whole for a hook.
     pub capture: bool,
     pub reading: EventReading,
-    /// Requests are gRPC calls.
-    pub rpc: bool,
     pub max_streams: u32,
 }
 
@@ -130,7 +128,6 @@ impl Peer {
             max_head: shape.max_head,
             capture: shape.capture,
             reading: shape.reading,
-            rpc: shape.rpc,
             max_streams: shape.max_streams,
             scheme: self.scheme(),
             authority: self.authority.clone(),

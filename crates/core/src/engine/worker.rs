@@ -131,7 +131,7 @@ impl Worker {
             pin_to_cpu(cpu)?;
         }
         let poller = Poller::new()?;
-        let hooks = Hooks::new(setup.script, setup.check);
+        let hooks = Hooks::new(setup.script, setup.calls.is_some(), setup.check);
         let capture = hooks.capture();
         let reading = hooks.reading(setup.sse, setup.calls == Some(true));
         let source = Source::new(setup.replay, hooks.script_ref(), &setup.request)?;
@@ -139,7 +139,6 @@ impl Worker {
             max_head: setup.max_head,
             capture,
             reading,
-            rpc: setup.calls.is_some(),
             max_streams: setup.max_streams,
         };
         let peers = setup.peers.len();
@@ -541,13 +540,14 @@ impl Worker {
                     bytes,
                     first_byte,
                     events,
-                    rpc,
+                    grpc_status,
                 } => {
                     let first = self.pool[i].conn.served();
                     self.pool
                         .capacity(peer)
                         .answered(tag.stamp.sent(), now, first);
                     let captured = self.pool[i].conn.session().map(|s| s.captured());
+                    let rpc = self.hooks.call_status(status, grpc_status);
                     let checked = self.hooks.check(rpc, captured);
                     let reply = Reply {
                         status,

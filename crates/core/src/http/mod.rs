@@ -13,7 +13,8 @@
 //!   which is the form every request takes first (wrk's scripts write it),
 //!   built from its parts, checked, and split when pipelined.
 //! - `fields`: a request as header fields, converted once from HTTP/1.1
-//!   bytes, for the protocols that send fields (HTTP/2, HTTP/3).
+//!   bytes, for the protocols that send fields (HTTP/2, HTTP/3);
+//!   `section`: a response's field section as both read it.
 //! - `h2`: HTTP/2 as a session of its own (frames, HPACK through
 //!   `metron-hpack`, flow control), and what its pre-flight reads.
 //! - `h3`: HTTP/3 as a session over QUIC (quinn-proto's connection,
@@ -32,6 +33,7 @@ pub mod outbox;
 pub mod preflight;
 pub mod probe;
 pub mod protocol;
+pub mod section;
 pub mod session;
 pub mod sse;
 pub mod version;

@@ -22,8 +22,6 @@ pub struct SessionOptions {
     pub capture: bool,
     /// `--sse`: read each response body as an event stream.
     pub reading: EventReading,
-    /// Requests are calls (gRPC): each response's call status is read.
-    pub rpc: bool,
     /// Streams in flight per connection at most (`-m`), where the protocol
     /// has several.
     pub max_streams: u32,
@@ -69,7 +67,6 @@ impl Protocol {
                 max_header_list: u32::try_from(opts.max_head).unwrap_or(u32::MAX),
                 capture: opts.capture,
                 reading: opts.reading,
-                rpc: opts.rpc,
                 scheme: opts.scheme,
                 authority: opts.authority.clone(),
                 ..h2::Settings::default()

@@ -207,16 +207,17 @@ pub struct Packets {
 pub enum Event<T> {
     /// Its response arrived in full. `first_byte`: when the first byte of
     /// its head came; `bytes`: head and body as on the wire; `events`: the
-    /// events its body carried (`--sse`; 0 otherwise); `rpc`: the status
-    /// of the call it answered, when requests are calls (gRPC's
-    /// `grpc-status`, or what its absence stands for).
+    /// events its body carried (`--sse`; 0 otherwise); `grpc_status`:
+    /// the `grpc-status` its head or trailers carried, whatever the run
+    /// (the call layer above the sessions, `--grpc`, makes a call's
+    /// status of it).
     Response {
         tag: T,
         status: u16,
         bytes: u64,
         first_byte: Nanos,
         events: u64,
-        rpc: Option<u8>,
+        grpc_status: Option<u8>,
     },
     /// An event of its response's stream came (`--sse`): `previous` is
     /// when the event before it came (`None`: this is the first); `data`
@@ -243,7 +244,7 @@ impl<T> Event<T> {
     /// The response to `tag`, complete at `now`: its `status`, the
     /// `bytes` its stream took on the wire, when its first byte came (a
     /// response none of whose bytes were timed counts `now`), the
-    /// `events` its body carried, and the call's status.
+    /// `events` its body carried, and the `grpc-status` it carried.
     pub fn answered(
         tag: T,
         status: u16,
@@ -251,7 +252,7 @@ impl<T> Event<T> {
         first_byte: Option<Nanos>,
         now: Nanos,
         events: u64,
-        rpc: Option<u8>,
+        grpc_status: Option<u8>,
     ) -> Event<T> {
         Event::Response {
             tag,
@@ -259,7 +260,7 @@ impl<T> Event<T> {
             bytes,
             first_byte: first_byte.unwrap_or(now),
             events,
-            rpc,
+            grpc_status,
         }
     }
 }

@@ -165,7 +165,7 @@ impl<T: Clone> Http1<T> {
             bytes: done.head_bytes as u64 + done.body_bytes,
             first_byte: self.first_byte,
             events,
-            rpc: None,
+            grpc_status: None,
         });
         self.between = true;
         // Requests pipelined behind it get no answer on this connection.
@@ -375,7 +375,7 @@ mod tests {
             bytes: OK.len() as u64,
             first_byte,
             events: 0,
-            rpc: None,
+            grpc_status: None,
         }
     }
 
@@ -440,7 +440,7 @@ mod tests {
             bytes: head_reply.len() as u64,
             first_byte: 7,
             events: 0,
-            rpc: None,
+            grpc_status: None,
         };
         assert_eq!(events(&mut s), [ok(1, 7), head_event]);
         assert_eq!((s.free_streams(), s.in_flight()), (1, 0));

@@ -34,6 +34,7 @@ use metron_hpack::Decoder;
 use crate::clock::Nanos;
 
 use super::outbox::Outbox;
+use super::section::Section;
 use super::session::{Captured, Event, Failure, Info, OpenError, Request, Retirement, Session};
 use super::sse::EventReading;
 use super::version::Protocol;
@@ -73,8 +74,6 @@ pub struct Settings {
     pub capture: bool,
     /// `--sse`: read each response body as an event stream.
     pub reading: EventReading,
-    /// Requests are gRPC calls: each response's `grpc-status` is read.
-    pub rpc: bool,
     /// `:scheme` ("http" or "https").
     pub scheme: &'static str,
     /// `:authority` of a request that names no Host.
@@ -89,7 +88,6 @@ impl Default for Settings {
             max_header_list: DEFAULT_MAX_HEADER_LIST,
             capture: false,
             reading: EventReading::Off,
-            rpc: false,
             scheme: "http",
             authority: "localhost".to_string(),
         }
@@ -361,7 +359,7 @@ impl<T: Clone> Http2<T> {
             // The server cannot open streams, and pushes were refused.
             return self.connection_error(PROTOCOL_ERROR);
         }
-        let mut head = Fields::default();
+        let mut head = Section::default();
         let mut capture = slot.and_then(|s| {
             let stream = self.streams.get_mut(s);
             let trailers = stream.phase == Phase::Body;
@@ -401,7 +399,7 @@ impl<T: Clone> Http2<T> {
         match (stream.phase, head.status) {
             // Trailers: they end the stream and carry no pseudo-field.
             (Phase::Body, None) if end_stream => {
-                stream.rpc = head.rpc.or(stream.rpc);
+                stream.grpc_status = head.grpc_status.or(stream.grpc_status);
                 self.end(slot, now)
             }
             (Phase::Body, _) => self.stream_error(slot, PROTOCOL_ERROR, Failure::Malformed),
@@ -418,7 +416,7 @@ impl<T: Clone> Http2<T> {
                 stream.phase = Phase::Body;
                 // A call that failed at once answers with its status in
                 // the head alone (trailers-only).
-                stream.rpc = head.rpc;
+                stream.grpc_status = head.grpc_status;
                 if end_stream {
                     self.end(slot, now);
                 }
@@ -444,9 +442,15 @@ impl<T: Clone> Http2<T> {
             self.captures.push_back(captured);
         }
         let events = s.events.map_or(0, |e| e.count());
-        let rpc = (self.settings.rpc)
-            .then(|| (s.rpc).unwrap_or_else(|| metron_grpc::status::of_http(s.status)));
-        let answered = Event::answered(s.tag, s.status, s.wire, s.first_byte, now, events, rpc);
+        let answered = Event::answered(
+            s.tag,
+            s.status,
+            s.wire,
+            s.first_byte,
+            now,
+            events,
+            s.grpc_status,
+        );
         self.events.push_back(answered);
     }
 
@@ -663,66 +667,6 @@ impl<T: Clone> Http2<T> {
     }
 }
 
-/// What a response's header block says that the session needs.
-#[derive(Default)]
-struct Fields {
-    status: Option<u16>,
-    length: Option<u64>,
-    /// Its size as SETTINGS_MAX_HEADER_LIST_SIZE counts it (§6.5.2).
-    list_size: u64,
-    /// A pseudo-field other than one `:status`, a pseudo-field after a
-    /// regular one, a bad status or Content-Length (§8.3, §8.1.1).
-    malformed: bool,
-    /// A regular field was seen: no pseudo-field may follow.
-    regular: bool,
-    /// `grpc-status`, when it came and reads as a number.
-    rpc: Option<u8>,
-}
-
-impl Fields {
-    #[inline]
-    fn see(&mut self, name: &[u8], value: &[u8]) {
-        self.list_size += (name.len() + value.len() + 32) as u64;
-        match name {
-            b":status" if self.status.is_none() && !self.regular => {
-                self.status = parse_status(value);
-                self.malformed |= self.status.is_none();
-            }
-            [b':', ..] => self.malformed = true,
-            b"content-length" => {
-                self.regular = true;
-                let length = parse_length(value);
-                let differs = self.length.is_some_and(|l| Some(l) != length);
-                self.malformed |= length.is_none() || differs;
-                self.length = length;
-            }
-            b"grpc-status" => {
-                self.regular = true;
-                self.rpc = metron_grpc::status::parse(value);
-            }
-            _ => self.regular = true,
-        }
-    }
-}
-
-fn parse_status(v: &[u8]) -> Option<u16> {
-    match v {
-        [a @ b'1'..=b'9', b @ b'0'..=b'9', c @ b'0'..=b'9'] => {
-            Some(u16::from(a - b'0') * 100 + u16::from(b - b'0') * 10 + u16::from(c - b'0'))
-        }
-        _ => None,
-    }
-}
-
-fn parse_length(v: &[u8]) -> Option<u64> {
-    if v.is_empty() || v.len() > 19 {
-        return None;
-    }
-    v.iter().try_fold(0u64, |n, &d| {
-        d.is_ascii_digit().then(|| n * 10 + u64::from(d - b'0'))
-    })
-}
-
 impl<T: Clone> Session<T> for Http2<T> {
     fn is_ready(&self) -> bool {
         self.settled
@@ -784,7 +728,7 @@ impl<T: Clone> Session<T> for Http2<T> {
             head: framed.head,
             phase: Phase::Head,
             status: 0,
-            rpc: None,
+            grpc_status: None,
             length: None,
             data: 0,
             wire: 0,

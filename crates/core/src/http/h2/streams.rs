@@ -28,8 +28,8 @@ pub(super) struct Stream<T> {
     pub head: bool,
     pub phase: Phase,
     pub status: u16,
-    /// The call's `grpc-status`, from the head or the trailers.
-    pub rpc: Option<u8>,
+    /// `grpc-status`, from the head or the trailers, for the call layer.
+    pub grpc_status: Option<u8>,
     /// The final head's Content-Length.
     pub length: Option<u64>,
     /// DATA bytes received (padding excluded), checked against `length`.

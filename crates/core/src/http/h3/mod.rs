@@ -43,6 +43,7 @@ use quinn_proto::{Dir, StreamEvent, StreamId, VarInt};
 use crate::clock::Nanos;
 
 use super::fields::FieldRequest;
+use super::section::Section;
 use super::session::{
     Captured, Event, Failure, Info, OpenError, Packets, Request, Retirement, Session,
 };
@@ -109,6 +110,8 @@ struct Stream<T> {
     phase: Phase,
     status: u16,
     length: Option<u64>,
+    /// `grpc-status`, from the head or the trailers, for the call layer.
+    grpc_status: Option<u8>,
     data: u64,
     /// Bytes received on it, frame headers included.
     wire: u64,
@@ -595,48 +598,36 @@ impl<T: Clone> Http3<T> {
         };
         s.reading = Reading::Header(Vec::new());
         let trailers = s.phase == Phase::Body;
-        let mut status = None;
-        let mut length = None;
-        let mut malformed = false;
+        let mut section = Section::default();
         let mut capture = s.captured.as_deref_mut();
         if let (Some(c), false) = (capture.as_deref_mut(), trailers) {
             c.clear_fields();
         }
-        let decoded = qpack::decode(&s.section, &mut self.qpack, &mut |name, value| match name {
-            b":status" if status.is_none() && !trailers => {
-                status = std::str::from_utf8(value)
-                    .ok()
-                    .and_then(|v| v.parse::<u16>().ok());
-                malformed |= status.is_none();
-            }
-            [b':', ..] => malformed = true,
-            _ => {
-                if name == b"content-length" {
-                    length = std::str::from_utf8(value)
-                        .ok()
-                        .and_then(|v| v.parse::<u64>().ok());
-                }
-                if let Some(c) = capture.as_deref_mut() {
-                    c.push_field(std::str::from_utf8(name).unwrap_or_default(), value);
-                }
+        let decoded = qpack::decode(&s.section, &mut self.qpack, &mut |name, value| {
+            section.see(name, value);
+            if let (Some(c), false) = (capture.as_deref_mut(), name.starts_with(b":")) {
+                c.push_field(std::str::from_utf8(name).unwrap_or_default(), value);
             }
         });
         if decoded.is_err() {
             return self.fail_with(QPACK_DECOMPRESSION_FAILED, 0);
         }
-        if malformed {
+        // Trailers carry no pseudo-field (RFC 9114 §4.3).
+        if section.malformed || (trailers && section.status.is_some()) {
             return self.stream_error(id, H3_MESSAGE_ERROR, Failure::Malformed);
         }
         if trailers {
+            s.grpc_status = section.grpc_status.or(s.grpc_status);
             return;
         }
-        match status {
+        match section.status {
             None => self.stream_error(id, H3_MESSAGE_ERROR, Failure::Malformed),
             // Interim heads are counted and skipped.
             Some(code) if (100..200).contains(&code) => {}
             Some(code) => {
                 s.status = code;
-                s.length = length;
+                s.length = section.length;
+                s.grpc_status = section.grpc_status;
                 s.phase = Phase::Body;
             }
         }
@@ -659,7 +650,15 @@ impl<T: Clone> Http3<T> {
             self.captures.push_back(c);
         }
         let events = s.events.map_or(0, |e| e.count());
-        let answered = Event::answered(s.tag, s.status, s.wire, s.first_byte, now, events, None);
+        let answered = Event::answered(
+            s.tag,
+            s.status,
+            s.wire,
+            s.first_byte,
+            now,
+            events,
+            s.grpc_status,
+        );
         self.events.push_back(answered);
     }
 
@@ -979,6 +978,7 @@ impl<T: Clone> Session<T> for Http3<T> {
                 phase: Phase::Head,
                 status: 0,
                 length: None,
+                grpc_status: None,
                 data: 0,
                 wire: 0,
                 first_byte: None,
