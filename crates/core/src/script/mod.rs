@@ -150,13 +150,33 @@ fn hook(lua: &Lua, name: &str) -> Option<Function> {
 pub(crate) mod test_support {
     //! Scripts written to temporary files, and a target to point them at.
 
-    use std::path::PathBuf;
+    use std::ops::Deref;
+    use std::path::{Path, PathBuf};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::ScriptTarget;
 
-    /// Writes `code` to a fresh file named `name` and returns its path.
-    pub(crate) fn script_file(name: &str, code: &str) -> PathBuf {
+    /// A script written to a directory of its own, removed with it.
+    pub(crate) struct ScriptFile(PathBuf);
+
+    impl Deref for ScriptFile {
+        type Target = Path;
+        fn deref(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for ScriptFile {
+        fn drop(&mut self) {
+            if let Some(dir) = self.0.parent() {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+        }
+    }
+
+    /// Writes `code` to a fresh file named `name`, which lasts as long as
+    /// what this returns.
+    pub(crate) fn script_file(name: &str, code: &str) -> ScriptFile {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let dir = std::env::temp_dir().join(format!(
             "metron-script-{}-{}",
@@ -166,7 +186,7 @@ pub(crate) mod test_support {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join(name);
         std::fs::write(&path, code).unwrap();
-        path
+        ScriptFile(path)
     }
 
     pub(crate) fn target() -> ScriptTarget {
