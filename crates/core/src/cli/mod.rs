@@ -242,6 +242,14 @@ pub fn error_line(e: &clap::Error) -> String {
             message = m.to_string();
         }
     }
+    if let Some(ContextValue::String(flag)) = e.get(ContextKind::InvalidArg) {
+        if flag.starts_with("--http1") || flag.starts_with("--h1") {
+            return format!(
+                "{flag}: metron speaks HTTP/1.1 unless told otherwise: drop {flag} \
+                 (--alpn http/1.1 offers it alone to an https:// host)"
+            );
+        }
+    }
     let suggested = match e.get(ContextKind::SuggestedArg) {
         Some(ContextValue::String(s)) => vec![s.clone()],
         Some(ContextValue::Strings(s)) => s.clone(),
@@ -269,6 +277,21 @@ mod tests {
         match parse(v).map_err(|e| e.to_string())? {
             Command::Bench(b) => Ok(*b),
             other => Err(format!("not a bench command: {other:?}")),
+        }
+    }
+
+    /// HTTP/1.1 is the default: a flag asking for it is told so, rather
+    /// than pointed at the nearest flag by spelling (`--http3`).
+    #[test]
+    fn a_flag_asking_for_http1_is_told_it_is_the_default() {
+        for flag in ["--http1", "--http1.1", "--h1"] {
+            let e = parse(["metron", flag, "http://h/"]).unwrap_err();
+            let line = error_line(&e);
+            assert!(
+                line.starts_with(&format!("{flag}: HTTP/1.1 is the default")),
+                "{line}"
+            );
+            assert!(!line.contains("--http3"), "{line}");
         }
     }
 
