@@ -245,7 +245,7 @@ pub fn error_line(e: &clap::Error) -> String {
     if let Some(ContextValue::String(flag)) = e.get(ContextKind::InvalidArg) {
         if flag.starts_with("--http1") || flag.starts_with("--h1") {
             return format!(
-                "{flag}: metron speaks HTTP/1.1 unless told otherwise: drop {flag} \
+                "{flag}: HTTP/1.1 is the default and needs no flag: drop {flag} \
                  (--alpn http/1.1 offers it alone to an https:// host)"
             );
         }

@@ -115,11 +115,15 @@ impl Hooks {
     }
 
     /// The status of the call a response answered, when requests are
-    /// calls: the `grpc-status` its head or trailers carried, or, without
-    /// one, what its HTTP status stands for (the gRPC spec's mapping).
+    /// calls: the `grpc-status` a 200's head or trailers carried; for a
+    /// 200 without one, or any other HTTP status (a proxy's answer, whose
+    /// `grpc-status` is not the service's), what the HTTP status stands
+    /// for by gRPC's mapping, as gRPC's own clients decide.
     pub fn call_status(&self, status: u16, grpc_status: Option<u8>) -> Option<u8> {
-        self.calls
-            .then(|| grpc_status.unwrap_or_else(|| metron_grpc::status::of_http(status)))
+        self.calls.then(|| match grpc_status {
+            Some(code) if status == 200 => code,
+            _ => metron_grpc::status::of_http(status),
+        })
     }
 
     /// Whether a reply holds what `--grpc-check` asks, when there is a
@@ -143,8 +147,8 @@ impl Hooks {
 mod tests {
     use super::Hooks;
 
-    /// A call's status is the one its server sent, else what its HTTP
-    /// status stands for; a run that makes no calls has none, whatever
+    /// A call's status is the one its server sent with a 200, else what
+    /// its HTTP status stands for; a run that makes no calls has none, whatever
     /// the server sends.
     #[test]
     fn the_call_layer_makes_a_status_of_what_the_session_read() {
@@ -153,6 +157,7 @@ mod tests {
         assert_eq!(calls.call_status(200, Some(14)), Some(14));
         assert_eq!(calls.call_status(200, None), Some(13), "INTERNAL");
         assert_eq!(calls.call_status(503, None), Some(14), "UNAVAILABLE");
+        assert_eq!(calls.call_status(500, Some(0)), Some(2), "UNKNOWN, not OK");
         let plain = Hooks::new(None, false, None);
         assert_eq!(plain.call_status(200, Some(14)), None);
     }
