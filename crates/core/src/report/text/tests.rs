@@ -421,6 +421,26 @@ fn send_lag_from_busy_connections_blames_the_queue() {
     assert!(found[0].contains("raise -c"), "{}", found[0]);
 }
 
+/// Regression: a pool that kept the pace, and found every connection
+/// busy only while responses slowed, was told that the rate needs one
+/// connection more than it has ("about 101 connections are busy at
+/// once" at 96 µs per response on 100 connections at 90k/s).
+#[test]
+fn busy_connections_in_bursts_are_not_called_too_few() {
+    let mut stats = lagging(50_000, 0);
+    stats.counters.queued = 5;
+    record(&mut stats.uncorrected, &[(20_000, 100)]);
+    let found = warnings(&report(&stats, Some(100.0)));
+    assert_eq!(found.len(), 1, "{found:?}");
+    let w = &found[0];
+    assert!(w.contains("The pool kept the pace on the whole"), "{w}");
+    assert!(
+        w.contains("about 2 of its 10 connections were busy on average"),
+        "{w}"
+    );
+    assert!(!w.contains("raise -c to"), "{w}");
+}
+
 /// Regression: against a server gone silent, most due requests are
 /// never sent, and the few that were sent queued. Measured against
 /// every due request the queue looked negligible, and the warning

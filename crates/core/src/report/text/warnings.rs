@@ -404,6 +404,10 @@ pub(super) fn pool_size(r: &TextReport) -> u64 {
     pool.server_accepted.map_or(peak, |a| a.min(peak))
 }
 
+/// The share of the rate asked that a run achieving it counts as having
+/// kept the pace.
+const KEPT_PACE: f64 = 0.98;
+
 /// What the rate needs, by Little's law from what the run saw: a pool
 /// busy all along that carried `achieved` requests a second on `n`
 /// connections needs `n * rate / achieved` for the rate asked (the time
@@ -413,6 +417,19 @@ pub(super) fn pool_needs(r: &TextReport, rate: f64) -> String {
     let n = pool_size(r) as f64;
     let per_response = format_time_us(r.stats.uncorrected.mean());
     let needed = (n * rate / achieved.max(f64::MIN_POSITIVE)).ceil();
+    if achieved >= rate * KEPT_PACE {
+        // The pool kept the pace on the whole, so it was busy only in
+        // bursts, when responses slowed: the law above would name one
+        // connection more than it has, which no steady state needed.
+        let busy = rate * r.stats.uncorrected.mean() / 1e6;
+        return format!(
+            "The pool kept the pace on the whole (at {} requests/s and {per_response} per \
+             response, about {busy:.0} of its {n:.0} connections were busy on average): the \
+             waits came in bursts, when responses slowed; if the server was not expected to \
+             stall, raise -c for headroom, or pass --max-connections to open more as needed",
+            format_rate(rate)
+        );
+    }
     if !needed.is_finite() || needed <= n {
         return "If the server was not expected to be slow, raise -c".to_string();
     }
