@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# HTTP/3 benchmark: metron against oha's HTTP/3 client, against Caddy.
+# HTTP/3 benchmark: metron against oha's HTTP/3 client, on the same work.
 #
-# 1. Saturation: Caddy (bench/Caddyfile-h3) pinned to one CPU, the
-#    generator to the other; a closed loop with 100 requests in flight
-#    (metron -t1 -c10 -m10, oha -c100), metron and oha alternating for
+# 1. Saturation, like for like: the server pinned to one CPU, the
+#    generator to the other; a closed loop of CONNECTIONS x STREAMS on
+#    both sides (metron -cC -mM, oha -c C -p M: the same QUIC connections
+#    carrying the same streams each), metron and oha alternating for
 #    ROUNDS rounds. Each round prints requests/s and requests per
 #    CPU-second of the generator (user + system, /usr/bin/time); then the
-#    ratio of the medians, metron / oha (goal: at least 1.5). oha's
+#    ratio of the medians, metron / oha, with the range of each. oha's
 #    errors are the requests cut off by -z ("aborted due to deadline").
-#    Then the same with 100 KB bodies, 8 in flight (-c4 -m2, oha -c8),
-#    where batching datagrams (GSO, recvmmsg, GRO) counts most: against
-#    the built-in target (metron serve --http3 --body-size 100000, on the
-#    server's CPU), since Caddy on one CPU sends about 120 MB/s and both
-#    generators would mostly wait for it.
+#    The shapes: against Caddy (bench/Caddyfile-h3), 10 x 10 (goal: at
+#    least 1.5) and 100 x 1 (goal: at least 1.2); against the built-in
+#    target (metron serve --http3, on the server's CPU), 10 x 10 (goal: at
+#    least 1.5), and 4 x 2 with 100 KB bodies, where batching datagrams
+#    (GSO, recvmmsg, GRO) counts most (Caddy on one CPU sends about 120
+#    MB/s, and both generators would mostly wait for it).
 # 2. Pacing: metron in rate mode at -R RATE on one core against the
 #    built-in target, which keeps up, ROUNDS rounds alternating HTTP/3
 #    (metron serve --http3, -t1 -c20 -m100) with HTTP/1.1 (metron serve,
@@ -59,11 +61,10 @@ done
 [ -f "$CERT" ] || { echo "caddy issued no certificate; see /tmp/caddy-bench/out.log" >&2; exit 1; }
 CA=/tmp/caddy-bench/data/pki/authorities/local/root.crt
 
-# One round of each, of PATH with IN_FLIGHT requests in flight:
+# One round of each, of SAT_URL on CONNS connections of STREAMS streams:
 # "requests seconds cpu-seconds errors".
 metron_round() {
-    local streams=$((IN_FLIGHT < 10 ? 2 : 10))
-    timed "$METRON" --http3 -t1 -c$((IN_FLIGHT / streams)) -m$streams -d"$DURATION" \
+    timed "$METRON" --http3 -t1 -c"$CONNS" -m"$STREAMS" -d"$DURATION" \
         $TRUST "$SAT_URL" | awk '
         / requests in / { n = $1; s = $4; sub(/s,$/, "", s) }
         /Socket errors:/ { e = $4 + $6 + $8 + $10 }
@@ -73,7 +74,7 @@ metron_round() {
 # oha's own "Total" runs on past -z while its QUIC connections idle out
 # (about 30 s here, with no CPU spent): its rate is over the -z asked.
 oha_round() {
-    timed oha --no-tui --http-version 3 --insecure -c "$IN_FLIGHT" -z "$DURATION" "$SAT_URL" | awk -v d="${DURATION%s}" '
+    timed oha --no-tui --http-version 3 --insecure -c "$CONNS" -p "$STREAMS" -z "$DURATION" "$SAT_URL" | awk -v d="${DURATION%s}" '
         /\[200\] [0-9]+ responses/ { n += $2 }
         /Error distribution/ { err = 1 }
         err && /^ *\[[0-9]+\]/ { v = $1; gsub(/[][]/, "", v); e += v }
@@ -82,11 +83,11 @@ oha_round() {
 }
 
 echo "# $(date -u +%Y-%m-%d) $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); $(caddy version | cut -d' ' -f1) on CPU $TARGET_CPU, generator on CPU $LOAD_CPU; $(oha --version)"
-# saturate URL IN_FLIGHT LABEL [GOAL]: the alternating rounds and the
+# saturate URL CONNS STREAMS LABEL [GOAL]: the alternating rounds and the
 # medians, with GOAL after the ratio per CPU-second.
 saturate() {
-    SAT_URL=$1 IN_FLIGHT=$2
-    echo "# HTTP/3 closed loop, $3, $IN_FLIGHT in flight, -d$DURATION; $ROUNDS alternating rounds"
+    SAT_URL=$1 CONNS=$2 STREAMS=$3
+    echo "# HTTP/3 closed loop, $4, $CONNS connections x $STREAMS streams on both sides, -d$DURATION; $ROUNDS alternating rounds"
     printf '%-8s %5s %12s %12s %8s %14s\n' tool round requests req/s errors "req/CPU-s"
     local m=() o=() r tool n s c e
     for r in $(seq "$ROUNDS"); do
@@ -103,19 +104,31 @@ saturate() {
     mp=$(printf '%s\n' "${m[@]}" | awk '$3 > 0 {print $1 / $3}' | median)
     or=$(printf '%s\n' "${o[@]}" | awk '$2 > 0 {print $1 / $2}' | median)
     op=$(printf '%s\n' "${o[@]}" | awk '$3 > 0 {print $1 / $3}' | median)
-    ratio_table median oha requests "$or" "$mr" "$op" "$mp" "${4:-}"
+    ratio_table median oha requests "$or" "$mr" "$op" "$mp" "${5:-}"
+    printf '  %-26s %s\n' "range per CPU-second" \
+        "oha $(printf '%s\n' "${o[@]}" | awk '$3 > 0 {print $1 / $3}' | range), metron $(printf '%s\n' "${m[@]}" | awk '$3 > 0 {print $1 / $3}' | range)"
     echo
 }
 TRUST="--cacert $CA"
-saturate "$URL" 100 "Caddy, 5-byte body" "   (goal: at least 1.5)"
+saturate "$URL" 10 10 "Caddy, 5-byte body" "   (goal: at least 1.5)"
+saturate "$URL" 100 1 "Caddy, 5-byte body" "   (goal: at least 1.2)"
+
+taskset -c "$TARGET_CPU" "$METRON" serve --listen 127.0.0.1:18611 --tls untrusted --http3 \
+    >/dev/null &
+SMALL_TARGET=$!
+trap 'kill $SERVER $SMALL_TARGET 2>/dev/null; wait 2>/dev/null || true' EXIT
+sleep 1
+TRUST=-k
+saturate https://127.0.0.1:18611/ 10 10 "metron serve, 5-byte body" "   (goal: at least 1.5)"
+kill $SMALL_TARGET
+wait $SMALL_TARGET 2>/dev/null || true
 
 taskset -c "$TARGET_CPU" "$METRON" serve --listen 127.0.0.1:18611 --tls untrusted --http3 \
     --body-size 100000 >/dev/null &
 BIG_TARGET=$!
 trap 'kill $SERVER $BIG_TARGET 2>/dev/null; wait 2>/dev/null || true' EXIT
 sleep 1
-TRUST=-k
-saturate https://127.0.0.1:18611/ 8 "metron serve, 100 KB body"
+saturate https://127.0.0.1:18611/ 4 2 "metron serve, 100 KB body"
 kill $BIG_TARGET
 
 # The pacing figure needs a server that keeps up at RATE (Caddy on one CPU

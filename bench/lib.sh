@@ -106,6 +106,8 @@ ratio_table() {
 }
 
 # median of the numbers on stdin
+# range: "LOW-HIGH" of the numbers on standard input, whole.
+range() { sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.0f-%.0f", lo, hi }'; }
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # us VALUE: a report's duration ("52.00us", "1.30ms", "1.40s") in µs.

@@ -21,7 +21,22 @@
 //!   What it costs per request is the least any HTTP/2 client pays here
 //!   with one read and one write per ready connection.
 //!
-//! Prints `MODE requests N seconds S cpu C` (user + system time).
+//! - `pace`: the floor under pacing, not throughput. Requests fall due at
+//!   RATE (the fifth argument, default 90000) per second on one schedule;
+//!   the loop sleeps in `epoll_pwait2` (a nanosecond timeout) until the
+//!   next is due, then sends every request that has fallen due, each on a
+//!   connection whose last answer is in (one request in flight on each,
+//!   as metron's HTTP/1.1 keeps them; the answers' fixed length, measured
+//!   once, says when one is in), and notes how late each left against its
+//!   due time. A request that finds every connection busy waits for one,
+//!   and its lag counts the wait, as metron's does. After one second of
+//!   warm-up it measures SECONDS and prints the send lag's p50, p99 and
+//!   max: the least lateness this machine's timers, scheduler and server
+//!   allow a sender on this core today, for metron's `Send lag` to be
+//!   judged beside.
+//!
+//! Prints `MODE requests N seconds S cpu C` (user + system time); `pace`
+//! prints `pace requests N lag_p50_us A lag_p99_us B lag_max_us C`.
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
@@ -34,7 +49,12 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: iomodel epoll|uring|h2c HOST:PORT CONNECTIONS SECONDS [STREAMS]";
+    let usage = "usage: iomodel epoll|uring|h2c|pace HOST:PORT CONNECTIONS SECONDS [STREAMS|RATE]";
+    if let [m, a, c, s, rest @ ..] = &args[..] {
+        if m == "pace" {
+            return pace_main(a, c, s, rest.first().map_or("90000", String::as_str), usage);
+        }
+    }
     let (mode, addr, conns, secs, streams) = match &args[..] {
         [m, a, c, s] => (m, a, c, s, "100"),
         [m, a, c, s, n] if m == "h2c" => (m, a, c, s, n.as_str()),
@@ -529,6 +549,154 @@ fn h2c(addr: &str, conns: usize, streams: u32, length: Duration) -> io::Result<(
     println!(
         "h2c requests {done} seconds {wall:.3} cpu {:.3}",
         cpu_seconds() - cpu
+    );
+    Ok(())
+}
+
+/// `pace HOST:PORT CONNECTIONS SECONDS [RATE]`, its arguments checked.
+fn pace_main(addr: &str, conns: &str, secs: &str, rate: &str, usage: &str) -> ExitCode {
+    let (Ok(conns), Ok(secs), Ok(rate)) = (
+        conns.parse::<usize>(),
+        secs.parse::<u64>(),
+        rate.parse::<u64>(),
+    ) else {
+        eprintln!("CONNECTIONS, SECONDS and RATE must be whole numbers; {usage}");
+        return ExitCode::from(2);
+    };
+    if conns == 0 || conns > 4096 || rate == 0 || rate > 10_000_000 || secs == 0 {
+        eprintln!("CONNECTIONS must be 1 to 4096, RATE 1 to 10000000, SECONDS at least 1; {usage}");
+        return ExitCode::from(2);
+    }
+    match pace(addr, conns, Duration::from_secs(secs), rate) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("iomodel: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Sleeps in `epoll_pwait2` for at most `timeout`, then returns how many
+/// events it filled.
+fn wait(ep: i32, events: &mut [libc::epoll_event], timeout: Duration) -> io::Result<usize> {
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: the events buffer and the timespec outlive the call.
+    let n = unsafe {
+        libc::syscall(
+            libc::SYS_epoll_pwait2,
+            ep,
+            events.as_mut_ptr(),
+            events.len() as libc::c_int,
+            &ts as *const libc::timespec,
+            std::ptr::null::<libc::sigset_t>(),
+            0usize,
+        )
+    };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::ENOSYS) {
+            return Err(io::Error::other(
+                "this kernel has no epoll_pwait2, which pace needs",
+            ));
+        }
+        return check(-1).map(|_| 0);
+    }
+    Ok(n as usize)
+}
+
+fn pace(addr: &str, conns: usize, length: Duration, rate: u64) -> io::Result<()> {
+    let request = format!("GET / HTTP/1.1\r\nHost: {addr}\r\n\r\n").into_bytes();
+    let answer_len = answer_length(addr, &request)?;
+    // SAFETY: plain system calls on descriptors this function owns or borrows.
+    let ep = check(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) } as isize)? as i32;
+    let mut socks = Vec::with_capacity(conns);
+    for i in 0..conns {
+        let s = TcpStream::connect(addr)?;
+        s.set_nodelay(true)?;
+        s.set_nonblocking(true)?;
+        let mut ev = libc::epoll_event {
+            events: (libc::EPOLLIN | libc::EPOLLET) as u32,
+            u64: i as u64,
+        };
+        check(
+            unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, s.as_raw_fd(), &mut ev) } as isize,
+        )?;
+        socks.push(s);
+    }
+    let fds: Vec<i32> = socks.iter().map(AsRawFd::as_raw_fd).collect();
+    // The connections with no answer owed, in the order they became so.
+    let mut free: std::collections::VecDeque<usize> = (0..conns).collect();
+    let mut owed = vec![0usize; conns];
+    let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
+    let mut buf = vec![0u8; 65536];
+    let warm_up = Duration::from_secs(1);
+    let total = warm_up + length;
+    let expected = (rate as u128 * length.as_nanos() / 1_000_000_000) as usize;
+    let mut lags: Vec<u64> = Vec::with_capacity(expected + 1);
+    let start = Instant::now();
+    // The i-th request falls due i / rate seconds after the start, computed
+    // whole each time so that no rounding adds up.
+    let due =
+        |i: u64| Duration::from_nanos((u128::from(i) * 1_000_000_000 / u128::from(rate)) as u64);
+    let mut i = 0u64;
+    loop {
+        let now = start.elapsed();
+        while due(i) <= now && due(i) < total {
+            let Some(c) = free.pop_front() else { break };
+            let left = start.elapsed();
+            send(fds[c], &request)?;
+            owed[c] = answer_len;
+            if due(i) >= warm_up {
+                lags.push((left - due(i)).as_nanos() as u64);
+            }
+            i += 1;
+        }
+        if due(i) >= total {
+            break;
+        }
+        // Until the next is due, or, with one overdue and every connection
+        // busy, until an answer comes in.
+        let timeout = if due(i) <= start.elapsed() {
+            Duration::from_millis(100)
+        } else {
+            due(i).saturating_sub(start.elapsed())
+        };
+        let n = wait(ep, &mut events, timeout)?;
+        for ev in &events[..n] {
+            let c = ev.u64 as usize;
+            loop {
+                // SAFETY: the buffer outlives the call.
+                let got =
+                    check(unsafe { libc::recv(fds[c], buf.as_mut_ptr().cast(), buf.len(), 0) })?;
+                if got == 0 {
+                    break;
+                }
+                if got > owed[c] {
+                    return Err(io::Error::other(
+                        "an answer longer than the first; pace needs a fixed answer",
+                    ));
+                }
+                owed[c] -= got;
+                if owed[c] == 0 {
+                    free.push_back(c);
+                }
+            }
+        }
+    }
+    if lags.is_empty() {
+        return Err(io::Error::other("no request fell due after the warm-up"));
+    }
+    lags.sort_unstable();
+    let at = |q: f64| lags[((lags.len() as f64 * q) as usize).min(lags.len() - 1)] as f64 / 1e3;
+    println!(
+        "pace requests {} lag_p50_us {:.1} lag_p99_us {:.1} lag_max_us {:.1}",
+        lags.len(),
+        at(0.50),
+        at(0.99),
+        *lags.last().unwrap() as f64 / 1e3
     );
     Ok(())
 }
