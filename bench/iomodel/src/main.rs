@@ -80,10 +80,14 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let length = Duration::from_secs(secs);
-    let ran = match mode.as_str() {
+    exit_status(match mode.as_str() {
         "h2c" => h2c(addr, conns, streams, length),
         _ => run(mode, addr, conns, length),
-    };
+    })
+}
+
+/// The process's exit status for a mode's run, its error printed.
+fn exit_status(ran: io::Result<()>) -> ExitCode {
     match ran {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -567,13 +571,7 @@ fn pace_main(addr: &str, conns: &str, secs: &str, rate: &str, usage: &str) -> Ex
         eprintln!("CONNECTIONS must be 1 to 4096, RATE 1 to 10000000, SECONDS at least 1; {usage}");
         return ExitCode::from(2);
     }
-    match pace(addr, conns, Duration::from_secs(secs), rate) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("iomodel: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    exit_status(pace(addr, conns, Duration::from_secs(secs), rate))
 }
 
 /// Sleeps in `epoll_pwait2` for at most `timeout`, then returns how many
