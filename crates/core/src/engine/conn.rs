@@ -13,6 +13,8 @@
 use std::io;
 use std::rc::Rc;
 
+use mio::Interest;
+
 use crate::clock::Nanos;
 use crate::http::{Failure, Request, Retirement, Session};
 use crate::stats::{ConnectCause, Loss, ReadCause, Reopen, Stamp};
@@ -51,6 +53,10 @@ pub trait Io {
         let _ = inbox;
         Err(io::ErrorKind::Unsupported.into())
     }
+    /// The socket, to register with the poller again (none in the tests).
+    fn source(&mut self) -> Option<&mut dyn mio::event::Source> {
+        None
+    }
 }
 
 impl Io for Transport {
@@ -80,6 +86,9 @@ impl Io for Transport {
     }
     fn read_datagrams(&mut self, inbox: &mut Inbox) -> io::Result<usize> {
         Transport::read_datagrams(self, inbox)
+    }
+    fn source(&mut self) -> Option<&mut dyn mio::event::Source> {
+        Some(self.socket())
     }
 }
 
@@ -321,6 +330,11 @@ pub struct Conn<T = Transport> {
     timed_out: bool,
     /// When the current attempt began.
     attempt_at: Nanos,
+    /// The poller reports its socket's room to write (see
+    /// [`Conn::watch_writes`]).
+    writes_watched: bool,
+    /// The last write would have blocked: what is left waits for room.
+    send_blocked: bool,
 }
 
 impl<T: Io> Conn<T> {
@@ -337,6 +351,8 @@ impl<T: Io> Conn<T> {
             handshaking_since: None,
             timed_out: false,
             attempt_at: 0,
+            writes_watched: false,
+            send_blocked: false,
         }
     }
 
@@ -457,6 +473,43 @@ impl<T: Io> Conn<T> {
         self.served = 0;
         self.handshaking_since = None;
         self.attempt_at = now;
+        // Registered for both, as every new socket is: the first writable
+        // event says the connect is done.
+        self.writes_watched = true;
+        self.send_blocked = false;
+    }
+
+    /// Registers its socket with `registry` again when what the poller
+    /// should report on it changed (see [`Conn::write_interest`]).
+    pub fn watch_writes(&mut self, registry: &mio::Registry, token: mio::Token) {
+        if let Some(interest) = self.write_interest() {
+            if let Some(socket) = self.io.as_mut().and_then(Io::source) {
+                let _ = registry.reregister(socket, token, interest);
+            }
+        }
+    }
+
+    /// What the poller should report on its socket from now on, when that
+    /// changed. A
+    /// stream socket is watched all along: the kernel raises its writable
+    /// edge only after a write that blocked. A datagram socket raises one
+    /// each time the peer takes a datagram and frees room, a wake-up per
+    /// datagram for nothing: it is watched only while connecting and while
+    /// a send would block.
+    fn write_interest(&mut self) -> Option<Interest> {
+        if !self.io.as_ref()?.carries_datagrams() {
+            return None;
+        }
+        let wanted = self.state != State::Open || self.send_blocked;
+        if wanted == self.writes_watched {
+            return None;
+        }
+        self.writes_watched = wanted;
+        Some(if wanted {
+            Interest::READABLE | Interest::WRITABLE
+        } else {
+            Interest::READABLE
+        })
     }
 
     /// A new attempt could not even start a connect: it stays closed and
@@ -551,6 +604,7 @@ impl<T: Io> Conn<T> {
             return Ok(());
         };
         let mut wrote = false;
+        self.send_blocked = false;
         loop {
             let (bytes, segment) = session.transmit_segmented(now);
             if bytes.is_empty() {
@@ -562,7 +616,10 @@ impl<T: Io> Conn<T> {
                     session.transmitted(n);
                     wrote = true;
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.send_blocked = true;
+                    break;
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => return Err(Broken),
             }
@@ -707,6 +764,7 @@ mod tests {
         tls: bool,
         handshaking: bool,
         broken: bool,
+        datagrams: bool,
     }
 
     impl Mock {
@@ -752,6 +810,9 @@ mod tests {
         fn is_plain(&self) -> bool {
             !self.tls
         }
+        fn carries_datagrams(&self) -> bool {
+            self.datagrams
+        }
     }
 
     fn h1() -> BoxedSession {
@@ -794,6 +855,43 @@ mod tests {
         let t = tag(sent);
         let r = Rc::clone(&t.request);
         assert!(c.session_mut().unwrap().open(&r, t, sent).is_ok());
+    }
+
+    /// Every datagram the peer takes frees room and would wake the worker:
+    /// a datagram socket is watched for room to write only while it
+    /// connects and while a send would block. A stream socket, whose
+    /// kernel reports room only after a write blocked, is watched all
+    /// along.
+    #[test]
+    fn a_datagram_socket_is_watched_for_room_only_while_it_needs_it() {
+        let datagrams = Mock {
+            datagrams: true,
+            ..Mock::plain()
+        };
+        let mut c = Conn::new(0);
+        c.open(datagrams, h1(), 0);
+        assert_eq!(c.write_interest(), None, "registered for both");
+        assert!(matches!(
+            c.on_connect_event(&mut [0; 64], 0),
+            Connect::Ready(_)
+        ));
+        assert_eq!(c.write_interest(), Some(Interest::READABLE));
+        assert_eq!(c.write_interest(), None);
+        io(&mut c).room = 0;
+        send(&mut c, 1);
+        assert_eq!(c.on_writable(1), Ok(()));
+        let both = Interest::READABLE | Interest::WRITABLE;
+        assert_eq!(c.write_interest(), Some(both));
+        io(&mut c).room = usize::MAX;
+        assert_eq!(c.on_writable(2), Ok(()));
+        assert_eq!(io(&mut c).written, GET);
+        assert_eq!(c.write_interest(), Some(Interest::READABLE));
+
+        let mut stream = open_conn();
+        io(&mut stream).room = 0;
+        send(&mut stream, 1);
+        assert_eq!(stream.on_writable(1), Ok(()));
+        assert_eq!(stream.write_interest(), None);
     }
 
     #[test]

@@ -3,12 +3,20 @@
 //! the end of the window), all in one call.
 //!
 //! Sockets are registered through mio's [`Registry`] (edge-triggered
-//! epoll). The wait itself is `epoll_pwait2`, whose timeout is a
-//! `timespec`: with the thread's timer slack at 1 ns it wakes within
-//! microseconds of the deadline, and costs one system call per wait.
-//! Kernels before 5.11 (or sandboxes that refuse the call) fall back to a
-//! [`Timer`] registered with the poller like a socket, which costs two more
-//! per wait that has a new deadline: arming it, and reading its expiry.
+//! epoll). A deadline less than [`NEAR`] away is the wait's own timeout:
+//! `epoll_pwait2` takes it as a `timespec`, and with the thread's timer
+//! slack at 1 ns wakes within microseconds of it, in one system call. A
+//! later one is left to a [`Timer`] registered with the poller like a
+//! socket, armed only when the deadline changes, and the wait has no
+//! timeout: a timeout arms a kernel timer on every wait and cancels it
+//! when I/O comes first, which costs a tenth of a worker's time when
+//! responses wake it tens of thousands of times a second (in a virtual
+//! machine each arming reprograms the host's timer). Deadlines that may be
+//! late by up to [`SOFT_GRAIN`] (a session's timers, the timeout sweep)
+//! are rounded up onto that grain, so that one that moves on every packet
+//! (QUIC's loss timer) re-arms the timer at most once per grain. Kernels
+//! before 5.11 (or sandboxes that refuse `epoll_pwait2`) leave every
+//! deadline to the timer.
 
 use std::io;
 use std::os::fd::AsRawFd;
@@ -26,11 +34,47 @@ const TIMER: Token = Token(usize::MAX - 1);
 /// The waker's token.
 pub const WAKE: Token = Token(usize::MAX - 2);
 
+/// A deadline nearer than this is a wait's timeout; a later one is the
+/// timer's. Requests paced faster than one per [`NEAR`] (2,000/s) fall due
+/// nearer than that, and a timeout costs them nothing more: the wait ends
+/// by it anyway.
+pub const NEAR: Nanos = 500_000;
+
+/// How late a soft deadline may come.
+pub const SOFT_GRAIN: Nanos = 1_000_000;
+
 pub struct Poller {
     poll: Poll,
     waker: Arc<Waker>,
-    /// `None` when `epoll_pwait2` does the timing.
-    timer: Option<Timer>,
+    timer: Timer,
+    /// `epoll_pwait2` works here: near deadlines are its timeouts.
+    precise: bool,
+}
+
+/// When a wait should end: at `hard` (an intended send time, the end of
+/// the run), within microseconds, or at `soft` (a session's timer, the
+/// sweep), up to [`SOFT_GRAIN`] late. [`Nanos::MAX`] is never.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Deadline {
+    pub hard: Nanos,
+    pub soft: Nanos,
+}
+
+impl Deadline {
+    /// Only a hard deadline.
+    pub fn hard(at: Nanos) -> Deadline {
+        Deadline {
+            hard: at,
+            soft: Nanos::MAX,
+        }
+    }
+
+    /// The moment the wait ends: the soft deadline rounded up onto the
+    /// grain, if that comes before the hard one.
+    fn at(&self) -> Nanos {
+        let soft = self.soft.div_ceil(SOFT_GRAIN).saturating_mul(SOFT_GRAIN);
+        self.hard.min(soft)
+    }
 }
 
 /// Room for the events of one wait.
@@ -89,15 +133,16 @@ impl Poller {
         timer::set_fine_timer_slack();
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKE)?);
-        let timer = if precise_wait_works(&poll) {
-            None
-        } else {
-            let t = Timer::new()?;
-            poll.registry()
-                .register(&mut SourceFd(&t.as_raw_fd()), TIMER, Interest::READABLE)?;
-            Some(t)
-        };
-        Ok(Poller { poll, waker, timer })
+        let timer = Timer::new()?;
+        poll.registry()
+            .register(&mut SourceFd(&timer.as_raw_fd()), TIMER, Interest::READABLE)?;
+        let precise = precise_wait_works(&poll);
+        Ok(Poller {
+            poll,
+            waker,
+            timer,
+            precise,
+        })
     }
 
     pub fn registry(&self) -> &Registry {
@@ -111,27 +156,25 @@ impl Poller {
     /// Waits until something is ready or `deadline` (monotonic time)
     /// passes, and fills `events` with what is ready (nothing when the
     /// deadline came first or a signal interrupted the wait).
-    pub fn wait(&mut self, events: &mut Events, deadline: Nanos) -> io::Result<()> {
+    pub fn wait(&mut self, events: &mut Events, deadline: Deadline) -> io::Result<()> {
         let buf = &mut events.0;
         buf.clear();
         let cap = buf.capacity() as libc::c_int;
         let epfd = self.poll.as_raw_fd();
-        let n = match self.timer.as_mut() {
-            None => {
-                let left = deadline.saturating_sub(clock::now());
-                let timeout = libc::timespec {
-                    tv_sec: (left / 1_000_000_000) as libc::time_t,
-                    tv_nsec: (left % 1_000_000_000) as libc::c_long,
-                };
-                // SAFETY: `buf` has room for `cap` events and the kernel
-                // writes at most that many; the timespec outlives the call.
-                unsafe { pwait2(epfd, buf.as_mut_ptr(), cap, &timeout) }
-            }
-            Some(t) => {
-                t.arm(Some(deadline))?;
-                // SAFETY: as above; -1 waits until an event or the timer.
-                unsafe { libc::epoll_wait(epfd, buf.as_mut_ptr(), cap, -1) }
-            }
+        let at = deadline.at();
+        let left = at.saturating_sub(clock::now());
+        let n = if self.precise && left < NEAR {
+            let timeout = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: left as libc::c_long,
+            };
+            // SAFETY: `buf` has room for `cap` events and the kernel
+            // writes at most that many; the timespec outlives the call.
+            unsafe { pwait2(epfd, buf.as_mut_ptr(), cap, &timeout) }
+        } else {
+            self.timer.arm((at < Nanos::MAX).then_some(at))?;
+            // SAFETY: as above; -1 waits until an event or the timer.
+            unsafe { libc::epoll_wait(epfd, buf.as_mut_ptr(), cap, -1) }
         };
         if n < 0 {
             let e = io::Error::last_os_error();
@@ -142,12 +185,10 @@ impl Poller {
         }
         // SAFETY: the kernel initialised the first `n` entries.
         unsafe { buf.set_len(n as usize) };
-        if let Some(t) = self.timer.as_mut() {
-            let before = buf.len();
-            buf.retain(|e| e.u64 != TIMER.0 as u64);
-            if buf.len() < before {
-                t.clear();
-            }
+        let before = buf.len();
+        buf.retain(|e| e.u64 != TIMER.0 as u64);
+        if buf.len() < before {
+            self.timer.clear();
         }
         Ok(())
     }
@@ -190,37 +231,74 @@ fn precise_wait_works(poll: &Poll) -> bool {
 mod tests {
     use super::*;
 
+    /// A poller as this kernel has it, and one that leaves every deadline
+    /// to the timer, as where `epoll_pwait2` is missing.
     fn both() -> Vec<Poller> {
         let precise = Poller::new().unwrap();
         let mut fallback = Poller::new().unwrap();
-        if fallback.timer.is_none() {
-            let t = Timer::new().unwrap();
-            fallback
-                .registry()
-                .register(&mut SourceFd(&t.as_raw_fd()), TIMER, Interest::READABLE)
-                .unwrap();
-            fallback.timer = Some(t);
-        }
+        fallback.precise = false;
         vec![precise, fallback]
     }
 
+    /// Waits until `deadline` has passed (a signal may end a wait early:
+    /// it waits again), and says how late it ended.
+    fn wait_out(p: &mut Poller, deadline: Deadline, until: Nanos) -> Nanos {
+        let mut events = Events::with_capacity(8);
+        let mut now = clock::now();
+        while now < until {
+            p.wait(&mut events, deadline).unwrap();
+            assert_eq!(events.iter().count(), 0);
+            now = clock::now();
+        }
+        now - until
+    }
+
+    /// Near deadlines are the wait's timeout, later ones the timer's:
+    /// both end the wait at their time, never before.
     #[test]
     fn a_wait_ends_at_its_deadline_not_before_and_not_much_after() {
         for mut p in both() {
-            let mut events = Events::with_capacity(8);
-            for _ in 0..5 {
-                let deadline = clock::now() + 2_000_000;
-                let mut now = clock::now();
-                // A signal may end a wait early; the loop waits again.
-                while now < deadline {
-                    p.wait(&mut events, deadline).unwrap();
-                    assert_eq!(events.iter().count(), 0);
-                    now = clock::now();
+            for ahead in [NEAR / 2, 2_000_000, NEAR / 2, 3_000_000] {
+                for _ in 0..3 {
+                    let at = clock::now() + ahead;
+                    let late = wait_out(&mut p, Deadline::hard(at), at);
+                    // Generous: a loaded machine may be late, never early.
+                    assert!(late < 500_000_000, "{late}");
                 }
-                // Generous: a loaded machine may be late, never early.
-                assert!(now - deadline < 500_000_000, "{}", now - deadline);
             }
         }
+    }
+
+    /// A soft deadline may end the wait up to a grain late, never early;
+    /// one that moves within its grain keeps the timer as it was armed.
+    #[test]
+    fn a_soft_deadline_ends_the_wait_on_its_grain() {
+        for mut p in both() {
+            let soft = clock::now() + 2 * SOFT_GRAIN + 123_456;
+            let on_grain = soft.div_ceil(SOFT_GRAIN) * SOFT_GRAIN;
+            let deadline = Deadline {
+                hard: Nanos::MAX,
+                soft,
+            };
+            assert_eq!(deadline.at(), on_grain);
+            let nudged = Deadline {
+                soft: soft + 1_000,
+                ..deadline
+            };
+            assert_eq!(nudged.at(), on_grain);
+            let late = wait_out(&mut p, deadline, on_grain);
+            assert!(late < 500_000_000, "{late}");
+        }
+        let sooner = Deadline {
+            hard: 5 * SOFT_GRAIN + 1,
+            soft: 5 * SOFT_GRAIN - 1,
+        };
+        assert_eq!(sooner.at(), 5 * SOFT_GRAIN);
+        let never = Deadline {
+            hard: Nanos::MAX,
+            soft: Nanos::MAX,
+        };
+        assert_eq!(never.at(), Nanos::MAX);
     }
 
     #[test]
@@ -228,8 +306,11 @@ mod tests {
         for mut p in both() {
             let mut events = Events::with_capacity(8);
             let t = std::time::Instant::now();
-            p.wait(&mut events, clock::now().saturating_sub(1_000))
-                .unwrap();
+            p.wait(
+                &mut events,
+                Deadline::hard(clock::now().saturating_sub(1_000)),
+            )
+            .unwrap();
             assert!(t.elapsed() < std::time::Duration::from_secs(1));
         }
     }
@@ -246,7 +327,7 @@ mod tests {
             let far = clock::now() + 10_000_000_000;
             let mut woken = false;
             while !woken && clock::now() < far {
-                p.wait(&mut events, far).unwrap();
+                p.wait(&mut events, Deadline::hard(far)).unwrap();
                 woken = events.iter().any(|e| e.token() == WAKE);
             }
             t.join().unwrap();

@@ -34,6 +34,9 @@ pub(super) struct Place {
     /// Bumped whenever the place forgets its rests (its connection closed
     /// or was replaced), so that wake-ups queued before are ignored.
     pub generation: u32,
+    /// The session's deadline that an alarm in the worker's deadlines
+    /// stands for: alarms set for any other time are stale.
+    pub deadline: Option<Nanos>,
     /// Its connection has answered nothing while others answered requests
     /// sent after its own: the server has not taken it (its listen
     /// backlog, past its connection limit).
@@ -53,6 +56,7 @@ impl Place {
         self.offered = 0;
         self.resting = 0;
         self.generation = self.generation.wrapping_add(1);
+        self.deadline = None;
     }
 
     fn is_active_to(&self, peer: usize) -> bool {
@@ -144,6 +148,7 @@ impl Pool {
             place.conn = conn;
             place.role = Role::Active;
             place.passed_over = false;
+            place.deadline = None;
             return i;
         }
         self.places.push(Place {
@@ -152,6 +157,7 @@ impl Pool {
             offered: 0,
             resting: 0,
             generation: 0,
+            deadline: None,
             passed_over: false,
         });
         self.places.len() - 1
@@ -370,6 +376,38 @@ impl Alarms {
         self.0.peek().map(|Reverse((at, _, _))| *at)
     }
 
+    /// The earliest session deadline that still stands: stale alarms on
+    /// top (their place's session moved its deadline) go.
+    pub fn next_standing(&mut self, pool: &Pool) -> Option<Nanos> {
+        while let Some(&Reverse((at, i, generation))) = self.0.peek() {
+            if Alarms::stands(pool, at, i, generation) {
+                return Some(at);
+            }
+            self.0.pop();
+        }
+        None
+    }
+
+    /// The place of the next session deadline due by `now` that still
+    /// stands.
+    pub fn pop_standing(&mut self, now: Nanos, pool: &Pool) -> Option<usize> {
+        while let Some(&Reverse((at, i, generation))) = self.0.peek() {
+            if at > now {
+                return None;
+            }
+            self.0.pop();
+            if Alarms::stands(pool, at, i, generation) {
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    fn stands(pool: &Pool, at: Nanos, i: usize, generation: u32) -> bool {
+        let place = &pool[i];
+        place.generation == generation && place.deadline == Some(at)
+    }
+
     /// The place of the next alarm due by `now` that still stands.
     pub fn pop_due(&mut self, now: Nanos, pool: &Pool) -> Option<usize> {
         while let Some(&Reverse((at, i, generation))) = self.0.peek() {
@@ -382,5 +420,31 @@ impl Alarms {
             }
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A session's deadline moves with every packet it sends: the alarms
+    /// set for the times it left behind no longer stand, and neither the
+    /// wait nor a wake-up is spent on them.
+    #[test]
+    fn only_the_alarm_for_a_sessions_current_deadline_stands() {
+        let mut pool = Pool::new(1, 2, 2);
+        let (a, b) = (pool.add(0), pool.add(0));
+        let mut alarms = Alarms::default();
+        for (i, at) in [(a, 5), (a, 9), (b, 7)] {
+            pool[i].deadline = Some(at);
+            alarms.set(at, i, &pool[i]);
+        }
+        assert_eq!(alarms.next_standing(&pool), Some(7));
+        assert_eq!(alarms.pop_standing(6, &pool), None);
+        assert_eq!(alarms.pop_standing(10, &pool), Some(b));
+        // A connection that closes forgets its deadline with its rests.
+        pool[a].forget();
+        assert_eq!(alarms.pop_standing(10, &pool), None);
+        assert_eq!(alarms.next_standing(&pool), None);
     }
 }

@@ -1,12 +1,14 @@
-//! Microsecond-precise wake-ups where `epoll_pwait2` is missing.
+//! Microsecond-precise wake-ups that stay armed across waits.
 //!
 //! `epoll_wait` takes whole milliseconds, which is why wrk2 is only accurate
 //! to about ±1 ms. The poller ([`super::poller`]) waits with
-//! `epoll_pwait2`'s nanosecond timeout where the kernel has it; elsewhere a
-//! `timerfd` armed with an absolute `CLOCK_MONOTONIC` deadline wakes it to
-//! within the kernel's timer slack, which the worker sets to 1 ns with
+//! `epoll_pwait2`'s nanosecond timeout for a deadline that is near; for a
+//! later one (or where the kernel lacks `epoll_pwait2`) a `timerfd` armed
+//! with an absolute `CLOCK_MONOTONIC` deadline wakes it to within the
+//! kernel's timer slack, which the worker sets to 1 ns with
 //! `prctl(PR_SET_TIMERSLACK)`. The fd is registered with the poller like
-//! any socket, so one wait covers I/O and the next intended send time.
+//! any socket, so one wait covers I/O and the next deadline, and it stays
+//! armed while the deadline stays the same.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};

@@ -47,7 +47,7 @@ use crate::stats::{
 
 use super::conn::{loss, Check, Connect, InFlight, Read, ReadFailure, WentDown};
 use super::hooks::Hooks;
-use super::poller::{Events, Poller, Ready, WAKE};
+use super::poller::{Deadline, Events, Poller, Ready, WAKE};
 use super::pool::{Alarms, Pool, Role};
 use super::share::{pin_to_cpu, Peers, SessionShape, WorkerSetup};
 use super::slots::{Assigned, Due, Slot, Slots};
@@ -273,7 +273,7 @@ impl Worker {
             if !self.pool.opening() || now >= until {
                 return Ok(());
             }
-            self.poller.wait(&mut events, until)?;
+            self.poller.wait(&mut events, Deadline::hard(until))?;
             for ev in events.iter() {
                 match ev.token() {
                     WAKE => {}
@@ -284,13 +284,13 @@ impl Worker {
     }
 
     /// The earliest moment the loop has something to do without I/O.
-    fn next_deadline(&mut self) -> Nanos {
-        let mut at = self.stats.window().end.min(self.next_sweep);
-        for alarms in [&self.resting, &self.deadlines] {
-            if let Some(until) = alarms.next() {
-                at = at.min(until);
-            }
-        }
+    fn next_deadline(&mut self) -> Deadline {
+        let rest = self.resting.next().unwrap_or(Nanos::MAX);
+        let mut at = self.stats.window().end.min(rest);
+        // A session's timers (QUIC's loss detection, an acknowledgement
+        // held back) and the sweep of timeouts may be a little late.
+        let session = self.deadlines.next_standing(&self.pool);
+        let soft = self.next_sweep.min(session.unwrap_or(Nanos::MAX));
         if self.slots.any_free() {
             if let Some(due) = self.schedule.next() {
                 at = at.min(due);
@@ -302,7 +302,7 @@ impl Worker {
                 at = at.min(due);
             }
         }
-        at
+        Deadline { hard: at, soft }
     }
 
     /// Whatever falls due by `now` without I/O: timeouts and reopenings
@@ -975,6 +975,11 @@ impl Worker {
     /// as the close says.
     fn flush(&mut self, i: usize) -> bool {
         if self.pool[i].conn.on_writable(clock::now()).is_ok() {
+            self.pool[i]
+                .conn
+                .watch_writes(self.poller.registry(), Token(i));
+            // Sending arms timers (QUIC's loss detection).
+            self.watch_deadline(i);
             return true;
         }
         // Requests that never left cannot have been seen: they go again.
@@ -1012,25 +1017,32 @@ impl Worker {
         }
     }
 
-    /// Notes when the session of connection `i` next needs its deadline.
+    /// Notes when the session of connection `i` next needs its deadline,
+    /// when that changed: the alarm set before no longer stands.
     fn watch_deadline(&mut self, i: usize) {
-        let place = &self.pool[i];
-        if let Some(at) = place.conn.session().and_then(|s| s.poll_timeout()) {
-            self.deadlines.set(at, i, place);
+        let place = &mut self.pool[i];
+        let at = place.conn.session().and_then(|s| s.poll_timeout());
+        if at != place.deadline {
+            place.deadline = at;
+            if let Some(at) = at {
+                self.deadlines.set(at, i, place);
+            }
         }
     }
 
     /// Sessions whose deadline passed handle it.
     fn session_deadlines(&mut self, now: Nanos) {
-        while let Some(i) = self.deadlines.pop_due(now, &self.pool) {
-            // A deadline moved later since this alarm was set is not due
-            // yet; the alarm for the new one is set already.
+        while let Some(i) = self.deadlines.pop_standing(now, &self.pool) {
+            self.pool[i].deadline = None;
             let Some(session) = self.pool[i].conn.session_mut() else {
                 continue;
             };
+            // Its timer may have moved on since it was last watched.
             if session.poll_timeout().is_some_and(|t| t <= now) {
                 session.handle_timeout(now);
                 self.settle(i, None);
+            } else {
+                self.watch_deadline(i);
             }
         }
     }
