@@ -61,14 +61,6 @@ pub struct Deadline {
 }
 
 impl Deadline {
-    /// Only a hard deadline.
-    pub fn hard(at: Nanos) -> Deadline {
-        Deadline {
-            hard: at,
-            soft: Nanos::MAX,
-        }
-    }
-
     /// The moment the wait ends: the soft deadline rounded up onto the
     /// grain, if that comes before the hard one.
     fn at(&self) -> Nanos {
@@ -240,6 +232,14 @@ mod tests {
         vec![precise, fallback]
     }
 
+    /// Only a hard deadline.
+    fn hard(at: Nanos) -> Deadline {
+        Deadline {
+            hard: at,
+            soft: Nanos::MAX,
+        }
+    }
+
     /// Waits until `deadline` has passed (a signal may end a wait early:
     /// it waits again), and says how late it ended.
     fn wait_out(p: &mut Poller, deadline: Deadline, until: Nanos) -> Nanos {
@@ -261,7 +261,7 @@ mod tests {
             for ahead in [NEAR / 2, 2_000_000, NEAR / 2, 3_000_000] {
                 for _ in 0..3 {
                     let at = clock::now() + ahead;
-                    let late = wait_out(&mut p, Deadline::hard(at), at);
+                    let late = wait_out(&mut p, hard(at), at);
                     // Generous: a loaded machine may be late, never early.
                     assert!(late < 500_000_000, "{late}");
                 }
@@ -306,11 +306,8 @@ mod tests {
         for mut p in both() {
             let mut events = Events::with_capacity(8);
             let t = std::time::Instant::now();
-            p.wait(
-                &mut events,
-                Deadline::hard(clock::now().saturating_sub(1_000)),
-            )
-            .unwrap();
+            p.wait(&mut events, hard(clock::now().saturating_sub(1_000)))
+                .unwrap();
             assert!(t.elapsed() < std::time::Duration::from_secs(1));
         }
     }
@@ -327,7 +324,7 @@ mod tests {
             let far = clock::now() + 10_000_000_000;
             let mut woken = false;
             while !woken && clock::now() < far {
-                p.wait(&mut events, Deadline::hard(far)).unwrap();
+                p.wait(&mut events, hard(far)).unwrap();
                 woken = events.iter().any(|e| e.token() == WAKE);
             }
             t.join().unwrap();

@@ -173,7 +173,7 @@ fn spawn(
         let handle = std::thread::Builder::new()
             .name(format!("metron-worker-{j}"))
             .spawn(move || -> WorkerResult {
-                let worker = match Worker::new(setup, stop.clone()) {
+                let worker = match Worker::new(setup, stop) {
                     Ok(w) => w,
                     Err(e) => {
                         let _ = ready.send(Err(e));
@@ -181,7 +181,6 @@ fn spawn(
                     }
                 };
                 let _done = done;
-                stop.register(worker.waker());
                 let _ = ready.send(Ok(()));
                 match start_rx.recv() {
                     Ok(Some((plan, window, phases))) => worker.run(plan, window, phases).map(Some),

@@ -176,6 +176,8 @@ impl Worker {
         } else if setup.sse {
             w.stats.read_events(EventKind::Sse);
         }
+        // Ctrl-C wakes it from here on, while its connections open too.
+        w.stop.register(w.waker());
         let now = clock::now();
         for c in 0..setup.connections {
             let i = w.pool.add(c % peers);
@@ -265,15 +267,23 @@ impl Worker {
 
     /// Before the start: waits until every connection is open and its
     /// session ready (whatever its protocol waits for first), or has failed (or
-    /// `until`), so that the schedule starts with its streams free.
+    /// `until`, or the run was stopped), so that the schedule starts with
+    /// its streams free. Sessions' timers run meanwhile: a QUIC handshake
+    /// whose first packet was lost sends it again.
     fn await_connections(&mut self, until: Nanos) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
         loop {
             let now = clock::now();
-            if !self.pool.opening() || now >= until {
+            if !self.pool.opening() || now >= until || self.stop.is_stopped() {
                 return Ok(());
             }
-            self.poller.wait(&mut events, Deadline::hard(until))?;
+            self.session_deadlines(now);
+            let soft = self.deadlines.next_standing(&self.pool);
+            let deadline = Deadline {
+                hard: until,
+                soft: soft.unwrap_or(Nanos::MAX),
+            };
+            self.poller.wait(&mut events, deadline)?;
             for ev in events.iter() {
                 match ev.token() {
                     WAKE => {}
