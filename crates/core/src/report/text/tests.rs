@@ -435,7 +435,7 @@ fn busy_connections_in_bursts_are_not_called_too_few() {
     let w = &found[0];
     assert!(w.contains("The pool kept the pace on the whole"), "{w}");
     assert!(
-        w.contains("about 2 of its 10 connections were busy on average"),
+        w.contains("about 2 requests were in flight on average, on 10 connections"),
         "{w}"
     );
     assert!(!w.contains("raise -c to"), "{w}");

@@ -420,13 +420,16 @@ pub(super) fn pool_needs(r: &TextReport, rate: f64) -> String {
     if achieved >= rate * KEPT_PACE {
         // The pool kept the pace on the whole, so it was busy only in
         // bursts, when responses slowed: the law above would name one
-        // connection more than it has, which no steady state needed.
-        let busy = rate * r.stats.uncorrected.mean() / 1e6;
+        // connection more than it has, which no steady state needed. The
+        // same law gives the requests in flight on average (streams, where
+        // a connection carries several).
+        let in_flight = rate * r.stats.uncorrected.mean() / 1e6;
         return format!(
             "The pool kept the pace on the whole (at {} requests/s and {per_response} per \
-             response, about {busy:.0} of its {n:.0} connections were busy on average): the \
-             waits came in bursts, when responses slowed; if the server was not expected to \
-             stall, raise -c for headroom, or pass --max-connections to open more as needed",
+             response, about {in_flight:.0} requests were in flight on average, on {n:.0} \
+             connections): the waits came in bursts, when responses slowed; if the server was \
+             not expected to stall, raise -c for headroom, or pass --max-connections to open \
+             more as needed",
             format_rate(rate)
         );
     }
