@@ -9,6 +9,10 @@
 #    CPU-second of the generator (user + system, /usr/bin/time); then the
 #    ratio of the medians, metron / oha, with the range of each. oha's
 #    errors are the requests cut off by -z ("aborted due to deadline").
+#    Each round also counts the generator's system calls (perf stat's
+#    raw_syscalls:sys_enter tracepoint, when perf can read it; the count
+#    costs both sides alike) and prints them per request, with metron's
+#    QUIC packets sent per request from its own report (oha reports none).
 #    The shapes: against Caddy (bench/Caddyfile-h3), 10 x 10 (goal: at
 #    least 1.5) and 100 x 1 (goal: at least 1.2); against the built-in
 #    target (metron serve --http3, on the server's CPU), 10 x 10 (goal: at
@@ -61,25 +65,44 @@ done
 [ -f "$CERT" ] || { echo "caddy issued no certificate; see /tmp/caddy-bench/out.log" >&2; exit 1; }
 CA=/tmp/caddy-bench/data/pki/authorities/local/root.crt
 
+# counted CMD...: CMD on the generator's CPU (timed), under perf stat
+# counting its system calls; its output, "cpu SECONDS", and a last line
+# "syscalls N" (0 where perf cannot count them).
+CALLS=/tmp/metron-h3-calls
+if perf stat -x, -e raw_syscalls:sys_enter -o /dev/null -- true 2>/dev/null; then
+    COUNT=(perf stat -x, -e raw_syscalls:sys_enter -o "$CALLS" --)
+else
+    echo "# perf cannot count system calls here: their column reads 0" >&2
+    COUNT=()
+fi
+counted() {
+    : >"$CALLS"
+    timed "${COUNT[@]}" "$@"
+    echo "syscalls $(awk -F, '/raw_syscalls/ { print $1 + 0 }' "$CALLS")"
+}
+
 # One round of each, of SAT_URL on CONNS connections of STREAMS streams:
-# "requests seconds cpu-seconds errors".
+# "requests seconds cpu-seconds errors syscalls packets".
 metron_round() {
-    timed "$METRON" --http3 -t1 -c"$CONNS" -m"$STREAMS" -d"$DURATION" \
+    counted "$METRON" --http3 -t1 -c"$CONNS" -m"$STREAMS" -d"$DURATION" \
         $TRUST "$SAT_URL" | awk '
         / requests in / { n = $1; s = $4; sub(/s,$/, "", s) }
         /Socket errors:/ { e = $4 + $6 + $8 + $10 }
+        /QUIC: [0-9]+ packets sent/ { p = $2 }
+        /^syscalls / { k = $2 }
         /^cpu / { c = $2 }
-        END { printf "%d %.2f %.3f %d\n", n, s, c, e }'
+        END { printf "%d %.2f %.3f %d %d %d\n", n, s, c, e, k, p }'
 }
 # oha's own "Total" runs on past -z while its QUIC connections idle out
 # (about 30 s here, with no CPU spent): its rate is over the -z asked.
 oha_round() {
-    timed oha --no-tui --http-version 3 --insecure -c "$CONNS" -p "$STREAMS" -z "$DURATION" "$SAT_URL" | awk -v d="${DURATION%s}" '
+    counted oha --no-tui --http-version 3 --insecure -c "$CONNS" -p "$STREAMS" -z "$DURATION" "$SAT_URL" | awk -v d="${DURATION%s}" '
         /\[200\] [0-9]+ responses/ { n += $2 }
         /Error distribution/ { err = 1 }
         err && /^ *\[[0-9]+\]/ { v = $1; gsub(/[][]/, "", v); e += v }
+        /^syscalls / { k = $2 }
         /^cpu / { c = $2 }
-        END { printf "%d %.2f %.3f %d\n", n, d, c, e }'
+        END { printf "%d %.2f %.3f %d %d 0\n", n, d, c, e, k }'
 }
 
 echo "# $(date -u +%Y-%m-%d) $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); $(caddy version | cut -d' ' -f1) on CPU $TARGET_CPU, generator on CPU $LOAD_CPU; $(oha --version)"
@@ -88,15 +111,18 @@ echo "# $(date -u +%Y-%m-%d) $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc
 saturate() {
     SAT_URL=$1 CONNS=$2 STREAMS=$3
     echo "# HTTP/3 closed loop, $4, $CONNS connections x $STREAMS streams on both sides, -d$DURATION; $ROUNDS alternating rounds"
-    printf '%-8s %5s %12s %12s %8s %14s\n' tool round requests req/s errors "req/CPU-s"
-    local m=() o=() r tool n s c e
+    printf '%-8s %5s %12s %12s %8s %14s %12s %12s\n' tool round requests req/s errors "req/CPU-s" \
+        "calls/req" "packets/req"
+    local m=() o=() r tool n s c e k p
     for r in $(seq "$ROUNDS"); do
         for tool in metron oha; do
-            read -r n s c e < <("${tool}_round")
-            printf '%-8s %5d %12d %12.0f %8d %14.0f\n' "$tool" "$r" "$n" \
+            read -r n s c e k p < <("${tool}_round")
+            printf '%-8s %5d %12d %12.0f %8d %14.0f %12.2f %12s\n' "$tool" "$r" "$n" \
                 "$(awk -v n="$n" -v s="$s" 'BEGIN { print (s > 0) ? n / s : 0 }')" "$e" \
-                "$(awk -v n="$n" -v c="$c" 'BEGIN { print (c > 0) ? n / c : 0 }')"
-            if [ "$tool" = metron ]; then m+=("$n $s $c"); else o+=("$n $s $c"); fi
+                "$(awk -v n="$n" -v c="$c" 'BEGIN { print (c > 0) ? n / c : 0 }')" \
+                "$(awk -v n="$n" -v k="$k" 'BEGIN { print (n > 0) ? k / n : 0 }')" \
+                "$(awk -v n="$n" -v p="$p" 'BEGIN { if (p > 0 && n > 0) printf "%.2f", p / n; else print "-" }')"
+            if [ "$tool" = metron ]; then m+=("$n $s $c $k"); else o+=("$n $s $c $k"); fi
         done
     done
     local mr mp or op
@@ -107,6 +133,8 @@ saturate() {
     ratio_table median oha requests "$or" "$mr" "$op" "$mp" "${5:-}"
     printf '  %-26s %s\n' "range per CPU-second" \
         "oha $(printf '%s\n' "${o[@]}" | awk '$3 > 0 {print $1 / $3}' | range), metron $(printf '%s\n' "${m[@]}" | awk '$3 > 0 {print $1 / $3}' | range)"
+    printf '  %-26s %s\n' "system calls per request" \
+        "oha $(printf '%s\n' "${o[@]}" | awk '$1 > 0 {print $4 / $1}' | median | xargs printf '%.2f'), metron $(printf '%s\n' "${m[@]}" | awk '$1 > 0 {print $4 / $1}' | median | xargs printf '%.2f') (medians)"
     echo
 }
 TRUST="--cacert $CA"
