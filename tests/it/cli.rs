@@ -299,6 +299,42 @@ fn a_run_prints_the_wrk2_report() {
     assert!(!out.contains("nan"), "{out}");
 }
 
+/// Ctrl-C before the run began (here in the pre-flight, waiting up to
+/// --timeout for a QUIC server that never answers) exits at once, saying
+/// nothing was measured, instead of waiting out the check.
+#[test]
+fn interrupt_before_the_run_began_exits_at_once() {
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let url = format!("https://{}/", silent.local_addr().unwrap());
+    let child = Command::new(env!("CARGO_BIN_EXE_metron"))
+        .args([
+            "--http3",
+            "-k",
+            "-t1",
+            "-c2",
+            "-R10",
+            "-d20s",
+            "--timeout",
+            "20s",
+            &url,
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let sent = std::time::Instant::now();
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let o = wait_bounded(child, std::time::Duration::from_secs(10));
+    assert!(sent.elapsed() < std::time::Duration::from_secs(5));
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o).trim_end(),
+        "metron: stopped by Ctrl-C before the run began: nothing was measured"
+    );
+}
+
 /// Ctrl-C (SIGINT) and SIGTERM end the run early: the report covers what
 /// ran and says where it stopped, and the exit status is 128 plus the
 /// signal's number, as shells report a process a signal ended.

@@ -1,5 +1,7 @@
 //! Ctrl-C and SIGTERM end a run cleanly: the first one stops the workers
-//! and the report covers what ran; a second one exits at once.
+//! and the report covers what ran; a second one exits at once, as the
+//! first does before any worker started (loading scripts, the pre-flight),
+//! when nothing ran.
 
 use std::io;
 use std::sync::Arc;
@@ -24,6 +26,17 @@ pub fn stop_on_interrupt(stop: Arc<Stop>) -> io::Result<Guard> {
         .name("metron-signals".into())
         .spawn(move || {
             for signal in signals.forever() {
+                if !stop.has_begun() {
+                    let name = if signal == SIGTERM {
+                        "SIGTERM"
+                    } else {
+                        "Ctrl-C"
+                    };
+                    eprintln!(
+                        "metron: stopped by {name} before the run began: nothing was measured"
+                    );
+                    std::process::exit(128 + signal);
+                }
                 if stop.is_stopped() {
                     std::process::exit(128 + signal);
                 }

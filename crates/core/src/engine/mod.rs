@@ -70,6 +70,10 @@ pub struct Stop {
     /// When and why it was first triggered.
     first: Mutex<Option<(Nanos, StopCause)>>,
     wakers: Mutex<Vec<Arc<Waker>>>,
+    /// Workers have started: a stop from then on ends the run with a
+    /// report. Before (loading scripts, the pre-flight's blocking checks)
+    /// there is nothing to report.
+    begun: AtomicBool,
 }
 
 impl Stop {
@@ -92,6 +96,15 @@ impl Stop {
 
     pub fn is_stopped(&self) -> bool {
         self.stopped.load(Ordering::SeqCst)
+    }
+
+    /// Workers are about to start (see [`Stop::has_begun`]).
+    pub fn begin(&self) {
+        self.begun.store(true, Ordering::SeqCst);
+    }
+
+    pub fn has_begun(&self) -> bool {
+        self.begun.load(Ordering::SeqCst)
     }
 
     /// When and why the run was stopped, if it was.

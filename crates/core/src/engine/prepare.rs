@@ -51,6 +51,7 @@ pub fn prepare(
         Arc::new(Board::new(setup.threads, w.rows_every()).with_intervals(Some(setup.interval)))
     });
     let setups = worker_setups(setup, scripts, &peers, first, board.as_ref())?;
+    stop.begin();
     let (workers, done) = spawn(setups, stop)?;
     let endpoints = setup
         .replay
