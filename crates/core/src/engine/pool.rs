@@ -391,16 +391,9 @@ impl Alarms {
     /// The place of the next session deadline due by `now` that still
     /// stands.
     pub fn pop_standing(&mut self, now: Nanos, pool: &Pool) -> Option<usize> {
-        while let Some(&Reverse((at, i, generation))) = self.0.peek() {
-            if at > now {
-                return None;
-            }
-            self.0.pop();
-            if Alarms::stands(pool, at, i, generation) {
-                return Some(i);
-            }
-        }
-        None
+        self.pop(now, |at, i, generation| {
+            Alarms::stands(pool, at, i, generation)
+        })
     }
 
     fn stands(pool: &Pool, at: Nanos, i: usize, generation: u32) -> bool {
@@ -410,12 +403,18 @@ impl Alarms {
 
     /// The place of the next alarm due by `now` that still stands.
     pub fn pop_due(&mut self, now: Nanos, pool: &Pool) -> Option<usize> {
+        self.pop(now, |_, i, generation| pool[i].generation == generation)
+    }
+
+    /// The place of the next alarm due by `now` for which `stands` holds;
+    /// those due for which it does not go.
+    fn pop(&mut self, now: Nanos, stands: impl Fn(Nanos, usize, u32) -> bool) -> Option<usize> {
         while let Some(&Reverse((at, i, generation))) = self.0.peek() {
             if at > now {
                 return None;
             }
             self.0.pop();
-            if pool[i].generation == generation {
+            if stands(at, i, generation) {
                 return Some(i);
             }
         }
