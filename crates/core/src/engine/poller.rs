@@ -274,7 +274,9 @@ mod tests {
     #[test]
     fn a_soft_deadline_ends_the_wait_on_its_grain() {
         for mut p in both() {
-            let soft = clock::now() + 2 * SOFT_GRAIN + 123_456;
+            // Well inside a grain, so that the nudge below cannot cross
+            // into the next one whatever the clock reads.
+            let soft = (clock::now() / SOFT_GRAIN + 2) * SOFT_GRAIN + 123_456;
             let on_grain = soft.div_ceil(SOFT_GRAIN) * SOFT_GRAIN;
             let deadline = Deadline {
                 hard: Nanos::MAX,
