@@ -338,6 +338,28 @@ matrix! {
 }
 
 matrix! {
+    /// A server that takes 8 connections and closes the rest as they
+    /// open, under -c12 at 20 requests/s, which keep one or two of them
+    /// busy: its limit is the 8 whose handshakes it completed, not the
+    /// few a slow rate has answering.
+    fn the_limit_counts_the_connections_the_server_took(row) in [h2, http3] {
+        let _g = serial();
+        let srv = row.server(ServeConfig {
+            max_connections: Some(8),
+            ..delayed(Duration::from_millis(10))
+        });
+        let one = row.one_stream();
+        let flags = [one, &["-t1", "-c12", "-R20", "-d2s"]].concat();
+        let (o, text) = row.bench(&srv, &flags);
+        truthful(&o, &text);
+        counts_agree(&o, srv.stats().responses_total());
+        let pool = o.stats.counters.connections;
+        assert_eq!(pool.server_accepted, Some(8), "{pool:?}\n{text}");
+        assert!(text.contains("the server accepted about 8 of the 12 connections"), "{text}");
+    }
+}
+
+matrix! {
     /// A server that serves 4 connections at once and leaves the others
     /// waiting, unread, as a listen backlog does (their TLS or QUIC
     /// handshake, or the server's HTTP/2 SETTINGS, never answered),

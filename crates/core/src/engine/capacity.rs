@@ -8,9 +8,17 @@
 //! pool that grows on demand would grow without end, each new connection
 //! adding only requests that wait and fail. So the pool watches for both:
 //! once new connections are turned away or passed over, a few in a row,
-//! while others answer, the number of connections answering then is taken
-//! as the server's limit (its *ceiling*), the pool grows no further than
+//! while others answer, the number of connections the server had then
+//! taken is its limit (its *ceiling*), the pool grows no further than
 //! that, and connections beyond it are not reopened.
+//!
+//! A connection shows it was taken when its TLS or QUIC handshake
+//! completes (the server's own code answered it) or, over plain TCP,
+//! when a response comes on it: counting only connections that have
+//! answered would put a server's limit at the few a slow rate keeps busy.
+//! A server that takes more than the ceiling later raises it: the
+//! connections turned away were a burst it could not keep up with (a
+//! flood of handshakes, its UDP buffer full), not its limit.
 //!
 //! Nothing here reads a clock or a socket: the worker hands in what it
 //! saw, with `now`.
@@ -30,15 +38,18 @@ const TURNED_AWAY_IN_A_ROW: u32 = 3;
 /// One host's connections as the pool has seen them answer.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Capacity {
-    /// Connections open now that have answered at least once.
-    answering: usize,
-    /// The most that answered at once.
+    /// Connections open now that the server has shown it took.
+    taken: usize,
+    /// The most it had taken at once.
     peak: usize,
-    /// The server's limit, once found: the connections answering when
-    /// one beyond them was turned away or passed over.
+    /// The server's limit, once found: the connections it had taken when
+    /// one beyond them was turned away or passed over (or more, taken
+    /// since).
     ceiling: Option<usize>,
     /// The slowest response seen, from its send.
     slowest: Nanos,
+    /// The slowest opening (TLS or QUIC handshake) of a connection taken.
+    slowest_opening: Nanos,
     /// The latest send of a request that was answered.
     latest_answered: Nanos,
     /// Connections turned away or passed over since a new connection
@@ -54,16 +65,26 @@ impl Capacity {
         self.slowest = self.slowest.max(now.saturating_sub(sent));
         self.latest_answered = self.latest_answered.max(sent);
         if first {
-            self.answering += 1;
-            self.peak = self.peak.max(self.answering);
             self.turned_away = 0;
         }
     }
 
-    /// A connection closed; `had_answered`: it had answered at least once.
-    pub fn closed(&mut self, had_answered: bool) {
-        if had_answered {
-            self.answering = self.answering.saturating_sub(1);
+    /// A connection showed the server took it, its handshake done in
+    /// `opening` (none over plain TCP, where its first response shows it).
+    /// Taking more than the limit found raises the limit.
+    pub fn taken(&mut self, opening: Option<Nanos>) {
+        self.taken += 1;
+        self.peak = self.peak.max(self.taken);
+        self.slowest_opening = self.slowest_opening.max(opening.unwrap_or(0));
+        if let Some(c) = self.ceiling.as_mut() {
+            *c = (*c).max(self.taken);
+        }
+    }
+
+    /// A connection closed; `was_taken`: the server had shown it took it.
+    pub fn closed(&mut self, was_taken: bool) {
+        if was_taken {
+            self.taken = self.taken.saturating_sub(1);
         }
     }
 
@@ -74,11 +95,13 @@ impl Capacity {
     /// merely leaves a request unanswered now and then (or resets one)
     /// does that to the first request of a new connection too, but
     /// seldom to three in a row. A server that answers no connection at
-    /// all has no limit to find.
-    pub fn turned_away(&mut self) {
+    /// all has no limit to find. `was_taken`: the one turned away had
+    /// been taken (its handshake done), so it is not among those the
+    /// server keeps.
+    pub fn turned_away(&mut self, was_taken: bool) {
         self.turned_away += 1;
         if self.turned_away >= TURNED_AWAY_IN_A_ROW {
-            self.found();
+            self.found(self.taken - usize::from(was_taken && self.taken > 0));
         }
     }
 
@@ -88,17 +111,31 @@ impl Capacity {
     /// has waited well beyond the slowest response seen (twice it, and at
     /// least [`PASSED_OVER_AFTER`]), so it is not merely slow.
     pub fn passed_over(&self, oldest_sent: Nanos, now: Nanos) -> bool {
-        let waited = now.saturating_sub(oldest_sent);
-        self.answering > 0
-            && self.latest_answered > oldest_sent
-            && waited > PASSED_OVER_AFTER.max(2 * self.slowest)
+        self.waited_past(oldest_sent, now, self.slowest)
     }
 
-    /// A connection beyond the ones answering was refused service: the
-    /// limit is the number answering (or the most found before).
-    fn found(&mut self) {
-        if self.answering > 0 {
-            self.ceiling = Some(self.ceiling.unwrap_or(0).max(self.answering));
+    /// Whether a connection still opening since `since` is being passed
+    /// over at `now`: as [`Capacity::passed_over`], with the slowest
+    /// handshake of a connection taken as the measure. A server
+    /// answering a flood of handshakes one by one, or a handshake whose
+    /// first packet was lost and goes again after a second, is slow, not
+    /// full.
+    pub fn passed_over_opening(&self, since: Nanos, now: Nanos) -> bool {
+        self.waited_past(since, now, self.slowest_opening.max(self.slowest))
+    }
+
+    fn waited_past(&self, since: Nanos, now: Nanos, slowest: Nanos) -> bool {
+        let waited = now.saturating_sub(since);
+        self.taken > 0
+            && self.latest_answered > since
+            && waited > PASSED_OVER_AFTER.max(2 * slowest)
+    }
+
+    /// A connection beyond the `taken` ones was refused service: the limit
+    /// is their number (or the most found before).
+    fn found(&mut self, taken: usize) {
+        if taken > 0 {
+            self.ceiling = Some(self.ceiling.unwrap_or(0).max(taken));
         }
     }
 
@@ -113,7 +150,7 @@ impl Capacity {
         self.ceiling.is_none_or(|c| open <= c)
     }
 
-    /// The most connections that answered at once.
+    /// The most connections the server had taken at once.
     pub fn peak(&self) -> usize {
         self.peak
     }
@@ -130,6 +167,7 @@ mod tests {
         let mut c = Capacity::default();
         for k in 0..n as u64 {
             c.answered(k * MS, k * MS + 50 * MS, true);
+            c.taken(None);
         }
         c
     }
@@ -139,15 +177,15 @@ mod tests {
         let mut c = answering(8);
         assert!(c.allows(100));
         c.answered(10 * MS, 60 * MS, false); // not a new connection
-        c.turned_away();
-        c.turned_away();
+        c.turned_away(false);
+        c.turned_away(false);
         assert_eq!(c.ceiling(), None);
-        c.turned_away();
+        c.turned_away(false);
         assert_eq!(c.ceiling(), Some(8));
         assert!(c.allows(8) && !c.allows(9));
         // One closes; the limit found stays what it was.
         c.closed(true);
-        c.turned_away();
+        c.turned_away(false);
         assert_eq!((c.ceiling(), c.peak()), (Some(8), 8));
     }
 
@@ -157,10 +195,11 @@ mod tests {
     fn a_new_connection_answering_between_shows_no_limit() {
         let mut c = answering(4);
         for _ in 0..10 {
-            c.turned_away();
-            c.turned_away();
+            c.turned_away(false);
+            c.turned_away(false);
             c.closed(true);
             c.answered(100 * MS, 150 * MS, true);
+            c.taken(None);
         }
         assert_eq!(c.ceiling(), None);
     }
@@ -169,7 +208,7 @@ mod tests {
     fn a_server_that_answers_no_one_has_no_limit_to_find() {
         let mut c = Capacity::default();
         for _ in 0..5 {
-            c.turned_away();
+            c.turned_away(false);
         }
         assert_eq!(c.ceiling(), None);
         assert!(c.allows(1000));
@@ -189,5 +228,40 @@ mod tests {
         slow.answered(0, 1_000 * MS, false);
         assert!(!slow.passed_over(MS, 1_500 * MS));
         assert!(slow.passed_over(MS, 2_100 * MS));
+    }
+
+    /// A slow rate keeps two connections answering while the server's
+    /// handshakes showed it took ten: three turned away then put the
+    /// limit at the ten, not the two; one turned away after its own
+    /// handshake is not among them; taking more later raises it.
+    #[test]
+    fn the_limit_counts_connections_taken_not_only_those_answering() {
+        let mut c = answering(2);
+        for _ in 0..8 {
+            c.taken(Some(5 * MS));
+        }
+        c.taken(Some(5 * MS)); // the eleventh, closed unanswered
+        c.turned_away(true);
+        c.closed(true);
+        c.turned_away(false);
+        c.turned_away(false);
+        assert_eq!(c.ceiling(), Some(10));
+        c.taken(Some(900 * MS));
+        c.taken(Some(900 * MS));
+        assert_eq!((c.ceiling(), c.peak()), (Some(12), 12));
+    }
+
+    /// A connection still opening is passed over only after twice the
+    /// slowest handshake of those taken: a flood of handshakes the server
+    /// works through one by one is slow, not full.
+    #[test]
+    fn an_opening_is_passed_over_only_past_the_slowest_handshake() {
+        let mut c = answering(4);
+        assert!(c.passed_over_opening(MS, 301 * MS));
+        c.taken(Some(800 * MS));
+        assert!(!c.passed_over_opening(MS, 1_500 * MS));
+        assert!(c.passed_over_opening(MS, 1_602 * MS));
+        // A request waiting is measured against responses only.
+        assert!(c.passed_over(MS, 301 * MS));
     }
 }

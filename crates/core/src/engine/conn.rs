@@ -319,6 +319,8 @@ pub struct Conn<T = Transport> {
     session: Option<BoxedSession>,
     /// Responses completed on the current socket.
     served: u64,
+    /// The server showed it took the current socket (see [`Conn::take`]).
+    taken: bool,
     /// Consecutive attempts that ended before any response.
     failures: u32,
     /// Why it last went down, until it opens again.
@@ -346,6 +348,7 @@ impl<T: Io> Conn<T> {
             io: None,
             session: None,
             served: 0,
+            taken: false,
             failures: 0,
             went_down: None,
             handshaking_since: None,
@@ -426,6 +429,17 @@ impl<T: Io> Conn<T> {
         self.served == 1
     }
 
+    /// The server showed it took this socket: its TLS or QUIC handshake
+    /// completed, or a response came. True the first time.
+    pub fn take(&mut self) -> bool {
+        !std::mem::replace(&mut self.taken, true)
+    }
+
+    /// Open, and the server showed it took it.
+    pub fn is_taken(&self) -> bool {
+        self.is_open() && self.taken
+    }
+
     /// Open, and a response has completed on it.
     pub fn has_answered(&self) -> bool {
         self.is_open() && self.served > 0
@@ -471,6 +485,7 @@ impl<T: Io> Conn<T> {
         self.session = Some(session);
         self.state = State::Connecting { since: now };
         self.served = 0;
+        self.taken = false;
         self.handshaking_since = None;
         self.attempt_at = now;
         // Registered for both, as every new socket is: the first writable
@@ -518,6 +533,7 @@ impl<T: Io> Conn<T> {
         // A failed attempt served nothing, whatever the last socket did, so
         // that attempts failing at once back off instead of spinning.
         self.served = 0;
+        self.taken = false;
         self.close(now).reopen_at
     }
 

@@ -241,15 +241,19 @@ impl Pool {
         // (a handshake the server never answers, its listen backlog full),
         // since the attempt began.
         let conn = &place.conn;
-        let waiting = match conn.opening_since() {
-            Some(since) => Some(since),
-            None if conn.answered_nothing() => conn.oldest_sent(),
-            None => None,
-        };
         let peer = conn.peer();
-        if waiting.is_some_and(|since| self.capacity[peer].passed_over(since, now)) {
+        let capacity = &self.capacity[peer];
+        let passed_over = match conn.opening_since() {
+            Some(since) => capacity.passed_over_opening(since, now),
+            None if conn.answered_nothing() => conn
+                .oldest_sent()
+                .is_some_and(|since| capacity.passed_over(since, now)),
+            None => false,
+        };
+        if passed_over {
+            let taken = conn.is_taken();
             self.places[i].passed_over = true;
-            self.capacity[peer].turned_away();
+            self.capacity[peer].turned_away(taken);
         }
     }
 

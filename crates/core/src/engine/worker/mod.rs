@@ -45,7 +45,9 @@ use crate::stats::{
     ThreadStats,
 };
 
-use super::conn::{loss, Check, Connect, InFlight, Read, ReadFailure, WentDown};
+mod timers;
+
+use super::conn::{loss, Connect, InFlight, Read, ReadFailure, WentDown};
 use super::hooks::Hooks;
 use super::poller::{Deadline, Events, Poller, Ready, WAKE};
 use super::pool::{Alarms, Pool, Role};
@@ -436,6 +438,10 @@ impl Worker {
             Connect::Ready(setup) => {
                 if let Some(setup) = setup {
                     self.stats.connected(setup.connect, setup.tls);
+                    // The server's own code answered the TLS handshake.
+                    if let Some(tls) = setup.tls {
+                        self.taken(i, Some(setup.connect + tls));
+                    }
                 }
                 self.settle(i, None);
             }
@@ -533,6 +539,7 @@ impl Worker {
         // took stands as its connect (TLS is inside it).
         if let Some(handshake) = self.pool[i].conn.handshake_done(clock::now) {
             self.stats.connected(handshake, None);
+            self.taken(i, Some(handshake));
         }
         // One moment for every event the session holds: each came from
         // bytes or a deadline already handled, so they are all in hand by
@@ -556,6 +563,9 @@ impl Worker {
                     self.pool
                         .capacity(peer)
                         .answered(tag.stamp.sent(), now, first);
+                    if first {
+                        self.taken(i, None);
+                    }
                     let captured = self.pool[i].conn.session().map(|s| s.captured());
                     let rpc = self.hooks.call_status(status, grpc_status);
                     let checked = self.hooks.check(rpc, captured);
@@ -670,7 +680,8 @@ impl Worker {
         }
         if ending.unanswered {
             let peer = self.pool[i].conn.peer();
-            self.pool.capacity(peer).turned_away();
+            let taken = self.pool[i].conn.is_taken();
+            self.pool.capacity(peer).turned_away(taken);
         }
         let mut drained = std::mem::take(&mut self.drained);
         if let Some(s) = self.pool[i].conn.session_mut() {
@@ -731,7 +742,8 @@ impl Worker {
         let now = clock::now();
         let peer = self.pool[i].conn.peer();
         let answered = self.pool[i].conn.has_answered();
-        self.pool.capacity(peer).closed(answered);
+        let taken = self.pool[i].conn.is_taken();
+        self.pool.capacity(peer).closed(taken);
         let beyond = !answered && self.pool.beyond_limit(peer);
         self.forget_slots(i);
         if let Some(p) = self.pool[i].conn.session().and_then(|s| s.info().packets) {
@@ -797,7 +809,16 @@ impl Worker {
         self.pool[i].conn.note_down(WentDown::Connect(cause));
         if cause == ConnectCause::Reset {
             let peer = self.pool[i].conn.peer();
-            self.pool.capacity(peer).turned_away();
+            self.pool.capacity(peer).turned_away(false);
+        }
+    }
+
+    /// The server showed it took connection `i` (its handshake done in
+    /// `opening`, or its first response): the pool counts it once.
+    fn taken(&mut self, i: usize, opening: Option<Nanos>) {
+        if self.pool[i].conn.take() {
+            let peer = self.pool[i].conn.peer();
+            self.pool.capacity(peer).taken(opening);
         }
     }
 
@@ -1024,109 +1045,6 @@ impl Worker {
                 self.offer(i, clock::now());
                 self.flush(i);
             }
-        }
-    }
-
-    /// Notes when the session of connection `i` next needs its deadline,
-    /// when that changed: the alarm set before no longer stands.
-    fn watch_deadline(&mut self, i: usize) {
-        let place = &mut self.pool[i];
-        let at = place.conn.session().and_then(|s| s.poll_timeout());
-        if at != place.deadline {
-            place.deadline = at;
-            if let Some(at) = at {
-                self.deadlines.set(at, i, place);
-            }
-        }
-    }
-
-    /// Sessions whose deadline passed handle it.
-    fn session_deadlines(&mut self, now: Nanos) {
-        while let Some(i) = self.deadlines.pop_standing(now, &self.pool) {
-            self.pool[i].deadline = None;
-            let Some(session) = self.pool[i].conn.session_mut() else {
-                continue;
-            };
-            // Its timer may have moved on since it was last watched.
-            if session.poll_timeout().is_some_and(|t| t <= now) {
-                session.handle_timeout(now);
-                self.settle(i, None);
-            } else {
-                self.watch_deadline(i);
-            }
-        }
-    }
-
-    /// Expires requests outstanding longer than the timeout and reopens
-    /// connections whose back-off has passed.
-    fn sweep(&mut self, now: Nanos) {
-        self.next_sweep = now + self.sweep_every;
-        if now >= self.next_publish {
-            self.publish(now);
-        }
-        let paced = self.schedule.paced();
-        for i in 0..self.pool.len() {
-            // With thousands of connections a sweep takes milliseconds;
-            // requests falling due meanwhile go out along the way.
-            if paced && i % SWEEP_SLICE == SWEEP_SLICE - 1 {
-                self.dispatch();
-            }
-            if self.pool[i].role == Role::Vacant {
-                continue;
-            }
-            match self.pool[i].conn.on_timer(now, self.timeout) {
-                Check::Nothing => self.pool.watch_unanswered(i, now),
-                Check::Expired => self.expire(i, now),
-                Check::ConnectTimedOut => self.connect_failed(i, ConnectCause::Timeout),
-                Check::Reopen => self.open(i),
-                Check::ReopenAt(at) => self.next_sweep = self.next_sweep.min(at),
-            }
-        }
-    }
-
-    /// Gives up the requests of connection `i` older than the timeout.
-    /// Where the protocol can cancel one request, the connection and its
-    /// other requests go on; otherwise it closes.
-    fn expire(&mut self, i: usize, now: Nanos) {
-        let timeout = self.timeout;
-        let mut gone = std::mem::take(&mut self.drained);
-        if let Some(s) = self.pool[i].conn.session_mut() {
-            s.expire(
-                &mut |t: &InFlight| now.saturating_sub(t.stamp.sent()) > timeout,
-                &mut gone,
-                now,
-            );
-        }
-        // Passed over as the server's limit showed: one connection whose
-        // first request the server left unanswered is no limit.
-        let peer = self.pool[i].conn.peer();
-        let passed_over = self.pool[i].passed_over && self.pool.capacity(peer).ceiling().is_some();
-        for tag in gone.drain(..) {
-            self.stats.lost(tag.stamp, Loss::Timeout, now);
-            if passed_over {
-                self.stats.timed_out_unanswered(tag.stamp);
-            }
-        }
-        self.drained = gone;
-        let finished = self.pool[i].conn.session().is_none_or(|s| s.is_finished());
-        self.settle(i, finished.then_some(Failure::Timeout));
-    }
-
-    /// Shares this thread's running totals with the progress line.
-    fn publish(&mut self, now: Nanos) {
-        self.next_publish = now + super::progress::PUBLISH_EVERY;
-        if let Some(board) = &self.progress {
-            if let Some(below) = board.intervals_below(now) {
-                let parts = self.stats.take_closed_intervals(now, below);
-                board.publish_intervals(self.index, parts, below);
-            }
-            board.publish(self.index, self.stats.stats());
-            let in_flight = self.pool.in_flight();
-            let window = self.stats.window();
-            let from = window.measure_from;
-            let queued = self.slots.waiting().filter(|d| d.at >= from).count() as u64;
-            let untaken = self.schedule.count_pending(from, now.min(window.end));
-            board.publish_outstanding(self.index, in_flight as u64, queued + untaken);
         }
     }
 
