@@ -247,6 +247,36 @@ matrix! {
 }
 
 matrix! {
+    /// The server stops 0.5 s into a 2 s run at 500 requests/s under -c
+    /// auto and never comes back: the pool does not grow a connection for
+    /// every request that waits (each would only be refused), and the
+    /// report names the refused connects.
+    fn a_pool_that_may_grow_stops_growing_when_connects_are_refused(row) {
+        let _g = serial();
+        let srv = server(row.config(ServeConfig::default()));
+        let addr = srv.addr();
+        let stopper = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(500));
+            srv.shutdown();
+        });
+        let (o, text) = {
+            let one = row.one_stream();
+            let args = row.args_to(addr, &[one, &["-t1", "-c", "auto", "-R500", "-d2s"]].concat());
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            bench(&args)
+        };
+        stopper.join().unwrap();
+        truthful(&o, &text);
+        let c = &o.stats.counters;
+        assert!(c.connect_causes.refused > 0, "{c:?}\n{text}");
+        // Some 750 requests waited for a connection after the stop.
+        assert!(c.never_sent > 500, "{c:?}\n{text}");
+        assert!(c.connections.peak <= 32, "{c:?}\n{text}");
+        assert!(text.contains("connect refused"), "{text}");
+    }
+}
+
+matrix! {
     /// Nothing listens at the URL's port: one line says so, with the fix,
     /// and the run does not start.
     fn nothing_listening_is_one_line(row) {

@@ -14,7 +14,7 @@ use std::collections::BinaryHeap;
 use std::ops::{Index, IndexMut};
 
 use crate::clock::Nanos;
-use crate::stats::{AtEnd, Wait};
+use crate::stats::{AtEnd, ConnectCause, Wait};
 
 use super::capacity::Capacity;
 use super::conn::{Conn, WentDown};
@@ -169,6 +169,17 @@ impl Pool {
     /// all. It stays for the rest of the run.
     pub fn grow(&mut self, peer: usize, waiting: usize, due: usize) -> Option<usize> {
         if !self.may_grow() || !self.capacity[peer].allows(self.active_of[peer] + 1) {
+            return None;
+        }
+        // Nothing listens (a connect was refused, and that connection has
+        // not come up since): one more would only be refused too. Growth
+        // resumes once the connections waiting to reopen open again.
+        let refused = Some(WentDown::Connect(ConnectCause::Refused));
+        if self
+            .places
+            .iter()
+            .any(|p| p.is_active_to(peer) && p.conn.went_down() == refused)
+        {
             return None;
         }
         let opening = self
