@@ -17,7 +17,7 @@ use quinn_proto::{
 use crate::clock::Nanos;
 use crate::http::session::Failure;
 
-use super::frame::varint;
+use super::frame::{varint, H3_NO_ERROR};
 
 /// What every HTTP/3 session of a host opens with.
 #[derive(Clone, Debug)]
@@ -284,9 +284,15 @@ pub(super) fn failure(reason: &ConnectionError) -> Failure {
     match reason {
         ConnectionError::TimedOut => Failure::Timeout,
         ConnectionError::Reset => Failure::Reset(None),
-        ConnectionError::ApplicationClosed(close) => {
-            Failure::Reset(Some(close.error_code.into_inner() as u32))
+        // The server closed the whole connection, its streams with it: a
+        // close, gracefully (H3_NO_ERROR) or with an error (a reset of the
+        // connection, as a TCP reset is), and no stream's own reset.
+        ConnectionError::ApplicationClosed(close)
+            if close.error_code.into_inner() == H3_NO_ERROR =>
+        {
+            Failure::Closed
         }
+        ConnectionError::ApplicationClosed(_) => Failure::Reset(None),
         // A TLS alert, either side's (a certificate refused, a client
         // certificate missing): TLS failed, as it would over TCP.
         ConnectionError::ConnectionClosed(close)
@@ -409,5 +415,20 @@ mod tests {
             transport_parameter(&wire[..wire.len() - 1], INITIAL_MAX_STREAMS_BIDI),
             None
         );
+    }
+
+    /// A server closing the connection loses its requests to a close
+    /// (gracefully) or a reset (with an error), never to streams' resets
+    /// by that code.
+    #[test]
+    fn a_connection_closed_by_the_server_is_no_streams_reset() {
+        let closed = |code: u64| {
+            ConnectionError::ApplicationClosed(quinn_proto::ApplicationClose {
+                error_code: VarInt::from_u64(code).unwrap(),
+                reason: bytes::Bytes::new(),
+            })
+        };
+        assert_eq!(failure(&closed(H3_NO_ERROR)), Failure::Closed);
+        assert_eq!(failure(&closed(0x102)), Failure::Reset(None));
     }
 }
