@@ -236,6 +236,46 @@ fn the_preflight_names_why_a_host_serves_no_http3() {
     assert!(one_line_error(&out).contains("write it as https://"));
 }
 
+/// A UDP service that answers, but not in QUIC (here: a line of text for
+/// every datagram), is named as such, not as a slow path to wait out.
+#[test]
+fn the_preflight_names_a_udp_service_that_is_not_quic() {
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = sock.local_addr().unwrap().port();
+    sock.set_read_timeout(Some(std::time::Duration::from_millis(100)))
+        .unwrap();
+    let answering = std::thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        let mut answered = 0;
+        // Bounded: the run's pre-flight ends within its 500 ms.
+        for _ in 0..10 {
+            if let Ok((_, from)) = sock.recv_from(&mut buf) {
+                let _ = sock.send_to(b"hello from a service that is not QUIC\n", from);
+                answered += 1;
+            }
+        }
+        answered
+    });
+    let url = format!("https://127.0.0.1:{port}/");
+    let out = metron(&[
+        "-t1",
+        "-c1",
+        "-d1s",
+        "--http3",
+        "-k",
+        "--timeout",
+        "500ms",
+        &url,
+    ]);
+    let err = one_line_error(&out);
+    assert!(
+        err.contains("but not in QUIC") && err.contains("--http3"),
+        "{err}"
+    );
+    assert!(!err.contains("raise --timeout"), "{err}");
+    assert!(answering.join().unwrap() > 0);
+}
+
 /// The built-in target over HTTP/3 (`metron serve --http3`), on its
 /// certificate of the moment (hence -k).
 fn h3_server(cfg: ServeConfig, h3: Http3) -> Server {

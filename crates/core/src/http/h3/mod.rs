@@ -302,6 +302,12 @@ impl<T: Clone> Http3<T> {
         self.quic.confirmed()
     }
 
+    /// The server answered in QUIC: some datagram it sent was a packet of
+    /// this connection.
+    pub fn heard_quic(&self) -> bool {
+        self.quic.heard()
+    }
+
     /// Acts on everything QUIC has to say after input or a timeout, then
     /// notes its next deadline.
     fn drive(&mut self, now: Nanos) {

@@ -26,8 +26,10 @@ pub enum Failed {
     PortClosed,
     /// The session gave up, for this reason.
     Refused(Refusal),
-    /// Nothing came back before the deadline.
-    Silent { heard: bool },
+    /// The handshake did not complete before the deadline: nothing came
+    /// back, datagrams that were not QUIC came (`heard`, not `quic`), or
+    /// the server's QUIC came and stopped.
+    Silent { heard: bool, quic: bool },
     /// The socket itself failed.
     Socket(io::Error),
 }
@@ -42,10 +44,14 @@ impl Failed {
                 addr.port(),
                 addr.ip()
             ),
-            Failed::Silent { heard: false } | Failed::Refused(Refusal::Silent) => format!(
+            Failed::Silent { heard: false, .. } | Failed::Refused(Refusal::Silent) => format!(
                 "no QUIC answer from {addr} within {timeout:?} (--timeout): nothing serves HTTP/3 on that UDP port, or UDP is blocked on the way; check the port and any firewall, or drop --http3"
             ),
-            Failed::Silent { heard: true } => format!(
+            Failed::Silent { heard: true, quic: false } => format!(
+                "{addr} answered on UDP port {}, but not in QUIC (none of its datagrams was a QUIC packet for this connection): something other than an HTTP/3 server listens there; check the URL's port, or drop --http3",
+                addr.port()
+            ),
+            Failed::Silent { heard: true, quic: true } => format!(
                 "the QUIC handshake with {addr} did not complete within {timeout:?} (--timeout), though the server answered; raise --timeout for a slow or lossy path"
             ),
             Failed::Refused(Refusal::Version) => format!(
@@ -118,7 +124,10 @@ pub fn handshake(
             return Ok(limit);
         }
         if left.is_zero() {
-            return Err(Failed::Silent { heard });
+            return Err(Failed::Silent {
+                heard,
+                quic: session.heard_quic(),
+            });
         }
         let now = clock::now();
         let until_timer = session

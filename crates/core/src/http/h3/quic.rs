@@ -68,6 +68,8 @@ pub(super) struct Quic {
     segment: Option<usize>,
     started: Nanos,
     connected: Option<Nanos>,
+    /// A datagram from the server was a QUIC packet of this connection.
+    heard: bool,
 }
 
 /// Bidirectional streams the server may open: none (HTTP/3 servers open
@@ -113,6 +115,7 @@ impl Quic {
             segment: None,
             started: now,
             connected: None,
+            heard: false,
         })
     }
 
@@ -138,6 +141,7 @@ impl Quic {
                 .handle(at, self.remote, None, None, data, &mut scratch)
         {
             if handle == self.handle {
+                self.heard = true;
                 self.conn.handle_event(event);
             }
         }
@@ -237,6 +241,12 @@ impl Quic {
     /// The server's HANDSHAKE_DONE came: the handshake is confirmed.
     pub(super) fn confirmed(&self) -> bool {
         self.conn.stats().frame_rx.handshake_done > 0
+    }
+
+    /// Some datagram from the server was a QUIC packet of this
+    /// connection (not merely something on its port).
+    pub(super) fn heard(&self) -> bool {
+        self.heard
     }
 
     pub(super) fn is_drained(&self) -> bool {
