@@ -86,11 +86,13 @@ impl Schema {
     }
 
     /// The method `call` names: `package.Service/Method` (or, as some
-    /// tools write it, `package.Service.Method`).
+    /// tools write it, `package.Service.Method`, or as the request's path
+    /// carries it, `/package.Service/Method`).
     pub fn method(&self, call: &str) -> Result<Method, GrpcError> {
-        let split = call.rfind('/').or_else(|| call.rfind('.'));
+        let name = call.strip_prefix('/').unwrap_or(call);
+        let split = name.rfind('/').or_else(|| name.rfind('.'));
         let (service, method) = match split {
-            Some(at) if at > 0 && at + 1 < call.len() => (&call[..at], &call[at + 1..]),
+            Some(at) if at > 0 && at + 1 < name.len() => (&name[..at], &name[at + 1..]),
             _ => {
                 return Err(GrpcError::CallName {
                     call: call.to_string(),
@@ -262,6 +264,10 @@ pub(crate) mod tests {
         assert_eq!(m.shape(), Shape::Unary);
         let m = s.method("greet.Greeter.Countdown").unwrap();
         assert_eq!(m.shape(), Shape::ServerStreaming);
+        // The request's own path, as servers' logs show it.
+        let m = s.method("/greet.Greeter/SayHello").unwrap();
+        assert_eq!(m.path(), "/greet.Greeter/SayHello");
+        assert!(s.method("/").is_err() && s.method("//X").is_err());
     }
 
     #[test]

@@ -225,7 +225,7 @@ pub struct BenchArgs {
     #[arg(long = "key", value_name = "FILE")]
     pub key: Option<PathBuf>,
 
-    /// Make every request a gRPC call of METHOD (package.Service/Method) over HTTP/2: h2c to http:// URLs, h2 to https:// ones; the schema from --proto or --protoset, the message from --data or --requests
+    /// Make every request a gRPC call of METHOD (package.Service/Method, or package.Service.Method, or the path /package.Service/Method) over HTTP/2: h2c to http:// URLs, h2 to https:// ones; the schema from --proto or --protoset, the message from --data or --requests
     #[arg(long = "grpc", value_name = "METHOD", conflicts_with_all = ["alpn", "sse"])]
     pub grpc: Option<String>,
 
