@@ -2,7 +2,7 @@
 //! message holds a value. Replies are otherwise counted, not decoded; with
 //! a check each is decoded and the field looked up.
 
-use prost_reflect::{DynamicMessage, Kind, MessageDescriptor, SerializeOptions};
+use prost_reflect::{DynamicMessage, FieldDescriptor, Kind, MessageDescriptor, SerializeOptions};
 
 use crate::error::GrpcError;
 use crate::wire::{message_len, PREFIX_LEN};
@@ -31,6 +31,7 @@ impl Check {
         };
         let path: Vec<String> = path.trim().split('.').map(str::to_string).collect();
         let mut message = reply.clone();
+        let mut last = None;
         for (k, name) in path.iter().enumerate() {
             let Some(field) = message.get_field_by_name(name) else {
                 let known: Vec<String> = message.fields().map(|f| f.name().to_string()).collect();
@@ -40,7 +41,9 @@ impl Check {
                     known.join(", ")
                 )));
             };
-            if k + 1 < path.len() {
+            if k + 1 == path.len() {
+                last = Some(field);
+            } else {
                 match field.kind() {
                     Kind::Message(inner) if !field.is_list() && !field.is_map() => message = inner,
                     _ => {
@@ -51,6 +54,9 @@ impl Check {
                     }
                 }
             }
+        }
+        if let Some(field) = last {
+            fits(&field, value).map_err(bad)?;
         }
         Ok(Check {
             reply,
@@ -115,6 +121,53 @@ impl Check {
     }
 }
 
+/// Whether `value` is one a single field of `field`'s type can hold, as
+/// protobuf's JSON mapping writes it: a check that no reply could pass
+/// would count every call as failed.
+fn fits(field: &FieldDescriptor, value: &str) -> Result<(), String> {
+    if field.is_list() || field.is_map() {
+        return Ok(());
+    }
+    let name = field.name();
+    let whole = |ok: bool, what: &str| match ok {
+        true => Ok(()),
+        false => Err(format!(
+            "{name} is {what}, which {value:?} is not; give a value of its type"
+        )),
+    };
+    match field.kind() {
+        Kind::Int32 | Kind::Sint32 | Kind::Sfixed32 => {
+            whole(value.parse::<i32>().is_ok(), "a 32-bit integer")
+        }
+        Kind::Uint32 | Kind::Fixed32 => {
+            whole(value.parse::<u32>().is_ok(), "an unsigned 32-bit integer")
+        }
+        Kind::Int64 | Kind::Sint64 | Kind::Sfixed64 => {
+            whole(value.parse::<i64>().is_ok(), "a 64-bit integer")
+        }
+        Kind::Uint64 | Kind::Fixed64 => {
+            whole(value.parse::<u64>().is_ok(), "an unsigned 64-bit integer")
+        }
+        Kind::Float | Kind::Double => whole(
+            value.parse::<f64>().is_ok() || ["NaN", "Infinity", "-Infinity"].contains(&value),
+            "a number",
+        ),
+        Kind::Bool => whole(value == "true" || value == "false", "true or false"),
+        Kind::Enum(e) => {
+            if e.get_value_by_name(value).is_some() {
+                return Ok(());
+            }
+            let names: Vec<String> = e.values().map(|v| v.name().to_string()).collect();
+            Err(format!(
+                "{name} is the enum {}, which has no value {value}; it has {}",
+                e.full_name(),
+                names.join(", ")
+            ))
+        }
+        Kind::String | Kind::Bytes | Kind::Message(_) => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use prost_reflect::prost::Message as _;
@@ -164,5 +217,19 @@ mod tests {
         assert!(e.contains("message is not a message"), "{e}");
         let e = m.check("message").unwrap_err().to_string();
         assert!(e.contains("FIELD=VALUE"), "{e}");
+    }
+
+    /// A value the field cannot hold is refused before the run, not
+    /// failed on every call.
+    #[test]
+    fn a_value_the_field_cannot_hold_is_refused() {
+        let (s, _) = schema();
+        let m = s.method("greet.Greeter/SayHello").unwrap();
+        let e = m.check("seq=abc").unwrap_err().to_string();
+        assert!(
+            e.contains("seq is a 64-bit integer, which \"abc\" is not"),
+            "{e}"
+        );
+        assert!(m.check("seq=-3").is_ok() && m.check("message=abc").is_ok());
     }
 }
