@@ -35,8 +35,32 @@ impl Drop for TempDir {
     }
 }
 
+/// Removes, once per test process, the scratch directories that test
+/// processes no longer running left behind (a test cannot know it is the
+/// last to use them, so each run clears its predecessors').
+fn sweep_stale() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let rest = name
+                .strip_prefix("metron-outputs-")
+                .or_else(|| name.strip_prefix("metron-replay-"));
+            let pid = rest.and_then(|r| r.split('-').next()?.parse::<u32>().ok());
+            let gone = pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists());
+            if gone {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    });
+}
+
 /// A file in this process's scratch directory for the outputs tests.
 pub fn tmp(name: &str) -> std::path::PathBuf {
+    sweep_stale();
     let dir = std::env::temp_dir().join(format!("metron-outputs-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
@@ -44,6 +68,7 @@ pub fn tmp(name: &str) -> std::path::PathBuf {
 
 /// A directory of its own for each test's files.
 pub fn dir(test: &str) -> PathBuf {
+    sweep_stale();
     let d = std::env::temp_dir().join(format!("metron-replay-{}-{test}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d
