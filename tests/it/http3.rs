@@ -231,6 +231,34 @@ fn the_preflight_names_why_a_host_serves_no_http3() {
         );
     }
     drop(silent);
+    // A name Caddy has no certificate for: it ends the handshake with the
+    // alert internal_error, over QUIC and over TCP alike, which is named
+    // as the server's refusal (not as a port without TLS or QUIC).
+    let port = caddy
+        .url("/")
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches('/')
+        .to_string();
+    let url = format!("https://unnamed.test:{port}/");
+    let resolve = format!("unnamed.test:{port}:127.0.0.1");
+    let ca = caddy.cacert();
+    for proto in [&["--http3"][..], &[]] {
+        let args = [
+            proto,
+            &["-t1", "-c1", "-d1s", "--cacert", &ca],
+            &["--resolve", &resolve, &url],
+        ]
+        .concat();
+        let err = one_line_error(&metron(&args));
+        assert!(err.contains("alert internal_error"), "{args:?}: {err}");
+        assert!(err.contains("for the name unnamed.test"), "{args:?}: {err}");
+        assert!(
+            !err.contains("does the server speak TLS"),
+            "{args:?}: {err}"
+        );
+    }
     // And over plain http:// it is refused before anything is sent.
     let out = metron(&["--http3", "http://127.0.0.1:1/"]);
     assert!(one_line_error(&out).contains("write it as https://"));

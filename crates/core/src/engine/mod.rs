@@ -146,6 +146,12 @@ pub enum EngineError {
     },
     #[error("TLS handshake with {addr} failed: {why}; does the server speak TLS on that port? (a plain HTTP server wants http://)")]
     Tls { addr: SocketAddr, why: String },
+    #[error("TLS handshake with {addr} failed: {why} (its error log says why); check its certificate and TLS settings for the name {host}")]
+    TlsRefused {
+        addr: SocketAddr,
+        why: String,
+        host: String,
+    },
     #[error("the TLS handshake with {addr} timed out: no answer within {after:?} (--timeout); does the server speak TLS on that port? check the URL, or raise --timeout for a slow server")]
     TlsTimeout { addr: SocketAddr, after: Duration },
     #[error("the server at {addr} did not choose {offered} by ALPN{chose}; {advice}")]

@@ -188,6 +188,14 @@ fn datagram_preflight(
                         .to_string(),
                 }));
             }
+            Named::Alert { alert } => EngineError::Unserved {
+                addr,
+                why: format!(
+                    "the server at {addr} ended the QUIC handshake with the TLS alert {} (its error log says why): check its certificate and TLS settings for the name {}, or drop --http3",
+                    tls_words::alert(AlertDescription::from(alert)),
+                    target.host
+                ),
+            },
             Named::ClientCertificate { alert } => {
                 let why = format!(
                     "the server ended the handshake with the alert {}",
@@ -425,6 +433,12 @@ impl Probe<'_> {
         };
         let why = tls_words::handshake(&why);
         if !(required || (asked && alert)) {
+            // An alert is TLS: the server speaks it, and refused this
+            // handshake for a reason of its own.
+            if alert {
+                let host = target.host.clone();
+                return EngineError::TlsRefused { addr, why, host };
+            }
             return EngineError::Tls { addr, why };
         }
         match &check.opts.identity {

@@ -34,5 +34,12 @@ pub enum Named {
     Said(String),
     Socket(io::Error),
     Certificate(String),
-    ClientCertificate { alert: u8 },
+    ClientCertificate {
+        alert: u8,
+    },
+    /// The server ended the handshake with this TLS alert, for a reason
+    /// of its own.
+    Alert {
+        alert: u8,
+    },
 }

@@ -65,6 +65,7 @@ impl Failed {
             ),
             Failed::Socket(why) => return Named::Socket(why),
             Failed::Refused(Refusal::Certificate(why)) => return Named::Certificate(why),
+            Failed::Refused(Refusal::Alert { alert }) => return Named::Alert { alert },
             Failed::Refused(Refusal::ClientCertificate { alert }) => {
                 return Named::ClientCertificate { alert }
             }

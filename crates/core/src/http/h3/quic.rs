@@ -343,6 +343,9 @@ pub enum Refusal {
     /// TLS: the server wanted a client certificate, or refused ours, with
     /// this alert.
     ClientCertificate { alert: u8 },
+    /// TLS: the server ended the handshake with this alert, for a reason
+    /// of its own (internal_error, handshake_failure, ...).
+    Alert { alert: u8 },
     /// Anything else, in QUIC's words.
     Other(String),
 }
@@ -382,6 +385,9 @@ pub(super) fn refusal(reason: &ConnectionError) -> Refusal {
             match code {
                 NO_APPLICATION_PROTOCOL => Refusal::NoH3,
                 c if about_client_certificate(c) => Refusal::ClientCertificate {
+                    alert: (c - 0x100) as u8,
+                },
+                c if CRYPTO_ERRORS.contains(&c) => Refusal::Alert {
                     alert: (c - 0x100) as u8,
                 },
                 _ if said.is_empty() => Refusal::Other(close.to_string()),
@@ -440,5 +446,23 @@ mod tests {
         };
         assert_eq!(failure(&closed(H3_NO_ERROR)), Failure::Closed);
         assert_eq!(failure(&closed(0x102)), Failure::Reset(None));
+    }
+
+    /// A TLS alert the server ended the handshake with is named by its
+    /// number, apart from those about the client's certificate.
+    #[test]
+    fn a_servers_alert_is_kept_by_its_number() {
+        let closed = |alert: u8| {
+            refusal(&ConnectionError::ConnectionClosed(
+                quinn_proto::ConnectionClose {
+                    error_code: TransportErrorCode::crypto(alert),
+                    frame_type: None,
+                    reason: bytes::Bytes::new(),
+                },
+            ))
+        };
+        assert_eq!(closed(80), Refusal::Alert { alert: 80 });
+        assert_eq!(closed(116), Refusal::ClientCertificate { alert: 116 });
+        assert_eq!(closed(120), Refusal::NoH3);
     }
 }
