@@ -451,3 +451,36 @@ fn the_demo_runs_over_http3() {
         "{text}"
     );
 }
+
+/// A run's QUIC connections are closed when it ends (QUIC has no FIN):
+/// a server that takes 4 connections at most has all 4 free again within
+/// a second, not after its idle timeout (30 s), for the next run.
+#[test]
+fn a_run_closes_its_connections_for_the_next() {
+    let _g = serial();
+    let srv = h3_server(
+        ServeConfig {
+            max_connections: Some(4),
+            ..ServeConfig::default()
+        },
+        Http3::default(),
+    );
+    let url = h3_url(&srv);
+    for _ in 0..2 {
+        let (o, text) = bench(&["-t1", "-c4", "-R200", "-d1s", "--http3", "-k", &url]);
+        assert_balanced(&o);
+        let c = &o.stats.counters;
+        assert_eq!(c.never_sent + c.errors.lost_requests(), 0, "{c:?}\n{text}");
+        // The server saw each close: none of its connections is left open.
+        let closed = (0..50).any(|_| {
+            std::thread::sleep(Duration::from_millis(20));
+            srv.stats().open_connections() == 0
+        });
+        let open = srv.stats().open_connections();
+        assert!(
+            closed,
+            "{open} connections left open a second after the run"
+        );
+    }
+    assert_eq!(srv.stats().turned_away(), 0);
+}

@@ -614,6 +614,15 @@ impl<T: Io> Conn<T> {
 
     /// Writes what the session has to send until it has no more or the
     /// socket would block.
+    /// The run is over: the session says goodbye where its transport
+    /// needs it said (see `Session::leave`), in one last write.
+    pub fn leave(&mut self, now: Nanos) {
+        if let (Some(session), State::Open) = (&mut self.session, self.state) {
+            session.leave(now);
+            let _ = self.on_writable(now);
+        }
+    }
+
     pub fn on_writable(&mut self, now: Nanos) -> Result<(), Broken> {
         let (Some(io), Some(session), State::Open) = (&mut self.io, &mut self.session, self.state)
         else {

@@ -101,6 +101,13 @@ pub trait Session<T> {
     /// The first `n` bytes of the last [`Session::transmit`] were written.
     fn transmitted(&mut self, n: usize);
 
+    /// The run is over and the connection is dropped: tell the server,
+    /// where closing the socket would not (a datagram protocol has no
+    /// FIN, and a server holds a connection nobody closed until its idle
+    /// timeout, counted against its limit). What it sends goes out with
+    /// the next transmit.
+    fn leave(&mut self, _now: Nanos) {}
+
     // State.
 
     /// The session finished its opening (HTTP/2: the server's SETTINGS

@@ -1084,6 +1084,10 @@ impl Worker {
         });
         self.stats
             .missed_at_start(stop_at, |a, b| schedule.count_missed(a, b));
+        let now = clock::now();
+        for i in 0..self.pool.len() {
+            self.pool[i].conn.leave(now);
+        }
         self.stats.finish(clock::thread_cpu(), self.hooks.calls())
     }
 }

@@ -923,6 +923,12 @@ impl EqOrNone for Option<u64> {
 }
 
 impl<T: Clone> Session<T> for Http3<T> {
+    fn leave(&mut self, now: Nanos) {
+        if !self.closed {
+            self.close(now);
+        }
+    }
+
     fn is_ready(&self) -> bool {
         self.connected || self.early
     }
