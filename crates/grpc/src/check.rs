@@ -14,8 +14,24 @@ pub struct Check {
     reply: MessageDescriptor,
     /// Field names, outermost first, as the `.proto` spells them.
     path: Vec<String>,
-    /// The value as protobuf's JSON mapping writes it, strings unquoted.
+    /// The value as given, for the report.
     value: String,
+    /// The value as the field holds it, compared by meaning: `0`, `+0`
+    /// and `0.0` are the same number.
+    expect: Expect,
+}
+
+/// A value a reply's field is compared with.
+#[derive(Clone, Debug, PartialEq)]
+enum Expect {
+    /// A string, bytes (base64) or an enum value's name.
+    Text(String),
+    Int(i128),
+    Float(f64),
+    Bool(bool),
+    /// A message, a list or a map: compared as protobuf's JSON mapping
+    /// writes it.
+    Json(String),
 }
 
 impl Check {
@@ -31,7 +47,7 @@ impl Check {
         };
         let path: Vec<String> = path.trim().split('.').map(str::to_string).collect();
         let mut message = reply.clone();
-        let mut last = None;
+        let mut expect = Expect::Json(value.to_string());
         for (k, name) in path.iter().enumerate() {
             let Some(field) = message.get_field_by_name(name) else {
                 let known: Vec<String> = message.fields().map(|f| f.name().to_string()).collect();
@@ -42,7 +58,7 @@ impl Check {
                 )));
             };
             if k + 1 == path.len() {
-                last = Some(field);
+                expect = expected(&field, value).map_err(bad)?;
             } else {
                 match field.kind() {
                     Kind::Message(inner) if !field.is_list() && !field.is_map() => message = inner,
@@ -55,13 +71,11 @@ impl Check {
                 }
             }
         }
-        if let Some(field) = last {
-            fits(&field, value).map_err(bad)?;
-        }
         Ok(Check {
             reply,
             path,
             value: value.to_string(),
+            expect,
         })
     }
 
@@ -106,13 +120,22 @@ impl Check {
                 None => return false,
             }
         }
-        // Strings compare unquoted; numbers, booleans and the rest as JSON
-        // writes them.
-        let written = match at {
-            serde_json::Value::String(s) => return *s == self.value,
-            other => other.to_string(),
-        };
-        written == self.value
+        // 64-bit integers and the floats NaN and Infinity are written as
+        // strings, every other number as a number.
+        use serde_json::Value as J;
+        match (&self.expect, at) {
+            (Expect::Text(t), J::String(s)) => s == t,
+            (Expect::Int(n), J::Number(v)) => v.as_i128() == Some(*n),
+            (Expect::Int(n), J::String(v)) => v.parse::<i128>().ok() == Some(*n),
+            (Expect::Float(f), J::Number(v)) => v.as_f64().is_some_and(|v| same(v, *f)),
+            (Expect::Float(f), J::String(v)) => float(v).is_some_and(|v| same(v, *f)),
+            (Expect::Bool(b), J::Bool(v)) => v == b,
+            (Expect::Json(j), v) => match v {
+                J::String(s) => s == j,
+                other => other.to_string() == *j,
+            },
+            _ => false,
+        }
     }
 
     /// The check as given, for the report.
@@ -121,51 +144,88 @@ impl Check {
     }
 }
 
-/// Whether `value` is one a single field of `field`'s type can hold, as
-/// protobuf's JSON mapping writes it: a check that no reply could pass
-/// would count every call as failed.
-fn fits(field: &FieldDescriptor, value: &str) -> Result<(), String> {
+/// The value `value` means for a single field of `field`'s type, as
+/// protobuf's JSON mapping reads it: a check no reply could pass would
+/// count every call as failed, so a value the type cannot hold is refused.
+fn expected(field: &FieldDescriptor, value: &str) -> Result<Expect, String> {
     if field.is_list() || field.is_map() {
-        return Ok(());
+        return Ok(Expect::Json(value.to_string()));
     }
     let name = field.name();
-    let whole = |ok: bool, what: &str| match ok {
-        true => Ok(()),
-        false => Err(format!(
-            "{name} is {what}, which {value:?} is not; give a value of its type"
-        )),
+    let refused =
+        |what: &str| format!("{name} is {what}, which {value:?} is not; give a value of its type");
+    let int = |lo: i128, hi: i128, what: &str| match value.parse::<i128>() {
+        Ok(n) if (lo..=hi).contains(&n) => Ok(Expect::Int(n)),
+        _ => Err(refused(what)),
     };
     match field.kind() {
         Kind::Int32 | Kind::Sint32 | Kind::Sfixed32 => {
-            whole(value.parse::<i32>().is_ok(), "a 32-bit integer")
+            int(i32::MIN.into(), i32::MAX.into(), "a 32-bit integer")
         }
-        Kind::Uint32 | Kind::Fixed32 => {
-            whole(value.parse::<u32>().is_ok(), "an unsigned 32-bit integer")
-        }
+        Kind::Uint32 | Kind::Fixed32 => int(0, u32::MAX.into(), "an unsigned 32-bit integer"),
         Kind::Int64 | Kind::Sint64 | Kind::Sfixed64 => {
-            whole(value.parse::<i64>().is_ok(), "a 64-bit integer")
+            int(i64::MIN.into(), i64::MAX.into(), "a 64-bit integer")
         }
-        Kind::Uint64 | Kind::Fixed64 => {
-            whole(value.parse::<u64>().is_ok(), "an unsigned 64-bit integer")
-        }
-        Kind::Float | Kind::Double => whole(
-            value.parse::<f64>().is_ok() || ["NaN", "Infinity", "-Infinity"].contains(&value),
-            "a number",
-        ),
-        Kind::Bool => whole(value == "true" || value == "false", "true or false"),
-        Kind::Enum(e) => {
-            if e.get_value_by_name(value).is_some() {
-                return Ok(());
+        Kind::Uint64 | Kind::Fixed64 => int(0, u64::MAX.into(), "an unsigned 64-bit integer"),
+        Kind::Float | Kind::Double => {
+            let max = match field.kind() {
+                Kind::Float => f64::from(f32::MAX),
+                _ => f64::MAX,
+            };
+            // A float field holds the nearest 32-bit float to the value.
+            let held = |f: f64| match field.kind() {
+                Kind::Float => f64::from(f as f32),
+                _ => f,
+            };
+            match float(value) {
+                Some(f) if f.is_nan() || f.is_infinite() || f.abs() <= max => {
+                    Ok(Expect::Float(held(f)))
+                }
+                _ => Err(refused("a number its type can hold")),
             }
-            let names: Vec<String> = e.values().map(|v| v.name().to_string()).collect();
+        }
+        Kind::Bool => match value {
+            "true" => Ok(Expect::Bool(true)),
+            "false" => Ok(Expect::Bool(false)),
+            _ => Err(refused("true or false")),
+        },
+        Kind::Enum(e) => {
+            // By name, or by number for a value the enum names.
+            let known = e
+                .get_value_by_name(value)
+                .or_else(|| e.get_value(value.parse().ok()?));
+            if let Some(v) = known {
+                return Ok(Expect::Text(v.name().to_string()));
+            }
+            let names: Vec<String> = e
+                .values()
+                .map(|v| format!("{} ({})", v.name(), v.number()))
+                .collect();
             Err(format!(
                 "{name} is the enum {}, which has no value {value}; it has {}",
                 e.full_name(),
                 names.join(", ")
             ))
         }
-        Kind::String | Kind::Bytes | Kind::Message(_) => Ok(()),
+        Kind::String | Kind::Bytes => Ok(Expect::Text(value.to_string())),
+        Kind::Message(_) => Ok(Expect::Json(value.to_string())),
     }
+}
+
+/// A float as protobuf's JSON mapping writes one: a number, or `NaN`,
+/// `Infinity`, `-Infinity` (a number too large for its type is none).
+fn float(text: &str) -> Option<f64> {
+    match text {
+        "NaN" => Some(f64::NAN),
+        "Infinity" => Some(f64::INFINITY),
+        "-Infinity" => Some(f64::NEG_INFINITY),
+        _ => text.parse::<f64>().ok().filter(|f| f.is_finite()),
+    }
+}
+
+/// The same float: NaN is NaN, and 0 is -0.
+fn same(a: f64, b: f64) -> bool {
+    a == b || (a.is_nan() && b.is_nan())
 }
 
 #[cfg(test)]
@@ -210,7 +270,9 @@ mod tests {
         let m = s.method("greet.Greeter/SayHello").unwrap();
         let e = m.check("mesage=x").unwrap_err().to_string();
         assert!(
-            e.contains("greet.HelloReply has no field mesage; it has message, seq, at"),
+            e.contains(
+                "greet.HelloReply has no field mesage; it has message, seq, at, score, mood"
+            ),
             "{e}"
         );
         let e = m.check("message.x=1").unwrap_err().to_string();
@@ -231,5 +293,51 @@ mod tests {
             "{e}"
         );
         assert!(m.check("seq=-3").is_ok() && m.check("message=abc").is_ok());
+        for (spec, said) in [
+            ("score=1e39", "score is a number its type can hold"),
+            ("score=nan", "score is a number its type can hold"),
+            ("mood=SAD", "has no value SAD; it has CALM (0), GLAD (1)"),
+            ("mood=7", "has no value 7"),
+        ] {
+            let e = m.check(spec).unwrap_err().to_string();
+            assert!(e.contains(said), "{spec}: {e}");
+        }
+    }
+
+    /// Values are compared by what they mean, not how they are spelled:
+    /// `+0`, `00` and `0` are one integer, `0` and `0.0` one float (held
+    /// as a 32-bit float where the field is one), and an enum value by
+    /// its name or its number.
+    #[test]
+    fn a_value_is_compared_by_meaning() {
+        let (s, _) = schema();
+        let m = s.method("greet.Greeter/SayHello").unwrap();
+        let desc = s.pool().get_message_by_name("greet.HelloReply").unwrap();
+        let mut msg = DynamicMessage::new(desc);
+        msg.set_field_by_name("seq", Value::I64(0));
+        msg.set_field_by_name("score", Value::F32(0.1));
+        msg.set_field_by_name("mood", Value::EnumNumber(1));
+        let body = frame(&msg.encode_to_vec());
+        for spec in [
+            "seq=+0",
+            "seq=00",
+            "seq=-0",
+            "score=0.1",
+            "score=1e-1",
+            "mood=GLAD",
+            "mood=1",
+        ] {
+            assert!(m.check(spec).unwrap().holds(&body), "{spec}");
+        }
+        for spec in ["seq=1", "score=0.2", "mood=CALM", "mood=0"] {
+            assert!(!m.check(spec).unwrap().holds(&body), "{spec}");
+        }
+        let zero = frame(
+            &DynamicMessage::new(s.pool().get_message_by_name("greet.HelloReply").unwrap())
+                .encode_to_vec(),
+        );
+        for spec in ["score=0", "score=-0", "score=0.0", "mood=CALM"] {
+            assert!(m.check(spec).unwrap().holds(&zero), "{spec}");
+        }
     }
 }

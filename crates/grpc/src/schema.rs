@@ -238,7 +238,11 @@ pub(crate) mod tests {
           rpc Chat (stream HelloRequest) returns (stream HelloReply);
         }
         message HelloRequest { string name = 1; int32 times = 2; google.protobuf.Timestamp at = 3; }
-        message HelloReply { string message = 1; int64 seq = 2; google.protobuf.Timestamp at = 3; }
+        message HelloReply {
+          string message = 1; int64 seq = 2; google.protobuf.Timestamp at = 3;
+          float score = 4; Mood mood = 5;
+        }
+        enum Mood { CALM = 0; GLAD = 1; }
     "#;
 
     pub(crate) fn schema() -> (Schema, PathBuf) {
