@@ -132,7 +132,7 @@ impl Check {
             (Expect::Bool(b), J::Bool(v)) => v == b,
             (Expect::Json(j), v) => match v {
                 J::String(s) => s == j,
-                other => other.to_string() == *j,
+                other => serde_json::to_string(other).is_ok_and(|t| t == *j),
             },
             _ => false,
         }
