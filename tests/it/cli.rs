@@ -554,6 +554,16 @@ fn connections_beyond_the_open_file_limit_are_one_clear_error() {
         "{err}"
     );
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    // A pool allowed to grow that far is named by the flag that allows it.
+    let o = sh(format!(
+        "ulimit -n 256 && exec {bin} -t1 -c2 --max-connections 1000 -R10 -d1s {u}"
+    ));
+    let err = stderr(&o);
+    assert!(
+        err.contains("--max-connections 1000 needs about")
+            && err.contains("or lower --max-connections"),
+        "{err}"
+    );
     // Only the soft limit is low: metron raises it and the run is clean.
     let o = sh(format!(
         "ulimit -Sn 64 && exec {bin} -t1 -c200 -R200 -d1s {u}"

@@ -90,8 +90,8 @@ pub enum ConfigError {
         warmup: Duration,
         duration: Duration,
     },
-    #[error("--timeout {0:?}: the timeout must be above zero, e.g. --timeout 2s")]
-    NoTimeout(Duration),
+    #[error("--timeout 0: the timeout must be above zero, e.g. --timeout 2s")]
+    NoTimeout,
     #[error("-H '{0}': not a header; write it as 'Name: value'")]
     Header(String),
     #[error("-H '{header}': {why}; write it as 'Name: value'")]
@@ -250,7 +250,7 @@ impl Config {
             return Err(ConfigError::WarmupTooLong { warmup, duration });
         }
         if args.timeout.is_zero() {
-            return Err(ConfigError::NoTimeout(args.timeout));
+            return Err(ConfigError::NoTimeout);
         }
         if let (None, Some(word)) = (&args.script, args.script_args.first()) {
             return Err(ConfigError::ArgsWithoutScript(word.clone()));

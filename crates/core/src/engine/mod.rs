@@ -177,8 +177,10 @@ pub enum EngineError {
     Worker { thread: usize, why: io::Error },
     #[error("worker thread {0} panicked")]
     Panic(usize),
-    #[error("-c {connections} needs about {needed} open files but this process may open {limit}; raise the limit (ulimit -n {needed}, or LimitNOFILE= for a service) or lower -c")]
+    #[error("{flag} {connections} needs about {needed} open files but this process may open {limit}; raise the limit (ulimit -n {needed}, or LimitNOFILE= for a service) or lower {flag}")]
     OpenFiles {
+        /// The flag that asked for them: `-c`, or `--max-connections`.
+        flag: &'static str,
         connections: usize,
         needed: u64,
         limit: u64,

@@ -34,7 +34,9 @@ pub fn prepare(
     // Room for every connection the run may open, grown ones included.
     let connections = setup.max_connections();
     if let Ok(Some((needed, limit))) = limits::open_files_short(connections, setup.threads) {
+        let grown = setup.growth.is_some_and(|g| g.max > setup.connections());
         return Err(EngineError::OpenFiles {
+            flag: if grown { "--max-connections" } else { "-c" },
             connections,
             needed,
             limit,
