@@ -390,7 +390,8 @@ impl Worker {
     /// `due` more still on the schedule, when the pool may grow and the
     /// connections already opening would not take them all.
     fn grow(&mut self, peer: usize, due: usize) {
-        if let Some(i) = self.pool.grow(peer, self.slots.waiting_for(peer), due) {
+        let (waiting, now) = (self.slots.waiting_for(peer), clock::now());
+        if let Some(i) = self.pool.grow(peer, waiting, due, now) {
             self.open(i);
         }
     }
@@ -681,7 +682,7 @@ impl Worker {
         if ending.unanswered {
             let peer = self.pool[i].conn.peer();
             let taken = self.pool[i].conn.is_taken();
-            self.pool.capacity(peer).turned_away(taken);
+            self.pool.capacity(peer).turned_away(taken, now);
         }
         let mut drained = std::mem::take(&mut self.drained);
         if let Some(s) = self.pool[i].conn.session_mut() {
@@ -744,7 +745,7 @@ impl Worker {
         let answered = self.pool[i].conn.has_answered();
         let taken = self.pool[i].conn.is_taken();
         self.pool.capacity(peer).closed(taken);
-        let beyond = !answered && self.pool.beyond_limit(peer);
+        let beyond = !answered && self.pool.beyond_limit(peer, now);
         self.forget_slots(i);
         if let Some(p) = self.pool[i].conn.session().and_then(|s| s.info().packets) {
             self.stats.packets(p);
@@ -809,7 +810,7 @@ impl Worker {
         self.pool[i].conn.note_down(WentDown::Connect(cause));
         if cause == ConnectCause::Reset {
             let peer = self.pool[i].conn.peer();
-            self.pool.capacity(peer).turned_away(false);
+            self.pool.capacity(peer).turned_away(false, now);
         }
     }
 
