@@ -191,7 +191,7 @@ fn datagram_preflight(
             Named::Alert { alert } => EngineError::Unserved {
                 addr,
                 why: format!(
-                    "the server at {addr} ended the QUIC handshake with the TLS alert {} (its error log says why): check its certificate and TLS settings for the name {}, or drop --http3",
+                    "the server at {addr} ended the handshake with the TLS alert {} (its error log says why): check its certificate and TLS settings for the name {}",
                     tls_words::alert(AlertDescription::from(alert)),
                     target.host
                 ),
