@@ -277,43 +277,6 @@ matrix! {
 }
 
 matrix! {
-    /// A server that takes 4 connections, answering in 20 ms, under -c
-    /// auto at 500 requests/s (10 connections' worth): the pool stops at
-    /// the 4; 1.5 s in the server restarts without a limit, and the pool
-    /// finds that out (it tries one connection beyond the limit each
-    /// second) and grows to what the rate needs.
-    fn a_limit_that_is_lifted_lets_the_pool_grow_again(row) in [http1, h2, http3] {
-        let _g = serial();
-        let limited = ServeConfig {
-            max_connections: Some(4),
-            ..delayed(Duration::from_millis(20))
-        };
-        let first = server(row.config(limited));
-        let addr = first.addr();
-        let free = row.config(ServeConfig { listen: addr, ..delayed(Duration::from_millis(20)) });
-        let restarted = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(1500));
-            first.shutdown();
-            server(free)
-        });
-        let (o, text) = {
-            let one = row.one_stream();
-            let args = row.args_to(addr, &[one, &["-t1", "-c", "auto", "-R500", "-d4s"]].concat());
-            let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            bench(&args)
-        };
-        let second = restarted.join().unwrap();
-        truthful(&o, &text);
-        let c = &o.stats.counters;
-        assert_eq!(c.connections.server_accepted, None, "{c:?}\n{text}");
-        assert!(c.connections.peak >= 8, "{c:?}\n{text}");
-        // The restarted server answered the last 2.5 s at the rate asked.
-        let answered = second.stats().responses_total();
-        assert!(answered >= 1000, "{answered} answered after the restart: {c:?}\n{text}");
-    }
-}
-
-matrix! {
     /// Nothing listens at the URL's port: one line says so, with the fix,
     /// and the run does not start.
     fn nothing_listening_is_one_line(row) {

@@ -16,12 +16,9 @@
 //! completes (the server's own code answered it) or, over plain TCP,
 //! when a response comes on it: counting only connections that have
 //! answered would put a server's limit at the few a slow rate keeps busy.
-//! The limit is not taken as forever: a second after it was found (and
-//! each second it is met again) the pool may open one connection beyond
-//! it. A server that takes more than the ceiling lifts it: the
+//! A server that takes more than the ceiling later raises it: the
 //! connections turned away were a burst it could not keep up with (a
-//! flood of handshakes, its UDP buffer full), or its limit was raised or
-//! freed by other clients, and the pool grows as the rate needs again.
+//! flood of handshakes, its UDP buffer full), not its limit.
 //!
 //! Nothing here reads a clock or a socket: the worker hands in what it
 //! saw, with `now`.
@@ -37,10 +34,6 @@ const PASSED_OVER_AFTER: Nanos = 250_000_000;
 /// happened to be a new connection's first (its faults, a restart) does
 /// not turn away the next new connection too.
 const TURNED_AWAY_IN_A_ROW: u32 = 3;
-
-/// How long after a limit is found (or met again) the pool may try one
-/// connection beyond it.
-const PROBE_AFTER: Nanos = 1_000_000_000;
 
 /// One host's connections as the pool has seen them answer.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -62,8 +55,6 @@ pub struct Capacity {
     /// Connections turned away or passed over since a new connection
     /// last answered.
     turned_away: u32,
-    /// When the pool may next try a connection beyond the ceiling.
-    probe_at: Nanos,
 }
 
 impl Capacity {
@@ -80,14 +71,13 @@ impl Capacity {
 
     /// A connection showed the server took it, its handshake done in
     /// `opening` (none over plain TCP, where its first response shows it).
-    /// Taking more than the limit found lifts the limit.
+    /// Taking more than the limit found raises the limit.
     pub fn taken(&mut self, opening: Option<Nanos>) {
         self.taken += 1;
         self.peak = self.peak.max(self.taken);
         self.slowest_opening = self.slowest_opening.max(opening.unwrap_or(0));
-        if self.ceiling.is_some_and(|c| self.taken > c) {
-            self.ceiling = None;
-            self.turned_away = 0;
+        if let Some(c) = self.ceiling.as_mut() {
+            *c = (*c).max(self.taken);
         }
     }
 
@@ -108,10 +98,10 @@ impl Capacity {
     /// all has no limit to find. `was_taken`: the one turned away had
     /// been taken (its handshake done), so it is not among those the
     /// server keeps.
-    pub fn turned_away(&mut self, was_taken: bool, now: Nanos) {
+    pub fn turned_away(&mut self, was_taken: bool) {
         self.turned_away += 1;
         if self.turned_away >= TURNED_AWAY_IN_A_ROW {
-            self.found(self.taken - usize::from(was_taken && self.taken > 0), now);
+            self.found(self.taken - usize::from(was_taken && self.taken > 0));
         }
     }
 
@@ -143,10 +133,9 @@ impl Capacity {
 
     /// A connection beyond the `taken` ones was refused service: the limit
     /// is their number (or the most found before).
-    fn found(&mut self, taken: usize, now: Nanos) {
+    fn found(&mut self, taken: usize) {
         if taken > 0 {
             self.ceiling = Some(self.ceiling.unwrap_or(0).max(taken));
-            self.probe_at = now + PROBE_AFTER;
         }
     }
 
@@ -155,12 +144,10 @@ impl Capacity {
         self.ceiling
     }
 
-    /// Whether the pool may have `open` connections to the host at `now`:
-    /// any number until its limit is found, then no more than the limit,
-    /// but one more once [`PROBE_AFTER`] has passed since it was met.
-    pub fn allows(&self, open: usize, now: Nanos) -> bool {
-        let probe = usize::from(now >= self.probe_at);
-        self.ceiling.is_none_or(|c| open <= c + probe)
+    /// Whether the pool may have `open` connections to the host: any
+    /// number until its limit is found, then no more than the limit.
+    pub fn allows(&self, open: usize) -> bool {
+        self.ceiling.is_none_or(|c| open <= c)
     }
 
     /// The most connections the server had taken at once.
@@ -188,19 +175,17 @@ mod tests {
     #[test]
     fn connections_turned_away_in_a_row_set_the_limit_at_those_answering() {
         let mut c = answering(8);
-        assert!(c.allows(100, 0));
+        assert!(c.allows(100));
         c.answered(10 * MS, 60 * MS, false); // not a new connection
-        c.turned_away(false, 0);
-        c.turned_away(false, 0);
+        c.turned_away(false);
+        c.turned_away(false);
         assert_eq!(c.ceiling(), None);
-        c.turned_away(false, 0);
+        c.turned_away(false);
         assert_eq!(c.ceiling(), Some(8));
-        assert!(c.allows(8, 0) && !c.allows(9, 0));
-        // A second later, one more may try.
-        assert!(c.allows(9, PROBE_AFTER) && !c.allows(10, PROBE_AFTER));
+        assert!(c.allows(8) && !c.allows(9));
         // One closes; the limit found stays what it was.
         c.closed(true);
-        c.turned_away(false, 0);
+        c.turned_away(false);
         assert_eq!((c.ceiling(), c.peak()), (Some(8), 8));
     }
 
@@ -210,8 +195,8 @@ mod tests {
     fn a_new_connection_answering_between_shows_no_limit() {
         let mut c = answering(4);
         for _ in 0..10 {
-            c.turned_away(false, 0);
-            c.turned_away(false, 0);
+            c.turned_away(false);
+            c.turned_away(false);
             c.closed(true);
             c.answered(100 * MS, 150 * MS, true);
             c.taken(None);
@@ -223,10 +208,10 @@ mod tests {
     fn a_server_that_answers_no_one_has_no_limit_to_find() {
         let mut c = Capacity::default();
         for _ in 0..5 {
-            c.turned_away(false, 0);
+            c.turned_away(false);
         }
         assert_eq!(c.ceiling(), None);
-        assert!(c.allows(1000, 0));
+        assert!(c.allows(1000));
     }
 
     #[test]
@@ -248,7 +233,7 @@ mod tests {
     /// A slow rate keeps two connections answering while the server's
     /// handshakes showed it took ten: three turned away then put the
     /// limit at the ten, not the two; one turned away after its own
-    /// handshake is not among them; taking more later lifts it.
+    /// handshake is not among them; taking more later raises it.
     #[test]
     fn the_limit_counts_connections_taken_not_only_those_answering() {
         let mut c = answering(2);
@@ -256,14 +241,14 @@ mod tests {
             c.taken(Some(5 * MS));
         }
         c.taken(Some(5 * MS)); // the eleventh, closed unanswered
-        c.turned_away(true, 0);
+        c.turned_away(true);
         c.closed(true);
-        c.turned_away(false, 0);
-        c.turned_away(false, 0);
+        c.turned_away(false);
+        c.turned_away(false);
         assert_eq!(c.ceiling(), Some(10));
         c.taken(Some(900 * MS));
-        assert_eq!((c.ceiling(), c.peak()), (None, 11));
-        assert!(c.allows(1000, 0));
+        c.taken(Some(900 * MS));
+        assert_eq!((c.ceiling(), c.peak()), (Some(12), 12));
     }
 
     /// A connection still opening is passed over only after twice the

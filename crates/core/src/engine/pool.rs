@@ -167,8 +167,8 @@ impl Pool {
     /// in its queue, and `due` more still on the schedule), when the pool
     /// may grow and the connections already opening would not take them
     /// all. It stays for the rest of the run.
-    pub fn grow(&mut self, peer: usize, waiting: usize, due: usize, now: Nanos) -> Option<usize> {
-        if !self.may_grow() || !self.capacity[peer].allows(self.active_of[peer] + 1, now) {
+    pub fn grow(&mut self, peer: usize, waiting: usize, due: usize) -> Option<usize> {
+        if !self.may_grow() || !self.capacity[peer].allows(self.active_of[peer] + 1) {
             return None;
         }
         // Nothing listens (a connect was refused, and that connection has
@@ -232,10 +232,10 @@ impl Pool {
     /// The pool holds more connections to `peer` than the server's limit
     /// found, and more than the run's own share at the start: one that
     /// never got an answer is then not reopened.
-    pub fn beyond_limit(&self, peer: usize, now: Nanos) -> bool {
+    pub fn beyond_limit(&self, peer: usize) -> bool {
         let initial = self.initial.div_ceil(self.active_of.len().max(1));
         let open = self.active_of[peer];
-        open > initial && !self.capacity[peer].allows(open, now)
+        open > initial && !self.capacity[peer].allows(open)
     }
 
     /// Notes place `i` as passed over when its connection has answered
@@ -264,7 +264,7 @@ impl Pool {
         if passed_over {
             let taken = conn.is_taken();
             self.places[i].passed_over = true;
-            self.capacity[peer].turned_away(taken, now);
+            self.capacity[peer].turned_away(taken);
         }
     }
 

@@ -390,8 +390,7 @@ impl Worker {
     /// `due` more still on the schedule, when the pool may grow and the
     /// connections already opening would not take them all.
     fn grow(&mut self, peer: usize, due: usize) {
-        let (waiting, now) = (self.slots.waiting_for(peer), clock::now());
-        if let Some(i) = self.pool.grow(peer, waiting, due, now) {
+        if let Some(i) = self.pool.grow(peer, self.slots.waiting_for(peer), due) {
             self.open(i);
         }
     }
@@ -682,7 +681,7 @@ impl Worker {
         if ending.unanswered {
             let peer = self.pool[i].conn.peer();
             let taken = self.pool[i].conn.is_taken();
-            self.pool.capacity(peer).turned_away(taken, now);
+            self.pool.capacity(peer).turned_away(taken);
         }
         let mut drained = std::mem::take(&mut self.drained);
         if let Some(s) = self.pool[i].conn.session_mut() {
@@ -745,7 +744,7 @@ impl Worker {
         let answered = self.pool[i].conn.has_answered();
         let taken = self.pool[i].conn.is_taken();
         self.pool.capacity(peer).closed(taken);
-        let beyond = !answered && self.pool.beyond_limit(peer, now);
+        let beyond = !answered && self.pool.beyond_limit(peer);
         self.forget_slots(i);
         if let Some(p) = self.pool[i].conn.session().and_then(|s| s.info().packets) {
             self.stats.packets(p);
@@ -810,7 +809,7 @@ impl Worker {
         self.pool[i].conn.note_down(WentDown::Connect(cause));
         if cause == ConnectCause::Reset {
             let peer = self.pool[i].conn.peer();
-            self.pool.capacity(peer).turned_away(false, now);
+            self.pool.capacity(peer).turned_away(false);
         }
     }
 
