@@ -92,12 +92,13 @@ struct Conn<S> {
 impl<S: Stream> Conn<S> {
     fn new(stream: S, shared: Arc<Shared>) -> Conn<S> {
         let faulty = shared.connection_faulty();
+        let reader = Reader::new(shared.tokens.key().clone());
         Conn {
             stream,
             shared,
             input: Vec::with_capacity(READ_ROOM),
             out: Vec::with_capacity(READ_ROOM),
-            reader: Reader::default(),
+            reader,
             answered: 0,
             faulty,
             batch: Vec::new(),
@@ -217,6 +218,7 @@ impl<S: Stream> Conn<S> {
             http10: head.http10,
             close: !head.keep_alive || self.shared.close_due(self.answered),
             fault: self.shared.fault_due(self.faulty),
+            pass: self.shared.tokens.pass(head.route, |_| head.authorized),
         };
         let reply = reply_for(ask, self.shared.defaults);
         self.send(reply, arrival, served, head.route.delay()).await

@@ -28,6 +28,10 @@
 //! reply message, and `grpc-status: 0` in trailers, after the same delays,
 //! stalls and resets as any request; a fault route has no call form.
 //!
+//! `/login` and `/private` read the same header fields as over HTTP/1.1
+//! (HTTP/2 and HTTP/3 clients may split `Cookie` into several), and their
+//! set text goes out in one DATA frame.
+//!
 //! An event stream (`--sse`) is the head at once, then one DATA frame per
 //! event as each falls due, the stream's end with the last. The head and
 //! each event wait out a stall here, so that the events are timed from
@@ -40,7 +44,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::header::{
-    HeaderMap, HeaderName, HeaderValue, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, TRAILER,
+    HeaderMap, HeaderName, HeaderValue, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, SET_COOKIE,
+    TRAILER, WWW_AUTHENTICATE,
 };
 use http::Method;
 use tokio::sync::mpsc::UnboundedSender;
@@ -49,12 +54,15 @@ use tokio::time::sleep;
 use super::config::{Sse, H3_REQUEST_REJECTED};
 use super::fault::Fault;
 use super::fault_bytes::{fault_body_len, HUGE_FIELDS, HUGE_PAD_LEN};
-use super::reply::{chunk_size, Body, Reply, Response, BAD_REQUEST_BODY, FILL, TRAILER_NAME};
+use super::reply::{
+    chunk_size, Body, Reply, Response, BAD_REQUEST_BODY, DENIED_CHALLENGE, FILL, TRAILER_NAME,
+};
 use super::request::capture_with;
 use super::route::{default_body, reply_for, Ask, Defaults, Route};
 use super::shared::{sleep_past, Shared};
 use super::sse;
 use super::stats::RecordedRequest;
+use super::token::COOKIE_NAME;
 
 /// Largest DATA frame sent: the smallest maximum frame size an HTTP/2
 /// client may allow (RFC 9113 section 4.2), and a size HTTP/3's frames,
@@ -309,12 +317,18 @@ async fn read_request<E: Exchange>(
     stream.read_body(keep.map(|r| &mut r.body)).await.ok()?;
     stats.request_done(capture);
     let answered = link.answered.fetch_add(1, Relaxed) + 1;
+    let route = Route::parse(target);
+    let shared = &link.shared;
     Some(Ask {
-        route: Route::parse(target),
+        route,
         head_only: parts.method == Method::HEAD,
         http10: false,
-        close: link.shared.close_due(answered),
-        fault: link.shared.fault_due(link.faulty),
+        close: shared.close_due(answered),
+        fault: shared.fault_due(link.faulty),
+        pass: shared.tokens.pass(route, |key| {
+            let fields = parts.headers.iter();
+            key.admits(fields.map(|(name, value)| (name.as_str(), value.as_bytes())))
+        }),
     })
 }
 
@@ -352,6 +366,7 @@ async fn send<E: Exchange>(
         Body::Chunked { len, trailer } => (len, None, trailer, chunk_size(len)),
         Body::UntilClose(n) => (n, None, false, PIECE as u64),
         Body::Events { sse, .. } => return send_events(shared, stream, response, sse).await,
+        Body::Token(_) | Body::Denied => return send_text(stream, response, trickle).await,
     };
     let head = head(response.status, length_header, trailer)?;
     let bodiless = len == 0 && !trailer && trickle.is_none();
@@ -403,6 +418,43 @@ async fn send_events<E: Exchange>(
         let mut event = Vec::new();
         sse::write_event(&mut event, i, sse.events);
         stream.data(Bytes::from(event), i == sse.events).await?;
+    }
+    Ok(())
+}
+
+/// Sends a response of set text (`/login`'s token, `/private`'s 401): the
+/// head with the fields that go with the text, then the text in one DATA
+/// frame or (`trickle`) one byte per frame with that pause before each.
+async fn send_text<E: Exchange>(
+    stream: &mut E,
+    response: Response,
+    trickle: Option<Duration>,
+) -> Result<(), Gone> {
+    let mut text = Vec::new();
+    response.body.write_text(&mut text);
+    let mut head = head(response.status, Some(text.len() as u64), false)?;
+    let headers = head.headers_mut();
+    if let Body::Token(token) = response.body {
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let cookie = format!("{COOKIE_NAME}={token}; Path=/");
+        let cookie = HeaderValue::try_from(cookie).map_err(|_| Gone)?;
+        headers.insert(SET_COOKIE, cookie);
+    } else {
+        let challenge = HeaderValue::from_static(DENIED_CHALLENGE);
+        headers.insert(WWW_AUTHENTICATE, challenge);
+    }
+    if response.head_only || text.is_empty() {
+        return stream.head(head, true).await;
+    }
+    stream.head(head, false).await?;
+    let text = Bytes::from(text);
+    let Some(interval) = trickle else {
+        return stream.data(text, true).await;
+    };
+    for at in 0..text.len() {
+        sleep(interval).await;
+        let last = at + 1 == text.len();
+        stream.data(text.slice(at..at + 1), last).await?;
     }
     Ok(())
 }

@@ -80,9 +80,13 @@ impl FaultBytes {
             Fault::ShortBody => match with_body(base) {
                 Some(full) => {
                     let len = payload_len(&full);
-                    let announced = Response {
-                        body: Body::Length(len),
-                        ..full
+                    // Set text announces its length already, and keeps it.
+                    let announced = match full.body {
+                        Body::Token(_) | Body::Denied => full,
+                        _ => Response {
+                            body: Body::Length(len),
+                            ..full
+                        },
                     };
                     cut(announced, announced.head_len() + len - 1)
                 }
@@ -143,7 +147,8 @@ fn with_body(base: Response) -> Option<Response> {
     let body = match base.body {
         _ if base.head_only => return None,
         Body::Empty => return None,
-        Body::Chunked { .. } => base.body,
+        // Set text is never shorter than two bytes: its middle is cut.
+        Body::Chunked { .. } | Body::Token(_) | Body::Denied => base.body,
         // Faults spoil the plain body (see `route`), never an event stream;
         // were they handed one, they would cut a body of its length.
         Body::Length(_) | Body::UntilClose(_) | Body::Events { .. } => {
@@ -167,6 +172,7 @@ fn payload_len(response: &Response) -> u64 {
         Body::Empty => 0,
         Body::Length(n) | Body::UntilClose(n) | Body::Chunked { len: n, .. } => n,
         Body::Events { sse, .. } => stream_len(sse.events),
+        Body::Token(_) | Body::Denied => response.body.text_len().unwrap_or(0),
     }
 }
 
@@ -269,6 +275,21 @@ mod tests {
         assert_eq!(bytes(Fault::ShortBody, chunked), want);
         let small = format!("{HEAD_200}Content-Length: 2\r\n\r\nx");
         assert_eq!(bytes(Fault::ShortBody, Body::Length(0)), small);
+    }
+
+    #[test]
+    fn body_faults_cut_set_text_and_keep_it() {
+        let head = "HTTP/1.1 401 Unauthorized\r\nContent-Type: text/plain\r\n\
+            WWW-Authenticate: Bearer\r\nContent-Length: 13\r\n\r\n";
+        let denied = |fault| {
+            let base = Response {
+                status: 401,
+                ..base(Body::Denied)
+            };
+            String::from_utf8(FaultBytes::new(fault, base).into_bytes()).unwrap()
+        };
+        assert_eq!(denied(Fault::ShortBody), format!("{head}unauthorized"));
+        assert_eq!(denied(Fault::CloseMidBody), format!("{head}unauth"));
     }
 
     #[test]

@@ -24,14 +24,14 @@
 //! (injected failures), `fault_bytes` (their bytes), `tls` (HTTPS:
 //! certificates, client certificates), `stats` (what was received),
 //! `request` and `body` (parsing), `route` and `reply` (what to answer and
-//! its bytes), `sse` (the events of `--sse` and when each is due),
-//! `shared` (what every connection shares), `session` (one accepted
-//! connection: TLS, then which protocol), `conn` (the HTTP/1.1 loop), and
-//! `exchange` (one request on a stream of HTTP/2 or HTTP/3), for HTTP/2
-//! `h2conn` (the connection), `h2stream` (one stream) and `h2wire` (the
-//! byte stream under the library), and for HTTP/3 `quic` (the UDP socket
-//! and QUIC's settings), `h3conn` (the connection) and `h3stream` (one
-//! stream).
+//! its bytes), `token` (what `/login` hands out and `/private` checks),
+//! `sse` (the events of `--sse` and when each is due), `shared` (what
+//! every connection shares), `session` (one accepted connection: TLS,
+//! then which protocol), `conn` (the HTTP/1.1 loop), and `exchange` (one
+//! request on a stream of HTTP/2 or HTTP/3), for HTTP/2 `h2conn` (the
+//! connection), `h2stream` (one stream) and `h2wire` (the byte stream
+//! under the library), and for HTTP/3 `quic` (the UDP socket and QUIC's
+//! settings), `h3conn` (the connection) and `h3stream` (one stream).
 
 mod body;
 mod capacity;
@@ -57,6 +57,7 @@ mod stats;
 #[cfg(test)]
 mod tests;
 mod tls;
+mod token;
 
 use std::io::{self, Write as _};
 use std::net::SocketAddr;

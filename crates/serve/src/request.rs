@@ -4,12 +4,14 @@
 //! [`Reader`] is fed whatever bytes are buffered and says how many it used
 //! and what they amounted to, so pipelined requests come out one at a time
 //! and partial ones wait for more bytes. It keeps only what the reply needs
-//! (route, method, version, connection wishes); anything owned, like the
-//! path string or a recorded copy, is made only while inspecting.
+//! (route, method, version, connection wishes, and for `/private` whether
+//! it holds a token the server signed); anything owned, like the path
+//! string or a recorded copy, is made only while inspecting.
 
 use super::body::{BodyDecoder, Malformed};
 use super::route::{path_of, Route};
 use super::stats::{Capture, RecordedRequest, ServerStats};
+use super::token::Key;
 
 /// Longest request head accepted.
 pub(crate) const MAX_HEAD: usize = 64 * 1024;
@@ -25,6 +27,9 @@ pub(crate) struct Head {
     /// The client lets the connection persist after this request.
     pub keep_alive: bool,
     pub expect_continue: bool,
+    /// A `/private` request holds a token the server signed (checked
+    /// for no other route).
+    pub authorized: bool,
     pub capture: Option<Capture>,
 }
 
@@ -49,12 +54,19 @@ pub(crate) enum Event {
 }
 
 /// Where the connection stands between requests.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Reader {
     body: Option<(Head, BodyDecoder)>,
+    /// The server's token key: a head's fields are gone once it is parsed,
+    /// so `/private` checks its token then.
+    key: Key,
 }
 
 impl Reader {
+    pub(crate) fn new(key: Key) -> Reader {
+        Reader { body: None, key }
+    }
+
     /// Advances over the front of `buf`; returns the bytes used and what
     /// they amounted to.
     pub(crate) fn step(&mut self, buf: &[u8], stats: &ServerStats) -> (usize, Event) {
@@ -65,7 +77,7 @@ impl Reader {
     }
 
     fn head_step(&mut self, buf: &[u8], stats: &ServerStats) -> (usize, Event) {
-        let (used, head, framing) = match parse_head(buf, stats) {
+        let (used, head, framing) = match parse_head(buf, stats, &self.key) {
             Parsed::Partial => return (0, Event::NeedMore),
             Parsed::Bad => return (0, Event::Bad),
             Parsed::Done(used, head, framing) => (used, head, framing),
@@ -109,7 +121,7 @@ enum Parsed {
     Done(usize, Head, Option<Framing>),
 }
 
-fn parse_head(buf: &[u8], stats: &ServerStats) -> Parsed {
+fn parse_head(buf: &[u8], stats: &ServerStats, key: &Key) -> Parsed {
     let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut fields);
     let used = match req.parse(buf) {
@@ -117,7 +129,7 @@ fn parse_head(buf: &[u8], stats: &ServerStats) -> Parsed {
         Ok(httparse::Status::Partial) if buf.len() <= MAX_HEAD => return Parsed::Partial,
         _ => return Parsed::Bad,
     };
-    match read_head(&req, stats) {
+    match read_head(&req, stats, key) {
         Ok((head, framing)) => Parsed::Done(used, head, framing),
         Err(Malformed) => Parsed::Bad,
     }
@@ -127,6 +139,7 @@ fn parse_head(buf: &[u8], stats: &ServerStats) -> Parsed {
 fn read_head(
     req: &httparse::Request<'_, '_>,
     stats: &ServerStats,
+    key: &Key,
 ) -> Result<(Head, Option<Framing>), Malformed> {
     let (method, target) = (req.method.unwrap_or(""), req.path.unwrap_or(""));
     let http10 = req.version == Some(0);
@@ -134,13 +147,16 @@ fn read_head(
     // HTTP/1.0 connections close unless the client asks otherwise.
     let keep_alive = !wishes.close && (wishes.keep_alive || !http10);
     let framing = wishes.framing()?;
+    let route = Route::parse(target);
     let head = Head {
-        route: Route::parse(target),
+        route,
         head_only: method == "HEAD",
         http10,
         keep_alive,
         // An empty body needs no go-ahead.
         expect_continue: wishes.expect_continue && !http10 && framing.is_some(),
+        authorized: route == Route::Private
+            && key.admits(req.headers.iter().map(|f| (f.name, f.value))),
         capture: capture(req, stats),
     };
     Ok((head, framing))
@@ -253,7 +269,7 @@ mod tests {
     /// Steps a fresh reader over `wire`, returning every event but NeedMore
     /// and the bytes left unused.
     fn events(wire: &[u8], stats: &ServerStats) -> (Vec<Event>, usize) {
-        let mut reader = Reader::default();
+        let mut reader = Reader::new(Key::default());
         let (mut pos, mut seen) = (0, Vec::new());
         loop {
             let (used, event) = reader.step(&wire[pos..], stats);
@@ -299,7 +315,7 @@ mod tests {
     #[test]
     fn partial_requests_wait_for_more() {
         let stats = ServerStats::new(0);
-        let mut reader = Reader::default();
+        let mut reader = Reader::new(Key::default());
         let (used, event) = reader.step(b"GET / HTTP/1.1\r\nHo", &stats);
         assert!(matches!((used, event), (0, Event::NeedMore)));
         let wire = b"PUT / HTTP/1.1\r\nContent-Length: 4\r\n\r\nab";
@@ -350,6 +366,31 @@ mod tests {
         );
         assert_eq!(record.header("host"), Some(&b"h"[..]));
         assert_eq!(record.body, b"abcde");
+    }
+
+    #[test]
+    fn tokens_are_read_from_authorization_and_cookies() {
+        let tokens = crate::token::Tokens::default();
+        let token = tokens.mint();
+        let mut reader = Reader::new(tokens.key().clone());
+        let wire = format!(
+            "GET /private HTTP/1.1\r\nAuthorization: Bearer {token}\r\n\r\n\
+             GET /private HTTP/1.1\r\ncookie: a=1; metron_token={token}\r\n\r\n\
+             GET /private HTTP/1.1\r\nAuthorization: Bearer t1.0000000000000000\r\n\r\n\
+             GET /private HTTP/1.1\r\n\r\n\
+             GET / HTTP/1.1\r\nAuthorization: Bearer {token}\r\n\r\n"
+        );
+        let stats = ServerStats::new(0);
+        let mut rest = wire.as_bytes();
+        let mut authorized = Vec::new();
+        while let (used, Event::Request(head)) = reader.step(rest, &stats) {
+            authorized.push(head.authorized);
+            rest = &rest[used..];
+        }
+        assert_eq!(authorized, [true, true, false, false, false]);
+        // A reader with another server's key signed none of them.
+        let (_, event) = Reader::new(Key::default()).step(wire.as_bytes(), &stats);
+        assert!(matches!(event, Event::Request(head) if !head.authorized));
     }
 
     #[test]
@@ -427,7 +468,7 @@ mod tests {
             if round % 10 == 0 {
                 wire = (0..noise.below(300)).map(|_| noise.next() as u8).collect();
             }
-            let mut reader = Reader::default();
+            let mut reader = Reader::new(Key::default());
             let mut buffered = Vec::new();
             let mut rest = &wire[..];
             while !rest.is_empty() {

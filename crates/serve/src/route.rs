@@ -6,12 +6,18 @@
 //! a load generator may vary them freely. Unknown paths get the default
 //! response, which is what a benchmark hits. With `--sse` the
 //! successful default response is an event stream instead.
+//!
+//! `/login` and `/private` let a test chain requests: the first hands out
+//! a token, the second wants one back (`token`). Whether a request holds
+//! one is settled before [`reply_for`], which stays a pure function of
+//! what it is told ([`Ask::pass`]).
 
 use std::time::Duration;
 
 use super::config::Sse;
 use super::fault::Fault;
 use super::reply::{Body, Connection, Reply, Response};
+use super::token::Pass;
 
 /// What a request's path selects.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -31,6 +37,11 @@ pub(crate) enum Route {
     Bytes(u64),
     /// `/fault/NAME`: the fault NAME in place of the default response.
     Fault(Fault),
+    /// `/login`: a new token, as JSON and as a cookie.
+    Login,
+    /// `/private/...`: the default response for a request with a token
+    /// this server signed, else a 401.
+    Private,
     /// A known route with an unusable parameter (`/status/abc`): a bad
     /// request, answered with 400.
     Invalid,
@@ -49,6 +60,8 @@ impl Route {
             "delay" => parse_millis(second).map(Route::Delay),
             "bytes" => digits(second).map(Route::Bytes),
             "fault" => Fault::from_name(second).map(Route::Fault),
+            "login" => Some(Route::Login),
+            "private" => Some(Route::Private),
             _ => Some(Route::Default),
         };
         parsed.unwrap_or(Route::Invalid)
@@ -108,6 +121,8 @@ pub(crate) struct Ask {
     pub close: bool,
     /// The server's fault plan picked this response.
     pub fault: Option<Fault>,
+    /// The token `/login` hands out, or whether `/private` was given one.
+    pub pass: Pass,
 }
 
 impl Ask {
@@ -141,6 +156,14 @@ pub(crate) fn reply_for(ask: Ask, defaults: Defaults) -> Reply {
         Route::Status(code) => (code, default_body(size, defaults)),
         Route::Chunked => (200, chunked(size, true)),
         Route::Eof => (200, Body::UntilClose(size)),
+        Route::Login => match ask.pass {
+            Pass::Minted(token) => (200, Body::Token(token)),
+            // Callers mint a token for every login; without one there is
+            // nothing to hand out.
+            Pass::Anonymous | Pass::Valid => return Reply::BadRequest,
+        },
+        Route::Private if ask.pass == Pass::Valid => (200, default_body(size, defaults)),
+        Route::Private => (401, Body::Denied),
         Route::Invalid => return Reply::BadRequest,
     };
     let close = ask.closes();
@@ -170,7 +193,7 @@ pub(crate) fn reply_for(ask: Ask, defaults: Defaults) -> Reply {
 fn events(route: Route, status: u16, defaults: Defaults) -> Option<Sse> {
     let default = matches!(
         route,
-        Route::Default | Route::Delay(_) | Route::Close | Route::Status(_)
+        Route::Default | Route::Delay(_) | Route::Close | Route::Status(_) | Route::Private
     );
     defaults.sse.filter(|_| default && status == 200)
 }
@@ -243,6 +266,10 @@ mod tests {
             Route::parse("/fault/trickle/x?y"),
             Route::Fault(Fault::Trickle)
         );
+        assert_eq!(Route::parse("/login?u=1"), Route::Login);
+        assert_eq!(Route::parse("/private"), Route::Private);
+        assert_eq!(Route::parse("/private/a/b?c"), Route::Private);
+        assert_eq!(Route::parse("/privately"), Route::Default);
     }
 
     #[test]
@@ -284,6 +311,7 @@ mod tests {
             http10: false,
             close: false,
             fault: None,
+            pass: Pass::Anonymous,
         }
     }
 
@@ -343,6 +371,49 @@ mod tests {
             }
         );
         assert_eq!(reply_for(ask(Route::Invalid), PLAIN), Reply::BadRequest);
+    }
+
+    #[test]
+    fn login_hands_out_its_token_and_private_wants_one() {
+        let token = crate::token::Tokens::default().mint();
+        let login = Ask {
+            pass: Pass::Minted(token),
+            ..ask(Route::Login)
+        };
+        let Reply::Send(r) = reply_for(login, PLAIN) else {
+            panic!()
+        };
+        assert_eq!((r.status, r.body), (200, Body::Token(token)));
+        assert_eq!(reply_for(ask(Route::Login), PLAIN), Reply::BadRequest);
+        let valid = Ask {
+            pass: Pass::Valid,
+            ..ask(Route::Private)
+        };
+        assert_eq!(
+            reply_for(valid, PLAIN),
+            reply_for(ask(Route::Default), PLAIN)
+        );
+        let Reply::Send(r) = reply_for(ask(Route::Private), PLAIN) else {
+            panic!()
+        };
+        assert_eq!((r.status, r.body), (401, Body::Denied));
+        let sse = Sse {
+            events: 1,
+            first: ms(1),
+            gap: ms(1),
+        };
+        let streaming = Defaults {
+            sse: Some(sse),
+            ..PLAIN
+        };
+        let Reply::Send(r) = reply_for(valid, streaming) else {
+            panic!()
+        };
+        assert_eq!(r.body, Body::Events { sse, chunked: true });
+        assert_eq!(
+            reply_for(ask(Route::Private), streaming),
+            reply_for(ask(Route::Private), PLAIN)
+        );
     }
 
     #[test]

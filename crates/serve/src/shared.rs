@@ -3,7 +3,7 @@
 //! served over ([`Stream`]: plain TCP or TLS), which responses the fault
 //! plan spoils, the queue of `--capacity` and when a response is due, and
 //! the ways a connection waits and ends (a polite close that lingers, a
-//! reset).
+//! reset), and the key `/login` tokens are signed with.
 //!
 //! The HTTP/1.1 loop (`conn`) and the HTTP/2 one (`h2conn`) both build on
 //! this module, so a fault plan, a stall or a close means the same on both.
@@ -22,6 +22,7 @@ use super::fault::{Fault, Per};
 use super::reply::Canned;
 use super::route::{default_body, Defaults};
 use super::stats::ServerStats;
+use super::token::Tokens;
 
 /// How long a closing connection keeps reading what the client still sends.
 pub(crate) const LINGER: Duration = Duration::from_millis(500);
@@ -43,6 +44,8 @@ pub(crate) struct Shared {
     pub defaults: Defaults,
     /// Set with `--tls`: every connection is TLS.
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// What `/login` hands out and `/private` checks, on any connection.
+    pub tokens: Tokens,
     /// Responses (or connections) the fault plan has counted so far.
     fault_count: AtomicU64,
     /// HTTP/2 streams `--h2-reset` has counted so far.
@@ -76,6 +79,7 @@ impl Shared {
             canned,
             defaults,
             tls,
+            tokens: Tokens::default(),
             fault_count: AtomicU64::new(0),
             reset_count: AtomicU64::new(0),
             h3_reset_count: AtomicU64::new(0),

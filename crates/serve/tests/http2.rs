@@ -21,7 +21,7 @@ use tokio::task::JoinHandle;
 
 #[allow(dead_code)]
 mod common;
-use common::{body_size, bounded, request_at, xs, Got, LIMIT};
+use common::{body_size, bounded, request_at, xs, Fetch, Got, LIMIT};
 
 fn h2c(cfg: ServeConfig) -> Server {
     h2c_with(Http2::default(), cfg)
@@ -81,6 +81,13 @@ async fn fetch(client: &mut SendRequest<Bytes>, req: Request<()>) -> Result<Got,
 impl common::GetBody for SendRequest<Bytes> {
     async fn get_body(&mut self, path: &str) -> Vec<u8> {
         fetch(self, get(path)).await.unwrap().body
+    }
+}
+
+impl common::Fetch for SendRequest<Bytes> {
+    async fn get_with(&mut self, path: &str, fields: &[(&str, &str)]) -> Got {
+        let req = common::get_with_fields("http://127.0.0.1", path, fields);
+        fetch(self, req).await.unwrap()
     }
 }
 
@@ -160,6 +167,27 @@ async fn h2c_serves_every_route() {
         (first.method.as_str(), first.path.as_str(), first.version),
         ("GET", "/", 2)
     );
+}
+
+#[tokio::test]
+async fn login_gives_a_token_that_private_takes_back() {
+    let server = h2c(body_size(3));
+    let (mut client, _conn) = connect(&server).await;
+    let token = common::login_then_private(&mut client, 3).await;
+    // A client may send each cookie in a field of its own.
+    let cookie = format!("metron_token={token}");
+    let split = [("cookie", "theme=dark"), ("cookie", cookie.as_str())];
+    let got = client.get_with("/private", &split).await;
+    assert_eq!((got.status.as_u16(), got.body), (200, xs(3)));
+    // Another connection takes it too: nothing is kept per connection.
+    let (mut other, _conn) = connect(&server).await;
+    let bearer = format!("Bearer {token}");
+    let got = other
+        .get_with("/private", &[("authorization", &bearer)])
+        .await;
+    assert_eq!(got.status, 200);
+    let stats = server.stats();
+    assert_eq!((stats.responses(200), stats.responses(401)), (5, 4));
 }
 
 #[tokio::test]

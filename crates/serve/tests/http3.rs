@@ -23,7 +23,7 @@ use quinn::crypto::rustls::QuicClientConfig;
 
 #[allow(dead_code)]
 mod common;
-use common::{body_size, bounded, request_at, xs, Got};
+use common::{body_size, bounded, request_at, xs, Fetch, Got};
 
 /// A server with `cfg`, HTTP/3 as `http3` says, and a certificate the
 /// returned roots trust.
@@ -126,6 +126,13 @@ impl common::GetBody for Client {
     }
 }
 
+impl common::Fetch for Client {
+    async fn get_with(&mut self, path: &str, fields: &[(&str, &str)]) -> Got {
+        let req = common::get_with_fields("https://localhost", path, fields);
+        fetch(self, req).await.unwrap()
+    }
+}
+
 /// The code a stream was reset with, if it was.
 fn reset_code(err: &StreamError) -> Option<Code> {
     match err {
@@ -182,6 +189,19 @@ async fn serves_the_routes_and_counts_each_request() {
     assert_eq!(stats.h3_streams(), 7);
     assert_eq!(stats.connections(), 1);
     assert_eq!(stats.h2_streams(), 0);
+}
+
+#[tokio::test]
+async fn login_gives_a_token_that_private_takes_back() {
+    let (server, roots) = h3(body_size(3));
+    let mut client = connect(&server, &roots).await;
+    let token = common::login_then_private(&mut client, 3).await;
+    let cookie = format!("metron_token={token}");
+    let split = [("cookie", "theme=dark"), ("cookie", cookie.as_str())];
+    let got = client.get_with("/private", &split).await;
+    assert_eq!((got.status.as_u16(), got.body), (200, xs(3)));
+    let stats = server.stats();
+    assert_eq!((stats.responses(200), stats.responses(401)), (4, 4));
 }
 
 #[tokio::test]

@@ -156,3 +156,69 @@ pub async fn nothing_is_answered_during_the_stall(server: &Server, client: &mut 
     let answered = server.started_at().elapsed();
     assert!(answered >= Duration::from_millis(1100), "{answered:?}");
 }
+
+/// A client of any protocol, as the login tests use it.
+pub trait Fetch {
+    /// The whole answer to a GET of `path` with these header `fields`
+    /// (a name given twice is sent twice).
+    async fn get_with(&mut self, path: &str, fields: &[(&str, &str)]) -> Got;
+}
+
+/// A GET of `path` at `base` with these header `fields`, in order.
+pub fn get_with_fields(base: &str, path: &str, fields: &[(&str, &str)]) -> Request<()> {
+    let mut req = request_at(base, Method::GET, path);
+    for (name, value) in fields {
+        let name = http::HeaderName::from_bytes(name.as_bytes()).unwrap();
+        let value = http::HeaderValue::from_str(value).unwrap();
+        req.headers_mut().append(name, value);
+    }
+    req
+}
+
+/// `/login` hands out a token, in a JSON body and a cookie, that
+/// `/private` takes back as a bearer token or as that cookie, giving the
+/// default response (`body` bytes); without a token, or with a forged
+/// one, `/private` is a 401 naming the bearer scheme. Returns the token.
+pub async fn login_then_private(client: &mut impl Fetch, body: usize) -> String {
+    let got = client.get_with("/login", &[]).await;
+    assert_eq!(got.status, 200);
+    assert_eq!(got.headers["content-type"], "application/json");
+    let json = String::from_utf8(got.body).unwrap();
+    assert_eq!(got.headers["content-length"], json.len().to_string());
+    let token = json
+        .strip_prefix("{\"token\":\"")
+        .and_then(|rest| rest.strip_suffix("\"}"))
+        .unwrap_or_else(|| panic!("not a token: {json}"))
+        .to_string();
+    let cookie = format!("metron_token={token}; Path=/");
+    assert_eq!(got.headers["set-cookie"], cookie.as_str());
+
+    let bearer = format!("Bearer {token}");
+    let got = client
+        .get_with("/private/a?b", &[("authorization", &bearer)])
+        .await;
+    assert_eq!((got.status.as_u16(), got.body), (200, xs(body)));
+    let cookie = format!("theme=dark; metron_token={token}");
+    let got = client.get_with("/private", &[("cookie", &cookie)]).await;
+    assert_eq!((got.status.as_u16(), got.body), (200, xs(body)));
+
+    let forged = match token.strip_suffix('0') {
+        Some(rest) => format!("{rest}1"),
+        None => format!("{}0", &token[..token.len() - 1]),
+    };
+    let forged_bearer = format!("Bearer {forged}");
+    let forged_cookie = format!("metron_token={forged}");
+    let basic = format!("Basic {token}");
+    for fields in [
+        &[][..],
+        &[("authorization", forged_bearer.as_str())],
+        &[("cookie", forged_cookie.as_str())],
+        &[("authorization", basic.as_str())],
+    ] {
+        let got = client.get_with("/private/x", fields).await;
+        assert_eq!(got.status, 401, "{fields:?}");
+        assert_eq!(got.headers["www-authenticate"], "Bearer", "{fields:?}");
+        assert_eq!(got.body, b"unauthorized\n", "{fields:?}");
+    }
+    token
+}
