@@ -15,6 +15,7 @@ mod edges;
 mod events;
 mod events_aiohttp;
 mod faults;
+mod flows;
 mod grpc;
 mod http;
 mod http2;

@@ -20,6 +20,7 @@ use crate::http::{Failure, Request, Retirement, Session};
 use crate::stats::{ConnectCause, Loss, ReadCause, Reopen, Stamp};
 
 use super::transport::{self, Inbox, Transport};
+use super::visits::VisitTag;
 
 /// What a connection needs of its socket: plain TCP or TLS in the
 /// worker ([`Transport`]), a mock in the tests.
@@ -116,15 +117,18 @@ pub struct InFlight {
     /// How many times it went out (more than once when the server never
     /// processed it the first time).
     pub sends: u8,
+    /// The visit it is a step of, in a flow.
+    pub visit: Option<VisitTag>,
 }
 
 impl InFlight {
-    /// A request about to go out for the first time.
-    pub fn new(stamp: Stamp, request: Rc<Request>) -> InFlight {
+    /// A request about to go out for the first time (a step of `visit`).
+    pub fn new(stamp: Stamp, request: Rc<Request>, visit: Option<VisitTag>) -> InFlight {
         InFlight {
             stamp,
             request,
             sends: 0,
+            visit,
         }
     }
 }
@@ -867,6 +871,7 @@ mod tests {
             stamp: r.sent(sent, sent, None),
             request: Rc::new(get()),
             sends: 1,
+            visit: None,
         }
     }
 

@@ -38,6 +38,7 @@ pub mod timer;
 mod tls_words;
 pub mod transport;
 mod trust;
+pub mod visits;
 pub mod worker;
 
 use std::io;
@@ -258,6 +259,8 @@ struct Ends {
     protocol: Spoken,
     /// The requests file, when statistics are kept per endpoint.
     endpoints: Option<Arc<RequestSet>>,
+    /// A flow's step names, by index.
+    steps: Option<Arc<crate::script::StepNames>>,
 }
 
 /// A host of a prepared run as its pre-flight found it: what the banner
@@ -510,6 +513,9 @@ impl Running {
         }
         if let Some(set) = &ends.endpoints {
             stats.name_endpoints(set.endpoints());
+        }
+        if let Some(steps) = &ends.steps {
+            stats.name_endpoints(&steps.all());
         }
         Ok(Outcome {
             stats,

@@ -61,6 +61,10 @@ pub fn prepare(
         .filter(|r| r.by_endpoint)
         .map(|r| r.set.clone());
     let max_streams = setup.protocols.max_streams;
+    let steps = script
+        .as_ref()
+        .filter(|m| m.has_flow())
+        .map(|m| Arc::clone(m.steps()));
     Ok(Prepared {
         script,
         hosts: peers.iter().map(|p| Host::of(p, max_streams)).collect(),
@@ -77,6 +81,7 @@ pub fn prepare(
             addr: peers[0].addr,
             protocol: Spoken::of(peers.iter().map(|p| p.protocol)),
             endpoints,
+            steps,
         },
     })
 }
@@ -138,6 +143,7 @@ fn worker_setups(
                 Cursor::new(r.set.clone(), r.order, r.seed, lane, lanes)
             }),
             endpoints,
+            lane: setup.load.shard().lane(j, setup.threads),
             timeout: nanos(setup.timeout),
             max_head: setup.max_head,
             sse: setup.sse,

@@ -36,6 +36,9 @@ pub struct WorkerSetup {
     pub replay: Option<Cursor>,
     /// Endpoints to keep statistics for (0: none).
     pub endpoints: usize,
+    /// This thread's lane of the whole run, shards included: `(lane,
+    /// lanes)` (see `Shard::lane`).
+    pub lane: (usize, usize),
     pub timeout: Nanos,
     pub max_head: usize,
     /// `--sse`: response bodies are read as event streams.

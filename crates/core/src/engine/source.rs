@@ -33,6 +33,13 @@ pub(super) enum Source {
         cursor: Cursor,
         built: Vec<Option<Rc<Request>>>,
     },
+    /// The script's visits (`flow(visit)`): each request is a visit's
+    /// step, picked by the visit's key; `step` is the last one's index.
+    Flow {
+        bytes: Vec<u8>,
+        metas: Vec<RequestMeta>,
+        step: Option<u16>,
+    },
 }
 
 impl Source {
@@ -48,6 +55,11 @@ impl Source {
                 let built = vec![None; cursor.set().len()];
                 Source::Replay { cursor, built }
             }
+            (None, Some(script)) if script.has_flow() => Source::Flow {
+                bytes: Vec::new(),
+                metas: Vec::with_capacity(1),
+                step: None,
+            },
             (None, Some(script)) if !script.is_static() => Source::Script {
                 bytes: Vec::new(),
                 metas: Vec::with_capacity(4),
@@ -58,7 +70,7 @@ impl Source {
 
     /// The script builds each request, which may take a while.
     pub fn is_scripted(&self) -> bool {
-        matches!(self, Source::Script { .. })
+        matches!(self, Source::Script { .. } | Source::Flow { .. })
     }
 
     /// Puts the next batch in `batch`: the static one, the requests file's
@@ -86,6 +98,15 @@ impl Source {
                 let bytes = Bytes::copy_from_slice(bytes);
                 let requests = Request::split(&bytes, metas);
                 batch.extend(requests.into_iter().map(Rc::new));
+            }
+            Source::Flow { bytes, metas, step } => {
+                let script = script.expect("a flow source has a script");
+                *step = script.visit_request(request, bytes, metas)?;
+                if step.is_some() {
+                    let bytes = Bytes::copy_from_slice(bytes);
+                    let requests = Request::split(&bytes, metas);
+                    batch.extend(requests.into_iter().map(Rc::new));
+                }
             }
         }
         Ok(())
@@ -131,6 +152,7 @@ impl Source {
     pub fn endpoint(&self, request: u32) -> Option<u16> {
         match self {
             Source::Replay { cursor, .. } => Some(cursor.set().get(request).endpoint),
+            Source::Flow { step, .. } => *step,
             _ => None,
         }
     }

@@ -17,7 +17,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::http::{Protocol, Spoken};
 use crate::schedule::{Arrival, Load};
-use crate::stats::{Counters, Errors, EventKind, StopCause};
+use crate::stats::{Counters, Errors, EventKind, StatusCodes, StopCause};
 use crate::verdict::SloReport;
 
 /// Version of the document layout; see the README for the fields.
@@ -69,6 +69,9 @@ pub struct Document {
     /// Per phase of a rate profile (absent without one).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub phases: Vec<PhaseSummary>,
+    /// A flow's visits (absent unless the script defines `flow(visit)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visits: Option<VisitsSummary>,
     /// `--sse`: the events of streamed responses (absent without it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events: Option<EventsSummary>,
@@ -264,6 +267,40 @@ pub struct Endpoint {
     pub latency: Summary,
     /// The corrected latency histogram, encoded as the others.
     pub histogram: String,
+    /// Uncorrected latency (send → response), in microseconds, and its
+    /// histogram. Absent from older documents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncorrected: Option<Summary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncorrected_histogram: Option<String>,
+    /// Responses by status code. Absent from older documents.
+    #[serde(default, skip_serializing_if = "StatusCodes::is_empty")]
+    pub status_codes: StatusCodes,
+}
+
+/// A flow's visits (`flow(visit)`): their ledger and durations. Its
+/// ledger holds: `due = completed + failed + in_flight + never_started`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VisitsSummary {
+    /// Measured visits the schedule asked for (started + never started).
+    pub due: u64,
+    pub started: u64,
+    pub completed: u64,
+    /// Failed visits in all, and by the reason `visit:fail` gave.
+    pub failed: u64,
+    pub failed_by: std::collections::BTreeMap<String, u64>,
+    /// Started and still running when the run stopped.
+    pub in_flight: u64,
+    /// Due, but no step of theirs ever started.
+    pub never_started: u64,
+    /// Completed visits: scheduled start → end, in microseconds.
+    pub duration: Summary,
+    /// The durations with every unfinished visit counted at its age at
+    /// the end, a lower bound.
+    pub duration_with_unfinished: Summary,
+    /// The two histograms, encoded as the others.
+    pub duration_histogram: String,
+    pub unfinished_histogram: String,
 }
 
 /// Latency summaries, all in microseconds.
@@ -571,6 +608,7 @@ mod build {
     use crate::http::Spoken;
     use crate::report::spectrum;
     use crate::stats::codec::{self, encode};
+    use crate::stats::VisitStats;
     use crate::stats::{
         new_histogram, summary, EndpointStats, EventStats, Interruption, IntervalStats, PhaseStats,
         RunStats, Timings, HIST_SIGFIG,
@@ -634,6 +672,72 @@ mod build {
                 responses: self.responses,
                 without_events: self.without_events,
                 open: self.open,
+            })
+        }
+    }
+
+    impl Endpoint {
+        pub fn of(e: &EndpointStats) -> Endpoint {
+            let empty = new_histogram();
+            let h = e.latency.as_ref().unwrap_or(&empty);
+            Endpoint {
+                name: e.name.clone(),
+                completed: e.completed,
+                errors: e.errors,
+                latency: summarize(h),
+                histogram: encode(h),
+                uncorrected: e.uncorrected.as_ref().map(summarize),
+                uncorrected_histogram: e.uncorrected.as_ref().map(encode),
+                status_codes: e.status_codes,
+            }
+        }
+
+        /// The statistics back.
+        pub fn stats(&self) -> io::Result<EndpointStats> {
+            Ok(EndpointStats {
+                name: self.name.clone(),
+                completed: self.completed,
+                errors: self.errors,
+                latency: Some(decode(&self.histogram)?),
+                uncorrected: self
+                    .uncorrected_histogram
+                    .as_deref()
+                    .map(decode)
+                    .transpose()?,
+                status_codes: self.status_codes,
+            })
+        }
+    }
+
+    impl VisitsSummary {
+        pub fn of(v: &VisitStats) -> VisitsSummary {
+            let mut both = v.duration.clone();
+            crate::stats::add_histogram(&mut both, &v.unfinished);
+            VisitsSummary {
+                due: v.due(),
+                started: v.started,
+                completed: v.completed,
+                failed: v.failed_total(),
+                failed_by: v.failed.clone(),
+                in_flight: v.in_flight,
+                never_started: v.never_started,
+                duration: summarize(&v.duration),
+                duration_with_unfinished: summarize(&both),
+                duration_histogram: encode(&v.duration),
+                unfinished_histogram: encode(&v.unfinished),
+            }
+        }
+
+        /// The statistics back.
+        pub fn stats(&self) -> io::Result<VisitStats> {
+            Ok(VisitStats {
+                started: self.started,
+                completed: self.completed,
+                failed: self.failed_by.clone(),
+                in_flight: self.in_flight,
+                never_started: self.never_started,
+                duration: decode(&self.duration_histogram)?,
+                unfinished: decode(&self.unfinished_histogram)?,
             })
         }
     }
@@ -750,21 +854,8 @@ mod build {
                     tls_handshake: None,
                 }
                 .with_timings(&s.timings),
-                endpoints: s
-                    .endpoints
-                    .iter()
-                    .map(|e| {
-                        let empty = new_histogram();
-                        let h = e.latency.as_ref().unwrap_or(&empty);
-                        Endpoint {
-                            name: e.name.clone(),
-                            completed: e.completed,
-                            errors: e.errors,
-                            latency: summarize(h),
-                            histogram: encode(h),
-                        }
-                    })
-                    .collect(),
+                endpoints: s.endpoints.iter().map(Endpoint::of).collect(),
+                visits: s.visits.as_ref().map(VisitsSummary::of),
                 phases: s
                     .phases
                     .iter()
@@ -813,15 +904,9 @@ mod build {
             stats.endpoints = self
                 .endpoints
                 .iter()
-                .map(|e| {
-                    Ok(EndpointStats {
-                        name: e.name.clone(),
-                        completed: e.completed,
-                        errors: e.errors,
-                        latency: Some(decode(&e.histogram)?),
-                    })
-                })
+                .map(Endpoint::stats)
                 .collect::<io::Result<_>>()?;
+            stats.visits = self.visits.as_ref().map(VisitsSummary::stats).transpose()?;
             stats.phases = self
                 .phases
                 .iter()

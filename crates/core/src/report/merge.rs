@@ -19,9 +19,9 @@ use hdrhistogram::Histogram;
 
 use super::json::{
     decode, encode, summarize, Document, Endpoint, EventsSummary, Instance, LatencySummaries,
-    PhaseSummary, Point, Series,
+    PhaseSummary, Point, Series, VisitsSummary,
 };
-use crate::stats::{new_histogram, summary, EventStats, Timings};
+use crate::stats::{new_histogram, summary, EndpointStats, EventStats, Timings, VisitStats};
 
 /// A merged document, and what the user should know about its parts.
 pub struct Merged {
@@ -50,7 +50,10 @@ pub fn documents(docs: &[(String, Document)]) -> Result<Merged, String> {
     doc.slo = None;
     doc.start_offset_s = None;
     doc.instances.clear();
-    let mut endpoints: BTreeMap<String, (u64, u64, Histogram<u64>)> = BTreeMap::new();
+    // By name: a flow's steps and a requests file's endpoints are named
+    // alike in every document, whatever order each met them in.
+    let mut endpoints: BTreeMap<String, EndpointStats> = BTreeMap::new();
+    let mut visits: Option<VisitStats> = None;
     let mut phases: Vec<(PhaseSummary, Histogram<u64>, Histogram<u64>)> = Vec::new();
     let mut events: Option<EventStats> = None;
     for (name, d) in docs {
@@ -86,13 +89,14 @@ pub fn documents(docs: &[(String, Document)]) -> Result<Merged, String> {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        let damaged = |e: std::io::Error| format!("{name}: {e}; the document is damaged");
         for e in &d.endpoints {
-            let entry = endpoints
-                .entry(e.name.clone())
-                .or_insert_with(|| (0, 0, new_histogram()));
-            entry.0 += e.completed;
-            entry.1 += e.errors;
-            add(&mut entry.2, &hist(name, &e.histogram)?);
+            let e = e.stats().map_err(damaged)?;
+            endpoints.entry(e.name.clone()).or_default().add(&e);
+        }
+        if let Some(v) = &d.visits {
+            let v = v.stats().map_err(damaged)?;
+            visits.get_or_insert_with(Default::default).add(&v);
         }
         for (i, p) in d.phases.iter().enumerate() {
             let (latency, unfinished) = (hist(name, &p.histogram)?, hist(name, &p.unfinished)?);
@@ -144,16 +148,8 @@ pub fn documents(docs: &[(String, Document)]) -> Result<Merged, String> {
     doc.histograms.unfinished = Some(encode(&total.unfinished));
     doc.histograms = doc.histograms.with_timings(&total.timings);
     doc.events = events.as_ref().map(EventsSummary::of);
-    doc.endpoints = endpoints
-        .into_iter()
-        .map(|(name, (completed, errors, h))| Endpoint {
-            name,
-            completed,
-            errors,
-            latency: summarize(&h),
-            histogram: encode(&h),
-        })
-        .collect();
+    doc.endpoints = endpoints.values().map(Endpoint::of).collect();
+    doc.visits = visits.as_ref().map(VisitsSummary::of);
     doc.phases = phases
         .into_iter()
         .map(|(mut p, latency, unfinished)| {

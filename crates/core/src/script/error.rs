@@ -27,6 +27,8 @@ pub enum Stage {
     Event,
     Delay,
     Done,
+    /// A visit's `flow(visit)`.
+    Flow,
 }
 
 impl fmt::Display for Stage {
@@ -41,6 +43,7 @@ impl fmt::Display for Stage {
             Stage::Event => "in event()",
             Stage::Delay => "in delay()",
             Stage::Done => "in done()",
+            Stage::Flow => "in flow()",
         })
     }
 }
@@ -154,7 +157,9 @@ fn line_number(text: &str) -> Option<usize> {
 /// the Lua glue mlua puts around userdata fields (`__mlua_index`, ...).
 fn caller_location(text: &str) -> Option<&str> {
     frames(text).find_map(|(chunk, location)| {
-        let ours = chunk != "[C]" && !chunk.starts_with("__mlua");
+        // `[metron]` is the flow API's own Lua (`http.get` and the like):
+        // the line to fix is the script's, which called it.
+        let ours = chunk != "[C]" && chunk != "[metron]" && !chunk.starts_with("__mlua");
         ours.then_some(location)
     })
 }

@@ -8,9 +8,12 @@
 use std::net::SocketAddr;
 use std::path::Path;
 
+use std::sync::Arc;
+
 use mlua::{Lua, Table};
 
 use super::error::{ScriptError, Stage};
+use super::flow::StepNames;
 use super::stats::{summary, StatsObject};
 use super::thread::{lock, ThreadHandle, ThreadRef};
 use super::thread_script::ThreadScript;
@@ -23,18 +26,31 @@ pub struct MainScript {
     lua: Lua,
     source: Source,
     target: ScriptTarget,
+    /// The step names of every thread's visits.
+    steps: Arc<StepNames>,
 }
 
 impl MainScript {
     /// Reads the script and runs it in a new main state.
     pub fn load(path: &Path, target: ScriptTarget) -> Result<MainScript, ScriptError> {
         let source = Source::read(path)?;
-        let lua = source.new_state(&target, None)?;
+        let lua = source.new_state(&target, None, 0)?;
         Ok(MainScript {
             lua,
             source,
             target,
+            steps: Arc::default(),
         })
+    }
+
+    /// The names of the steps the threads' visits took, by index.
+    pub fn steps(&self) -> &Arc<StepNames> {
+        &self.steps
+    }
+
+    /// Whether the script runs visits (`flow(visit)`).
+    pub fn has_flow(&self) -> bool {
+        hook(&self.lua, "flow").is_some()
     }
 
     /// The script's path as given, as messages name it.
@@ -51,13 +67,16 @@ impl MainScript {
         args: &[String],
     ) -> Result<ThreadScript, ScriptError> {
         let handle = ThreadHandle::new(index, addr);
-        let lua = self
-            .source
-            .new_state(&self.target, Some(ThreadRef::own(&handle)))?;
+        let lua = self.source.new_state(
+            &self.target,
+            Some(ThreadRef::own(&handle)),
+            index as u64 + 1,
+        )?;
         *lock(&handle.slot) = Some(lua.clone());
         self.setup(&handle)?;
         self.init(&lua, args)?;
-        Ok(ThreadScript::new(lua, handle, self.source.file.clone()))
+        let file = self.source.file.clone();
+        ThreadScript::new(lua, handle, file, Arc::clone(&self.steps))
     }
 
     fn setup(&self, handle: &ThreadHandle) -> Result<(), ScriptError> {

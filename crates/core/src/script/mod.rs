@@ -40,6 +40,8 @@
 //! - `thread.rs`: the `thread` object and the slot a worker's state lives in.
 //! - `copy.rs`: copying values between states.
 //! - `wrk.rs`: the `wrk` table; `net.rs`: lookup, connect and the clock.
+//! - `flow.rs` and `flow.lua`: visits, `flow(visit)` as coroutines, with
+//!   `http.*` and `think`.
 //! - `stats.rs`: `done()`'s arguments; `cjson/`: the `cjson` module.
 //! - `error.rs`: [`ScriptError`], one line per failure.
 //! - `stdout.rs`: the scripts' standard output kept in order with metron's.
@@ -47,6 +49,7 @@
 mod cjson;
 mod copy;
 mod error;
+mod flow;
 mod main_script;
 mod net;
 mod stats;
@@ -60,6 +63,7 @@ use std::path::Path;
 use mlua::{Function, Lua, LuaOptions, StdLib, Value};
 
 pub use error::{ScriptError, Stage};
+pub use flow::{Next, StepNames, MAX_STEPS};
 pub use main_script::MainScript;
 pub use thread_script::ThreadScript;
 
@@ -119,6 +123,7 @@ impl Source {
         &self,
         target: &ScriptTarget,
         thread: Option<ThreadRef>,
+        seed: u64,
     ) -> Result<Lua, ScriptError> {
         // SAFETY: wrk opens every library for its scripts, `ffi` and
         // `debug` included, and scripts written for it use them. A script
@@ -127,6 +132,7 @@ impl Source {
         let lua = unsafe { Lua::unsafe_new_with(StdLib::ALL, LuaOptions::default()) };
         let load_error = |e: mlua::Error| ScriptError::lua(Stage::Load, &self.file, &e);
         wrk::install(&lua, target, thread).map_err(load_error)?;
+        flow::install(&lua, seed).map_err(load_error)?;
         cjson::register(&lua).map_err(load_error)?;
         if target.print_to_stderr {
             stdout::to_stderr(&lua).map_err(load_error)?;
@@ -212,7 +218,7 @@ mod tests {
 
     fn load(name: &str, code: &str) -> Result<Lua, ScriptError> {
         let path = script_file(name, code);
-        Source::read(&path)?.new_state(&target(), None)
+        Source::read(&path)?.new_state(&target(), None, 0)
     }
 
     #[test]
@@ -228,7 +234,7 @@ mod tests {
         let path = script_file("broken.lua", "x = 1\nfunction (\n");
         let error = Source::read(&path)
             .unwrap()
-            .new_state(&target(), None)
+            .new_state(&target(), None, 0)
             .unwrap_err();
         let text = error.to_string();
         let file = path.display().to_string();

@@ -8,11 +8,12 @@
 //! state never runs Lua in this state at the same time.
 
 use std::net::SocketAddr;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use mlua::{Function, Lua, Table, Value};
 
 use super::error::{ScriptError, Stage};
+use super::flow::{self, Flows, Next, StepNames};
 use super::thread::{lock, ThreadHandle};
 use super::{hook, wrk};
 use crate::http::h1::request;
@@ -49,19 +50,41 @@ pub struct ThreadScript {
     /// `wrk.request()`'s bytes, for a script without `request()`.
     static_bytes: Option<Vec<u8>>,
     calls: u64,
+    /// The visits, when the script defines `flow(visit)`.
+    flows: Option<Flows>,
 }
 
 impl ThreadScript {
-    pub(crate) fn new(lua: Lua, handle: ThreadHandle, file: String) -> ThreadScript {
-        ThreadScript {
-            hooks: Hooks::detect(&lua),
+    /// A worker's script, its hooks found. A script with both `flow()`
+    /// and `request()` is refused: a visit builds its own requests.
+    pub(crate) fn new(
+        lua: Lua,
+        handle: ThreadHandle,
+        file: String,
+        steps: Arc<StepNames>,
+    ) -> Result<ThreadScript, ScriptError> {
+        let hooks = Hooks::detect(&lua);
+        let flows = Flows::detect(&lua, steps);
+        if let (Some(_), Some(request)) = (&flows, &hooks.request) {
+            let line = request.info().line_defined.unwrap_or(0);
+            return Err(ScriptError::Lua {
+                stage: Stage::Init,
+                message: format!(
+                    "{file}:{line}: flow(visit) builds every request with http.*; drop request(), or drop flow() to run request() per request"
+                ),
+                file,
+            });
+        }
+        Ok(ThreadScript {
+            hooks,
             lua,
             handle,
             file,
             active: false,
             static_bytes: None,
             calls: 0,
-        }
+            flows,
+        })
     }
 
     /// The address to connect to, after `setup()` may have changed it.
@@ -69,14 +92,87 @@ impl ThreadScript {
         self.handle.info.addr()
     }
 
-    /// Without `request()`, every request is the same bytes.
+    /// Without `request()` (or `flow()`), every request is the same bytes.
     pub fn is_static(&self) -> bool {
-        self.hooks.request.is_none()
+        self.hooks.request.is_none() && self.flows.is_none()
     }
 
     /// Only then does the engine need to capture heads and bodies.
     pub fn has_response(&self) -> bool {
-        self.hooks.response.is_some()
+        self.hooks.response.is_some() || self.flows.is_some()
+    }
+
+    /// The script runs visits: `flow(visit)`.
+    pub fn has_flow(&self) -> bool {
+        self.flows.is_some()
+    }
+
+    /// Starts visit `id` under the engine's `key`: runs its flow to its
+    /// first pause.
+    pub fn visit_start(&mut self, key: u32, id: u64) -> Result<Next, ScriptError> {
+        self.visit_resume(|f| f.start(key, id))
+    }
+
+    /// Resumes visit `key` after its rest.
+    pub fn visit_wake(&mut self, key: u32) -> Result<Next, ScriptError> {
+        self.visit_resume(|f| f.wake(key))
+    }
+
+    /// Resumes visit `key` with its step's answer: `status` and, when the
+    /// request was lost, `error` ("timeout", "read", ...) with status 0.
+    pub fn visit_answer(
+        &mut self,
+        key: u32,
+        status: u16,
+        error: Option<&str>,
+        headers: &mut dyn Iterator<Item = (&str, &[u8])>,
+        body: &[u8],
+    ) -> Result<Next, ScriptError> {
+        let guard = guard_unless(self.active, &self.handle.slot);
+        let built = answer_tables(&self.lua, status, error, headers, body);
+        drop(guard);
+        let (response, cookies) = built.map_err(|e| flow::error(&self.file, &e))?;
+        self.visit_resume(|f| f.answer(key, response, cookies))
+    }
+
+    /// Puts the request visit `key` waits to send in `out`, noting in
+    /// `requests` where it ends: returns its step's index (`None` when the
+    /// visit has no step waiting).
+    pub fn visit_request(
+        &mut self,
+        key: u32,
+        out: &mut Vec<u8>,
+        requests: &mut Vec<request::RequestMeta>,
+    ) -> Result<Option<u16>, ScriptError> {
+        let Some((bytes, step)) = self.flows.as_mut().and_then(|f| f.take_step(key)) else {
+            return Ok(None);
+        };
+        *out = bytes;
+        request::metas_into(out, requests).map_err(|why| ScriptError::NotHttp {
+            file: self.file.clone(),
+            location: self.file.clone(),
+            why: why.to_string(),
+        })?;
+        Ok(Some(step))
+    }
+
+    /// Forgets visit `key`, which the engine gave up.
+    pub fn visit_end(&mut self, key: u32) {
+        if let Some(f) = self.flows.as_mut() {
+            f.end(key);
+        }
+    }
+
+    fn visit_resume(
+        &mut self,
+        resume: impl FnOnce(&mut Flows) -> mlua::Result<Next>,
+    ) -> Result<Next, ScriptError> {
+        let _guard = guard_unless(self.active, &self.handle.slot);
+        self.calls += 1;
+        let Some(flows) = self.flows.as_mut() else {
+            return Ok(Next::Done);
+        };
+        resume(flows).map_err(|e| flow::error(&self.file, &e))
     }
 
     /// The script reads the events of streamed responses (`event(data)`).
@@ -305,6 +401,34 @@ fn call_response(
     let headers = headers_table(lua, headers)?;
     let body = lua.create_string(body)?;
     response.call::<()>((status, headers, body))
+}
+
+/// A step's answer as the flow reads it, `{status, headers, body, error}`,
+/// and every Set-Cookie value it carried, in order, for the visit's jar.
+fn answer_tables(
+    lua: &Lua,
+    status: u16,
+    error: Option<&str>,
+    headers: &mut dyn Iterator<Item = (&str, &[u8])>,
+    body: &[u8],
+) -> mlua::Result<(Table, Table)> {
+    let response = lua.create_table_with_capacity(0, 4)?;
+    let fields = lua.create_table()?;
+    let cookies = lua.create_table()?;
+    for (name, value) in headers {
+        let value = lua.create_string(value)?;
+        if name.eq_ignore_ascii_case("set-cookie") {
+            cookies.raw_push(value.clone())?;
+        }
+        fields.raw_set(name, value)?;
+    }
+    response.raw_set("status", status)?;
+    response.raw_set("headers", fields)?;
+    response.raw_set("body", lua.create_string(body)?)?;
+    if let Some(error) = error {
+        response.raw_set("error", error)?;
+    }
+    Ok((response, cookies))
 }
 
 /// `response()`'s headers argument: name → value; a repeated name keeps

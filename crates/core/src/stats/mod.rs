@@ -17,6 +17,7 @@ pub mod status;
 pub mod summary;
 pub mod timings;
 pub mod unfinished;
+pub mod visits;
 
 use std::borrow::Cow;
 use std::fmt;
@@ -33,6 +34,7 @@ pub use recorder::{Loss, Recorder, Reply, Stamp, Window};
 pub use series::{Completions, RateSamples, Row};
 pub use status::{CallStatuses, StatusCodes};
 pub use timings::{EventKind, EventStats, Timings};
+pub use visits::VisitStats;
 
 /// Lowest trackable value of every latency histogram, in microseconds.
 pub const HIST_LOW_US: u64 = 1;
@@ -720,9 +722,12 @@ pub struct ThreadStats {
     pub timings: Timings,
     /// `--sse`: the events of streamed responses (else `None`).
     pub events: Option<EventStats>,
+    /// A flow's visits (else `None`).
+    pub visits: Option<VisitStats>,
 }
 
-/// One endpoint's share of a thread's (or, merged, the run's) requests.
+/// One endpoint's share of a thread's (or, merged, the run's) requests;
+/// in a flow, one step's.
 #[derive(Clone, Debug, Default)]
 pub struct EndpointStats {
     /// Its label: the request's name, or method and path.
@@ -735,16 +740,33 @@ pub struct EndpointStats {
     /// Corrected latency; allocated on the first response, since most of
     /// a long list of endpoints may see none on a given thread.
     pub latency: Option<Histogram<u64>>,
+    /// Uncorrected latency (send → response), likewise.
+    pub uncorrected: Option<Histogram<u64>>,
+    pub status_codes: StatusCodes,
+}
+
+/// A response of an endpoint, as [`ThreadStats::record_endpoint`] takes
+/// it: corrected and uncorrected latency (µs) and status.
+#[derive(Clone, Copy, Debug)]
+pub struct Answered {
+    pub corrected: u64,
+    pub uncorrected: u64,
+    pub status: u16,
 }
 
 impl EndpointStats {
     pub fn add(&mut self, other: &EndpointStats) {
         self.completed += other.completed;
         self.errors += other.errors;
-        if let Some(h) = &other.latency {
-            let mine = self.latency.get_or_insert_with(new_histogram);
-            add_histogram(mine, h);
+        for (mine, theirs) in [
+            (&mut self.latency, &other.latency),
+            (&mut self.uncorrected, &other.uncorrected),
+        ] {
+            if let Some(h) = theirs {
+                add_histogram(mine.get_or_insert_with(new_histogram), h);
+            }
         }
+        self.status_codes.add(&other.status_codes);
     }
 }
 
@@ -766,6 +788,7 @@ impl Default for ThreadStats {
             fastest_us: None,
             timings: Timings::default(),
             events: None,
+            visits: None,
         }
     }
 }
@@ -789,14 +812,23 @@ impl ThreadStats {
 
     /// A measured request of endpoint `e` ended: answered after
     /// `latency_us` (corrected), or lost (`None`).
-    pub fn record_endpoint(&mut self, e: usize, latency_us: Option<u64>, error: bool) {
+    pub fn record_endpoint(&mut self, e: usize, answered: Option<Answered>, error: bool) {
+        // A flow's steps are named as the visits take them: the list grows.
+        if self.visits.is_some() && self.endpoints.len() <= e {
+            self.endpoints.resize(e + 1, EndpointStats::default());
+        }
         let Some(stats) = self.endpoints.get_mut(e) else {
             return;
         };
         stats.errors += u64::from(error);
-        if let Some(us) = latency_us {
+        if let Some(a) = answered {
             stats.completed += 1;
-            record_clamped(stats.latency.get_or_insert_with(new_histogram), us);
+            record_clamped(stats.latency.get_or_insert_with(new_histogram), a.corrected);
+            record_clamped(
+                stats.uncorrected.get_or_insert_with(new_histogram),
+                a.uncorrected,
+            );
+            stats.status_codes.count(a.status);
         }
     }
 
@@ -967,6 +999,8 @@ pub struct RunStats {
     pub timings: Timings,
     /// `--sse`: the events of streamed responses, merged (else `None`).
     pub events: Option<EventStats>,
+    /// A flow's visits, merged (else `None`).
+    pub visits: Option<VisitStats>,
     /// The fastest response of any thread, warm-up included (µs).
     pub fastest_us: Option<u64>,
     /// The window's intervals, merged over the threads, as the reports
@@ -987,8 +1021,12 @@ impl RunStats {
         let mut phases: Vec<PhaseStats> = Vec::new();
         let mut timings = Timings::default();
         let mut events: Option<EventStats> = None;
+        let mut visits: Option<VisitStats> = None;
         for t in &threads {
             timings.add(&t.timings);
+            if let Some(v) = &t.visits {
+                visits.get_or_insert_with(Default::default).add(v);
+            }
             if let Some(e) = &t.events {
                 events.get_or_insert_with(Default::default).add(e);
             }
@@ -1028,6 +1066,7 @@ impl RunStats {
             phases,
             timings,
             events,
+            visits,
             history: History::new(Duration::from_secs(1)),
         }
     }

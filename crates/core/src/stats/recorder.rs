@@ -307,7 +307,12 @@ impl Recorder {
         iv.errors += u64::from(error);
         iv.kinds.status += u64::from(error);
         s.count_completion(offset);
-        self.endpoint(stamp, Some(corrected), error, offset);
+        let answered = super::Answered {
+            corrected,
+            uncorrected,
+            status,
+        };
+        self.endpoint(stamp, Some(answered), error, offset);
         if let Some(p) = self.phase(stamp.intended) {
             p.completed += 1;
             p.errors += u64::from(error);
@@ -360,17 +365,77 @@ impl Recorder {
         super::record_clamped(&mut iv.unfinished, age);
     }
 
-    /// A measured request of an endpoint ended: answered after
-    /// `latency_us` (corrected), or lost (`None`).
-    fn endpoint(&mut self, stamp: Stamp, latency_us: Option<u64>, error: bool, offset: u64) {
-        let Some(e) = stamp.endpoint.filter(|_| !self.stats.endpoints.is_empty()) else {
+    /// A measured request of an endpoint (a flow's step) ended: answered
+    /// (`Some`), or lost.
+    fn endpoint(
+        &mut self,
+        stamp: Stamp,
+        answered: Option<super::Answered>,
+        error: bool,
+        offset: u64,
+    ) {
+        let kept = !self.stats.endpoints.is_empty() || self.stats.visits.is_some();
+        let Some(e) = stamp.endpoint.filter(|_| kept) else {
             return;
         };
         let e = usize::from(e);
-        self.stats.record_endpoint(e, latency_us, error);
-        if let Some(us) = latency_us {
-            self.stats.intervals.at(offset).record_endpoint(e, us);
+        self.stats.record_endpoint(e, answered, error);
+        if let Some(a) = answered {
+            self.stats
+                .intervals
+                .at(offset)
+                .record_endpoint(e, a.corrected);
         }
+    }
+
+    /// The run's requests are the steps of a flow's visits: visits are
+    /// counted, and each step's figures kept under its index.
+    pub fn by_visits(&mut self) {
+        self.stats.visits.get_or_insert_with(Default::default);
+    }
+
+    /// A visit scheduled at `start` began (its flow ran to its first
+    /// pause).
+    pub fn visit_started(&mut self, start: Nanos) {
+        if let Some(v) = self.visits_at(start) {
+            v.started += 1;
+        }
+    }
+
+    /// A visit scheduled at `start` ended at `end`: completed, or failed
+    /// for `reason`.
+    pub fn visit_ended(&mut self, start: Nanos, end: Nanos, failed: Option<&str>) {
+        if let Some(v) = self.visits_at(start) {
+            match failed {
+                None => v.complete(to_us(end.saturating_sub(start))),
+                Some(reason) => v.fail(reason),
+            }
+        }
+    }
+
+    /// A visit scheduled at `start` was still running at `end`.
+    pub fn visit_in_flight_at_end(&mut self, start: Nanos, end: Nanos) {
+        if let Some(v) = self.visits_at(start) {
+            v.in_flight += 1;
+            v.unfinished_at(to_us(end.saturating_sub(start)));
+        }
+    }
+
+    /// The schedule's visits in the window that never started by `end`,
+    /// `count(a, b)` counting those scheduled in `[a, b)`: filed at their
+    /// ages, a bucket of the window at a time (see `never_taken`).
+    pub fn visits_never_started(&mut self, end: Nanos, count: impl FnMut(Nanos, Nanos) -> u64) {
+        let from = self.window.measure_from;
+        let Some(v) = self.stats.visits.as_mut() else {
+            return;
+        };
+        let (n, _) = super::unfinished::record_ages(&mut v.unfinished, from, end, 0, count);
+        v.never_started += n;
+    }
+
+    fn visits_at(&mut self, start: Nanos) -> Option<&mut super::VisitStats> {
+        let measured = self.window.measures(start);
+        self.stats.visits.as_mut().filter(|_| measured)
     }
 
     /// A request due at `due` waited for a free connection.

@@ -54,6 +54,10 @@ impl StatusCodes {
             .map_or(0, |p| p.1)
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.total() == 0
+    }
+
     pub fn total(&self) -> u64 {
         self.places.iter().map(|p| p.1).sum::<u64>() + self.other
     }

@@ -45,6 +45,7 @@ use crate::stats::{
     ThreadStats,
 };
 
+mod flow;
 mod timers;
 
 use super::conn::{loss, Connect, InFlight, Read, ReadFailure, WentDown};
@@ -55,6 +56,7 @@ use super::share::{pin_to_cpu, Peers, SessionShape, WorkerSetup};
 use super::slots::{Assigned, Due, Slot, Slots};
 use super::source::{Schedule, Source};
 use super::transport::{self, Inbox};
+use super::visits::Visits;
 use super::{EngineError, Stop};
 
 pub use crate::stats::Window;
@@ -109,6 +111,8 @@ pub struct Worker {
     started: bool,
     progress: Option<Arc<super::progress::Board>>,
     next_publish: Nanos,
+    /// A flow's visits (the script defines `flow(visit)`).
+    visits: Option<Visits>,
 }
 
 /// What a worker hands back when its run is over.
@@ -172,7 +176,12 @@ impl Worker {
             started: false,
             progress: setup.progress,
             next_publish: 0,
+            visits: None,
         };
+        if w.hooks.script_ref().is_some_and(|s| s.has_flow()) {
+            w.visits = Some(Visits::new(setup.lane));
+            w.stats.by_visits();
+        }
         if setup.calls == Some(true) {
             w.stats.read_events(EventKind::Messages);
         } else if setup.sse {
@@ -199,7 +208,11 @@ impl Worker {
     pub fn run(mut self, plan: Plan, window: Window, phases: Phases) -> io::Result<Finished> {
         self.hooks.live(true);
         self.schedule = Schedule::new(plan);
-        self.stats.begin(window, self.schedule.paced());
+        if let Some(v) = self.visits.as_mut().filter(|_| !self.schedule.paced()) {
+            // The closed loop: each connection carries one visit at a time.
+            v.lanes(self.pool.len(), clock::now());
+        }
+        self.stats.begin(window, self.paced());
         self.stats.by_phase(phases);
         self.started = true;
         // Every open connection offers its free streams again: in the
@@ -237,7 +250,7 @@ impl Worker {
             self.on_timer(now);
             let deadline = self.next_deadline();
             self.poller.wait(&mut events, deadline)?;
-            let paced = self.schedule.paced();
+            let paced = self.paced();
             for ev in events.iter() {
                 match ev.token() {
                     // Nothing is sent after this moment, so it ends this
@@ -304,7 +317,7 @@ impl Worker {
         let session = self.deadlines.next_standing(&self.pool);
         let soft = self.next_sweep.min(session.unwrap_or(Nanos::MAX));
         if self.slots.any_free() {
-            if let Some(due) = self.schedule.next() {
+            if let Some(due) = self.next_due() {
                 at = at.min(due);
             }
         } else if self.pool.may_grow() {
@@ -337,10 +350,9 @@ impl Worker {
             if !self.slots.any_free() {
                 return self.no_free_slot(now, end);
             }
-            let Some(at) = self.schedule.take_due(now, end) else {
+            let Some((at, request)) = self.take_next(now, end) else {
                 return;
             };
-            let request = self.source.next_scheduled();
             let peer = self.source.peer_of(request);
             // Without a free slot of its peer, it waits for one.
             match self.slots.assign(peer, Due { at, request }) {
@@ -581,6 +593,9 @@ impl Worker {
                     if !self.run_response(i, status) {
                         return false;
                     }
+                    if tag.visit.is_some() {
+                        self.visit_answered(i, tag.visit, status, now);
+                    }
                 }
                 crate::http::Event::Message {
                     tag,
@@ -652,6 +667,9 @@ impl Worker {
             Failure::Reset(Some(code)) => self.stats.reset(tag.stamp, code, now),
             _ => self.stats.lost(tag.stamp, loss(why), now),
         }
+        if tag.visit.is_some() {
+            self.visit_lost(&tag, loss(why), now);
+        }
     }
 
     /// The server never processed `tag`'s request: it goes out again, up
@@ -692,6 +710,9 @@ impl Worker {
             if ending.unanswered {
                 let cause = Loss::Read(ReadCause::ClosedUnanswered);
                 self.stats.lost(tag.stamp, cause, now);
+                if tag.visit.is_some() {
+                    self.visit_lost(&tag, cause, now);
+                }
             } else {
                 self.lost(tag, why, now);
             }
@@ -877,7 +898,7 @@ impl Worker {
     /// clock as the caller last read it. Returns the clock as last read.
     fn offer(&mut self, i: usize, now: Nanos) -> Nanos {
         let peer = self.pool[i].conn.peer();
-        if self.started && !self.schedule.paced() {
+        if self.started && !self.paced() {
             // The closed loop intends each request for the moment it goes.
             let request = self.source.next_for(peer);
             return self.send(i, None, request, Some(now));
@@ -894,7 +915,7 @@ impl Worker {
     /// handled after the end (later in the same batch of events) frees its
     /// stream, and no new request follows it.
     fn closed_loop_over(&self, now: Nanos) -> bool {
-        self.started && !self.schedule.paced() && now >= self.stats.window().end
+        self.started && !self.paced() && now >= self.stats.window().end
     }
 
     /// Requests of `peer` waiting to go out again take free slots of its
@@ -988,7 +1009,8 @@ impl Worker {
                 self.schedule.take_slot(now)
             };
             let stamp = self.stats.due(slot, now, endpoint);
-            self.open_request(i, InFlight::new(stamp, req), now);
+            let visit = self.visit_tag(request);
+            self.open_request(i, InFlight::new(stamp, req, visit), now);
         }
         self.batch = batch;
         // Streams opened together go out in one write.
@@ -1076,6 +1098,11 @@ impl Worker {
         for again in self.retries.iter().flatten() {
             self.stats.unsent_at_end(again.stamp, stop_at);
         }
+        if self.visits.is_some() {
+            // The schedule's times are visits' starts, not requests.
+            self.visits_at_end(stop_at);
+            return self.leave_and_finish();
+        }
         // Those passed over at a late start are counted apart: their ages
         // are not the server's doing.
         let schedule = &mut self.schedule;
@@ -1084,6 +1111,12 @@ impl Worker {
         });
         self.stats
             .missed_at_start(stop_at, |a, b| schedule.count_missed(a, b));
+        self.leave_and_finish()
+    }
+
+    /// Closes every connection for the next run, and hands back what was
+    /// measured.
+    fn leave_and_finish(mut self) -> ThreadStats {
         let now = clock::now();
         for i in 0..self.pool.len() {
             self.pool[i].conn.leave(now);

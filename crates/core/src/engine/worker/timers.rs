@@ -48,7 +48,7 @@ impl Worker {
         if now >= self.next_publish {
             self.publish(now);
         }
-        let paced = self.schedule.paced();
+        let paced = self.paced();
         for i in 0..self.pool.len() {
             // With thousands of connections a sweep takes milliseconds;
             // requests falling due meanwhile go out along the way.
@@ -89,6 +89,9 @@ impl Worker {
             self.stats.lost(tag.stamp, Loss::Timeout, now);
             if passed_over {
                 self.stats.timed_out_unanswered(tag.stamp);
+            }
+            if tag.visit.is_some() {
+                self.visit_lost(&tag, Loss::Timeout, now);
             }
         }
         self.drained = gone;

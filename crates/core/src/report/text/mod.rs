@@ -7,6 +7,7 @@
 //! come after it, where those parsers no longer look.
 
 mod banner;
+mod flows;
 mod results;
 mod warnings;
 
@@ -93,7 +94,13 @@ pub fn write_results(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
         write_distribution(out, &stats.uncorrected, UNCORRECTED)?;
     }
     write_totals(out, stats)?;
-    write_endpoints(out, &stats.endpoints)?;
+    match &stats.visits {
+        Some(visits) => {
+            flows::write_steps(out, &stats.endpoints)?;
+            flows::write_visits(out, visits)?;
+        }
+        None => write_endpoints(out, &stats.endpoints)?,
+    }
     write_phases(out, &stats.phases, r.profile_phases)?;
     write_own_lines(out, r)
 }

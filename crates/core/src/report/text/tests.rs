@@ -621,12 +621,14 @@ fn an_endpoint_with_nothing_completed_prints_dashes() {
             completed: 0,
             errors: 0,
             latency: None,
+            ..Default::default()
         },
         EndpointStats {
             name: "GET /empty".to_string(),
             completed: 0,
             errors: 0,
             latency: Some(crate::stats::new_histogram()),
+            ..Default::default()
         },
     ];
     let text = render(&report(&stats, Some(200.0)));

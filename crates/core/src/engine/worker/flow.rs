@@ -1,0 +1,178 @@
+//! The worker's side of a flow (`flow(visit)`): visits start on the
+//! schedule (or, in the closed loop, as their lane frees), their steps go
+//! out on free slots at their intended times, and every answer (or loss)
+//! resumes its visit. [`Visits`](super::super::visits::Visits) keeps the
+//! times; the script keeps what each visit does.
+
+use crate::clock::Nanos;
+use crate::script::{Next, ScriptError};
+use crate::stats::{Loss, ReadCause};
+
+use super::super::conn::InFlight;
+use super::super::visits::{Due, VisitTag};
+use super::Worker;
+
+/// Visits resumed in one look without a step going out: a flow that only
+/// rests for 0 s cannot keep the worker from its sockets.
+const RESUMES_PER_LOOK: usize = 64;
+
+impl Worker {
+    /// Runs visits (paced: every step has an intended time) rather than
+    /// requests.
+    pub(super) fn paced(&self) -> bool {
+        self.schedule.paced() || self.visits.is_some()
+    }
+
+    /// The next request due by `now` (before `end`) and its intended time:
+    /// the schedule's, or, in a flow, a visit's next step. Visits that
+    /// start or wake meanwhile run to their next pause.
+    pub(super) fn take_next(&mut self, now: Nanos, end: Nanos) -> Option<(Nanos, u32)> {
+        if self.visits.is_none() {
+            let at = self.schedule.take_due(now, end)?;
+            return Some((at, self.source.next_scheduled()));
+        }
+        for _ in 0..RESUMES_PER_LOOK {
+            if self.halted() {
+                return None;
+            }
+            let visits = self.visits.as_mut()?;
+            // A new visit starts when its time comes before the next step.
+            let start = self.schedule.next().or(visits.next_lane());
+            let step = start.map_or(Nanos::MAX, |s| s.saturating_sub(1));
+            let (at, key, next) = match visits.take(now, step) {
+                Some((at, key, Due::Step)) => return Some((at, key)),
+                Some((at, key, Due::Wake)) => {
+                    let next = self.script_mut().visit_wake(key);
+                    (at, key, next)
+                }
+                None => {
+                    let at = match self.schedule.take_due(now, end) {
+                        Some(at) => at,
+                        None => visits.take_lane(now, end)?,
+                    };
+                    let (key, id) = visits.start(at);
+                    self.stats.visit_started(at);
+                    let next = self.script_mut().visit_start(key, id);
+                    (at, key, next)
+                }
+            };
+            if let Some(step) = self.visit_goes_on(key, at, next, true) {
+                return Some(step);
+            }
+        }
+        None
+    }
+
+    /// Acts on what visit `key` did at `at`: a step (returned at once when
+    /// `now`, else due at `at`), a rest, or its end.
+    fn visit_goes_on(
+        &mut self,
+        key: u32,
+        at: Nanos,
+        next: Result<Next, ScriptError>,
+        now: bool,
+    ) -> Option<(Nanos, u32)> {
+        let visits = self.visits.as_mut()?;
+        let start = visits.start_of(key);
+        match next {
+            Ok(Next::Step) if now => return Some((at, key)),
+            Ok(Next::Step) => visits.push(key, at, Due::Step),
+            Ok(Next::Think(s)) => visits.push(key, at + (s * 1e9) as Nanos, Due::Wake),
+            Ok(Next::Done) => {
+                visits.end(key, at);
+                self.stats.visit_ended(start, at, None);
+            }
+            Ok(Next::Failed(reason)) => {
+                visits.end(key, at);
+                self.stats.visit_ended(start, at, Some(&reason));
+            }
+            Err(e) => {
+                visits.end(key, at);
+                self.fail(e.into());
+            }
+        }
+        None
+    }
+
+    /// The visit of request `key`, as its in-flight tag carries it.
+    pub(super) fn visit_tag(&self, key: u32) -> Option<VisitTag> {
+        self.visits.as_ref().map(|v| v.tag(key))
+    }
+
+    /// A step of `tag`'s visit was answered `now` on connection `i`: the
+    /// visit goes on from the answer.
+    pub(super) fn visit_answered(
+        &mut self,
+        i: usize,
+        tag: Option<VisitTag>,
+        status: u16,
+        now: Nanos,
+    ) {
+        let Some(tag) = tag.filter(|t| self.visits.as_ref().is_some_and(|v| v.holds(*t))) else {
+            return;
+        };
+        let script = self.hooks.script().expect("a flow has a script");
+        let next = match self.pool[i].conn.session().map(|s| s.captured()) {
+            Some(c) => script.visit_answer(tag.key, status, None, &mut c.fields(), c.body()),
+            None => script.visit_answer(tag.key, status, None, &mut std::iter::empty(), &[]),
+        };
+        self.visit_goes_on(tag.key, now, next, false);
+    }
+
+    /// A step of a visit was lost `now` (`why`): the visit goes on with
+    /// status 0 and the cause in `error`, and decides for itself.
+    pub(super) fn visit_lost(&mut self, tag: &InFlight, why: Loss, now: Nanos) {
+        let Some(visit) = tag
+            .visit
+            .filter(|t| self.visits.as_ref().is_some_and(|v| v.holds(*t)))
+        else {
+            return;
+        };
+        let error = match why {
+            Loss::Timeout => "timeout",
+            Loss::Write => "write",
+            Loss::Read(ReadCause::Reset) => "reset",
+            Loss::Read(_) => "read",
+        };
+        let next =
+            self.script_mut()
+                .visit_answer(visit.key, 0, Some(error), &mut std::iter::empty(), &[]);
+        self.visit_goes_on(visit.key, now, next, false);
+    }
+
+    /// The earliest intended time of anything due: the schedule's next,
+    /// or a visit's step, rest's end or lane's start.
+    pub(super) fn next_due(&mut self) -> Option<Nanos> {
+        let scheduled = self.schedule.next();
+        match self.visits.as_mut().and_then(|v| v.next()) {
+            Some(v) => Some(scheduled.map_or(v, |s| s.min(v))),
+            None => scheduled,
+        }
+    }
+
+    /// At the end (`stop_at`): visits still running are counted in flight,
+    /// steps still due to go out never sent, and the schedule's visits
+    /// that never started as such (not as requests: a visit that never
+    /// started sent nothing).
+    pub(super) fn visits_at_end(&mut self, stop_at: Nanos) {
+        let Some(visits) = self.visits.as_ref() else {
+            return;
+        };
+        let stats = &mut self.stats;
+        let (mut running, mut unsent) = (Vec::new(), Vec::new());
+        visits.at_end(&mut |start| running.push(start), &mut |at| unsent.push(at));
+        for start in running {
+            stats.visit_in_flight_at_end(start, stop_at);
+        }
+        for at in unsent {
+            stats.never_sent(at, stop_at);
+        }
+        let schedule = &mut self.schedule;
+        self.stats
+            .visits_never_started(stop_at, |a, b| schedule.count_pending(a, b));
+    }
+
+    fn script_mut(&mut self) -> &mut crate::script::ThreadScript {
+        self.hooks.script().expect("a flow has a script")
+    }
+}

@@ -1,0 +1,188 @@
+-- The flow API: a visit is a coroutine running the script's flow(visit);
+-- http.* and think() pause it by yielding to the engine, which resumes it
+-- with the answer or when the think is over. Everything here is plain Lua
+-- around coroutine.yield: a Rust function cannot yield.
+--
+-- What a visit yields, and the engine reads:
+--   "step", bytes, name   a request (wrk.format's bytes) and its step name
+--   "think", seconds      a rest that holds no connection
+--   "fail", reason        the visit ends, failed
+-- The engine resumes a step with (response, cookies): the response table
+-- the flow reads, and every Set-Cookie value of the answer, for the jar.
+local random = ...
+local yield, running, create = coroutine.yield, coroutine.running, coroutine.create
+local type, tostring, error, pairs, select = type, tostring, error, pairs, select
+local setmetatable, rawget = setmetatable, rawget
+local floor, log, huge = math.floor, math.log, math.huge
+local find, sub, lower, gsub = string.find, string.sub, string.lower, string.gsub
+
+-- The visits running now, by coroutine: only they may call http.* or think.
+local visits = setmetatable({}, { __mode = "k" })
+
+local function visit_of(what)
+  local visit = visits[running() or false]
+  if not visit then
+    error(what .. " works only inside flow(visit): it waits for an answer or a rest, which only a visit can", 3)
+  end
+  return visit
+end
+
+local function trim(s)
+  return (gsub(s, "^%s+", ""):gsub("%s+$", ""))
+end
+
+-- The jar keeps name=value pairs; Domain, Path and Expires are not read
+-- (one visit talks to one host); Max-Age=0 or less deletes.
+local function absorb(jar, cookies)
+  for i = 1, #cookies do
+    local c = cookies[i]
+    local semi = find(c, ";", 1, true)
+    local pair = semi and sub(c, 1, semi - 1) or c
+    local eq = find(pair, "=", 1, true)
+    if eq then
+      local name = trim(sub(pair, 1, eq - 1))
+      local value = trim(sub(pair, eq + 1))
+      local age = semi and lower(sub(c, semi)):match(";%s*max%-age%s*=%s*(-?%d+)")
+      if age and tonumber(age) <= 0 then
+        jar[name] = nil
+      elseif name ~= "" then
+        jar[name] = value
+      end
+    end
+  end
+end
+
+local function cookie_header(jar)
+  local parts = {}
+  for name, value in pairs(jar) do
+    parts[#parts + 1] = name .. "=" .. value
+  end
+  if #parts == 0 then return nil end
+  table.sort(parts)
+  return table.concat(parts, "; ")
+end
+
+local function has_field(headers, wanted)
+  for name in pairs(headers) do
+    if type(name) == "string" and lower(name) == wanted then return true end
+  end
+  return false
+end
+
+local function step(method, path, opts)
+  local what = "http." .. lower(method)
+  local visit = visit_of(what)
+  if type(path) ~= "string" then
+    error(what .. "(path, opts): the path must be a string, got " .. type(path), 3)
+  end
+  if sub(path, 1, 1) ~= "/" then
+    error(what .. "(\"" .. path .. "\"): a step's path starts with '/'; every step goes to the URL's host (set headers.Host to name another virtual host)", 3)
+  end
+  if opts ~= nil and type(opts) ~= "table" then
+    error(what .. "(path, opts): opts must be a table ({ headers = ..., body = ..., name = ... }), got " .. type(opts), 3)
+  end
+  opts = opts or {}
+  local extra, body, name = opts.headers, opts.body, opts.name
+  if extra ~= nil and type(extra) ~= "table" then
+    error(what .. ": opts.headers must be a table of name = value, got " .. type(extra), 3)
+  end
+  if body ~= nil and type(body) ~= "string" then
+    error(what .. ": opts.body must be a string, got " .. type(body) .. " (cjson.encode makes one of a table)", 3)
+  end
+  if name ~= nil and type(name) ~= "string" then
+    error(what .. ": opts.name must be a string, got " .. type(name), 3)
+  end
+  local headers = {}
+  for k, v in pairs(wrk.headers) do headers[k] = v end
+  if extra then
+    for k, v in pairs(extra) do
+      if type(k) ~= "string" or (type(v) ~= "string" and type(v) ~= "number") then
+        error(what .. ": opts.headers must map names to strings, got " .. type(k) .. " = " .. type(v), 3)
+      end
+      headers[k] = tostring(v)
+    end
+  end
+  if not has_field(headers, "cookie") then
+    headers["Cookie"] = cookie_header(visit.jar)
+  end
+  local bytes = wrk.format(method, path, headers, body)
+  if name == nil then
+    local q = find(path, "?", 1, true)
+    name = method .. " " .. (q and sub(path, 1, q - 1) or path)
+  end
+  local response, cookies = yield("step", bytes, name)
+  if cookies then absorb(visit.jar, cookies) end
+  return response
+end
+
+http = {
+  get = function(path, opts) return step("GET", path, opts) end,
+  post = function(path, opts) return step("POST", path, opts) end,
+  put = function(path, opts) return step("PUT", path, opts) end,
+  delete = function(path, opts) return step("DELETE", path, opts) end,
+  head = function(path, opts) return step("HEAD", path, opts) end,
+  patch = function(path, opts) return step("PATCH", path, opts) end,
+  request = function(method, path, opts)
+    if type(method) ~= "string" or not find(method, "^[%u]+$") then
+      error("http.request(method, path, opts): the method must be upper-case letters, such as \"OPTIONS\", got " .. tostring(method), 2)
+    end
+    return step(method, path, opts)
+  end,
+}
+
+local function rest(what, seconds)
+  visit_of(what)
+  if type(seconds) ~= "number" or seconds ~= seconds or seconds < 0 or seconds == huge then
+    error(what .. ": the time must be a finite number of seconds, 0 or more, got " .. tostring(seconds), 3)
+  end
+  yield("think", seconds)
+end
+
+local function number(what, x, name)
+  if type(x) ~= "number" or x ~= x or x < 0 or x == huge then
+    error(what .. ": " .. name .. " must be a finite number of seconds, 0 or more, got " .. tostring(x), 3)
+  end
+end
+
+think = setmetatable({
+  uniform = function(a, b)
+    number("think.uniform(a, b)", a, "a")
+    number("think.uniform(a, b)", b, "b")
+    if b < a then
+      error("think.uniform(a, b): b must not be less than a, got " .. a .. " and " .. b, 2)
+    end
+    rest("think.uniform", a + (b - a) * random())
+  end,
+  exp = function(mean)
+    number("think.exp(mean)", mean, "the mean")
+    rest("think.exp", -mean * log(1 - random()))
+  end,
+}, { __call = function(_, seconds) rest("think", seconds) end })
+
+local Visit = {}
+Visit.__index = Visit
+
+function Visit:set(key, value)
+  rawget(self, "data")[key] = value
+end
+
+function Visit:get(key)
+  return rawget(self, "data")[key]
+end
+
+function Visit:fail(reason)
+  visit_of("visit:fail")
+  if reason == nil then reason = "failed" end
+  yield("fail", tostring(reason))
+  -- Never resumed: the engine drops a failed visit.
+end
+
+-- A new visit: its coroutine, to resume with its visit table.
+local function spawn(flow, id)
+  local co = create(flow)
+  local visit = setmetatable({ id = id, data = {}, jar = {} }, Visit)
+  visits[co] = visit
+  return co, visit
+end
+
+return { spawn = spawn }

@@ -1,0 +1,372 @@
+//! Visits: the script's `flow(visit)` run once per visit, as a coroutine.
+//!
+//! The Lua half (`flow.lua`) defines `http.*`, `think` and the visit
+//! object; each pauses the visit with `coroutine.yield`. This half starts
+//! visits and resumes them, and reads what they yielded as a [`Next`]: a
+//! request to send, a rest, or the visit's end. The engine keeps the time;
+//! nothing here reads the clock.
+//!
+//! Step names are shared by every thread ([`StepNames`]), so a step has
+//! the same index on all of them and its figures merge by index, as a
+//! requests file's endpoints do.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use mlua::{Function, Lua, MultiValue, Table, Thread, ThreadStatus, Value};
+
+use super::error::{ScriptError, Stage};
+
+/// At most this many step names: a name made of a path with an id in it
+/// would make one step per request.
+pub const MAX_STEPS: usize = 256;
+
+/// What a visit does next, as it yielded (or ended).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Next {
+    /// A request: its bytes wait in the visit ([`Flows::take_step`]).
+    Step,
+    /// A rest of this many seconds, holding no connection.
+    Think(f64),
+    /// `flow(visit)` returned.
+    Done,
+    /// `visit:fail(reason)`.
+    Failed(String),
+}
+
+/// The step names every thread shares, by index.
+#[derive(Debug, Default)]
+pub struct StepNames(Mutex<Vec<String>>);
+
+impl StepNames {
+    /// The index of `name`, added if new; `None` past [`MAX_STEPS`].
+    fn index(&self, name: &str) -> Option<u16> {
+        let mut names = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = names.iter().position(|n| n == name) {
+            return Some(i as u16);
+        }
+        if names.len() >= MAX_STEPS {
+            return None;
+        }
+        names.push(name.to_owned());
+        Some((names.len() - 1) as u16)
+    }
+
+    /// Every name, by index.
+    pub fn all(&self) -> Vec<String> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// A visit's coroutine and the request it is waiting to send.
+#[derive(Debug)]
+struct Visit {
+    thread: Thread,
+    step: Option<(Vec<u8>, u16)>,
+}
+
+/// A thread's visits, by the engine's key.
+#[derive(Debug)]
+pub(super) struct Flows {
+    flow: Function,
+    spawn: Function,
+    visits: Vec<Option<Visit>>,
+    names: Arc<StepNames>,
+}
+
+/// Installs the flow API (`http`, `think`) in a new state. `seed` makes
+/// `think.uniform` and `think.exp` draw a sequence of this state's own.
+pub(super) fn install(lua: &Lua, seed: u64) -> mlua::Result<()> {
+    let state = AtomicU64::new(seed);
+    let random = lua.create_function(move |_, ()| Ok(unit(&state)))?;
+    let api: Table = lua
+        .load(include_str!("flow.lua"))
+        .set_name("=[metron]")
+        .call(random)?;
+    lua.set_named_registry_value(REGISTRY_KEY, api)
+}
+
+const REGISTRY_KEY: &str = "metron.flow";
+
+/// A number in [0, 1) from SplitMix64.
+fn unit(state: &AtomicU64) -> f64 {
+    let mut z = state
+        .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed)
+        .wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
+}
+
+impl Flows {
+    /// The state's flows, when its script defines `flow(visit)`.
+    pub fn detect(lua: &Lua, names: Arc<StepNames>) -> Option<Flows> {
+        let flow = super::hook(lua, "flow")?;
+        let api: Table = lua.named_registry_value(REGISTRY_KEY).ok()?;
+        Some(Flows {
+            flow,
+            spawn: api.get("spawn").ok()?,
+            visits: Vec::new(),
+            names,
+        })
+    }
+
+    /// Starts visit `id` under `key` (the engine's, unused until it ends).
+    pub fn start(&mut self, key: u32, id: u64) -> mlua::Result<Next> {
+        let (thread, visit): (Thread, Table) = self.spawn.call((self.flow.clone(), id))?;
+        let k = key as usize;
+        if self.visits.len() <= k {
+            self.visits.resize_with(k + 1, || None);
+        }
+        self.visits[k] = Some(Visit { thread, step: None });
+        self.resume(key, Value::Table(visit), Value::Nil)
+    }
+
+    /// Resumes visit `key` with the answer to its step: the response table
+    /// and the Set-Cookie values it carried.
+    pub fn answer(&mut self, key: u32, response: Table, cookies: Table) -> mlua::Result<Next> {
+        self.resume(key, Value::Table(response), Value::Table(cookies))
+    }
+
+    /// Resumes visit `key` after its rest.
+    pub fn wake(&mut self, key: u32) -> mlua::Result<Next> {
+        self.resume(key, Value::Nil, Value::Nil)
+    }
+
+    /// The bytes and step index of the request visit `key` yielded.
+    pub fn take_step(&mut self, key: u32) -> Option<(Vec<u8>, u16)> {
+        self.visit(key)?.step.take()
+    }
+
+    /// Forgets visit `key` (ended, or given up).
+    pub fn end(&mut self, key: u32) {
+        if let Some(v) = self.visits.get_mut(key as usize) {
+            *v = None;
+        }
+    }
+
+    fn visit(&mut self, key: u32) -> Option<&mut Visit> {
+        self.visits.get_mut(key as usize)?.as_mut()
+    }
+
+    fn resume(&mut self, key: u32, a: Value, b: Value) -> mlua::Result<Next> {
+        let names = Arc::clone(&self.names);
+        let Some(visit) = self.visit(key) else {
+            return Err(mlua::Error::runtime("a visit was resumed after it ended"));
+        };
+        let thread = visit.thread.clone();
+        let yielded: MultiValue = thread.resume((a, b))?;
+        if thread.status() != ThreadStatus::Resumable {
+            self.end(key);
+            return Ok(Next::Done);
+        }
+        let mut values = yielded.into_iter();
+        let kind = values.next().unwrap_or(Value::Nil);
+        let next = match kind.as_str().as_deref() {
+            Some("step") => {
+                let bytes = match values.next() {
+                    Some(Value::String(s)) => s.as_bytes().to_vec(),
+                    _ => return Err(not_ours()),
+                };
+                let name = values
+                    .next()
+                    .and_then(|v| v.as_string_lossy())
+                    .unwrap_or_default();
+                let Some(step) = names.index(&name) else {
+                    return Err(mlua::Error::runtime(format!(
+                        "step \"{name}\" is one more than the {MAX_STEPS} step names kept: give steps whose paths carry ids a name (opts.name = \"item\")"
+                    )));
+                };
+                if let Some(v) = self.visit(key) {
+                    v.step = Some((bytes, step));
+                }
+                Next::Step
+            }
+            Some("think") => match values.next() {
+                Some(Value::Number(s)) => Next::Think(s),
+                Some(Value::Integer(s)) => Next::Think(s as f64),
+                _ => return Err(not_ours()),
+            },
+            Some("fail") => {
+                let reason = values
+                    .next()
+                    .and_then(|v| v.as_string_lossy())
+                    .unwrap_or_default();
+                self.end(key);
+                Next::Failed(reason)
+            }
+            _ => return Err(not_ours()),
+        };
+        Ok(next)
+    }
+}
+
+/// A yield that did not come from `http.*`, `think` or `visit:fail`.
+fn not_ours() -> mlua::Error {
+    mlua::Error::runtime(
+        "flow(visit) paused with a bare coroutine.yield: only http.*, think() and visit:fail() may pause a visit",
+    )
+}
+
+/// The error of a visit's flow, as one line.
+pub(super) fn error(file: &str, e: &mlua::Error) -> ScriptError {
+    ScriptError::lua(Stage::Flow, file, e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{script_file, target};
+    use super::super::{MainScript, ThreadScript};
+    use super::*;
+    use crate::http::h1::request::RequestMeta;
+
+    fn thread(code: &str) -> ThreadScript {
+        let mut main = MainScript::load(&script_file("flow.lua", code), target()).unwrap();
+        main.create_thread(0, "127.0.0.1:8080".parse().unwrap(), &[])
+            .unwrap()
+    }
+
+    fn step(t: &mut ThreadScript, key: u32) -> (String, u16) {
+        let (mut out, mut metas) = (Vec::new(), Vec::<RequestMeta>::new());
+        let step = t.visit_request(key, &mut out, &mut metas).unwrap().unwrap();
+        assert_eq!(metas.len(), 1);
+        (String::from_utf8(out).unwrap(), step)
+    }
+
+    fn answer(
+        t: &mut ThreadScript,
+        key: u32,
+        status: u16,
+        fields: &[(&str, &[u8])],
+        body: &[u8],
+    ) -> Next {
+        t.visit_answer(key, status, None, &mut fields.iter().copied(), body)
+            .unwrap()
+    }
+
+    #[test]
+    fn a_visit_runs_step_by_step_and_reads_its_answers() {
+        let mut t = thread(
+            r#"function flow(visit)
+                 local r = http.post("/login", { body = "u=" .. visit.id, name = "login" })
+                 visit:set("token", r.body)
+                 think(1.5)
+                 local r2 = http.get("/items?page=2", { headers = { Authorization = "Bearer " .. visit:get("token") } })
+                 if r2.status ~= 200 then visit:fail("items " .. r2.status) end
+               end"#,
+        );
+        assert!(t.has_flow() && t.has_response() && !t.is_static());
+        assert_eq!(t.visit_start(3, 42).unwrap(), Next::Step);
+        let (text, login) = step(&mut t, 3);
+        assert!(
+            text.starts_with("POST /login HTTP/1.1\r\n") && text.ends_with("\r\n\r\nu=42"),
+            "{text}"
+        );
+        assert_eq!(answer(&mut t, 3, 200, &[], b"t1"), Next::Think(1.5));
+        assert_eq!(t.visit_wake(3).unwrap(), Next::Step);
+        let (text, items) = step(&mut t, 3);
+        assert!(text.contains("Authorization: Bearer t1\r\n"), "{text}");
+        assert!(text.starts_with("GET /items?page=2 "), "{text}");
+        assert_ne!(
+            login, items,
+            "a step is named by its method and path, query left out"
+        );
+        assert_eq!(
+            answer(&mut t, 3, 503, &[], b""),
+            Next::Failed("items 503".into())
+        );
+        // The key is free again: a new visit under it starts afresh.
+        assert_eq!(t.visit_start(3, 43).unwrap(), Next::Step);
+        assert_eq!(step(&mut t, 3).1, login);
+    }
+
+    #[test]
+    fn each_visit_has_its_own_cookie_jar() {
+        let mut t = thread(
+            r#"function flow(visit)
+                 http.get("/a")
+                 http.get("/b")
+               end"#,
+        );
+        t.visit_start(0, 0).unwrap();
+        t.visit_start(1, 1).unwrap();
+        step(&mut t, 0);
+        step(&mut t, 1);
+        let set: &[(&str, &[u8])] = &[
+            ("set-cookie", b"session=abc; Path=/; HttpOnly"),
+            ("Set-Cookie", b"theme=dark"),
+        ];
+        assert_eq!(answer(&mut t, 0, 200, set, b""), Next::Step);
+        let (text, _) = step(&mut t, 0);
+        assert!(
+            text.contains("Cookie: session=abc; theme=dark\r\n"),
+            "{text}"
+        );
+        assert_eq!(answer(&mut t, 1, 200, &[], b""), Next::Step);
+        let (text, _) = step(&mut t, 1);
+        assert!(!text.contains("Cookie"), "{text}");
+        let gone: &[(&str, &[u8])] = &[("set-cookie", b"session=; Max-Age=0")];
+        assert_eq!(answer(&mut t, 0, 200, gone, b""), Next::Done);
+    }
+
+    #[test]
+    fn thinks_draw_from_their_distributions() {
+        let mut t = thread(
+            r#"function flow(visit)
+                 think.uniform(1, 2)
+                 think.exp(0.5)
+                 think(0)
+               end"#,
+        );
+        let mut exp_sum = 0.0;
+        for key in 0..200 {
+            let Next::Think(u) = t.visit_start(key, u64::from(key)).unwrap() else {
+                panic!("a think first")
+            };
+            assert!((1.0..2.0).contains(&u), "{u}");
+            let Next::Think(e) = t.visit_wake(key).unwrap() else {
+                panic!("a second think")
+            };
+            assert!(e >= 0.0);
+            exp_sum += e;
+            assert_eq!(t.visit_wake(key).unwrap(), Next::Think(0.0));
+            assert_eq!(t.visit_wake(key).unwrap(), Next::Done);
+        }
+        let mean = exp_sum / 200.0;
+        assert!((0.35..0.65).contains(&mean), "{mean}");
+    }
+
+    #[test]
+    fn a_lost_step_comes_back_with_its_cause() {
+        let mut t = thread(
+            r#"function flow(visit)
+                 local r = http.get("/")
+                 if r.status == 0 then visit:fail("lost " .. r.error) end
+               end"#,
+        );
+        t.visit_start(0, 0).unwrap();
+        let next = t
+            .visit_answer(0, 0, Some("timeout"), &mut std::iter::empty(), b"")
+            .unwrap();
+        assert_eq!(next, Next::Failed("lost timeout".into()));
+    }
+
+    #[test]
+    fn mistakes_name_the_scripts_line() {
+        let cases = [
+            ("function flow(v)\n  http.get(5)\nend", "flow.lua:2: http.get(path, opts): the path must be a string, got number"),
+            ("function flow(v)\n  http.get('/', { body = {} })\nend", "flow.lua:2: http.get: opts.body must be a string"),
+            ("function flow(v)\n  think('x')\nend", "flow.lua:2: think: the time must be a finite number"),
+            ("function flow(v)\n  local co = coroutine.create(function() http.get('/') end)\n  local ok, e = coroutine.resume(co)\n  error(e, 0)\nend", "works only inside flow(visit)"),
+            ("function flow(v)\n  coroutine.yield(1)\nend", "only http.*, think() and visit:fail() may pause a visit"),
+        ];
+        for (code, says) in cases {
+            let mut t = thread(code);
+            let e = t.visit_start(0, 0).unwrap_err().to_string();
+            assert!(e.starts_with("script error in flow() ("), "{e}");
+            assert!(e.contains(says), "{code}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! Flows (`flow(visit)`): visits of dependent steps arriving on the
+//! schedule, each step timed from when it should have gone, against
+//! ground truth; their own ledger; and the closed loop's lanes.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use crate::common::files::lua_file;
+use crate::common::*;
+use metron::serve::{ServeConfig, StallPlan};
+
+/// The visits' ledger holds, and the steps' requests are all the run's.
+fn assert_visits_balanced(o: &metron::engine::Outcome) {
+    assert_balanced(o);
+    let v = o.stats.visits.as_ref().expect("a flow counts visits");
+    assert!(v.balanced(), "visits: {v:?}");
+    let steps: u64 = o.stats.endpoints.iter().map(|e| e.completed).sum();
+    assert_eq!(
+        steps, o.stats.counters.completed,
+        "every response is a step's"
+    );
+}
+
+per_protocol! {
+    /// Visits of two steps with a rest of T = 0.2 s between them, at rate
+    /// R, through a stall of S = 1 s. The first steps due during the stall
+    /// wait for it, spread uniformly over [0, S], as plain requests do:
+    /// with N of them in all, f = S·R/N form that tail, and its corrected
+    /// quantile q is S·(1 - (1 - q)/f). A second step is due at the end of
+    /// the first plus T: those of the visits that began in the T before
+    /// the stall fall in it (f = T·R/N of them, waiting S - T to S, so q
+    /// is S - T·(1 - q)/f), while the visits the stall held at their first
+    /// step rest after it, and their second steps are not delayed. Over
+    /// HTTP/1.1 the uncorrected figures, from the send, hide the stall.
+    fn a_stall_shows_in_every_step_it_delays(proto) {
+        let _g = serial();
+        let stall = Duration::from_millis(1000);
+        let srv = proto.server(ServeConfig {
+            stall: Some(StallPlan::once(Duration::from_millis(1200), stall).unwrap()),
+            ..ServeConfig::default()
+        });
+        let u = proto.url(&srv, "/");
+        let flow = script("flow_two_steps.lua");
+        let (rate, args): (f64, &[&str]) = match proto {
+            Proto::Http1 => (500.0, &["-t2", "-c20", "-R500", "-d4s"]),
+            Proto::Http2 | Proto::Http3 => (500.0, &["-t1", "-c4", "-m100", "-R500", "-d4s"]),
+        };
+        let (o, text) = proto.bench(&[args, &["-s", &flow, &u]].concat());
+        assert_visits_balanced(&o);
+        let c = &o.stats.counters;
+        assert_eq!(c.errors.lost_requests(), 0, "{c:?}");
+        let s_us = stall.as_micros() as f64;
+        let think = 0.2;
+        for step in ["catalogue", "item"] {
+            let e = o.stats.endpoints.iter().find(|e| e.name == step).expect(step);
+            let h = e.latency.as_ref().expect("answered");
+            let n = h.len() as f64;
+            let (tail_s, quantiles): (f64, &[f64]) = match step {
+                "catalogue" => (stall.as_secs_f64(), &[0.90, 0.99, 0.999]),
+                _ => (think, &[0.99, 0.999]),
+            };
+            let f = tail_s * rate / n;
+            for &q in quantiles {
+                let want = s_us - tail_s * 1e6 * (1.0 - q) / f;
+                let got = h.value_at_quantile(q) as f64;
+                assert!(
+                    (got - want).abs() <= 0.05 * s_us,
+                    "{step} p{}: got {got:.0} us, want {want:.0} us\n{text}",
+                    q * 100.0
+                );
+            }
+            // Over streams every step due in the stall went out on one of
+            // the 400 free streams and saw it from its send as well; over
+            // HTTP/1.1 only those in flight on the 20 connections did.
+            if proto == Proto::Http1 {
+                let unc = e.uncorrected.as_ref().expect("answered").value_at_quantile(0.99);
+                let cor = h.value_at_quantile(0.99);
+                assert!(unc * 2 < cor, "{step}: uncorrected p99 {unc} us, corrected {cor} us");
+            }
+        }
+        let v = o.stats.visits.as_ref().unwrap();
+        assert_eq!(v.due(), 2000, "{v:?}");
+        assert_eq!(v.never_started, 0, "{v:?}");
+        // Those resting or on their second step at the end: about 0.2 s
+        // of visits.
+        assert!(v.in_flight <= 150, "{v:?}");
+        assert!(text.contains("Steps (corrected latency"), "{text}");
+        assert!(text.contains("Visits: 2000 due, 2000 started"), "{text}");
+    }
+}
+
+/// A stall that lasts past the end: the visits due after every connection
+/// filled up never start. They are counted as visits never started (not
+/// as requests never sent: they sent nothing), and both ledgers hold.
+#[test]
+fn visits_a_stall_keeps_from_starting_are_counted_never_started() {
+    let _g = serial();
+    let srv = server(ServeConfig {
+        stall: Some(StallPlan::once(Duration::from_millis(1000), Duration::from_secs(5)).unwrap()),
+        ..ServeConfig::default()
+    });
+    let flow = script("flow_two_steps.lua");
+    let (o, text) = bench_at(
+        &["-t1", "-c5", "-R200", "-d2s", "-s", &flow],
+        &url(&srv, "/"),
+    );
+    assert_visits_balanced(&o);
+    let v = o.stats.visits.as_ref().unwrap();
+    assert_eq!(v.due(), 400, "{v:?}");
+    // About a second of stall at 200/s (the stall is timed from the
+    // server's start, a little before the run's), less the five visits
+    // that took the connections.
+    assert!((180..=215).contains(&v.never_started), "{v:?}\n{text}");
+    let c = &o.stats.counters;
+    assert!(c.never_sent <= 10, "steps of started visits only: {c:?}");
+    // Their ages are lower bounds of the visits' durations.
+    assert_eq!(v.unfinished.len(), v.never_started + v.in_flight);
+    assert!(text.contains("never started"), "{text}");
+}
+
+/// The closed loop: `-c` lanes, each running one visit after another, a
+/// visit starting as the one before ends. No more visits run at once
+/// than there are connections, and a rest holds none.
+#[test]
+fn the_closed_loop_runs_c_visits_back_to_back() {
+    let _g = serial();
+    let srv = server(ServeConfig {
+        record: 100_000,
+        ..ServeConfig::default()
+    });
+    let flow = lua_file(
+        "flow_lanes.lua",
+        r#"function flow(visit)
+             http.get("/v/" .. visit.id, { name = "visit" })
+             think(0.1)
+           end"#,
+    );
+    let flow = flow.display().to_string();
+    let (o, _) = bench_at(&["-t2", "-c4", "-d2s", "-s", &flow], &url(&srv, "/"));
+    assert_visits_balanced(&o);
+    let v = o.stats.visits.as_ref().unwrap();
+    // Each lane: a request, then 0.1 s of rest: at most 20 in 2 s.
+    assert!(v.started <= 4 * 21, "{v:?}");
+    assert!(v.started >= 40, "{v:?}");
+    assert_eq!(v.never_started, 0);
+    // Visit ids are unique across threads.
+    let paths: Vec<String> = srv.stats().recorded().into_iter().map(|r| r.path).collect();
+    let unique: HashSet<&String> = paths.iter().collect();
+    assert_eq!(unique.len(), paths.len(), "{paths:?}");
+}
+
+/// A step's answer comes back to the flow: status, headers and body; a
+/// cookie the server set goes with the visit's later steps and no other
+/// visit's; `visit:fail` ends a visit, counted by its reason.
+#[test]
+fn a_flow_reads_its_answers_and_keeps_a_jar_per_visit() {
+    let _g = serial();
+    let srv = server(ServeConfig {
+        record: 100_000,
+        ..ServeConfig::default()
+    });
+    let flow = lua_file(
+        "flow_answers.lua",
+        r#"function flow(visit)
+             local r = http.get("/status/201", { name = "first" })
+             if r.status ~= 201 or type(r.body) ~= "string" or type(r.headers) ~= "table" then
+               return visit:fail("odd answer " .. tostring(r.status))
+             end
+             visit:set("n", visit.id)
+             http.get("/second", { name = "second", headers = { ["X-Visit"] = tostring(visit:get("n")) } })
+             if visit.id % 2 == 1 then return visit:fail("odd visit") end
+           end"#,
+    );
+    let flow = flow.display().to_string();
+    let (o, text) = bench_at(
+        &["-t1", "-c2", "-R100", "-d1s", "-s", &flow],
+        &url(&srv, "/"),
+    );
+    assert_visits_balanced(&o);
+    let v = o.stats.visits.as_ref().unwrap();
+    assert_eq!(v.failed.get("odd answer 201"), None, "{v:?}");
+    let odd = v.failed.get("odd visit").copied().unwrap_or(0);
+    assert!((45..=50).contains(&odd), "{v:?}\n{text}");
+    let seconds: Vec<_> = srv
+        .stats()
+        .recorded()
+        .into_iter()
+        .filter(|r| r.path == "/second")
+        .collect();
+    assert!(seconds.len() >= 95, "{}", seconds.len());
+    for r in &seconds {
+        assert!(r.header("x-visit").is_some(), "{r:?}");
+    }
+    assert!(text.contains("odd visit: "), "{text}");
+}
+
+/// A script's mistakes with flows are one line each, naming the fix, and
+/// the run does not start.
+#[test]
+fn flow_mistakes_are_one_line() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let u = url(&srv, "/");
+    let cases = [
+        (
+            "function init(args) http.get('/x') end function flow(v) end",
+            "works only inside flow(visit)",
+        ),
+        (
+            "function request() return wrk.format() end function flow(v) end",
+            "drop request()",
+        ),
+    ];
+    for (code, says) in cases {
+        let path = lua_file("flow_mistake.lua", code);
+        let path = path.display().to_string();
+        let out = metron(&["-t1", "-c1", "-d1s", "-R10", "-s", &path, &u]);
+        let line = one_line_error(&out);
+        assert!(line.contains(says), "{line}");
+    }
+}
