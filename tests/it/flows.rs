@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use crate::common::files::lua_file;
+use crate::common::files::{self, lua_file};
 use crate::common::*;
 use metron::serve::{ServeConfig, StallPlan};
 
@@ -218,4 +218,118 @@ fn flow_mistakes_are_one_line() {
         let line = one_line_error(&out);
         assert!(line.contains(says), "{line}");
     }
+}
+
+/// Two shards of one schedule of visits (`--shard i/2`), each a JSON
+/// document that the schema accepts, merge exactly: the visits' ledgers
+/// add, and each step's histogram is the sum of the shards', matched by
+/// name whatever order each shard met the steps in.
+#[test]
+fn shards_of_visits_merge_exactly() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let flow = script("flow_login.lua");
+    let dir = files::TempDir::new("flow-shards");
+    let mut docs = Vec::new();
+    for i in 0..2 {
+        let path = dir.path().join(format!("s{i}.json"));
+        let p = path.display().to_string();
+        let shard = format!("{i}/2");
+        let args = [
+            "-t1", "-c10", "-R100", "-d2s", "--shard", &shard, "--json", &p, "-s", &flow,
+        ];
+        let (o, _) = bench_at(&args, &url(&srv, "/"));
+        assert_visits_balanced(&o);
+        let doc: serde_json::Value = files::read_json(&path);
+        assert_eq!(files::schema_errors(&doc), Vec::<String>::new());
+        docs.push((p, o));
+    }
+    let merged_path = dir.path().join("merged.json");
+    let m = merged_path.display().to_string();
+    let out = metron(&["merge", &docs[0].0, &docs[1].0, "--json", &m]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let merged: metron::report::json::Document = files::read_json(&merged_path);
+    let v = merged.visits.as_ref().expect("visits merged");
+    let (a, b) = (
+        docs[0].1.stats.visits.as_ref().unwrap(),
+        docs[1].1.stats.visits.as_ref().unwrap(),
+    );
+    assert_eq!(v.started, a.started + b.started);
+    assert_eq!(v.completed, a.completed + b.completed);
+    assert_eq!(v.in_flight, a.in_flight + b.in_flight);
+    assert_eq!(v.due, 200, "the shards share one schedule of 100 visits/s");
+    assert_eq!(
+        v.due,
+        v.completed + v.failed + v.in_flight + v.never_started
+    );
+    // The token from /login opened /private/items (as a bearer token) and
+    // the item (as the cookie the visit's jar kept): no visit failed.
+    assert_eq!(v.failed, 0, "{:?}", v.failed_by);
+    for step in ["login", "items", "item"] {
+        let sum: u64 = docs
+            .iter()
+            .flat_map(|(_, o)| o.stats.endpoints.iter())
+            .filter(|e| e.name == step)
+            .map(|e| e.completed)
+            .sum();
+        let e = merged
+            .endpoints
+            .iter()
+            .find(|e| e.name == step)
+            .expect(step);
+        assert_eq!(e.completed, sum, "{step}");
+        assert_eq!(e.latency.count, sum, "{step}");
+    }
+    let merged_doc: serde_json::Value = files::read_json(&merged_path);
+    assert_eq!(files::schema_errors(&merged_doc), Vec::<String>::new());
+}
+
+/// `--visit-timeout` ends a visit that runs too long as failed
+/// "timeout", and the ledgers still hold; `--slo` judges steps and
+/// visits by name, and a step that never ran makes the verdict
+/// inconclusive, naming the steps that did.
+#[test]
+fn visits_time_out_and_slo_terms_judge_steps_and_visits() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let flow = lua_file(
+        "flow_timeout.lua",
+        r#"function flow(visit)
+             http.get("/", { name = "first" })
+             if visit.id % 2 == 0 then think(60) end
+             http.get("/delay/1", { name = "second" })
+           end"#,
+    );
+    let flow = flow.display().to_string();
+    let u = url(&srv, "/");
+    let args = [
+        "-t1",
+        "-c4",
+        "-R100",
+        "-d2s",
+        "--visit-timeout",
+        "300ms",
+        "-s",
+        &flow,
+    ];
+    let slo = "step.second.p99<100ms,visit_p99<10s,visits_failed<60%";
+    let (o, text) = bench_at(&[&args[..], &["--slo", slo]].concat(), &u);
+    assert_visits_balanced(&o);
+    let v = o.stats.visits.as_ref().unwrap();
+    let timed_out = v.failed.get("timeout").copied().unwrap_or(0);
+    // Every even visit rests past its bound; those started in the last
+    // 0.3 s are still in flight at the end.
+    assert!((60..=100).contains(&timed_out), "{v:?}\n{text}");
+    assert!(v.completed >= 80, "{v:?}");
+    assert!(text.contains("SLO step.second.p99<100ms: "), "{text}");
+    assert!(text.contains("SLO: met"), "{text}");
+    let third = [&args[..], &["--slo", "step.third.p99<1s", &u]].concat();
+    let Err(e) = try_bench(&third) else {
+        panic!("a step that never ran cannot pass")
+    };
+    let e = e.to_string();
+    assert!(
+        e.contains("no step named \"third\" was answered (the steps: first, second)"),
+        "{e}"
+    );
 }

@@ -21,7 +21,7 @@ use crate::engine::Stop;
 use crate::report::html::render_sweep;
 use crate::report::sweep::{
     judged_columns, rate_words, write_header, write_row, SweepConfig, SweepDocument, SweepStep,
-    SWEEP_SCHEMA,
+    SweepVisits, SWEEP_SCHEMA,
 };
 use crate::report::text;
 use crate::run::sink::{json_text, write_file, write_json};
@@ -311,7 +311,7 @@ fn run_step(
     let c = &s.counters;
     let step = SweepStep {
         rate,
-        achieved: s.requests_per_sec(),
+        achieved: s.visits_per_sec().unwrap_or_else(|| s.requests_per_sec()),
         p50: at(50.0),
         p99: at(99.0),
         p999: at(99.9),
@@ -322,6 +322,17 @@ fn run_step(
         slo: judged,
         corrected: encode(&s.latency),
         unfinished: encode(&s.unfinished),
+        visits: s.visits.as_ref().map(|v| {
+            let mut h = v.duration.clone();
+            crate::stats::add_histogram(&mut h, &v.unfinished);
+            SweepVisits {
+                due: v.due(),
+                completed: v.completed,
+                failed: v.failed_total(),
+                never_started: v.never_started,
+                p99: summary::percentile(&h, 99.0),
+            }
+        }),
     };
     Ok((step, limited))
 }

@@ -125,6 +125,10 @@ pub struct BenchArgs {
     #[arg(long = "timeout", default_value = "2s", value_parser = parse_duration, value_name = "T")]
     pub timeout: Duration,
 
+    /// A script's flow(visit): a visit running longer than this from its scheduled start ends, failed "timeout" (default: none; a visit still running at the end counts in flight)
+    #[arg(long = "visit-timeout", value_parser = parse_duration, value_name = "T", requires = "script")]
+    pub visit_timeout: Option<Duration>,
+
     /// Pin worker threads to these CPUs, round-robin: "0,1" or "0-3"
     #[arg(short = 'a', long = "affinity", value_parser = parse_cpu_list, value_name = "CPUS")]
     pub affinity: Option<CpuList>,
@@ -141,7 +145,7 @@ pub struct BenchArgs {
     #[arg(long = "rate-profile", value_parser = profile::parse_profile, value_name = "SPEC", conflicts_with = "rate")]
     pub rate_profile: Option<profile::ProfileSpec>,
 
-    /// Judge the run: "p99<10ms,p99.9<50ms,errors<0.1%,rate>=99%"; exit status 0 met, 3 not met, 4 inconclusive. Terms: pNN<T or max<T (corrected latency), the same of a phase: ttfb_p99<T (time to first byte), connect_p99<T, tls_p99<T (https), first_event_p99<T and gap_p99<T (--sse, streamed calls); errors<PCT%; rate>=PCT% (with -R)
+    /// Judge the run: "p99<10ms,p99.9<50ms,errors<0.1%,rate>=99%"; exit status 0 met, 3 not met, 4 inconclusive. Terms: pNN<T or max<T (corrected latency), the same of a phase: ttfb_p99<T (time to first byte), connect_p99<T, tls_p99<T (https), first_event_p99<T and gap_p99<T (--sse, streamed calls), visit_p99<T (a flow's visits, start to end) and step.NAME.p99<T (a flow's step); errors<PCT%; rate>=PCT% (with -R); visits_failed<PCT%
     #[arg(long = "slo", value_parser = crate::verdict::parse_slo, value_name = "SPEC")]
     pub slo: Option<crate::verdict::Slo>,
 

@@ -90,6 +90,8 @@ pub enum ConfigError {
         warmup: Duration,
         duration: Duration,
     },
+    #[error("--visit-timeout 0: a visit needs some time, e.g. --visit-timeout 30s")]
+    ZeroVisitTimeout,
     #[error("--timeout 0: the timeout must be above zero, e.g. --timeout 2s")]
     NoTimeout,
     #[error("-H '{0}': not a header; write it as 'Name: value'")]
@@ -249,6 +251,9 @@ impl Config {
         if warmup >= duration {
             return Err(ConfigError::WarmupTooLong { warmup, duration });
         }
+        if args.visit_timeout.is_some_and(|t| t.is_zero()) {
+            return Err(ConfigError::ZeroVisitTimeout);
+        }
         if args.timeout.is_zero() {
             return Err(ConfigError::NoTimeout);
         }
@@ -337,6 +342,7 @@ impl Config {
             duration,
             warmup,
             timeout: args.timeout,
+            visit_timeout: args.visit_timeout,
             load,
             start_at: args.start_at,
             headers,
@@ -383,15 +389,25 @@ pub fn check_slo_measured(slo: &Slo, run: &Setup) -> Result<(), ConfigError> {
     let over_quic = run.protocols.offer.first() == Some(&Protocol::Http3);
     let over_tls = hosts.iter().any(|t| t.scheme == Scheme::Https);
     for t in &slo.terms {
-        let Measure::Time(timed, _) = t.measure else {
-            continue;
-        };
         let never = |why, fix| {
             Err(ConfigError::SloNeverMeasured {
                 term: t.text.clone(),
                 why,
                 fix,
             })
+        };
+        let flow = match t.measure {
+            Measure::Time(timed, _) => timed.is_flow(),
+            m => m == Measure::VisitsFailed,
+        };
+        if flow && run.script.is_none() {
+            return never(
+                "visit and step terms judge the visits of a script's flow(visit)",
+                "add -s FILE with a flow(visit), or drop that term",
+            );
+        }
+        let Measure::Time(timed, _) = t.measure else {
+            continue;
         };
         if timed.is_event() && !streams {
             return match &run.calls {

@@ -197,6 +197,9 @@ pub enum EngineError {
     },
     #[error("{0}")]
     Script(#[from] ScriptError),
+    /// A flow (`flow(visit)`) with what it cannot go with.
+    #[error("{0}")]
+    Flow(String),
     #[error("the request built from the URL, -H and a script's wrk.method, wrk.path, wrk.headers and wrk.body is refused: {0}; fix those fields")]
     BadStaticRequest(RequestError),
 }

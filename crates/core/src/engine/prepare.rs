@@ -45,6 +45,7 @@ pub fn prepare(
     // Scripts first: a broken script is reported without touching the network.
     let first = setup.target.addrs[0];
     let (script, scripts) = load_scripts(setup, first)?;
+    check_flow(setup, script.as_ref())?;
     let peers = peers(setup)?;
     check_local_ports(setup, &peers)?;
     // Workers hand their closed intervals to a watched run's main thread,
@@ -145,6 +146,7 @@ fn worker_setups(
             endpoints,
             lane: setup.load.shard().lane(j, setup.threads),
             timeout: nanos(setup.timeout),
+            visit_timeout: setup.visit_timeout.map(nanos),
             max_head: setup.max_head,
             sse: setup.sse,
             calls: setup.calls.as_ref().map(|c| c.streaming),
@@ -261,6 +263,19 @@ fn load_scripts(
         .map(|j| main.create_thread(j, addr, &setup.script_args))
         .collect::<Result<_, _>>()?;
     Ok((Some(main), threads))
+}
+
+/// Refuses what a flow cannot do, or a flow's flag without a flow.
+fn check_flow(setup: &Setup, script: Option<&MainScript>) -> Result<(), EngineError> {
+    let flow = script.is_some_and(MainScript::has_flow);
+    let why = if setup.visit_timeout.is_some() && !flow {
+        "--visit-timeout bounds the visits of a script's flow(visit), and this script defines none; drop --visit-timeout, or define flow(visit)"
+    } else if flow && setup.calls.is_some() {
+        "--grpc makes every request the same call, and a script's flow(visit) builds its own requests; drop --grpc, or drop flow()"
+    } else {
+        return Ok(());
+    };
+    Err(EngineError::Flow(why.into()))
 }
 
 /// Refuses a run that would open more connections to one address than

@@ -29,6 +29,8 @@ pub struct Setup {
     pub duration: Duration,
     pub warmup: Duration,
     pub timeout: Duration,
+    /// `--visit-timeout`: how long a flow's visit may run.
+    pub visit_timeout: Option<Duration>,
     /// The closed loop, or the arrival process of rate mode.
     pub load: Load,
     /// `--start-at`: the wall-clock instant that is the schedule's zero

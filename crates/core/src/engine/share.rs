@@ -40,6 +40,8 @@ pub struct WorkerSetup {
     /// lanes)` (see `Shard::lane`).
     pub lane: (usize, usize),
     pub timeout: Nanos,
+    /// How long a flow's visit may run (`--visit-timeout`).
+    pub visit_timeout: Option<Nanos>,
     pub max_head: usize,
     /// `--sse`: response bodies are read as event streams.
     pub sse: bool,

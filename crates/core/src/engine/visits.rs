@@ -54,10 +54,13 @@ pub(super) struct Visits {
     lane: u64,
     lanes: u64,
     started: u64,
+    /// `--visit-timeout`, and each visit's deadline: (at, key, generation).
+    timeout: Option<Nanos>,
+    deadlines: BinaryHeap<Reverse<(Nanos, u32, u32)>>,
 }
 
 impl Visits {
-    pub fn new((lane, lanes): (usize, usize)) -> Visits {
+    pub fn new((lane, lanes): (usize, usize), timeout: Option<Nanos>) -> Visits {
         Visits {
             by_key: Vec::new(),
             free: Vec::new(),
@@ -66,6 +69,8 @@ impl Visits {
             lane: lane as u64,
             lanes: lanes.max(1) as u64,
             started: 0,
+            timeout,
+            deadlines: BinaryHeap::new(),
         }
     }
 
@@ -93,6 +98,11 @@ impl Visits {
         v.generation = v.generation.wrapping_add(1);
         v.start = start;
         v.live = true;
+        if let Some(t) = self.timeout {
+            let generation = v.generation;
+            self.deadlines
+                .push(Reverse((start.saturating_add(t), key, generation)));
+        }
         (key, id)
     }
 
@@ -124,10 +134,16 @@ impl Visits {
     /// Visit `key` ended at `at`: its lane, in the closed loop, starts the
     /// next one then.
     pub fn end(&mut self, key: u32, at: Nanos) {
+        self.retire(key, at, true);
+    }
+
+    fn retire(&mut self, key: u32, at: Nanos, reuse: bool) {
         let v = &mut self.by_key[key as usize];
         if v.live {
             v.live = false;
-            self.free.push(key);
+            if reuse {
+                self.free.push(key);
+            }
             if let Some(lanes) = &mut self.free_lanes {
                 lanes.push(Reverse(at));
             }
@@ -173,6 +189,25 @@ impl Visits {
         Some((at, key, if step { Due::Step } else { Due::Wake }))
     }
 
+    /// A visit past its deadline by `now` (`--visit-timeout`), ended here:
+    /// its key and scheduled start.
+    pub fn expire(&mut self, now: Nanos) -> Option<(u32, Nanos)> {
+        while let Some(&Reverse((at, key, generation))) = self.deadlines.peek() {
+            if at > now {
+                return None;
+            }
+            self.deadlines.pop();
+            let v = self.by_key[key as usize];
+            if v.live && v.generation == generation {
+                // Its step may still wait for a slot under this key: the
+                // key is not given to another visit.
+                self.retire(key, now, false);
+                return Some((key, v.start));
+            }
+        }
+        None
+    }
+
     fn drop_stale(&mut self) {
         while let Some(&Reverse((_, key, generation, _))) = self.due.peek() {
             let v = &self.by_key[key as usize];
@@ -204,7 +239,7 @@ mod tests {
 
     #[test]
     fn ids_are_unique_across_lanes_and_keys_are_reused() {
-        let mut a = Visits::new((1, 3));
+        let mut a = Visits::new((1, 3), None);
         let (k0, id0) = a.start(10);
         let (k1, id1) = a.start(20);
         assert_eq!((id0, id1), (1, 4));
@@ -218,7 +253,7 @@ mod tests {
 
     #[test]
     fn steps_and_rests_come_in_time_order_and_ended_visits_drop_out() {
-        let mut v = Visits::new((0, 1));
+        let mut v = Visits::new((0, 1), None);
         let (a, _) = v.start(0);
         let (b, _) = v.start(0);
         v.push(a, 50, Due::Wake);
@@ -233,7 +268,7 @@ mod tests {
 
     #[test]
     fn closed_loop_lanes_start_again_as_visits_end() {
-        let mut v = Visits::new((0, 1));
+        let mut v = Visits::new((0, 1), None);
         v.lanes(2, 5);
         assert_eq!(v.take_lane(5, 100), Some(5));
         assert_eq!(v.take_lane(5, 100), Some(5));
@@ -242,5 +277,19 @@ mod tests {
         v.end(k, 70);
         assert_eq!(v.next_lane(), Some(70));
         assert_eq!(v.take_lane(80, 70), None, "not at or past the end");
+    }
+
+    #[test]
+    fn visits_past_their_deadline_end() {
+        let mut v = Visits::new((0, 1), Some(100));
+        let (a, _) = v.start(0);
+        let (b, _) = v.start(50);
+        v.end(a, 20);
+        assert_eq!(v.expire(120), None, "a ended in time; b has until 150");
+        assert_eq!(v.expire(150), Some((b, 50)));
+        assert!(!v.holds(v.tag(b)));
+        assert_eq!(v.expire(1_000), None);
+        assert_eq!(v.start(200).0, a, "a's key is free again, b's is not");
+        assert_ne!(v.start(200).0, b);
     }
 }

@@ -92,7 +92,13 @@ pub fn documents(docs: &[(String, Document)]) -> Result<Merged, String> {
         let damaged = |e: std::io::Error| format!("{name}: {e}; the document is damaged");
         for e in &d.endpoints {
             let e = e.stats().map_err(damaged)?;
-            endpoints.entry(e.name.clone()).or_default().add(&e);
+            let into = endpoints
+                .entry(e.name.clone())
+                .or_insert_with(|| EndpointStats {
+                    name: e.name.clone(),
+                    ..Default::default()
+                });
+            into.add(&e);
         }
         if let Some(v) = &d.visits {
             let v = v.stats().map_err(damaged)?;

@@ -51,7 +51,8 @@ pub struct SweepConfig {
 /// One step: a full measured run at a constant rate, judged.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SweepStep {
-    /// The rate offered, and the rate of completed requests, per second.
+    /// The rate offered, and the rate of completed requests, per second
+    /// (of a flow: of visits asked for, and of visits started).
     pub rate: f64,
     pub achieved: f64,
     /// Corrected latency with unfinished requests at their lower bounds,
@@ -76,6 +77,22 @@ pub struct SweepStep {
     /// corrected latency, and the unfinished ones' lower bounds.
     pub corrected: String,
     pub unfinished: String,
+    /// A flow's visits: `rate` and `achieved` count visits started, and
+    /// these say how they ended. Absent for runs of requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visits: Option<SweepVisits>,
+}
+
+/// How a step's visits ended (a flow).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepVisits {
+    pub due: u64,
+    pub completed: u64,
+    pub failed: u64,
+    pub never_started: u64,
+    /// Visits' durations at p99, unfinished ones at their lower bounds
+    /// (µs); `null` when none ended or was under way.
+    pub p99: Option<u64>,
 }
 
 /// A column of the table beside the whole-response latency: a term of

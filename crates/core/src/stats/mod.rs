@@ -1091,6 +1091,13 @@ impl RunStats {
         }
     }
 
+    /// A flow's visits started per second, over the same window as
+    /// [`RunStats::requests_per_sec`].
+    pub fn visits_per_sec(&self) -> Option<f64> {
+        let v = self.visits.as_ref()?;
+        Some(per_sec(v.started, self.rate_window))
+    }
+
     /// Completed requests per second over the measured window (or its
     /// floor, [`RunStats::rate_window`]).
     pub fn requests_per_sec(&self) -> f64 {

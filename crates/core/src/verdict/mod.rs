@@ -12,6 +12,7 @@
 //! term that measured nothing (a first event, when no response carried
 //! one) makes the verdict inconclusive too, unless another term failed.
 
+mod flow;
 mod limit;
 mod report;
 
@@ -43,6 +44,8 @@ pub struct Term {
     pub inclusive: bool,
     /// Microseconds for latency, a fraction (0.001 for 0.1%) for shares.
     pub bound: f64,
+    /// The step a `step.NAME.…` term bounds.
+    pub step: Option<String>,
 }
 
 /// What a term bounds.
@@ -55,6 +58,8 @@ pub enum Measure {
     Errors,
     /// Completed requests over intended ones, from below.
     Rate,
+    /// A flow's failed visits over its due ones, from above.
+    VisitsFailed,
 }
 
 /// The times a term may bound, by the prefix of its name.
@@ -74,16 +79,23 @@ pub enum Timed {
     FirstEvent,
     /// `--sse`: between two events of a response (`gap_p99`).
     Gap,
+    /// A flow's visits, scheduled start to end, unfinished ones at their
+    /// lower bounds (`visit_p99`).
+    Visit,
+    /// A flow's step, the corrected latency of its requests
+    /// (`step.NAME.p99`; the name is the term's).
+    Step,
 }
 
 impl Timed {
     /// The prefixes of term names, each with what it bounds.
-    pub const PREFIXES: [(&'static str, Timed); 5] = [
+    pub const PREFIXES: [(&'static str, Timed); 6] = [
         ("ttfb_", Timed::FirstByte),
         ("connect_", Timed::Connect),
         ("tls_", Timed::Tls),
         ("first_event_", Timed::FirstEvent),
         ("gap_", Timed::Gap),
+        ("visit_", Timed::Visit),
     ];
 
     /// The histogram of `stats` this measure reads. Events are read only
@@ -103,7 +115,13 @@ impl Timed {
                 Some(e) if e.measured() => Cow::Borrowed(&e.gap),
                 _ => Cow::Owned(crate::stats::new_histogram()),
             },
+            Timed::Visit | Timed::Step => flow::visits(stats),
         }
+    }
+
+    /// Whether only a flow (`flow(visit)`) measures it.
+    pub fn is_flow(self) -> bool {
+        matches!(self, Timed::Visit | Timed::Step)
     }
 
     /// Whether this is an event's time (`first_event_`, `gap_`), which
@@ -126,6 +144,7 @@ impl Timed {
             (Timed::Gap, Some(_)) => "no response carried two events".to_string(),
             (Timed::Tls, _) => "no connection made a TLS handshake".to_string(),
             (Timed::Connect, _) => "no connection was opened".to_string(),
+            (Timed::Visit | Timed::Step, _) => flow::unmeasured(stats),
             _ => "nothing was measured for it".to_string(),
         }
     }
@@ -146,8 +165,9 @@ pub fn parse_slo(spec: &str) -> Result<Slo, String> {
 
 fn parse_term(text: &str) -> Result<Term, String> {
     let forms = "terms are pNN<TIME (p99<10ms), max<TIME, the same of ttfb_, connect_, tls_, \
-                 first_event_ or gap_ (ttfb_p99<200ms), errors<PCT% (errors<0.1%) or \
-                 rate>=PCT% (rate>=99%)";
+                 first_event_, gap_ or visit_ (ttfb_p99<200ms) and of a flow's step \
+                 (step.login.p99<200ms), errors<PCT% (errors<0.1%), rate>=PCT% (rate>=99%) \
+                 or visits_failed<PCT%";
     let at = text
         .find(['<', '>'])
         .ok_or_else(|| format!("{text:?} has no bound; {forms}"))?;
@@ -157,14 +177,21 @@ fn parse_term(text: &str) -> Result<Term, String> {
         None => (&rest[..1], rest[1..].trim()),
     };
     let (upper, inclusive) = (op.starts_with('<'), op.len() == 2);
-    let (timed, point) = Timed::PREFIXES
-        .iter()
-        .find_map(|&(prefix, timed)| name.strip_prefix(prefix).map(|rest| (timed, rest)))
-        .unwrap_or((Timed::Latency, name));
+    let (timed, point, step) = match flow::step_term(name, text)? {
+        Some((step, point)) => (Timed::Step, point, Some(step)),
+        None => {
+            let (timed, point) = Timed::PREFIXES
+                .iter()
+                .find_map(|&(prefix, timed)| name.strip_prefix(prefix).map(|rest| (timed, rest)))
+                .unwrap_or((Timed::Latency, name));
+            (timed, point, None)
+        }
+    };
     let measure = match point {
         "max" => Measure::Time(timed, 100.0),
         "errors" if timed == Timed::Latency => Measure::Errors,
         "rate" if timed == Timed::Latency => Measure::Rate,
+        "visits_failed" if timed == Timed::Latency => Measure::VisitsFailed,
         _ => match point.strip_prefix('p').map(str::parse::<f64>) {
             Some(Ok(p)) if p > 0.0 && p <= 100.0 => Measure::Time(timed, p),
             Some(Ok(_)) => {
@@ -192,8 +219,8 @@ fn parse_term(text: &str) -> Result<Term, String> {
             let d: Duration = parse_duration(value).map_err(|e| format!("{text:?}: {e}"))?;
             d.as_secs_f64() * 1e6
         }
-        Measure::Errors | Measure::Rate => {
-            let wants_upper = measure == Measure::Errors;
+        Measure::Errors | Measure::Rate | Measure::VisitsFailed => {
+            let wants_upper = measure != Measure::Rate;
             if upper != wants_upper {
                 let fixed = if wants_upper { "<" } else { ">=" };
                 return Err(format!(
@@ -218,6 +245,7 @@ fn parse_term(text: &str) -> Result<Term, String> {
         measure,
         inclusive,
         bound,
+        step,
     })
 }
 
@@ -244,7 +272,9 @@ impl Slo {
             .iter()
             .map(|t| {
                 let (value, unit) = match t.measure {
+                    Measure::Time(Timed::Step, p) => (flow::step_time(stats, t, p), "us"),
                     Measure::Time(timed, p) => (time(timed, p), "us"),
+                    Measure::VisitsFailed => (flow::failed_share(stats), "share"),
                     Measure::Errors => (share(c.errors.lost_requests() + c.errors.status), "share"),
                     Measure::Rate => (share(c.completed), "share"),
                 };
@@ -270,10 +300,20 @@ impl Slo {
             .iter()
             .zip(&rows)
             .find_map(|(t, r)| match t.measure {
+                Measure::Time(Timed::Step, _) if r.value.is_none() => Some(format!(
+                    "{} was not measured: {}",
+                    t.text,
+                    flow::no_step(stats, t)
+                )),
                 Measure::Time(timed, _) if r.value.is_none() => Some(format!(
                     "{} was not measured: {}",
                     t.text,
                     timed.unmeasured(stats)
+                )),
+                Measure::VisitsFailed if r.value.is_none() => Some(format!(
+                    "{} was not measured: {}",
+                    t.text,
+                    flow::unmeasured(stats)
                 )),
                 _ => None,
             });
@@ -325,6 +365,33 @@ mod tests {
             (t[4].measure, t[4].bound, t[4].inclusive),
             (Measure::Rate, 0.99, true)
         );
+    }
+
+    #[test]
+    fn flow_terms_parse() {
+        let slo =
+            parse_slo("step.login.p99<200ms,step.a.b.max<=1s,visit_p99.9<5s,visits_failed<1%")
+                .unwrap();
+        let t = &slo.terms;
+        assert_eq!(
+            (t[0].measure, t[0].step.as_deref(), t[0].bound),
+            (Measure::Time(Timed::Step, 99.0), Some("login"), 200_000.0)
+        );
+        assert_eq!(
+            (t[1].measure, t[1].step.as_deref()),
+            (Measure::Time(Timed::Step, 100.0), Some("a.b")),
+            "the name runs to the last dot"
+        );
+        assert_eq!(t[2].measure, Measure::Time(Timed::Visit, 99.9));
+        assert_eq!((t[3].measure, t[3].bound), (Measure::VisitsFailed, 0.01));
+        for (bad, says) in [
+            ("step.p99<1s", "names the step and a percentile"),
+            ("visits_failed>1%", "bounded from above"),
+            ("step.x.p99>1s", "bounded from above"),
+        ] {
+            let e = parse_slo(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
     }
 
     /// Phases are bounded as latency is, each from its own histogram.

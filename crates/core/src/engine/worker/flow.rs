@@ -87,7 +87,9 @@ impl Worker {
                 self.stats.visit_ended(start, at, Some(&reason));
             }
             Err(e) => {
+                // The run stops on it; the visit still balances its ledger.
                 visits.end(key, at);
+                self.stats.visit_ended(start, at, Some("script error"));
                 self.fail(e.into());
             }
         }
@@ -170,6 +172,16 @@ impl Worker {
         let schedule = &mut self.schedule;
         self.stats
             .visits_never_started(stop_at, |a, b| schedule.count_pending(a, b));
+    }
+
+    /// Visits past `--visit-timeout` by `now` end, failed "timeout": their
+    /// coroutines go, and an answer still coming is counted as a request
+    /// only.
+    pub(super) fn expire_visits(&mut self, now: Nanos) {
+        while let Some((key, start)) = self.visits.as_mut().and_then(|v| v.expire(now)) {
+            self.script_mut().visit_end(key);
+            self.stats.visit_ended(start, now, Some("timeout"));
+        }
     }
 
     fn script_mut(&mut self) -> &mut crate::script::ThreadScript {

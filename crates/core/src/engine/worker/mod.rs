@@ -179,7 +179,7 @@ impl Worker {
             visits: None,
         };
         if w.hooks.script_ref().is_some_and(|s| s.has_flow()) {
-            w.visits = Some(Visits::new(setup.lane));
+            w.visits = Some(Visits::new(setup.lane, setup.visit_timeout));
             w.stats.by_visits();
         }
         if setup.calls == Some(true) {

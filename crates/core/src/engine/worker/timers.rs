@@ -48,6 +48,7 @@ impl Worker {
         if now >= self.next_publish {
             self.publish(now);
         }
+        self.expire_visits(now);
         let paced = self.paced();
         for i in 0..self.pool.len() {
             // With thousands of connections a sweep takes milliseconds;

@@ -12,6 +12,7 @@
 mod axis;
 mod blocks;
 mod charts;
+mod flows;
 mod fmt;
 mod slo;
 mod style;
@@ -51,7 +52,11 @@ pub fn render(doc: &Document) -> String {
     over_time(&mut page, doc);
     profile(&mut page, doc);
     tables::accounting(&mut page, doc);
-    tables::endpoints(&mut page, doc);
+    if doc.visits.is_some() {
+        flows::section(&mut page, doc);
+    } else {
+        tables::endpoints(&mut page, doc);
+    }
     tables::threads(&mut page, doc);
     let _ = writeln!(
         page,

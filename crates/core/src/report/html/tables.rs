@@ -598,21 +598,7 @@ pub fn endpoints(page: &mut String, doc: &Document) {
     }
     page.push_str("<section>\n<h2>Endpoints</h2>\n");
     page.push_str("<p>Corrected latency of each endpoint of the requests file.</p>\n");
-    let rows: Vec<Vec<String>> = doc
-        .endpoints
-        .iter()
-        .map(|e| {
-            let mut row = vec![
-                format!("<code>{}</code>", escape(&e.name)),
-                count(e.completed),
-                count(e.errors),
-            ];
-            for p in [50.0, 99.0, 99.9] {
-                row.push(latency_or_missing(at(&e.latency, p)));
-            }
-            row
-        })
-        .collect();
+    let rows: Vec<Vec<String>> = doc.endpoints.iter().map(endpoint_row).collect();
     grid(
         page,
         "numbers endpoints",
@@ -620,6 +606,20 @@ pub fn endpoints(page: &mut String, doc: &Document) {
         &rows,
     );
     page.push_str("</section>\n");
+}
+
+/// An endpoint's (or a flow step's) name, counts and corrected p50, p99
+/// and p99.9.
+pub(super) fn endpoint_row(e: &json::Endpoint) -> Vec<String> {
+    let mut row = vec![
+        format!("<code>{}</code>", escape(&e.name)),
+        count(e.completed),
+        count(e.errors),
+    ];
+    for p in [50.0, 99.0, 99.9] {
+        row.push(latency_or_missing(at(&e.latency, p)));
+    }
+    row
 }
 
 /// Per phase of a rate profile: the rate intended and achieved, errors,

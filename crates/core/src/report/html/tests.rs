@@ -762,6 +762,7 @@ fn step(rate: f64, p99: u64, verdict: Verdict, reason: Option<&str>) -> SweepSte
         ),
         corrected: String::new(),
         unfinished: String::new(),
+        visits: None,
     }
 }
 

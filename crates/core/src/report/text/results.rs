@@ -393,7 +393,9 @@ pub(super) fn write_own_lines(out: &mut impl Write, r: &TextReport) -> io::Resul
     if !r.latency && !stats.unfinished.is_empty() {
         writeln!(out, "  {}", with_unfinished_line(stats))?;
     }
-    if r.load.is_open() {
+    // A flow's steps have intended times in the closed loop too.
+    let paced = r.load.is_open() || stats.visits.is_some();
+    if paced {
         writeln!(out, "  {}", send_lag_line(&stats.send_lag))?;
     }
     if let Some(protocol) = r.protocol {
@@ -443,7 +445,13 @@ pub(super) fn write_own_lines(out: &mut impl Write, r: &TextReport) -> io::Resul
     if let Some(line) = accounting_line(&stats.counters) {
         writeln!(out, "  {line}")?;
     }
-    if !r.load.is_open() {
+    if !r.load.is_open() && stats.visits.is_some() {
+        writeln!(
+            out,
+            "  Note: -c visits run back to back (closed loop), each step timed from the end of \
+             the one before (plus its rests); -R starts visits on a schedule instead"
+        )?;
+    } else if !paced {
         writeln!(
             out,
             "  Note: latency is measured from send to response (closed loop); \
