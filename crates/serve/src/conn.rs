@@ -218,7 +218,7 @@ impl<S: Stream> Conn<S> {
             http10: head.http10,
             close: !head.keep_alive || self.shared.close_due(self.answered),
             fault: self.shared.fault_due(self.faulty),
-            pass: self.shared.tokens.pass(head.route, |_| head.authorized),
+            pass: head.route.pass(&self.shared.tokens, |_| head.authorized),
         };
         let reply = reply_for(ask, self.shared.defaults);
         self.send(reply, arrival, served, head.route.delay()).await

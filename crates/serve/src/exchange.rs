@@ -325,7 +325,7 @@ async fn read_request<E: Exchange>(
         http10: false,
         close: shared.close_due(answered),
         fault: shared.fault_due(link.faulty),
-        pass: shared.tokens.pass(route, |key| {
+        pass: route.pass(&shared.tokens, |key| {
             let fields = parts.headers.iter();
             key.admits(fields.map(|(name, value)| (name.as_str(), value.as_bytes())))
         }),

@@ -17,7 +17,7 @@ use std::time::Duration;
 use super::config::Sse;
 use super::fault::Fault;
 use super::reply::{Body, Connection, Reply, Response};
-use super::token::Pass;
+use super::token::{Key, Pass, Tokens};
 
 /// What a request's path selects.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -48,6 +48,17 @@ pub(crate) enum Route {
 }
 
 impl Route {
+    /// What a request for this route is owed: a new token for `/login`,
+    /// for `/private` whether `admitted` (asked of the key) says it holds
+    /// a signed token, and for any other route nothing, no header read.
+    pub(crate) fn pass(self, tokens: &Tokens, admitted: impl FnOnce(&Key) -> bool) -> Pass {
+        match self {
+            Route::Login => Pass::Minted(tokens.mint()),
+            Route::Private if admitted(tokens.key()) => Pass::Valid,
+            _ => Pass::Anonymous,
+        }
+    }
+
     pub(crate) fn parse(target: &str) -> Route {
         let mut segments = path_of(target).trim_start_matches('/').split('/');
         let first = segments.next().unwrap_or("");
@@ -237,6 +248,25 @@ fn chunked(len: u64, trailer: bool) -> Body {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_login_mints_and_only_private_looks() {
+        let tokens = Tokens::default();
+        let mut looked = false;
+        assert_eq!(
+            Route::Default.pass(&tokens, |_| {
+                looked = true;
+                true
+            }),
+            Pass::Anonymous
+        );
+        assert!(!looked, "no header is read for other routes");
+        let Pass::Minted(token) = Route::Login.pass(&tokens, |_| false) else {
+            panic!()
+        };
+        assert!(tokens.key().signed(token));
+        assert_ne!(tokens.mint(), token, "each login gets a token of its own");
+    }
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)

@@ -18,8 +18,6 @@ use std::fmt;
 use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use super::route::Route;
-
 /// The cookie that carries a token.
 pub(crate) const COOKIE_NAME: &str = "metron_token";
 /// Hex digits of a token's signature: a whole `u64`, always this many.
@@ -209,17 +207,6 @@ impl Tokens {
             sig: self.key.sign(n),
         }
     }
-
-    /// What a request for `route` is owed: a new token for `/login`, for
-    /// `/private` whether `admitted` (asked of the key) says it holds a
-    /// signed token, and for any other route nothing, no header read.
-    pub(crate) fn pass(&self, route: Route, admitted: impl FnOnce(&Key) -> bool) -> Pass {
-        match route {
-            Route::Login => Pass::Minted(self.mint()),
-            Route::Private if admitted(&self.key) => Pass::Valid,
-            _ => Pass::Anonymous,
-        }
-    }
 }
 
 #[cfg(test)]
@@ -229,7 +216,11 @@ mod tests {
     /// Whether `/private` with these header fields passes with `tokens`.
     fn private(tokens: &Tokens, fields: &[(&str, &str)]) -> Pass {
         let fields = fields.iter().map(|(n, v)| (*n, v.as_bytes()));
-        tokens.pass(Route::Private, |key| key.admits(fields))
+        if tokens.key().admits(fields) {
+            Pass::Valid
+        } else {
+            Pass::Anonymous
+        }
     }
 
     #[test]
@@ -324,24 +315,5 @@ mod tests {
         assert_eq!(pass(&[("cookie", &other)]), Pass::Anonymous);
         assert_eq!(pass(&[("x-token", &token)]), Pass::Anonymous);
         assert_eq!(pass(&[]), Pass::Anonymous);
-    }
-
-    #[test]
-    fn only_login_mints_and_only_private_looks() {
-        let tokens = Tokens::default();
-        let mut looked = false;
-        assert_eq!(
-            tokens.pass(Route::Default, |_| {
-                looked = true;
-                true
-            }),
-            Pass::Anonymous
-        );
-        assert!(!looked, "no header is read for other routes");
-        let Pass::Minted(token) = tokens.pass(Route::Login, |_| false) else {
-            panic!()
-        };
-        assert!(tokens.key().signed(token));
-        assert_eq!(tokens.mint().n, token.n + 1);
     }
 }
