@@ -273,6 +273,10 @@ pub struct Endpoint {
     pub uncorrected: Option<Summary>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uncorrected_histogram: Option<String>,
+    /// Lost requests at their ages when given up (lower bounds), once one
+    /// was lost. Absent from older documents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unfinished_histogram: Option<String>,
     /// Responses by status code. Absent from older documents.
     #[serde(default, skip_serializing_if = "StatusCodes::is_empty")]
     pub status_codes: StatusCodes,
@@ -688,6 +692,7 @@ mod build {
                 histogram: encode(h),
                 uncorrected: e.uncorrected.as_ref().map(summarize),
                 uncorrected_histogram: e.uncorrected.as_ref().map(encode),
+                unfinished_histogram: e.unfinished.as_ref().map(encode),
                 status_codes: e.status_codes,
             }
         }
@@ -701,6 +706,11 @@ mod build {
                 latency: Some(decode(&self.histogram)?),
                 uncorrected: self
                     .uncorrected_histogram
+                    .as_deref()
+                    .map(decode)
+                    .transpose()?,
+                unfinished: self
+                    .unfinished_histogram
                     .as_deref()
                     .map(decode)
                     .transpose()?,

@@ -69,11 +69,22 @@ local function has_field(headers, wanted)
   return false
 end
 
+-- Answers' header names come in lower case (HTTP/2 and HTTP/3 send them
+-- so); this finds them by any case.
+local any_case = {
+  __index = function(t, k)
+    if type(k) == "string" then return rawget(t, lower(k)) end
+  end,
+}
+
 local function step(method, path, opts)
   local what = "http." .. lower(method)
   local visit = visit_of(what)
   if type(path) ~= "string" then
     error(what .. "(path, opts): the path must be a string, got " .. type(path), 3)
+  end
+  if find(path, "[%s%c]") then
+    error(what .. ": the path holds a space or a control character; percent-encode it (%20)", 3)
   end
   if sub(path, 1, 1) ~= "/" then
     error(what .. "(\"" .. path .. "\"): a step's path starts with '/'; every step goes to the URL's host (set headers.Host to name another virtual host)", 3)
@@ -99,7 +110,15 @@ local function step(method, path, opts)
       if type(k) ~= "string" or (type(v) ~= "string" and type(v) ~= "number") then
         error(what .. ": opts.headers must map names to strings, got " .. type(k) .. " = " .. type(v), 3)
       end
-      headers[k] = tostring(v)
+      v = tostring(v)
+      if not find(k, "^[%w!#$%%&'*+.^_`|~-]+$") or find(v, "[\r\n%z]") then
+        error(what .. ": the header " .. k .. " is not a valid field (a name of letters, digits and -, a value without line breaks)", 3)
+      end
+      -- A field of -H is replaced whatever the case of its name.
+      for old in pairs(headers) do
+        if lower(old) == lower(k) then headers[old] = nil end
+      end
+      headers[k] = v
     end
   end
   if not has_field(headers, "cookie") then
@@ -112,6 +131,7 @@ local function step(method, path, opts)
   end
   local response, cookies = yield("step", bytes, name)
   if cookies then absorb(visit.jar, cookies) end
+  setmetatable(response.headers, any_case)
   return response
 end
 
@@ -134,6 +154,9 @@ local function rest(what, seconds)
   visit_of(what)
   if type(seconds) ~= "number" or seconds ~= seconds or seconds < 0 or seconds == huge then
     error(what .. ": the time must be a finite number of seconds, 0 or more, got " .. tostring(seconds), 3)
+  end
+  if seconds > 1e9 then
+    error(what .. ": " .. tostring(seconds) .. " s is longer than any run; rest at most 1e9 s", 3)
   end
   yield("think", seconds)
 end
@@ -163,6 +186,7 @@ local Visit = {}
 Visit.__index = Visit
 
 function Visit:set(key, value)
+  if key == nil then error("visit:set(key, value): the key is nil", 2) end
   rawget(self, "data")[key] = value
 end
 

@@ -311,6 +311,30 @@ mod tests {
     }
 
     #[test]
+    fn answers_headers_are_found_in_any_case_and_steps_replace_command_line_fields() {
+        let mut target = target();
+        target.headers = vec![("X-Global".into(), "g".into())];
+        let code = r#"function flow(visit)
+                 local r = http.get("/a")
+                 if r.headers["Content-Type"] ~= "text/plain" then visit:fail("case") end
+                 http.get("/b", { headers = { ["x-global"] = "mine" } })
+               end"#;
+        let mut main = MainScript::load(&script_file("flow.lua", code), target).unwrap();
+        let mut t = main
+            .create_thread(0, "127.0.0.1:8080".parse().unwrap(), &[])
+            .unwrap();
+        t.visit_start(0, 0).unwrap();
+        assert!(step(&mut t, 0).0.contains("X-Global: g\r\n"));
+        let fields: &[(&str, &[u8])] = &[("content-type", b"text/plain")];
+        assert_eq!(answer(&mut t, 0, 200, fields, b""), Next::Step);
+        let (text, _) = step(&mut t, 0);
+        assert!(
+            text.contains("x-global: mine\r\n") && !text.contains("X-Global"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn thinks_draw_from_their_distributions() {
         let mut t = thread(
             r#"function flow(visit)
@@ -360,6 +384,9 @@ mod tests {
             ("function flow(v)\n  think('x')\nend", "flow.lua:2: think: the time must be a finite number"),
             ("function flow(v)\n  local co = coroutine.create(function() http.get('/') end)\n  local ok, e = coroutine.resume(co)\n  error(e, 0)\nend", "works only inside flow(visit)"),
             ("function flow(v)\n  coroutine.yield(1)\nend", "only http.*, think() and visit:fail() may pause a visit"),
+            ("function flow(v)\n  http.get('/', { headers = { ['X-A'] = 'a\\r\\nX-B: 1' } })\nend", "flow.lua:2: http.get: the header X-A is not a valid field"),
+            ("function flow(v)\n  http.get('/a b')\nend", "flow.lua:2: http.get: the path holds a space"),
+            ("function flow(v)\n  think(1e12)\nend", "flow.lua:2: think: 1000000000000 s is longer than any run"),
         ];
         for (code, says) in cases {
             let mut t = thread(code);

@@ -148,10 +148,12 @@ impl ThreadScript {
             return Ok(None);
         };
         *out = bytes;
-        request::metas_into(out, requests).map_err(|why| ScriptError::NotHttp {
+        request::metas_into(out, requests).map_err(|why| ScriptError::Lua {
+            stage: Stage::Flow,
             file: self.file.clone(),
-            location: self.file.clone(),
-            why: why.to_string(),
+            message: format!(
+                "a step's request is not valid HTTP ({why}): check its path, headers and body"
+            ),
         })?;
         Ok(Some(step))
     }
@@ -420,7 +422,8 @@ fn answer_tables(
         if name.eq_ignore_ascii_case("set-cookie") {
             cookies.raw_push(value.clone())?;
         }
-        fields.raw_set(name, value)?;
+        // Lower case whatever the protocol; the flow finds any case.
+        fields.raw_set(name.to_ascii_lowercase(), value)?;
     }
     response.raw_set("status", status)?;
     response.raw_set("headers", fields)?;

@@ -742,6 +742,9 @@ pub struct EndpointStats {
     pub latency: Option<Histogram<u64>>,
     /// Uncorrected latency (send → response), likewise.
     pub uncorrected: Option<Histogram<u64>>,
+    /// Lost requests at their ages when given up (lower bounds of their
+    /// corrected latency), once one was lost.
+    pub unfinished: Option<Histogram<u64>>,
     pub status_codes: StatusCodes,
 }
 
@@ -761,6 +764,7 @@ impl EndpointStats {
         for (mine, theirs) in [
             (&mut self.latency, &other.latency),
             (&mut self.uncorrected, &other.uncorrected),
+            (&mut self.unfinished, &other.unfinished),
         ] {
             if let Some(h) = theirs {
                 add_histogram(mine.get_or_insert_with(new_histogram), h);
@@ -812,6 +816,14 @@ impl ThreadStats {
 
     /// A measured request of endpoint `e` ended: answered after
     /// `latency_us` (corrected), or lost (`None`).
+    /// A measured request of endpoint `e` was lost `age_us` after its
+    /// intended time.
+    pub fn record_endpoint_lost(&mut self, e: usize, age_us: u64) {
+        if let Some(stats) = self.endpoints.get_mut(e) {
+            record_clamped(stats.unfinished.get_or_insert_with(new_histogram), age_us);
+        }
+    }
+
     pub fn record_endpoint(&mut self, e: usize, answered: Option<Answered>, error: bool) {
         // A flow's steps are named as the visits take them: the list grows.
         if self.visits.is_some() && self.endpoints.len() <= e {

@@ -350,6 +350,7 @@ impl Recorder {
             }
         }
         self.endpoint(stamp, None, true, offset);
+        self.endpoint_lost(stamp, now);
     }
 
     /// Files the lower bound of an unfinished request intended at
@@ -367,6 +368,16 @@ impl Recorder {
 
     /// A measured request of an endpoint (a flow's step) ended: answered
     /// (`Some`), or lost.
+    /// A measured request of an endpoint (a flow's step) was lost `now`:
+    /// its age then is a lower bound of its latency.
+    fn endpoint_lost(&mut self, stamp: Stamp, now: Nanos) {
+        let kept = !self.stats.endpoints.is_empty() || self.stats.visits.is_some();
+        if let Some(e) = stamp.endpoint.filter(|_| kept) {
+            let age = to_us(now.saturating_sub(stamp.intended));
+            self.stats.record_endpoint_lost(usize::from(e), age);
+        }
+    }
+
     fn endpoint(
         &mut self,
         stamp: Stamp,

@@ -42,16 +42,23 @@ pub(super) fn visits(stats: &RunStats) -> Cow<'_, Histogram<u64>> {
 /// The time at percentile `p` of the step `t` names, if it ran.
 pub(super) fn step_time(stats: &RunStats, t: &Term, p: f64) -> Option<f64> {
     let name = t.step.as_deref()?;
-    let h = stats
-        .endpoints
-        .iter()
-        .find(|e| e.name == name)?
+    let e = stats.endpoints.iter().find(|e| e.name == name)?;
+    // Lost steps count at their ages when given up, as unfinished
+    // requests do in the run's terms: a step that timed out cannot pass.
+    let mut h = e
         .latency
-        .as_ref()?;
+        .clone()
+        .unwrap_or_else(crate::stats::new_histogram);
+    if let Some(u) = &e.unfinished {
+        crate::stats::add_histogram(&mut h, u);
+    }
+    if h.is_empty() {
+        return None;
+    }
     let v = if p >= 100.0 {
-        summary::maximum(h)
+        summary::maximum(&h)
     } else {
-        summary::percentile(h, p)
+        summary::percentile(&h, p)
     };
     v.map(|v| v as f64)
 }
@@ -60,6 +67,12 @@ pub(super) fn step_time(stats: &RunStats, t: &Term, p: f64) -> Option<f64> {
 pub(super) fn failed_share(stats: &RunStats) -> Option<f64> {
     let v = stats.visits.as_ref()?;
     (v.due() > 0).then(|| v.failed_total() as f64 / v.due() as f64)
+}
+
+/// Visits started over due ones (a flow's `rate>=` term).
+pub(super) fn started_share(stats: &RunStats) -> Option<f64> {
+    let v = stats.visits.as_ref()?;
+    (v.due() > 0).then(|| v.started as f64 / v.due() as f64)
 }
 
 /// Why a visit term has no value.

@@ -276,7 +276,11 @@ impl Slo {
                     Measure::Time(timed, p) => (time(timed, p), "us"),
                     Measure::VisitsFailed => (flow::failed_share(stats), "share"),
                     Measure::Errors => (share(c.errors.lost_requests() + c.errors.status), "share"),
-                    Measure::Rate => (share(c.completed), "share"),
+                    // A flow's schedule is of visits: those it started.
+                    Measure::Rate => match flow::started_share(stats) {
+                        Some(v) => (Some(v), "share"),
+                        None => (share(c.completed), "share"),
+                    },
                 };
                 let met = value.is_some_and(|value| match (t.measure, t.inclusive) {
                     (Measure::Rate, true) => value >= t.bound,

@@ -77,7 +77,10 @@ impl Worker {
         match next {
             Ok(Next::Step) if now => return Some((at, key)),
             Ok(Next::Step) => visits.push(key, at, Due::Step),
-            Ok(Next::Think(s)) => visits.push(key, at + (s * 1e9) as Nanos, Due::Wake),
+            Ok(Next::Think(s)) => {
+                let rest = (s * 1e9) as Nanos;
+                visits.push(key, at.saturating_add(rest), Due::Wake)
+            }
             Ok(Next::Done) => {
                 visits.end(key, at);
                 self.stats.visit_ended(start, at, None);

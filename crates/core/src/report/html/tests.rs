@@ -225,6 +225,7 @@ pub fn sample() -> Document {
             histogram: String::new(),
             uncorrected: None,
             uncorrected_histogram: None,
+            unfinished_histogram: None,
             status_codes: Default::default(),
         }],
         phases: Vec::new(),

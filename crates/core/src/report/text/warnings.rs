@@ -10,8 +10,18 @@ pub fn warnings(r: &TextReport) -> Vec<String> {
     let lost = lost_warning(&r.stats.counters);
     let limit = connection_limit_warning(&r.stats.counters);
     let events = r.stats.events.as_ref().and_then(no_events_warning);
+    let visits = r.stats.visits.as_ref().and_then(never_started_warning);
     let Some(rate) = r.load.rate() else {
-        return [limit, lost, events].into_iter().flatten().collect();
+        return [limit, lost, events, visits]
+            .into_iter()
+            .flatten()
+            .collect();
+    };
+    // A flow's -R counts visits, each of several steps falling due at its
+    // own pace: the requests due per second stand for the rate asked.
+    let rate = match &r.stats.visits {
+        Some(_) => r.stats.counters.due as f64 / r.stats.rate_window.as_secs_f64().max(1e-9),
+        None => rate,
     };
     [
         limit,
@@ -19,10 +29,25 @@ pub fn warnings(r: &TextReport) -> Vec<String> {
         lost,
         send_lag_warning(r, rate),
         events,
+        visits,
     ]
     .into_iter()
     .flatten()
     .collect()
+}
+
+/// A flow's visits that never started: no connection was free for their
+/// first step before the run ended.
+fn never_started_warning(v: &crate::stats::VisitStats) -> Option<String> {
+    (v.never_started > 0).then(|| {
+        format!(
+            "{} of {} due visits never started: no connection was free for their first step \
+             before the run ended (a slow or stalled server, or too few connections); raise -c, \
+             or pass --max-connections to open more as needed",
+            v.never_started,
+            v.due()
+        )
+    })
 }
 
 /// The server's connection limit, when the pool ran into it: connections
