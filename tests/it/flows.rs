@@ -2,10 +2,11 @@
 //! schedule, each step timed from when it should have gone, against
 //! ground truth; their own ledger; and the closed loop's lanes.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use crate::common::files::{self, lua_file};
+use crate::common::httpbin::{Httpbin, Logged};
 use crate::common::*;
 use metron::serve::{ServeConfig, StallPlan};
 
@@ -192,6 +193,123 @@ fn a_flow_reads_its_answers_and_keeps_a_jar_per_visit() {
         assert!(r.header("x-visit").is_some(), "{r:?}");
     }
     assert!(text.contains("odd visit: "), "{text}");
+}
+
+/// A real application nobody here wrote: httpbin under gunicorn
+/// (tests/scripts/flow_httpbin.lua). Each visit sets a cookie and reads it
+/// back, takes a token from one answer and authenticates with it, then
+/// waits on /delay. Gunicorn's access log holds the ledger's requests step
+/// by step (those on the wire at the end at most once), each visit's
+/// requests in order, every later one with its own visit's cookie and,
+/// once it has one, its own token, which no other visit sent.
+#[test]
+fn httpbins_log_holds_every_step_of_every_visit() {
+    let _g = serial();
+    let Some(hb) = Httpbin::start() else {
+        return;
+    };
+    let flow = script("flow_httpbin.lua");
+    let (o, text) = bench(&["-t2", "-c8", "-R20", "-d4s", "-s", &flow, &hb.url("/")]);
+    assert_visits_balanced(&o);
+    let v = o.stats.visits.as_ref().unwrap();
+    assert!(v.failed.is_empty(), "{v:?}\n{text}");
+    assert_eq!((v.due(), v.never_started), (80, 0), "{v:?}");
+    assert_eq!(o.stats.counters.errors.lost_requests(), 0, "{text}");
+    let steps = [
+        ("set-cookie", "/cookies/set", 302),
+        ("cookies", "/cookies", 200),
+        ("token", "/uuid", 200),
+        ("bearer", "/bearer", 200),
+        ("delay", "/delay/0.1", 200),
+    ];
+    let log = hb.access_log();
+    let route = |l: &Logged| l.path.split('?').next().unwrap_or_default().to_string();
+    // Whose request each is: its first step names the visit in its query,
+    // the later ones by the cookie it set.
+    let mut visits: BTreeMap<String, Vec<&Logged>> = BTreeMap::new();
+    for l in &log {
+        let id = match l.path.strip_prefix("/cookies/set?visit=") {
+            Some(id) => {
+                assert_eq!(
+                    l.cookie, None,
+                    "a visit's first request has no cookie: {l:?}"
+                );
+                id
+            }
+            None => l
+                .cookie
+                .as_deref()
+                .and_then(|c| c.strip_prefix("visit="))
+                .unwrap_or_else(|| panic!("a later step without its visit's cookie: {l:?}")),
+        };
+        visits.entry(id.to_string()).or_default().push(l);
+    }
+    let mut tokens = HashSet::new();
+    let mut whole = 0;
+    for (id, lines) in &mut visits {
+        // Gunicorn's threads write a line once they have answered, so a
+        // step may be logged before the one it waited for: the lines go
+        // back into the flow's order.
+        lines.sort_by_key(|l| steps.iter().position(|s| s.1 == route(l)));
+        let routes: Vec<String> = lines.iter().map(|l| route(l)).collect();
+        let want: Vec<String> = steps[..routes.len().min(5)]
+            .iter()
+            .map(|s| s.1.to_string())
+            .collect();
+        assert_eq!(routes, want, "visit {id}: each step once, none skipped");
+        let (before, after) = lines.split_at(lines.len().min(3));
+        assert!(
+            before.iter().all(|l| l.authorization.is_none()),
+            "{id}: {lines:?}"
+        );
+        if let Some(first) = after.first() {
+            let token = first
+                .authorization
+                .clone()
+                .expect("a token from the answer");
+            assert!(
+                after
+                    .iter()
+                    .all(|l| l.authorization.as_ref() == Some(&token)),
+                "{lines:?}"
+            );
+            assert!(
+                tokens.insert(token),
+                "visit {id} sent another visit's token: {lines:?}"
+            );
+        }
+        whole += u64::from(lines.len() == steps.len());
+    }
+    for (name, path, status) in steps {
+        let e = o
+            .stats
+            .endpoints
+            .iter()
+            .find(|e| e.name == name)
+            .expect(name);
+        let logged: Vec<_> = log.iter().filter(|l| route(l) == path).collect();
+        let on_the_wire = e.unfinished.as_ref().map_or(0, |h| h.len());
+        assert!(
+            (e.completed..=e.completed + on_the_wire).contains(&(logged.len() as u64)),
+            "{name}: httpbin logged {}, metron completed {} with {on_the_wire} on the wire\n{text}",
+            logged.len(),
+            e.completed
+        );
+        assert_eq!(e.status_codes.get(status), e.completed, "{name}\n{text}");
+        assert!(
+            logged.iter().all(|l| l.status == status),
+            "{name}: {logged:?}"
+        );
+    }
+    assert!(
+        (v.completed..=v.completed + v.in_flight).contains(&whole),
+        "{whole} whole visits logged\n{v:?}"
+    );
+    assert!(
+        (v.started - v.in_flight..=v.started).contains(&(visits.len() as u64)),
+        "{} visits logged\n{v:?}",
+        visits.len()
+    );
 }
 
 /// A script's mistakes with flows are one line each, naming the fix, and

@@ -10,6 +10,7 @@ pub mod faults;
 pub mod files;
 pub mod grpcio;
 pub mod h2;
+pub mod httpbin;
 pub mod judged;
 pub mod matrix;
 pub mod modules;

@@ -742,8 +742,9 @@ pub struct EndpointStats {
     pub latency: Option<Histogram<u64>>,
     /// Uncorrected latency (send → response), likewise.
     pub uncorrected: Option<Histogram<u64>>,
-    /// Lost requests at their ages when given up (lower bounds of their
-    /// corrected latency), once one was lost.
+    /// Lost requests at their ages when given up, and those on the wire
+    /// at the end at their ages then (lower bounds of their corrected
+    /// latency), once there was one.
     pub unfinished: Option<Histogram<u64>>,
     pub status_codes: StatusCodes,
 }
@@ -814,22 +815,16 @@ impl ThreadStats {
         }
     }
 
-    /// A measured request of endpoint `e` ended: answered after
-    /// `latency_us` (corrected), or lost (`None`).
-    /// A measured request of endpoint `e` was lost `age_us` after its
-    /// intended time.
-    pub fn record_endpoint_lost(&mut self, e: usize, age_us: u64) {
-        if let Some(stats) = self.endpoints.get_mut(e) {
+    /// A measured request of endpoint `e` was lost, or was on the wire at
+    /// the end, `age_us` after its intended time.
+    pub fn record_endpoint_unfinished(&mut self, e: usize, age_us: u64) {
+        if let Some(stats) = self.endpoint_mut(e) {
             record_clamped(stats.unfinished.get_or_insert_with(new_histogram), age_us);
         }
     }
 
     pub fn record_endpoint(&mut self, e: usize, answered: Option<Answered>, error: bool) {
-        // A flow's steps are named as the visits take them: the list grows.
-        if self.visits.is_some() && self.endpoints.len() <= e {
-            self.endpoints.resize(e + 1, EndpointStats::default());
-        }
-        let Some(stats) = self.endpoints.get_mut(e) else {
+        let Some(stats) = self.endpoint_mut(e) else {
             return;
         };
         stats.errors += u64::from(error);
@@ -842,6 +837,15 @@ impl ThreadStats {
             );
             stats.status_codes.count(a.status);
         }
+    }
+
+    /// Endpoint `e`'s statistics. A flow's steps are named as the visits
+    /// take them: their list grows.
+    fn endpoint_mut(&mut self, e: usize) -> Option<&mut EndpointStats> {
+        if self.visits.is_some() && self.endpoints.len() <= e {
+            self.endpoints.resize(e + 1, EndpointStats::default());
+        }
+        self.endpoints.get_mut(e)
     }
 
     /// Records a value, clamping it into the histogram's range and counting

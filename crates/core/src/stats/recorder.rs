@@ -350,7 +350,7 @@ impl Recorder {
             }
         }
         self.endpoint(stamp, None, true, offset);
-        self.endpoint_lost(stamp, now);
+        self.endpoint_unfinished(stamp, now);
     }
 
     /// Files the lower bound of an unfinished request intended at
@@ -366,18 +366,19 @@ impl Recorder {
         super::record_clamped(&mut iv.unfinished, age);
     }
 
-    /// A measured request of an endpoint (a flow's step) ended: answered
-    /// (`Some`), or lost.
-    /// A measured request of an endpoint (a flow's step) was lost `now`:
-    /// its age then is a lower bound of its latency.
-    fn endpoint_lost(&mut self, stamp: Stamp, now: Nanos) {
+    /// A measured request of an endpoint (a flow's step) was lost, or was
+    /// still on the wire at the end, `now`: its age then is a lower bound
+    /// of its latency.
+    fn endpoint_unfinished(&mut self, stamp: Stamp, now: Nanos) {
         let kept = !self.stats.endpoints.is_empty() || self.stats.visits.is_some();
         if let Some(e) = stamp.endpoint.filter(|_| kept) {
             let age = to_us(now.saturating_sub(stamp.intended));
-            self.stats.record_endpoint_lost(usize::from(e), age);
+            self.stats.record_endpoint_unfinished(usize::from(e), age);
         }
     }
 
+    /// A measured request of an endpoint (a flow's step) ended: answered
+    /// (`Some`), or lost.
     fn endpoint(
         &mut self,
         stamp: Stamp,
@@ -538,6 +539,7 @@ impl Recorder {
         if stamp.measured {
             self.stats.counters.in_flight += 1;
             self.unfinished(stamp.intended, end);
+            self.endpoint_unfinished(stamp, end);
         }
     }
 
@@ -988,6 +990,28 @@ mod tests {
                 .map(|i| i.unfinished.len())
                 .collect();
         assert_eq!(per_interval, [1, 2]);
+    }
+
+    /// A flow's step on the wire at the end is filed in its step at its
+    /// age then, as a lost one is at its age when given up: the step's
+    /// terms see a stall that outlasts the run.
+    #[test]
+    fn a_steps_unfinished_requests_are_filed_in_the_step() {
+        let mut r = recorder(0);
+        r.by_visits();
+        let lost = r.sent(SEC, SEC, Some(0));
+        let open = r.sent(SEC + 500 * MS, SEC + 500 * MS, Some(2));
+        r.lost(lost, Loss::Timeout, SEC + 300 * MS);
+        r.in_flight_at_end(open, 2 * SEC);
+        let s = r.finish(Duration::ZERO, 0);
+        let ages = |e: usize| {
+            let h = s.endpoints[e].unfinished.as_ref().expect("filed");
+            (h.len(), h.max() / 1000)
+        };
+        assert_eq!(s.endpoints.len(), 3, "the list grows to the step");
+        assert_eq!(ages(0), (1, 300));
+        assert_eq!(ages(2), (1, 500));
+        assert!(s.endpoints[1].unfinished.is_none());
     }
 
     #[test]

@@ -43,8 +43,10 @@ pub(super) fn visits(stats: &RunStats) -> Cow<'_, Histogram<u64>> {
 pub(super) fn step_time(stats: &RunStats, t: &Term, p: f64) -> Option<f64> {
     let name = t.step.as_deref()?;
     let e = stats.endpoints.iter().find(|e| e.name == name)?;
-    // Lost steps count at their ages when given up, as unfinished
-    // requests do in the run's terms: a step that timed out cannot pass.
+    // Lost steps count at their ages when given up, and those on the wire
+    // at the end at their ages then, as unfinished requests do in the
+    // run's terms: a step that timed out, or stalled at the end, cannot
+    // pass.
     let mut h = e
         .latency
         .clone()
