@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use crate::common::files::{self, lua_file};
 use crate::common::httpbin::{Httpbin, Logged};
+use crate::common::judged::{assert_status, sweep_document};
 use crate::common::*;
+use metron::report::sweep::rate_in;
 use metron::serve::{ServeConfig, StallPlan};
 
 /// The visits' ledger holds, and the steps' requests are all the run's.
@@ -450,4 +452,68 @@ fn visits_time_out_and_slo_terms_judge_steps_and_visits() {
         e.contains("no step named \"third\" was answered (the steps: first, second)"),
         "{e}"
     );
+}
+
+/// `metron sweep` over a flow: its rates are visits per second, in the
+/// banner, in each row (achieved: visits started per second) and in the
+/// conclusion; each step keeps its visits' ledger; and the document
+/// passes its schema.
+#[test]
+fn a_sweep_of_visits_speaks_of_visits() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let dir = files::TempDir::new("sweep-visits");
+    let json = dir.file("sweep.json", "");
+    let html = dir.file("sweep.html", "");
+    let flow = script("flow_two_steps.lua");
+    let u = url(&srv, "/");
+    let args = [
+        "sweep",
+        "--slo",
+        "visit_p99<2s,step.item.p99<100ms",
+        "--from",
+        "20",
+        "--to",
+        "40",
+        "--step-duration",
+        "2s",
+        "--warmup",
+        "500ms",
+        "--cooldown",
+        "200ms",
+        "-t1",
+        "-c8",
+        "-s",
+        &flow,
+        "--json",
+        &json,
+        "--html",
+        &html,
+        &u,
+    ];
+    let o = metron_within(&args, Duration::from_secs(60));
+    assert_status(&o, 0);
+    let out = stdout(&o);
+    let (from, to) = (rate_in(20.0, "visits"), rate_in(40.0, "visits"));
+    assert!(
+        out.contains(&format!(" from {from} to {to}: SLO ")),
+        "{out}"
+    );
+    let top = format!("highest rate meeting the SLO: {to} (the top of the sweep, --to)");
+    assert!(out.contains(&top), "{out}");
+    assert!(!out.contains("requests/s"), "{out}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("offered rate (visits/s)"), "{page}");
+    assert!(!page.contains("requests/s"), "{page}");
+    let doc = sweep_document(std::path::Path::new(&json));
+    assert_eq!(doc.steps.len(), 2, "{out}");
+    for step in &doc.steps {
+        let v = step.visits.as_ref().expect("a flow's step counts visits");
+        assert_eq!((v.failed, v.never_started), (0, 0), "{v:?}");
+        assert!(v.completed * 10 >= v.due * 8, "{v:?}");
+        assert!(
+            (step.achieved - step.rate).abs() <= 0.1 * step.rate,
+            "{out}"
+        );
+    }
 }

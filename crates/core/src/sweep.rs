@@ -20,7 +20,7 @@ use crate::cli::BenchArgs;
 use crate::engine::Stop;
 use crate::report::html::render_sweep;
 use crate::report::sweep::{
-    judged_columns, rate_words, write_header, write_row, SweepConfig, SweepDocument, SweepStep,
+    judged_columns, rate_in, write_header, write_row, SweepConfig, SweepDocument, SweepStep,
     SweepVisits, SWEEP_SCHEMA,
 };
 use crate::report::text;
@@ -51,12 +51,17 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<(), Error> {
     // The steps' runs are configured without the objective (the sweep
     // judges them itself), so its terms are checked against the first.
     crate::cli::config::check_slo_measured(&slo, run).map_err(Error::Config)?;
+    // A flow's rate counts visits.
+    let what = match crate::engine::has_flow(run)? {
+        true => "visits",
+        false => "requests",
+    };
     writeln!(
         out,
         "Sweeping {} from {} to {}: SLO {}, steps of {} ({} warm-up), resolution {}%",
         run.url,
-        rate_words(args.from),
-        rate_words(args.to),
+        rate_in(args.from, what),
+        rate_in(args.to, what),
         slo.spec,
         units::format_run_duration(args.step_duration),
         units::format_run_duration(run.warmup),
@@ -131,7 +136,7 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<(), Error> {
             _ => search.failed(rate),
         }
     }
-    let conclusion = conclusion(&search, unjudged.as_ref(), stop.is_stopped());
+    let conclusion = conclusion(&search, unjudged.as_ref(), stop.is_stopped(), what);
     writeln!(out, "{conclusion}")?;
     if args.run.sinks.json.is_some() || args.run.sinks.html.is_some() {
         let doc = SweepDocument {
@@ -164,7 +169,7 @@ pub fn run(args: &SweepArgs, out: &mut dyn Write) -> Result<(), Error> {
         (_, Some(u)) => Err(Error::Sweep(
             format!(
                 "the sweep stopped at {}, where {}",
-                rate_words(u.rate),
+                rate_in(u.rate, what),
                 match u.generator {
                     true => "the generator, not the server, was the limit",
                     false => "the SLO could not be judged",
@@ -349,9 +354,9 @@ fn pause(cooldown: Duration, stop: &Stop) {
     }
 }
 
-/// The sweep's last line.
-fn conclusion(search: &Search, unjudged: Option<&Unjudged>, stopped: bool) -> String {
-    let best = search.best.map(rate_words);
+/// The sweep's last line, its rates in `what`.
+fn conclusion(search: &Search, unjudged: Option<&Unjudged>, stopped: bool, what: &str) -> String {
+    let best = search.best.map(|r| rate_in(r, what));
     match (unjudged, best) {
         (Some(u), best) => format!(
             "{} at {}: {}{}",
@@ -359,7 +364,7 @@ fn conclusion(search: &Search, unjudged: Option<&Unjudged>, stopped: bool) -> St
                 true => "the generator, not the server, is the limit",
                 false => "the SLO could not be judged",
             },
-            rate_words(u.rate),
+            rate_in(u.rate, what),
             u.why,
             best.map_or(String::new(), |b| format!(
                 "; highest rate meeting the SLO before it: {b}"
@@ -375,7 +380,7 @@ fn conclusion(search: &Search, unjudged: Option<&Unjudged>, stopped: bool) -> St
         (None, None) if stopped => "interrupted before any rate met the SLO".to_string(),
         (None, None) => format!(
             "no rate met the SLO: not even the lowest tried, {}",
-            rate_words(search.from)
+            rate_in(search.from, what)
         ),
     }
 }

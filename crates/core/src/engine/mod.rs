@@ -60,7 +60,7 @@ use crate::stats::{
     interval, History, Interruption, IntervalStats, Phases, Row, RunStats, StopCause,
 };
 
-pub use prepare::prepare;
+pub use prepare::{has_flow, prepare};
 pub use setup::{Replay, Setup};
 use worker::Window;
 

@@ -232,18 +232,20 @@ fn spawn(
     Err(failed.expect("a failure was found"))
 }
 
-/// Loads the script into the main state and one state per thread (each
-/// after `setup()` and `init()`), all before any worker starts.
-fn load_scripts(
-    setup: &Setup,
-    addr: SocketAddr,
-) -> Result<(Option<MainScript>, Vec<ThreadScript>), EngineError> {
-    let Some(path) = &setup.script else {
-        return Ok((None, Vec::new()));
-    };
+/// Whether the run's script defines `flow(visit)`, so that its rate counts
+/// visits (the script is loaded, its main chunk run, to find out).
+pub fn has_flow(setup: &Setup) -> Result<bool, EngineError> {
+    match &setup.script {
+        Some(path) => Ok(MainScript::load(path, script_target(setup))?.has_flow()),
+        None => Ok(false),
+    }
+}
+
+/// What a script's `wrk` table says of the target.
+fn script_target(setup: &Setup) -> ScriptTarget {
     let t = &setup.target;
     let (method, request_path, body) = setup.request();
-    let target = ScriptTarget {
+    ScriptTarget {
         scheme: match t.scheme {
             Scheme::Http => "http".into(),
             Scheme::Https => "https".into(),
@@ -257,8 +259,19 @@ fn load_scripts(
         url: setup.url.clone(),
         headers: setup.headers.clone(),
         print_to_stderr: setup.script_output_to_stderr,
+    }
+}
+
+/// Loads the script into the main state and one state per thread (each
+/// after `setup()` and `init()`), all before any worker starts.
+fn load_scripts(
+    setup: &Setup,
+    addr: SocketAddr,
+) -> Result<(Option<MainScript>, Vec<ThreadScript>), EngineError> {
+    let Some(path) = &setup.script else {
+        return Ok((None, Vec::new()));
     };
-    let mut main = MainScript::load(path, target)?;
+    let mut main = MainScript::load(path, script_target(setup))?;
     let threads = (0..setup.threads)
         .map(|j| main.create_thread(j, addr, &setup.script_args))
         .collect::<Result<_, _>>()?;

@@ -180,9 +180,25 @@ pub fn write_row(
     )
 }
 
+impl SweepDocument {
+    /// What the sweep's rates count: `requests`, or a flow's `visits`.
+    pub fn rates_count(&self) -> &'static str {
+        match self.steps.iter().any(|s| s.visits.is_some()) {
+            true => "visits",
+            false => "requests",
+        }
+    }
+}
+
 /// A rate as the conclusion says it: `3.80k requests/s`.
 pub fn rate_words(r: f64) -> String {
-    format!("{} requests/s", format_rate(r))
+    rate_in(r, "requests")
+}
+
+/// A rate of `what` (`requests`, or a flow's `visits`) as the conclusion
+/// says it: `120 visits/s`.
+pub fn rate_in(r: f64, what: &str) -> String {
+    format!("{} {what}/s", format_rate(r))
 }
 
 #[cfg(test)]

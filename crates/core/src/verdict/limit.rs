@@ -36,7 +36,7 @@ const LAG_TOLERANCE_US: f64 = 1000.0;
 /// response stays fast, so it is judged, not excused.
 pub fn generator_limit(run: &RunFacts) -> Option<String> {
     let stats = run.stats;
-    let rate = run.load.rate()?;
+    let rate = request_rate(stats, run.load.rate()?);
     let c = &stats.counters;
     let a = &c.at_end;
     if c.missed_at_start > 0 {
@@ -74,10 +74,11 @@ pub fn generator_limit(run: &RunFacts) -> Option<String> {
         // The profile is the whole run's; this instance sends its part.
         let part = run.load.shard().count() as f64;
         let peak = run.load.profile().map_or(rate, |p| {
-            p.phases()
+            let top = p
+                .phases()
                 .iter()
-                .fold(0.0_f64, |m, ph| m.max(ph.from).max(ph.to))
-                / part
+                .fold(0.0_f64, |m, ph| m.max(ph.from).max(ph.to));
+            request_rate(stats, top / part)
         });
         if peak > carried {
             let needed = (peak * fastest_s / f64::from(run.per_connection.max(1))).ceil();
@@ -92,6 +93,16 @@ pub fn generator_limit(run: &RunFacts) -> Option<String> {
         }
     }
     None
+}
+
+/// The requests due per second at `rate`: the rate itself, but a flow's
+/// rate counts visits, each bringing its steps, so there it is scaled by
+/// the requests that fell due per visit.
+pub fn request_rate(stats: &RunStats, rate: f64) -> f64 {
+    match &stats.visits {
+        Some(v) if v.due() > 0 => rate * stats.counters.due as f64 / v.due() as f64,
+        _ => rate,
+    }
 }
 
 /// The send lag tolerated at the 99th percentile: `given`
@@ -150,5 +161,37 @@ mod tests {
             lag_allowance_us(4, 1000.0, Some(Duration::from_millis(7))),
             7000.0
         );
+    }
+
+    /// A flow at 100 visits/s of three steps each asks 300 requests/s: one
+    /// connection whose fastest answer took 5 ms carries 200, so the
+    /// generator's pool, not the server, is the limit, named in requests.
+    #[test]
+    fn a_flows_pool_is_judged_by_the_requests_its_visits_bring() {
+        let mut t = ThreadStats::default();
+        t.counters.due = 300;
+        t.counters.completed = 150;
+        t.counters.queued = 150;
+        t.visits = Some(crate::stats::VisitStats {
+            started: 100,
+            completed: 50,
+            in_flight: 50,
+            ..Default::default()
+        });
+        let stats = RunStats::merge(vec![t], std::time::Duration::from_secs(1));
+        let load = Load::from_rate(Some(100.0));
+        let facts = RunFacts {
+            stats: &stats,
+            load: &load,
+            threads: 1,
+            connections: 1,
+            per_connection: 1,
+            fastest_us: Some(5000),
+            lag_allowance: None,
+        };
+        assert_eq!(request_rate(&stats, 100.0), 300.0);
+        let why = generator_limit(&facts).expect("the pool is too small");
+        assert!(why.contains("-c 1 cannot carry 300.00 requests/s"), "{why}");
+        assert!(why.contains("raise -c to at least 2"), "{why}");
     }
 }

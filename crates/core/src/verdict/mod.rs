@@ -23,7 +23,7 @@ use hdrhistogram::Histogram;
 use crate::stats::{summary, EventKind, RunStats};
 use crate::units::parse_duration;
 
-pub use limit::{generator_limit, lag_allowance_us, RunFacts};
+pub use limit::{generator_limit, lag_allowance_us, request_rate, RunFacts};
 pub use report::{SloReport, SloRow, Verdict};
 
 /// An objective: terms that must all hold.

@@ -500,14 +500,15 @@ pub fn knee(doc: &SweepDocument) -> Chart {
     let x = Axis::from_zero(
         steps.iter().map(|s| s.rate).fold(0.0, f64::max),
         8,
-        "offered rate (requests/s)",
+        &format!("offered rate ({}/s)", doc.rates_count()),
     );
     let point = |s: &SweepStep, name: &str, v: u64| Point {
         x: s.rate,
         y: (v as f64).log10(),
         tip: format!(
-            "{} requests/s offered: {name} {} ({})",
+            "{} {}/s offered: {name} {} ({})",
             real(s.rate),
+            doc.rates_count(),
             latency_us(v),
             s.slo.verdict
         ),

@@ -38,7 +38,7 @@ fn header(page: &mut String, doc: &SweepDocument) {
     let c = &doc.config;
     let _ = writeln!(
         page,
-        "<header><h1>metron sweep</h1><p class=\"target\">{}</p>\n<p class=\"sub\">SLO <code>{}</code>, {} from {} to {} requests/s</p></header>",
+        "<header><h1>metron sweep</h1><p class=\"target\">{}</p>\n<p class=\"sub\">SLO <code>{}</code>, {} from {} to {} {}/s</p></header>",
         escape(&c.run.url),
         escape(&c.slo),
         match doc.steps.len() {
@@ -46,7 +46,8 @@ fn header(page: &mut String, doc: &SweepDocument) {
             n => format!("{} steps", count(n as u64)),
         },
         real(c.from),
-        real(c.to)
+        real(c.to),
+        doc.rates_count()
     );
     // An inconclusive step (the generator's limit, or a term that measured
     // nothing) ends a sweep; otherwise the sweep found a rate or did not.
@@ -79,8 +80,8 @@ fn upper_first(s: &str) -> String {
 }
 
 /// A rate with its unit.
-fn rate(r: f64) -> String {
-    format!("{} requests/s", real(r))
+fn rate(r: f64, doc: &SweepDocument) -> String {
+    format!("{} {}/s", real(r), doc.rates_count())
 }
 
 /// What the sweep was asked for, and what every step's run shared.
@@ -98,8 +99,8 @@ fn configuration(page: &mut String, doc: &SweepDocument) {
     let mut rows = vec![
         ("Target", format!("<code>{}</code>", escape(&run.url))),
         ("SLO", format!("<code>{}</code>", escape(&c.slo))),
-        ("From", rate(c.from)),
-        ("To", rate(c.to)),
+        ("From", rate(c.from, doc)),
+        ("To", rate(c.to, doc)),
         ("Resolution", resolution),
         (
             "Step duration",
@@ -143,14 +144,14 @@ fn results(page: &mut String, doc: &SweepDocument) {
         page,
         "Highest rate met",
         &doc.highest.map_or_else(|| "none".to_string(), real),
-        "requests/s meeting the SLO",
+        &format!("{}/s meeting the SLO", doc.rates_count()),
         doc.highest.is_none(),
     );
     card(
         page,
         "Lowest rate not met",
         &lowest_failed.map_or_else(|| MISSING.to_string(), real),
-        "requests/s failing the SLO",
+        &format!("{}/s failing the SLO", doc.rates_count()),
         false,
     );
     card(

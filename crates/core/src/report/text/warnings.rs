@@ -17,12 +17,7 @@ pub fn warnings(r: &TextReport) -> Vec<String> {
             .flatten()
             .collect();
     };
-    // A flow's -R counts visits, each of several steps falling due at its
-    // own pace: the requests due per second stand for the rate asked.
-    let rate = match &r.stats.visits {
-        Some(_) => r.stats.counters.due as f64 / r.stats.rate_window.as_secs_f64().max(1e-9),
-        None => rate,
-    };
+    let rate = crate::verdict::request_rate(r.stats, rate);
     [
         limit,
         never_sent_warning(r.stats, rate),
