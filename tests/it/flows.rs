@@ -154,7 +154,8 @@ fn the_closed_loop_runs_c_visits_back_to_back() {
 
 /// A step's answer comes back to the flow: status, headers and body; a
 /// cookie the server set goes with the visit's later steps and no other
-/// visit's; `visit:fail` ends a visit, counted by its reason.
+/// visit's; `visit:fail` ends a visit, counted by its reason. The interval
+/// log breaks the steps out.
 #[test]
 fn a_flow_reads_its_answers_and_keeps_a_jar_per_visit() {
     let _g = serial();
@@ -175,11 +176,25 @@ fn a_flow_reads_its_answers_and_keeps_a_jar_per_visit() {
            end"#,
     );
     let flow = flow.display().to_string();
+    let dir = files::TempDir::new("flow-answers");
+    let hlog = dir.file("run.hlog", "");
     let (o, text) = bench_at(
-        &["-t1", "-c2", "-R100", "-d1s", "-s", &flow],
+        &["-t1", "-c2", "-R100", "-d1s", "-s", &flow, "--hlog", &hlog],
         &url(&srv, "/"),
     );
     assert_visits_balanced(&o);
+    // The interval log has each step's lines, from the first interval a
+    // visit took it in.
+    let log = metron::report::hlog::read_log(std::path::Path::new(&hlog)).unwrap();
+    for e in &o.stats.endpoints {
+        let tag = format!("endpoint:{}", e.name);
+        let logged: u64 = log
+            .iter()
+            .filter(|l| l.tag.as_deref() == Some(tag.as_str()))
+            .map(|l| l.histogram.len())
+            .sum();
+        assert_eq!(logged, e.completed, "{tag}");
+    }
     let v = o.stats.visits.as_ref().unwrap();
     assert_eq!(v.failed.get("odd answer 201"), None, "{v:?}");
     let odd = v.failed.get("odd visit").copied().unwrap_or(0);

@@ -430,6 +430,10 @@ pub trait Watch {
     fn intervals_wanted(&self) -> bool {
         false
     }
+    /// A flow's step names, by index as the intervals' endpoints have
+    /// them: a list that grows as visits take new steps. Before the
+    /// window starts.
+    fn steps(&mut self, _names: &Arc<crate::script::StepNames>) {}
     /// The measured window starts at `at` (wall clock); before any
     /// interval.
     fn window_starts(&mut self, _at: SystemTime) {}
@@ -450,6 +454,9 @@ impl Running {
         let mut history = History::new(self.interval);
         if let (Some(watch), Some(board)) = (watch.as_deref_mut(), ends.board.as_ref()) {
             let warmup = self.window.measure_from.saturating_sub(self.t0);
+            if let Some(names) = &ends.steps {
+                watch.steps(names);
+            }
             watch.window_starts(self.started_at + Duration::from_nanos(warmup));
             follow(watch, board, &ends.done, self.t0, &mut history);
         }

@@ -145,6 +145,14 @@ impl<W: Write> LogWriter<W> {
         })
     }
 
+    /// The endpoints (by index) whose lines follow each interval's from
+    /// now on: a flow's steps grow in number as its visits take them.
+    pub fn endpoints(&mut self, endpoints: &[String]) {
+        if endpoints.len() != self.tags.len() {
+            self.tags = endpoints.iter().map(|e| endpoint_tag(e)).collect();
+        }
+    }
+
     /// Writes one interval's lines.
     pub fn interval(&mut self, interval: &IntervalStats) -> io::Result<()> {
         write_interval(&mut self.out, interval)?;

@@ -15,7 +15,7 @@ use crate::cli::config::Config;
 use crate::engine::progress::Totals;
 use crate::engine::{self, Outcome, Stop, Watch};
 use crate::report::series::write_thread_rows;
-use crate::script::MainScript;
+use crate::script::{MainScript, StepNames};
 use crate::stats::{IntervalStats, Row};
 
 /// Runs the engine's three stages with `sinks` fed as the run goes. The
@@ -122,6 +122,12 @@ impl Watch for Live<'_> {
 
     fn intervals_wanted(&self) -> bool {
         self.sinks.iter().any(|s| s.wants_intervals())
+    }
+
+    fn steps(&mut self, names: &Arc<StepNames>) {
+        for s in self.sinks.iter_mut() {
+            s.steps(names);
+        }
     }
 
     fn window_starts(&mut self, at: SystemTime) {

@@ -5,6 +5,7 @@
 
 use std::cell::OnceCell;
 use std::io::Write;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::cli::config::Config;
@@ -14,6 +15,7 @@ use crate::report::json::Document;
 use crate::run::describe::describe;
 use crate::run::error::Error;
 use crate::run::intended::Intended;
+use crate::script::StepNames;
 use crate::stats::IntervalStats;
 use crate::verdict::SloReport;
 
@@ -38,6 +40,10 @@ pub trait Sink {
     fn wants_intervals(&self) -> bool {
         false
     }
+
+    /// A flow's step names, by index as the intervals' endpoints have
+    /// them (a list that grows during the run), before the window starts.
+    fn steps(&mut self, _names: &Arc<StepNames>) {}
 
     /// The measured window starts at `at` (wall clock), before any
     /// interval.

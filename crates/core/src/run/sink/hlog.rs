@@ -6,6 +6,7 @@
 
 use std::fs::File;
 use std::io::BufWriter;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::feed::Sink;
@@ -13,12 +14,15 @@ use super::file::OutputFile;
 use crate::cli::config::Config;
 use crate::report::hlog::LogWriter;
 use crate::run::error::Error;
+use crate::script::StepNames;
 use crate::stats::IntervalStats;
 
 struct Hlog {
     file: OutputFile,
     comment: String,
     endpoints: Vec<String>,
+    /// A flow's steps, named as the visits take them.
+    steps: Option<Arc<StepNames>>,
     state: State,
 }
 
@@ -45,6 +49,7 @@ pub fn open(cfg: &Config) -> Result<Option<Box<dyn Sink>>, Error> {
         file: OutputFile::checked("--hlog", path)?,
         comment: format!("metron {} {}", env!("CARGO_PKG_VERSION"), cfg.run.url),
         endpoints,
+        steps: None,
         state: State::Waiting,
     })))
 }
@@ -57,6 +62,10 @@ impl Sink for Hlog {
 
     fn wants_intervals(&self) -> bool {
         true
+    }
+
+    fn steps(&mut self, names: &Arc<StepNames>) {
+        self.steps = Some(Arc::clone(names));
     }
 
     /// Writes the header; interval times count from `at`.
@@ -77,6 +86,11 @@ impl Sink for Hlog {
         let State::Writing(log) = &mut self.state else {
             return Ok(());
         };
+        // A step gets its lines from the interval the visits first took it
+        // in on.
+        if let Some(names) = &self.steps {
+            log.endpoints(&names.all());
+        }
         intervals
             .iter()
             .try_for_each(|iv| log.interval(iv))
