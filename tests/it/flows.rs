@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::common::files::{self, lua_file};
 use crate::common::httpbin::{Httpbin, Logged};
 use crate::common::judged::{assert_status, sweep_document};
+use crate::common::relay::Relay;
 use crate::common::*;
 use metron::report::sweep::rate_in;
 use metron::serve::{ServeConfig, StallPlan};
@@ -531,4 +532,50 @@ fn a_sweep_of_visits_speaks_of_visits() {
             "{out}"
         );
     }
+}
+
+/// Steps falling due together while every connection is busy grow the
+/// pool together (`--max-connections`), as the schedule's requests do,
+/// not one connection after another: over a path of 25 ms each way,
+/// where a QUIC handshake takes a round trip and more, 20 steps due
+/// within 20 ms on one stream per connection (`-m1`) wait for about one
+/// handshake, not for twenty in a row.
+#[test]
+fn steps_waiting_for_a_connection_grow_the_pool_at_once() {
+    let _g = serial();
+    let srv = Proto::Http3.server(ServeConfig::default());
+    let relay = Relay::start(srv.addr(), Duration::from_millis(25), u64::MAX);
+    let flow = lua_file(
+        "flow_late_steps.lua",
+        r#"function flow(visit)
+             think(1.0)
+             http.get("/delay/300", { name = "late" })
+           end"#,
+    );
+    let flow = flow.display().to_string();
+    let u = format!("https://127.0.0.1:{}/", relay.port);
+    let args = [
+        "--http3",
+        "-k",
+        "-t1",
+        "-c1",
+        "-m1",
+        "--max-connections",
+        "40",
+    ];
+    let more = ["--rate-profile", "1000:20ms,0:3s", "-s", &flow, &u];
+    let (o, text) = bench(&[&args[..], &more[..]].concat());
+    assert_visits_balanced(&o);
+    let e = o
+        .stats
+        .endpoints
+        .iter()
+        .find(|e| e.name == "late")
+        .expect("late");
+    assert_eq!(e.completed, 20, "{text}");
+    let p99 = e.latency.as_ref().unwrap().value_at_quantile(0.99);
+    assert!(
+        p99 < 700_000,
+        "p99 {p99} us: the steps waited for connections one by one\n{text}"
+    );
 }

@@ -57,6 +57,9 @@ pub(super) struct Visits {
     /// `--visit-timeout`, and each visit's deadline: (at, key, generation).
     timeout: Option<Nanos>,
     deadlines: BinaryHeap<Reverse<(Nanos, u32, u32)>>,
+    /// What fell due up to here, with no slot free, has been counted
+    /// for the pool's growth.
+    counted_until: Nanos,
 }
 
 impl Visits {
@@ -71,6 +74,7 @@ impl Visits {
             started: 0,
             timeout,
             deadlines: BinaryHeap::new(),
+            counted_until: 0,
         }
     }
 
@@ -189,6 +193,30 @@ impl Visits {
         Some((at, key, if step { Due::Step } else { Due::Wake }))
     }
 
+    /// Steps and rests' ends of live visits due by `now`, waiting while no
+    /// slot is free: what the pool may grow for. They count as seen, so
+    /// that [`Visits::next_uncounted`] looks past them.
+    pub fn waiting(&mut self, now: Nanos) -> usize {
+        self.counted_until = self.counted_until.max(now);
+        let live = |key: u32, generation: u32| {
+            let v = &self.by_key[key as usize];
+            v.live && v.generation == generation
+        };
+        self.due
+            .iter()
+            .filter(|Reverse((at, key, generation, _))| *at <= now && live(*key, *generation))
+            .count()
+    }
+
+    /// When the next step or rest's end not yet counted falls due.
+    pub fn next_uncounted(&self) -> Option<Nanos> {
+        self.due
+            .iter()
+            .map(|Reverse((at, ..))| *at)
+            .filter(|&at| at > self.counted_until)
+            .min()
+    }
+
     /// A visit past its deadline by `now` (`--visit-timeout`), ended here:
     /// its key and scheduled start.
     pub fn expire(&mut self, now: Nanos) -> Option<(u32, Nanos)> {
@@ -264,6 +292,23 @@ mod tests {
         v.end(a, 60);
         assert_eq!(v.take(100, u64::MAX), None);
         assert_eq!(v.next(), None);
+    }
+
+    /// While no slot is free, what fell due waits (ended visits' entries
+    /// do not), and the next wake for growth looks past what was counted.
+    #[test]
+    fn steps_due_with_no_slot_free_are_counted_once_for_growth() {
+        let mut v = Visits::new((0, 1), None);
+        let keys: Vec<u32> = (0..3).map(|_| v.start(0).0).collect();
+        v.push(keys[0], 10, Due::Step);
+        v.push(keys[1], 20, Due::Wake);
+        v.push(keys[2], 30, Due::Step);
+        assert_eq!(v.next_uncounted(), Some(10));
+        assert_eq!(v.waiting(20), 2);
+        assert_eq!(v.next_uncounted(), Some(30));
+        v.end(keys[2], 25);
+        assert_eq!(v.waiting(40), 2);
+        assert_eq!(v.next_uncounted(), None);
     }
 
     #[test]

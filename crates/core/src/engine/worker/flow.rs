@@ -145,6 +145,23 @@ impl Worker {
         self.visit_goes_on(visit.key, now, next, false);
     }
 
+    /// No slot is free: the visits' steps (and rests' ends, which lead to
+    /// steps) due by `now` wait, and the pool grows for them where it may,
+    /// as it does for the schedule's requests.
+    pub(super) fn steps_wait(&mut self, now: Nanos) {
+        if !self.pool.may_grow() {
+            return;
+        }
+        let Some(visits) = self.visits.as_mut() else {
+            return;
+        };
+        let waiting = visits.waiting(now);
+        if waiting > 0 {
+            let peer = self.source.peer_of(self.source.upcoming());
+            self.grow(peer, waiting);
+        }
+    }
+
     /// The earliest intended time of anything due: the schedule's next,
     /// or a visit's step, rest's end or lane's start.
     pub(super) fn next_due(&mut self) -> Option<Nanos> {

@@ -321,9 +321,11 @@ impl Worker {
                 at = at.min(due);
             }
         } else if self.pool.may_grow() {
-            // A request falling due with no slot free may open a
-            // connection: wake for the first not yet seen waiting.
-            if let Some(due) = self.schedule.next_uncounted() {
+            // A request (or a visit's step) falling due with no slot free
+            // may open a connection: wake for the first not yet seen
+            // waiting.
+            let step = self.visits.as_ref().and_then(|v| v.next_uncounted());
+            if let Some(due) = self.schedule.next_uncounted().into_iter().chain(step).min() {
                 at = at.min(due);
             }
         }
@@ -380,6 +382,7 @@ impl Worker {
     /// Each is counted once, as it begins to wait, by why it waits; and
     /// the pool grows for them, if it may.
     fn no_free_slot(&mut self, now: Nanos, end: Nanos) {
+        self.steps_wait(now);
         let Some(next) = self.schedule.next().filter(|&t| t <= now && t < end) else {
             return;
         };
