@@ -16,6 +16,9 @@ local setmetatable, rawget = setmetatable, rawget
 local floor, log, huge = math.floor, math.log, math.huge
 local find, sub, lower, gsub = string.find, string.sub, string.lower, string.gsub
 
+-- The longest step name or failure reason: each is a row's label.
+local MAX_NAME = 100
+
 -- The visits running now, by coroutine: only they may call http.* or think.
 local visits = setmetatable({}, { __mode = "k" })
 
@@ -93,6 +96,11 @@ local function step(method, path, opts)
     error(what .. "(path, opts): opts must be a table ({ headers = ..., body = ..., name = ... }), got " .. type(opts), 3)
   end
   opts = opts or {}
+  for k in pairs(opts) do
+    if k ~= "headers" and k ~= "body" and k ~= "name" then
+      error(what .. ": opts." .. tostring(k) .. " is not an option of a step; it takes headers, body and name", 3)
+    end
+  end
   local extra, body, name = opts.headers, opts.body, opts.name
   if extra ~= nil and type(extra) ~= "table" then
     error(what .. ": opts.headers must be a table of name = value, got " .. type(extra), 3)
@@ -102,6 +110,9 @@ local function step(method, path, opts)
   end
   if name ~= nil and type(name) ~= "string" then
     error(what .. ": opts.name must be a string, got " .. type(name), 3)
+  end
+  if name ~= nil and (#name == 0 or #name > MAX_NAME or find(name, "%c")) then
+    error(what .. ": opts.name must be 1 to " .. MAX_NAME .. " characters without control characters (a report's row label), got " .. #name, 3)
   end
   local headers = {}
   for k, v in pairs(wrk.headers) do headers[k] = v end
@@ -197,7 +208,9 @@ end
 function Visit:fail(reason)
   visit_of("visit:fail")
   if reason == nil then reason = "failed" end
-  yield("fail", tostring(reason))
+  -- Reasons are often made of what a server said: kept to one short line.
+  reason = sub(gsub(tostring(reason), "%c", " "), 1, MAX_NAME)
+  yield("fail", reason)
   -- Never resumed: the engine drops a failed visit.
 end
 

@@ -387,6 +387,9 @@ mod tests {
             ("function flow(v)\n  http.get('/', { headers = { ['X-A'] = 'a\\r\\nX-B: 1' } })\nend", "flow.lua:2: http.get: the header X-A is not a valid field"),
             ("function flow(v)\n  http.get('/a b')\nend", "flow.lua:2: http.get: the path holds a space"),
             ("function flow(v)\n  think(1e12)\nend", "flow.lua:2: think: 1000000000000 s is longer than any run"),
+            ("function flow(v)\n  http.get('/', { header = {} })\nend", "flow.lua:2: http.get: opts.header is not an option of a step; it takes headers, body and name"),
+            ("function flow(v)\n  http.get('/', { name = 'a\\nb' })\nend", "flow.lua:2: http.get: opts.name must be 1 to 100 characters without control characters"),
+            ("function flow(v)\n  http.get('/', { name = string.rep('x', 101) })\nend", "got 101"),
         ];
         for (code, says) in cases {
             let mut t = thread(code);
@@ -395,5 +398,25 @@ mod tests {
             assert!(e.contains(says), "{code}: {e}");
             assert!(!e.contains('\n'), "{e}");
         }
+    }
+
+    /// A failure's reason is one short line, whatever the server said; a
+    /// `flow` that is not a function is refused in one line.
+    #[test]
+    fn reasons_are_one_short_line_and_flow_must_be_a_function() {
+        let mut t = thread("function flow(v) v:fail('bad\\r\\n' .. string.rep('x', 200)) end");
+        let Ok(Next::Failed(reason)) = t.visit_start(0, 0) else {
+            panic!("the visit fails");
+        };
+        assert_eq!(reason.len(), 100);
+        assert!(reason.starts_with("bad  xx"), "{reason}");
+        let mut main = MainScript::load(&script_file("flow.lua", "flow = 42"), target()).unwrap();
+        let e = main
+            .create_thread(0, "127.0.0.1:8080".parse().unwrap(), &[])
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(e.contains("flow is a number, not a function"), "{e}");
+        assert!(!e.contains('\n'), "{e}");
     }
 }

@@ -64,6 +64,24 @@ impl ThreadScript {
         steps: Arc<StepNames>,
     ) -> Result<ThreadScript, ScriptError> {
         let hooks = Hooks::detect(&lua);
+        // Other hooks set to a non-function are ignored, as wrk does; a
+        // flow is new, and a value there can only be a slip.
+        if let Ok(v) = lua.globals().get::<mlua::Value>("flow") {
+            if !v.is_nil() && !v.is_function() {
+                // Lua's own word: an integer is a number.
+                let what = match v {
+                    mlua::Value::Integer(_) => "number",
+                    v => v.type_name(),
+                };
+                return Err(ScriptError::Lua {
+                    stage: Stage::Init,
+                    message: format!(
+                        "flow is a {what}, not a function; define it as function flow(visit) ... end"
+                    ),
+                    file,
+                });
+            }
+        }
         let flows = Flows::detect(&lua, steps);
         if let (Some(_), Some(request)) = (&flows, &hooks.request) {
             let line = request.info().line_defined.unwrap_or(0);
