@@ -217,6 +217,12 @@ impl Visits {
             .min()
     }
 
+    /// A visit scheduled at `start` is already past its deadline at `now`
+    /// (`--visit-timeout`): it fails without sending anything.
+    pub fn late_to_start(&self, start: Nanos, now: Nanos) -> bool {
+        self.timeout.is_some_and(|t| start.saturating_add(t) <= now)
+    }
+
     /// A visit past its deadline by `now` (`--visit-timeout`), ended here:
     /// its key and scheduled start.
     pub fn expire(&mut self, now: Nanos) -> Option<(u32, Nanos)> {

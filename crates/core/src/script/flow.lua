@@ -185,13 +185,15 @@ think = setmetatable({
     if b < a then
       error("think.uniform(a, b): b must not be less than a, got " .. a .. " and " .. b, 2)
     end
-    rest("think.uniform", a + (b - a) * random())
+    -- Tail calls, here and below: an error of rest() names the script's
+    -- line, two levels up.
+    return rest("think.uniform", a + (b - a) * random())
   end,
   exp = function(mean)
     number("think.exp(mean)", mean, "the mean")
-    rest("think.exp", -mean * log(1 - random()))
+    return rest("think.exp", -mean * log(1 - random()))
   end,
-}, { __call = function(_, seconds) rest("think", seconds) end })
+}, { __call = function(_, seconds) return rest("think", seconds) end })
 
 local Visit = {}
 Visit.__index = Visit

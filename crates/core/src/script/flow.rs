@@ -387,6 +387,8 @@ mod tests {
             ("function flow(v)\n  http.get('/', { headers = { ['X-A'] = 'a\\r\\nX-B: 1' } })\nend", "flow.lua:2: http.get: the header X-A is not a valid field"),
             ("function flow(v)\n  http.get('/a b')\nend", "flow.lua:2: http.get: the path holds a space"),
             ("function flow(v)\n  think(1e12)\nend", "flow.lua:2: think: 1000000000000 s is longer than any run"),
+            ("function flow(v)\n  local co = coroutine.create(function() think(1) end)\n  local ok, e = coroutine.resume(co)\n  error(e, 0)\nend", "flow.lua:2: think works only inside flow(visit)"),
+            ("function flow(v)\n  local co = coroutine.create(function() think.exp(1) end)\n  local ok, e = coroutine.resume(co)\n  error(e, 0)\nend", "flow.lua:2: think.exp works only inside flow(visit)"),
             ("function flow(v)\n  http.get('/', { header = {} })\nend", "flow.lua:2: http.get: opts.header is not an option of a step; it takes headers, body and name"),
             ("function flow(v)\n  http.get('/', { name = 'a\\nb' })\nend", "flow.lua:2: http.get: opts.name must be 1 to 100 characters without control characters"),
             ("function flow(v)\n  http.get('/', { name = string.rep('x', 101) })\nend", "got 101"),
@@ -411,11 +413,10 @@ mod tests {
         assert_eq!(reason.len(), 100);
         assert!(reason.starts_with("bad  xx"), "{reason}");
         let mut main = MainScript::load(&script_file("flow.lua", "flow = 42"), target()).unwrap();
-        let e = main
-            .create_thread(0, "127.0.0.1:8080".parse().unwrap(), &[])
-            .err()
-            .expect("refused")
-            .to_string();
+        let Err(e) = main.create_thread(0, "127.0.0.1:8080".parse().unwrap(), &[]) else {
+            panic!("refused");
+        };
+        let e = e.to_string();
         assert!(e.contains("flow is a number, not a function"), "{e}");
         assert!(!e.contains('\n'), "{e}");
     }

@@ -8,8 +8,8 @@ use hdrhistogram::Histogram;
 use super::Term;
 use crate::stats::{summary, RunStats};
 
-/// `step.NAME.POINT`: the step's name (up to the last `.`) and the point
-/// (`p99`, `max`); `None` for a term of another kind.
+/// `step.NAME.POINT`: the step's name and the point (`p99`, `p99.9`,
+/// `max`); `None` for a term of another kind.
 pub(super) fn step_term<'a>(
     name: &'a str,
     text: &str,
@@ -17,7 +17,16 @@ pub(super) fn step_term<'a>(
     let Some(rest) = name.strip_prefix("step.") else {
         return Ok(None);
     };
-    match rest.rsplit_once('.') {
+    // The point is `max` or `pNN` (`p99.9` has a dot of its own); a name
+    // may hold dots too (`api.v1`).
+    let split = match rest.strip_suffix(".max") {
+        Some(step) => Some((step, "max")),
+        None => rest
+            .rmatch_indices(".p")
+            .find(|&(i, _)| rest[i + 2..].parse::<f64>().is_ok())
+            .map(|(i, _)| (&rest[..i], &rest[i + 1..])),
+    };
+    match split.or_else(|| rest.rsplit_once('.')) {
         Some((step, point)) if !step.is_empty() => Ok(Some((step.to_string(), point))),
         _ => Err(format!(
             "{text:?}: a step's term names the step and a percentile: step.NAME.p99<200ms, \

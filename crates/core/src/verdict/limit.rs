@@ -97,10 +97,12 @@ pub fn generator_limit(run: &RunFacts) -> Option<String> {
 
 /// The requests due per second at `rate`: the rate itself, but a flow's
 /// rate counts visits, each bringing its steps, so there it is scaled by
-/// the requests that fell due per visit.
+/// the requests that fell due per visit started (not per visit due: those
+/// that never started brought none, and would shrink the rate asked to
+/// what a stalled server let through).
 pub fn request_rate(stats: &RunStats, rate: f64) -> f64 {
     match &stats.visits {
-        Some(v) if v.due() > 0 => rate * stats.counters.due as f64 / v.due() as f64,
+        Some(v) if v.started > 0 => rate * (stats.counters.due as f64 / v.started as f64).max(1.0),
         _ => rate,
     }
 }

@@ -374,7 +374,7 @@ mod tests {
     #[test]
     fn flow_terms_parse() {
         let slo =
-            parse_slo("step.login.p99<200ms,step.a.b.max<=1s,visit_p99.9<5s,visits_failed<1%")
+            parse_slo("step.login.p99<200ms,step.a.b.max<=1s,visit_p99.9<5s,visits_failed<1%,step.api.v1.p99.9<1s,step.x.p.p50<1s")
                 .unwrap();
         let t = &slo.terms;
         assert_eq!(
@@ -384,10 +384,18 @@ mod tests {
         assert_eq!(
             (t[1].measure, t[1].step.as_deref()),
             (Measure::Time(Timed::Step, 100.0), Some("a.b")),
-            "the name runs to the last dot"
+            "the name runs to the point"
         );
         assert_eq!(t[2].measure, Measure::Time(Timed::Visit, 99.9));
         assert_eq!((t[3].measure, t[3].bound), (Measure::VisitsFailed, 0.01));
+        assert_eq!(
+            (t[4].measure, t[4].step.as_deref()),
+            (Measure::Time(Timed::Step, 99.9), Some("api.v1"))
+        );
+        assert_eq!(
+            (t[5].measure, t[5].step.as_deref()),
+            (Measure::Time(Timed::Step, 50.0), Some("x.p"))
+        );
         for (bad, says) in [
             ("step.p99<1s", "names the step and a percentile"),
             ("visits_failed>1%", "bounded from above"),

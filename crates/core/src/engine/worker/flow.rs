@@ -16,6 +16,9 @@ use super::Worker;
 /// rests for 0 s cannot keep the worker from its sockets.
 const RESUMES_PER_LOOK: usize = 64;
 
+/// Rests taken up at the end, at most (see `rests_end_before`).
+const RESUMES_AT_END: usize = 1 << 20;
+
 impl Worker {
     /// Runs visits (paced: every step has an intended time) rather than
     /// requests.
@@ -31,6 +34,8 @@ impl Worker {
             let at = self.schedule.take_due(now, end)?;
             return Some((at, self.source.next_scheduled()));
         }
+        // A visit past its deadline ends before its next step can go.
+        self.expire_visits(now);
         for _ in 0..RESUMES_PER_LOOK {
             if self.halted() {
                 return None;
@@ -52,6 +57,13 @@ impl Worker {
                     };
                     let (key, id) = visits.start(at);
                     self.stats.visit_started(at);
+                    if visits.late_to_start(at, now) {
+                        // Its deadline passed while it waited for a
+                        // connection: it fails, sending nothing.
+                        visits.end(key, now);
+                        self.stats.visit_ended(at, now, Some("timeout"));
+                        continue;
+                    }
                     let next = self.script_mut().visit_start(key, id);
                     (at, key, next)
                 }
@@ -177,6 +189,7 @@ impl Worker {
     /// that never started as such (not as requests: a visit that never
     /// started sent nothing).
     pub(super) fn visits_at_end(&mut self, stop_at: Nanos) {
+        self.rests_end_before(stop_at);
         let Some(visits) = self.visits.as_ref() else {
             return;
         };
@@ -192,6 +205,33 @@ impl Worker {
         let schedule = &mut self.schedule;
         self.stats
             .visits_never_started(stop_at, |a, b| schedule.count_pending(a, b));
+    }
+
+    /// At the end: rests that ended before `stop_at` while no connection
+    /// was free are taken up, so that the step each led to counts as due
+    /// (and never sent) at its intended time, and a visit that had nothing
+    /// left to send ends when it would have. Bounded, for a flow resting
+    /// 0 s in a loop.
+    fn rests_end_before(&mut self, stop_at: Nanos) {
+        let mut steps = Vec::new();
+        for _ in 0..RESUMES_AT_END {
+            let Some(visits) = self.visits.as_mut() else {
+                return;
+            };
+            match visits.take(stop_at.saturating_sub(1), Nanos::MAX) {
+                Some((at, key, Due::Step)) => steps.push((at, key)),
+                Some((at, key, Due::Wake)) => {
+                    let next = self.script_mut().visit_wake(key);
+                    self.visit_goes_on(key, at, next, false);
+                }
+                None => break,
+            }
+        }
+        if let Some(visits) = self.visits.as_mut() {
+            for (at, key) in steps {
+                visits.push(key, at, Due::Step);
+            }
+        }
     }
 
     /// Visits past `--visit-timeout` by `now` end, failed "timeout": their

@@ -165,6 +165,14 @@ pub fn curve_labels(doc: &Document) -> (&'static str, &'static str) {
     }
 }
 
+/// What a run's rate counts: `requests`, or a flow's `visits`.
+pub fn rate_counts(doc: &crate::report::json::Document) -> &'static str {
+    match doc.visits {
+        Some(_) => "visits",
+        None => "requests",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -110,10 +110,11 @@ fn summary_line(doc: &Document) -> String {
     };
     let mode = match c.load().rate() {
         Some(r) if !c.rate_profile.is_empty() => format!(
-            "following a rate profile of {} requests/s on average{poisson}",
-            fmt::real(r)
+            "following a rate profile of {} {}/s on average{poisson}",
+            fmt::real(r),
+            fmt::rate_counts(doc)
         ),
-        Some(r) => format!("at {} requests/s{poisson}", fmt::real(r)),
+        Some(r) => format!("at {} {}/s{poisson}", fmt::real(r), fmt::rate_counts(doc)),
         None => "as fast as possible".to_string(),
     };
     format!(

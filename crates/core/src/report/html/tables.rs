@@ -24,11 +24,16 @@ pub fn configuration(page: &mut String, doc: &Document) {
     let mode = match c.load().rate() {
         Some(r) if !c.rate_profile.is_empty() => {
             format!(
-                "rate profile: {} requests/s on average (open loop)",
-                real(r)
+                "rate profile: {} {}/s on average (open loop)",
+                real(r),
+                super::fmt::rate_counts(doc)
             )
         }
-        Some(r) => format!("constant rate: {} requests/s (open loop)", real(r)),
+        Some(r) => format!(
+            "constant rate: {} {}/s (open loop)",
+            real(r),
+            super::fmt::rate_counts(doc)
+        ),
         None => "throughput mode (closed loop)".to_string(),
     };
     let script = c.script.as_deref().map_or_else(

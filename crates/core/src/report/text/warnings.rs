@@ -158,9 +158,10 @@ pub(super) fn end_causes(c: &Counters, rate: f64) -> Vec<String> {
         };
         causes.push(format!(
             "{} connection{} still waited for responses (the server stopped answering, or \
-             {low} is too low for -R {rate})",
+             {low} is too low for {} requests/s)",
             a.busy,
-            plural(a.busy)
+            plural(a.busy),
+            format_rate(rate)
         ));
     }
     if a.down > 0 {
