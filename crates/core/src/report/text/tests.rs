@@ -593,6 +593,38 @@ fn connections_down_at_the_end_get_the_hint_of_their_own_cause() {
     );
 }
 
+/// Visits that never started because the server went away: the warning
+/// names the connections down and why, not a slow server.
+#[test]
+fn visits_never_started_are_put_down_to_the_connections_seen_at_the_end() {
+    let mut t = ThreadStats::default();
+    t.counters.due = 100;
+    t.counters.completed = 100;
+    t.counters.at_end.down = 10;
+    t.counters.at_end.down_connect.refused = 10;
+    t.visits = Some(crate::stats::VisitStats {
+        started: 50,
+        completed: 50,
+        never_started: 50,
+        ..Default::default()
+    });
+    let stats = RunStats::merge(vec![t], Duration::from_secs(1));
+    let text = render(&report(&stats, Some(100.0)));
+    let line = text
+        .lines()
+        .find(|l| l.contains("never started:"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains("50 of 100 due visits never started"),
+        "{line}"
+    );
+    assert!(
+        line.contains("at the end 10 connections were down (connect refused 10"),
+        "{line}"
+    );
+    assert!(!line.contains("stalled"), "{line}");
+}
+
 /// Nothing was sent (a stream limit of 0, Ctrl-C before `--start-at`,
 /// a script that failed in its first `request()`): the send lag was
 /// not measured, so it prints dashes, not `0.00us`.

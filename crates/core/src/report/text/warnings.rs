@@ -10,7 +10,13 @@ pub fn warnings(r: &TextReport) -> Vec<String> {
     let lost = lost_warning(&r.stats.counters);
     let limit = connection_limit_warning(&r.stats.counters);
     let events = r.stats.events.as_ref().and_then(no_events_warning);
-    let visits = r.stats.visits.as_ref().and_then(never_started_warning);
+    let visits = r.stats.visits.as_ref().and_then(|v| {
+        let rate = r
+            .load
+            .rate()
+            .map(|x| crate::verdict::request_rate(r.stats, x));
+        never_started_warning(v, &r.stats.counters, rate)
+    });
     let Some(rate) = r.load.rate() else {
         return [limit, lost, events, visits]
             .into_iter()
@@ -32,17 +38,30 @@ pub fn warnings(r: &TextReport) -> Vec<String> {
 }
 
 /// A flow's visits that never started: no connection was free for their
-/// first step before the run ended.
-fn never_started_warning(v: &crate::stats::VisitStats) -> Option<String> {
-    (v.never_started > 0).then(|| {
-        format!(
-            "{} of {} due visits never started: no connection was free for their first step \
-             before the run ended (a slow or stalled server, or too few connections); raise -c, \
-             or pass --max-connections to open more as needed",
-            v.never_started,
-            v.due()
-        )
-    })
+/// first step before the run ended, for the cause the connections showed
+/// at the end (down, or busy) when they showed one.
+fn never_started_warning(
+    v: &crate::stats::VisitStats,
+    c: &Counters,
+    rate: Option<f64>,
+) -> Option<String> {
+    if v.never_started == 0 {
+        return None;
+    }
+    let seen = rate
+        .map(|r| end_causes(c, r))
+        .filter(|causes| !causes.is_empty());
+    let why = match seen {
+        Some(causes) => format!("at the end {}", causes.join("; ")),
+        None => "a slow or stalled server, or too few connections; raise -c, or pass                  --max-connections to open more as needed"
+            .to_string(),
+    };
+    Some(format!(
+        "{} of {} due visits never started: no connection was free for their first step \
+         before the run ended; {why}",
+        v.never_started,
+        v.due()
+    ))
 }
 
 /// The server's connection limit, when the pool ran into it: connections
