@@ -27,37 +27,46 @@ fn a_sweep_finds_the_capacity_of_the_server() {
     });
     let dir = TempDir::new("sweep-capacity");
     let json = dir.file("sweep.json", "");
-    let o = metron_within(
-        &[
-            "sweep",
-            "--slo",
-            "p99<50ms",
-            "--from",
-            "500",
-            "--to",
-            "8k",
-            "--resolution",
-            "5%",
-            "--step-duration",
-            "3s",
-            "--warmup",
-            "1s",
-            "--cooldown",
-            "500ms",
-            "-t2",
-            "-c50",
-            // What is found is the server's capacity, not this machine's
-            // pacing: a busy 2-core machine sends a few hundred µs late
-            // now and then, which would end the sweep as the generator's
-            // limit (a_sweep_stops_where_the_generator_is_the_limit).
-            "--lag-allowance",
-            "5ms",
-            "--json",
-            &json,
-            &url(&srv, "/"),
-        ],
-        Duration::from_secs(120),
-    );
+    let args = [
+        "sweep",
+        "--slo",
+        "p99<50ms",
+        "--from",
+        "500",
+        "--to",
+        "8k",
+        "--resolution",
+        "5%",
+        "--step-duration",
+        "3s",
+        "--warmup",
+        "1s",
+        "--cooldown",
+        "500ms",
+        "-t2",
+        "-c50",
+        // What is found is the server's capacity, not this machine's
+        // pacing: a busy 2-core machine sends a few hundred µs late
+        // now and then, which would end the sweep as the generator's
+        // limit (a_sweep_stops_where_the_generator_is_the_limit).
+        "--lag-allowance",
+        "5ms",
+        "--json",
+        &json,
+        &url(&srv, "/"),
+    ];
+    // Another test may take both cores for tens of ms mid-step; the sweep
+    // then stops as the generator's limit (exit 4), which is its verdict
+    // on this machine, not on the server. Such a sweep is run again, at
+    // most three times in all.
+    let mut o = metron_within(&args, Duration::from_secs(120));
+    for _ in 1..3 {
+        if o.status.code() != Some(4) || !stderr(&o).contains("the generator, not the server") {
+            break;
+        }
+        eprintln!("the generator was the limit on this busy machine; the sweep runs again");
+        o = metron_within(&args, Duration::from_secs(120));
+    }
     assert_status(&o, 0);
     let out = stdout(&o);
     let doc = sweep_document(Path::new(&json));
