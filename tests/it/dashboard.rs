@@ -122,6 +122,144 @@ fn the_event_stream_and_json_endpoint_add_up_to_the_run() {
     assert!(p99 > 0.0 && p99 < 1.0, "{p99}");
 }
 
+/// A flow's steps live: each point of the event stream carries every
+/// step's answers, errors and percentiles in the interval, the totals and
+/// `/metrics` each step's whole window, and the CSV a row per step and
+/// interval; all of them add up to the report's figures for each step.
+#[test]
+fn a_flows_steps_have_their_figures_in_every_live_output() {
+    let _g = serial();
+    let srv = server(ServeConfig::default());
+    let flow = crate::common::files::lua_file(
+        "dashboard_steps.lua",
+        r#"function flow(visit)
+             http.get("/", { name = "home" })
+             if visit.id % 4 == 0 then
+               http.get("/status/503", { name = "busy" })
+             end
+           end"#,
+    );
+    let flow = flow.display().to_string();
+    let dir = TempDir::new("dashboard-steps");
+    let doc = dir.file("run.json", "");
+    let csv = dir.file("run.csv", "");
+    let target = url(&srv, "/");
+    let (mut child, addr, _err) = start(&[
+        "-t2",
+        "-c4",
+        "-R200",
+        "-d2s",
+        "--interval",
+        "250ms",
+        "-s",
+        &flow,
+        "--dashboard",
+        "--dashboard-linger",
+        "30s",
+        "--json",
+        &doc,
+        "--csv",
+        &csv,
+        &target,
+    ]);
+    let (_, body) = get(&addr, "/events");
+    let points: Vec<serde_json::Value> = body
+        .split("\n\n")
+        .filter(|e| e.lines().any(|l| l == "event: point"))
+        .filter_map(|e| e.lines().find_map(|l| l.strip_prefix("data: ")))
+        .map(json)
+        .collect();
+    let (_, series) = get(&addr, "/series.json");
+    let series = json(&series);
+    let (_, metrics) = get(&addr, "/metrics");
+    let _ = child.kill();
+    let _ = child.wait();
+
+    let doc = json(&std::fs::read_to_string(&doc).unwrap());
+    let steps = doc["endpoints"].as_array().expect("steps in the document");
+    let names: Vec<&str> = steps.iter().map(|e| e["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["home", "busy"], "{doc}");
+    let rows = crate::common::files::csv_rows(std::path::Path::new(&csv));
+    let whole: Vec<&serde_json::Value> = rows.iter().filter(|r| r["endpoint"].is_null()).collect();
+    assert_eq!(whole.len(), 8, "2 s in 250 ms intervals: {rows:?}");
+    let completed: u64 = whole.iter().map(|r| r["completed"].as_u64().unwrap()).sum();
+    assert_eq!(Some(completed), doc["counters"]["completed"].as_u64());
+    let samples = prometheus(&metrics);
+    let value = |name: &str| samples.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
+    for step in steps {
+        let name = step["name"].as_str().unwrap();
+        let (done, errors) = (
+            step["completed"].as_u64().unwrap(),
+            step["errors"].as_u64().unwrap(),
+        );
+        assert!(done > 0, "{step}");
+        if name == "busy" {
+            assert_eq!(errors, done, "every busy answer is a 503: {step}");
+        } else {
+            assert_eq!(errors, 0, "{step}");
+        }
+        let in_points = |key: &str| -> u64 {
+            points
+                .iter()
+                .flat_map(|p| p["endpoints"].as_array().into_iter().flatten())
+                .filter(|e| e["name"] == name)
+                .map(|e| e[key].as_u64().unwrap())
+                .sum()
+        };
+        assert_eq!(
+            (in_points("completed"), in_points("errors")),
+            (done, errors),
+            "{name}"
+        );
+        let total = series["totals"]["endpoints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in the totals: {series}"));
+        assert_eq!(
+            (total["completed"].as_u64(), total["errors"].as_u64()),
+            (Some(done), Some(errors))
+        );
+        let p99 = step["latency"]["percentiles"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|pv| pv[0].as_f64() == Some(99.0))
+            .map(|pv| pv[1].clone());
+        assert_eq!(Some(&total["p99"]), p99.as_ref(), "{name}");
+        assert_eq!(total["max"], step["latency"]["max"], "{name}");
+        let label = format!("{{endpoint=\"{name}\"}}");
+        assert_eq!(
+            value(&format!("metron_endpoint_requests_completed_total{label}")),
+            Some(done as f64)
+        );
+        assert_eq!(
+            value(&format!("metron_endpoint_requests_errors_total{label}")),
+            Some(errors as f64)
+        );
+        assert_eq!(
+            value(&format!("metron_endpoint_latency_seconds_count{label}")),
+            Some(done as f64)
+        );
+        let mine: Vec<&serde_json::Value> = rows.iter().filter(|r| r["endpoint"] == name).collect();
+        let sum = |key: &str| -> u64 { mine.iter().map(|r| r[key].as_u64().unwrap()).sum() };
+        assert_eq!(
+            (sum("completed"), sum("errors")),
+            (done, errors),
+            "{name}: {mine:?}"
+        );
+        for r in &mine {
+            assert!(
+                r["intended"].is_null() && r["send_lag_p99_us"].is_null(),
+                "{r}"
+            );
+            let answered = r["completed"].as_u64().unwrap() > 0;
+            assert_eq!(r["p99_us"].is_u64(), answered, "{r}");
+        }
+    }
+}
+
 /// The page in headless Chromium, opened as the run starts: it receives at
 /// least three intervals live, then shows the final report.
 #[test]

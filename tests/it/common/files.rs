@@ -101,7 +101,7 @@ pub fn corrected(log: &Path) -> Vec<LogEntry> {
 /// objects, numbers as numbers and empty cells as null.
 pub fn csv_rows(path: &Path) -> Vec<serde_json::Value> {
     let script = "import csv, json, sys\n\
-def cell(v):\n    if v == '': return None\n    f = float(v)\n    return int(f) if f.is_integer() and '.' not in v else f\n\
+def cell(v):\n    if v == '': return None\n    try: f = float(v)\n    except ValueError: return v\n    return int(f) if f.is_integer() and '.' not in v else f\n\
 rows = [{k: cell(v) for k, v in r.items()} for r in csv.DictReader(open(sys.argv[1], newline=''))]\n\
 print(json.dumps(rows))";
     let out = Command::new("python3")

@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 use hdrhistogram::Histogram;
 
-use super::{State, Totals};
+use super::{EndpointTotals, State, Totals};
 use crate::stats::summary;
 
 /// The quantiles each latency summary gives.
@@ -25,11 +25,7 @@ pub(super) fn render(state: &State) -> String {
     let t = &state.totals;
     let mut out = String::new();
     let mut counter = |name: &str, help: &str, samples: &[(&str, f64)]| {
-        let _ = writeln!(out, "# HELP {name} {help}");
-        let _ = writeln!(out, "# TYPE {name} counter");
-        for (labels, v) in samples {
-            let _ = writeln!(out, "{name}{labels} {v}");
-        }
+        counter_of(&mut out, name, help, samples);
     };
     counter(
         "metron_requests_completed_total",
@@ -77,6 +73,9 @@ pub(super) fn render(state: &State) -> String {
         "Send lag: from the intended send time to the first byte written.",
         &t.send_lag,
     );
+    if !t.endpoints.is_empty() {
+        endpoints(&mut out, &t.endpoints);
+    }
     let _ = writeln!(
         out,
         "# HELP metron_requests_in_flight Requests sent and not answered yet.\n\
@@ -94,9 +93,24 @@ pub(super) fn render(state: &State) -> String {
     out
 }
 
+/// A counter's HELP and TYPE lines and its samples, each `(labels, value)`
+/// with its labels in braces, or none.
+fn counter_of(out: &mut String, name: &str, help: &str, samples: &[(&str, f64)]) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} counter");
+    for (labels, v) in samples {
+        let _ = writeln!(out, "{name}{labels} {v}");
+    }
+}
+
 fn summary_of(out: &mut String, name: &str, help: &str, h: &Histogram<u64>) {
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} summary");
+    summary_samples(out, name, "", h);
+}
+
+/// A summary's samples, `labels` (`key="value",` each) before the quantile.
+fn summary_samples(out: &mut String, name: &str, labels: &str, h: &Histogram<u64>) {
     if !h.is_empty() {
         for (p, q) in QUANTILES {
             let us = if p == 100.0 {
@@ -104,12 +118,65 @@ fn summary_of(out: &mut String, name: &str, help: &str, h: &Histogram<u64>) {
             } else {
                 summary::value_at_percentile(h, p)
             };
-            let _ = writeln!(out, "{name}{{quantile=\"{q}\"}} {}", us as f64 / 1e6);
+            let _ = writeln!(
+                out,
+                "{name}{{{labels}quantile=\"{q}\"}} {}",
+                us as f64 / 1e6
+            );
         }
     }
     let sum = summary::mean(h) * h.len() as f64 / 1e6;
-    let _ = writeln!(out, "{name}_sum {sum}");
-    let _ = writeln!(out, "{name}_count {}", h.len());
+    let bare = labels.trim_end_matches(',');
+    let braces = if bare.is_empty() {
+        String::new()
+    } else {
+        format!("{{{bare}}}")
+    };
+    let _ = writeln!(out, "{name}_sum{braces} {sum}");
+    let _ = writeln!(out, "{name}_count{braces} {}", h.len());
+}
+
+/// Each endpoint's (a flow step's) counts and corrected latency, under an
+/// `endpoint` label.
+fn endpoints(out: &mut String, all: &[EndpointTotals]) {
+    let label = |e: &EndpointTotals| format!("endpoint=\"{}\"", label_value(&e.name));
+    let labels: Vec<String> = all.iter().map(|e| format!("{{{}}}", label(e))).collect();
+    let each = |f: fn(&EndpointTotals) -> u64| -> Vec<(&str, f64)> {
+        labels
+            .iter()
+            .zip(all)
+            .map(|(l, e)| (l.as_str(), f(e) as f64))
+            .collect()
+    };
+    counter_of(
+        out,
+        "metron_endpoint_requests_completed_total",
+        "Responses received per endpoint (a flow's step), error statuses included.",
+        &each(|e| e.completed),
+    );
+    counter_of(
+        out,
+        "metron_endpoint_requests_errors_total",
+        "Requests lost or answered with a status of 400 or more, per endpoint.",
+        &each(|e| e.errors),
+    );
+    let name = "metron_endpoint_latency_seconds";
+    let _ = writeln!(
+        out,
+        "# HELP {name} Corrected latency per endpoint: from the intended send time to the response's end.\n\
+         # TYPE {name} summary"
+    );
+    for e in all {
+        summary_samples(out, name, &format!("{},", label(e)), &e.latency);
+    }
+}
+
+/// A label's value as the exposition format escapes it: backslash, double
+/// quote and line feed.
+fn label_value(text: &str) -> String {
+    text.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 /// The totals as `/series.json` gives them.
@@ -128,6 +195,15 @@ pub(super) fn totals_json(t: &Totals) -> String {
         "max": (!t.latency.is_empty()).then(|| summary::max(&t.latency)),
         "uncorrected_p99": at(&t.uncorrected, 99.0),
         "send_lag_p99": at(&t.send_lag, 99.0),
+        "endpoints": t.endpoints.iter().map(|e| serde_json::json!({
+            "name": e.name,
+            "completed": e.completed,
+            "errors": e.errors,
+            "p50": at(&e.latency, 50.0),
+            "p99": at(&e.latency, 99.0),
+            "p999": at(&e.latency, 99.9),
+            "max": (!e.latency.is_empty()).then(|| summary::max(&e.latency)),
+        })).collect::<Vec<_>>(),
     })
     .to_string()
 }
@@ -159,6 +235,16 @@ mod tests {
                 latency,
                 uncorrected: new_histogram(),
                 send_lag: new_histogram(),
+                endpoints: vec![EndpointTotals {
+                    name: "say \"hi\"\\".into(),
+                    completed: 3,
+                    errors: 1,
+                    latency: {
+                        let mut h = new_histogram();
+                        h.record_n(2000, 3).unwrap();
+                        h
+                    },
+                }],
             },
             report: None,
             flow: Default::default(),
@@ -185,6 +271,18 @@ mod tests {
         assert!(text.contains("metron_uncorrected_latency_seconds_count 0\n"));
         assert!(text.contains("metron_run_over 0\n"));
         assert!(text.contains("metron_requests_in_flight 4\n"));
+        assert!(
+            text.contains(
+                "metron_endpoint_requests_completed_total{endpoint=\"say \\\"hi\\\"\\\\\"} 3\n"
+            ),
+            "{text}"
+        );
+        assert!(text.contains(
+            "metron_endpoint_latency_seconds{endpoint=\"say \\\"hi\\\"\\\\\",quantile=\"0.99\"} 0.002"
+        ));
+        assert!(text.contains(
+            "metron_endpoint_latency_seconds_count{endpoint=\"say \\\"hi\\\"\\\\\"} 3\n"
+        ));
         for line in text.lines().filter(|l| !l.starts_with('#')) {
             let (_, value) = line.rsplit_once(' ').unwrap();
             assert!(value.parse::<f64>().is_ok(), "{line}");

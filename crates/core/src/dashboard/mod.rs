@@ -13,6 +13,10 @@
 //! - `/series.json`: the configuration, every interval kept and the totals;
 //! - `/metrics`: running totals and percentiles in Prometheus' text format.
 //!
+//! A run that keeps figures per endpoint (a flow's steps, a requests file's
+//! names) has them in each point (`endpoints`), in the totals, and in
+//! `/metrics` under an `endpoint` label.
+//!
 //! Nothing can be changed over HTTP. The most recent [`KEPT`] intervals
 //! are kept for the page and the JSON endpoint, so memory stays flat over
 //! a long run; the totals cover the whole window.
@@ -28,7 +32,7 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
-use crate::report::json::Point;
+use crate::report::json::{EndpointPoint, Point};
 use crate::stats::{new_histogram, Errors, IntervalStats};
 
 /// Intervals kept for the page and `/series.json`: 2048 intervals, about
@@ -120,6 +124,52 @@ pub(crate) struct Totals {
     pub latency: Histogram<u64>,
     pub uncorrected: Histogram<u64>,
     pub send_lag: Histogram<u64>,
+    /// Each endpoint's, in the order they first had anything.
+    pub endpoints: Vec<EndpointTotals>,
+}
+
+/// One endpoint's (a flow step's) whole window so far.
+pub(crate) struct EndpointTotals {
+    pub name: String,
+    pub completed: u64,
+    pub errors: u64,
+    pub latency: Histogram<u64>,
+}
+
+impl Totals {
+    fn add(&mut self, iv: &IntervalStats, intended: Option<u64>, names: &[String]) {
+        self.completed += iv.completed;
+        self.errors += iv.errors;
+        self.kinds.add(&iv.kinds);
+        self.seconds += iv.length.as_secs_f64();
+        if let Some(n) = intended {
+            *self.intended.get_or_insert(0) += n;
+        }
+        // Same bounds on both sides, so adding cannot fail.
+        let _ = self.latency.add(&iv.latency);
+        let _ = self.uncorrected.add(&iv.uncorrected);
+        let _ = self.send_lag.add(&iv.send_lag);
+        for (name, e) in names.iter().zip(&iv.endpoints) {
+            let Some(e) = e.as_ref().filter(|e| !e.is_empty()) else {
+                continue;
+            };
+            let into = match self.endpoints.iter().position(|t| &t.name == name) {
+                Some(i) => &mut self.endpoints[i],
+                None => {
+                    self.endpoints.push(EndpointTotals {
+                        name: name.clone(),
+                        completed: 0,
+                        errors: 0,
+                        latency: new_histogram(),
+                    });
+                    self.endpoints.last_mut().expect("just pushed")
+                }
+            };
+            into.completed += e.latency.len();
+            into.errors += e.errors;
+            let _ = into.latency.add(&e.latency);
+        }
+    }
 }
 
 impl Dashboard {
@@ -142,6 +192,7 @@ impl Dashboard {
                     latency: new_histogram(),
                     uncorrected: new_histogram(),
                     send_lag: new_histogram(),
+                    endpoints: Vec::new(),
                 },
                 report: None,
                 flow: Flow::default(),
@@ -167,8 +218,8 @@ impl Dashboard {
     }
 
     /// An interval every thread has closed, with the requests the schedule
-    /// intended in it.
-    pub fn interval(&self, iv: &IntervalStats, intended: Option<u64>) {
+    /// intended in it; `names` are the endpoints' by index.
+    pub fn interval(&self, iv: &IntervalStats, intended: Option<u64>, names: &[String]) {
         let mut point = Point::of(iv, intended);
         // The page draws figures; the histograms stay in the files.
         point.histogram = None;
@@ -179,23 +230,16 @@ impl Dashboard {
         json["i"] = state.seq.into();
         json["in_flight"] = state.flow.in_flight().into();
         json["waiting"] = state.flow.waiting().into();
+        let endpoints = EndpointPoint::all(iv, names);
+        if !endpoints.is_empty() {
+            json["endpoints"] = serde_json::to_value(endpoints).unwrap_or_default();
+        }
         state.points.push_back(json.to_string());
         if state.points.len() > KEPT {
             state.points.pop_front();
         }
         state.seq += 1;
-        let t = &mut state.totals;
-        t.completed += iv.completed;
-        t.errors += iv.errors;
-        t.kinds.add(&iv.kinds);
-        t.seconds += iv.length.as_secs_f64();
-        if let Some(n) = intended {
-            *t.intended.get_or_insert(0) += n;
-        }
-        // Same bounds on both sides, so adding cannot fail.
-        let _ = t.latency.add(&iv.latency);
-        let _ = t.uncorrected.add(&iv.uncorrected);
-        let _ = t.send_lag.add(&iv.send_lag);
+        state.totals.add(iv, intended, names);
         drop(state);
         self.shared.changed.notify_all();
     }
@@ -263,7 +307,7 @@ mod tests {
             let mut iv = IntervalStats::empty(i, length);
             iv.completed = 2;
             iv.latency.record_n(100, 2).unwrap();
-            d.interval(&iv, Some(3));
+            d.interval(&iv, Some(3), &[]);
         }
         let state = d.shared.lock();
         assert_eq!(state.points.len(), KEPT);
@@ -300,7 +344,7 @@ mod tests {
                 iv.errors = lost;
                 // A sample that a repeat would have copied everywhere.
                 d.outstanding(2000, 20);
-                d.interval(&iv, Some(100));
+                d.interval(&iv, Some(100), &[]);
                 want.push((in_flight, Some(waiting)));
                 i += 1;
             }

@@ -157,7 +157,11 @@ impl<W: Write> LogWriter<W> {
     pub fn interval(&mut self, interval: &IntervalStats) -> io::Result<()> {
         write_interval(&mut self.out, interval)?;
         for (e, tag) in self.tags.iter().enumerate() {
-            let h = interval.endpoints.get(e).and_then(Option::as_ref);
+            let h = interval
+                .endpoints
+                .get(e)
+                .and_then(Option::as_ref)
+                .map(|e| &e.latency);
             let line = interval_line(
                 Some(tag),
                 interval.start(),

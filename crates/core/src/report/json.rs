@@ -537,6 +537,26 @@ pub struct Point {
     pub event_gap_p99: Option<u64>,
 }
 
+/// One endpoint's (a flow step's) part of an interval, as the outputs
+/// written during the run show it: `--csv`'s rows and the dashboard's
+/// points. The document's series keeps the run's totals alone (its
+/// `endpoints` keep each one's totals over the window).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EndpointPoint {
+    pub name: String,
+    /// Answers received in the interval, error statuses included.
+    pub completed: u64,
+    /// Requests lost or answered with an error status in the interval.
+    pub errors: u64,
+    /// Corrected latency percentiles of the interval's answers, in µs
+    /// (`null` when none came).
+    pub p50: Option<u64>,
+    pub p90: Option<u64>,
+    pub p99: Option<u64>,
+    pub p999: Option<u64>,
+    pub max: Option<u64>,
+}
+
 impl Point {
     /// An interval starting at `t` in which nothing happened.
     pub fn empty(t: f64) -> Point {
@@ -645,6 +665,32 @@ mod build {
                 event_gap_p99: at(&iv.event_gap, 99.0),
                 send_lag_p99: at(&iv.send_lag, 99.0),
             }
+        }
+    }
+
+    impl EndpointPoint {
+        /// The parts of the endpoints named in `names` (by index) that saw
+        /// anything in the interval, in the order of their names.
+        pub fn all(iv: &IntervalStats, names: &[String]) -> Vec<EndpointPoint> {
+            let at = summary::percentile;
+            names
+                .iter()
+                .zip(&iv.endpoints)
+                .filter_map(|(name, e)| {
+                    let e = e.as_ref().filter(|e| !e.is_empty())?;
+                    let h = &e.latency;
+                    Some(EndpointPoint {
+                        name: name.clone(),
+                        completed: h.len(),
+                        errors: e.errors,
+                        p50: at(h, 50.0),
+                        p90: at(h, 90.0),
+                        p99: at(h, 99.0),
+                        p999: at(h, 99.9),
+                        max: summary::maximum(h),
+                    })
+                })
+                .collect()
         }
     }
 

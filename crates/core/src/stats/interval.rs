@@ -32,8 +32,9 @@ pub struct EncodedInterval {
     ttfb: Vec<u8>,
     first_event: Vec<u8>,
     event_gap: Vec<u8>,
-    /// Non-empty endpoint histograms, by endpoint index.
-    endpoints: Vec<(usize, Vec<u8>)>,
+    /// Endpoints with something in the interval, by index: the latency
+    /// histogram and the errors.
+    endpoints: Vec<(usize, Vec<u8>, u64)>,
 }
 
 /// One thread's intervals: the open one and those already closed.
@@ -171,7 +172,10 @@ fn encode_histograms(
             .iter()
             .filter(|_| endpoints)
             .enumerate()
-            .filter_map(|(e, h)| h.as_ref().filter(|h| !h.is_empty()).map(|h| (e, bytes(h))))
+            .filter_map(|(i, e)| {
+                let e = e.as_ref().filter(|e| !e.is_empty())?;
+                Some((i, bytes(&e.latency), e.errors))
+            })
             .collect(),
     }
 }
@@ -196,12 +200,10 @@ pub(super) fn add_into(out: &mut IntervalStats, e: &EncodedInterval, de: &mut De
     add_encoded(&mut out.ttfb, &e.ttfb, de);
     add_encoded(&mut out.first_event, &e.first_event, de);
     add_encoded(&mut out.event_gap, &e.event_gap, de);
-    for (id, bytes) in &e.endpoints {
-        if out.endpoints.len() <= *id {
-            out.endpoints.resize(*id + 1, None);
-        }
-        let h = out.endpoints[*id].get_or_insert_with(super::new_histogram);
-        add_encoded(h, bytes, de);
+    for (id, bytes, errors) in &e.endpoints {
+        let into = out.endpoint(*id);
+        into.errors += errors;
+        add_encoded(&mut into.latency, bytes, de);
     }
 }
 

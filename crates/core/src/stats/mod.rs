@@ -915,8 +915,32 @@ pub struct IntervalStats {
     /// between events, by the time each event came (µs).
     pub first_event: Histogram<u64>,
     pub event_gap: Histogram<u64>,
-    /// Corrected latency per endpoint (by index), when endpoints are kept.
-    pub endpoints: Vec<Option<Histogram<u64>>>,
+    /// Each endpoint's (a flow step's) part, by index, when endpoints are
+    /// kept.
+    pub endpoints: Vec<Option<IntervalEndpoint>>,
+}
+
+/// One endpoint's (a flow step's) part of an interval.
+#[derive(Clone, Debug)]
+pub struct IntervalEndpoint {
+    /// Corrected latency of its answers (µs), by completion time.
+    pub latency: Histogram<u64>,
+    /// Its requests lost, or answered with an error status, in the
+    /// interval.
+    pub errors: u64,
+}
+
+impl IntervalEndpoint {
+    fn new() -> IntervalEndpoint {
+        IntervalEndpoint {
+            latency: new_histogram(),
+            errors: 0,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.latency.is_empty() && self.errors == 0
+    }
 }
 
 impl IntervalStats {
@@ -959,8 +983,9 @@ impl IntervalStats {
         self.ttfb.reset();
         self.first_event.reset();
         self.event_gap.reset();
-        for h in self.endpoints.iter_mut().flatten() {
-            h.reset();
+        for e in self.endpoints.iter_mut().flatten() {
+            e.latency.reset();
+            e.errors = 0;
         }
     }
 
@@ -970,11 +995,23 @@ impl IntervalStats {
         conservative(&self.latency, &self.unfinished)
     }
 
-    pub fn record_endpoint(&mut self, e: usize, us: u64) {
+    /// A request of endpoint `e` ended in the interval: answered after
+    /// `corrected` µs, or lost (`None`); `error` when lost or answered
+    /// with an error status.
+    pub fn record_endpoint(&mut self, e: usize, corrected: Option<u64>, error: bool) {
+        let into = self.endpoint(e);
+        into.errors += u64::from(error);
+        if let Some(us) = corrected {
+            record_clamped(&mut into.latency, us);
+        }
+    }
+
+    /// Endpoint `e`'s part, made when first used.
+    pub(crate) fn endpoint(&mut self, e: usize) -> &mut IntervalEndpoint {
         if self.endpoints.len() <= e {
             self.endpoints.resize(e + 1, None);
         }
-        record_clamped(self.endpoints[e].get_or_insert_with(new_histogram), us);
+        self.endpoints[e].get_or_insert_with(IntervalEndpoint::new)
     }
 
     /// When the interval starts, from the window's start.

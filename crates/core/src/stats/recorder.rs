@@ -392,12 +392,10 @@ impl Recorder {
         };
         let e = usize::from(e);
         self.stats.record_endpoint(e, answered, error);
-        if let Some(a) = answered {
-            self.stats
-                .intervals
-                .at(offset)
-                .record_endpoint(e, a.corrected);
-        }
+        self.stats
+            .intervals
+            .at(offset)
+            .record_endpoint(e, answered.map(|a| a.corrected), error);
     }
 
     /// The run's requests are the steps of a flow's visits: visits are

@@ -7,9 +7,11 @@
 //! closes with the run rather than keep the process alive for ever.
 
 use std::io::{self, IsTerminal};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::feed::{Ended, Sink};
+use super::names::EndpointNames;
 use crate::cli::config::Config;
 use crate::dashboard::Dashboard;
 use crate::engine::progress::Totals;
@@ -17,6 +19,7 @@ use crate::engine::Stop;
 use crate::run::describe::describe;
 use crate::run::error::Error;
 use crate::run::intended::Intended;
+use crate::script::StepNames;
 use crate::stats::IntervalStats;
 use crate::units::format_run_duration;
 
@@ -25,6 +28,8 @@ struct Live {
     /// The schedule, to count the requests intended in each interval.
     intended: Intended,
     linger: Option<Duration>,
+    /// Whose figures each point carries.
+    endpoints: EndpointNames,
 }
 
 pub fn open(cfg: &Config) -> Result<Option<Box<dyn Sink>>, Error> {
@@ -48,6 +53,7 @@ pub fn open(cfg: &Config) -> Result<Option<Box<dyn Sink>>, Error> {
         dashboard: d,
         intended: Intended::new(&cfg.run),
         linger: cfg.outputs.sinks.dashboard_linger,
+        endpoints: EndpointNames::of(cfg),
     })))
 }
 
@@ -64,10 +70,15 @@ impl Sink for Live {
         true
     }
 
+    fn steps(&mut self, names: &Arc<StepNames>) {
+        self.endpoints.take_steps(names);
+    }
+
     fn intervals(&mut self, intervals: &[IntervalStats]) -> Result<(), Error> {
+        let names = self.endpoints.now();
         for iv in intervals {
             let intended = self.intended.count(iv.start(), iv.length);
-            self.dashboard.interval(iv, intended);
+            self.dashboard.interval(iv, intended, &names);
         }
         Ok(())
     }

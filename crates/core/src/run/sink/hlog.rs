@@ -11,6 +11,7 @@ use std::time::SystemTime;
 
 use super::feed::Sink;
 use super::file::OutputFile;
+use super::names::EndpointNames;
 use crate::cli::config::Config;
 use crate::report::hlog::LogWriter;
 use crate::run::error::Error;
@@ -20,9 +21,7 @@ use crate::stats::IntervalStats;
 struct Hlog {
     file: OutputFile,
     comment: String,
-    endpoints: Vec<String>,
-    /// A flow's steps, named as the visits take them.
-    steps: Option<Arc<StepNames>>,
+    endpoints: EndpointNames,
     state: State,
 }
 
@@ -38,18 +37,10 @@ pub fn open(cfg: &Config) -> Result<Option<Box<dyn Sink>>, Error> {
     let Some(path) = &cfg.outputs.sinks.hlog else {
         return Ok(None);
     };
-    let endpoints = cfg
-        .run
-        .replay
-        .as_ref()
-        .filter(|r| r.by_endpoint)
-        .map(|r| r.set.endpoints().to_vec())
-        .unwrap_or_default();
     Ok(Some(Box::new(Hlog {
         file: OutputFile::checked("--hlog", path)?,
         comment: format!("metron {} {}", env!("CARGO_PKG_VERSION"), cfg.run.url),
-        endpoints,
-        steps: None,
+        endpoints: EndpointNames::of(cfg),
         state: State::Waiting,
     })))
 }
@@ -65,7 +56,7 @@ impl Sink for Hlog {
     }
 
     fn steps(&mut self, names: &Arc<StepNames>) {
-        self.steps = Some(Arc::clone(names));
+        self.endpoints.take_steps(names);
     }
 
     /// Writes the header; interval times count from `at`.
@@ -74,7 +65,7 @@ impl Sink for Hlog {
             return Ok(());
         };
         let out = BufWriter::new(file);
-        let mut log = LogWriter::start(out, at, &self.comment, &self.endpoints)
+        let mut log = LogWriter::start(out, at, &self.comment, &self.endpoints.now())
             .map_err(|e| self.file.failed(e))?;
         log.flush().map_err(|e| self.file.failed(e))?;
         self.state = State::Writing(log);
@@ -88,9 +79,7 @@ impl Sink for Hlog {
         };
         // A step gets its lines from the interval the visits first took it
         // in on.
-        if let Some(names) = &self.steps {
-            log.endpoints(&names.all());
-        }
+        log.endpoints(&self.endpoints.now());
         intervals
             .iter()
             .try_for_each(|iv| log.interval(iv))

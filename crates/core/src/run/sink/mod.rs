@@ -16,6 +16,7 @@ mod file;
 mod hlog;
 mod html;
 mod json;
+mod names;
 
 use super::error::Error;
 use crate::cli::config::Config;
