@@ -3,6 +3,7 @@
 //! What a script does on the wire is tested over HTTP/1.1 and HTTP/2
 //! alike, each request of a batch on a stream of its own over HTTP/2.
 
+use crate::common::files::lua_file;
 use crate::common::process::run_to_file;
 use crate::common::scripts::*;
 use crate::common::*;
@@ -444,6 +445,50 @@ fn every_script_error_names_the_stage_the_file_and_the_line() {
         assert!(err.contains(&want), "{name}: want '{want}' in '{err}'");
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A script whose Lua never returns (LuaJIT's compiled loops check no
+/// hook, so nothing can interrupt it) cannot hang the run: five seconds
+/// after the run's end, or after a stop, metron gives up on that thread
+/// with one line that says why, whether the loop is in request() or in a
+/// flow. Both run at once, to keep the test short.
+#[test]
+fn a_script_that_never_returns_ends_the_run_with_an_error() {
+    let srv = server(ServeConfig::default());
+    let u = url(&srv, "/");
+    let request = lua_file(
+        "loop_request.lua",
+        "local n = 0\nfunction request()\n  n = n + 1\n  if n == 20 then while true do end end\n  return wrk.format()\nend",
+    );
+    let flow = lua_file(
+        "loop_flow.lua",
+        "function flow(visit)\n  http.get('/', { name = 'home' })\n  if visit.id == 10 then while true do end end\nend",
+    );
+    let runs: Vec<(std::time::Instant, std::process::Child)> = [request, flow]
+        .iter()
+        .map(|script| {
+            let child = std::process::Command::new(env!("CARGO_BIN_EXE_metron"))
+                .args(["-t2", "-c2", "-R100", "-d1s", "-s"])
+                .arg(script)
+                .arg(&u)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("the binary runs");
+            (std::time::Instant::now(), child)
+        })
+        .collect();
+    for (started, child) in runs {
+        let o = wait_bounded(child, std::time::Duration::from_secs(30));
+        let took = started.elapsed();
+        let err = one_line_error(&o);
+        assert!(
+            err.contains("was still busy 5s after the run ended")
+                && err.contains("a Lua loop that never ends"),
+            "{err}"
+        );
+        assert!(took.as_secs_f64() < 15.0, "{took:?}");
+    }
 }
 
 #[test]

@@ -178,6 +178,10 @@ pub enum EngineError {
     Worker { thread: usize, why: io::Error },
     #[error("worker thread {0} panicked")]
     Panic(usize),
+    /// A worker still busy long after the run ended: in practice a script
+    /// whose Lua never returns, which nothing can interrupt.
+    #[error("worker thread {thread} was still busy {after:?} after the run ended, so its figures are lost and no report is made: its script never returned (a Lua loop that never ends, in flow(), request(), response() or a hook they call?); make every loop end")]
+    Stuck { thread: usize, after: Duration },
     #[error("{flag} {connections} needs about {needed} open files but this process may open {limit}; raise the limit (ulimit -n {needed}, or LimitNOFILE= for a service) or lower {flag}")]
     OpenFiles {
         /// The flag that asked for them: `-c`, or `--max-connections`.
@@ -458,7 +462,15 @@ impl Running {
                 watch.steps(names);
             }
             watch.window_starts(self.started_at + Duration::from_nanos(warmup));
-            follow(watch, board, &ends.done, self.t0, &mut history);
+            follow(watch, board, &ends, self.window.end, self.t0, &mut history);
+        }
+        if let Some(thread) =
+            wait_for_workers(&self.handles, &ends.done, &ends.stop, self.window.end)
+        {
+            return Err(EngineError::Stuck {
+                thread,
+                after: END_GRACE,
+            });
         }
         let mut threads = Vec::with_capacity(self.handles.len());
         // The worker index of each of `threads`.
@@ -538,6 +550,39 @@ impl Running {
     }
 }
 
+/// How long after the run's end (the window's, or a stop's) a worker may
+/// still be busy: ending takes it well under a second, even with every
+/// connection to close; longer means it is stuck in its script.
+const END_GRACE: Duration = Duration::from_secs(5);
+
+/// When waiting for the workers stops: [`END_GRACE`] after the run's end,
+/// which a stop brings forward.
+fn give_up_at(stop: &Stop, end: Nanos) -> Nanos {
+    let ended = stop.stopped().map_or(end, |(at, _)| at.min(end));
+    ended + nanos(END_GRACE)
+}
+
+/// Waits, bounded, for every worker to end (`done` closes once they all
+/// have); a worker still busy when the wait gives up is returned (the
+/// first), and left to the process's exit.
+fn wait_for_workers(
+    handles: &[JoinHandle<WorkerResult>],
+    done: &mpsc::Receiver<()>,
+    stop: &Stop,
+    end: Nanos,
+) -> Option<usize> {
+    loop {
+        let left = give_up_at(stop, end).saturating_sub(clock::now());
+        match done.recv_timeout(Duration::from_nanos(left)) {
+            Err(mpsc::RecvTimeoutError::Disconnected) => return None,
+            Ok(()) => {}
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                return handles.iter().position(|h| !h.is_finished());
+            }
+        }
+    }
+}
+
 /// How often the main thread looks at the board when rows or intervals
 /// are wanted: as often as the workers publish.
 const ROWS_POLL: Duration = Duration::from_nanos(progress::PUBLISH_EVERY);
@@ -556,7 +601,8 @@ fn closed<'w>(iv: &IntervalStats, history: &mut History, watch: Option<&mut (dyn
 fn follow(
     watch: &mut dyn Watch,
     board: &progress::Board,
-    done: &mpsc::Receiver<()>,
+    ends: &Ends,
+    end: Nanos,
     t0: Nanos,
     history: &mut History,
 ) {
@@ -566,7 +612,10 @@ fn follow(
         TICK_EVERY
     };
     let mut next_tick = t0 + nanos(TICK_EVERY);
-    while let Err(mpsc::RecvTimeoutError::Timeout) = done.recv_timeout(poll) {
+    while let Err(mpsc::RecvTimeoutError::Timeout) = ends.done.recv_timeout(poll) {
+        if clock::now() >= give_up_at(&ends.stop, end) {
+            return;
+        }
         let rows = board.take_rows();
         if !rows.is_empty() {
             watch.rows(&rows);
