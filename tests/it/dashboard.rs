@@ -169,6 +169,10 @@ fn a_flows_steps_have_their_figures_in_every_live_output() {
         .filter_map(|e| e.lines().find_map(|l| l.strip_prefix("data: ")))
         .map(json)
         .collect();
+    assert!(
+        points.iter().all(|p| p["visits"] == true),
+        "intended counts visits"
+    );
     let (_, series) = get(&addr, "/series.json");
     let series = json(&series);
     let (_, metrics) = get(&addr, "/metrics");

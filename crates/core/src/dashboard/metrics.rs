@@ -250,6 +250,7 @@ mod tests {
             flow: Default::default(),
             in_flight: 4,
             waiting: 0,
+            visits: false,
         };
         let text = render(&state);
         assert!(

@@ -70,6 +70,9 @@ struct State {
     /// once a second): `/metrics`' gauges, which say how things are now.
     in_flight: u64,
     waiting: u64,
+    /// The run's requests are a flow's steps: what the schedule intends
+    /// is visits.
+    visits: bool,
 }
 
 /// Running sums over the intervals so far: requests written (and written
@@ -198,6 +201,7 @@ impl Dashboard {
                 flow: Flow::default(),
                 in_flight: 0,
                 waiting: 0,
+                visits: false,
             }),
             changed: Condvar::new(),
         });
@@ -230,6 +234,9 @@ impl Dashboard {
         json["i"] = state.seq.into();
         json["in_flight"] = state.flow.in_flight().into();
         json["waiting"] = state.flow.waiting().into();
+        if state.visits {
+            json["visits"] = true.into();
+        }
         let endpoints = EndpointPoint::all(iv, names);
         if !endpoints.is_empty() {
             json["endpoints"] = serde_json::to_value(endpoints).unwrap_or_default();
@@ -242,6 +249,12 @@ impl Dashboard {
         state.totals.add(iv, intended, names);
         drop(state);
         self.shared.changed.notify_all();
+    }
+
+    /// The run's requests are a flow's steps: each point's `intended`
+    /// counts visits, and says so (`visits`).
+    pub fn visits(&self) {
+        self.shared.lock().visits = true;
     }
 
     /// Requests in flight, and due but not sent yet, summed over the

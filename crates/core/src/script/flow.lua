@@ -112,7 +112,7 @@ local function step(method, path, opts)
     error(what .. ": opts.name must be a string, got " .. type(name), 3)
   end
   if name ~= nil and (#name == 0 or #name > MAX_NAME or find(name, "%c")) then
-    error(what .. ": opts.name must be 1 to " .. MAX_NAME .. " characters without control characters (a report's row label), got " .. #name, 3)
+    error(what .. ": opts.name must be 1 to " .. MAX_NAME .. " characters without control characters (a report's row label), got " .. #name .. " characters", 3)
   end
   local headers = {}
   for k, v in pairs(wrk.headers) do headers[k] = v end
@@ -155,7 +155,7 @@ http = {
   patch = function(path, opts) return step("PATCH", path, opts) end,
   request = function(method, path, opts)
     if type(method) ~= "string" or not find(method, "^[%u]+$") then
-      error("http.request(method, path, opts): the method must be upper-case letters, such as \"OPTIONS\", got " .. tostring(method), 2)
+      error("http.request(method, path, opts): the method must be upper-case letters, such as \"OPTIONS\", got " .. (type(method) == "string" and string.format("%q", method) or tostring(method)), 2)
     end
     return step(method, path, opts)
   end,

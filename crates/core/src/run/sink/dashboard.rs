@@ -72,6 +72,7 @@ impl Sink for Live {
 
     fn steps(&mut self, names: &Arc<StepNames>) {
         self.endpoints.take_steps(names);
+        self.dashboard.visits();
     }
 
     fn intervals(&mut self, intervals: &[IntervalStats]) -> Result<(), Error> {
