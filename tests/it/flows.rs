@@ -537,6 +537,7 @@ fn a_sweep_of_visits_speaks_of_visits() {
         let v = step.visits.as_ref().expect("a flow's step counts visits");
         assert_eq!((v.failed, v.never_started), (0, 0), "{v:?}");
         assert!(v.completed * 10 >= v.due * 8, "{v:?}");
+        assert_eq!(v.completed + v.in_flight, v.due, "the step's ledger: {v:?}");
         assert!(
             (step.achieved - step.rate).abs() <= 0.1 * step.rate,
             "{out}"

@@ -334,6 +334,7 @@ fn run_step(
                 due: v.due(),
                 completed: v.completed,
                 failed: v.failed_total(),
+                in_flight: v.in_flight,
                 never_started: v.never_started,
                 p99: summary::percentile(&h, 99.0),
             }

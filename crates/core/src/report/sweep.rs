@@ -89,6 +89,11 @@ pub struct SweepVisits {
     pub due: u64,
     pub completed: u64,
     pub failed: u64,
+    /// Started and still under way when the step ended: with the others,
+    /// `due = completed + failed + in_flight + never_started`. Absent from
+    /// older documents.
+    #[serde(default)]
+    pub in_flight: u64,
     pub never_started: u64,
     /// Visits' durations at p99, unfinished ones at their lower bounds
     /// (µs); `null` when none ended or was under way.

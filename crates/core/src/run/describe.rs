@@ -100,6 +100,11 @@ pub fn run_facts<'a>(
         threads: run.threads,
         // Connections opened on demand count: the pool could carry that much.
         connections: run.max_connections(),
+        pool_flag: if run.growth.is_some() {
+            "--max-connections"
+        } else {
+            "-c"
+        },
         per_connection: if outcome.protocol.multiplexes() {
             run.protocols.max_streams
         } else {
@@ -119,6 +124,7 @@ pub fn document_facts<'a>(doc: &'a Document, stats: &'a RunStats, load: &'a Load
         load,
         threads: doc.config.threads,
         connections: doc.config.connections,
+        pool_flag: "-c",
         per_connection: match (multiplexes, doc.config.max_streams) {
             (true, Some(m)) => m,
             _ => 1,

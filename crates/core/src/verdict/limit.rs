@@ -13,7 +13,11 @@ pub struct RunFacts<'a> {
     pub stats: &'a RunStats,
     pub load: &'a Load,
     pub threads: usize,
+    /// The most connections the run could open: `-c`, or
+    /// `--max-connections` where the pool grows on demand (`pool_flag`
+    /// names which, for the advice).
     pub connections: usize,
+    pub pool_flag: &'static str,
     /// Requests one connection carries at once: 1 over HTTP/1.1, `-m`
     /// over HTTP/2.
     pub per_connection: u32,
@@ -81,10 +85,12 @@ pub fn generator_limit(run: &RunFacts) -> Option<String> {
             request_rate(stats, top / part)
         });
         if peak > carried {
+            let flag = run.pool_flag;
             let needed = (peak * fastest_s / f64::from(run.per_connection.max(1))).ceil();
             return Some(format!(
-                "-c {} cannot carry {} requests/s: even at the fastest response seen ({}) the \
-                 connections carry at most {:.0} requests/s; raise -c to at least {needed:.0}",
+                "{flag} {} cannot carry {} requests/s: even at the fastest response seen ({}) \
+                 the connections carry at most {:.0} requests/s; raise {flag} to at least \
+                 {needed:.0}",
                 run.connections,
                 format_rate(peak),
                 format_time_us(fastest_s * 1e6),
@@ -144,6 +150,7 @@ mod tests {
             load: &load,
             threads: 1,
             connections: 10,
+            pool_flag: "-c",
             per_connection: 1,
             fastest_us: Some(100),
             lag_allowance,
@@ -187,6 +194,7 @@ mod tests {
             load: &load,
             threads: 1,
             connections: 1,
+            pool_flag: "-c",
             per_connection: 1,
             fastest_us: Some(5000),
             lag_allowance: None,
@@ -195,5 +203,17 @@ mod tests {
         let why = generator_limit(&facts).expect("the pool is too small");
         assert!(why.contains("-c 1 cannot carry 300.00 requests/s"), "{why}");
         assert!(why.contains("raise -c to at least 2"), "{why}");
+        // A pool that may grow is bounded by --max-connections: that is
+        // the flag to raise.
+        let grown = RunFacts {
+            pool_flag: "--max-connections",
+            ..facts
+        };
+        let why = generator_limit(&grown).expect("the pool is too small");
+        assert!(
+            why.starts_with("--max-connections 1 cannot carry")
+                && why.contains("raise --max-connections to at least 2"),
+            "{why}"
+        );
     }
 }
