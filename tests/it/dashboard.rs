@@ -264,6 +264,19 @@ fn a_flows_steps_have_their_figures_in_every_live_output() {
     }
 }
 
+/// Series names can come from a script (a flow's steps, a requests
+/// file's names): the page sets them as text, so a name that looks like
+/// markup (`<img src=x onerror=...>`) shows as typed and runs nothing.
+#[test]
+fn the_page_puts_names_in_as_text_never_as_markup() {
+    let sets_markup: Vec<&str> = PAGE
+        .lines()
+        .filter(|l| l.contains("innerHTML") && l.contains("name"))
+        .collect();
+    assert!(sets_markup.is_empty(), "{sets_markup:#?}");
+    assert!(page_function("draw").contains("createTextNode(s.name)"));
+}
+
 /// The page in headless Chromium, opened as the run starts: it receives at
 /// least three intervals live, then shows the final report.
 #[test]

@@ -483,7 +483,7 @@ fn a_script_that_never_returns_ends_the_run_with_an_error() {
         let took = started.elapsed();
         let err = one_line_error(&o);
         assert!(
-            err.contains("was still busy 5s after the run ended")
+            err.contains("still busy 5s after the run ended")
                 && err.contains("a Lua loop that never ends"),
             "{err}"
         );

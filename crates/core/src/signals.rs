@@ -1,7 +1,8 @@
 //! Ctrl-C and SIGTERM end a run cleanly: the first one stops the workers
 //! and the report covers what ran; a second one exits at once, as the
 //! first does before any worker started (loading scripts, the pre-flight),
-//! when nothing ran.
+//! when nothing ran, and while the script's `done()` runs, when the
+//! report is out.
 
 use std::io;
 use std::sync::Arc;
@@ -26,14 +27,21 @@ pub fn stop_on_interrupt(stop: Arc<Stop>) -> io::Result<Guard> {
         .name("metron-signals".into())
         .spawn(move || {
             for signal in signals.forever() {
+                let name = if signal == SIGTERM {
+                    "SIGTERM"
+                } else {
+                    "Ctrl-C"
+                };
                 if !stop.has_begun() {
-                    let name = if signal == SIGTERM {
-                        "SIGTERM"
-                    } else {
-                        "Ctrl-C"
-                    };
                     eprintln!(
                         "metron: stopped by {name} before the run began: nothing was measured"
+                    );
+                    std::process::exit(128 + signal);
+                }
+                if stop.is_closing() {
+                    eprintln!(
+                        "metron: stopped by {name} in the script's done(); the report above \
+                         covers the whole run"
                     );
                     std::process::exit(128 + signal);
                 }

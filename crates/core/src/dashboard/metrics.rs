@@ -200,6 +200,7 @@ pub(super) fn totals_json(t: &Totals) -> String {
             "completed": e.completed,
             "errors": e.errors,
             "p50": at(&e.latency, 50.0),
+            "p90": at(&e.latency, 90.0),
             "p99": at(&e.latency, 99.0),
             "p999": at(&e.latency, 99.9),
             "max": (!e.latency.is_empty()).then(|| summary::max(&e.latency)),

@@ -75,6 +75,8 @@ pub struct Stop {
     /// report. Before (loading scripts, the pre-flight's blocking checks)
     /// there is nothing to report.
     begun: AtomicBool,
+    /// See [`Stop::closing`].
+    closing: AtomicBool,
 }
 
 impl Stop {
@@ -106,6 +108,18 @@ impl Stop {
 
     pub fn has_begun(&self) -> bool {
         self.begun.load(Ordering::SeqCst)
+    }
+
+    /// The report is out and the script's `done()` runs (`true`) or has
+    /// returned: meanwhile Ctrl-C and SIGTERM exit at once, as nothing is
+    /// left to stop and a `done()` that never returns would otherwise
+    /// keep the process.
+    pub fn closing(&self, on: bool) {
+        self.closing.store(on, Ordering::SeqCst);
+    }
+
+    pub fn is_closing(&self) -> bool {
+        self.closing.load(Ordering::SeqCst)
     }
 
     /// When and why the run was stopped, if it was.
@@ -180,8 +194,10 @@ pub enum EngineError {
     Panic(usize),
     /// A worker still busy long after the run ended: in practice a script
     /// whose Lua never returns, which nothing can interrupt.
-    #[error("worker thread {thread} was still busy {after:?} after the run ended, so its figures are lost and no report is made: its script never returned (a Lua loop that never ends, in flow(), request(), response() or a hook they call?); make every loop end")]
-    Stuck { thread: usize, after: Duration },
+    /// `which` names them: "worker thread 1 was", "worker threads 0 and
+    /// 1 were".
+    #[error("{which} still busy {after:?} after the run ended, so their figures are lost and no report is made: a script never returned (a Lua loop that never ends, in flow(), request(), response() or a hook they call?); make every loop end")]
+    Stuck { which: String, after: Duration },
     #[error("{flag} {connections} needs about {needed} open files but this process may open {limit}; raise the limit (ulimit -n {needed}, or LimitNOFILE= for a service) or lower {flag}")]
     OpenFiles {
         /// The flag that asked for them: `-c`, or `--max-connections`.
@@ -464,11 +480,10 @@ impl Running {
             watch.window_starts(self.started_at + Duration::from_nanos(warmup));
             follow(watch, board, &ends, self.window.end, self.t0, &mut history);
         }
-        if let Some(thread) =
-            wait_for_workers(&self.handles, &ends.done, &ends.stop, self.window.end)
-        {
+        let busy = wait_for_workers(&self.handles, &ends.done, &ends.stop, self.window.end);
+        if !busy.is_empty() {
             return Err(EngineError::Stuck {
-                thread,
+                which: busy_words(&busy),
                 after: END_GRACE,
             });
         }
@@ -563,23 +578,34 @@ fn give_up_at(stop: &Stop, end: Nanos) -> Nanos {
 }
 
 /// Waits, bounded, for every worker to end (`done` closes once they all
-/// have); a worker still busy when the wait gives up is returned (the
-/// first), and left to the process's exit.
+/// have); the workers still busy when the wait gives up are returned, and
+/// left to the process's exit.
 fn wait_for_workers(
     handles: &[JoinHandle<WorkerResult>],
     done: &mpsc::Receiver<()>,
     stop: &Stop,
     end: Nanos,
-) -> Option<usize> {
+) -> Vec<usize> {
     loop {
         let left = give_up_at(stop, end).saturating_sub(clock::now());
         match done.recv_timeout(Duration::from_nanos(left)) {
-            Err(mpsc::RecvTimeoutError::Disconnected) => return None,
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Vec::new(),
             Ok(()) => {}
             Err(mpsc::RecvTimeoutError::Timeout) => {
-                return handles.iter().position(|h| !h.is_finished());
+                let busy = (0..handles.len()).filter(|&j| !handles[j].is_finished());
+                return busy.collect();
             }
         }
+    }
+}
+
+/// "worker thread 1 was", "worker threads 0, 2 and 3 were".
+fn busy_words(busy: &[usize]) -> String {
+    let list: Vec<String> = busy.iter().map(usize::to_string).collect();
+    match list.as_slice() {
+        [one] => format!("worker thread {one} was"),
+        [first @ .., last] => format!("worker threads {} and {last} were", first.join(", ")),
+        [] => "no worker thread was".to_string(),
     }
 }
 
@@ -634,6 +660,13 @@ fn follow(
 mod tests {
     use super::*;
     use setup::Protocol;
+
+    #[test]
+    fn busy_threads_are_named_in_a_sentence() {
+        assert_eq!(busy_words(&[1]), "worker thread 1 was");
+        assert_eq!(busy_words(&[0, 1]), "worker threads 0 and 1 were");
+        assert_eq!(busy_words(&[0, 2, 3]), "worker threads 0, 2 and 3 were");
+    }
 
     fn peer(protocol: Protocol, server_limit: Option<u32>) -> share::Peer {
         share::Peer {

@@ -92,9 +92,10 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
     let failure = outcome.failure.take();
     if let (None, Some(script)) = (&failure, script) {
         let window_us = outcome.stats.window.as_micros() as u64;
-        script
-            .done(&outcome.stats, window_us)
-            .map_err(EngineError::from)?;
+        stop.closing(true);
+        let done = script.done(&outcome.stats, window_us);
+        stop.closing(false);
+        done.map_err(EngineError::from)?;
     }
     for s in &sinks {
         s.linger(stop);

@@ -168,9 +168,15 @@ fn parse_term(text: &str) -> Result<Term, String> {
                  first_event_, gap_ or visit_ (ttfb_p99<200ms) and of a flow's step \
                  (step.login.p99<200ms), errors<PCT% (errors<0.1%), rate>=PCT% (rate>=99%) \
                  or visits_failed<PCT%";
-    let at = text
-        .find(['<', '>'])
-        .ok_or_else(|| format!("{text:?} has no bound; {forms}"))?;
+    let Some(at) = text.find(['<', '>']) else {
+        // Commas part the terms, so a step whose name holds one is cut.
+        let cut = if text.starts_with("step.") {
+            " (a comma ends a term: a step named in --slo cannot have one in its name)"
+        } else {
+            ""
+        };
+        return Err(format!("{text:?} has no bound{cut}; {forms}"));
+    };
     let (name, rest) = (text[..at].trim(), &text[at..]);
     let (op, value) = match rest.strip_prefix("<=").or_else(|| rest.strip_prefix(">=")) {
         Some(v) => (&rest[..2], v.trim()),
@@ -526,6 +532,10 @@ mod tests {
             ("rate>=120%", "not a percentage"),
             ("p99", "has no bound"),
             ("p99<5ms,", "\"\" has no bound"),
+            (
+                "step.x, y.p99<100ms",
+                "\"step.x\" has no bound (a comma ends a term: a step named in --slo cannot have one",
+            ),
             (
                 "ttfb_errors<1%",
                 "\"ttfb_errors\" is not something to bound",
