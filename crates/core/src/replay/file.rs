@@ -190,7 +190,10 @@ fn spec_of(value: Value, line: usize, file: &str, dir: &Path) -> Result<Spec, Re
             return Err(at(
                 file,
                 line,
-                format!("field \"name\" is {name:?}: give the endpoint a label on one line"),
+                format!(
+                    "field \"name\" is {name:?}: give the endpoint a label of printable \
+                     characters on one line (no tab, line break or other control character)"
+                ),
             ));
         }
     }
@@ -458,7 +461,8 @@ mod tests {
             ("/a\n@ \n", "r.json:2: an @ line needs a file name"),
             (
                 "[{\"path\": \"/a\", \"name\": \"x\\ny\"}]",
-                "r.json:1: field \"name\" is \"x\\ny\": give the endpoint a label on one line",
+                "r.json:1: field \"name\" is \"x\\ny\": give the endpoint a label of printable \
+                 characters on one line (no tab, line break or other control character)",
             ),
             (
                 "[{\"path\": \"/a\", \"name\": \" \"}]",
