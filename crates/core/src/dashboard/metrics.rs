@@ -10,6 +10,7 @@ use std::fmt::Write;
 use hdrhistogram::Histogram;
 
 use super::{EndpointTotals, State, Totals};
+use crate::report::json::EndpointPoint;
 use crate::stats::summary;
 
 /// The quantiles each latency summary gives.
@@ -152,7 +153,7 @@ fn endpoints(out: &mut String, all: &[EndpointTotals]) {
         out,
         "metron_endpoint_requests_completed_total",
         "Responses received per endpoint (a flow's step), error statuses included.",
-        &each(|e| e.completed),
+        &each(|e| e.latency.len()),
     );
     counter_of(
         out,
@@ -195,16 +196,11 @@ pub(super) fn totals_json(t: &Totals) -> String {
         "max": (!t.latency.is_empty()).then(|| summary::max(&t.latency)),
         "uncorrected_p99": at(&t.uncorrected, 99.0),
         "send_lag_p99": at(&t.send_lag, 99.0),
-        "endpoints": t.endpoints.iter().map(|e| serde_json::json!({
-            "name": e.name,
-            "completed": e.completed,
-            "errors": e.errors,
-            "p50": at(&e.latency, 50.0),
-            "p90": at(&e.latency, 90.0),
-            "p99": at(&e.latency, 99.0),
-            "p999": at(&e.latency, 99.9),
-            "max": (!e.latency.is_empty()).then(|| summary::max(&e.latency)),
-        })).collect::<Vec<_>>(),
+        "endpoints": t
+            .endpoints
+            .iter()
+            .map(|e| EndpointPoint::of(&e.name, &e.latency, e.errors))
+            .collect::<Vec<_>>(),
     })
     .to_string()
 }
@@ -238,7 +234,6 @@ mod tests {
                 send_lag: new_histogram(),
                 endpoints: vec![EndpointTotals {
                     name: "say \"hi\"\\".into(),
-                    completed: 3,
                     errors: 1,
                     latency: {
                         let mut h = new_histogram();

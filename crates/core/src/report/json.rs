@@ -672,25 +672,30 @@ mod build {
         /// The parts of the endpoints named in `names` (by index) that saw
         /// anything in the interval, in the order of their names.
         pub fn all(iv: &IntervalStats, names: &[String]) -> Vec<EndpointPoint> {
-            let at = summary::percentile;
             names
                 .iter()
                 .zip(&iv.endpoints)
                 .filter_map(|(name, e)| {
                     let e = e.as_ref().filter(|e| !e.is_empty())?;
-                    let h = &e.latency;
-                    Some(EndpointPoint {
-                        name: name.clone(),
-                        completed: h.len(),
-                        errors: e.errors,
-                        p50: at(h, 50.0),
-                        p90: at(h, 90.0),
-                        p99: at(h, 99.0),
-                        p999: at(h, 99.9),
-                        max: summary::maximum(h),
-                    })
+                    Some(EndpointPoint::of(name, &e.latency, e.errors))
                 })
                 .collect()
+        }
+
+        /// Endpoint `name` with the corrected latency of its answers and
+        /// its errors, over an interval or any longer time.
+        pub fn of(name: &str, latency: &Histogram<u64>, errors: u64) -> EndpointPoint {
+            let at = summary::percentile;
+            EndpointPoint {
+                name: name.to_string(),
+                completed: latency.len(),
+                errors,
+                p50: at(latency, 50.0),
+                p90: at(latency, 90.0),
+                p99: at(latency, 99.0),
+                p999: at(latency, 99.9),
+                max: summary::maximum(latency),
+            }
         }
     }
 
