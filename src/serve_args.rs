@@ -14,7 +14,7 @@ use metron_core::cli::choice::choice;
 use metron_core::units::{parse_bytes, parse_duration, parse_si_f64, parse_si_u64};
 use metron_serve::{
     parse_fault, parse_h3_code, parse_probability, BadCert, Beyond, Capacity, FaultPlan, FaultSpec,
-    Http2, Http3, Per, Probability, ServeConfig, Sse, StallPlan, MAX_H2_WINDOW, MAX_THREADS,
+    Http2, Http3, Llm, Per, Probability, ServeConfig, Sse, StallPlan, MAX_H2_WINDOW, MAX_THREADS,
 };
 
 /// The long help of `--fault`: every fault by name.
@@ -141,6 +141,22 @@ pub struct ServeArgs {
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub sse_gap: Option<Duration>,
 
+    /// Serve an OpenAI-compatible stand-in model: POST /v1/chat/completions and /v1/completions answer with tokens timed by --llm-ttft and --llm-tpot (streamed with "stream": true), GET /v1/models lists it; other /v1/ paths are 404s, other paths served as without --llm
+    #[arg(long)]
+    pub llm: bool,
+
+    /// Time from a request's arrival to its first --llm token [default: 100ms]
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub llm_ttft: Option<Duration>,
+
+    /// Time between --llm tokens, each due that long after the one before was due [default: 10ms]
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub llm_tpot: Option<Duration>,
+
+    /// Tokens in an --llm answer whose request names no max_tokens (at most 1M) [default: 16]
+    #[arg(long, value_name = "N", value_parser = parse_si_u64)]
+    pub llm_max_tokens: Option<u64>,
+
     /// Serve HTTPS with a generated certificate that verifying clients reject
     #[arg(long, value_name = "CERT", value_parser = choice(&BadCert::CHOICES))]
     pub tls: Option<BadCert>,
@@ -239,6 +255,7 @@ impl TryFrom<ServeArgs> for ServeConfig {
             args.h3_max_streams,
         )?;
         let sse = Sse::from_flags(args.sse, args.sse_first, args.sse_gap)?;
+        let llm = Llm::from_flags(args.llm, args.llm_ttft, args.llm_tpot, args.llm_max_tokens)?;
         let cfg = ServeConfig {
             listen: args.listen,
             threads: args.threads,
@@ -259,6 +276,7 @@ impl TryFrom<ServeArgs> for ServeConfig {
             http2,
             http3,
             sse,
+            llm,
             record: 0,
         };
         cfg.check()?;
@@ -354,6 +372,7 @@ mod tests {
         assert_eq!(cfg.http2, None);
         assert_eq!(cfg.http3, None);
         assert_eq!(cfg.sse, None);
+        assert_eq!(cfg.llm, None);
         assert_eq!(cfg.record, 0);
         assert_eq!(
             cfg,
@@ -420,6 +439,63 @@ mod tests {
         assert!(parse(&["--sse=3", "--sse-gap=soon"]).is_err());
         assert!(parse(&["--sse=3", "--sse-first=soon"]).is_err());
         assert!(parse(&["--sse-events=3"]).is_err(), "the old name is gone");
+    }
+
+    #[test]
+    fn llm_flags_make_a_stand_in_model() {
+        let ms = Duration::from_millis;
+        let llm = |argv: &[&str]| config(argv).map(|cfg| cfg.llm);
+        let want = |ttft, tpot, max_tokens| {
+            Ok(Some(Llm {
+                ttft,
+                tpot,
+                max_tokens,
+            }))
+        };
+        assert_eq!(llm(&["--llm"]), want(ms(100), ms(10), 16));
+        assert_eq!(
+            llm(&[
+                "--llm",
+                "--llm-ttft=1.5s",
+                "--llm-tpot",
+                "2ms",
+                "--llm-max-tokens=1k"
+            ]),
+            want(ms(1500), ms(2), 1000)
+        );
+        assert_eq!(
+            llm(&["--llm", "--llm-max-tokens=0", "--http2"]),
+            want(ms(100), ms(10), 0)
+        );
+        assert_eq!(llm(&[]), Ok(None));
+        assert!(parse(&["--llm", "--llm-ttft=soon"]).is_err());
+        assert!(parse(&["--llm", "--llm-max-tokens=-1"]).is_err());
+    }
+
+    #[test]
+    fn bad_llm_combinations_are_one_line_reasons() {
+        let cases: &[(&[&str], &str)] = &[
+            (
+                &["--llm-ttft=1s"],
+                "--llm-ttft needs --llm (the stand-in model server it sets up)",
+            ),
+            (&["--llm-tpot=1ms"], "--llm-tpot needs --llm"),
+            (&["--llm-max-tokens=5"], "--llm-max-tokens needs --llm"),
+            (
+                &["--llm", "--sse=3"],
+                "--llm and --sse both stream events in answers; drop --sse",
+            ),
+            (
+                &["--llm", "--llm-max-tokens=2M"],
+                "--llm-max-tokens must be at most 1000000, not 2000000",
+            ),
+        ];
+        for (argv, want) in cases {
+            let err = config(argv).unwrap_err();
+            let first = err.lines().next().unwrap_or_default();
+            assert!(first.contains(want), "{argv:?}: {err}");
+            assert_eq!(err.lines().count(), 1, "{argv:?}: one line: {err}");
+        }
     }
 
     #[test]

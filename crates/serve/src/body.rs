@@ -4,7 +4,9 @@
 //! The decoder works on whatever the connection has buffered and reports how
 //! much it used, so a body of any size streams through a small buffer; an
 //! incomplete chunk-size or trailer line is simply left in the buffer until
-//! more bytes arrive. Bytes are copied out only when a request is recorded.
+//! more bytes arrive. Bytes are copied out only when something wants them
+//! (a [`Sink`]): a recorded request, or an `--llm` route, which reads the
+//! JSON it is sent.
 //!
 //! This decoder is kept apart from the load generator's
 //! (`metron-core`'s `http::h1::chunked`) on purpose. The two sides want opposite
@@ -19,6 +21,43 @@
 const MAX_LINE: usize = 4096;
 /// Most trailer bytes accepted after the last chunk.
 const MAX_TRAILERS: usize = 64 * 1024;
+
+/// Where the bytes of a request body go as they are read, when anything
+/// wants them.
+pub(crate) trait Sink {
+    /// Takes the next bytes of the body.
+    fn take(&mut self, bytes: &[u8]);
+}
+
+/// A recorded request's copy of its body.
+impl Sink for Vec<u8> {
+    fn take(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+}
+
+/// Two sinks fed the same bytes, either of them absent: a recorded
+/// request's copy (inspection) and an `--llm` route's, say.
+pub(crate) struct Both<'a, A, B>(pub Option<&'a mut A>, pub Option<&'a mut B>);
+
+impl<A: Sink, B: Sink> Sink for Both<'_, A, B> {
+    fn take(&mut self, bytes: &[u8]) {
+        if let Some(a) = self.0.as_deref_mut() {
+            a.take(bytes);
+        }
+        if let Some(b) = self.1.as_deref_mut() {
+            b.take(bytes);
+        }
+    }
+}
+
+impl<A, B> Both<'_, A, B> {
+    /// Itself, unless neither sink is there: then the body's bytes are
+    /// skipped, never copied.
+    pub(crate) fn wanted(self) -> Option<Self> {
+        (self.0.is_some() || self.1.is_some()).then_some(self)
+    }
+}
 
 /// The body's bytes do not follow its framing; the connection is unusable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,13 +90,13 @@ impl BodyDecoder {
         BodyDecoder::Chunked(Chunked::Size)
     }
 
-    /// Consumes body bytes from the front of `buf`, copying the payload
-    /// into `keep` if given. Returns the bytes used and whether the body
-    /// is complete.
+    /// Consumes body bytes from the front of `buf`, handing the payload
+    /// to `keep` if given. Returns the bytes used and whether the body is
+    /// complete.
     pub(crate) fn feed(
         &mut self,
         buf: &[u8],
-        keep: Option<&mut Vec<u8>>,
+        keep: Option<&mut dyn Sink>,
     ) -> Result<(usize, bool), Malformed> {
         match self {
             BodyDecoder::Length(left) => Ok(take_length(left, buf, keep)),
@@ -66,10 +105,10 @@ impl BodyDecoder {
     }
 }
 
-fn take_length(left: &mut u64, buf: &[u8], keep: Option<&mut Vec<u8>>) -> (usize, bool) {
+fn take_length(left: &mut u64, buf: &[u8], keep: Option<&mut dyn Sink>) -> (usize, bool) {
     let used = take(left, buf.len());
     if let Some(keep) = keep {
-        keep.extend_from_slice(&buf[..used]);
+        keep.take(&buf[..used]);
     }
     (used, *left == 0)
 }
@@ -84,7 +123,7 @@ fn take(left: &mut u64, available: usize) -> usize {
 fn feed_chunked(
     state: &mut Chunked,
     buf: &[u8],
-    mut keep: Option<&mut Vec<u8>>,
+    mut keep: Option<&mut dyn Sink>,
 ) -> Result<(usize, bool), Malformed> {
     let mut pos = 0;
     while *state != Chunked::Done {
@@ -94,7 +133,7 @@ fn feed_chunked(
             Chunked::Data(left) => {
                 let used = take(left, rest.len());
                 if let Some(keep) = keep.as_deref_mut() {
-                    keep.extend_from_slice(&rest[..used]);
+                    keep.take(&rest[..used]);
                 }
                 if *left == 0 {
                     *state = Chunked::DataEnd;

@@ -3,8 +3,8 @@
 //! into a running server.
 //!
 //! Checks that involve more than one flag live in [`StallPlan::from_flags`],
-//! [`FaultPlan::from_flags`], [`Http2::from_flags`], [`Http3::from_flags`]
-//! and [`Sse::from_flags`],
+//! [`FaultPlan::from_flags`], [`Http2::from_flags`], [`Http3::from_flags`],
+//! [`Sse::from_flags`] and [`Llm::from_flags`],
 //! and the ones that also apply to a hand-built [`ServeConfig`] in
 //! [`ServeConfig::check`]. Their messages name
 //! the flags, which are the server's interface wherever they are parsed.
@@ -82,6 +82,18 @@ pub const SSE_FIRST: Duration = Duration::ZERO;
 /// Gap between the events of a server-sent event stream, unless told
 /// otherwise.
 pub const SSE_GAP: Duration = Duration::from_millis(100);
+/// Time from a request's arrival to its first token under `--llm`,
+/// unless told otherwise: a small model's time to first token.
+pub const LLM_TTFT: Duration = Duration::from_millis(100);
+/// Time between the tokens of an `--llm` answer, unless told otherwise.
+pub const LLM_TPOT: Duration = Duration::from_millis(10);
+/// Tokens in an `--llm` answer whose request names no `max_tokens`,
+/// unless told otherwise.
+pub const LLM_MAX_TOKENS: u64 = 16;
+/// Most tokens one `--llm` answer may hold: a request asking for more is
+/// refused (400), as real servers refuse one past their context, and a
+/// non-streamed answer's text stays a few megabytes at most.
+pub const MAX_LLM_TOKENS: u64 = 1_000_000;
 /// Largest HTTP/2 flow-control window (2^31 - 1, RFC 9113 section 6.9.1).
 pub const MAX_H2_WINDOW: u32 = (1 << 31) - 1;
 
@@ -187,6 +199,8 @@ pub struct ServeConfig {
     pub http3: Option<Http3>,
     /// Answer with a stream of server-sent events (`--sse`).
     pub sse: Option<Sse>,
+    /// Serve an OpenAI-compatible stand-in model under `/v1/` (`--llm`).
+    pub llm: Option<Llm>,
     /// Inspection: with `record > 0` the server keeps the first `record`
     /// requests in full and counts requests per path. Both take a lock per
     /// request, so benchmarks leave it at 0.
@@ -217,6 +231,7 @@ impl Default for ServeConfig {
             http2: None,
             http3: None,
             sse: None,
+            llm: None,
             record: 0,
         }
     }
@@ -449,6 +464,79 @@ impl Sse {
     }
 }
 
+/// What `--llm` and the `--llm-*` flags ask of the stand-in model: when
+/// each token of an answer is due, and how many tokens an answer holds
+/// when its request does not say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Llm {
+    /// From the request's arrival (once `--delay` or `--capacity` let its
+    /// answer begin) to its first token (`--llm-ttft`).
+    pub ttft: Duration,
+    /// Between consecutive tokens, each due `tpot` after the one before
+    /// was due (not after it was written), so the gaps do not drift
+    /// (`--llm-tpot`).
+    pub tpot: Duration,
+    /// Tokens in an answer whose request names no `max_tokens` (nor
+    /// `max_completion_tokens`); at most [`MAX_LLM_TOKENS`]
+    /// (`--llm-max-tokens`).
+    pub max_tokens: u64,
+}
+
+impl Default for Llm {
+    /// The flag defaults.
+    fn default() -> Self {
+        Llm {
+            ttft: LLM_TTFT,
+            tpot: LLM_TPOT,
+            max_tokens: LLM_MAX_TOKENS,
+        }
+    }
+}
+
+impl Llm {
+    /// What `--llm` and the `--llm-*` flags describe; the `--llm-*` flags
+    /// need `--llm`.
+    pub fn from_flags(
+        llm: bool,
+        ttft: Option<Duration>,
+        tpot: Option<Duration>,
+        max_tokens: Option<u64>,
+    ) -> Result<Option<Llm>, String> {
+        if !llm {
+            let given = [
+                (ttft.is_some(), "--llm-ttft"),
+                (tpot.is_some(), "--llm-tpot"),
+                (max_tokens.is_some(), "--llm-max-tokens"),
+            ];
+            return match given.iter().find(|(given, _)| *given) {
+                Some((_, flag)) => Err(format!(
+                    "{flag} needs --llm (the stand-in model server it sets up)"
+                )),
+                None => Ok(None),
+            };
+        }
+        let defaults = Llm::default();
+        let llm = Llm {
+            ttft: ttft.unwrap_or(defaults.ttft),
+            tpot: tpot.unwrap_or(defaults.tpot),
+            max_tokens: max_tokens.unwrap_or(defaults.max_tokens),
+        };
+        llm.check()?;
+        Ok(Some(llm))
+    }
+
+    /// Rejects values a hand-built config may hold but the flags cannot.
+    fn check(&self) -> Result<(), String> {
+        if self.max_tokens > MAX_LLM_TOKENS {
+            return Err(format!(
+                "--llm-max-tokens must be at most {MAX_LLM_TOKENS}, not {}",
+                self.max_tokens
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl ServeConfig {
     /// Rejects values a hand-built config may hold but the flags cannot.
     pub fn check(&self) -> Result<(), String> {
@@ -464,12 +552,28 @@ impl ServeConfig {
         if self.sse.is_some_and(|sse| sse.events == 0) {
             return Err("--sse must be at least 1 (or left out)".to_string());
         }
+        self.check_llm()?;
         self.check_tls()?;
         if let Some(plan) = &self.fault {
             plan.check()?;
         }
         self.check_http2()?;
         self.check_http3()
+    }
+
+    /// The stand-in model's settings make sense, and nothing else claims
+    /// the streamed bodies it sends.
+    fn check_llm(&self) -> Result<(), String> {
+        let Some(llm) = &self.llm else {
+            return Ok(());
+        };
+        if self.sse.is_some() {
+            return Err(
+                "--llm and --sse both stream events in answers; drop --sse (--llm streams tokens on its own routes)"
+                    .into(),
+            );
+        }
+        llm.check()
     }
 
     /// HTTP/3 has TLS to run on, its settings make sense, and so does the
@@ -776,6 +880,66 @@ mod tests {
             assert_eq!(*code, 0x100 + i as u64, "{name}");
             assert_eq!(parse_h3_code(name), Ok(*code));
         }
+    }
+
+    #[test]
+    fn llm_flags_make_a_model_or_say_what_is_missing() {
+        let ms = Duration::from_millis;
+        assert_eq!(Llm::from_flags(false, None, None, None), Ok(None));
+        assert_eq!(
+            Llm::from_flags(true, None, None, None),
+            Ok(Some(Llm::default()))
+        );
+        assert_eq!(
+            Llm::default(),
+            Llm {
+                ttft: LLM_TTFT,
+                tpot: LLM_TPOT,
+                max_tokens: LLM_MAX_TOKENS
+            }
+        );
+        let all = Llm::from_flags(true, Some(ms(5)), Some(ms(1)), Some(0));
+        let want = Llm {
+            ttft: ms(5),
+            tpot: ms(1),
+            max_tokens: 0,
+        };
+        assert_eq!(all, Ok(Some(want)));
+        for (ttft, tpot, max, flag) in [
+            (Some(ms(5)), None, None, "--llm-ttft"),
+            (None, Some(ms(5)), None, "--llm-tpot"),
+            (None, None, Some(3), "--llm-max-tokens"),
+        ] {
+            let err = Llm::from_flags(false, ttft, tpot, max).unwrap_err();
+            let want = format!("{flag} needs --llm (the stand-in model server it sets up)");
+            assert_eq!(err, want);
+        }
+        let over = Llm::from_flags(true, None, None, Some(MAX_LLM_TOKENS + 1));
+        assert!(over
+            .unwrap_err()
+            .starts_with("--llm-max-tokens must be at most"));
+    }
+
+    #[test]
+    fn llm_is_checked_in_a_hand_built_config_too() {
+        let with = |llm: Llm, sse: Option<Sse>| ServeConfig {
+            llm: Some(llm),
+            sse,
+            ..ServeConfig::default()
+        };
+        assert_eq!(with(Llm::default(), None).check(), Ok(()));
+        let many = Llm {
+            max_tokens: MAX_LLM_TOKENS + 1,
+            ..Llm::default()
+        };
+        assert!(with(many, None).check().is_err());
+        let sse = Sse {
+            events: 2,
+            first: SSE_FIRST,
+            gap: SSE_GAP,
+        };
+        let err = with(Llm::default(), Some(sse)).check().unwrap_err();
+        assert!(err.starts_with("--llm and --sse both"), "{err}");
     }
 
     #[test]

@@ -15,12 +15,15 @@
 //! end of its service instead of its arrival. As without it, the next
 //! requests are read once those read before are answered.
 //!
-//! An event stream (`--sse`) is written a piece at a time: the head at
-//! once, then each event when it is due (`--sse-first` after the head went
-//! out, then `--sse-gap` apart), every write flushed so the client sees
-//! the gaps; the connection reads no further meanwhile, as during a delay.
-//! Events go through the same stall-aware writes as every other byte, so
-//! an event due during a stall waits for its end.
+//! An event stream (`--sse`, or a streamed `--llm` completion) is written
+//! a piece at a time: the head at once, then each event when it is due
+//! (`--sse-first` after the head went out, then `--sse-gap` apart; a
+//! completion's tokens `--llm-ttft` after the request's arrival, then
+//! `--llm-tpot` apart), every write flushed so the client sees the gaps;
+//! the connection reads no further meanwhile, as during a delay. Events
+//! go through the same stall-aware writes as every other byte, so an
+//! event due during a stall waits for its end. A completion answered
+//! whole goes out when its last token would have.
 //!
 //! A fault replaces a response: its bytes (if any) go out after everything
 //! answered before it, and then it decides how the connection ends, by a
@@ -34,14 +37,17 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::sleep;
 
-use super::config::Sse;
 use super::fault::{After, Fault};
 use super::fault_bytes::FaultBytes;
-use super::reply::{Body, Encoder, Reply, Response, BAD_REQUEST, CONTINUE};
+use super::llm::{self, Answer, Call};
+use super::reply::{
+    write_events_head, write_json_head, Body, Connection, Encoder, Reply, Response, BAD_REQUEST,
+    CONTINUE,
+};
 use super::request::{Event, Head, Reader};
-use super::route::{reply_for, Ask};
+use super::route::{connection, reply_for, Ask};
 use super::shared::{linger, reset, sleep_past, Shared, Stream};
-use super::sse;
+use super::sse::{self, Feed};
 
 /// Output is written once this much has piled up, even mid-batch.
 const FLUSH_AT: usize = 64 * 1024;
@@ -92,7 +98,8 @@ struct Conn<S> {
 impl<S: Stream> Conn<S> {
     fn new(stream: S, shared: Arc<Shared>) -> Conn<S> {
         let faulty = shared.connection_faulty();
-        let reader = Reader::new(shared.tokens.key().clone());
+        let llm = shared.cfg.llm.is_some();
+        let reader = Reader::new(shared.tokens.key().clone()).with_llm(llm);
         Conn {
             stream,
             shared,
@@ -220,6 +227,10 @@ impl<S: Stream> Conn<S> {
             fault: self.shared.fault_due(self.faulty),
             pass: head.route.pass(&self.shared.tokens, |_| head.authorized),
         };
+        // A fault spoils a call as it spoils any response.
+        if let Some(call) = head.llm.take().filter(|_| ask.fault.is_none()) {
+            return self.answer_llm(*call, ask, arrival, served).await;
+        }
         let reply = reply_for(ask, self.shared.defaults);
         self.send(reply, arrival, served, head.route.delay()).await
     }
@@ -275,11 +286,17 @@ impl<S: Stream> Conn<S> {
             }
             Reply::Send(
                 response @ Response {
-                    body: Body::Events { sse, .. },
+                    body: Body::Events { sse, chunked },
                     ..
                 },
             ) => {
-                self.stream_events(response, sse).await?;
+                response.write_head(&mut self.out);
+                if response.head_only {
+                    self.flush().await?;
+                } else {
+                    // Timed from when the head went out.
+                    self.stream_feed(&sse, chunked, None).await?;
+                }
             }
             Reply::Send(response) => {
                 let mut encoder = Encoder::new(response);
@@ -293,45 +310,107 @@ impl<S: Stream> Conn<S> {
         Ok(reply.closes().then_some(Ending::ServerCloses))
     }
 
-    /// Writes an event stream: the head at once (with whatever was
-    /// answered before it), then each event once it is due, timed from
-    /// when the head went out, so a late write does not delay the rest.
-    async fn stream_events(&mut self, response: Response, sse: Sse) -> io::Result<()> {
-        let mut encoder = Encoder::new(response);
-        let mut done = encoder.piece(&mut self.out);
+    /// Writes an event stream whose head is in the output buffer: the head
+    /// at once (with whatever was answered before it), then each event of
+    /// `feed` once it is due, timed from `origin` (an instant and an
+    /// offset from it) or, without one, from when the head went out, so a
+    /// late write does not delay the rest.
+    async fn stream_feed(
+        &mut self,
+        feed: &impl Feed,
+        chunked: bool,
+        origin: Option<(Instant, Duration)>,
+    ) -> io::Result<()> {
         // Time to first byte is the head's; a stall holds it back as it
-        // would a plain response, and the events count from its write.
+        // would a plain response.
         self.flush().await?;
-        let start = Instant::now();
-        // Events in the output buffer, counted as they go out.
-        let mut unwritten = 0;
-        while !done {
-            if let Some(i) = encoder.next_event() {
-                let due = sse::due(sse, i);
-                // Events already due (on a busy machine) go out together;
-                // the others each in a write of their own.
-                if start.elapsed() < due || self.out.len() >= FLUSH_AT {
-                    self.flush_events(&mut unwritten).await?;
-                    sleep_past(start, due).await;
-                }
-                unwritten += 1;
+        let (start, lead) = origin.unwrap_or_else(|| (Instant::now(), Duration::ZERO));
+        // Events in the output buffer from this one on, counted as they
+        // go out.
+        let mut unwritten = 1;
+        for i in 1..=feed.events() {
+            let due = lead.saturating_add(feed.due(i));
+            // Events already due (on a busy machine) go out together; the
+            // others each in a write of their own.
+            if start.elapsed() < due || self.out.len() >= FLUSH_AT {
+                self.flush_feed(feed, &mut unwritten, i).await?;
+                sleep_past(start, due).await;
             }
-            done = encoder.piece(&mut self.out);
+            sse::frame(&mut self.out, feed, i, chunked);
         }
+        sse::end(&mut self.out, chunked);
         // The last event goes out now, not with whatever is answered next.
-        self.flush_events(&mut unwritten).await
+        let past = feed.events().saturating_add(1);
+        self.flush_feed(feed, &mut unwritten, past).await
     }
 
-    /// Flushes the output buffer, which holds `unwritten` events at its
-    /// end, counting them as written once no stall holds them back (and
-    /// before the client can see them, so its count never runs ahead).
-    async fn flush_events(&mut self, unwritten: &mut u64) -> io::Result<()> {
-        if *unwritten > 0 {
+    /// Flushes the output buffer, which holds the events of `feed` from
+    /// `unwritten` up to (not including) `next` at its end, counting them
+    /// as written once no stall holds them back (and before the client can
+    /// see them, so its count never runs ahead).
+    async fn flush_feed(
+        &mut self,
+        feed: &impl Feed,
+        unwritten: &mut u64,
+        next: u64,
+    ) -> io::Result<()> {
+        if *unwritten < next {
             self.wait_out_stall().await;
-            self.shared.stats.sse_events_written(*unwritten);
-            *unwritten = 0;
+            feed.count(&self.shared.stats, *unwritten..next);
+            *unwritten = next;
         }
         self.flush().await
+    }
+
+    /// Answers a call to the stand-in model (`--llm`), which with
+    /// `--capacity` is `served` at that offset from the server's start;
+    /// returns how the connection ends, if it does. The head waits for
+    /// `--delay` (or the queue), as any response does; a completion's
+    /// tokens are timed from then.
+    async fn answer_llm(
+        &mut self,
+        call: Call,
+        ask: Ask,
+        arrival: Instant,
+        served: Option<Duration>,
+    ) -> io::Result<Option<Ending>> {
+        let llm = self.shared.cfg.llm.unwrap_or_default();
+        let answer = llm::answer(llm, &call, &self.shared.stats);
+        self.shared.stats.responded(answer.status());
+        let origin = self
+            .shared
+            .response_due(arrival, served, Duration::ZERO)
+            .unwrap_or((arrival, Duration::ZERO));
+        self.delay(arrival, served, Duration::ZERO).await?;
+        let streamed = matches!(answer, Answer::Stream(_));
+        // HTTP/1.0 has no chunks: a stream ends with the connection.
+        let chunked = !ask.http10;
+        let connection = connection(ask.closes(), streamed && !chunked, ask.http10);
+        match answer {
+            Answer::Json(json) => {
+                if let Some(whole) = json.whole {
+                    let (start, lead) = origin;
+                    let due = lead.saturating_add(whole.due);
+                    if start.elapsed() < due {
+                        self.flush().await?;
+                        sleep_past(start, due).await;
+                    }
+                    self.wait_out_stall().await;
+                    self.shared.stats.completion_tokens_written(whole.tokens);
+                }
+                let (len, allow) = (json.text.len(), json.allow);
+                write_json_head(&mut self.out, json.status, len, allow, connection);
+                if !call.head_only() {
+                    self.out.extend_from_slice(json.text.as_bytes());
+                }
+                self.flush().await?;
+            }
+            Answer::Stream(completion) => {
+                write_events_head(&mut self.out, 200, chunked, connection);
+                self.stream_feed(&completion, chunked, Some(origin)).await?;
+            }
+        }
+        Ok((connection == Connection::Close).then_some(Ending::ServerCloses))
     }
 
     /// Writes what `fault` writes in place of `base`, after everything

@@ -36,6 +36,12 @@
 //! event as each falls due, the stream's end with the last. The head and
 //! each event wait out a stall here, so that the events are timed from
 //! when the head could go out and each is counted when it can.
+//!
+//! With `--llm` a request for a `/v1/` path is a call to the stand-in
+//! model (`llm`), its body kept as it is read. A streamed completion is
+//! an event stream like `--sse`'s, one token per DATA frame, its tokens
+//! timed from the request's arrival; a JSON answer is a head and one DATA
+//! frame, a completion's when its last token would have been due.
 
 use std::future::{pending, Future};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -51,16 +57,18 @@ use http::Method;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::time::sleep;
 
-use super::config::{Sse, H3_REQUEST_REJECTED};
+use super::body::{Both, Sink};
+use super::config::H3_REQUEST_REJECTED;
 use super::fault::Fault;
 use super::fault_bytes::{fault_body_len, HUGE_FIELDS, HUGE_PAD_LEN};
+use super::llm::{self, Answer, Call, Json, Verb};
 use super::reply::{
     chunk_size, Body, Reply, Response, BAD_REQUEST_BODY, DENIED_CHALLENGE, FILL, TRAILER_NAME,
 };
 use super::request::capture_with;
 use super::route::{default_body, reply_for, Ask, Defaults, Route};
 use super::shared::{sleep_past, Shared};
-use super::sse;
+use super::sse::Feed;
 use super::stats::RecordedRequest;
 use super::token::COOKIE_NAME;
 
@@ -84,10 +92,10 @@ pub(crate) struct Gone;
 /// a head, then (unless the head ended the stream) body pieces, the last
 /// of them or trailers ending the stream.
 pub(crate) trait Exchange: Send {
-    /// Reads the request body to its end, appending it to `keep` if given.
+    /// Reads the request body to its end, handing it to `keep` if given.
     fn read_body(
         &mut self,
-        keep: Option<&mut Vec<u8>>,
+        keep: Option<&mut (dyn Sink + Send)>,
     ) -> impl Future<Output = Result<(), Gone>> + Send;
 
     /// Sends the response head; `end` ends the stream with it.
@@ -220,8 +228,8 @@ pub(crate) async fn serve<E: Exchange>(
 ) {
     let _in_flight = InFlight::new(&link);
     let arrival = Instant::now();
-    let call = is_call(&parts);
-    let Some(ask) = read_request(&link, &parts, &mut stream).await else {
+    let grpc = is_call(&parts);
+    let Some((ask, llm_call)) = read_request(&link, &parts, &mut stream).await else {
         return;
     };
     let shared = &link.shared;
@@ -234,6 +242,14 @@ pub(crate) async fn serve<E: Exchange>(
         }
         stream.reset(code);
         shared.stats.stream_reset(link.version);
+        return;
+    }
+    // A fault spoils a call as it spoils any response.
+    if let Some(llm_call) = llm_call.filter(|_| ask.fault.is_none()) {
+        let sent = answer_llm(shared, &mut stream, llm_call, arrival, served).await;
+        if sent.is_ok() && ask.closes() {
+            link.tell(ConnEvent::GoAway);
+        }
         return;
     }
     let defaults = Defaults {
@@ -250,7 +266,7 @@ pub(crate) async fn serve<E: Exchange>(
     }
     delay(shared, arrival, served, ask.route.delay()).await;
     let sent = match reply {
-        Reply::Send(_) | Reply::Canned { .. } if call => answer_call(&mut stream).await,
+        Reply::Send(_) | Reply::Canned { .. } if grpc => answer_call(&mut stream).await,
         Reply::Send(response) => send(shared, &mut stream, response, None).await,
         Reply::Canned { head_only, .. } => {
             let response = default_response(defaults, head_only);
@@ -292,13 +308,14 @@ async fn answer_call<E: Exchange>(stream: &mut E) -> Result<(), Gone> {
     stream.trailers(trailers).await
 }
 
-/// Reads the request in full (recording it while inspecting) and says
-/// what it asks; `None` if the client gave up on it first.
+/// Reads the request in full (recording it while inspecting, keeping it
+/// for a call to `--llm`) and says what it asks, and with `--llm` the call
+/// to a `/v1/` path it is; `None` if the client gave up on it first.
 async fn read_request<E: Exchange>(
     link: &Link,
     parts: &http::request::Parts,
     stream: &mut E,
-) -> Option<Ask> {
+) -> Option<(Ask, Option<Call>)> {
     let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
     let stats = &link.shared.stats;
     let mut capture = capture_with(stats, target, || RecordedRequest {
@@ -313,13 +330,21 @@ async fn read_request<E: Exchange>(
         body: Vec::new(),
         received: std::time::Instant::now(),
     });
-    let keep = capture.as_mut().and_then(|c| c.record.as_mut());
-    stream.read_body(keep.map(|r| &mut r.body)).await.ok()?;
+    let mut llm_call = link
+        .shared
+        .cfg
+        .llm
+        .and_then(|_| Call::of(target, Verb::of(parts.method.as_str())));
+    let record = capture.as_mut().and_then(|c| c.record.as_mut());
+    let sink = llm_call.as_mut().and_then(Call::sink);
+    let mut keep = Both(record.map(|r| &mut r.body), sink).wanted();
+    let keep = keep.as_mut().map(|k| k as &mut (dyn Sink + Send));
+    stream.read_body(keep).await.ok()?;
     stats.request_done(capture);
     let answered = link.answered.fetch_add(1, Relaxed) + 1;
     let route = Route::parse(target);
     let shared = &link.shared;
-    Some(Ask {
+    let ask = Ask {
         route,
         head_only: parts.method == Method::HEAD,
         http10: false,
@@ -329,7 +354,8 @@ async fn read_request<E: Exchange>(
             let fields = parts.headers.iter();
             key.admits(fields.map(|(name, value)| (name.as_str(), value.as_bytes())))
         }),
-    })
+    };
+    Some((ask, llm_call))
 }
 
 /// Waits until `--delay` plus `extra` after the request arrived, or with
@@ -365,7 +391,14 @@ async fn send<E: Exchange>(
         Body::Length(n) => (n, Some(n), false, PIECE as u64),
         Body::Chunked { len, trailer } => (len, None, trailer, chunk_size(len)),
         Body::UntilClose(n) => (n, None, false, PIECE as u64),
-        Body::Events { sse, .. } => return send_events(shared, stream, response, sse).await,
+        Body::Events { sse, .. } => {
+            let head = events_head(response.status)?;
+            if response.head_only {
+                return stream.head(head, true).await;
+            }
+            // Timed from when the head goes out.
+            return send_feed(shared, stream, head, &sse, None).await;
+        }
         Body::Token(_) | Body::Denied => return send_text(stream, response, trickle).await,
     };
     let head = head(response.status, length_header, trailer)?;
@@ -389,37 +422,99 @@ async fn send<E: Exchange>(
     Ok(())
 }
 
-/// Sends an event stream: the head at once, then each event in a DATA
-/// frame of its own once it is due, timed from the head (so a late frame
-/// does not delay the rest), the stream's end with the last.
-async fn send_events<E: Exchange>(
-    shared: &Shared,
-    stream: &mut E,
-    response: Response,
-    sse: Sse,
-) -> Result<(), Gone> {
-    let mut head = head(response.status, None, false)?;
+/// The head of an event stream.
+fn events_head(status: u16) -> Result<http::Response<()>, Gone> {
+    let mut head = head(status, None, false)?;
     let headers = head.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     // Keeps a proxy from holding the stream back.
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    if response.head_only || sse.events == 0 {
+    Ok(head)
+}
+
+/// Sends an event stream: `head` at once, then each event of `feed` in a
+/// DATA frame of its own once it is due, timed from `origin` (an instant
+/// and an offset from it) or, without one, from when the head went out,
+/// so a late frame does not delay the rest; the stream's end with the
+/// last.
+async fn send_feed<E: Exchange>(
+    shared: &Shared,
+    stream: &mut E,
+    head: http::Response<()>,
+    feed: &(impl Feed + Sync),
+    origin: Option<(Instant, Duration)>,
+) -> Result<(), Gone> {
+    let events = feed.events();
+    if events == 0 {
         return stream.head(head, true).await;
     }
     // A stall would hold the head back anyway; waiting here times the
     // events from when the head can go out, as HTTP/1.1 does.
     shared.wait_out_stall().await;
     stream.head(head, false).await?;
-    let start = Instant::now();
-    for i in 1..=sse.events {
-        sleep_past(start, sse::due(sse, i)).await;
+    let (start, lead) = origin.unwrap_or_else(|| (Instant::now(), Duration::ZERO));
+    for i in 1..=events {
+        sleep_past(start, lead.saturating_add(feed.due(i))).await;
         shared.wait_out_stall().await;
-        shared.stats.sse_events_written(1);
+        feed.count(&shared.stats, i..i + 1);
         let mut event = Vec::new();
-        sse::write_event(&mut event, i, sse.events);
-        stream.data(Bytes::from(event), i == sse.events).await?;
+        feed.write(&mut event, i);
+        stream.data(Bytes::from(event), i == events).await?;
     }
     Ok(())
+}
+
+/// Answers a call to the stand-in model (`--llm`) that arrived at
+/// `arrival` (and with `--capacity` is `served` at that offset from the
+/// server's start). The head waits for `--delay` (or the queue), as any
+/// response does; a completion's tokens are timed from then.
+async fn answer_llm<E: Exchange>(
+    shared: &Shared,
+    stream: &mut E,
+    call: Call,
+    arrival: Instant,
+    served: Option<Duration>,
+) -> Result<(), Gone> {
+    let answer = llm::answer(shared.cfg.llm.unwrap_or_default(), &call, &shared.stats);
+    shared.stats.responded(answer.status());
+    let origin = shared
+        .response_due(arrival, served, Duration::ZERO)
+        .unwrap_or((arrival, Duration::ZERO));
+    delay(shared, arrival, served, Duration::ZERO).await;
+    match answer {
+        Answer::Json(json) => send_json(shared, stream, json, call.head_only(), origin).await,
+        Answer::Stream(completion) => {
+            let head = events_head(200)?;
+            send_feed(shared, stream, head, &completion, Some(origin)).await
+        }
+    }
+}
+
+/// Sends a JSON answer in one DATA frame (none for a HEAD request); a
+/// completion's once it is due, timed from `origin`.
+async fn send_json<E: Exchange>(
+    shared: &Shared,
+    stream: &mut E,
+    json: Json,
+    head_only: bool,
+    (start, lead): (Instant, Duration),
+) -> Result<(), Gone> {
+    if let Some(whole) = json.whole {
+        sleep_past(start, lead.saturating_add(whole.due)).await;
+        shared.wait_out_stall().await;
+        shared.stats.completion_tokens_written(whole.tokens);
+    }
+    let mut head = head(json.status, Some(json.text.len() as u64), false)?;
+    let headers = head.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Some(methods) = json.allow {
+        headers.insert(http::header::ALLOW, HeaderValue::from_static(methods));
+    }
+    if head_only {
+        return stream.head(head, true).await;
+    }
+    stream.head(head, false).await?;
+    stream.data(Bytes::from(json.text), true).await
 }
 
 /// Sends a response of set text (`/login`'s token, `/private`'s 401): the

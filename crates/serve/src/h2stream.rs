@@ -15,6 +15,7 @@ use h2::{Reason, RecvStream, SendStream};
 use http::header::HeaderMap;
 use http::Request;
 
+use super::body::Sink;
 use super::exchange::{self, Exchange, Gone, Link};
 
 /// A stream's two halves: the request body coming in, and the response
@@ -43,12 +44,12 @@ pub(crate) async fn serve(
 impl Exchange for H2Stream {
     /// Gives the window back as it goes (`--h2-window` limits what is in
     /// flight, not what is read).
-    async fn read_body(&mut self, mut keep: Option<&mut Vec<u8>>) -> Result<(), Gone> {
+    async fn read_body(&mut self, mut keep: Option<&mut (dyn Sink + Send)>) -> Result<(), Gone> {
         while let Some(data) = self.body.data().await {
             let data = data.map_err(|_| Gone)?;
             let _ = self.body.flow_control().release_capacity(data.len());
             if let Some(keep) = keep.as_deref_mut() {
-                keep.extend_from_slice(&data);
+                keep.take(&data);
             }
         }
         Ok(())

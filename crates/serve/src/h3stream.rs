@@ -17,6 +17,7 @@ use h3::error::Code;
 use h3::server::{RequestResolver, RequestStream};
 use http::header::HeaderMap;
 
+use super::body::Sink;
 use super::config::H3_REQUEST_REJECTED;
 use super::exchange::{self, Exchange, Gone, Link};
 use super::shared::Shared;
@@ -70,13 +71,13 @@ impl H3Stream {
 }
 
 impl Exchange for H3Stream {
-    async fn read_body(&mut self, mut keep: Option<&mut Vec<u8>>) -> Result<(), Gone> {
+    async fn read_body(&mut self, mut keep: Option<&mut (dyn Sink + Send)>) -> Result<(), Gone> {
         while let Some(mut data) = self.stream.recv_data().await.map_err(|_| Gone)? {
             self.shared.stats.received(data.remaining());
             while data.has_remaining() {
                 let chunk = data.chunk();
                 if let Some(keep) = keep.as_deref_mut() {
-                    keep.extend_from_slice(chunk);
+                    keep.take(chunk);
                 }
                 let n = chunk.len();
                 data.advance(n);

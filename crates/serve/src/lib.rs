@@ -25,7 +25,9 @@
 //! certificates, client certificates), `stats` (what was received),
 //! `request` and `body` (parsing), `route` and `reply` (what to answer and
 //! its bytes), `token` (what `/login` hands out and `/private` checks),
-//! `sse` (the events of `--sse` and when each is due), `shared` (what
+//! `sse` (event streams: what each is made of, when each event is due,
+//! and the events of `--sse`), `llm` (the stand-in model server of
+//! `--llm`: its routes, what a request asks, its answers), `shared` (what
 //! every connection shares), `session` (one accepted connection: TLS,
 //! then which protocol), `conn` (the HTTP/1.1 loop), and `exchange` (one
 //! request on a stream of HTTP/2 or HTTP/3), for HTTP/2 `h2conn` (the
@@ -45,6 +47,7 @@ mod h2stream;
 mod h2wire;
 mod h3conn;
 mod h3stream;
+mod llm;
 mod plan;
 mod quic;
 mod reply;
@@ -70,8 +73,9 @@ use tokio::sync::oneshot;
 
 pub use capacity::Capacity;
 pub use config::{
-    parse_h3_code, BadCert, Beyond, Http2, Http3, ServeConfig, Sse, H3_CODES, H3_MAX_STREAMS,
-    H3_REQUEST_REJECTED, MAX_H2_WINDOW, MAX_THREADS, SSE_FIRST, SSE_GAP, TRICKLE_INTERVAL,
+    parse_h3_code, BadCert, Beyond, Http2, Http3, Llm, ServeConfig, Sse, H3_CODES, H3_MAX_STREAMS,
+    H3_REQUEST_REJECTED, LLM_MAX_TOKENS, LLM_TPOT, LLM_TTFT, MAX_H2_WINDOW, MAX_LLM_TOKENS,
+    MAX_THREADS, SSE_FIRST, SSE_GAP, TRICKLE_INTERVAL,
 };
 pub use fault::{
     parse_fault, parse_probability, Fault, FaultPlan, FaultSpec, Per, Pick, Probability,
@@ -310,11 +314,14 @@ pub enum ServeError {
 }
 
 /// `metron serve`: starts the server, prints where it listens, and serves
-/// until SIGINT or SIGTERM, then shuts down and returns.
+/// until SIGINT or SIGTERM, then shuts down and returns. With `--llm` it
+/// prints its token counts last ([`llm_counts`]), so a test that stops it
+/// can reconcile them with its client's.
 pub fn run(cfg: ServeConfig) -> Result<(), ServeError> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let listen = cfg.listen;
     let http3 = cfg.http3.is_some();
+    let llm = cfg.llm.is_some();
     // Certificate files are read here, so a bad one is its own one-line
     // error rather than a failure to listen.
     let tls = tls::server_config(&cfg).map_err(ServeError::Config)?;
@@ -331,6 +338,23 @@ pub fn run(cfg: ServeConfig) -> Result<(), ServeError> {
     stdout.flush()?;
     drop(stdout);
     signals.forever().next();
+    let stats = server.stats();
     server.shutdown();
+    if llm {
+        let mut stdout = io::stdout().lock();
+        writeln!(stdout, "{}", llm_counts(&stats))?;
+        stdout.flush()?;
+    }
     Ok(())
+}
+
+/// The line `metron serve --llm` ends with: what it answered, in the
+/// terms of the API's `usage`.
+pub fn llm_counts(stats: &ServerStats) -> String {
+    format!(
+        "metron serve: {} completions answered, {} completion tokens sent, {} prompt tokens read",
+        stats.completions(),
+        stats.completion_tokens(),
+        stats.prompt_tokens()
+    )
 }

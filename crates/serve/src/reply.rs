@@ -12,15 +12,17 @@
 //! prebuilt [`Canned`] responses, so both paths produce identical bytes.
 //! Heads are fixed (no `Date`, no `Server`) so tests can assert every byte.
 //!
-//! An event stream (`--sse`) is encoded a piece at a time instead
-//! ([`Encoder::piece`]): the head, then one event per piece, so that the
-//! connection can write each when it is due.
+//! An event stream (`--sse`, `--llm`) is written by the connection from its
+//! head ([`write_events_head`]) and its feed (`sse`), each event when it
+//! is due; the encoder writes a whole `--sse` stream only for the canned
+//! forms' sake and the tests'. An `--llm` answer's JSON follows its own
+//! head ([`write_json_head`]).
 
 use std::io::Write;
 
 use super::config::Sse;
 use super::fault::{After, Fault};
-use super::sse::{event_len, write_event};
+use super::sse;
 use super::token::{Token, COOKIE_NAME};
 
 /// The byte every generated body is made of.
@@ -227,20 +229,16 @@ impl Response {
         head.len() as u64
     }
 
-    fn write_head(&self, out: &mut Vec<u8>) {
-        let status = self.status;
-        let reason = reason(status);
+    /// Appends the head (status line, fields and the empty line).
+    pub(crate) fn write_head(&self, out: &mut Vec<u8>) {
         let content_type = match self.body {
-            // The cache header keeps a proxy from holding the stream back.
-            Body::Events { .. } => "text/event-stream\r\nCache-Control: no-cache",
+            Body::Events { chunked, .. } => {
+                return write_events_head(out, self.status, chunked, self.connection);
+            }
             Body::Token(_) => "application/json",
             _ => "text/plain",
         };
-        // Writing to a Vec cannot fail.
-        let _ = write!(
-            out,
-            "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\n"
-        );
+        write_status(out, self.status, content_type);
         match self.body {
             Body::Length(n) => {
                 let _ = write!(out, "Content-Length: {n}\r\n");
@@ -266,18 +264,65 @@ impl Response {
                     let _ = write!(out, "Trailer: {TRAILER_NAME}\r\n");
                 }
             }
-            Body::Events { chunked: true, .. } => {
-                out.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
-            }
             Body::Empty | Body::UntilClose(_) | Body::Events { .. } => {}
         }
-        out.extend_from_slice(match self.connection {
-            Connection::Omit => b"",
-            Connection::KeepAlive => b"Connection: keep-alive\r\n",
-            Connection::Close => b"Connection: close\r\n",
-        });
-        out.extend_from_slice(b"\r\n");
+        end_head(out, self.connection);
     }
+}
+
+/// Appends the head of an event stream (`--sse`, `--llm`): its events
+/// follow in chunks, or when not `chunked` (HTTP/1.0) until the
+/// connection's end.
+pub(crate) fn write_events_head(
+    out: &mut Vec<u8>,
+    status: u16,
+    chunked: bool,
+    connection: Connection,
+) {
+    // The cache header keeps a proxy from holding the stream back.
+    write_status(out, status, "text/event-stream\r\nCache-Control: no-cache");
+    if chunked {
+        out.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
+    }
+    end_head(out, connection);
+}
+
+/// Appends the head of a JSON body of `len` bytes (an `--llm` answer),
+/// which the caller writes after it; `allow` names the methods a 405
+/// allows.
+pub(crate) fn write_json_head(
+    out: &mut Vec<u8>,
+    status: u16,
+    len: usize,
+    allow: Option<&str>,
+    connection: Connection,
+) {
+    write_status(out, status, "application/json");
+    let _ = write!(out, "Content-Length: {len}\r\n");
+    if let Some(methods) = allow {
+        let _ = write!(out, "Allow: {methods}\r\n");
+    }
+    end_head(out, connection);
+}
+
+/// Appends the status line and the content type.
+fn write_status(out: &mut Vec<u8>, status: u16, content_type: &str) {
+    let reason = reason(status);
+    // Writing to a Vec cannot fail.
+    let _ = write!(
+        out,
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\n"
+    );
+}
+
+/// Appends what the `Connection` header says, and the empty line.
+fn end_head(out: &mut Vec<u8>, connection: Connection) {
+    out.extend_from_slice(match connection {
+        Connection::Omit => b"",
+        Connection::KeepAlive => b"Connection: keep-alive\r\n",
+        Connection::Close => b"Connection: close\r\n",
+    });
+    out.extend_from_slice(b"\r\n");
 }
 
 /// Writes one response into a buffer, a bounded amount per call.
@@ -319,26 +364,6 @@ impl Encoder {
         self.phase == Phase::Done
     }
 
-    /// Appends the next piece of the response and returns whether it is
-    /// complete. A piece is the head, then for an event stream one event
-    /// (the last one with the end of the body); it is what is written when
-    /// it is due.
-    pub(crate) fn piece(&mut self, out: &mut Vec<u8>) -> bool {
-        if self.phase != Phase::Done {
-            self.phase = self.step(out, out.len() + 1);
-        }
-        self.phase == Phase::Done
-    }
-
-    /// The number of the event the next [`Self::piece`] holds, if it holds
-    /// one.
-    pub(crate) fn next_event(&self) -> Option<u64> {
-        match (self.phase, self.response.body) {
-            (Phase::Events(i), Body::Events { sse, .. }) if i <= sse.events => Some(i),
-            _ => None,
-        }
-    }
-
     fn step(&self, out: &mut Vec<u8>, limit: usize) -> Phase {
         match self.phase {
             Phase::Head => {
@@ -375,26 +400,19 @@ impl Encoder {
     }
 
     /// Writes event `i`, in its chunk if the stream is chunked, and after
-    /// the last event the end of the body.
+    /// the last event the end of the body (as the connection writes them
+    /// when each is due).
     fn event(&self, out: &mut Vec<u8>, i: u64) -> Phase {
         let Body::Events { sse, chunked } = self.response.body else {
             return Phase::Done;
         };
         if i <= sse.events {
-            if chunked {
-                let _ = write!(out, "{:x}\r\n", event_len(i, sse.events));
-            }
-            write_event(out, i, sse.events);
-            if chunked {
-                out.extend_from_slice(b"\r\n");
-            }
+            sse::frame(out, &sse, i, chunked);
         }
         if i < sse.events {
             return Phase::Events(i + 1);
         }
-        if chunked {
-            out.extend_from_slice(b"0\r\n\r\n");
-        }
+        sse::end(out, chunked);
         Phase::Done
     }
 
@@ -556,24 +574,30 @@ mod tests {
     }
 
     #[test]
-    fn an_event_stream_comes_a_piece_at_a_time() {
+    fn an_event_stream_is_one_chunk_per_event() {
         let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
             Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n";
         let first = "15\r\nid: 1\ndata: event 1\n\n\r\n";
         let last = "e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n";
-        let mut encoder = Encoder::new(events(true));
-        let (mut pieces, mut announced) = (Vec::new(), Vec::new());
-        let mut done = false;
-        while !done {
-            announced.push(encoder.next_event());
-            let mut out = Vec::new();
-            done = encoder.piece(&mut out);
-            pieces.push(text(out));
-        }
-        assert_eq!(pieces, [head, first, last]);
-        assert_eq!(announced, [None, Some(1), Some(2)]);
-        assert_eq!(encoder.next_event(), None);
-        assert_eq!(text(events(true).to_bytes()), [head, first, last].concat());
+        let response = events(true);
+        let mut alone = Vec::new();
+        response.write_head(&mut alone);
+        assert_eq!(text(alone), head);
+        assert_eq!(text(response.to_bytes()), [head, first, last].concat());
+    }
+
+    #[test]
+    fn json_heads_announce_their_length() {
+        let mut out = Vec::new();
+        write_json_head(&mut out, 405, 12, Some("POST"), Connection::Omit);
+        let want = "HTTP/1.1 405 Method Not Allowed\r\nContent-Type: application/json\r\n\
+            Content-Length: 12\r\nAllow: POST\r\n\r\n";
+        assert_eq!(text(out), want);
+        let mut out = Vec::new();
+        write_json_head(&mut out, 200, 0, None, Connection::KeepAlive);
+        let want = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
+            Content-Length: 0\r\nConnection: keep-alive\r\n\r\n";
+        assert_eq!(text(out), want);
     }
 
     #[test]
@@ -586,9 +610,7 @@ mod tests {
         assert_eq!(text(old.to_bytes()), want);
         let mut head = events(true);
         head.head_only = true;
-        let mut encoder = Encoder::new(head);
-        let mut out = Vec::new();
-        assert!(encoder.piece(&mut out), "the head is all of it");
+        let out = head.to_bytes();
         assert!(text(out).ends_with("Transfer-Encoding: chunked\r\n\r\n"));
     }
 

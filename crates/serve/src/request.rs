@@ -6,9 +6,11 @@
 //! and partial ones wait for more bytes. It keeps only what the reply needs
 //! (route, method, version, connection wishes, and for `/private` whether
 //! it holds a token the server signed); anything owned, like the path
-//! string or a recorded copy, is made only while inspecting.
+//! string or a recorded copy, is made only while inspecting, or for an
+//! `--llm` route, whose JSON body is read.
 
-use super::body::{BodyDecoder, Malformed};
+use super::body::{BodyDecoder, Both, Malformed, Sink};
+use super::llm::{Call, Verb};
 use super::route::{path_of, Route};
 use super::stats::{Capture, RecordedRequest, ServerStats};
 use super::token::Key;
@@ -31,6 +33,9 @@ pub(crate) struct Head {
     /// for no other route).
     pub authorized: bool,
     pub capture: Option<Capture>,
+    /// With `--llm`, a request for a `/v1/` path, with its body (boxed:
+    /// every other request's head stays as small as it was).
+    pub llm: Option<Box<Call>>,
 }
 
 /// How the body following a head is delimited.
@@ -60,11 +65,22 @@ pub(crate) struct Reader {
     /// The server's token key: a head's fields are gone once it is parsed,
     /// so `/private` checks its token then.
     key: Key,
+    /// `--llm` is on: `/v1/` paths are calls, their bodies kept.
+    llm: bool,
 }
 
 impl Reader {
     pub(crate) fn new(key: Key) -> Reader {
-        Reader { body: None, key }
+        Reader {
+            body: None,
+            key,
+            llm: false,
+        }
+    }
+
+    /// The reader of a server that serves `--llm` (`on`) or not.
+    pub(crate) fn with_llm(self, on: bool) -> Reader {
+        Reader { llm: on, ..self }
     }
 
     /// Advances over the front of `buf`; returns the bytes used and what
@@ -77,7 +93,7 @@ impl Reader {
     }
 
     fn head_step(&mut self, buf: &[u8], stats: &ServerStats) -> (usize, Event) {
-        let (used, head, framing) = match parse_head(buf, stats, &self.key) {
+        let (used, head, framing) = match parse_head(buf, stats, &self.key, self.llm) {
             Parsed::Partial => return (0, Event::NeedMore),
             Parsed::Bad => return (0, Event::Bad),
             Parsed::Done(used, head, framing) => (used, head, framing),
@@ -103,8 +119,10 @@ impl Reader {
         mut decoder: BodyDecoder,
         buf: &[u8],
     ) -> (usize, Event) {
-        let keep = head.capture.as_mut().and_then(|c| c.record.as_mut());
-        match decoder.feed(buf, keep.map(|r| &mut r.body)) {
+        let record = head.capture.as_mut().and_then(|c| c.record.as_mut());
+        let call = head.llm.as_deref_mut().and_then(Call::sink);
+        let mut keep = Both(record.map(|r| &mut r.body), call).wanted();
+        match decoder.feed(buf, keep.as_mut().map(|k| k as &mut dyn Sink)) {
             Err(Malformed) => (0, Event::Bad),
             Ok((used, true)) => (used, Event::Request(head)),
             Ok((used, false)) => {
@@ -121,7 +139,7 @@ enum Parsed {
     Done(usize, Head, Option<Framing>),
 }
 
-fn parse_head(buf: &[u8], stats: &ServerStats, key: &Key) -> Parsed {
+fn parse_head(buf: &[u8], stats: &ServerStats, key: &Key, llm: bool) -> Parsed {
     let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut fields);
     let used = match req.parse(buf) {
@@ -129,7 +147,7 @@ fn parse_head(buf: &[u8], stats: &ServerStats, key: &Key) -> Parsed {
         Ok(httparse::Status::Partial) if buf.len() <= MAX_HEAD => return Parsed::Partial,
         _ => return Parsed::Bad,
     };
-    match read_head(&req, stats, key) {
+    match read_head(&req, stats, key, llm) {
         Ok((head, framing)) => Parsed::Done(used, head, framing),
         Err(Malformed) => Parsed::Bad,
     }
@@ -140,6 +158,7 @@ fn read_head(
     req: &httparse::Request<'_, '_>,
     stats: &ServerStats,
     key: &Key,
+    llm: bool,
 ) -> Result<(Head, Option<Framing>), Malformed> {
     let (method, target) = (req.method.unwrap_or(""), req.path.unwrap_or(""));
     let http10 = req.version == Some(0);
@@ -158,6 +177,9 @@ fn read_head(
         authorized: route == Route::Private
             && key.admits(req.headers.iter().map(|f| (f.name, f.value))),
         capture: capture(req, stats),
+        llm: llm
+            .then(|| Call::of(target, Verb::of(method)).map(Box::new))
+            .flatten(),
     };
     Ok((head, framing))
 }

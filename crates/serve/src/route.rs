@@ -5,7 +5,9 @@
 //! the second) matters; the rest of the path and the query are ignored, so
 //! a load generator may vary them freely. Unknown paths get the default
 //! response, which is what a benchmark hits. With `--sse` the
-//! successful default response is an event stream instead.
+//! successful default response is an event stream instead. With `--llm`
+//! the paths under `/v1/` are the stand-in model's (`llm`), answered
+//! before these routes are asked; every other path is routed here.
 //!
 //! `/login` and `/private` let a test chain requests: the first hands out
 //! a token, the second wants one back (`token`). Whether a request holds
@@ -219,16 +221,22 @@ fn compose(ask: Ask, status: u16, body: Body, close: bool) -> Response {
         },
         other => other,
     };
-    let connection = match (close || body.until_close(), ask.http10) {
-        (true, _) => Connection::Close,
-        (false, true) => Connection::KeepAlive,
-        (false, false) => Connection::Omit,
-    };
     Response {
         status,
         body,
-        connection,
+        connection: connection(close, body.until_close(), ask.http10),
         head_only: ask.head_only,
+    }
+}
+
+/// What a response's `Connection` header says: `close` if the connection
+/// ends after it (asked to, or its body ends `until_close`), else
+/// `keep-alive` to an `http10` client, which would close otherwise.
+pub(crate) fn connection(close: bool, until_close: bool, http10: bool) -> Connection {
+    match (close || until_close, http10) {
+        (true, _) => Connection::Close,
+        (false, true) => Connection::KeepAlive,
+        (false, false) => Connection::Omit,
     }
 }
 

@@ -67,6 +67,15 @@ struct StreamCounters {
     goaways: AtomicU64,
 }
 
+/// What the stand-in model (`--llm`) answered, as [`ServerStats`]'s
+/// `completions`, `prompt_tokens` and `completion_tokens` tell.
+#[derive(Debug, Default)]
+struct LlmCounters {
+    completions: AtomicU64,
+    prompt_tokens: AtomicU64,
+    completion_tokens: AtomicU64,
+}
+
 /// Counters shared by every connection of one server.
 #[derive(Debug)]
 pub struct ServerStats {
@@ -78,6 +87,7 @@ pub struct ServerStats {
     bad_requests: AtomicU64,
     faults: AtomicU64,
     sse_events: AtomicU64,
+    llm: LlmCounters,
     statuses: Box<[AtomicU64]>,
     h2: StreamCounters,
     h3: StreamCounters,
@@ -99,6 +109,7 @@ impl ServerStats {
             bad_requests: AtomicU64::new(0),
             faults: AtomicU64::new(0),
             sse_events: AtomicU64::new(0),
+            llm: LlmCounters::default(),
             h2: StreamCounters::default(),
             h3: StreamCounters::default(),
             statuses: (0..STATUS_SLOTS).map(|_| AtomicU64::new(0)).collect(),
@@ -153,6 +164,27 @@ impl ServerStats {
     /// holds it back.
     pub fn sse_events(&self) -> u64 {
         self.sse_events.load(Relaxed)
+    }
+
+    /// Completion requests (`--llm`) answered, streamed or whole: counted
+    /// as each answer begins, before any byte of it is written. Refused
+    /// requests (a 400) and the model list are not completions.
+    pub fn completions(&self) -> u64 {
+        self.llm.completions.load(Relaxed)
+    }
+
+    /// Prompt tokens of the [`Self::completions`] answered: the words of
+    /// their prompts or messages, as their `usage` says.
+    pub fn prompt_tokens(&self) -> u64 {
+        self.llm.prompt_tokens.load(Relaxed)
+    }
+
+    /// Completion tokens written (`--llm`), over all answers and
+    /// protocols: a streamed token just before its chunk is written, once
+    /// no stall holds it back; a whole answer's tokens just before it is.
+    /// A client that read every answer to its end counts as many.
+    pub fn completion_tokens(&self) -> u64 {
+        self.llm.completion_tokens.load(Relaxed)
     }
 
     /// Responses sent (or being sent) with `status`.
@@ -348,6 +380,17 @@ impl ServerStats {
 
     pub(crate) fn sse_events_written(&self, n: u64) {
         self.sse_events.fetch_add(n, Relaxed);
+    }
+
+    /// Counts a completion about to be answered, with its prompt tokens;
+    /// returns its number (from 1), which names it.
+    pub(crate) fn completion_started(&self, prompt_tokens: u64) -> u64 {
+        self.llm.prompt_tokens.fetch_add(prompt_tokens, Relaxed);
+        self.llm.completions.fetch_add(1, Relaxed) + 1
+    }
+
+    pub(crate) fn completion_tokens_written(&self, n: u64) {
+        self.llm.completion_tokens.fetch_add(n, Relaxed);
     }
 
     pub(crate) fn responded(&self, status: u16) {

@@ -16,7 +16,7 @@ use h3::client::SendRequest;
 use h3::error::{Code, StreamError};
 use http::{Method, Request};
 use metron_serve::{
-    parse_h3_code, Capacity, Http3, Pick, Probability, ServeConfig, Server, Sse,
+    parse_h3_code, Capacity, Http3, Llm, Pick, Probability, ServeConfig, Server, Sse,
     H3_REQUEST_REJECTED,
 };
 use quinn::crypto::rustls::QuicClientConfig;
@@ -308,6 +308,45 @@ async fn sse_events_come_when_due() {
         "id: 1\ndata: event 1\n\nid: 2\ndata: event 2\n\ndata: [DONE]\n\n"
     );
     assert_eq!(server.stats().sse_events(), 3);
+}
+
+#[tokio::test]
+async fn llm_streams_a_completion_token_by_token() {
+    let (ttft, tpot) = (Duration::from_millis(60), Duration::from_millis(20));
+    let (server, roots) = h3(ServeConfig {
+        llm: Some(Llm {
+            ttft,
+            tpot,
+            max_tokens: 16,
+        }),
+        ..ServeConfig::default()
+    });
+    let mut client = connect(&server, &roots).await;
+    const BODY: &[u8] = br#"{"max_tokens":4,"stream":true,"stream_options":{"include_usage":true},
+        "messages":[{"role":"user","content":"a b c"}]}"#;
+    let start = Instant::now();
+    let req = request(Method::POST, "/v1/chat/completions");
+    let got = send(&mut client.send, req, BODY).await.unwrap();
+    assert!(start.elapsed() >= ttft + tpot * 3, "{:?}", start.elapsed());
+    assert_eq!(got.headers["content-type"], "text/event-stream");
+    let body = String::from_utf8(got.body).unwrap();
+    let events: Vec<&str> = body.split_terminator("\n\n").collect();
+    assert_eq!(events.len(), 6, "four tokens, usage, [DONE]: {body}");
+    assert_eq!(events[5], "data: [DONE]");
+    let usage: serde_json::Value = serde_json::from_str(&events[4][6..]).unwrap();
+    assert_eq!(usage["usage"]["prompt_tokens"], 3);
+    assert_eq!(usage["usage"]["completion_tokens"], 4);
+    let stats = server.stats();
+    assert_eq!((stats.completions(), stats.completion_tokens()), (1, 4));
+    assert_eq!(stats.prompt_tokens(), 3);
+    let bad = send(
+        &mut client.send,
+        request(Method::POST, "/v1/completions"),
+        b"{",
+    )
+    .await
+    .unwrap();
+    assert_eq!(bad.status, 400);
 }
 
 #[tokio::test]
