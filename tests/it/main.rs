@@ -24,6 +24,7 @@ mod http2_nginx;
 mod http2_truth;
 mod http3;
 mod layers;
+mod llm;
 mod longrun;
 mod lua;
 mod matrix;

@@ -25,6 +25,7 @@
 //!   for I/O and deadlines at once) and statistics.
 //! - [`script`]: wrk's Lua API on LuaJIT: hooks, the `wrk` table, `thread`
 //!   objects, statistics for `done()`.
+//! - [`llm`]: `--llm`: prompts built into streamed completion requests.
 //! - [`replay`]: `--requests FILE`: requests built once from a file, their
 //!   hosts and endpoints.
 //! - [`http`]: the session seam and the protocol sessions (`http::h1`,
@@ -51,6 +52,7 @@ pub mod clock;
 pub mod dashboard;
 pub mod engine;
 pub mod http;
+pub mod llm;
 pub mod replay;
 pub mod report;
 pub mod run;

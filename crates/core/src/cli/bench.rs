@@ -145,7 +145,7 @@ pub struct BenchArgs {
     #[arg(long = "rate-profile", value_parser = profile::parse_profile, value_name = "SPEC", conflicts_with = "rate")]
     pub rate_profile: Option<profile::ProfileSpec>,
 
-    /// Judge the run: "p99<10ms,p99.9<50ms,errors<0.1%,rate>=99%"; exit status 0 met, 3 not met, 4 inconclusive. Terms: pNN<T or max<T (corrected latency), the same of a phase: ttfb_p99<T (time to first byte), connect_p99<T, tls_p99<T (https), first_event_p99<T and gap_p99<T (--sse, streamed calls), visit_p99<T (a flow's visits, start to end) and step.NAME.p99<T (a flow's step); errors<PCT%; rate>=PCT% (with -R); visits_failed<PCT%
+    /// Judge the run: "p99<10ms,p99.9<50ms,errors<0.1%,rate>=99%"; exit status 0 met, 3 not met, 4 inconclusive. Terms: pNN<T or max<T (corrected latency), the same of a phase: ttfb_p99<T (time to first byte), connect_p99<T, tls_p99<T (https), first_event_p99<T and gap_p99<T (--sse, streamed calls), visit_p99<T (a flow's visits, start to end) and step.NAME.p99<T (a flow's step), ttft_p99<T, tpot_p99<T and itl_p99<T (--llm); errors<PCT%; rate>=PCT% (with -R); visits_failed<PCT%; goodput>=PCT% (--llm --goodput)
     #[arg(long = "slo", value_parser = crate::verdict::parse_slo, value_name = "SPEC")]
     pub slo: Option<crate::verdict::Slo>,
 
@@ -156,6 +156,49 @@ pub struct BenchArgs {
     /// Read each response body as server-sent events (text/event-stream): time the first event from the intended send time, every gap between events, and count them; a script's event(data) gets each event
     #[arg(long = "sse")]
     pub sse: bool,
+
+    /// Every request is a streamed OpenAI-compatible completion (--llm or --llm=chat|completions; a URL without a path gets the API's usual one): time to first token, time per output token, inter-token latency and tokens, from the server's usage or one per chunk
+    #[arg(
+        long = "llm",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "auto",
+        value_parser = choice::choice(&crate::llm::ApiChoice::CHOICES),
+        value_name = "API"
+    )]
+    pub llm: Option<crate::llm::ApiChoice>,
+
+    /// --llm: the "model" of every request (the served model's name; left out of the body without it)
+    #[arg(long = "model", value_name = "NAME")]
+    pub model: Option<String>,
+
+    /// --llm: "max_tokens" of every request whose prompt names none
+    #[arg(long = "max-tokens", value_parser = parse_si_u64, value_name = "N")]
+    pub max_tokens: Option<u64>,
+
+    /// --llm: ask the server to ignore end-of-sequence tokens, so answers run to --max-tokens (vLLM's and llama.cpp's "ignore_eos")
+    #[arg(long = "ignore-eos")]
+    pub ignore_eos: bool,
+
+    /// --llm: fields added to every request's JSON body, replacing any of the same name: '{"temperature":0}'
+    #[arg(long = "llm-body", value_parser = crate::llm::parse_body, value_name = "JSON")]
+    pub llm_body: Option<serde_json::Map<String, serde_json::Value>>,
+
+    /// --llm: do not ask for stream_options.include_usage (output tokens are then counted one per chunk)
+    #[arg(long = "no-usage")]
+    pub no_usage: bool,
+
+    /// --llm: prompts from FILE: JSON Lines of {"prompt": ...} or {"messages": [...]} (each with an optional "max_tokens"), a ShareGPT JSON file, or one prompt a line; in order, or --requests-order random with --seed
+    #[arg(long = "prompts", value_name = "FILE", conflicts_with = "prompt_words")]
+    pub prompts: Option<PathBuf>,
+
+    /// --llm: 1000 made-up prompts of N words each, or N-M to N+M words ("200±50" or "200+-50"), seeded by --seed [default: 32]
+    #[arg(long = "prompt-words", value_parser = crate::llm::prompts::parse_words, value_name = "N[±M]")]
+    pub prompt_words: Option<(u64, u64)>,
+
+    /// --llm: the requests that count as good: "ttft<500ms,tpot<50ms,e2e<10s" (any of the three); the report gives their count, rate and share
+    #[arg(long = "goodput", value_parser = crate::llm::parse_goodput, value_name = "SPEC")]
+    pub goodput: Option<crate::stats::llm::Goodput>,
 
     /// Largest response head (status line and headers) accepted; a larger one is a read error
     #[arg(long = "max-head", default_value = "64k", value_parser = parse_bytes, value_name = "BYTES")]

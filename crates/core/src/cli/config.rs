@@ -19,6 +19,7 @@ use crate::engine::setup::{
 use crate::engine::{Replay, Setup};
 use crate::http::h1::request::{check_header_value, check_token};
 use crate::http::h2::DEFAULT_MAX_STREAMS;
+use crate::llm::{Api, BodyOptions, Llm, Source};
 use crate::replay::{Order, ReplayError, RequestSet, MAX_ENDPOINTS};
 use crate::schedule::{Load, Process, Profile, Spacing, MAX_RATE};
 use crate::target::{parse_target_pinned, Pin, Scheme, Target, TargetError};
@@ -45,6 +46,10 @@ pub struct Config {
     /// its schedule; `None`, one interval of a thread's schedule.
     pub lag_allowance: Option<Duration>,
 }
+
+/// Words of each made-up prompt of `--llm` without `--prompts` or
+/// `--prompt-words`.
+pub const DEFAULT_PROMPT_WORDS: u64 = 32;
 
 /// `-d` when neither it nor a rate profile says otherwise.
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
@@ -118,6 +123,13 @@ pub enum ConfigError {
     Endpoints,
     #[error("{flag} needs --requests FILE")]
     NeedsRequests { flag: &'static str },
+    #[error("{flag} shapes --llm's requests; add --llm (or drop {flag})")]
+    NeedsLlm { flag: &'static str },
+    #[error("{flag} with --llm: {why}; drop {flag}")]
+    LlmWith {
+        flag: &'static str,
+        why: &'static str,
+    },
     #[error("--seed only seeds --arrival poisson and --requests-order random; add one of them, or drop --seed")]
     SeedUnused,
     #[error("--shard {spec}: {why}")]
@@ -306,14 +318,19 @@ impl Config {
         let target = parse_target_pinned(&args.url, &pins)?;
         let conns_per_thread = spread(connections as usize, threads);
         let growth = growth(args, connections, &load)?;
-        let replay = replay(
-            args,
-            &target,
-            &headers,
-            &pins,
-            &conns_per_thread,
-            call.as_ref(),
-        )?;
+        let llm = llm(args, &target)?;
+        let replay = match &llm {
+            Some(l) => Some(llm_requests(args, l, &target, &headers, &pins)?),
+            None => replay(
+                args,
+                &target,
+                &headers,
+                &pins,
+                &conns_per_thread,
+                call.as_ref(),
+            )?,
+        };
+        let llm = llm.map(|(l, ..)| l);
         let calls = match &call {
             None => None,
             Some(method) => Some(Calls {
@@ -351,6 +368,7 @@ impl Config {
             protocols,
             max_head: max_head(args.max_head)?,
             sse: args.sse,
+            llm,
             calls,
             script: args.script.clone(),
             script_args: args.script_args.clone(),
@@ -404,6 +422,27 @@ pub fn check_slo_measured(slo: &Slo, run: &Setup) -> Result<(), ConfigError> {
             return never(
                 "visit and step terms judge the visits of a script's flow(visit)",
                 "add -s FILE with a flow(visit), or drop that term",
+            );
+        }
+        let tokens = match t.measure {
+            Measure::Time(timed, _) => timed.is_token(),
+            m => m == Measure::Goodput,
+        };
+        if tokens && run.llm.is_none() {
+            return never(
+                "token terms judge the answers of --llm",
+                "add --llm, or drop that term",
+            );
+        }
+        if t.measure == Measure::Goodput
+            && run
+                .llm
+                .as_ref()
+                .is_some_and(|l| l.goodput == Default::default())
+        {
+            return never(
+                "goodput counts the requests that met --goodput's bounds, and none were given",
+                "add --goodput \"ttft<500ms,tpot<50ms\", or drop that term",
             );
         }
         let Measure::Time(timed, _) = t.measure else {
@@ -648,6 +687,109 @@ fn check_pins_used(given: &[String], pins: &[Pin], hosts: &[Target]) -> Result<(
         host: pin.host.clone(),
         port: pin.port,
         hosts: names.join(", "),
+    })
+}
+
+/// `--llm`'s settings, and where its prompts come from; refuses its flags
+/// without it, and the flags that would do nothing with it.
+fn llm(args: &BenchArgs, target: &Target) -> Result<Option<(Llm, Source)>, ConfigError> {
+    let Some(choice) = args.llm else {
+        let given = [
+            (args.model.is_some(), "--model"),
+            (args.max_tokens.is_some(), "--max-tokens"),
+            (args.ignore_eos, "--ignore-eos"),
+            (args.llm_body.is_some(), "--llm-body"),
+            (args.no_usage, "--no-usage"),
+            (args.prompts.is_some(), "--prompts"),
+            (args.prompt_words.is_some(), "--prompt-words"),
+            (args.goodput.is_some(), "--goodput"),
+        ];
+        return match given.iter().find(|(on, _)| *on) {
+            Some(&(_, flag)) => Err(ConfigError::NeedsLlm { flag }),
+            None => Ok(None),
+        };
+    };
+    let built = "--llm builds every request from its prompts";
+    let refused = [
+        (
+            args.sse,
+            "--sse",
+            "--llm reads every answer as a completion stream already",
+        ),
+        (args.requests.is_some(), "--requests", built),
+        (
+            args.script.is_some(),
+            "-s",
+            "a script cannot shape --llm's requests yet",
+        ),
+        (
+            args.grpc.is_some(),
+            "--grpc",
+            "a completion is an HTTP request, not a gRPC call",
+        ),
+        (args.data.is_some(), "--data", built),
+    ];
+    if let Some(&(_, flag, why)) = refused.iter().find(|(on, ..)| *on) {
+        return Err(ConfigError::LlmWith { flag, why });
+    }
+    let (api, path) = Api::choose(choice, &target.path);
+    let source = match (&args.prompts, args.prompt_words) {
+        (Some(file), _) => Source::File(file.clone()),
+        (None, words) => {
+            let (words, spread) = words.unwrap_or((DEFAULT_PROMPT_WORDS, 0));
+            Source::Words {
+                words,
+                spread,
+                seed: args.seed.unwrap_or_else(clock_seed),
+            }
+        }
+    };
+    let options = BodyOptions {
+        model: args.model.clone(),
+        max_tokens: args.max_tokens,
+        ignore_eos: args.ignore_eos,
+        usage: !args.no_usage,
+        extra: args.llm_body.clone().unwrap_or_default(),
+    };
+    let llm = Llm {
+        api,
+        path,
+        source: source.label(),
+        goodput: args.goodput.unwrap_or_default(),
+        options,
+    };
+    Ok(Some((llm, source)))
+}
+
+/// `--llm`'s requests: one per prompt, replayed in order or at random.
+fn llm_requests(
+    args: &BenchArgs,
+    (llm, source): &(Llm, Source),
+    target: &Target,
+    headers: &[(String, String)],
+    pins: &[Pin],
+) -> Result<Replay, ConfigError> {
+    let set = crate::llm::requests(
+        llm.api,
+        &llm.path,
+        source,
+        &llm.options,
+        target,
+        headers,
+        pins,
+    )?;
+    let order = args.requests_order.unwrap_or(Order::Sequential);
+    // Made-up prompts and a random order draw from one seed, shown once.
+    let seed = match source {
+        Source::Words { seed, .. } => *seed,
+        Source::File(_) => args.seed.unwrap_or_else(clock_seed),
+    };
+    Ok(Replay {
+        file: std::path::PathBuf::from(&llm.source),
+        set: Arc::new(set),
+        order,
+        seed,
+        by_endpoint: false,
     })
 }
 
@@ -1004,6 +1146,26 @@ mod tests {
             (
                 &["http://127.0.0.1/", "--", "a"],
                 "\"a\" after the URL would go to a script",
+            ),
+            (
+                &["--model", "m", "http://127.0.0.1/"],
+                "--model shapes --llm's requests; add --llm (or drop --model)",
+            ),
+            (
+                &["--goodput", "ttft<1s", "http://127.0.0.1/"],
+                "--goodput shapes --llm's requests; add --llm",
+            ),
+            (
+                &["--llm", "--sse", "http://127.0.0.1/"],
+                "--sse with --llm: --llm reads every answer as a completion stream already; drop --sse",
+            ),
+            (
+                &["--llm", "--slo", "goodput>=90%", "http://127.0.0.1/"],
+                "none were given; add --goodput",
+            ),
+            (
+                &["--slo", "ttft_p99<1s", "http://127.0.0.1/"],
+                "token terms judge the answers of --llm",
             ),
             (&["ftp://127.0.0.1/"], "unsupported scheme 'ftp'"),
             (

@@ -51,10 +51,13 @@ impl Hooks {
 
     /// How event streams are read: their data is kept only for the
     /// script's `event()`; gRPC's streamed messages (`messages`) count as
-    /// events.
-    pub fn reading(&self, sse: bool, messages: bool) -> EventReading {
+    /// events; `--llm`'s completion streams (`tokens`) are tallied.
+    pub fn reading(&self, sse: bool, tokens: bool, messages: bool) -> EventReading {
+        let event_hook = self.script.as_ref().is_some_and(|s| s.has_event());
         match (sse, &self.script) {
             _ if messages => EventReading::Messages,
+            _ if tokens && event_hook => EventReading::TokensData,
+            _ if tokens => EventReading::Tokens,
             (false, _) => EventReading::Off,
             (true, Some(s)) if s.has_event() => EventReading::Data,
             (true, _) => EventReading::Times,

@@ -47,6 +47,8 @@ pub struct Setup {
     pub max_head: usize,
     /// `--sse`: response bodies are read as event streams.
     pub sse: bool,
+    /// `--llm`: every response is read as a completion stream.
+    pub llm: Option<crate::llm::Llm>,
     /// `--grpc`: every request is a call of one method.
     pub calls: Option<Calls>,
     pub script: Option<PathBuf>,

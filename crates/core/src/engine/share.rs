@@ -45,6 +45,9 @@ pub struct WorkerSetup {
     pub max_head: usize,
     /// `--sse`: response bodies are read as event streams.
     pub sse: bool,
+    /// `--llm`: response bodies are read as completion streams, judged
+    /// by these bounds (`--goodput`).
+    pub llm: Option<crate::stats::llm::Goodput>,
     /// Requests are calls (`--grpc`): each response's call status is
     /// read; `Some(true)`: each message of a streamed reply is an event.
     pub calls: Option<bool>,

@@ -36,6 +36,7 @@ pub mod protocol;
 pub mod section;
 pub mod session;
 pub mod sse;
+pub mod tokens;
 pub mod version;
 
 pub use h1::chunked::ChunkedDecoder;

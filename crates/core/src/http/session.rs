@@ -22,6 +22,7 @@ use std::cell::OnceCell;
 use bytes::Bytes;
 
 use crate::clock::Nanos;
+use crate::stats::llm::Answer;
 
 pub use super::capture::Captured;
 use super::version::Protocol;
@@ -213,7 +214,8 @@ pub struct Packets {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event<T> {
     /// Its response arrived in full. `first_byte`: when the first byte of
-    /// its head came; `bytes`: head and body as on the wire; `events`: the
+    /// its head came; `bytes`: head and body as on the wire; `tokens`: a
+    /// completion stream's tally (`--llm`); `events`: the
     /// events its body carried (`--sse`; 0 otherwise); `grpc_status`:
     /// the `grpc-status` its head or trailers carried, whatever the run
     /// (the call layer above the sessions, `--grpc`, makes a call's
@@ -224,6 +226,7 @@ pub enum Event<T> {
         bytes: u64,
         first_byte: Nanos,
         events: u64,
+        tokens: Option<Box<Answer>>,
         grpc_status: Option<u8>,
     },
     /// An event of its response's stream came (`--sse`): `previous` is
@@ -251,14 +254,15 @@ impl<T> Event<T> {
     /// The response to `tag`, complete at `now`: its `status`, the
     /// `bytes` its stream took on the wire, when its first byte came (a
     /// response none of whose bytes were timed counts `now`), the
-    /// `events` its body carried, and the `grpc-status` it carried.
+    /// `events` its body carried (and, of a completion stream, its
+    /// tally), and the `grpc-status` it carried.
     pub fn answered(
         tag: T,
         status: u16,
         bytes: u64,
         first_byte: Option<Nanos>,
         now: Nanos,
-        events: u64,
+        (events, tokens): (u64, Option<Box<Answer>>),
         grpc_status: Option<u8>,
     ) -> Event<T> {
         Event::Response {
@@ -267,6 +271,7 @@ impl<T> Event<T> {
             bytes,
             first_byte: first_byte.unwrap_or(now),
             events,
+            tokens,
             grpc_status,
         }
     }

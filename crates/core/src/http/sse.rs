@@ -20,6 +20,8 @@ use bytes::Bytes;
 use crate::clock::Nanos;
 
 use super::session::Event;
+use super::tokens::{Chunk, Tally};
+use crate::stats::llm::Answer;
 
 /// How a session reads response bodies (`--sse`, and a script's
 /// `event()` hook).
@@ -35,6 +37,12 @@ pub enum EventReading {
     /// Each body is a stream of gRPC's length-prefixed messages: every
     /// message is timed as an event.
     Messages,
+    /// `--llm`: each body is a completion stream; its chunks that carry
+    /// tokens are its events, and its tokens are tallied.
+    Tokens,
+    /// The same, and each token chunk's data is handed on (a script's
+    /// `event()`).
+    TokensData,
 }
 
 impl EventReading {
@@ -45,6 +53,8 @@ impl EventReading {
             EventReading::Times => Some(Box::new(EventStream::new(false))),
             EventReading::Data => Some(Box::new(EventStream::new(true))),
             EventReading::Messages => Some(Box::new(EventStream::messages())),
+            EventReading::Tokens => Some(Box::new(EventStream::tokens(false))),
+            EventReading::TokensData => Some(Box::new(EventStream::tokens(true))),
         }
     }
 }
@@ -83,6 +93,11 @@ pub struct EventStream {
     count: u64,
     /// The body is gRPC messages, not text: each message is an event.
     messages: Option<metron_grpc::Messages>,
+    /// The body is a completion stream (`--llm`): its chunks are read,
+    /// and only those carrying tokens are events. `hand_on`: their data
+    /// goes on too.
+    tokens: Option<Box<Tally>>,
+    hand_on: bool,
 }
 
 const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
@@ -100,7 +115,24 @@ impl EventStream {
             last: None,
             count: 0,
             messages: None,
+            tokens: None,
+            hand_on: keep_data,
         }
+    }
+
+    /// A completion stream at its start; `hand_on`: hand each token
+    /// chunk's data on.
+    pub fn tokens(hand_on: bool) -> EventStream {
+        EventStream {
+            tokens: Some(Box::default()),
+            hand_on,
+            ..EventStream::new(true)
+        }
+    }
+
+    /// Events dispatched, and, of a completion stream, its tally.
+    pub fn finish(self) -> (u64, Option<Box<Answer>>) {
+        (self.count, self.tokens.map(|t| Box::new(t.finish())))
     }
 
     /// A stream of gRPC messages at its start.
@@ -227,11 +259,24 @@ impl EventStream {
     fn end_line(&mut self, dispatch: &mut impl FnMut(Option<Nanos>, Option<Bytes>), now: Nanos) {
         match self.line {
             Line::Start if self.has_data => {
-                let data = self.data.as_mut().map(|d| Bytes::from(std::mem::take(d)));
+                self.has_data = false;
+                if let (Some(t), Some(d)) = (self.tokens.as_mut(), self.data.as_mut()) {
+                    let chunk = t.read(d, self.last, now);
+                    if chunk != Chunk::Token || !self.hand_on {
+                        d.clear();
+                    }
+                    if chunk != Chunk::Token {
+                        self.line = Line::Start;
+                        return;
+                    }
+                }
+                let data = match self.data.as_mut() {
+                    Some(d) if self.hand_on => Some(Bytes::from(std::mem::take(d))),
+                    _ => None,
+                };
                 dispatch(self.last, data);
                 self.last = Some(now);
                 self.count += 1;
-                self.has_data = false;
             }
             // A blank line ends an event without data: nothing to dispatch.
             Line::Start => {}

@@ -24,7 +24,7 @@ use crate::http::h1::request::{
 use crate::target::{parse_url, resolve_pinned, Pin, Scheme, Target};
 
 pub use cursor::{Cursor, Order};
-use file::{Body, Spec};
+pub use file::{Body, Spec};
 use metron_grpc::Method;
 
 /// A request's method, host index, path and body, before its bytes.
@@ -137,6 +137,27 @@ impl RequestSet {
         let mut builder = Builder::new(&file, base, headers, pins, call);
         file::parse(text, &file, dir, |spec| builder.add(spec))?;
         drop(owned);
+        Ok(builder.finish())
+    }
+
+    /// Builds requests that were not read from a file (`--llm`'s prompts):
+    /// `label` names their source in errors.
+    pub fn build(
+        label: &str,
+        base: &Target,
+        headers: &[(String, String)],
+        pins: &[Pin],
+        specs: impl IntoIterator<Item = Spec>,
+    ) -> Result<RequestSet, ReplayError> {
+        let mut builder = Builder::new(label, base, headers, pins, None);
+        for spec in specs {
+            builder.add(spec)?;
+        }
+        if builder.requests.is_empty() {
+            return Err(ReplayError::Empty {
+                file: label.to_string(),
+            });
+        }
         Ok(builder.finish())
     }
 

@@ -75,6 +75,9 @@ pub struct Document {
     /// `--sse`: the events of streamed responses (absent without it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events: Option<EventsSummary>,
+    /// `--llm`: the answers in tokens (absent without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm: Option<LlmSummary>,
     /// The verdict of `--slo` (absent without one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slo: Option<SloReport>,
@@ -367,6 +370,65 @@ pub struct EventsSummary {
     pub gap_histogram: String,
 }
 
+/// `--llm`: the answers of a model server in tokens. Times in µs, from
+/// the intended send time unless named uncorrected; token counts per
+/// request in `input_tokens` and `output_tokens`, in the same shape.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LlmSummary {
+    /// Where output tokens were counted from: `usage` (the server's
+    /// count), `chunks` (one per chunk carrying text) or `mixed`.
+    pub token_source: String,
+    /// Completed responses read as completion streams, and of them: those
+    /// the server's usage counted, those without a token, those whose
+    /// stream reported an error, those without `[DONE]`.
+    pub responses: u64,
+    pub with_usage: u64,
+    pub without_tokens: u64,
+    pub stream_errors: u64,
+    pub without_done: u64,
+    /// Events whose data was not a JSON chunk.
+    pub unreadable: u64,
+    /// Streams still without a token at the end: lower bounds in `ttft`.
+    pub open: u64,
+    pub input_tokens_total: u64,
+    pub output_tokens_total: u64,
+    /// Output tokens per second over the measured window.
+    pub output_tokens_per_s: f64,
+    pub ttft: Summary,
+    pub ttft_uncorrected: Summary,
+    pub tpot: Summary,
+    pub itl: Summary,
+    pub input_tokens: Summary,
+    pub output_tokens: Summary,
+    /// `--goodput`: the requests that met every bound (absent without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput: Option<GoodputSummary>,
+    /// The six histograms, encoded as the others, so that `report` and
+    /// `merge` stay exact.
+    pub histograms: LlmHistograms,
+}
+
+/// `--goodput`'s bounds and what met them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GoodputSummary {
+    pub bounds: crate::stats::llm::Goodput,
+    pub good: u64,
+    /// Of the responses.
+    pub fraction: Option<f64>,
+    pub per_s: f64,
+}
+
+/// [`LlmSummary`]'s histograms, encoded.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LlmHistograms {
+    pub ttft: String,
+    pub ttft_uncorrected: String,
+    pub tpot: String,
+    pub itl: String,
+    pub input_tokens: String,
+    pub output_tokens: String,
+}
+
 /// Time to first byte, both ways, in microseconds.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FirstByte {
@@ -634,8 +696,8 @@ mod build {
     use crate::stats::codec::{self, encode};
     use crate::stats::VisitStats;
     use crate::stats::{
-        new_histogram, summary, EndpointStats, EventStats, Interruption, IntervalStats, PhaseStats,
-        RunStats, Timings, HIST_SIGFIG,
+        new_histogram, summary, EndpointStats, EventStats, Interruption, IntervalStats, LlmStats,
+        PhaseStats, RunStats, Timings, HIST_SIGFIG,
     };
 
     impl Point {
@@ -726,6 +788,77 @@ mod build {
                 completed_events: self.completed_events,
                 responses: self.responses,
                 without_events: self.without_events,
+                open: self.open,
+            })
+        }
+    }
+
+    impl LlmSummary {
+        /// `l`, over a measured window of `window`.
+        pub fn of(l: &LlmStats, window: Duration) -> LlmSummary {
+            let per_s = |n: u64| {
+                let s = window.as_secs_f64();
+                if s > 0.0 {
+                    n as f64 / s
+                } else {
+                    0.0
+                }
+            };
+            LlmSummary {
+                token_source: l.token_source().to_string(),
+                responses: l.responses,
+                with_usage: l.with_usage,
+                without_tokens: l.without_tokens,
+                stream_errors: l.stream_errors,
+                without_done: l.without_done,
+                unreadable: l.unreadable,
+                open: l.open,
+                input_tokens_total: l.input_total,
+                output_tokens_total: l.output_total,
+                output_tokens_per_s: per_s(l.output_total),
+                ttft: summarize(&l.ttft),
+                ttft_uncorrected: summarize(&l.ttft_uncorrected),
+                tpot: summarize(&l.tpot),
+                itl: summarize(&l.itl),
+                input_tokens: summarize(&l.input_tokens),
+                output_tokens: summarize(&l.output_tokens),
+                goodput: l.goodput.map(|bounds| GoodputSummary {
+                    bounds,
+                    good: l.good,
+                    fraction: l.good_fraction(),
+                    per_s: per_s(l.good),
+                }),
+                histograms: LlmHistograms {
+                    ttft: encode(&l.ttft),
+                    ttft_uncorrected: encode(&l.ttft_uncorrected),
+                    tpot: encode(&l.tpot),
+                    itl: encode(&l.itl),
+                    input_tokens: encode(&l.input_tokens),
+                    output_tokens: encode(&l.output_tokens),
+                },
+            }
+        }
+
+        /// The statistics back.
+        pub fn stats(&self) -> io::Result<LlmStats> {
+            let h = &self.histograms;
+            Ok(LlmStats {
+                ttft: decode(&h.ttft)?,
+                ttft_uncorrected: decode(&h.ttft_uncorrected)?,
+                tpot: decode(&h.tpot)?,
+                itl: decode(&h.itl)?,
+                input_tokens: decode(&h.input_tokens)?,
+                output_tokens: decode(&h.output_tokens)?,
+                responses: self.responses,
+                with_usage: self.with_usage,
+                without_tokens: self.without_tokens,
+                stream_errors: self.stream_errors,
+                without_done: self.without_done,
+                unreadable: self.unreadable,
+                input_total: self.input_tokens_total,
+                output_total: self.output_tokens_total,
+                good: self.goodput.as_ref().map_or(0, |g| g.good),
+                goodput: self.goodput.as_ref().map(|g| g.bounds),
                 open: self.open,
             })
         }
@@ -933,6 +1066,7 @@ mod build {
                     })
                     .collect(),
                 events: s.events.as_ref().map(EventsSummary::of),
+                llm: s.llm.as_ref().map(|l| LlmSummary::of(l, s.rate_window)),
                 slo: None,
                 start_offset_s: None,
                 instances: Vec::new(),
@@ -954,6 +1088,7 @@ mod build {
             }
             stats.timings = h.timings()?;
             stats.events = self.events.as_ref().map(EventsSummary::stats).transpose()?;
+            stats.llm = self.llm.as_ref().map(LlmSummary::stats).transpose()?;
             stats.counters = self.counters;
             if let Some(w) = self.rate_window_s {
                 stats.rate_window = Duration::from_secs_f64(w);

@@ -19,9 +19,11 @@ use hdrhistogram::Histogram;
 
 use super::json::{
     decode, encode, summarize, Document, Endpoint, EventsSummary, Instance, LatencySummaries,
-    PhaseSummary, Point, Series, VisitsSummary,
+    LlmSummary, PhaseSummary, Point, Series, VisitsSummary,
 };
-use crate::stats::{new_histogram, summary, EndpointStats, EventStats, Timings, VisitStats};
+use crate::stats::{
+    new_histogram, summary, EndpointStats, EventStats, LlmStats, Timings, VisitStats,
+};
 
 /// A merged document, and what the user should know about its parts.
 pub struct Merged {
@@ -56,7 +58,14 @@ pub fn documents(docs: &[(String, Document)]) -> Result<Merged, String> {
     let mut visits: Option<VisitStats> = None;
     let mut phases: Vec<(PhaseSummary, Histogram<u64>, Histogram<u64>)> = Vec::new();
     let mut events: Option<EventStats> = None;
+    let mut llm: Option<LlmStats> = None;
     for (name, d) in docs {
+        if let Some(l) = &d.llm {
+            let l = l
+                .stats()
+                .map_err(|e| format!("{name}: {e}; the document is damaged"))?;
+            llm.get_or_insert_with(Default::default).add(&l);
+        }
         if let Some(e) = &d.events {
             let e = e
                 .stats()
@@ -154,6 +163,8 @@ pub fn documents(docs: &[(String, Document)]) -> Result<Merged, String> {
     doc.histograms.unfinished = Some(encode(&total.unfinished));
     doc.histograms = doc.histograms.with_timings(&total.timings);
     doc.events = events.as_ref().map(EventsSummary::of);
+    let window = std::time::Duration::from_secs_f64(over);
+    doc.llm = llm.as_ref().map(|l| LlmSummary::of(l, window));
     doc.endpoints = endpoints.values().map(Endpoint::of).collect();
     doc.visits = visits.as_ref().map(VisitsSummary::of);
     doc.phases = phases

@@ -172,6 +172,27 @@ pub fn name_phases(stats: &mut RunStats, run: &Setup) {
 
 /// How the requests file is replayed, as the banner and the JSON document
 /// say it.
+/// What `--llm` asks of every request besides its prompt.
+pub fn llm_asks(l: &crate::llm::Llm) -> String {
+    let o = &l.options;
+    let mut asks = vec!["streamed".to_string()];
+    if let Some(m) = &o.model {
+        asks.push(format!("model {m}"));
+    }
+    asks.push(match o.max_tokens {
+        Some(n) => format!("max_tokens {n}"),
+        None => "max_tokens as the prompts or the server say".to_string(),
+    });
+    if o.ignore_eos {
+        asks.push("ignore_eos".into());
+    }
+    asks.push(match o.usage {
+        true => "usage asked".into(),
+        false => "no usage asked (--no-usage)".into(),
+    });
+    asks.join(", ")
+}
+
 pub fn replay_order(r: &Replay) -> String {
     match r.order {
         Order::Sequential => "in file order".to_string(),

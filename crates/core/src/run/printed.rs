@@ -34,7 +34,18 @@ pub fn write_banner(mut text: &mut dyn Write, cfg: &Config, hosts: &[Host]) -> R
     if let Some(g) = run.growth {
         text::write_growth_line(&mut text, g.max, g.from_open_files)?;
     }
-    if let Some(r) = &run.replay {
+    if let (Some(l), Some(r)) = (&run.llm, &run.replay) {
+        let order = describe::replay_order(r).replace("file order", "order");
+        text::write_llm_line(
+            &mut text,
+            l.api.name(),
+            &l.path,
+            r.set.len(),
+            &l.source,
+            &order,
+            &describe::llm_asks(l),
+        )?;
+    } else if let Some(r) = &run.replay {
         let file = r.file.display().to_string();
         let (requests, hosts) = (r.set.len(), r.set.hosts().len());
         let order = describe::replay_order(r);

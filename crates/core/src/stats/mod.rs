@@ -10,6 +10,7 @@ pub mod codec;
 pub mod history;
 pub mod http2;
 pub mod interval;
+pub mod llm;
 pub mod phase;
 pub mod recorder;
 pub mod series;
@@ -31,6 +32,7 @@ use interval::IntervalRecorder;
 pub use phase::{PhaseStats, Phases};
 pub use recorder::{Loss, Recorder, Reply, Stamp, Window};
 // (ReadCause, ConnectCause and their counts are defined below.)
+pub use llm::LlmStats;
 pub use series::{Completions, RateSamples, Row};
 pub use status::{CallStatuses, StatusCodes};
 pub use timings::{EventKind, EventStats, Timings};
@@ -724,6 +726,8 @@ pub struct ThreadStats {
     pub events: Option<EventStats>,
     /// A flow's visits (else `None`).
     pub visits: Option<VisitStats>,
+    /// `--llm`: the answers in tokens (else `None`).
+    pub llm: Option<LlmStats>,
 }
 
 /// One endpoint's share of a thread's (or, merged, the run's) requests;
@@ -793,6 +797,7 @@ impl Default for ThreadStats {
             fastest_us: None,
             timings: Timings::default(),
             events: None,
+            llm: None,
             visits: None,
         }
     }
@@ -1054,6 +1059,8 @@ pub struct RunStats {
     pub events: Option<EventStats>,
     /// A flow's visits, merged (else `None`).
     pub visits: Option<VisitStats>,
+    /// `--llm`: the answers in tokens, merged (else `None`).
+    pub llm: Option<LlmStats>,
     /// The fastest response of any thread, warm-up included (µs).
     pub fastest_us: Option<u64>,
     /// The window's intervals, merged over the threads, as the reports
@@ -1075,8 +1082,12 @@ impl RunStats {
         let mut timings = Timings::default();
         let mut events: Option<EventStats> = None;
         let mut visits: Option<VisitStats> = None;
+        let mut llm: Option<LlmStats> = None;
         for t in &threads {
             timings.add(&t.timings);
+            if let Some(l) = &t.llm {
+                llm.get_or_insert_with(Default::default).add(l);
+            }
             if let Some(v) = &t.visits {
                 visits.get_or_insert_with(Default::default).add(v);
             }
@@ -1120,6 +1131,7 @@ impl RunStats {
             timings,
             events,
             visits,
+            llm,
             history: History::new(Duration::from_secs(1)),
         }
     }

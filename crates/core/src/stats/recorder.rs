@@ -570,6 +570,27 @@ impl Recorder {
         super::record_clamped(interval, us);
     }
 
+    /// `--llm`: response bodies are read as completion streams, judged by
+    /// `goodput`.
+    pub fn read_tokens(&mut self, goodput: super::llm::Goodput) {
+        let bounded = goodput != super::llm::Goodput::default();
+        self.stats.llm = Some(super::LlmStats::new(bounded.then_some(goodput)));
+    }
+
+    /// `stamp`'s response completed `now` with `status`, its stream
+    /// having said `answer`.
+    pub fn tokens_completed(
+        &mut self,
+        stamp: Stamp,
+        answer: &super::llm::Answer,
+        status: u16,
+        now: Nanos,
+    ) {
+        if let Some(l) = self.stats.llm.as_mut().filter(|_| stamp.measured) {
+            l.answered(answer, status, stamp.intended, stamp.sent(), now);
+        }
+    }
+
     /// `stamp`'s response completed with `events` events.
     pub fn events_completed(&mut self, stamp: Stamp, events: u64) {
         if let Some(e) = self.stats.events.as_mut().filter(|_| stamp.measured) {
@@ -587,6 +608,9 @@ impl Recorder {
             return;
         };
         e.open += 1;
+        if let (Some(l), None) = (self.stats.llm.as_mut(), last) {
+            l.waiting_at_end(stamp.intended, end);
+        }
         let (h, from) = match last {
             Some(at) => (&mut e.gap, at),
             None => (&mut e.first, stamp.intended),

@@ -60,6 +60,9 @@ pub enum Measure {
     Rate,
     /// A flow's failed visits over its due ones, from above.
     VisitsFailed,
+    /// `--llm --goodput`: the good requests over the answered ones, from
+    /// below.
+    Goodput,
 }
 
 /// The times a term may bound, by the prefix of its name.
@@ -85,11 +88,20 @@ pub enum Timed {
     /// A flow's step, the corrected latency of its requests
     /// (`step.NAME.p99`; the name is the term's).
     Step,
+    /// `--llm`: time to first token, from the intended send time
+    /// (`ttft_p99`), time per output token (`tpot_p99`), inter-token
+    /// latency (`itl_p99`).
+    Ttft,
+    Tpot,
+    Itl,
 }
 
 impl Timed {
     /// The prefixes of term names, each with what it bounds.
-    pub const PREFIXES: [(&'static str, Timed); 6] = [
+    pub const PREFIXES: [(&'static str, Timed); 9] = [
+        ("ttft_", Timed::Ttft),
+        ("tpot_", Timed::Tpot),
+        ("itl_", Timed::Itl),
         ("ttfb_", Timed::FirstByte),
         ("connect_", Timed::Connect),
         ("tls_", Timed::Tls),
@@ -116,7 +128,18 @@ impl Timed {
                 _ => Cow::Owned(crate::stats::new_histogram()),
             },
             Timed::Visit | Timed::Step => flow::visits(stats),
+            Timed::Ttft | Timed::Tpot | Timed::Itl => match &stats.llm {
+                Some(l) if self == Timed::Ttft && l.ttft.len() > l.open => Cow::Borrowed(&l.ttft),
+                Some(l) if self == Timed::Tpot => Cow::Borrowed(&l.tpot),
+                Some(l) if self == Timed::Itl => Cow::Borrowed(&l.itl),
+                _ => Cow::Owned(crate::stats::new_histogram()),
+            },
         }
+    }
+
+    /// Whether only `--llm` measures it.
+    pub fn is_token(self) -> bool {
+        matches!(self, Timed::Ttft | Timed::Tpot | Timed::Itl)
     }
 
     /// Whether only a flow (`flow(visit)`) measures it.
@@ -145,6 +168,9 @@ impl Timed {
             (Timed::Tls, _) => "no connection made a TLS handshake".to_string(),
             (Timed::Connect, _) => "no connection was opened".to_string(),
             (Timed::Visit | Timed::Step, _) => flow::unmeasured(stats),
+            (Timed::Ttft, _) => "no answer carried a token".to_string(),
+            (Timed::Tpot, _) => "no answer carried two tokens".to_string(),
+            (Timed::Itl, _) => "no answer carried two token chunks".to_string(),
             _ => "nothing was measured for it".to_string(),
         }
     }
@@ -166,8 +192,8 @@ pub fn parse_slo(spec: &str) -> Result<Slo, String> {
 fn parse_term(text: &str) -> Result<Term, String> {
     let forms = "terms are pNN<TIME (p99<10ms), max<TIME, the same of ttfb_, connect_, tls_, \
                  first_event_, gap_ or visit_ (ttfb_p99<200ms) and of a flow's step \
-                 (step.login.p99<200ms), errors<PCT% (errors<0.1%), rate>=PCT% (rate>=99%) \
-                 or visits_failed<PCT%";
+                 (step.login.p99<200ms), ttft_, tpot_ or itl_ (--llm), errors<PCT% (errors<0.1%), \
+                 rate>=PCT% (rate>=99%), visits_failed<PCT% or goodput>=PCT% (--llm --goodput)";
     let Some(at) = text.find(['<', '>']) else {
         // Commas part the terms, so a step whose name holds one is cut.
         let cut = if text.starts_with("step.") {
@@ -198,6 +224,7 @@ fn parse_term(text: &str) -> Result<Term, String> {
         "errors" if timed == Timed::Latency => Measure::Errors,
         "rate" if timed == Timed::Latency => Measure::Rate,
         "visits_failed" if timed == Timed::Latency => Measure::VisitsFailed,
+        "goodput" if timed == Timed::Latency => Measure::Goodput,
         _ => match point.strip_prefix('p').map(str::parse::<f64>) {
             Some(Ok(p)) if p > 0.0 && p <= 100.0 => Measure::Time(timed, p),
             Some(Ok(_)) => {
@@ -225,8 +252,8 @@ fn parse_term(text: &str) -> Result<Term, String> {
             let d: Duration = parse_duration(value).map_err(|e| format!("{text:?}: {e}"))?;
             d.as_secs_f64() * 1e6
         }
-        Measure::Errors | Measure::Rate | Measure::VisitsFailed => {
-            let wants_upper = measure != Measure::Rate;
+        Measure::Errors | Measure::Rate | Measure::VisitsFailed | Measure::Goodput => {
+            let wants_upper = !matches!(measure, Measure::Rate | Measure::Goodput);
             if upper != wants_upper {
                 let fixed = if wants_upper { "<" } else { ">=" };
                 return Err(format!(
@@ -281,6 +308,9 @@ impl Slo {
                     Measure::Time(Timed::Step, p) => (flow::step_time(stats, t, p), "us"),
                     Measure::Time(timed, p) => (time(timed, p), "us"),
                     Measure::VisitsFailed => (flow::failed_share(stats), "share"),
+                    Measure::Goodput => {
+                        (stats.llm.as_ref().and_then(|l| l.good_fraction()), "share")
+                    }
                     Measure::Errors => (share(c.errors.lost_requests() + c.errors.status), "share"),
                     // A flow's schedule is of visits: those it started.
                     Measure::Rate => match flow::started_share(stats) {
@@ -289,8 +319,8 @@ impl Slo {
                     },
                 };
                 let met = value.is_some_and(|value| match (t.measure, t.inclusive) {
-                    (Measure::Rate, true) => value >= t.bound,
-                    (Measure::Rate, false) => value > t.bound,
+                    (Measure::Rate | Measure::Goodput, true) => value >= t.bound,
+                    (Measure::Rate | Measure::Goodput, false) => value > t.bound,
                     (_, true) => value <= t.bound,
                     (_, false) => value < t.bound,
                 });
@@ -320,6 +350,9 @@ impl Slo {
                     t.text,
                     timed.unmeasured(stats)
                 )),
+                Measure::Goodput if r.value.is_none() => {
+                    Some(format!("{} was not measured: no answer was read", t.text))
+                }
                 Measure::VisitsFailed if r.value.is_none() => Some(format!(
                     "{} was not measured: {}",
                     t.text,

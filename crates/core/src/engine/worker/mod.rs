@@ -139,7 +139,7 @@ impl Worker {
         let poller = Poller::new()?;
         let hooks = Hooks::new(setup.script, setup.calls.is_some(), setup.check);
         let capture = hooks.capture();
-        let reading = hooks.reading(setup.sse, setup.calls == Some(true));
+        let reading = hooks.reading(setup.sse, setup.llm.is_some(), setup.calls == Some(true));
         let source = Source::new(setup.replay, hooks.script_ref(), &setup.request)?;
         let shape = SessionShape {
             max_head: setup.max_head,
@@ -184,8 +184,11 @@ impl Worker {
         }
         if setup.calls == Some(true) {
             w.stats.read_events(EventKind::Messages);
-        } else if setup.sse {
+        } else if setup.sse || setup.llm.is_some() {
             w.stats.read_events(EventKind::Sse);
+        }
+        if let Some(goodput) = setup.llm {
+            w.stats.read_tokens(goodput);
         }
         // Ctrl-C wakes it from here on, while its connections open too.
         w.stop.register(w.waker());
@@ -572,6 +575,7 @@ impl Worker {
                     bytes,
                     first_byte,
                     events,
+                    tokens,
                     grpc_status,
                 } => {
                     let first = self.pool[i].conn.served();
@@ -593,6 +597,9 @@ impl Worker {
                     };
                     self.stats.completed(tag.stamp, reply, now);
                     self.stats.events_completed(tag.stamp, events);
+                    if let Some(answer) = tokens {
+                        self.stats.tokens_completed(tag.stamp, &answer, status, now);
+                    }
                     if !self.run_response(i, status) {
                         return false;
                     }

@@ -154,7 +154,7 @@ impl<T: Clone> Http1<T> {
 
     /// A response ended: it answers the oldest request.
     fn respond(&mut self, done: Done) {
-        let events = self.stream.take().map_or(0, |s| s.count());
+        let (events, tokens) = self.stream.take().map_or((0, None), |s| s.finish());
         let (tag, ..) = self
             .in_flight
             .pop_front()
@@ -165,6 +165,7 @@ impl<T: Clone> Http1<T> {
             bytes: done.head_bytes as u64 + done.body_bytes,
             first_byte: self.first_byte,
             events,
+            tokens,
             grpc_status: None,
         });
         self.between = true;
@@ -375,6 +376,7 @@ mod tests {
             bytes: OK.len() as u64,
             first_byte,
             events: 0,
+            tokens: None,
             grpc_status: None,
         }
     }
@@ -409,6 +411,7 @@ mod tests {
                 got[2],
                 Event::Response {
                     events: 2,
+                    tokens: None,
                     first_byte: 5,
                     ..
                 }
@@ -440,6 +443,7 @@ mod tests {
             bytes: head_reply.len() as u64,
             first_byte: 7,
             events: 0,
+            tokens: None,
             grpc_status: None,
         };
         assert_eq!(events(&mut s), [ok(1, 7), head_event]);

@@ -441,7 +441,7 @@ impl<T: Clone> Http2<T> {
         if let Some(captured) = s.captured {
             self.captures.push_back(captured);
         }
-        let events = s.events.map_or(0, |e| e.count());
+        let events = s.events.map_or((0, None), |e| e.finish());
         let answered = Event::answered(
             s.tag,
             s.status,

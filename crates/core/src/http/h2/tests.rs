@@ -269,6 +269,7 @@ fn response(tag: u32, status: u16, bytes: u64) -> Event<u32> {
         bytes,
         first_byte: 0,
         events: 0,
+        tokens: None,
         grpc_status: None,
     }
 }
@@ -523,6 +524,7 @@ fn a_calls_status_comes_from_its_trailers_or_its_head_alone() {
             Some(Event::Response {
                 grpc_status: Some(0),
                 events: 2,
+                tokens: None,
                 ..
             })
         ),

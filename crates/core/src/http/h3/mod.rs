@@ -655,7 +655,7 @@ impl<T: Clone> Http3<T> {
         if let Some(c) = s.captured {
             self.captures.push_back(c);
         }
-        let events = s.events.map_or(0, |e| e.count());
+        let events = s.events.map_or((0, None), |e| e.finish());
         let answered = Event::answered(
             s.tag,
             s.status,

@@ -231,6 +231,7 @@ pub fn sample() -> Document {
         phases: Vec::new(),
         visits: None,
         events: None,
+        llm: None,
         slo: None,
         start_offset_s: None,
         instances: Vec::new(),

@@ -149,3 +149,21 @@ pub fn write_replay_line(
         s(hosts)
     )
 }
+
+/// `--llm`: the API, where the prompts come from, and what every body
+/// asks besides its prompt.
+pub fn write_llm_line(
+    out: &mut impl Write,
+    api: &str,
+    path: &str,
+    prompts: usize,
+    source: &str,
+    order: &str,
+    asks: &str,
+) -> io::Result<()> {
+    let s = if prompts == 1 { "" } else { "s" };
+    writeln!(
+        out,
+        "  LLM {api} to {path}: {prompts} prompt{s} from {source}, {order}; {asks}"
+    )
+}

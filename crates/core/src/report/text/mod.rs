@@ -8,6 +8,7 @@
 
 mod banner;
 mod flows;
+mod llm;
 mod results;
 mod warnings;
 
@@ -87,13 +88,19 @@ pub fn write_results(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
     if r.latency {
         write_distribution(out, &stats.latency, "Recorded Latency")?;
         write_with_unfinished(out, stats)?;
-        write_timings(out, &stats.timings, stats.events.as_ref())?;
+        // Under --llm the events are the token chunks: their rows are TTFT
+        // and ITL's, below.
+        let events = stats.events.as_ref().filter(|_| stats.llm.is_none());
+        write_timings(out, &stats.timings, events)?;
     }
     if r.u_latency {
         writeln!(out)?;
         write_distribution(out, &stats.uncorrected, UNCORRECTED)?;
     }
     write_totals(out, stats)?;
+    if let Some(l) = &stats.llm {
+        llm::write_llm(out, l, stats)?;
+    }
     match &stats.visits {
         Some(visits) => {
             flows::write_steps(out, &stats.endpoints)?;

@@ -419,7 +419,7 @@ pub(super) fn write_own_lines(out: &mut impl Write, r: &TextReport) -> io::Resul
     if let Some(line) = read_causes_line(c) {
         writeln!(out, "  {line}")?;
     }
-    if let Some(events) = &stats.events {
+    if let Some(events) = stats.events.as_ref().filter(|_| stats.llm.is_none()) {
         writeln!(out, "  {}", events_line(events))?;
     }
     let pool = &stats.counters.connections;
