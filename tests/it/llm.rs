@@ -227,3 +227,132 @@ fn a_stall_shows_in_ttft_as_its_arithmetic_says() {
         );
     }
 }
+
+/// llama.cpp's OpenAI-compatible server (PyPI's `llama-cpp-python`,
+/// which builds llama.cpp from source) serving a tiny random-weight model
+/// that tests/tiny_model.py writes with PyPI's `gguf`: the text is
+/// nonsense, but the server's tokenizer, sampling and streaming are
+/// llama.cpp's own. The model never emits its end-of-sequence token, so
+/// every answer runs to `max_tokens`. `None` where the Python that has
+/// them (`METRON_LLAMA_PYTHON`, else python3) cannot import them; CI
+/// builds them and then sets `METRON_REQUIRE_LLAMA`, under which that is
+/// a failure.
+struct LlamaCpp {
+    _process: Process,
+    port: u16,
+    log: std::path::PathBuf,
+}
+
+impl LlamaCpp {
+    fn start() -> Option<LlamaCpp> {
+        let python = std::env::var("METRON_LLAMA_PYTHON").unwrap_or_else(|_| "python3".into());
+        let probe = Command::new(&python)
+            .args(["-c", "import llama_cpp.server, gguf"])
+            .output();
+        if !probe.is_ok_and(|o| o.status.success()) {
+            let why = format!("{python} cannot import llama_cpp.server and gguf: python3 -m pip install 'llama-cpp-python[server]' gguf");
+            assert!(std::env::var_os("METRON_REQUIRE_LLAMA").is_none(), "{why}");
+            eprintln!("note: the llama.cpp check skipped: {why}");
+            return None;
+        }
+        let dir = servers::fresh_dir("llamacpp");
+        let model = dir.join("tiny.gguf");
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/tiny_model.py");
+        let wrote = Command::new(&python)
+            .arg(script)
+            .arg(&model)
+            .output()
+            .unwrap();
+        assert!(
+            wrote.status.success(),
+            "{}",
+            String::from_utf8_lossy(&wrote.stderr)
+        );
+        let log = dir.join("server.log");
+        let (process, [port]) = servers::start(
+            dir,
+            |dir, [port]| {
+                // One request at a time, each to its end: the server's
+                // default cuts a running answer short when another comes.
+                let serve = format!(
+                    "exec {python} -m llama_cpp.server --model {} --host 127.0.0.1 --port {port} \
+                     --n_ctx 2048 --n_threads 1 --n_threads_batch 1 --interrupt_requests False \
+                     2> {}",
+                    dir.join("tiny.gguf").display(),
+                    dir.join("server.log").display()
+                );
+                let mut c = Command::new("sh");
+                c.args(["-c", &serve]);
+                c
+            },
+            |dir| std::fs::read_to_string(dir.join("server.log")).unwrap_or_default(),
+        );
+        Some(LlamaCpp {
+            _process: process,
+            port,
+            log,
+        })
+    }
+
+    /// The server's own record: the tokens of each generation it ran, from
+    /// llama.cpp's timing lines ("eval time = … / K runs" after a first
+    /// token that the prompt's evaluation gives).
+    fn generations(&self) -> Vec<u64> {
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        log.lines()
+            .filter(|l| l.contains(" eval time =") && !l.contains("prompt eval"))
+            .filter_map(|l| {
+                let runs = l.split(" / ").nth(1)?.split_whitespace().next()?;
+                runs.parse::<u64>().ok().map(|k| k + 1)
+            })
+            .collect()
+    }
+}
+
+/// Against llama.cpp's server: every completed answer carried the 16
+/// tokens the server generated for it, each in a chunk of its own (the
+/// server sends no usage when it streams, so metron counts chunks and
+/// says so), and the server ran exactly one generation of 16 tokens per
+/// request metron sent. TTFT is measured for every answer.
+#[test]
+fn llama_cpps_own_generations_match_the_tokens() {
+    let _g = serial();
+    let Some(srv) = LlamaCpp::start() else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/v1/chat/completions", srv.port);
+    let (o, text) = bench(&[
+        "-t1",
+        "-c4",
+        "-R4",
+        "-d5s",
+        "--llm",
+        "--max-tokens",
+        "16",
+        "--prompt-words",
+        "8",
+        "--seed",
+        "3",
+        &url,
+    ]);
+    let l = o.stats.llm.as_ref().expect("--llm keeps token stats");
+    let c = &o.stats.counters;
+    assert_eq!(c.errors.lost_requests(), 0, "{text}");
+    assert!(l.responses >= 15, "{text}");
+    assert_eq!(l.token_source(), "chunks", "{text}");
+    assert_eq!(l.output_total, 16 * l.responses, "{text}");
+    assert_eq!((l.without_tokens, l.without_done), (0, 0), "{text}");
+    assert!(l.ttft.len() >= l.responses, "{text}");
+    // Answers still streaming at the end run on to theirs: wait for them.
+    let sent = c.completed + c.in_flight;
+    let mut generations = srv.generations();
+    for _ in 0..50 {
+        if generations.len() as u64 >= sent {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        generations = srv.generations();
+    }
+    assert_eq!(generations.len() as u64, sent, "{generations:?}\n{text}");
+    assert!(generations.iter().all(|&n| n == 16), "{generations:?}");
+}

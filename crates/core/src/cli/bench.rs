@@ -121,9 +121,9 @@ pub struct BenchArgs {
     #[arg(short = 'R', long = "rate", value_parser = parse_si_f64, value_name = "R", allow_negative_numbers = true)]
     pub rate: Option<f64>,
 
-    /// Count a request outstanding longer than this as a timeout and recycle its connection
-    #[arg(long = "timeout", default_value = "2s", value_parser = parse_duration, value_name = "T")]
-    pub timeout: Duration,
+    /// Count a request outstanding longer than this as a timeout and recycle its connection [default: 2s; 60s with --llm, whose answers stream for seconds]
+    #[arg(long = "timeout", value_parser = parse_duration, value_name = "T")]
+    pub timeout: Option<Duration>,
 
     /// A script's flow(visit): a visit running longer than this from its scheduled start ends, failed "timeout" (default: none; a visit still running at the end counts in flight)
     #[arg(long = "visit-timeout", value_parser = parse_duration, value_name = "T", requires = "script")]

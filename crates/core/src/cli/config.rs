@@ -47,6 +47,11 @@ pub struct Config {
     pub lag_allowance: Option<Duration>,
 }
 
+/// `--timeout` when not given: wrk's, and with `--llm`, long enough for an
+/// answer of a few thousand tokens to stream to its end.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
+pub const LLM_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// Words of each made-up prompt of `--llm` without `--prompts` or
 /// `--prompt-words`.
 pub const DEFAULT_PROMPT_WORDS: u64 = 32;
@@ -266,7 +271,11 @@ impl Config {
         if args.visit_timeout.is_some_and(|t| t.is_zero()) {
             return Err(ConfigError::ZeroVisitTimeout);
         }
-        if args.timeout.is_zero() {
+        let timeout = args.timeout.unwrap_or(match args.llm {
+            Some(_) => LLM_TIMEOUT,
+            None => DEFAULT_TIMEOUT,
+        });
+        if timeout.is_zero() {
             return Err(ConfigError::NoTimeout);
         }
         if let (None, Some(word)) = (&args.script, args.script_args.first()) {
@@ -279,7 +288,7 @@ impl Config {
             .collect::<Result<_, _>>()?;
         let call = call(args)?;
         if call.is_some() {
-            add_call_headers(&mut headers, args.timeout);
+            add_call_headers(&mut headers, timeout);
         }
         let load = load(args, profile, duration)?;
         let load = match &args.shard {
@@ -358,7 +367,7 @@ impl Config {
             growth,
             duration,
             warmup,
-            timeout: args.timeout,
+            timeout,
             visit_timeout: args.visit_timeout,
             load,
             start_at: args.start_at,
@@ -403,7 +412,7 @@ pub fn check_slo_measured(slo: &Slo, run: &Setup) -> Result<(), ConfigError> {
         Some(r) => r.set.hosts(),
         None => std::slice::from_ref(&run.target),
     };
-    let streams = run.sse || run.calls.as_ref().is_some_and(|c| c.streaming);
+    let streams = run.sse || run.llm.is_some() || run.calls.as_ref().is_some_and(|c| c.streaming);
     let over_quic = run.protocols.offer.first() == Some(&Protocol::Http3);
     let over_tls = hosts.iter().any(|t| t.scheme == Scheme::Https);
     for t in &slo.terms {
@@ -728,9 +737,26 @@ fn llm(args: &BenchArgs, target: &Target) -> Result<Option<(Llm, Source)>, Confi
             "a completion is an HTTP request, not a gRPC call",
         ),
         (args.data.is_some(), "--data", built),
+        (
+            args.by_endpoint,
+            "--by-endpoint",
+            "every request goes to one endpoint",
+        ),
     ];
     if let Some(&(_, flag, why)) = refused.iter().find(|(on, ..)| *on) {
         return Err(ConfigError::LlmWith { flag, why });
+    }
+    if let Some(field) = ["stream", "stream_options"]
+        .into_iter()
+        .find(|f| args.llm_body.as_ref().is_some_and(|b| b.contains_key(*f)))
+    {
+        return Err(ConfigError::LlmWith {
+            flag: "--llm-body",
+            why: match field {
+                "stream" => "\"stream\" is always true, since the answers are read as streams",
+                _ => "\"stream_options\" is metron's to set (--no-usage leaves it out)",
+            },
+        });
     }
     let (api, path) = Api::choose(choice, &target.path);
     let source = match (&args.prompts, args.prompt_words) {
@@ -1161,7 +1187,7 @@ mod tests {
             ),
             (
                 &["--llm", "--slo", "goodput>=90%", "http://127.0.0.1/"],
-                "none were given; add --goodput",
+                "none were given, so the term could never be met; add --goodput",
             ),
             (
                 &["--slo", "ttft_p99<1s", "http://127.0.0.1/"],

@@ -378,7 +378,7 @@ mod tests {
         let a = bench(&["http://127.0.0.1:8080/"]).unwrap();
         assert_eq!((a.connections, a.threads), (Connections::Fixed(10), 2));
         assert_eq!(a.duration, None);
-        assert_eq!(a.timeout, Duration::from_secs(2));
+        assert_eq!(a.timeout, None);
         assert_eq!(a.rate, None);
     }
 
@@ -410,7 +410,7 @@ mod tests {
         assert_eq!(a.rate, Some(2500.0));
         assert!(a.latency && a.u_latency);
         assert_eq!(a.headers, vec!["X-A: 1", "X-B:2"]);
-        assert_eq!(a.timeout, Duration::from_millis(500));
+        assert_eq!(a.timeout, Some(Duration::from_millis(500)));
         assert_eq!(a.affinity, Some(CpuList(vec![0, 1])));
     }
 

@@ -22,9 +22,9 @@ use std::cell::OnceCell;
 use bytes::Bytes;
 
 use crate::clock::Nanos;
-use crate::stats::llm::Answer;
 
 pub use super::capture::Captured;
+use super::tokens::Answer;
 use super::version::Protocol;
 
 /// One connection's protocol session; `T` is what the engine tags each

@@ -20,8 +20,7 @@ use bytes::Bytes;
 use crate::clock::Nanos;
 
 use super::session::Event;
-use super::tokens::{Chunk, Tally};
-use crate::stats::llm::Answer;
+use super::tokens::{Answer, Chunk, Tally};
 
 /// How a session reads response bodies (`--sse`, and a script's
 /// `event()` hook).

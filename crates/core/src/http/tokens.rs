@@ -18,12 +18,38 @@ use std::borrow::Cow;
 use serde::Deserialize;
 
 use crate::clock::Nanos;
-use crate::stats::llm::Answer;
 
 /// Most gaps kept per response. A longer answer's later gaps are not
 /// divided over its tokens: 128 Ki gaps is past any model's output
 /// length, and bounds what one stream may hold.
 const MAX_GAPS: usize = 1 << 17;
+
+/// One completed response's stream, as read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Answer {
+    /// Chunks that carried generated text.
+    pub chunks: u64,
+    /// When the first of them came.
+    pub first: Option<Nanos>,
+    /// The gaps between consecutive token chunks (ns).
+    pub gaps: Vec<u64>,
+    /// The server's `usage`, when it gave it.
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+    /// The stream ended with `[DONE]`.
+    pub done: bool,
+    /// The server reported an error in the stream.
+    pub error: bool,
+    /// Events whose data was not a JSON chunk.
+    pub unreadable: u64,
+}
+
+impl Answer {
+    /// Output tokens: the server's count, else one per token chunk.
+    pub fn output_tokens(&self) -> u64 {
+        self.completion_tokens.unwrap_or(self.chunks)
+    }
+}
 
 /// What one event of the stream said.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,6 +79,11 @@ impl Tally {
     /// Reads an event's `data`, which came `now`; `previous` is when the
     /// last token chunk came. Says what the chunk was.
     pub fn read(&mut self, data: &[u8], previous: Option<Nanos>, now: Nanos) -> Chunk {
+        // `[DONE]` ends the stream: whatever a server sends after it is
+        // not part of the answer.
+        if self.answer.done {
+            return Chunk::Other;
+        }
         let chunk = self.parse(data);
         match chunk {
             Chunk::Token => {
@@ -183,8 +214,10 @@ mod tests {
         assert_eq!(read(&mut t, completion), Chunk::Token);
         let end = r#"{"choices":[{"text":"","finish_reason":"length"}]}"#;
         assert_eq!(read(&mut t, end), Chunk::Other);
-        assert_eq!(read(&mut t, " [DONE] "), Chunk::Done);
         assert_eq!(read(&mut t, "not json"), Chunk::Unreadable);
+        assert_eq!(read(&mut t, " [DONE] "), Chunk::Done);
+        // After the end marker, nothing is read.
+        assert_eq!(read(&mut t, completion), Chunk::Other);
         let a = t.finish();
         assert_eq!((a.chunks, a.done, a.unreadable), (4, true, 1));
     }

@@ -65,8 +65,9 @@ impl Api {
             }
             ApiChoice::Auto => Api::Chat,
         };
-        let path = match bare {
-            "" | "/" => api.path().to_string(),
+        let path = match (bare, path.split_once('?')) {
+            ("" | "/", Some((_, query))) => format!("{}?{query}", api.path()),
+            ("" | "/", None) => api.path().to_string(),
             _ => path.to_string(),
         };
         (api, path)
@@ -168,7 +169,7 @@ pub fn requests(
 ) -> Result<RequestSet, ReplayError> {
     let label = source.label();
     let prompts = source.prompts().map_err(|e| match e {
-        prompts::PromptError::Read(why) => ReplayError::Read {
+        prompts::PromptError::Read(why) => ReplayError::Prompts {
             file: label.clone(),
             why,
         },
@@ -211,10 +212,21 @@ pub fn parse_goodput(s: &str) -> Result<Goodput, String> {
                 "term {term:?} has no '<': write NAME<TIME, e.g. ttft<500ms (names: ttft, tpot, e2e)"
             ));
         };
-        let bound = bound.strip_prefix('=').unwrap_or(bound);
-        let us = crate::units::parse_duration(bound.trim())
+        let bound = bound.strip_prefix('=').unwrap_or(bound).trim();
+        if !bound.ends_with(|c: char| c.is_ascii_alphabetic()) {
+            return Err(format!(
+                "term {term:?}: a bound needs its unit, e.g. {}<{bound}ms",
+                name.trim()
+            ));
+        }
+        let us = crate::units::parse_duration(bound)
             .map_err(|e| format!("term {term:?}: {e}"))?
             .as_micros() as u64;
+        if us == 0 {
+            return Err(format!(
+                "term {term:?}: no request takes 0 µs; give a bound above 0"
+            ));
+        }
         let slot = match name.trim() {
             "ttft" => &mut g.ttft_us,
             "tpot" => &mut g.tpot_us,
@@ -270,6 +282,10 @@ mod tests {
             c(ApiChoice::Chat, "/gw/x?k=1"),
             (Api::Chat, "/gw/x?k=1".into())
         );
+        assert_eq!(
+            c(ApiChoice::Auto, "/?v=2"),
+            (Api::Chat, "/v1/chat/completions?v=2".into())
+        );
     }
 
     #[test]
@@ -318,6 +334,10 @@ mod tests {
         assert!(parse_goodput("ttft<1s,ttft<2s")
             .unwrap_err()
             .contains("twice"));
+        assert!(parse_goodput("ttft<500")
+            .unwrap_err()
+            .contains("needs its unit"));
+        assert!(parse_goodput("ttft<0ms").unwrap_err().contains("above 0"));
         assert!(parse_body("[1]").unwrap_err().contains("JSON object"));
     }
 }

@@ -24,8 +24,9 @@ use serde_json::Value;
 pub const MAX_FILE_BYTES: u64 = 1 << 30;
 /// How many prompts `--prompt-words` makes.
 pub const SYNTHETIC_PROMPTS: usize = 1000;
-/// Most words in a made-up prompt.
-pub const MAX_WORDS: u64 = 1 << 20;
+/// Most words in a made-up prompt: past any model's context, and the
+/// 1000 prompts stay under 200 MB.
+pub const MAX_WORDS: u64 = 32_768;
 
 /// One prompt: text, or a chat's messages.
 #[derive(Clone, Debug, PartialEq)]

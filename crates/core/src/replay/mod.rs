@@ -46,6 +46,8 @@ const _: () = assert!(MAX_BUILT_BYTES <= u32::MAX as usize);
 pub enum ReplayError {
     #[error("cannot read --requests {file}: {why}")]
     Read { file: String, why: String },
+    #[error("cannot read --prompts {file}: {why}")]
+    Prompts { file: String, why: String },
     #[error("--requests {file} holds more than the {limit} MiB limit; split it or drop repeated requests (each request is replayed in a cycle anyway)")]
     TooBig { file: String, limit: u64 },
     #[error("{file}: no requests in it; write a JSON array, JSON Lines or one URL per line")]

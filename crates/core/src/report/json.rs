@@ -382,6 +382,12 @@ pub struct LlmSummary {
     /// the server's usage counted, those without a token, those whose
     /// stream reported an error, those without `[DONE]`.
     pub responses: u64,
+    /// Answers with a status other than 2xx, and requests lost before
+    /// their answer ended (absent in older documents: 0).
+    #[serde(default)]
+    pub error_status: u64,
+    #[serde(default)]
+    pub lost: u64,
     pub with_usage: u64,
     pub without_tokens: u64,
     pub stream_errors: u64,
@@ -807,6 +813,8 @@ mod build {
             LlmSummary {
                 token_source: l.token_source().to_string(),
                 responses: l.responses,
+                error_status: l.error_status,
+                lost: l.lost,
                 with_usage: l.with_usage,
                 without_tokens: l.without_tokens,
                 stream_errors: l.stream_errors,
@@ -850,6 +858,8 @@ mod build {
                 input_tokens: decode(&h.input_tokens)?,
                 output_tokens: decode(&h.output_tokens)?,
                 responses: self.responses,
+                error_status: self.error_status,
+                lost: self.lost,
                 with_usage: self.with_usage,
                 without_tokens: self.without_tokens,
                 stream_errors: self.stream_errors,

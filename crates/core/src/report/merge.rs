@@ -64,7 +64,14 @@ pub fn documents(docs: &[(String, Document)]) -> Result<Merged, String> {
             let l = l
                 .stats()
                 .map_err(|e| format!("{name}: {e}; the document is damaged"))?;
-            llm.get_or_insert_with(Default::default).add(&l);
+            let first = llm.get_or_insert_with(|| LlmStats::new(l.goodput));
+            if first.goodput != l.goodput {
+                return Err(format!(
+                    "{name} judged goodput by other --goodput bounds than the documents before it; \
+                     merge only runs with the same bounds"
+                ));
+            }
+            first.add(&l);
         }
         if let Some(e) = &d.events {
             let e = e

@@ -24,33 +24,7 @@ use hdrhistogram::Histogram;
 
 use super::{add_histogram, new_histogram, record_clamped};
 use crate::clock::Nanos;
-
-/// One completed response's stream, as read.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Answer {
-    /// Chunks that carried generated text.
-    pub chunks: u64,
-    /// When the first of them came.
-    pub first: Option<Nanos>,
-    /// The gaps between consecutive token chunks (ns).
-    pub gaps: Vec<u64>,
-    /// The server's `usage`, when it gave it.
-    pub prompt_tokens: Option<u64>,
-    pub completion_tokens: Option<u64>,
-    /// The stream ended with `[DONE]`.
-    pub done: bool,
-    /// The server reported an error in the stream.
-    pub error: bool,
-    /// Events whose data was not a JSON chunk.
-    pub unreadable: u64,
-}
-
-impl Answer {
-    /// Output tokens: the server's count, else one per token chunk.
-    pub fn output_tokens(&self) -> u64 {
-        self.completion_tokens.unwrap_or(self.chunks)
-    }
-}
+pub use crate::http::tokens::Answer;
 
 /// `--goodput`'s bounds, in µs: a request is good when it met each given.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -77,8 +51,13 @@ pub struct LlmStats {
     /// Per request: input and output tokens (counts, not times).
     pub input_tokens: Histogram<u64>,
     pub output_tokens: Histogram<u64>,
-    /// Completed responses read as completion streams.
+    /// Completed responses with a 2xx status, read as completion streams.
     pub responses: u64,
+    /// Completed responses with another status: no stream to read.
+    pub error_status: u64,
+    /// Requests lost (reset, closed, timed out) before their answer
+    /// ended: never good, whatever tokens came before.
+    pub lost: u64,
     /// Of them: those whose output tokens the server's usage counted.
     pub with_usage: u64,
     /// Those that carried no token, and those whose stream reported an
@@ -109,6 +88,8 @@ impl Default for LlmStats {
             input_tokens: count_histogram(),
             output_tokens: count_histogram(),
             responses: 0,
+            error_status: 0,
+            lost: 0,
             with_usage: 0,
             without_tokens: 0,
             stream_errors: 0,
@@ -145,7 +126,11 @@ impl LlmStats {
 
     /// `a` is the stream of a response with `status`, intended at
     /// `intended`, sent at `sent` and complete at `end`.
-    pub fn answered(&mut self, a: &Answer, status: u16, intended: Nanos, sent: Nanos, end: Nanos) {
+    pub fn answered(&mut self, a: &Answer, status: u16, intended: Nanos, end: Nanos) {
+        if !(200..300).contains(&status) {
+            self.error_status += 1;
+            return;
+        }
         self.responses += 1;
         self.with_usage += u64::from(a.completion_tokens.is_some());
         self.without_done += u64::from(!a.done);
@@ -164,8 +149,6 @@ impl LlmStats {
             return;
         };
         let ttft = us(first.saturating_sub(intended));
-        record_clamped(&mut self.ttft, ttft);
-        record_clamped(&mut self.ttft_uncorrected, us(first.saturating_sub(sent)));
         let tpot = (output >= 2).then(|| us(end.saturating_sub(first)) / (output - 1));
         if let Some(t) = tpot {
             record_clamped(&mut self.tpot, t);
@@ -180,7 +163,7 @@ impl LlmStats {
         for &gap in &a.gaps {
             record_clamped(&mut self.itl, (us(gap) as f64 / per_chunk).round() as u64);
         }
-        let ok = (200..300).contains(&status) && !a.error;
+        let ok = !a.error && output > 0;
         if let (true, Some(g)) = (ok, self.goodput) {
             let e2e = us(end.saturating_sub(intended));
             let within = |bound: Option<u64>, value: Option<u64>| {
@@ -192,6 +175,14 @@ impl LlmStats {
                 self.good += 1;
             }
         }
+    }
+
+    /// The first token of a request intended at `intended` and sent at
+    /// `sent` came `now`: timed as it comes, whatever becomes of the rest
+    /// of the answer.
+    pub fn first_token(&mut self, intended: Nanos, sent: Nanos, now: Nanos) {
+        record_clamped(&mut self.ttft, us(now.saturating_sub(intended)));
+        record_clamped(&mut self.ttft_uncorrected, us(now.saturating_sub(sent)));
     }
 
     /// A stream still without a token when the run ended at `end`: its
@@ -213,6 +204,8 @@ impl LlmStats {
             add_histogram(into, from);
         }
         self.responses += other.responses;
+        self.error_status += other.error_status;
+        self.lost += other.lost;
         self.with_usage += other.with_usage;
         self.without_tokens += other.without_tokens;
         self.stream_errors += other.stream_errors;
@@ -236,11 +229,17 @@ impl LlmStats {
         }
     }
 
-    /// Of the responses, the fraction that was good; `None` without
-    /// `--goodput` or responses.
+    /// Requests that ended: answered (whatever the status) or lost.
+    pub fn ended(&self) -> u64 {
+        self.responses + self.error_status + self.lost
+    }
+
+    /// Of the requests that ended, the fraction that was good; `None`
+    /// without `--goodput` or such requests.
     pub fn good_fraction(&self) -> Option<f64> {
         self.goodput?;
-        (self.responses > 0).then(|| self.good as f64 / self.responses as f64)
+        let ended = self.ended();
+        (ended > 0).then(|| self.good as f64 / ended as f64)
     }
 }
 
@@ -268,7 +267,8 @@ mod tests {
         // Intended at 0, sent at 40 ms, first token at 100 ms, 5 tokens,
         // the last at 140 ms, complete at 140 ms.
         let a = answer(100 * MS, &[10 * MS; 4], None);
-        s.answered(&a, 200, 0, 40 * MS, 140 * MS);
+        s.first_token(0, 40 * MS, 100 * MS);
+        s.answered(&a, 200, 0, 140 * MS);
         assert_eq!(s.ttft.max(), s.ttft.highest_equivalent(100_000));
         assert_eq!(
             s.ttft_uncorrected.max(),
@@ -283,7 +283,7 @@ mod tests {
     fn gaps_are_divided_over_the_tokens_usage_counts() {
         let mut s = LlmStats::new(None);
         // Two chunks, 20 ms apart, but the server counted 4 tokens.
-        s.answered(&answer(0, &[20 * MS], Some(4)), 200, 0, 0, 20 * MS);
+        s.answered(&answer(0, &[20 * MS], Some(4)), 200, 0, 20 * MS);
         assert_eq!(s.itl.max(), s.itl.highest_equivalent(10_000));
         assert_eq!(
             (s.output_total, s.input_total, s.token_source()),
@@ -302,18 +302,22 @@ mod tests {
         let fast = answer(50 * MS, &[5 * MS; 3], None);
         let slow_first = answer(150 * MS, &[5 * MS; 3], None);
         let slow_tokens = answer(50 * MS, &[30 * MS; 3], None);
-        s.answered(&fast, 200, 0, 0, 65 * MS);
-        s.answered(&slow_first, 200, 0, 0, 165 * MS);
-        s.answered(&slow_tokens, 200, 0, 0, 140 * MS);
-        s.answered(&fast, 500, 0, 0, 65 * MS);
-        assert_eq!((s.good, s.responses), (1, 4));
-        assert_eq!(s.good_fraction(), Some(0.25));
+        s.answered(&fast, 200, 0, 65 * MS);
+        s.answered(&slow_first, 200, 0, 165 * MS);
+        s.answered(&slow_tokens, 200, 0, 140 * MS);
+        s.lost += 1;
+        s.answered(&fast, 500, 0, 65 * MS);
+        assert_eq!(
+            (s.good, s.responses, s.error_status, s.ended()),
+            (1, 3, 1, 5)
+        );
+        assert_eq!(s.good_fraction(), Some(0.2));
     }
 
     #[test]
     fn a_stream_without_tokens_has_no_ttft_but_counts() {
         let mut s = LlmStats::new(None);
-        s.answered(&Answer::default(), 200, 0, 0, MS);
+        s.answered(&Answer::default(), 200, 0, MS);
         assert_eq!((s.without_tokens, s.without_done, s.ttft.len()), (1, 1, 0));
         s.waiting_at_end(0, 3 * MS);
         assert_eq!((s.open, s.ttft.len()), (1, 1));

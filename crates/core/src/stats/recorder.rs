@@ -336,6 +336,9 @@ impl Recorder {
         if let Some(p) = self.phase(stamp.intended) {
             p.errors += 1;
         }
+        if let Some(l) = self.stats.llm.as_mut() {
+            l.lost += 1;
+        }
         let c = &mut self.stats.counters;
         let e = &mut c.errors;
         match why {
@@ -558,6 +561,9 @@ impl Recorder {
         };
         e.count += 1;
         let iv = self.stats.intervals.at(self.window.offset(now));
+        if let (None, Some(l)) = (previous, self.stats.llm.as_mut()) {
+            l.first_token(stamp.intended, stamp.sent(), now);
+        }
         let (total, interval, us) = match previous {
             None => (
                 &mut e.first,
@@ -587,7 +593,7 @@ impl Recorder {
         now: Nanos,
     ) {
         if let Some(l) = self.stats.llm.as_mut().filter(|_| stamp.measured) {
-            l.answered(answer, status, stamp.intended, stamp.sent(), now);
+            l.answered(answer, status, stamp.intended, now);
         }
     }
 

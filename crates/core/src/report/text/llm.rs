@@ -57,6 +57,15 @@ pub(super) fn write_llm(out: &mut impl Write, l: &LlmStats, stats: &RunStats) ->
         per_sec(l.output_total),
     )?;
     let mut odd = Vec::new();
+    if l.error_status > 0 {
+        odd.push(format!("{} answers with an error status", l.error_status));
+    }
+    if l.lost > 0 {
+        odd.push(format!(
+            "{} requests lost before their answer ended",
+            l.lost
+        ));
+    }
     if l.without_tokens > 0 {
         odd.push(format!("{} without a token", l.without_tokens));
     }
@@ -85,7 +94,7 @@ pub(super) fn write_llm(out: &mut impl Write, l: &LlmStats, stats: &RunStats) ->
             out,
             "  Goodput: {} of {} requests ({:.2}%) met {}, {:.2}/s",
             l.good,
-            l.responses,
+            l.ended(),
             share * 100.0,
             goodput_terms(&g),
             per_sec(l.good),

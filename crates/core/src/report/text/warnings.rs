@@ -9,7 +9,10 @@ use super::*;
 pub fn warnings(r: &TextReport) -> Vec<String> {
     let lost = lost_warning(&r.stats.counters);
     let limit = connection_limit_warning(&r.stats.counters);
-    let events = r.stats.events.as_ref().and_then(no_events_warning);
+    let events = match &r.stats.llm {
+        Some(l) => no_tokens_warning(l),
+        None => r.stats.events.as_ref().and_then(no_events_warning),
+    };
     let visits = r.stats.visits.as_ref().and_then(|v| {
         let rate = r
             .load
@@ -136,6 +139,29 @@ pub(super) fn no_events_warning(e: &EventStats) -> Option<String> {
          (text/event-stream), or ended before their first event, and the first-event figures \
          leave them out; check that the URL serves server-sent events, or drop --sse",
         e.without_events, e.responses
+    ))
+}
+
+/// `--llm`: answers that were not completion streams, or streams without
+/// a token. The token figures leave them out, so they are named.
+pub(super) fn no_tokens_warning(l: &crate::stats::LlmStats) -> Option<String> {
+    if l.error_status > 0 {
+        return Some(format!(
+            "{} of {} answers had an error status, and the token figures leave them out; \
+             the status codes line has them (a 404 or 405: check the URL's path, e.g. \
+             /v1/chat/completions; a 400: check --model and the prompts)",
+            l.error_status,
+            l.error_status + l.responses
+        ));
+    }
+    if l.without_tokens == 0 {
+        return None;
+    }
+    Some(format!(
+        "{} of {} streams carried no token: they were not completion streams, or ended \
+         before their first token, and TTFT leaves them out; check that the URL serves an \
+         OpenAI-compatible completions API",
+        l.without_tokens, l.responses
     ))
 }
 
