@@ -356,3 +356,52 @@ fn llama_cpps_own_generations_match_the_tokens() {
     assert_eq!(generations.len() as u64, sent, "{generations:?}\n{text}");
     assert!(generations.iter().all(|&n| n == 16), "{generations:?}");
 }
+
+/// A saved document keeps what `--llm` asked and every token figure:
+/// `metron report` prints the same LLM line and section as the run did.
+#[test]
+fn a_saved_run_reports_its_tokens_again() {
+    let _g = serial();
+    let srv = stand_in(Duration::from_millis(20), Duration::from_millis(2), None);
+    let dir = servers::fresh_dir("llm-saved");
+    let json = dir.join("run.json");
+    let run = metron(&[
+        "-t1",
+        "-c4",
+        "-R20",
+        "-d2s",
+        "--llm",
+        "--model",
+        "m1",
+        "--max-tokens",
+        "8",
+        "--goodput",
+        "ttft<1s",
+        "--json",
+        json.to_str().unwrap(),
+        &url(&srv, "/"),
+    ]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let again = metron(&["report", json.to_str().unwrap()]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    let (live, saved) = (stdout(&run), stdout(&again));
+    let line = |text: &str, start: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(start))
+            .unwrap_or_else(|| panic!("no {start} line in:\n{text}"))
+            .to_string()
+    };
+    for start in [
+        "LLM chat completions",
+        "TTFT",
+        "TPOT",
+        "Tokens:",
+        "Goodput:",
+    ] {
+        assert_eq!(line(&live, start), line(&saved, start), "{saved}");
+    }
+    assert!(
+        line(&saved, "LLM chat").contains("model m1, max_tokens 8"),
+        "{saved}"
+    );
+}

@@ -191,6 +191,9 @@ pub struct RunConfig {
     /// `--requests`: the file replayed, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests: Option<RequestsConfig>,
+    /// `--llm`: what every request asked (absent without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm: Option<LlmConfig>,
     /// The protocols offered, in order of preference (`HTTP/1.1`,
     /// `HTTP/2`, `HTTP/3`); the document's `protocol` says which was
     /// spoken. Empty in documents of older versions.
@@ -253,6 +256,26 @@ pub struct RequestsConfig {
     pub order: String,
     pub seed: u64,
     /// How the text report put it ("in file order", ...).
+    pub described: String,
+}
+
+/// `--llm` as the document records it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LlmConfig {
+    /// `chat completions` or `completions`.
+    pub api: String,
+    /// The path every request went to.
+    pub path: String,
+    /// Where the prompts came from (a file, or `--prompt-words`).
+    pub prompts: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    pub ignore_eos: bool,
+    /// `stream_options.include_usage` was asked for.
+    pub usage: bool,
+    /// How the banner put what every body asked.
     pub described: String,
 }
 

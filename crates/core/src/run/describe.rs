@@ -9,7 +9,9 @@ use std::time::Duration;
 use crate::engine::{Outcome, Replay, Setup};
 use crate::http::Spoken;
 use crate::replay::Order;
-use crate::report::json::{Document, ProfilePhase, RequestsConfig, RunConfig, ShardConfig};
+use crate::report::json::{
+    Document, LlmConfig, ProfilePhase, RequestsConfig, RunConfig, ShardConfig,
+};
 use crate::schedule::{Load, Profile, Spacing};
 use crate::stats::RunStats;
 use crate::units::format_run_duration;
@@ -33,6 +35,16 @@ pub fn describe(run: &Setup) -> RunConfig {
             .map(|(k, v)| format!("{k}: {v}"))
             .collect(),
         requests: run.replay.as_ref().map(requests),
+        llm: run.llm.as_ref().map(|l| LlmConfig {
+            api: l.api.name().to_string(),
+            path: l.path.clone(),
+            prompts: l.source.clone(),
+            model: l.options.model.clone(),
+            max_tokens: l.options.max_tokens,
+            ignore_eos: l.options.ignore_eos,
+            usage: l.options.usage,
+            described: llm_asks(l),
+        }),
         offered: run.protocols.offer.clone(),
         max_streams: run
             .protocols

@@ -61,8 +61,21 @@ pub fn write_document(doc: &Document, path: &Path, mut out: &mut dyn Write) -> R
         c.connections,
         banner.as_deref(),
     )?;
-    if let Some(r) = &c.requests {
-        text::write_replay_line(&mut out, &r.file, r.count, r.hosts, &r.described)?;
+    match (&c.llm, &c.requests) {
+        (Some(l), Some(r)) => {
+            let order = r.described.replace("file order", "order");
+            text::write_llm_line(
+                &mut out,
+                &l.api,
+                &l.path,
+                r.count,
+                &l.prompts,
+                &order,
+                &l.described,
+            )?;
+        }
+        (_, Some(r)) => text::write_replay_line(&mut out, &r.file, r.count, r.hosts, &r.described)?,
+        (_, None) => {}
     }
     let view = TextReport {
         url: &c.url,

@@ -163,6 +163,7 @@ pub fn sample() -> Document {
             script: Some("scripts/post <json>.lua".into()),
             headers: vec!["Accept: application/json".into(), "X-Trace: a&b".into()],
             requests: None,
+            llm: None,
             max_streams: Some(100),
             arrival: None,
             arrival_seed: None,
