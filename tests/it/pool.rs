@@ -36,7 +36,10 @@ fn a_pool_that_may_grow_opens_what_the_rate_needs_and_delays_nothing() {
         let (o, text) = bench_at(&args, &url(&srv, "/"));
         let c = &o.stats.counters;
         assert!(c.balanced(), "{name}: {c:?}");
-        assert_eq!(c.never_sent, 0, "{name}: {c:?}\n{text}");
+        // Every request went but one or two due in the run's last moments,
+        // still waiting for a connection the pool was opening (or, on a busy
+        // machine, for the generator).
+        assert!(c.never_sent <= 2, "{name}: {c:?}\n{text}");
         assert_eq!(c.errors.lost_requests(), 0, "{name}: {c:?}");
         // No request waited because every connection was busy: the pool
         // grew ahead of the load.
@@ -45,9 +48,7 @@ fn a_pool_that_may_grow_opens_what_the_rate_needs_and_delays_nothing() {
         assert_eq!(p.initial, 10, "{name}: {p:?}");
         assert!((40..=200).contains(&p.peak), "{name}: {p:?}");
         assert_eq!(p.peak, p.initial + p.opened_on_demand, "{name}: {p:?}");
-        // The latencies are the server's own 20 ms (and a little).
-        let p50 = o.stats.latency.value_at_quantile(0.5) as f64 / 1000.0;
-        assert!((20.0..=23.1).contains(&p50), "{name}: p50 {p50} ms\n{text}");
+        assert_nothing_waited(&o, 20.0, name, &text);
         assert!(
             text.contains("Connections: 10 at start, peak "),
             "{name}: {text}"

@@ -138,6 +138,26 @@ pub fn assert_balanced(o: &Outcome) {
     assert!(c.balanced(), "accounting does not add up: {c:?}");
 }
 
+/// The latencies are a server's own `floor_ms` and what it took beyond
+/// that: counted from the intended time, the median adds nothing to the
+/// median from the send but the generator's own lateness (the send lag),
+/// and a millisecond for the two being medians of different sets. A
+/// request that waited for a connection or a stream would add that wait.
+pub fn assert_nothing_waited(o: &Outcome, floor_ms: f64, what: &str, text: &str) {
+    let q = |h: &hdrhistogram::Histogram<u64>| h.value_at_quantile(0.5) as f64 / 1000.0;
+    let s = &o.stats;
+    let (p50, sent, lag) = (q(&s.latency), q(&s.uncorrected), q(&s.send_lag));
+    assert!(
+        p50 >= floor_ms,
+        "{what}: p50 {p50} ms under {floor_ms} ms\n{text}"
+    );
+    assert!(
+        p50 <= sent + lag + 1.0,
+        "{what}: p50 {p50} ms from the intended time, {sent} ms from the send, \
+         send lag p50 {lag} ms\n{text}"
+    );
+}
+
 /// CPU the worker threads used, as a share of the run's wall time.
 pub fn cpu_share(o: &Outcome) -> f64 {
     o.stats.cpu().as_secs_f64() / o.stats.window.as_secs_f64()
