@@ -405,3 +405,81 @@ fn a_saved_run_reports_its_tokens_again() {
         "{saved}"
     );
 }
+
+/// Every output of a run counts its tokens alike: the CSV's rows add up to
+/// the JSON document's output tokens, the interval log carries a `tpot`
+/// histogram per interval that adds up to the document's TPOT count, and
+/// the HTML report has the LLM section with the text report's lines.
+#[test]
+fn every_output_carries_the_tokens() {
+    let _g = serial();
+    let srv = stand_in(Duration::from_millis(20), Duration::from_millis(2), None);
+    let dir = servers::fresh_dir("llm-outputs");
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let (json, csv, hlog, html) = (
+        path("r.json"),
+        path("r.csv"),
+        path("r.hlog"),
+        path("r.html"),
+    );
+    let run = metron(&[
+        "-t2",
+        "-c4",
+        "-R40",
+        "-d3s",
+        "--llm",
+        "--max-tokens",
+        "8",
+        "--json",
+        &json,
+        "--csv",
+        &csv,
+        "--hlog",
+        &hlog,
+        "--html",
+        &html,
+        &url(&srv, "/"),
+    ]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let errors = files::schema_errors(&doc);
+    assert!(errors.is_empty(), "{errors:#?}");
+    let total = doc["llm"]["output_tokens_total"].as_u64().unwrap();
+    assert!(total > 100 * 8, "{}", doc["llm"]);
+    let points: u64 = doc["series"]["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            p["output_tokens"]
+                .as_u64()
+                .expect("every point counts tokens")
+        })
+        .sum();
+    assert_eq!(points, total);
+    let rows = std::fs::read_to_string(&csv).unwrap();
+    let header: Vec<&str> = rows.lines().next().unwrap().split(',').collect();
+    let column = header.iter().position(|c| *c == "output_tokens").unwrap();
+    let in_rows: u64 = rows
+        .lines()
+        .skip(1)
+        .map(|r| r.split(',').nth(column).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(in_rows, total, "{rows}");
+    let log = std::fs::read_to_string(&hlog).unwrap();
+    let tpot_lines = log.lines().filter(|l| l.starts_with("Tag=tpot,")).count();
+    assert!(tpot_lines >= 3, "{log}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<h2>LLM serving</h2>"), "{page}");
+    let tokens = stdout(&run)
+        .lines()
+        .find(|l| l.trim_start().starts_with("Tokens:"))
+        .unwrap()
+        .trim()
+        .to_string();
+    assert!(
+        page.contains(&format!("<p>{tokens}.</p>")),
+        "{tokens}\n{page}"
+    );
+}

@@ -74,6 +74,26 @@ pub(super) fn render(state: &State) -> String {
         "Send lag: from the intended send time to the first byte written.",
         &t.send_lag,
     );
+    if let Some(l) = &t.llm {
+        counter_of(
+            &mut out,
+            "metron_llm_output_tokens_total",
+            "--llm: output tokens of the answers that ended in the measured window so far.",
+            &[("", l.output as f64)],
+        );
+        summary_of(
+            &mut out,
+            "metron_llm_ttft_seconds",
+            "--llm: time to first token, from the intended send time.",
+            &l.ttft,
+        );
+        summary_of(
+            &mut out,
+            "metron_llm_tpot_seconds",
+            "--llm: time per output token after the first, one per answer of two tokens or more.",
+            &l.tpot,
+        );
+    }
     if !t.endpoints.is_empty() {
         endpoints(&mut out, &t.endpoints);
     }
@@ -232,6 +252,7 @@ mod tests {
                 latency,
                 uncorrected: new_histogram(),
                 send_lag: new_histogram(),
+                llm: None,
                 endpoints: vec![EndpointTotals {
                     name: "say \"hi\"\\".into(),
                     errors: 1,

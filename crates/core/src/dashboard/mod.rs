@@ -43,6 +43,8 @@ pub const KEPT: usize = 2048;
 pub struct Dashboard {
     addr: SocketAddr,
     shared: Arc<Shared>,
+    /// The run counts tokens (`--llm`): each point says how many.
+    tokens: bool,
 }
 
 /// What the server threads read and the main thread writes.
@@ -129,6 +131,18 @@ pub(crate) struct Totals {
     pub send_lag: Histogram<u64>,
     /// Each endpoint's, in the order they first had anything.
     pub endpoints: Vec<EndpointTotals>,
+    /// `--llm`: the answers in tokens (else `None`).
+    pub llm: Option<TokenTotals>,
+}
+
+/// `--llm`'s whole window so far.
+pub(crate) struct TokenTotals {
+    /// Output tokens of the answers that ended.
+    pub output: u64,
+    /// Time to first token from the intended send time, and time per
+    /// output token (µs).
+    pub ttft: Histogram<u64>,
+    pub tpot: Histogram<u64>,
 }
 
 /// One endpoint's (a flow step's) whole window so far.
@@ -152,6 +166,11 @@ impl Totals {
         let _ = self.latency.add(&iv.latency);
         let _ = self.uncorrected.add(&iv.uncorrected);
         let _ = self.send_lag.add(&iv.send_lag);
+        if let Some(t) = &mut self.llm {
+            t.output += iv.output_tokens;
+            let _ = t.ttft.add(&iv.first_event);
+            let _ = t.tpot.add(&iv.tpot);
+        }
         for (name, e) in names.iter().zip(&iv.endpoints) {
             let Some(e) = e.as_ref().filter(|e| !e.is_empty()) else {
                 continue;
@@ -175,8 +194,9 @@ impl Totals {
 
 impl Dashboard {
     /// Listens on `addr` (`HOST:PORT`, or a port alone for loopback) and
-    /// starts serving; `config` is the run's description as JSON.
-    pub fn start(addr: &str, config: String) -> io::Result<Dashboard> {
+    /// starts serving; `config` is the run's description as JSON;
+    /// `tokens` says the run counts tokens (`--llm`).
+    pub fn start(addr: &str, config: String, tokens: bool) -> io::Result<Dashboard> {
         let listener = TcpListener::bind(resolve(addr)?)?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
@@ -194,6 +214,11 @@ impl Dashboard {
                     uncorrected: new_histogram(),
                     send_lag: new_histogram(),
                     endpoints: Vec::new(),
+                    llm: tokens.then(|| TokenTotals {
+                        output: 0,
+                        ttft: new_histogram(),
+                        tpot: new_histogram(),
+                    }),
                 },
                 report: None,
                 flow: Flow::default(),
@@ -207,7 +232,11 @@ impl Dashboard {
         std::thread::Builder::new()
             .name("metron-dashboard".into())
             .spawn(move || http::serve(listener, server))?;
-        Ok(Dashboard { addr, shared })
+        Ok(Dashboard {
+            addr,
+            shared,
+            tokens,
+        })
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -222,7 +251,7 @@ impl Dashboard {
     /// An interval every thread has closed, with the requests the schedule
     /// intended in it; `names` are the endpoints' by index.
     pub fn interval(&self, iv: &IntervalStats, intended: Option<u64>, names: &[String]) {
-        let mut point = Point::of(iv, intended);
+        let mut point = Point::of(iv, intended, self.tokens);
         // The page draws figures; the histograms stay in the files.
         point.histogram = None;
         point.unfinished_histogram = None;
@@ -310,8 +339,44 @@ mod tests {
     }
 
     #[test]
+    fn a_run_in_tokens_counts_them_in_its_points_and_metrics() {
+        let d = Dashboard::start("127.0.0.1:0", "{}".into(), true).unwrap();
+        for i in 0..3 {
+            let mut iv = IntervalStats::empty(i, Duration::from_secs(1));
+            iv.output_tokens = 16 * i;
+            iv.first_event.record(100_000).unwrap();
+            iv.tpot.record(10_000).unwrap();
+            d.interval(&iv, None, &[]);
+        }
+        let state = d.shared.lock();
+        assert!(
+            state.points[0].contains("\"output_tokens\":0"),
+            "{}",
+            state.points[0]
+        );
+        assert!(
+            state.points[2].contains("\"tpot_p99\":"),
+            "{}",
+            state.points[2]
+        );
+        let text = metrics::render(&state);
+        assert!(
+            text.contains("\nmetron_llm_output_tokens_total 48\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\nmetron_llm_ttft_seconds_count 3\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("metron_llm_tpot_seconds{quantile=\"0.5\"} 0.01"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn totals_add_every_interval_and_points_stay_bounded() {
-        let d = Dashboard::start("127.0.0.1:0", "{}".into()).unwrap();
+        let d = Dashboard::start("127.0.0.1:0", "{}".into(), false).unwrap();
         assert!(!d.is_exposed());
         let length = Duration::from_millis(10);
         for i in 0..(KEPT as u64 + 10) {
@@ -333,7 +398,7 @@ mod tests {
     /// sampled.
     #[test]
     fn each_point_has_what_was_outstanding_at_its_end() {
-        let d = Dashboard::start("127.0.0.1:0", "{}".into()).unwrap();
+        let d = Dashboard::start("127.0.0.1:0", "{}".into(), false).unwrap();
         let length = Duration::from_millis(100);
         // (intended, sent, returned, completed, lost): 100 a interval,
         // all answered, but three intervals in which nothing comes back

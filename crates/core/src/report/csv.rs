@@ -11,7 +11,10 @@
 //! `start_s,end_s,completed,errors,errors_status,errors_read,errors_write,
 //! errors_timeout,errors_connect,intended,achieved_rate,p50_us,p90_us,
 //! p99_us,p999_us,max_us,uncorrected_p99_us,send_lag_p99_us,ttfb_p99_us,
-//! endpoint`.
+//! first_event_p99_us,event_gap_p99_us,tpot_p99_us,output_tokens,endpoint`.
+//! The event columns are `--sse`'s (and, with `--llm`, the first token's
+//! and the gaps between tokens); `tpot_p99_us` and `output_tokens` are
+//! `--llm`'s, over the answers that ended in the interval.
 //!
 //! An interval's row for the whole run has an empty `endpoint`. When the
 //! run keeps figures per endpoint (a flow's steps, a requests file's
@@ -28,7 +31,8 @@ use super::json::{Document, EndpointPoint, Point};
 
 pub const HEADER: &str = "start_s,end_s,completed,errors,errors_status,errors_read,errors_write,\
 errors_timeout,errors_connect,intended,achieved_rate,p50_us,p90_us,p99_us,p999_us,max_us,\
-uncorrected_p99_us,send_lag_p99_us,ttfb_p99_us,endpoint";
+uncorrected_p99_us,send_lag_p99_us,ttfb_p99_us,first_event_p99_us,event_gap_p99_us,tpot_p99_us,\
+output_tokens,endpoint";
 
 pub fn write_header(out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "{HEADER}")
@@ -50,7 +54,15 @@ pub fn write_row(out: &mut dyn Write, p: &Point, interval_s: f64) -> io::Result<
         ],
         intended: p.intended,
         latency: [p.p50, p.p90, p.p99, p.p999, p.max],
-        others: [p.uncorrected_p99, p.send_lag_p99, p.ttfb_p99],
+        others: [
+            p.uncorrected_p99,
+            p.send_lag_p99,
+            p.ttfb_p99,
+            p.first_event_p99,
+            p.event_gap_p99,
+            p.tpot_p99,
+            p.output_tokens,
+        ],
         endpoint: "",
     };
     row.write(out, p, interval_s)
@@ -69,7 +81,7 @@ pub fn write_endpoint_row(
         kinds: [None; 5],
         intended: None,
         latency: [e.p50, e.p90, e.p99, e.p999, e.max],
-        others: [None; 3],
+        others: [None; 7],
         endpoint: &e.name,
     };
     row.write(out, p, interval_s)
@@ -84,9 +96,10 @@ struct Row<'a> {
     intended: Option<u64>,
     /// p50, p90, p99, p99.9 and max of the corrected latency.
     latency: [Option<u64>; 5],
-    /// p99 of the uncorrected latency, the send lag and the time to first
-    /// byte.
-    others: [Option<u64>; 3],
+    /// p99 of the uncorrected latency, the send lag, the time to first
+    /// byte, the first events, the gaps between events and the time per
+    /// output token; the output tokens.
+    others: [Option<u64>; 7],
     endpoint: &'a str,
 }
 
@@ -153,6 +166,7 @@ mod tests {
         p.errors = 3;
         (p.p50, p.p99, p.max) = (Some(800), Some(1200), Some(1500));
         p.ttfb_p99 = Some(700);
+        (p.first_event_p99, p.tpot_p99, p.output_tokens) = (Some(300), Some(20), Some(0));
         p.length_s = Some(0.5);
         p.error_kinds = Some(Errors {
             status: 2,
@@ -166,17 +180,17 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         let columns = lines[0].split(',').count();
-        assert_eq!(columns, 20);
+        assert_eq!(columns, 24);
         assert!(
             lines.iter().all(|l| l.split(',').count() == columns),
             "{text}"
         );
         assert_eq!(
             lines[1],
-            "2,2.5,450,3,2,0,0,1,0,,900.000,800,,1200,,1500,,,700,"
+            "2,2.5,450,3,2,0,0,1,0,,900.000,800,,1200,,1500,,,700,300,,20,0,"
         );
         // Nothing completed: no percentile, rather than a latency of 0.
-        assert_eq!(lines[2], "0.25,0.5,0,0,,,,,,,0.000,,,,,,,,,");
+        assert_eq!(lines[2], "0.25,0.5,0,0,,,,,,,0.000,,,,,,,,,,,,,");
     }
 
     #[test]
@@ -198,10 +212,13 @@ mod tests {
         write_endpoint_row(&mut out, &p, &e("say \"hi\", then go"), 1.0).unwrap();
         let text = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[0], "1,1.5,20,1,,,,,,,40.000,900,,4000,,5000,,,,login");
+        assert_eq!(
+            lines[0],
+            "1,1.5,20,1,,,,,,,40.000,900,,4000,,5000,,,,,,,,login"
+        );
         assert_eq!(
             lines[1],
-            "1,1.5,20,1,,,,,,,40.000,900,,4000,,5000,,,,\"say \"\"hi\"\", then go\""
+            "1,1.5,20,1,,,,,,,40.000,900,,4000,,5000,,,,,,,,\"say \"\"hi\"\", then go\""
         );
     }
 }

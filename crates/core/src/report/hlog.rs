@@ -14,7 +14,10 @@
 //! (docs/MEASUREMENT.md, §6), the conservative distribution, and
 //! `Tag=ttfb`: the time to first byte from the intended send time; with
 //! `--sse`, in the intervals that had events, `Tag=first-event` and
-//! `Tag=event-gap` too. With
+//! `Tag=event-gap` too (with `--llm`, the first token from the intended
+//! send time, TTFT, and the gaps between token chunks), and with `--llm`,
+//! in the intervals in which answers of two tokens or more ended,
+//! `Tag=tpot`: their time per output token. With
 //! per-endpoint statistics, one more per endpoint, tagged `endpoint:` and
 //! its label (spaces and commas, which tags may not hold, written as `_`
 //! and `;`).
@@ -53,6 +56,8 @@ pub const TAG_TTFB: &str = "ttfb";
 /// intervals that had any.
 pub const TAG_FIRST_EVENT: &str = "first-event";
 pub const TAG_EVENT_GAP: &str = "event-gap";
+/// Tag of `--llm`'s time per output token, in the intervals that had any.
+pub const TAG_TPOT: &str = "tpot";
 /// Prefix of the tags of per-endpoint corrected latency.
 pub const TAG_ENDPOINT: &str = "endpoint:";
 /// The newest version of the log format; the C reader rejects a log that
@@ -221,10 +226,12 @@ fn write_interval(out: &mut dyn Write, interval: &IntervalStats) -> io::Result<(
         (Some(TAG_TTFB), &interval.ttfb),
         (Some(TAG_FIRST_EVENT), &interval.first_event),
         (Some(TAG_EVENT_GAP), &interval.event_gap),
+        (Some(TAG_TPOT), &interval.tpot),
     ];
     for (tag, histogram) in lines {
-        // The events' lines come only where there were events (`--sse`).
-        if histogram.is_empty() && matches!(tag, Some(TAG_FIRST_EVENT | TAG_EVENT_GAP)) {
+        // The events' and tokens' lines come only where there were events
+        // (`--sse`, `--llm`) or answers of several tokens (`--llm`).
+        if histogram.is_empty() && matches!(tag, Some(TAG_FIRST_EVENT | TAG_EVENT_GAP | TAG_TPOT)) {
             continue;
         }
         let line = interval_line(tag, interval.start(), interval.length, histogram)?;

@@ -626,6 +626,18 @@ pub struct Point {
         skip_serializing_if = "Option::is_none"
     )]
     pub event_gap_p99: Option<u64>,
+    /// `--llm`: p99 of the time per output token of the answers that
+    /// ended in the interval (absent when none of two tokens or more
+    /// did), and their output tokens (absent from other runs). The first
+    /// events are the first tokens: `first_event_p99` is TTFT's p99.
+    #[serde(
+        default,
+        deserialize_with = "unmeasured",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub tpot_p99: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
 }
 
 /// One endpoint's (a flow step's) part of an interval, as the outputs
@@ -672,6 +684,8 @@ impl Point {
             ttfb_p99: None,
             first_event_p99: None,
             event_gap_p99: None,
+            tpot_p99: None,
+            output_tokens: None,
             send_lag_p99: None,
         }
     }
@@ -730,8 +744,9 @@ mod build {
     };
 
     impl Point {
-        /// The point of one interval of a run; `intended` from the schedule.
-        pub fn of(iv: &IntervalStats, intended: Option<u64>) -> Point {
+        /// The point of one interval of a run; `intended` from the
+        /// schedule; `tokens` says the run counts tokens (`--llm`).
+        pub fn of(iv: &IntervalStats, intended: Option<u64>, tokens: bool) -> Point {
             let at = summary::percentile;
             Point {
                 t: iv.start().as_secs_f64(),
@@ -754,6 +769,8 @@ mod build {
                 ttfb_p99: at(&iv.ttfb, 99.0),
                 first_event_p99: at(&iv.first_event, 99.0),
                 event_gap_p99: at(&iv.event_gap, 99.0),
+                tpot_p99: at(&iv.tpot, 99.0),
+                output_tokens: tokens.then_some(iv.output_tokens),
                 send_lag_p99: at(&iv.send_lag, 99.0),
             }
         }
@@ -1179,7 +1196,7 @@ mod build {
         let points = s
             .history
             .points(s.window)
-            .map(|iv| Point::of(&iv, None))
+            .map(|iv| Point::of(&iv, None, s.llm.is_some()))
             .collect();
         Series {
             interval_s: s.history.interval().as_secs_f64(),
@@ -1215,7 +1232,7 @@ mod tests {
     #[test]
     fn an_interval_without_completions_writes_null() {
         let iv = IntervalStats::empty(3, Duration::from_secs(1));
-        let point = Point::of(&iv, Some(100));
+        let point = Point::of(&iv, Some(100), false);
         let json = serde_json::to_value(&point).unwrap();
         for field in [
             "p50",

@@ -363,8 +363,9 @@ fn series(docs: &[(String, Document)], warnings: &mut Vec<String>) -> Result<Ser
             sum.completed += p.completed;
             sum.errors += p.errors;
             sum.unfinished += p.unfinished;
-            // Counts add up; the uncorrected latency and send lag carry no
-            // histograms per interval, so the merged points leave them out.
+            // Counts add up; the uncorrected latency, send lag, events and
+            // tokens' times carry no histograms per interval, so the merged
+            // points leave them out.
             sum.length_s = match (sum.length_s, p.length_s) {
                 (Some(a), Some(b)) => Some(a.max(b)),
                 (a, b) => a.or(b),
@@ -374,6 +375,9 @@ fn series(docs: &[(String, Document)], warnings: &mut Vec<String>) -> Result<Ser
             }
             if let Some(n) = p.intended {
                 *sum.intended.get_or_insert(0) += n;
+            }
+            if let Some(n) = p.output_tokens {
+                *sum.output_tokens.get_or_insert(0) += n;
             }
             match (&p.histogram, &p.unfinished_histogram) {
                 (Some(l), Some(u)) => {

@@ -32,6 +32,8 @@ pub struct EncodedInterval {
     ttfb: Vec<u8>,
     first_event: Vec<u8>,
     event_gap: Vec<u8>,
+    tpot: Vec<u8>,
+    output_tokens: u64,
     /// Endpoints with something in the interval, by index: the latency
     /// histogram and the errors.
     endpoints: Vec<(usize, Vec<u8>, u64)>,
@@ -167,6 +169,8 @@ fn encode_histograms(
         ttfb: bytes(&interval.ttfb),
         first_event: bytes(&interval.first_event),
         event_gap: bytes(&interval.event_gap),
+        tpot: bytes(&interval.tpot),
+        output_tokens: interval.output_tokens,
         endpoints: interval
             .endpoints
             .iter()
@@ -200,6 +204,8 @@ pub(super) fn add_into(out: &mut IntervalStats, e: &EncodedInterval, de: &mut De
     add_encoded(&mut out.ttfb, &e.ttfb, de);
     add_encoded(&mut out.first_event, &e.first_event, de);
     add_encoded(&mut out.event_gap, &e.event_gap, de);
+    add_encoded(&mut out.tpot, &e.tpot, de);
+    out.output_tokens += e.output_tokens;
     for (id, bytes, errors) in &e.endpoints {
         let into = out.endpoint(*id);
         into.errors += errors;

@@ -37,6 +37,14 @@ pub struct Goodput {
     pub e2e_us: Option<u64>,
 }
 
+/// What an answer that ended adds to its interval: its output tokens, and
+/// its time per output token (µs) when it had two tokens or more.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ended {
+    pub output: u64,
+    pub tpot: Option<u64>,
+}
+
 /// A thread's (or, added up, the run's) token statistics. Times in µs.
 #[derive(Clone, Debug)]
 pub struct LlmStats {
@@ -125,11 +133,12 @@ impl LlmStats {
     }
 
     /// `a` is the stream of a response with `status`, intended at
-    /// `intended`, sent at `sent` and complete at `end`.
-    pub fn answered(&mut self, a: &Answer, status: u16, intended: Nanos, end: Nanos) {
+    /// `intended` and complete at `end`; what it adds to the interval it
+    /// ended in comes back.
+    pub fn answered(&mut self, a: &Answer, status: u16, intended: Nanos, end: Nanos) -> Ended {
         if !(200..300).contains(&status) {
             self.error_status += 1;
-            return;
+            return Ended::default();
         }
         self.responses += 1;
         self.with_usage += u64::from(a.completion_tokens.is_some());
@@ -146,7 +155,7 @@ impl LlmStats {
         }
         let Some(first) = a.first else {
             self.without_tokens += 1;
-            return;
+            return Ended { output, tpot: None };
         };
         let ttft = us(first.saturating_sub(intended));
         let tpot = (output >= 2).then(|| us(end.saturating_sub(first)) / (output - 1));
@@ -175,6 +184,7 @@ impl LlmStats {
                 self.good += 1;
             }
         }
+        Ended { output, tpot }
     }
 
     /// The first token of a request intended at `intended` and sent at

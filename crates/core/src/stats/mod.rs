@@ -920,6 +920,11 @@ pub struct IntervalStats {
     /// between events, by the time each event came (µs).
     pub first_event: Histogram<u64>,
     pub event_gap: Histogram<u64>,
+    /// `--llm`: time per output token of the answers that ended in the
+    /// interval (µs), and their output tokens. The first events are the
+    /// first tokens.
+    pub tpot: Histogram<u64>,
+    pub output_tokens: u64,
     /// Each endpoint's (a flow step's) part, by index, when endpoints are
     /// kept.
     pub endpoints: Vec<Option<IntervalEndpoint>>,
@@ -966,6 +971,8 @@ impl IntervalStats {
             ttfb: new_histogram(),
             first_event: new_histogram(),
             event_gap: new_histogram(),
+            tpot: new_histogram(),
+            output_tokens: 0,
             endpoints: Vec::new(),
         }
     }
@@ -988,6 +995,8 @@ impl IntervalStats {
         self.ttfb.reset();
         self.first_event.reset();
         self.event_gap.reset();
+        self.tpot.reset();
+        self.output_tokens = 0;
         for e in self.endpoints.iter_mut().flatten() {
             e.latency.reset();
             e.errors = 0;

@@ -592,8 +592,14 @@ impl Recorder {
         status: u16,
         now: Nanos,
     ) {
-        if let Some(l) = self.stats.llm.as_mut().filter(|_| stamp.measured) {
-            l.answered(answer, status, stamp.intended, now);
+        let Some(l) = self.stats.llm.as_mut().filter(|_| stamp.measured) else {
+            return;
+        };
+        let ended = l.answered(answer, status, stamp.intended, now);
+        let iv = self.stats.intervals.at(self.window.offset(now));
+        iv.output_tokens += ended.output;
+        if let Some(t) = ended.tpot {
+            super::record_clamped(&mut iv.tpot, t);
         }
     }
 

@@ -265,6 +265,7 @@ pub fn latency_over_time(doc: &Document) -> Chart {
                 p.p99_with_unfinished,
                 p.first_event_p99,
                 p.event_gap_p99,
+                p.tpot_p99,
             ]
             .into_iter()
             .fold(p.max, Option::max)
@@ -281,12 +282,18 @@ pub fn latency_over_time(doc: &Document) -> Chart {
         lines.push(("p99 with unfinished", RED, true, |p| p.p99_with_unfinished));
     }
     // The phases per interval, where the document has them: the first
-    // byte, and with --sse the first event and the gaps.
-    let phases: [(&str, &'static str, LatencyPick); 3] = [
+    // byte, and with --sse the first event and the gaps (with --llm, the
+    // first token and the gaps between tokens, and the time per token).
+    let mut phases: Vec<(&str, &'static str, LatencyPick)> = vec![
         ("first byte p99", GREEN, |p| p.ttfb_p99),
         ("first event p99", GREY, |p| p.first_event_p99),
         ("event gap p99", AMBER, |p| p.event_gap_p99),
     ];
+    if doc.llm.is_some() {
+        phases[1].0 = "TTFT p99";
+        phases[2].0 = "gap between tokens p99";
+        phases.push(("TPOT p99", PURPLE, |p| p.tpot_p99));
+    }
     for (name, color, pick) in phases {
         if doc.series.points.iter().any(|p| pick(p).is_some()) {
             lines.push((name, color, true, pick));

@@ -14,6 +14,7 @@ mod blocks;
 mod charts;
 mod flows;
 mod fmt;
+mod llm;
 mod slo;
 mod style;
 mod svg;
@@ -49,6 +50,7 @@ pub fn render(doc: &Document) -> String {
         slo::section(&mut page, s);
     }
     latency(&mut page, doc);
+    llm::section(&mut page, doc);
     over_time(&mut page, doc);
     profile(&mut page, doc);
     tables::accounting(&mut page, doc);

@@ -300,12 +300,7 @@ pub fn timings(page: &mut String, doc: &Document) {
     let rows: Vec<Vec<String>> = phases
         .into_iter()
         .filter_map(|(name, s)| s.filter(|s| s.count > 0).map(|s| (name, s)))
-        .map(|(name, s)| {
-            let mut row = vec![name.to_string()];
-            row.extend([50.0, 90.0, 99.0, 99.9].map(|p| latency_or_missing(at(s, p))));
-            row.push(latency_or_missing(s.max));
-            row
-        })
+        .map(|(name, s)| phase_row(name, s))
         .collect();
     if rows.is_empty() {
         return;
@@ -340,6 +335,14 @@ pub fn timings(page: &mut String, doc: &Document) {
         &["phase", "p50", "p90", "p99", "p99.9", "max"],
         &rows,
     );
+}
+
+/// A row of a phase's table: its name, p50, p90, p99, p99.9 and max.
+pub(super) fn phase_row(name: &str, s: &Summary) -> Vec<String> {
+    let mut row = vec![name.to_string()];
+    row.extend([50.0, 90.0, 99.0, 99.9].map(|p| latency_or_missing(at(s, p))));
+    row.push(latency_or_missing(s.max));
+    row
 }
 
 /// Picks a figure (mean, deviation) out of a summary.

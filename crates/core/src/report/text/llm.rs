@@ -6,12 +6,7 @@ use crate::stats::LlmStats;
 
 /// The section, after the totals.
 pub(super) fn write_llm(out: &mut impl Write, l: &LlmStats, stats: &RunStats) -> io::Result<()> {
-    let source = match l.token_source() {
-        "usage" => "output tokens as the server's usage counts them",
-        "chunks" => "output tokens counted one per chunk: the server gave no usage",
-        _ => "output tokens from the server's usage where it gave it, else one per chunk",
-    };
-    writeln!(out, "  LLM serving ({source})")?;
+    writeln!(out, "  LLM serving ({})", token_source(l))?;
     let heads: String = ["p50", "p90", "p99", "p99.9", "max"]
         .map(|h| format!("{h:>10}"))
         .concat();
@@ -35,12 +30,30 @@ pub(super) fn write_llm(out: &mut impl Write, l: &LlmStats, stats: &RunStats) ->
         };
         writeln!(out, "    {name:<20}{values}")?;
     }
+    let window = stats.rate_window.as_secs_f64();
+    writeln!(out, "  Tokens: {}", tokens(l, window))?;
+    writeln!(out, "  Answers: {}", answers(l))?;
+    if let Some(g) = goodput(l, window) {
+        writeln!(out, "  Goodput: {g}")?;
+    }
+    Ok(())
+}
+
+/// Where the output tokens were counted from, in words.
+pub(crate) fn token_source(l: &LlmStats) -> &'static str {
+    match l.token_source() {
+        "usage" => "output tokens as the server's usage counts them",
+        "chunks" => "output tokens counted one per chunk: the server gave no usage",
+        _ => "output tokens from the server's usage where it gave it, else one per chunk",
+    }
+}
+
+/// The tokens in and out, per request and per second over `window_s`.
+pub(crate) fn tokens(l: &LlmStats, window_s: f64) -> String {
     let mean = |total: u64, n: u64| match n {
         0 => NONE.to_string(),
         n => format!("{:.1}", total as f64 / n as f64),
     };
-    let window = stats.rate_window.as_secs_f64();
-    let per_sec = |n: u64| if window > 0.0 { n as f64 / window } else { 0.0 };
     let input = match l.input_tokens.len() {
         0 => "input not counted (no usage)".to_string(),
         n => format!(
@@ -49,58 +62,60 @@ pub(super) fn write_llm(out: &mut impl Write, l: &LlmStats, stats: &RunStats) ->
             mean(l.input_total, n)
         ),
     };
-    writeln!(
-        out,
-        "  Tokens: {input}, {} out ({} per request, {:.1}/s)",
+    format!(
+        "{input}, {} out ({} per request, {:.1}/s)",
         l.output_total,
         mean(l.output_total, l.responses),
-        per_sec(l.output_total),
-    )?;
-    let mut odd = Vec::new();
-    if l.error_status > 0 {
-        odd.push(format!("{} answers with an error status", l.error_status));
+        per_second(l.output_total, window_s),
+    )
+}
+
+fn per_second(n: u64, window_s: f64) -> f64 {
+    if window_s > 0.0 {
+        n as f64 / window_s
+    } else {
+        0.0
     }
-    if l.lost > 0 {
-        odd.push(format!(
-            "{} requests lost before their answer ended",
-            l.lost
-        ));
-    }
-    if l.without_tokens > 0 {
-        odd.push(format!("{} without a token", l.without_tokens));
-    }
-    if l.stream_errors > 0 {
-        odd.push(format!("{} with an error in the stream", l.stream_errors));
-    }
-    if l.without_done > 0 {
-        odd.push(format!("{} without [DONE]", l.without_done));
-    }
-    if l.unreadable > 0 {
-        odd.push(format!("{} chunks that were not JSON", l.unreadable));
-    }
-    if l.open > 0 {
-        odd.push(format!(
-            "{} still waiting for a first token at the end (TTFT lower bounds)",
-            l.open
-        ));
-    }
+}
+
+/// The streams read, and what was odd about them.
+pub(crate) fn answers(l: &LlmStats) -> String {
+    let counted = [
+        (l.error_status, "answers with an error status"),
+        (l.lost, "requests lost before their answer ended"),
+        (l.without_tokens, "without a token"),
+        (l.stream_errors, "with an error in the stream"),
+        (l.without_done, "without [DONE]"),
+        (l.unreadable, "chunks that were not JSON"),
+        (
+            l.open,
+            "still waiting for a first token at the end (TTFT lower bounds)",
+        ),
+    ];
+    let odd: Vec<String> = counted
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
     let odd = match odd.is_empty() {
         true => String::new(),
         false => format!("; {}", odd.join(", ")),
     };
-    writeln!(out, "  Answers: {} streams read{odd}", l.responses)?;
-    if let (Some(g), Some(share)) = (l.goodput, l.good_fraction()) {
-        writeln!(
-            out,
-            "  Goodput: {} of {} requests ({:.2}%) met {}, {:.2}/s",
-            l.good,
-            l.ended(),
-            share * 100.0,
-            goodput_terms(&g),
-            per_sec(l.good),
-        )?;
-    }
-    Ok(())
+    format!("{} streams read{odd}", l.responses)
+}
+
+/// `--goodput`: the requests that met every bound, of those that ended,
+/// and per second over `window_s`.
+pub(crate) fn goodput(l: &LlmStats, window_s: f64) -> Option<String> {
+    let (g, share) = (l.goodput?, l.good_fraction()?);
+    Some(format!(
+        "{} of {} requests ({:.2}%) met {}, {:.2}/s",
+        l.good,
+        l.ended(),
+        share * 100.0,
+        goodput_terms(&g),
+        per_second(l.good, window_s),
+    ))
 }
 
 /// `--goodput`'s bounds as typed.

@@ -8,7 +8,7 @@
 
 mod banner;
 mod flows;
-mod llm;
+pub(crate) mod llm;
 mod results;
 mod warnings;
 

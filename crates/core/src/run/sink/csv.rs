@@ -24,6 +24,8 @@ struct Csv {
     /// The schedule, to count the requests intended in each interval.
     intended: Intended,
     interval_s: f64,
+    /// Whether the rows count tokens (`--llm`).
+    tokens: bool,
     /// Whose rows follow each interval's.
     endpoints: EndpointNames,
 }
@@ -37,6 +39,7 @@ pub fn open(cfg: &Config) -> Result<Option<Box<dyn Sink>>, Error> {
         out: None,
         intended: Intended::new(&cfg.run),
         interval_s: cfg.run.interval.as_secs_f64(),
+        tokens: cfg.run.llm.is_some(),
         endpoints: EndpointNames::of(cfg),
     })))
 }
@@ -63,12 +66,12 @@ impl Sink for Csv {
         let Some(out) = self.out.as_mut() else {
             return Ok(());
         };
-        let (intended, interval_s) = (&mut self.intended, self.interval_s);
+        let (intended, interval_s, tokens) = (&mut self.intended, self.interval_s, self.tokens);
         let names = self.endpoints.now();
         intervals
             .iter()
             .try_for_each(|iv| {
-                let point = Point::of(iv, intended.count(iv.start(), iv.length));
+                let point = Point::of(iv, intended.count(iv.start(), iv.length), tokens);
                 write_row(out, &point, interval_s)?;
                 EndpointPoint::all(iv, &names)
                     .iter()
