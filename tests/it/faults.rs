@@ -31,6 +31,23 @@ fn a_run_in_which_nothing_completed_exits_non_zero() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
 
+/// A server that cuts every response part way through its body (each
+/// connection's first): it answered, then closed. The report names that,
+/// "closed early", and never "closed before answering", which would send
+/// the user after a connection limit the server does not have.
+#[test]
+fn a_response_cut_part_way_is_closed_early_not_turned_away() {
+    let _g = serial();
+    let (child, u) = serve_command(&["--fault", "close-mid-body"]);
+    let o = metron(&["-t1", "-c2", "-R20", "-d1s", &u]);
+    stop(child);
+    let out = stdout(&o);
+    assert!(out.contains("  Read errors: closed early "), "{out}");
+    assert!(!out.contains("closed before answering"), "{out}");
+    assert!(!out.contains("turned away"), "{out}");
+    assert!(!out.contains("lower -c"), "{out}");
+}
+
 #[test]
 fn close_before_head_is_a_read_error() {
     breaks_the_stream(Fault::CloseBeforeHead);

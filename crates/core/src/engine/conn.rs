@@ -476,10 +476,11 @@ impl<T: Io> Conn<T> {
         oldest
     }
 
-    /// Open, and no response has completed on it yet: a close now is the
-    /// server turning the connection away, not ending a conversation.
+    /// Open, and no response has begun on it yet (none completed, and
+    /// none of whose bytes came): a close now is the server turning the
+    /// connection away, not ending a conversation part way.
     pub fn answered_nothing(&self) -> bool {
-        self.is_open() && self.served == 0
+        self.is_open() && self.served == 0 && !self.session.as_ref().is_some_and(|s| s.has_heard())
     }
 
     /// A new attempt: the connect on `io` has started (the caller

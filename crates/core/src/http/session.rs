@@ -115,6 +115,11 @@ pub trait Session<T> {
     /// came) and its capacity is known. Nothing is opened before.
     fn is_ready(&self) -> bool;
 
+    /// The first bytes of a response came on it, whether or not one
+    /// completed: a close after that ends a conversation part way, where
+    /// a close before any turns the connection away.
+    fn has_heard(&self) -> bool;
+
     /// Requests it can take now: 0 until ready, while full, and once
     /// retired.
     fn free_streams(&self) -> u32;

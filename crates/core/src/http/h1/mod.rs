@@ -45,6 +45,9 @@ pub struct Http1<T> {
     pending_at: Nanos,
     /// When the first byte of the response being parsed came.
     first_byte: Nanos,
+    /// The first bytes of a response came, whether or not it completed:
+    /// a close after that ends a conversation, not a turning away.
+    heard: bool,
     /// `--sse`: how bodies are read, and the event stream of the response
     /// being parsed.
     reading: EventReading,
@@ -85,6 +88,7 @@ impl<T: Clone> Http1<T> {
             pending: Vec::new(),
             pending_at: 0,
             first_byte: 0,
+            heard: false,
             reading,
             stream: None,
             finished: false,
@@ -111,6 +115,7 @@ impl<T: Clone> Http1<T> {
             }
             if !self.parser.in_progress() {
                 self.first_byte = now;
+                self.heard = true;
             }
             let fed = self.parser.feed(&bytes[at..]);
             self.read_events(now);
@@ -187,6 +192,10 @@ impl<T: Clone> Http1<T> {
 impl<T: Clone> Session<T> for Http1<T> {
     fn is_ready(&self) -> bool {
         true
+    }
+
+    fn has_heard(&self) -> bool {
+        self.heard
     }
 
     fn free_streams(&self) -> u32 {

@@ -116,6 +116,9 @@ struct Continued {
 pub struct Http2<T> {
     settings: Settings,
     server: Server,
+    /// The first bytes of a response came, whether or not it completed:
+    /// a close after that ends a conversation, not a turning away.
+    heard: bool,
     /// The server's SETTINGS came: its limits are known.
     settled: bool,
     /// Bytes to write, and bytes sent over the connection's life.
@@ -178,6 +181,7 @@ impl<T: Clone> Http2<T> {
             put_window_update(out.buf(), 0, settings.window - INITIAL_WINDOW);
         }
         Http2 {
+            heard: false,
             server: Server {
                 // Unbounded until the server says otherwise; nothing opens
                 // before it has.
@@ -286,6 +290,7 @@ impl<T: Clone> Http2<T> {
         }
         stream.wire += (HEADER_LEN + payload.len()) as u64;
         stream.first_byte.get_or_insert(now);
+        self.heard = true;
         stream.data += data.len() as u64;
         if let Some(c) = stream.captured.as_mut() {
             if !c.push_body(data, self.max_capture) {
@@ -390,6 +395,7 @@ impl<T: Clone> Http2<T> {
         let stream = self.streams.get_mut(slot);
         stream.wire += wire;
         stream.first_byte.get_or_insert(now);
+        self.heard = true;
         if head.list_size > self.settings.max_header_list as u64 {
             return self.stream_error(slot, CANCEL, Failure::HeadTooLarge);
         }
@@ -670,6 +676,10 @@ impl<T: Clone> Http2<T> {
 impl<T: Clone> Session<T> for Http2<T> {
     fn is_ready(&self) -> bool {
         self.settled
+    }
+
+    fn has_heard(&self) -> bool {
+        self.heard
     }
 
     fn free_streams(&self) -> u32 {

@@ -169,6 +169,9 @@ const STARVE_ACK_DELAY: Nanos = 25_000_000;
 /// One HTTP/3 connection's client session; `T` tags each request.
 pub struct Http3<T> {
     quic: quic::Quic,
+    /// The first bytes of a response came, whether or not it completed:
+    /// a close after that ends a conversation, not a turning away.
+    heard: bool,
     max_streams: u32,
     max_field_section: u64,
     capture: bool,
@@ -231,6 +234,7 @@ impl<T: Clone> Http3<T> {
     /// A session that starts its QUIC handshake to `remote` at `now`.
     pub fn new(opts: &QuicOptions, remote: SocketAddr, now: Nanos) -> Result<Http3<T>, String> {
         let mut session = Http3 {
+            heard: false,
             quic: quic::Quic::connect(opts, remote, now)?,
             max_streams: opts.max_streams.max(1),
             max_field_section: opts.max_field_section,
@@ -517,6 +521,7 @@ impl<T: Clone> Http3<T> {
 
     /// Frames of a response, as far as `bytes` carry them.
     fn on_request_bytes(&mut self, id: StreamId, mut bytes: &[u8], now: Nanos) {
+        self.heard |= !bytes.is_empty() && self.streams.contains_key(&id);
         while !bytes.is_empty() {
             let Some(s) = self.streams.get_mut(&id) else {
                 return;
@@ -931,6 +936,10 @@ impl<T: Clone> Session<T> for Http3<T> {
 
     fn is_ready(&self) -> bool {
         self.connected || self.early
+    }
+
+    fn has_heard(&self) -> bool {
+        self.heard
     }
 
     fn free_streams(&self) -> u32 {
