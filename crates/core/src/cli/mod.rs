@@ -123,19 +123,13 @@ where
             .map(|c| Command::Report(c.args)),
         Some("merge") => subcommand::<Versioned<MergeArgs>>(&args, "metron merge", merge)
             .map(|c| Command::Merge(c.args)),
+        _ if value_apart(&args).is_some() => Err(clap::Error::raw(
+            ErrorKind::ValueValidation,
+            value_apart(&args).unwrap_or_default(),
+        )),
         Some("sweep") => parse_with::<sweep::SweepArgs>(sweep_command(), &args)
             .map(|a| Command::Sweep(Box::new(a))),
-        _ => {
-            if let Some(addr) = dashboard_address_apart(&args) {
-                return Err(clap::Error::raw(
-                    ErrorKind::ValueValidation,
-                    format!(
-                        "--dashboard {addr}: the dashboard's address follows '=', or {addr} is read as the URL; write --dashboard={addr}\n"
-                    ),
-                ));
-            }
-            BenchArgs::try_parse_from(args).map(|a| Command::Bench(Box::new(a)))
-        }
+        _ => BenchArgs::try_parse_from(args).map(|a| Command::Bench(Box::new(a))),
     }
 }
 
@@ -153,21 +147,34 @@ pub fn sweep_command() -> clap::Command {
         .fold(cmd, |cmd, id| cmd.mut_arg(id, |a| a.hide(true)))
 }
 
-/// The word after a bare `--dashboard`, when it is an address (`9090`,
-/// `127.0.0.1:9090`, `[::1]:9090`, `localhost:9090`). `--dashboard` takes
-/// its value only after '=' (so that `--dashboard URL` works), and such a
-/// word would be taken for the URL, the real URL for a script argument.
-fn dashboard_address_apart(args: &[OsString]) -> Option<String> {
+/// A flag that takes its value only after '=' (so that `--dashboard URL`
+/// and `--llm URL` work), given its value as the next word: that word
+/// would be taken for the URL, and the real URL for a script argument.
+/// The error that says so: `--dashboard` before an address (`9090`,
+/// `127.0.0.1:9090`, `[::1]:9090`, `localhost:9090`), `--llm` before an
+/// API's name.
+fn value_apart(args: &[OsString]) -> Option<String> {
     let words: Vec<&str> = args
         .iter()
         .skip(1)
         .map_while(|a| a.to_str())
         .take_while(|w| *w != "--")
         .collect();
-    words
-        .windows(2)
-        .find(|w| w[0] == "--dashboard" && looks_like_address(w[1]))
-        .map(|w| w[1].to_string())
+    let apart = |flag: &str, what: &str, value: &str| {
+        format!(
+            "{flag} {value}: {what} follows '=', or {value} is read as the URL; write \
+             {flag}={value}\n"
+        )
+    };
+    words.windows(2).find_map(|w| match (w[0], w[1]) {
+        ("--dashboard", v) if looks_like_address(v) => {
+            Some(apart("--dashboard", "the dashboard's address", v))
+        }
+        ("--llm", v) if crate::llm::ApiChoice::CHOICES.iter().any(|c| c.1 == v) => {
+            Some(apart("--llm", "the API", v))
+        }
+        _ => None,
+    })
 }
 
 /// `PORT` or `HOST:PORT`: no scheme, no path, a port that is a number.
@@ -293,6 +300,31 @@ mod tests {
             );
             assert!(!line.contains("--http3"), "{line}");
         }
+    }
+
+    /// `--dashboard` and `--llm` take their values after '=' only: given
+    /// apart, the value would be read as the URL and the URL as a script
+    /// argument. The error says how to write it, for runs and sweeps; a
+    /// URL after the bare flag is no value given apart.
+    #[test]
+    fn a_value_given_apart_from_its_flag_is_told_to_follow_an_equals_sign() {
+        for (words, want) in [
+            (
+                &["--llm", "completions", "http://h/"][..],
+                "--llm completions: the API follows '='",
+            ),
+            (&["sweep", "--llm", "chat", "http://h/"], "write --llm=chat"),
+            (
+                &["--dashboard", "9090", "http://h/"],
+                "write --dashboard=9090",
+            ),
+        ] {
+            let e = parse([&["metron"][..], words].concat()).unwrap_err();
+            let line = error_line(&e);
+            assert!(line.contains(want), "{words:?}: {line}");
+        }
+        assert!(bench(&["--llm", "http://h/"]).is_ok());
+        assert!(bench(&["--llm=chat", "http://h/"]).is_ok());
     }
 
     #[test]
