@@ -6,7 +6,8 @@
 //!
 //! - **TTFT**, time to first token: from the request's intended send
 //!   time to its first token chunk (and, uncorrected, from its send). A
-//!   stream still without a token at the end enters as a lower bound.
+//!   request still without a token at the end (in flight, or never sent)
+//!   enters at its age then, a lower bound.
 //! - **TPOT**, time per output token: (end − first token) / (output
 //!   tokens − 1), one figure per request of two tokens or more.
 //! - **ITL**, inter-token latency: each gap between token chunks, divided
@@ -82,7 +83,8 @@ pub struct LlmStats {
     /// Requests that met `goodput`'s every bound.
     pub good: u64,
     pub goodput: Option<Goodput>,
-    /// Lower bounds in `ttft`: streams still without a token at the end.
+    /// Lower bounds in `ttft`: requests still without a token at the end,
+    /// in flight or never sent.
     pub open: u64,
 }
 
@@ -200,6 +202,13 @@ impl LlmStats {
     pub fn waiting_at_end(&mut self, intended: Nanos, end: Nanos) {
         self.open += 1;
         record_clamped(&mut self.ttft, us(end.saturating_sub(intended)));
+    }
+
+    /// Requests never sent by the run's end, at their `ages` then: their
+    /// first tokens are at least that late.
+    pub fn waiting_ages(&mut self, ages: &Histogram<u64>) {
+        self.open += ages.len();
+        add_histogram(&mut self.ttft, ages);
     }
 
     pub fn add(&mut self, other: &LlmStats) {

@@ -620,14 +620,14 @@ impl Recorder {
             return;
         };
         e.open += 1;
-        if let (Some(l), None) = (self.stats.llm.as_mut(), last) {
-            l.waiting_at_end(stamp.intended, end);
-        }
         let (h, from) = match last {
             Some(at) => (&mut e.gap, at),
             None => (&mut e.first, stamp.intended),
         };
         super::record_clamped(h, to_us(end.saturating_sub(from)));
+        if last.is_none() {
+            self.no_token_by(stamp.intended, end);
+        }
     }
 
     /// At the run's `end`: `stamp`'s request, written once and never
@@ -637,6 +637,15 @@ impl Recorder {
         if stamp.measured {
             self.stats.counters.never_sent += 1;
             self.unfinished(stamp.intended, end);
+            self.no_token_by(stamp.intended, end);
+        }
+    }
+
+    /// `--llm`: the request intended at `intended` had no first token by
+    /// the run's `end`, which its TTFT is at least.
+    fn no_token_by(&mut self, intended: Nanos, end: Nanos) {
+        if let Some(l) = self.stats.llm.as_mut() {
+            l.waiting_at_end(intended, end);
         }
     }
 
@@ -680,6 +689,7 @@ impl Recorder {
             c.never_sent += 1;
             c.due += 1;
             self.unfinished(due, end);
+            self.no_token_by(due, end);
         }
     }
 
@@ -728,6 +738,9 @@ impl Recorder {
         s.counters.due += n;
         s.counters.saturated += saturated;
         add_histogram(&mut s.unfinished, &ages);
+        if let Some(l) = s.llm.as_mut() {
+            l.waiting_ages(&ages);
+        }
         let iv = s.intervals.at(self.window.offset(end));
         add_histogram(&mut iv.unfinished, &ages);
     }
@@ -990,6 +1003,31 @@ mod tests {
         assert!(c.balanced());
         assert_eq!(c.unfinished(), 5);
         assert_eq!(s.unfinished.len(), 5);
+    }
+
+    /// `--llm`: a request without a first token at the end, whether its
+    /// stream had begun, it was on the wire, or it was never sent, has a
+    /// TTFT of at least its age then.
+    #[test]
+    fn every_request_without_a_token_at_the_end_bounds_ttft() {
+        let mut r = recorder(0);
+        r.read_events(crate::stats::EventKind::Sse);
+        r.read_tokens(crate::stats::llm::Goodput::default());
+        let waiting = r.sent(SEC, SEC, None);
+        r.streaming_at_end(waiting, None, 2 * SEC);
+        r.never_sent(SEC + 500 * MS, 2 * SEC);
+        r.never_taken(2 * SEC, |a, b| {
+            u64::from(a <= SEC + 900 * MS && SEC + 900 * MS < b)
+        });
+        let s = r.finish(Duration::ZERO, 0);
+        let l = s.llm.expect("reading tokens");
+        assert_eq!((l.open, l.ttft.len()), (3, 3));
+        assert!(l.ttft.equivalent(l.ttft.min(), 100_000), "{}", l.ttft.min());
+        assert!(
+            l.ttft.equivalent(l.ttft.max(), 1_000_000),
+            "{}",
+            l.ttft.max()
+        );
     }
 
     /// Every request that did not complete is filed at its age when it was
