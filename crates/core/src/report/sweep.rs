@@ -101,7 +101,8 @@ pub struct SweepVisits {
 }
 
 /// A column of the table beside the whole-response latency: a term of
-/// the SLO that bounds a phase (`first_event_p99`, `ttfb_p99`), with the
+/// the SLO that bounds a phase (`first_event_p99`, `ttfb_p99`) or a share
+/// the table has no column for (`goodput`, `visits_failed`), with the
 /// value each step's verdict judged, so that the figure a verdict rests
 /// on is on its row.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -112,8 +113,8 @@ pub struct Judged {
     pub term: usize,
 }
 
-/// The columns of the phase terms of `spec` (none for the whole-response
-/// latency, errors and rate, which the table has already).
+/// The columns of the phase and share terms of `spec` (none for the
+/// whole-response latency, errors and rate, which the table has already).
 pub fn judged_columns(spec: &str) -> Vec<Judged> {
     let Ok(slo) = parse_slo(spec) else {
         return Vec::new();
@@ -121,7 +122,11 @@ pub fn judged_columns(spec: &str) -> Vec<Judged> {
     slo.terms
         .iter()
         .enumerate()
-        .filter(|(_, t)| matches!(t.measure, Measure::Time(timed, _) if timed != Timed::Latency))
+        .filter(|(_, t)| match t.measure {
+            Measure::Time(timed, _) => timed != Timed::Latency,
+            Measure::Goodput | Measure::VisitsFailed => true,
+            Measure::Errors | Measure::Rate => false,
+        })
         .map(|(term, t)| {
             let end = t.text.find(['<', '>']).unwrap_or(t.text.len());
             Judged {
@@ -166,8 +171,12 @@ pub fn write_row(
     let extra: String = judged
         .iter()
         .map(|j| {
-            let value = s.slo.rows.get(j.term).and_then(|r| r.value);
-            format!(" {:>w$}", t(value.map(|v| v as u64)), w = width(j))
+            let row = s.slo.rows.get(j.term);
+            let value = match (row.and_then(|r| r.value), row.map(|r| r.unit.as_str())) {
+                (Some(share), Some("share")) => format!("{:.2}%", share * 100.0),
+                (value, _) => t(value.map(|v| v as u64)),
+            };
+            format!(" {value:>w$}", w = width(j))
         })
         .collect();
     writeln!(
@@ -276,5 +285,36 @@ mod tests {
         // The column sits where its header is.
         let at = lines[0].find("first_event_p99").unwrap() + "first_event_p99".len();
         assert_eq!(&lines[1][at - 8..at], "302.08ms", "{text}");
+    }
+
+    /// `--llm`'s goodput share, which the table has no column for, gets
+    /// one, printed as the share it is.
+    #[test]
+    fn a_goodput_term_has_its_column_in_percent() {
+        let judged = judged_columns("ttft_p99<500ms,goodput>=99%,errors<1%");
+        let names: Vec<&str> = judged.iter().map(|j| j.name.as_str()).collect();
+        assert_eq!(names, ["ttft_p99", "goodput"]);
+        let step: SweepStep = serde_json::from_value(serde_json::json!({
+            "rate": 10.0, "achieved": 10.0, "p50": 2000, "p99": 3000, "p999": 4000,
+            "max": 5000, "errors": 0, "due": 20, "send_lag_p99": 50,
+            "slo": {"spec": "ttft_p99<500ms,goodput>=99%,errors<1%", "verdict": "not met",
+                    "exit_status": 3, "rows": [
+                        {"term": "ttft_p99<500ms", "value": 120000.0, "unit": "us", "met": true},
+                        {"term": "goodput>=99%", "value": 0.975, "unit": "share", "met": false},
+                        {"term": "errors<1%", "value": 0.0, "unit": "share", "met": true}]},
+            "corrected": "", "unfinished": ""
+        }))
+        .unwrap();
+        let mut out = Vec::new();
+        write_header(&mut out, &judged).unwrap();
+        write_row(&mut out, 1, &step, &judged).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let at = lines[0].find(" goodput").unwrap() + " goodput".len();
+        assert_eq!(
+            lines[1][..at].trim_end().rsplit(' ').next(),
+            Some("97.50%"),
+            "{text}"
+        );
     }
 }
