@@ -482,4 +482,23 @@ fn every_output_carries_the_tokens() {
         page.contains(&format!("<p>{tokens}.</p>")),
         "{tokens}\n{page}"
     );
+    // A run counted in tokens does not merge with one that is not.
+    let plain = path("plain.json");
+    let run = metron(&[
+        "-t1",
+        "-c1",
+        "-R10",
+        "-d1s",
+        "--json",
+        &plain,
+        &url(&srv, "/v1/models"),
+    ]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let merged = metron(&["merge", &json, &plain]);
+    let line = one_line_error(&merged);
+    assert!(
+        line.contains("is of an --llm run, counted in tokens, and "),
+        "{line}"
+    );
+    assert!(line.contains("merge only runs of one kind"), "{line}");
 }

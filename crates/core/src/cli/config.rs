@@ -135,6 +135,13 @@ pub enum ConfigError {
         flag: &'static str,
         why: &'static str,
     },
+    #[error("--llm-body's \"{field}\" and {flag} both set it; keep one")]
+    LlmBodyClash {
+        field: &'static str,
+        flag: &'static str,
+    },
+    #[error("{0}")]
+    LlmValue(&'static str),
     #[error("--seed only seeds --arrival poisson and --requests-order random; add one of them, or drop --seed")]
     SeedUnused,
     #[error("--shard {spec}: {why}")]
@@ -758,6 +765,30 @@ fn llm(args: &BenchArgs, target: &Target) -> Result<Option<(Llm, Source)>, Confi
             },
         });
     }
+    let body_has = |f: &str| args.llm_body.as_ref().is_some_and(|b| b.contains_key(f));
+    let clashes = [
+        ("model", "--model", args.model.is_some()),
+        ("max_tokens", "--max-tokens", args.max_tokens.is_some()),
+    ];
+    if let Some(&(field, flag, _)) = clashes.iter().find(|(f, _, given)| *given && body_has(f)) {
+        return Err(ConfigError::LlmBodyClash { field, flag });
+    }
+    if body_has("prompt") || body_has("messages") {
+        return Err(ConfigError::LlmValue(
+            "--llm-body would replace every prompt: prompts come from --prompts FILE or \
+             --prompt-words N; drop \"prompt\" and \"messages\" from --llm-body",
+        ));
+    }
+    if args.max_tokens == Some(0) {
+        return Err(ConfigError::LlmValue(
+            "--max-tokens 0 asks for answers without a token; give 1 or more",
+        ));
+    }
+    if args.model.as_deref().is_some_and(|m| m.trim().is_empty()) {
+        return Err(ConfigError::LlmValue(
+            "--model is empty; give the served model's name (GET /v1/models lists them)",
+        ));
+    }
     let (api, path) = Api::choose(choice, &target.path);
     let source = match (&args.prompts, args.prompt_words) {
         (Some(file), _) => Source::File(file.clone()),
@@ -1083,6 +1114,38 @@ mod tests {
         assert_eq!(spread(2, 2), vec![1, 1]);
         let c = config(&["-t3", "-c10", "http://127.0.0.1:1/"]).unwrap();
         assert_eq!(c.run.connections(), 10);
+    }
+
+    /// What --llm-body would set behind a flag's back, and values that
+    /// ask for nothing, are refused in one line that names the fix.
+    #[test]
+    fn llm_body_fields_a_flag_sets_and_empty_asks_are_refused() {
+        let u = "http://127.0.0.1:1/";
+        for (args, want) in [
+            (
+                &["--llm-body", r#"{"model":"x"}"#, "--model", "y"][..],
+                "--llm-body's \"model\" and --model both set it; keep one",
+            ),
+            (
+                &["--llm-body", r#"{"max_tokens":3}"#, "--max-tokens", "5"],
+                "--llm-body's \"max_tokens\" and --max-tokens both set it",
+            ),
+            (
+                &["--llm-body", r#"{"messages":[]}"#],
+                "would replace every prompt",
+            ),
+            (
+                &["--max-tokens", "0"],
+                "--max-tokens 0 asks for answers without a token",
+            ),
+            (&["--model", " "], "--model is empty"),
+        ] {
+            let e = config(&[&["--llm", "-d1s"][..], args, &[u]].concat()).unwrap_err();
+            assert!(e.contains(want), "{args:?}: {e}");
+        }
+        // Without the flag, the body may name the model.
+        let c = config(&["--llm", "-d1s", "--llm-body", r#"{"model":"x"}"#, u]);
+        assert!(c.is_ok(), "{c:?}");
     }
 
     #[test]

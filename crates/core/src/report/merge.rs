@@ -60,6 +60,16 @@ pub fn documents(docs: &[(String, Document)]) -> Result<Merged, String> {
     let mut events: Option<EventStats> = None;
     let mut llm: Option<LlmStats> = None;
     for (name, d) in docs {
+        if d.llm.is_some() != first.llm.is_some() {
+            let (tokens, plain) = match d.llm.is_some() {
+                true => (name, first_name),
+                false => (first_name, name),
+            };
+            return Err(format!(
+                "{tokens} is of an --llm run, counted in tokens, and {plain} is not; merge \
+                 only runs of one kind"
+            ));
+        }
         if let Some(l) = &d.llm {
             let l = l
                 .stats()
