@@ -17,9 +17,9 @@
 //! - **Tokens**: output tokens from the server's `usage` when it gave it,
 //!   else one per token chunk (the report says which); input tokens only
 //!   from `usage`.
-//! - **Goodput**: the requests that completed with a 2xx status and no
-//!   error in their stream, produced a token, and met every bound of
-//!   `--goodput`.
+//! - **Goodput**: the requests that completed with a 2xx status, no
+//!   error in their stream and no chunk that was not JSON, produced a
+//!   token, and met every bound of `--goodput`.
 
 use hdrhistogram::Histogram;
 
@@ -174,7 +174,8 @@ impl LlmStats {
         for &gap in &a.gaps {
             record_clamped(&mut self.itl, (us(gap) as f64 / per_chunk).round() as u64);
         }
-        let ok = !a.error && output > 0;
+        // A chunk that was not JSON may have carried tokens nobody read.
+        let ok = !a.error && a.unreadable == 0 && output > 0;
         if let (true, Some(g)) = (ok, self.goodput) {
             let e2e = us(end.saturating_sub(intended));
             let within = |bound: Option<u64>, value: Option<u64>| {

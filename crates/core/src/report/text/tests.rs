@@ -782,3 +782,21 @@ fn an_slo_term_without_a_value_prints_a_dash() {
         "{text}"
     );
 }
+
+/// `--llm`: streams that failed after their 200 are named, with each
+/// count, and a clean run has no such warning.
+#[test]
+fn streams_gone_wrong_after_their_status_are_named() {
+    let mut l = crate::stats::LlmStats::default();
+    l.responses = 8;
+    assert_eq!(warnings::broken_streams_warning(&l), None);
+    (l.stream_errors, l.without_done) = (3, 8);
+    let w = warnings::broken_streams_warning(&l).expect("a warning");
+    assert!(
+        w.starts_with(
+            "streams went wrong after their 2xx status: of 8, 3 reported an error in the \
+             stream, 8 ended without [DONE]; "
+        ),
+        "{w}"
+    );
+}

@@ -13,6 +13,7 @@ pub fn warnings(r: &TextReport) -> Vec<String> {
         Some(l) => no_tokens_warning(l),
         None => r.stats.events.as_ref().and_then(no_events_warning),
     };
+    let streams = r.stats.llm.as_ref().and_then(broken_streams_warning);
     let visits = r.stats.visits.as_ref().and_then(|v| {
         let rate = r
             .load
@@ -21,7 +22,7 @@ pub fn warnings(r: &TextReport) -> Vec<String> {
         never_started_warning(v, &r.stats.counters, rate)
     });
     let Some(rate) = r.load.rate() else {
-        return [limit, lost, events, visits]
+        return [limit, lost, events, streams, visits]
             .into_iter()
             .flatten()
             .collect();
@@ -33,6 +34,7 @@ pub fn warnings(r: &TextReport) -> Vec<String> {
         lost,
         send_lag_warning(r, rate),
         events,
+        streams,
         visits,
     ]
     .into_iter()
@@ -162,6 +164,31 @@ pub(super) fn no_tokens_warning(l: &crate::stats::LlmStats) -> Option<String> {
          before their first token, and TTFT leaves them out; check that the URL serves an \
          OpenAI-compatible completions API",
         l.without_tokens, l.responses
+    ))
+}
+
+/// `--llm`: streams that went wrong after their 2xx status, which the
+/// status codes and the error counts do not show.
+pub(super) fn broken_streams_warning(l: &crate::stats::LlmStats) -> Option<String> {
+    let found = [
+        (l.stream_errors, "reported an error in the stream"),
+        (l.unreadable, "chunks were not JSON"),
+        (l.without_done, "ended without [DONE]"),
+    ];
+    let said: Vec<String> = found
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+    if said.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "streams went wrong after their 2xx status: of {}, {}; the status codes and error \
+         counts do not show these, and --goodput counts no stream with an error or an unreadable chunk as \
+         good; the server's own log says why",
+        l.responses,
+        said.join(", ")
     ))
 }
 
