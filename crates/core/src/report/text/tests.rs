@@ -787,8 +787,10 @@ fn an_slo_term_without_a_value_prints_a_dash() {
 /// count, and a clean run has no such warning.
 #[test]
 fn streams_gone_wrong_after_their_status_are_named() {
-    let mut l = crate::stats::LlmStats::default();
-    l.responses = 8;
+    let mut l = crate::stats::LlmStats {
+        responses: 8,
+        ..Default::default()
+    };
     assert_eq!(warnings::broken_streams_warning(&l), None);
     (l.stream_errors, l.without_done) = (3, 8);
     let w = warnings::broken_streams_warning(&l).expect("a warning");
