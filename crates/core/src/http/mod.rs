@@ -38,6 +38,7 @@ pub mod session;
 pub mod sse;
 pub mod tokens;
 pub mod version;
+pub mod ws;
 
 pub use h1::chunked::ChunkedDecoder;
 pub use h1::request::{metas_into, Batch, Parts, RequestError};

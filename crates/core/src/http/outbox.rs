@@ -3,6 +3,10 @@
 //! connection's life, so that a session can tell which of its requests a
 //! failed write cut off, and which never left.
 
+use std::collections::VecDeque;
+
+use super::session::{Event, Failure};
+
 /// Bytes queued to send, from `written` on, and bytes sent before them.
 #[derive(Debug, Default)]
 pub struct Outbox {
@@ -57,6 +61,38 @@ impl Outbox {
         self.buf.clear();
         self.written = 0;
     }
+}
+
+/// After a failed write that left `sent` bytes in all: the requests of
+/// `in_flight` (oldest first; `span` says where each one's bytes begin and
+/// end) none of whose bytes left come out as [`Event::Unprocessed`], the
+/// one cut off part way as lost ([`Failure::Write`]), in the order of the
+/// requests; those that left whole stay in flight.
+pub(crate) fn after_write_error<P, T>(
+    in_flight: &mut VecDeque<P>,
+    sent: u64,
+    span: impl Fn(&P) -> (u64, u64),
+    tag: impl Fn(P) -> T,
+    events: &mut VecDeque<Event<T>>,
+) {
+    let mut unsent = Vec::new();
+    while in_flight.back().is_some_and(|p| span(p).0 >= sent) {
+        unsent.extend(in_flight.pop_back().map(&tag));
+    }
+    if in_flight.back().is_some_and(|p| span(p).1 > sent) {
+        if let Some(cut) = in_flight.pop_back() {
+            events.push_back(Event::Lost {
+                tag: tag(cut),
+                why: Failure::Write,
+            });
+        }
+    }
+    events.extend(
+        unsent
+            .into_iter()
+            .rev()
+            .map(|tag| Event::Unprocessed { tag }),
+    );
 }
 
 #[cfg(test)]

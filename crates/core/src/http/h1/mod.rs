@@ -21,7 +21,7 @@ use std::collections::VecDeque;
 
 use crate::clock::Nanos;
 
-use crate::http::outbox::Outbox;
+use crate::http::outbox::{after_write_error, Outbox};
 use crate::http::session::{Captured, Event, Failure, OpenError, Request, Retirement, Session};
 use crate::http::sse::{EventReading, EventStream};
 use response::{Done, Feed, ParseError, ResponseParser};
@@ -279,27 +279,14 @@ impl<T: Clone> Session<T> for Http1<T> {
     fn handle_write_error(&mut self, _now: Nanos) {
         self.unwritable = true;
         self.out.discard();
-        let sent = self.out.sent();
         // Requests are answered in order, so the unsent ones are the last,
-        // and the one cut off is just before them. Events come out in the
-        // order of the requests.
-        let mut unsent = Vec::new();
-        while self.in_flight.back().is_some_and(|r| r.2 >= sent) {
-            unsent.push(self.in_flight.pop_back().expect("checked").0);
-        }
-        let cut = self.in_flight.back().is_some_and(|r| r.2 + r.3 > sent);
-        if cut {
-            let (tag, ..) = self.in_flight.pop_back().expect("checked");
-            self.events.push_back(Event::Lost {
-                tag,
-                why: Failure::Write,
-            });
-        }
-        self.events.extend(
-            unsent
-                .into_iter()
-                .rev()
-                .map(|tag| Event::Unprocessed { tag }),
+        // and the one cut off is just before them.
+        after_write_error(
+            &mut self.in_flight,
+            self.out.sent(),
+            |r| (r.2, r.2 + r.3),
+            |r| r.0,
+            &mut self.events,
         );
     }
 

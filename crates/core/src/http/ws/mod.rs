@@ -1,0 +1,488 @@
+//! WebSocket (RFC 6455) as a [`Session`]: the upgrade, then messages
+//! instead of requests.
+//!
+//! A request opened on the session is one message: its body, sent as one
+//! masked text (or binary) frame. In echo mode each message the server
+//! sends back answers the oldest message not yet answered, so a message's
+//! latency runs from its intended time to its answer, as a request's runs
+//! to its response. Pings are answered with pongs; a close from the server
+//! is answered with a close and ends the session, its code kept for the
+//! report; what was not answered by then is drained as lost.
+//!
+//! - `frame`: frames as a client writes and reads them;
+//! - `handshake`: the upgrade request and the server's `101` checked.
+
+pub mod frame;
+pub mod handshake;
+
+use std::collections::VecDeque;
+
+use crate::clock::Nanos;
+use crate::http::capture::Captured;
+use crate::http::outbox::{after_write_error, Outbox};
+use crate::http::session::{Event, Failure, OpenError, Request, Retirement, Session};
+
+use frame::{FrameError, Opcode};
+use handshake::Refusal;
+
+/// What a message's answer reports as its status: the connection's own,
+/// `101 Switching Protocols`, since a message has none.
+pub const MESSAGE_STATUS: u16 = 101;
+
+/// What every WebSocket session of a run is opened with.
+#[derive(Clone, Debug)]
+pub struct WsOptions {
+    /// The URL's path and query, for the upgrade.
+    pub path: String,
+    /// The URL's authority, the upgrade's Host unless a field names one.
+    pub authority: String,
+    /// The run's fields (`-H`), sent with the upgrade.
+    pub fields: Vec<(String, String)>,
+    /// Messages go as binary frames (`--ws-binary`), not text.
+    pub binary: bool,
+    /// The largest message (and the upgrade's largest answer head).
+    pub max_message: usize,
+    pub max_head: usize,
+    /// Messages awaiting their answers on one connection at most (`-m`).
+    pub max_in_flight: u32,
+    /// Keep each answer for a script's `response()`, as its body.
+    pub capture: bool,
+}
+
+/// The close the server sent: its code (`None`: it gave none) and reason.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Close {
+    pub code: Option<u16>,
+    pub reason: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    /// The upgrade is sent; the `101` has not come whole.
+    Upgrading,
+    Open,
+    /// A close was sent or received: no new message.
+    Closing,
+    /// Nothing more comes of it.
+    Done,
+}
+
+/// A message on the wire awaiting its answer: its tag, and where its frame
+/// begins and ends among the bytes the connection was given to send.
+struct Pending<T> {
+    tag: T,
+    start: u64,
+    end: u64,
+}
+
+pub struct WebSocket<T> {
+    opts: WsOptions,
+    key: String,
+    stage: Stage,
+    out: Outbox,
+    in_flight: VecDeque<Pending<T>>,
+    events: VecDeque<Event<T>>,
+    /// Bytes read and not yet read as frames (or the upgrade's answer),
+    /// and when the last of them came.
+    buf: Vec<u8>,
+    read_at: Nanos,
+    /// The fragments of the message being read: its kind and payload.
+    partial: Option<(Opcode, Vec<u8>)>,
+    /// When the first frame of the message being read came, and its bytes.
+    first_byte: Nanos,
+    message_bytes: u64,
+    heard: bool,
+    /// The server took the upgrade.
+    upgraded: bool,
+    refusal: Option<Refusal>,
+    close: Option<Close>,
+    /// We sent a close (answering the server's, or leaving).
+    close_sent: bool,
+    /// A write failed: nothing more is sent or opened.
+    unwritable: bool,
+    /// The server closed its side.
+    eof: bool,
+    captured: Captured,
+}
+
+impl<T: Clone> WebSocket<T> {
+    /// A session that starts by queueing the upgrade request.
+    pub fn new(opts: WsOptions) -> WebSocket<T> {
+        let key = handshake::new_key();
+        let mut out = Outbox::default();
+        out.buf().extend(handshake::request(
+            &opts.path,
+            &opts.authority,
+            &opts.fields,
+            &key,
+        ));
+        WebSocket {
+            opts,
+            key,
+            stage: Stage::Upgrading,
+            out,
+            in_flight: VecDeque::new(),
+            events: VecDeque::new(),
+            buf: Vec::new(),
+            read_at: 0,
+            partial: None,
+            first_byte: 0,
+            message_bytes: 0,
+            heard: false,
+            upgraded: false,
+            refusal: None,
+            close: None,
+            close_sent: false,
+            unwritable: false,
+            eof: false,
+            captured: Captured::default(),
+        }
+    }
+
+    /// Why the server did not take the upgrade, once it did not.
+    pub fn refusal(&self) -> Option<&Refusal> {
+        self.refusal.as_ref()
+    }
+
+    /// The close the server sent, once it did.
+    pub fn close(&self) -> Option<&Close> {
+        self.close.as_ref()
+    }
+
+    fn mask() -> [u8; 4] {
+        fastrand::u32(..).to_ne_bytes()
+    }
+
+    fn send_control(&mut self, opcode: Opcode, payload: &[u8]) {
+        if !self.unwritable {
+            frame::encode(self.out.buf(), true, opcode, payload, Self::mask());
+        }
+    }
+
+    /// Sends a close with `code` unless one went already; no new message.
+    fn send_close(&mut self, code: u16) {
+        if !self.close_sent {
+            self.close_sent = true;
+            self.send_control(Opcode::Close, &code.to_be_bytes());
+        }
+        if self.stage != Stage::Done {
+            self.stage = Stage::Closing;
+        }
+    }
+
+    /// The connection cannot go on: what is in flight is lost for `why`.
+    fn fail(&mut self, why: Failure) {
+        self.stage = Stage::Done;
+        if !self.in_flight.is_empty() {
+            self.events.push_back(Event::Failed { why });
+        }
+    }
+
+    /// The server closed the connection and every whole frame it sent
+    /// has been read: what is still awaited is lost.
+    fn closed(&mut self) {
+        if self.stage == Stage::Done {
+            return;
+        }
+        self.read(self.read_at);
+        if !self.events.is_empty() {
+            return;
+        }
+        if self.stage == Stage::Upgrading && !self.buf.is_empty() {
+            self.refusal = Some(Refusal::Malformed);
+        }
+        self.fail(Failure::Closed);
+    }
+
+    /// The server broke the protocol: say so with `code`, then stop.
+    fn protocol_error(&mut self, code: u16) {
+        self.send_close(code);
+        self.fail(Failure::Protocol);
+    }
+
+    /// Reads whatever whole frames (or the upgrade's answer) `buf` holds.
+    fn read(&mut self, now: Nanos) {
+        let mut at = 0;
+        if self.stage == Stage::Upgrading {
+            match handshake::read_answer(&self.buf, &self.key, self.offered(), self.opts.max_head) {
+                Ok(None) => return,
+                Ok(Some(len)) => {
+                    at = len;
+                    self.stage = Stage::Open;
+                    self.upgraded = true;
+                }
+                Err(refusal) => {
+                    self.refusal = Some(refusal);
+                    self.buf.clear();
+                    return self.fail(Failure::Malformed);
+                }
+            }
+        }
+        while self.stage != Stage::Done {
+            let parsed = frame::parse(&self.buf[at..], self.opts.max_message);
+            let (fin, opcode, range) = match parsed {
+                Ok(None) => break,
+                Ok(Some((f, used))) => (f.fin, f.opcode, at + used - f.payload.len()..at + used),
+                Err(FrameError::TooLong { .. }) => {
+                    self.protocol_error(1009);
+                    break;
+                }
+                Err(_) => {
+                    self.protocol_error(1002);
+                    break;
+                }
+            };
+            let frame_bytes = (range.end - at) as u64;
+            at = range.end;
+            if !opcode.is_control() {
+                self.heard = true;
+            }
+            let payload = self.buf[range].to_vec();
+            let answered = self.on_frame(fin, opcode, payload, frame_bytes, now);
+            // A script reads each answer before the next one replaces it.
+            if answered && self.opts.capture {
+                break;
+            }
+        }
+        self.buf.drain(..at.min(self.buf.len()));
+    }
+
+    /// Acts on one frame; true when it completed an answer.
+    fn on_frame(
+        &mut self,
+        fin: bool,
+        opcode: Opcode,
+        payload: Vec<u8>,
+        bytes: u64,
+        now: Nanos,
+    ) -> bool {
+        match opcode {
+            Opcode::Ping => self.send_control(Opcode::Pong, &payload),
+            Opcode::Close => {
+                let Some((code, reason)) = frame::close_payload(&payload) else {
+                    self.protocol_error(1002);
+                    return false;
+                };
+                self.close = Some(Close {
+                    code,
+                    reason: reason.to_owned(),
+                });
+                self.send_close(code.unwrap_or(1000));
+                self.fail(Failure::Closed);
+            }
+            Opcode::Pong => {}
+            Opcode::Text | Opcode::Binary | Opcode::Continuation => {
+                let starts = opcode != Opcode::Continuation;
+                match (&mut self.partial, starts) {
+                    (None, true) => {
+                        self.first_byte = now;
+                        self.message_bytes = bytes;
+                        self.partial = Some((opcode, payload));
+                    }
+                    (Some((_, sofar)), false) => {
+                        self.message_bytes += bytes;
+                        if sofar.len() + payload.len() > self.opts.max_message {
+                            self.protocol_error(1009);
+                            return false;
+                        }
+                        sofar.extend_from_slice(&payload);
+                    }
+                    // A continuation of nothing, or a new message inside one.
+                    _ => {
+                        self.protocol_error(1002);
+                        return false;
+                    }
+                }
+                if fin {
+                    let (kind, message) = self.partial.take().expect("set above");
+                    if kind == Opcode::Text && std::str::from_utf8(&message).is_err() {
+                        self.protocol_error(1007);
+                        return false;
+                    }
+                    return self.answer(message);
+                }
+            }
+        }
+        false
+    }
+
+    /// A whole message came: it answers the oldest one awaiting (true),
+    /// if any.
+    fn answer(&mut self, message: Vec<u8>) -> bool {
+        let Some(p) = self.in_flight.pop_front() else {
+            // A message nobody awaits: an echo server that speaks first.
+            return false;
+        };
+        if self.opts.capture {
+            self.captured.clear();
+            self.captured.push_body(&message, self.opts.max_message);
+        }
+        self.events.push_back(Event::Response {
+            tag: p.tag,
+            status: MESSAGE_STATUS,
+            bytes: self.message_bytes,
+            first_byte: self.first_byte,
+            events: 0,
+            tokens: None,
+            grpc_status: None,
+        });
+        true
+    }
+
+    fn offered(&self) -> Option<&str> {
+        self.opts
+            .fields
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("sec-websocket-protocol"))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A request's message: the bytes after its head (a Content-Length body,
+/// as scripts and --requests files build them; nothing when it has none).
+fn message_of(wire: &[u8]) -> Vec<u8> {
+    match wire.windows(4).position(|w| w == b"\r\n\r\n") {
+        Some(end) => wire[end + 4..].to_vec(),
+        None => Vec::new(),
+    }
+}
+
+impl<T: Clone> Session<T> for WebSocket<T> {
+    fn open(&mut self, request: &Request, tag: T, _now: Nanos) -> Result<(), (OpenError, T)> {
+        if self.is_retired() {
+            return Err((OpenError::Retired, tag));
+        }
+        if self.free_streams() == 0 {
+            return Err((OpenError::Full, tag));
+        }
+        let message = request.framed(message_of);
+        let opcode = if self.opts.binary {
+            Opcode::Binary
+        } else {
+            Opcode::Text
+        };
+        let start = self.out.end();
+        frame::encode(self.out.buf(), true, opcode, message, Self::mask());
+        let end = self.out.end();
+        self.in_flight.push_back(Pending { tag, start, end });
+        Ok(())
+    }
+
+    fn handle(&mut self, bytes: &[u8], now: Nanos) {
+        if self.stage == Stage::Done {
+            return;
+        }
+        self.buf.extend_from_slice(bytes);
+        self.read_at = now;
+        if self.events.is_empty() {
+            self.read(now);
+        }
+    }
+
+    fn handle_eof(&mut self, _now: Nanos) {
+        self.eof = true;
+        // Answers a script has yet to read are read first (poll_event).
+        if self.events.is_empty() {
+            self.closed();
+        }
+    }
+
+    fn handle_write_error(&mut self, _now: Nanos) {
+        self.unwritable = true;
+        self.out.discard();
+        after_write_error(
+            &mut self.in_flight,
+            self.out.sent(),
+            |p| (p.start, p.end),
+            |p| p.tag,
+            &mut self.events,
+        );
+    }
+
+    /// Answers match messages by order: one given up would shift every
+    /// later answer, so all are given up and the connection closes.
+    fn expire(&mut self, expired: &mut dyn FnMut(&T) -> bool, gone: &mut Vec<T>, _now: Nanos) {
+        if self.in_flight.iter().any(|p| expired(&p.tag)) {
+            self.stage = Stage::Done;
+            gone.extend(self.in_flight.drain(..).map(|p| p.tag));
+        }
+    }
+
+    fn drain(&mut self, into: &mut Vec<T>) {
+        self.stage = Stage::Done;
+        into.extend(self.in_flight.drain(..).map(|p| p.tag));
+    }
+
+    fn poll_event(&mut self) -> Option<Event<T>> {
+        if self.events.is_empty() && !self.buf.is_empty() && self.stage != Stage::Done {
+            self.read(self.read_at);
+        }
+        if self.events.is_empty() && self.eof {
+            self.closed();
+        }
+        self.events.pop_front()
+    }
+
+    fn captured(&self) -> &Captured {
+        &self.captured
+    }
+
+    fn transmit(&mut self, _now: Nanos) -> &[u8] {
+        self.out.pending()
+    }
+
+    fn transmitted(&mut self, n: usize) {
+        self.out.advance(n);
+    }
+
+    fn leave(&mut self, _now: Nanos) {
+        if self.stage == Stage::Open {
+            self.send_close(1000);
+        }
+    }
+
+    fn is_ready(&self) -> bool {
+        self.upgraded
+    }
+
+    fn has_heard(&self) -> bool {
+        self.heard
+    }
+
+    fn free_streams(&self) -> u32 {
+        if self.stage != Stage::Open || self.unwritable {
+            return 0;
+        }
+        self.opts
+            .max_in_flight
+            .saturating_sub(self.in_flight.len() as u32)
+    }
+
+    fn retirement(&self) -> Option<Retirement> {
+        match self.stage {
+            Stage::Upgrading | Stage::Open if !self.unwritable => None,
+            _ if self.close.is_some() => Some(Retirement::Asked),
+            _ => Some(Retirement::Ended),
+        }
+    }
+
+    /// Done, and its last words (a close) are written.
+    fn is_finished(&self) -> bool {
+        self.stage == Stage::Done
+            && self.events.is_empty()
+            && (self.unwritable || self.out.pending().is_empty())
+    }
+
+    fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    fn for_each_in_flight(&self, each: &mut dyn FnMut(&T, Option<Nanos>)) {
+        for p in &self.in_flight {
+            each(&p.tag, None);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

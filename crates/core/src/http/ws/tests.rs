@@ -1,0 +1,492 @@
+//! The session on exact bytes: what it writes, and what it makes of what
+//! a server sends.
+
+use bytes::Bytes;
+
+use super::frame::{apply_mask, encode, parse, Opcode};
+use super::handshake::{accept_for, Refusal};
+use super::*;
+
+fn options() -> WsOptions {
+    WsOptions {
+        path: "/echo".into(),
+        authority: "127.0.0.1:9".into(),
+        fields: Vec::new(),
+        binary: false,
+        max_message: 1 << 20,
+        max_head: 8192,
+        max_in_flight: 100,
+        capture: false,
+    }
+}
+
+fn message(body: &str) -> Request {
+    let wire = format!(
+        "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    Request::new(Bytes::from(wire), false)
+}
+
+/// Takes what the session wants to write.
+fn written(s: &mut WebSocket<u32>) -> Vec<u8> {
+    let out = s.transmit(0).to_vec();
+    s.transmitted(out.len());
+    out
+}
+
+/// The client's frames in `bytes`, unmasked: (opcode, payload).
+fn frames(mut bytes: &[u8]) -> Vec<(Opcode, Vec<u8>)> {
+    let mut all = Vec::new();
+    while !bytes.is_empty() {
+        assert!(bytes[1] & 0x80 != 0, "a client masks every frame");
+        let mut copy = bytes.to_vec();
+        copy[1] &= 0x7F;
+        let at = match copy[1] {
+            126 => 4,
+            127 => 10,
+            _ => 2,
+        };
+        let mask: [u8; 4] = copy[at..at + 4].try_into().unwrap();
+        copy.drain(at..at + 4);
+        let (f, used) = parse(&copy, 1 << 24).unwrap().unwrap();
+        let mut payload = f.payload.to_vec();
+        apply_mask(&mut payload, mask);
+        all.push((f.opcode, payload));
+        bytes = &bytes[used + 4..];
+    }
+    all
+}
+
+/// A server's unmasked frame.
+fn from_server(fin: bool, opcode: Opcode, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode(&mut out, fin, opcode, payload, [0; 4]);
+    out[1] &= 0x7F;
+    out.drain(out.len() - payload.len() - 4..out.len() - payload.len());
+    out
+}
+
+/// A session past its upgrade.
+fn open() -> WebSocket<u32> {
+    let mut s = WebSocket::new(options());
+    let upgrade = String::from_utf8(written(&mut s)).unwrap();
+    assert!(
+        upgrade.starts_with("GET /echo HTTP/1.1\r\nHost: 127.0.0.1:9\r\n"),
+        "{upgrade}"
+    );
+    assert!(!s.is_ready() && s.free_streams() == 0);
+    let key = upgrade
+        .lines()
+        .find_map(|l| l.strip_prefix("Sec-WebSocket-Key: "))
+        .unwrap();
+    let answer = format!(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n\r\n",
+        accept_for(key)
+    );
+    let (a, b) = answer.as_bytes().split_at(20);
+    s.handle(a, 1);
+    assert!(!s.is_ready());
+    s.handle(b, 2);
+    assert!(s.is_ready() && s.free_streams() == 100);
+    s
+}
+
+fn response(e: Option<Event<u32>>) -> (u32, u16, u64, Nanos) {
+    match e {
+        Some(Event::Response {
+            tag,
+            status,
+            bytes,
+            first_byte,
+            ..
+        }) => (tag, status, bytes, first_byte),
+        other => panic!("a response, not {other:?}"),
+    }
+}
+
+#[test]
+fn each_answer_answers_the_oldest_message() {
+    let mut s = open();
+    s.open(&message("one"), 1, 10).unwrap();
+    s.open(&message("two"), 2, 11).unwrap();
+    assert_eq!(s.free_streams(), 98);
+    let sent = frames(&written(&mut s));
+    assert_eq!(
+        sent,
+        [
+            (Opcode::Text, b"one".to_vec()),
+            (Opcode::Text, b"two".to_vec())
+        ]
+    );
+    // The first answer in two fragments, over two reads.
+    let mut answer = from_server(false, Opcode::Text, b"o");
+    answer.extend(from_server(true, Opcode::Continuation, b"ne"));
+    s.handle(&answer[..4], 20);
+    assert!(s.poll_event().is_none());
+    s.handle(&answer[4..], 21);
+    assert_eq!(response(s.poll_event()), (1, MESSAGE_STATUS, 7, 20));
+    s.handle(&from_server(true, Opcode::Text, b"two"), 30);
+    assert_eq!(response(s.poll_event()), (2, MESSAGE_STATUS, 5, 30));
+    assert!(s.has_heard() && s.in_flight() == 0 && s.retirement().is_none());
+}
+
+#[test]
+fn binary_messages_and_a_servers_ping_between_fragments() {
+    let mut s = WebSocket::new(WsOptions {
+        binary: true,
+        ..options()
+    });
+    written(&mut s);
+    (s.stage, s.upgraded) = (Stage::Open, true);
+    s.open(&message("\u{1}\u{2}"), 7, 0).unwrap();
+    assert_eq!(frames(&written(&mut s)), [(Opcode::Binary, vec![1, 2])]);
+    let mut bytes = from_server(false, Opcode::Binary, &[1]);
+    bytes.extend(from_server(true, Opcode::Ping, b"are you there"));
+    bytes.extend(from_server(true, Opcode::Continuation, &[2]));
+    s.handle(&bytes, 5);
+    assert_eq!(response(s.poll_event()).0, 7);
+    assert_eq!(
+        frames(&written(&mut s)),
+        [(Opcode::Pong, b"are you there".to_vec())]
+    );
+}
+
+#[test]
+fn a_servers_close_is_answered_named_and_ends_what_is_in_flight() {
+    let mut s = open();
+    s.open(&message("a"), 1, 0).unwrap();
+    written(&mut s);
+    let mut close = 1001u16.to_be_bytes().to_vec();
+    close.extend(b"restarting");
+    s.handle(&from_server(true, Opcode::Close, &close), 9);
+    assert_eq!(
+        s.close(),
+        Some(&Close {
+            code: Some(1001),
+            reason: "restarting".into()
+        })
+    );
+    assert_eq!(
+        s.poll_event(),
+        Some(Event::Failed {
+            why: Failure::Closed
+        })
+    );
+    assert_eq!(s.retirement(), Some(Retirement::Asked));
+    assert!(!s.is_finished(), "its own close is still to write");
+    assert_eq!(
+        frames(&written(&mut s)),
+        [(Opcode::Close, 1001u16.to_be_bytes().to_vec())]
+    );
+    assert!(s.is_finished());
+    let mut gone = Vec::new();
+    s.drain(&mut gone);
+    assert_eq!(gone, [1]);
+    assert_eq!(s.open(&message("b"), 2, 10), Err((OpenError::Retired, 2)));
+}
+
+#[test]
+fn a_server_that_breaks_the_protocol_is_told_why() {
+    let cases: [(Vec<u8>, u16); 4] = [
+        (from_server(true, Opcode::Text, &[0xFF, 0xFE]), 1007),
+        (from_server(true, Opcode::Continuation, b"x"), 1002),
+        (vec![0x81, 0x85, 1, 2, 3, 4, 0, 0, 0, 0, 0], 1002),
+        (vec![0x82, 127, 0, 0, 0, 0, 0x10, 0, 0, 0], 1009),
+    ];
+    for (bytes, code) in cases {
+        let mut s = open();
+        s.open(&message("a"), 1, 0).unwrap();
+        written(&mut s);
+        s.handle(&bytes, 1);
+        assert_eq!(
+            s.poll_event(),
+            Some(Event::Failed {
+                why: Failure::Protocol
+            }),
+            "{code}"
+        );
+        assert_eq!(
+            frames(&written(&mut s)),
+            [(Opcode::Close, code.to_be_bytes().to_vec())]
+        );
+        assert!(s.is_finished());
+    }
+}
+
+#[test]
+fn a_refused_upgrade_keeps_what_the_server_said() {
+    let mut s: WebSocket<u32> = WebSocket::new(options());
+    written(&mut s);
+    s.handle(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n", 3);
+    assert_eq!(s.refusal(), Some(&Refusal::Status(403, "Forbidden".into())));
+    assert!(s.is_finished() && !s.is_ready() && s.free_streams() == 0);
+    // A server that closes before answering the upgrade at all.
+    let mut s: WebSocket<u32> = WebSocket::new(options());
+    written(&mut s);
+    s.handle_eof(4);
+    assert!(s.is_finished() && s.refusal().is_none() && !s.has_heard());
+}
+
+#[test]
+fn a_failed_write_sends_back_what_never_left() {
+    let mut s = open();
+    for tag in 1..=3 {
+        s.open(&message("abcdef"), tag, 0).unwrap();
+    }
+    // The first frame (12 bytes) left whole, the second in part.
+    let n = s.transmit(0).len();
+    assert_eq!(n, 36);
+    s.transmitted(15);
+    s.handle_write_error(1);
+    assert_eq!(
+        s.poll_event(),
+        Some(Event::Lost {
+            tag: 2,
+            why: Failure::Write
+        })
+    );
+    assert_eq!(s.poll_event(), Some(Event::Unprocessed { tag: 3 }));
+    assert_eq!(s.in_flight(), 1);
+    assert_eq!(s.free_streams(), 0);
+    assert!(s.transmit(2).is_empty());
+}
+
+#[test]
+fn an_expired_message_gives_up_the_connection_and_leaving_says_goodbye() {
+    let mut s = open();
+    s.open(&message("a"), 1, 0).unwrap();
+    s.open(&message("b"), 2, 0).unwrap();
+    let mut gone = Vec::new();
+    s.expire(&mut |t| *t == 1, &mut gone, 5);
+    assert_eq!(gone, [1, 2]);
+    let mut s = open();
+    s.leave(9);
+    assert_eq!(
+        frames(&written(&mut s)),
+        [(Opcode::Close, 1000u16.to_be_bytes().to_vec())]
+    );
+    assert_eq!(s.free_streams(), 0);
+}
+
+/// The session against Python's `websockets`, a server written elsewhere
+/// (tests/ws/echo_server.py), over a real socket.
+mod against_websockets {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::TcpStream;
+    use std::process::{Child, Command, Stdio};
+    use std::sync::mpsc;
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    struct Server {
+        child: Child,
+        port: u16,
+        log: mpsc::Receiver<String>,
+    }
+
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    /// The server, or `None` (outside CI) when Python lacks `websockets`.
+    fn server() -> Option<Server> {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/ws/echo_server.py");
+        let has = Command::new("python3")
+            .args(["-c", "import websockets.asyncio.server"])
+            .status()
+            .is_ok_and(|s| s.success());
+        if !has {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI needs Python's websockets: python3 -m pip install websockets"
+            );
+            eprintln!("skipped: python3 -m pip install websockets to run it");
+            return None;
+        }
+        let mut child = Command::new("python3")
+            .arg(script)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("python3 starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let (tx, log) = mpsc::channel();
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let port = line.trim().parse().expect("the server prints its port");
+        Some(Server { child, port, log })
+    }
+
+    /// Moves bytes both ways until `done` holds (5 s at most), collecting
+    /// each event and, for responses, the answer captured with it.
+    fn drive(
+        s: &mut WebSocket<u32>,
+        sock: &mut TcpStream,
+        done: impl Fn(&WebSocket<u32>, usize) -> bool,
+    ) -> Vec<(Event<u32>, Vec<u8>)> {
+        let start = Instant::now();
+        let mut seen = Vec::new();
+        let mut buf = vec![0u8; 1 << 16];
+        sock.set_nonblocking(true).unwrap();
+        let idle = |e: &std::io::Error| e.kind() == std::io::ErrorKind::WouldBlock;
+        while !done(s, seen.len()) && start.elapsed() < Duration::from_secs(5) {
+            let mut moved = false;
+            let out = s.transmit(0).to_vec();
+            if !out.is_empty() {
+                match sock.write(&out) {
+                    Ok(n) => {
+                        s.transmitted(n);
+                        moved = n > 0;
+                    }
+                    Err(e) if idle(&e) => {}
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            match sock.read(&mut buf) {
+                Ok(0) => s.handle_eof(1),
+                Ok(n) => {
+                    s.handle(&buf[..n], 1);
+                    moved = true;
+                }
+                Err(e) if idle(&e) => {}
+                Err(e) => panic!("{e}"),
+            }
+            while let Some(e) = s.poll_event() {
+                let body = s.captured().body().to_vec();
+                seen.push((e, body));
+            }
+            if !moved {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        seen
+    }
+
+    /// The server's next line about a connection that ended (5 s at most).
+    fn logged(server: &Server) -> String {
+        server
+            .log
+            .recv_timeout(Duration::from_secs(5))
+            .expect("the server logs each connection as it ends")
+    }
+
+    fn connect(server: &Server, path: &str) -> (WebSocket<u32>, TcpStream) {
+        let sock = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+        let s = WebSocket::new(WsOptions {
+            path: path.into(),
+            authority: format!("127.0.0.1:{}", server.port),
+            capture: true,
+            ..options()
+        });
+        (s, sock)
+    }
+
+    #[test]
+    fn every_message_comes_back_in_order_and_a_close_is_named() {
+        let Some(server) = server() else { return };
+        let (mut s, mut sock) = connect(&server, "/echo");
+        drive(&mut s, &mut sock, |s, _| s.is_ready());
+        assert!(s.is_ready(), "the upgrade was taken");
+        // 7-bit, 16-bit and 64-bit lengths.
+        let sizes = [0, 5, 125, 126, 200, 65535, 65536, 70000];
+        let sent: Vec<String> = (0..24)
+            .map(|i| format!("{i:02}{}", "é".repeat(sizes[i % sizes.len()] / 2)))
+            .collect();
+        for (i, text) in sent.iter().enumerate() {
+            s.open(&message(text), i as u32, 0).unwrap();
+        }
+        let seen = drive(&mut s, &mut sock, |_, n| n == sent.len());
+        assert_eq!(seen.len(), sent.len());
+        for (i, (event, body)) in seen.into_iter().enumerate() {
+            assert_eq!(response(Some(event)).0, i as u32);
+            assert!(
+                body == sent[i].as_bytes(),
+                "message {i}: {} bytes back",
+                body.len()
+            );
+        }
+        s.leave(2);
+        drive(&mut s, &mut sock, |s, _| s.is_finished());
+        assert!(s.is_finished(), "the server answered the close");
+        // The engine closes a finished session's socket; the server waits
+        // for that before it calls the connection ended.
+        drop(sock);
+        assert_eq!(logged(&server), "received 24 sent 24 close 1000");
+
+        let (mut s, mut sock) = connect(&server, "/close");
+        drive(&mut s, &mut sock, |s, _| s.is_ready());
+        for tag in 0..4 {
+            s.open(&message("m"), tag, 0).unwrap();
+        }
+        let seen = drive(&mut s, &mut sock, |s, _| s.is_finished());
+        let events: Vec<_> = seen.into_iter().map(|(e, _)| e).collect();
+        assert_eq!(events.len(), 4, "{events:?}");
+        assert_eq!(
+            events[3],
+            Event::Failed {
+                why: Failure::Closed
+            }
+        );
+        assert_eq!(s.close().and_then(|c| c.code), Some(1001));
+        assert_eq!(s.close().map(|c| c.reason.as_str()), Some("bye"));
+        let mut gone = Vec::new();
+        s.drain(&mut gone);
+        assert_eq!(gone, [3]);
+        drop(sock);
+        assert_eq!(logged(&server), "received 3 sent 3 close 1001");
+
+        let (mut s, mut sock) = connect(&server, "/forbidden");
+        drive(&mut s, &mut sock, |s, _| s.is_finished());
+        assert_eq!(s.refusal(), Some(&Refusal::Status(403, "Forbidden".into())));
+    }
+}
+
+#[test]
+fn a_script_reads_each_answer_before_the_close_behind_them() {
+    let mut s = WebSocket::new(WsOptions {
+        capture: true,
+        ..options()
+    });
+    written(&mut s);
+    (s.stage, s.upgraded) = (Stage::Open, true);
+    for tag in 1..=3 {
+        s.open(&message("x"), tag, 0).unwrap();
+    }
+    written(&mut s);
+    let mut bytes = from_server(true, Opcode::Text, b"first");
+    bytes.extend(from_server(true, Opcode::Text, b"second"));
+    s.handle(&bytes, 4);
+    s.handle_eof(5);
+    let mut seen = Vec::new();
+    while let Some(e) = s.poll_event() {
+        seen.push((e, s.captured().body().to_vec()));
+    }
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    assert_eq!(
+        (response(Some(seen[0].0.clone())).0, &seen[0].1[..]),
+        (1, &b"first"[..])
+    );
+    assert_eq!(
+        (response(Some(seen[1].0.clone())).0, &seen[1].1[..]),
+        (2, &b"second"[..])
+    );
+    assert_eq!(
+        seen[2].0,
+        Event::Failed {
+            why: Failure::Closed
+        }
+    );
+    assert!(s.is_finished());
+}
