@@ -1,9 +1,12 @@
 //! `/metrics`: the run's totals so far in Prometheus' text exposition
 //! format (version 0.0.4), for a Prometheus that scrapes a long run.
 //!
-//! Latencies are summaries in seconds: quantiles of corrected latency over
-//! the whole window so far (the intervals every thread has closed), with
-//! uncorrected latency and send lag beside them.
+//! Latencies are histograms in seconds over the whole window so far (the
+//! intervals every thread has closed): cumulative bucket counts, which a
+//! Prometheus adds across instances (`sum by (le)`) before it takes a
+//! quantile, as it cannot add quantiles. The buckets grow by 2^(1/3)
+//! (26%) from 50 us to 52 s, so `histogram_quantile` lands in the bucket
+//! of metron's own percentile or the next.
 
 use std::fmt::Write;
 
@@ -13,14 +16,23 @@ use super::{EndpointTotals, State, Totals};
 use crate::report::json::EndpointPoint;
 use crate::stats::summary;
 
-/// The quantiles each latency summary gives.
-const QUANTILES: [(f64, &str); 5] = [
-    (50.0, "0.5"),
-    (90.0, "0.9"),
-    (99.0, "0.99"),
-    (99.9, "0.999"),
-    (100.0, "1"),
-];
+/// Bucket bounds in microseconds: 50 us times 2^(k/3), to two significant
+/// digits, up to 60 s (52 s); above that is the `+Inf` bucket's.
+fn bounds() -> &'static [u64] {
+    static BOUNDS: std::sync::OnceLock<Vec<u64>> = std::sync::OnceLock::new();
+    BOUNDS.get_or_init(|| {
+        (0..)
+            .map(|k| two_digits(50.0 * 2f64.powf(f64::from(k) / 3.0)))
+            .take_while(|&us| us <= 60_000_000)
+            .collect()
+    })
+}
+
+/// `x` rounded to two significant digits.
+fn two_digits(x: f64) -> u64 {
+    let scale = 10f64.powi(x.log10().floor() as i32 - 1);
+    ((x / scale).round() * scale).round() as u64
+}
 
 pub(super) fn render(state: &State) -> String {
     let t = &state.totals;
@@ -56,19 +68,19 @@ pub(super) fn render(state: &State) -> String {
         "Seconds of the measured window the figures cover.",
         &[("", t.seconds)],
     );
-    summary_of(
+    histogram_of(
         &mut out,
         "metron_latency_seconds",
         "Corrected latency: from the intended send time to the response's end.",
         &t.latency,
     );
-    summary_of(
+    histogram_of(
         &mut out,
         "metron_uncorrected_latency_seconds",
         "Uncorrected latency: from the first byte written to the response's end.",
         &t.uncorrected,
     );
-    summary_of(
+    histogram_of(
         &mut out,
         "metron_send_lag_seconds",
         "Send lag: from the intended send time to the first byte written.",
@@ -81,13 +93,13 @@ pub(super) fn render(state: &State) -> String {
             "--llm: output tokens of the answers that ended in the measured window so far.",
             &[("", l.output as f64)],
         );
-        summary_of(
+        histogram_of(
             &mut out,
             "metron_llm_ttft_seconds",
             "--llm: time to first token, from the intended send time.",
             &l.ttft,
         );
-        summary_of(
+        histogram_of(
             &mut out,
             "metron_llm_tpot_seconds",
             "--llm: time per output token after the first, one per answer of two tokens or more.",
@@ -124,28 +136,29 @@ fn counter_of(out: &mut String, name: &str, help: &str, samples: &[(&str, f64)])
     }
 }
 
-fn summary_of(out: &mut String, name: &str, help: &str, h: &Histogram<u64>) {
+fn histogram_of(out: &mut String, name: &str, help: &str, h: &Histogram<u64>) {
     let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} summary");
-    summary_samples(out, name, "", h);
+    let _ = writeln!(out, "# TYPE {name} histogram");
+    histogram_samples(out, name, "", h);
 }
 
-/// A summary's samples, `labels` (`key="value",` each) before the quantile.
-fn summary_samples(out: &mut String, name: &str, labels: &str, h: &Histogram<u64>) {
-    if !h.is_empty() {
-        for (p, q) in QUANTILES {
-            let us = if p == 100.0 {
-                summary::max(h)
-            } else {
-                summary::value_at_percentile(h, p)
-            };
-            let _ = writeln!(
-                out,
-                "{name}{{{labels}quantile=\"{q}\"}} {}",
-                us as f64 / 1e6
-            );
+/// A histogram's samples, `labels` (`key="value",` each) before `le`: a
+/// cumulative count per bucket, the sum and the count.
+fn histogram_samples(out: &mut String, name: &str, labels: &str, h: &Histogram<u64>) {
+    let mut recorded = h.iter_recorded().peekable();
+    let mut below = 0u64;
+    for &bound in bounds() {
+        // A recorded value counts at the low end of the range it stands
+        // for: one recorded at exactly a bound is in that bound's bucket.
+        while let Some(v) =
+            recorded.next_if(|v| h.lowest_equivalent(v.value_iterated_to()) <= bound)
+        {
+            below += v.count_at_value();
         }
+        let le = bound as f64 / 1e6;
+        let _ = writeln!(out, "{name}_bucket{{{labels}le=\"{le}\"}} {below}");
     }
+    let _ = writeln!(out, "{name}_bucket{{{labels}le=\"+Inf\"}} {}", h.len());
     let sum = summary::mean(h) * h.len() as f64 / 1e6;
     let bare = labels.trim_end_matches(',');
     let braces = if bare.is_empty() {
@@ -185,10 +198,10 @@ fn endpoints(out: &mut String, all: &[EndpointTotals]) {
     let _ = writeln!(
         out,
         "# HELP {name} Corrected latency per endpoint: from the intended send time to the response's end.\n\
-         # TYPE {name} summary"
+         # TYPE {name} histogram"
     );
     for e in all {
-        summary_samples(out, name, &format!("{},", label(e)), &e.latency);
+        histogram_samples(out, name, &format!("{},", label(e)), &e.latency);
     }
 }
 
@@ -276,15 +289,19 @@ mod tests {
         );
         assert!(text.contains("metron_requests_errors_total{kind=\"status\"} 2\n"));
         assert!(text.contains("metron_requests_intended_total 105\n"));
+        // 99 at 1.5 ms, one at 250 ms: cumulative counts by bucket.
         assert!(
-            text.contains("metron_latency_seconds{quantile=\"0.5\"} 0.0015"),
+            text.contains("\nmetron_latency_seconds_bucket{le=\"0.0013\"} 0\n"),
             "{text}"
         );
-        // The histogram keeps 3 significant digits.
+        assert!(text.contains("\nmetron_latency_seconds_bucket{le=\"0.0016\"} 99\n"));
+        assert!(text.contains("\nmetron_latency_seconds_bucket{le=\"0.2\"} 99\n"));
         assert!(
-            text.contains("metron_latency_seconds{quantile=\"1\"} 0.2499"),
+            text.contains("\nmetron_latency_seconds_bucket{le=\"0.26\"} 100\n"),
             "{text}"
         );
+        assert!(text.contains("\nmetron_latency_seconds_bucket{le=\"52\"} 100\n"));
+        assert!(text.contains("\nmetron_latency_seconds_bucket{le=\"+Inf\"} 100\n"));
         assert!(text.contains("metron_latency_seconds_count 100\n"));
         assert!(text.contains("metron_uncorrected_latency_seconds_count 0\n"));
         assert!(text.contains("metron_run_over 0\n"));
@@ -296,7 +313,7 @@ mod tests {
             "{text}"
         );
         assert!(text.contains(
-            "metron_endpoint_latency_seconds{endpoint=\"say \\\"hi\\\"\\\\\",quantile=\"0.99\"} 0.002"
+            "metron_endpoint_latency_seconds_bucket{endpoint=\"say \\\"hi\\\"\\\\\",le=\"0.002\"} 3\n"
         ));
         assert!(text.contains(
             "metron_endpoint_latency_seconds_count{endpoint=\"say \\\"hi\\\"\\\\\"} 3\n"
@@ -305,5 +322,15 @@ mod tests {
             let (_, value) = line.rsplit_once(' ').unwrap();
             assert!(value.parse::<f64>().is_ok(), "{line}");
         }
+    }
+
+    #[test]
+    fn buckets_grow_by_a_quarter_from_50_us_to_52_s() {
+        let b = bounds();
+        assert_eq!(&b[..8], [50, 63, 79, 100, 130, 160, 200, 250]);
+        assert_eq!(*b.last().unwrap(), 52_000_000);
+        assert!(b
+            .windows(2)
+            .all(|w| w[1] > w[0] && w[1] * 100 <= w[0] * 135));
     }
 }

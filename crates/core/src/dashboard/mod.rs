@@ -369,7 +369,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("metron_llm_tpot_seconds{quantile=\"0.5\"} 0.01"),
+            text.contains("\nmetron_llm_tpot_seconds_bucket{le=\"0.01\"} 3\n"),
             "{text}"
         );
     }
