@@ -77,7 +77,7 @@ fn parse_connections(s: &str) -> Result<Connections, String> {
 #[derive(Parser, Debug, Clone)]
 #[command(
     name = "metron",
-    version,
+    version = super::VERSION,
     about = "An HTTP benchmarking tool: wrk's command line and Lua API, wrk2's constant-rate latency model.",
     disable_version_flag = true,
     // As in wrk, a flag given twice takes its last value (-d 10s ... -d 30s).

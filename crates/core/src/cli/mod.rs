@@ -58,6 +58,20 @@ pub struct MergeArgs {
     pub slo: Option<crate::verdict::Slo>,
 }
 
+/// What `-v` and `--version` print after the name: the version, the
+/// commit the binary was built from ("unknown" when its source was not a
+/// git checkout; see build.rs), and the protocols compiled in, which are
+/// all of them in every build.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("METRON_COMMIT"),
+    ")\nprotocols: HTTP/1.1, HTTP/2, HTTP/3 over QUIC, gRPC; TLS 1.2 and 1.3 (rustls)"
+);
+
+/// The date of the commit in [`VERSION`] (YYYY-MM-DD), or "unknown".
+pub const COMMIT_DATE: &str = env!("METRON_COMMIT_DATE");
+
 /// `-v, --version` for a subcommand, as the top level spells it (wrk's
 /// `-v`); [`same_version`] makes it print the top level's line.
 #[derive(Args, Debug, Clone)]
@@ -219,7 +233,7 @@ pub fn command<A: Args>(name: &'static str, about: &'static str) -> clap::Comman
         .bin_name(name)
         .about(about)
         .long_about(None)
-        .version(env!("CARGO_PKG_VERSION"))
+        .version(VERSION)
         .disable_version_flag(true)
 }
 
