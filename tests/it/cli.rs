@@ -22,7 +22,15 @@ fn subcommands_print_the_same_version_line() {
         line.starts_with(&format!("metron {} (commit ", env!("CARGO_PKG_VERSION"))),
         "{line}"
     );
-    for sub in ["serve", "demo", "report", "merge", "sweep"] {
+    for sub in [
+        "serve",
+        "demo",
+        "report",
+        "merge",
+        "sweep",
+        "completions",
+        "man",
+    ] {
         for flag in ["-v", "--version"] {
             let o = metron(&[sub, flag]);
             assert!(o.status.success(), "{sub} {flag}: {}", stderr(&o));
