@@ -1,5 +1,6 @@
 //! What an installed metron brings besides the binary: completion scripts
-//! that a real shell loads, and man pages for every command.
+//! that a real shell loads, man pages for every command, and the Debian
+//! package that holds them.
 
 use std::process::Command;
 
@@ -133,4 +134,80 @@ fn a_man_directory_that_cannot_be_made_is_one_line() {
     let o = metron(&["man", &format!("{file}/man1")]);
     let err = one_line_error(&o);
     assert!(err.contains("cannot make the directory"), "{err}");
+}
+
+/// packaging/deb.sh, given the binary this suite built: the package holds
+/// the binary, every page and every completion where Debian's shells and
+/// man look, and depends on the C library alone.
+#[test]
+fn the_debian_package_holds_the_binary_pages_and_completions() {
+    let missing: Vec<&str> = ["dpkg-deb", "dpkg-shlibdeps", "strip"]
+        .into_iter()
+        .filter(|tool| {
+            Command::new("sh")
+                .args(["-c", &format!("command -v {tool}")])
+                .output()
+                .map_or(true, |o| !o.status.success())
+        })
+        .collect();
+    if !missing.is_empty() {
+        eprintln!("note: no {missing:?} (apt-get install dpkg-dev); the package check skips");
+        return;
+    }
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_metron"));
+    let target = bin
+        .parent()
+        .and_then(|p| p.parent())
+        .expect("target/release/metron");
+    let dir = TempDir::new("deb");
+    let o = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/packaging/deb.sh"))
+        .arg("--no-build")
+        .env("CARGO_TARGET_DIR", target)
+        .current_dir(dir.path())
+        .output()
+        .expect("deb.sh runs");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let deb = stdout(&o).trim().to_string();
+    assert!(deb.ends_with(".deb") && deb.contains("/metron_"), "{deb}");
+    let field = |name: &str| {
+        stdout(
+            &Command::new("dpkg-deb")
+                .args(["-f", &deb, name])
+                .output()
+                .unwrap(),
+        )
+    };
+    let depends = field("Depends");
+    for dep in depends.trim().split(", ") {
+        assert!(
+            dep.starts_with("libc6 ") || dep.starts_with("libgcc-s1 "),
+            "{depends}"
+        );
+    }
+    assert!(field("Version").starts_with(env!("CARGO_PKG_VERSION")));
+    let listing = stdout(
+        &Command::new("dpkg-deb")
+            .args(["-c", &deb])
+            .output()
+            .unwrap(),
+    );
+    let mut want = vec![
+        "./usr/bin/metron".to_string(),
+        "./usr/share/bash-completion/completions/metron".into(),
+        "./usr/share/zsh/vendor-completions/_metron".into(),
+        "./usr/share/fish/vendor_completions.d/metron.fish".into(),
+        "./usr/share/doc/metron/copyright".into(),
+        "./usr/share/doc/metron/changelog.Debian.gz".into(),
+    ];
+    want.extend(
+        PAGES
+            .iter()
+            .map(|(p, _)| format!("./usr/share/man/man1/{p}.gz")),
+    );
+    for path in want {
+        assert!(
+            listing.lines().any(|l| l.ends_with(&format!(" {path}"))),
+            "{path} not in\n{listing}"
+        );
+    }
 }
