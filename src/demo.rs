@@ -18,6 +18,10 @@ use metron_serve::{BadCert, Http2, Http3, ServeConfig, Server, StallPlan};
 
 use crate::Error;
 
+/// `metron demo`'s one line, in its help and its man page.
+pub const ABOUT: &str =
+    "Load a built-in target that stalls once, and show corrected vs uncorrected latency.";
+
 /// `metron demo`: see what coordinated omission hides, in ten seconds.
 #[derive(Args, Debug, Clone)]
 pub struct DemoArgs {

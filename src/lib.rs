@@ -7,13 +7,16 @@
 //! - [`serve_args`]: `metron serve`'s flags, turned into a
 //!   [`serve::ServeConfig`].
 //! - [`demo`]: a ten-second show of what coordinated omission hides.
-//! - [`parse`] and [`run`]: the command line, with `serve` and `demo`
-//!   recognised here and every other command handed to the load generator.
+//! - [`manual`]: shell completions and man pages, from the same commands.
+//! - [`parse`] and [`run`]: the command line, with `serve`, `demo`,
+//!   `completions` and `man` recognised here and every other command
+//!   handed to the load generator.
 //!
 //! The load generator never depends on the server (docs/ARCHITECTURE.md,
 //! tests/layers.rs): this crate is the one place both meet.
 
 pub mod demo;
+pub mod manual;
 pub mod serve_args;
 
 pub use metron_core::*;
@@ -23,6 +26,7 @@ use std::ffi::OsString;
 use std::io::{self, Write};
 
 use demo::DemoArgs;
+use manual::{CompletionsArgs, ManArgs};
 use metron_core::cli::{first_word, subcommand, Versioned};
 use serve_args::ServeArgs;
 
@@ -35,6 +39,10 @@ pub enum Command {
     Serve(Box<ServeArgs>),
     /// Run a short rate-mode test against the built-in target with a stall.
     Demo(DemoArgs),
+    /// Print a shell's completion script.
+    Completions(CompletionsArgs),
+    /// Write the man pages into a directory.
+    Man(ManArgs),
 }
 
 /// Everything that can end a command early.
@@ -74,19 +82,26 @@ impl From<metron_core::cli::config::ConfigError> for Error {
     }
 }
 
-/// Parses the whole command line (including the program name): `serve`
-/// and `demo` here, anything else by the load generator, so that a bare
-/// URL stays the default, as in wrk.
+/// Parses the whole command line (including the program name): `serve`,
+/// `demo`, `completions` and `man` here, anything else by the load
+/// generator, so that a bare URL stays the default, as in wrk.
 pub fn parse(args: impl IntoIterator<Item = impl Into<OsString>>) -> Result<Command, clap::Error> {
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
-    let serve = "Run metron's built-in HTTP target server.";
-    let demo =
-        "Load a built-in target that stalls once, and show corrected vs uncorrected latency.";
     match first_word(&args) {
-        Some("serve") => subcommand::<Versioned<ServeArgs>>(&args, "metron serve", serve)
-            .map(|c| Command::Serve(Box::new(c.args))),
-        Some("demo") => subcommand::<Versioned<DemoArgs>>(&args, "metron demo", demo)
+        Some("serve") => {
+            subcommand::<Versioned<ServeArgs>>(&args, "metron serve", serve_args::ABOUT)
+                .map(|c| Command::Serve(Box::new(c.args)))
+        }
+        Some("demo") => subcommand::<Versioned<DemoArgs>>(&args, "metron demo", demo::ABOUT)
             .map(|c| Command::Demo(c.args)),
+        Some("completions") => subcommand::<Versioned<CompletionsArgs>>(
+            &args,
+            "metron completions",
+            manual::COMPLETIONS_ABOUT,
+        )
+        .map(|c| Command::Completions(c.args)),
+        Some("man") => subcommand::<Versioned<ManArgs>>(&args, "metron man", manual::MAN_ABOUT)
+            .map(|c| Command::Man(c.args)),
         _ => metron_core::cli::parse(args).map(Command::Load),
     }
 }
@@ -100,6 +115,8 @@ pub fn run(cmd: Command, out: &mut dyn Write) -> Result<(), Error> {
             Ok(serve::run(cfg)?)
         }
         Command::Demo(args) => demo::run(&args, out),
+        Command::Completions(args) => Ok(manual::print_completions(&args, out)?),
+        Command::Man(args) => Ok(manual::write_man_pages(&args, out)?),
     }
 }
 

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::Args;
+use clap::{Args, ValueHint};
 
 use metron_core::cli::choice::choice;
 use metron_core::units::{parse_bytes, parse_duration, parse_si_f64, parse_si_u64};
@@ -57,6 +57,9 @@ close it with a code of their own (CONNECTION_CLOSE):
   bad-status-line    H3_GENERAL_PROTOCOL_ERROR
   close-mid-head and bad-chunk are refused at start, as over HTTP/2.
 The faults that close or reset end every stream on the connection.";
+
+/// `metron serve`'s one line, in its help and its man page.
+pub const ABOUT: &str = "Run metron's built-in HTTP target server.";
 
 /// `metron serve` flags.
 #[derive(Args, Clone, Debug)]
@@ -162,15 +165,15 @@ pub struct ServeArgs {
     pub tls: Option<BadCert>,
 
     /// Serve HTTPS with the certificate chain in FILE (PEM, the server's own first); needs --tls-key
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub tls_cert: Option<PathBuf>,
 
     /// Private key of --tls-cert (PEM: PKCS#8, RSA or SEC1)
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub tls_key: Option<PathBuf>,
 
     /// Require a client certificate issued by an authority in FILE (PEM); needs --tls-cert or --tls
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub client_ca: Option<PathBuf>,
 
     /// Serve HTTP/2: with prior knowledge (h2c) in cleartext; over TLS, ALPN offers h2 and http/1.1

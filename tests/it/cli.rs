@@ -18,13 +18,46 @@ fn version_flag_is_wrks() {
 #[test]
 fn subcommands_print_the_same_version_line() {
     let line = stdout(&metron(&["--version"]));
-    assert_eq!(line, format!("metron {}\n", env!("CARGO_PKG_VERSION")));
-    for sub in ["serve", "demo", "report", "merge"] {
+    assert!(
+        line.starts_with(&format!("metron {} (commit ", env!("CARGO_PKG_VERSION"))),
+        "{line}"
+    );
+    for sub in [
+        "serve",
+        "demo",
+        "report",
+        "merge",
+        "sweep",
+        "completions",
+        "man",
+    ] {
         for flag in ["-v", "--version"] {
             let o = metron(&[sub, flag]);
             assert!(o.status.success(), "{sub} {flag}: {}", stderr(&o));
             assert_eq!(stdout(&o), line, "{sub} {flag}");
         }
+    }
+}
+
+/// `--version`: the version, the commit built from (what git says now,
+/// when this is a git checkout), and every protocol compiled in.
+#[test]
+fn the_version_names_the_commit_and_the_protocols() {
+    let o = metron(&["--version"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let head = Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| stdout(&o).trim().to_string())
+        .unwrap_or_else(|| "unknown".into());
+    let first = format!("metron {} (commit {head})", env!("CARGO_PKG_VERSION"));
+    assert_eq!(text.lines().next(), Some(first.as_str()), "{text}");
+    for protocol in ["HTTP/1.1", "HTTP/2", "HTTP/3", "gRPC", "TLS"] {
+        assert!(text.contains(protocol), "{protocol} not in {text}");
     }
 }
 

@@ -23,6 +23,7 @@ mod http2_faults;
 mod http2_nginx;
 mod http2_truth;
 mod http3;
+mod install;
 mod layers;
 mod llm;
 mod longrun;

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::builder::TypedValueParser;
-use clap::{ArgAction, Parser};
+use clap::{ArgAction, Parser, ValueHint};
 
 use super::{choice, distributed, outputs, profile};
 use crate::units::{parse_bytes, parse_duration, parse_si_f64, parse_si_u64};
@@ -41,6 +41,7 @@ Subcommands:
                            one exact report from several instances' --json documents
                            (--shard parts), or a latency report from --hlog interval logs
   metron sweep --slo SPEC --from R1 --to R2 [OPTIONS] URL   the highest rate that meets an SLO
+  metron completions SHELL print a completion script for bash, zsh or fish
 
 Numbers accept SI suffixes (-c 1k, -R 2.5k); durations accept us, ms, s, m, h (-d 2m).
 Words after the URL go to the script's init(args) as args[1], args[2], ...
@@ -77,7 +78,7 @@ fn parse_connections(s: &str) -> Result<Connections, String> {
 #[derive(Parser, Debug, Clone)]
 #[command(
     name = "metron",
-    version,
+    version = super::VERSION,
     about = "An HTTP benchmarking tool: wrk's command line and Lua API, wrk2's constant-rate latency model.",
     disable_version_flag = true,
     // As in wrk, a flag given twice takes its last value (-d 10s ... -d 30s).
@@ -102,7 +103,7 @@ pub struct BenchArgs {
     pub threads: u64,
 
     /// Lua script (wrk's API)
-    #[arg(short = 's', long = "script", value_name = "FILE")]
+    #[arg(short = 's', long = "script", value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub script: Option<PathBuf>,
 
     /// Add a header to every request: "Name: value" (repeatable)
@@ -189,7 +190,7 @@ pub struct BenchArgs {
     pub no_usage: bool,
 
     /// --llm: prompts from FILE: JSON Lines of {"prompt": ...} or {"messages": [...]} (each with an optional "max_tokens"), a ShareGPT JSON file, or one prompt a line; in order, or --requests-order random with --seed
-    #[arg(long = "prompts", value_name = "FILE", conflicts_with = "prompt_words")]
+    #[arg(long = "prompts", value_name = "FILE", value_hint = ValueHint::FilePath, conflicts_with = "prompt_words")]
     pub prompts: Option<PathBuf>,
 
     /// --llm: 1000 made-up prompts of N words each, or N-M to N+M words ("200±50" or "200+-50"), seeded by --seed [default: 32]
@@ -205,7 +206,7 @@ pub struct BenchArgs {
     pub max_head: u64,
 
     /// Replay the requests in FILE (a JSON array, JSON Lines, or "[METHOD] URL" lines), cycling; paths go to URL's host
-    #[arg(long = "requests", value_name = "FILE", conflicts_with = "script")]
+    #[arg(long = "requests", value_name = "FILE", value_hint = ValueHint::FilePath, conflicts_with = "script")]
     pub requests: Option<PathBuf>,
 
     /// Order of --requests [default: sequential]
@@ -261,15 +262,15 @@ pub struct BenchArgs {
     pub insecure: bool,
 
     /// Trust the certificate authorities in this PEM file instead of the system's store
-    #[arg(long = "cacert", value_name = "FILE")]
+    #[arg(long = "cacert", value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub cacert: Option<PathBuf>,
 
     /// Client certificate for servers that require one (PEM: the certificate, then any intermediates); needs --key
-    #[arg(long = "cert", value_name = "FILE")]
+    #[arg(long = "cert", value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub cert: Option<PathBuf>,
 
     /// Private key of --cert (PEM: PKCS#8, RSA or SEC1)
-    #[arg(long = "key", value_name = "FILE")]
+    #[arg(long = "key", value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub key: Option<PathBuf>,
 
     /// Make every request a gRPC call of METHOD (package.Service/Method, or package.Service.Method, or the path /package.Service/Method) over HTTP/2: h2c to http:// URLs, h2 to https:// ones; the schema from --proto or --protoset, the message from --data or --requests
@@ -277,15 +278,15 @@ pub struct BenchArgs {
     pub grpc: Option<String>,
 
     /// --grpc: a .proto file defining the method and its messages, compiled at start (repeatable)
-    #[arg(long = "proto", value_name = "FILE", conflicts_with = "protoset")]
+    #[arg(long = "proto", value_name = "FILE", value_hint = ValueHint::FilePath, conflicts_with = "protoset")]
     pub proto: Vec<PathBuf>,
 
     /// --grpc: a directory the .proto files' imports are found in (repeatable; each file's own directory is searched last)
-    #[arg(long = "import-path", value_name = "DIR")]
+    #[arg(long = "import-path", value_name = "DIR", value_hint = ValueHint::DirPath)]
     pub import_path: Vec<PathBuf>,
 
     /// --grpc: a compiled FileDescriptorSet instead of --proto, as protoc --include_imports --descriptor_set_out=FILE writes it
-    #[arg(long = "protoset", value_name = "FILE")]
+    #[arg(long = "protoset", value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub protoset: Option<PathBuf>,
 
     /// --grpc: the request message, in protobuf's JSON mapping [default: {}, every field at its default]
@@ -328,7 +329,7 @@ pub struct BenchArgs {
     pub version: (),
 
     /// Target URL: http:// or https://, host name or IP literal, port, path and query
-    #[arg(value_name = "URL")]
+    #[arg(value_name = "URL", value_hint = ValueHint::Url)]
     pub url: String,
 
     /// Arguments passed to the script's init(args): every plain word after

@@ -20,7 +20,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::error::ErrorKind;
-use clap::{ArgAction, Args, CommandFactory, FromArgMatches, Parser};
+use clap::{ArgAction, Args, CommandFactory, FromArgMatches, Parser, ValueHint};
 
 pub use bench::{parse_cpu_list, Arrival, BenchArgs, Connections, CpuList};
 
@@ -42,21 +42,35 @@ pub enum Command {
 #[derive(Args, Debug, Clone)]
 pub struct MergeArgs {
     /// JSON documents written by --json (the instances of one run, e.g. its --shard parts), or interval logs written by --hlog (or by any HdrHistogram tool)
-    #[arg(value_name = "FILE", required = true)]
+    #[arg(value_name = "FILE", required = true, value_hint = ValueHint::FilePath)]
     pub files: Vec<PathBuf>,
 
     /// JSON documents only: write the merged document to FILE
-    #[arg(long = "json", value_name = "FILE")]
+    #[arg(long = "json", value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub json: Option<PathBuf>,
 
     /// JSON documents only: write the merged HTML report to FILE
-    #[arg(long = "html", value_name = "FILE")]
+    #[arg(long = "html", value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub html: Option<PathBuf>,
 
     /// JSON documents only: judge the merged run against an SLO, as a run's --slo does, with the same terms (inconclusive when any instance's generator was the limit)
     #[arg(long = "slo", value_parser = crate::verdict::parse_slo, value_name = "SPEC")]
     pub slo: Option<crate::verdict::Slo>,
 }
+
+/// What `-v` and `--version` print after the name: the version, the
+/// commit the binary was built from ("unknown" when its source was not a
+/// git checkout; see build.rs), and the protocols compiled in, which are
+/// all of them in every build.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("METRON_COMMIT"),
+    ")\nprotocols: HTTP/1.1, HTTP/2, HTTP/3 over QUIC, gRPC; TLS 1.2 and 1.3 (rustls)"
+);
+
+/// The date of the commit in [`VERSION`] (YYYY-MM-DD), or "unknown".
+pub const COMMIT_DATE: &str = env!("METRON_COMMIT_DATE");
 
 /// `-v, --version` for a subcommand, as the top level spells it (wrk's
 /// `-v`); [`same_version`] makes it print the top level's line.
@@ -94,17 +108,23 @@ pub fn same_version(e: clap::Error) -> clap::Error {
 #[derive(Args, Debug, Clone)]
 pub struct ReportArgs {
     /// A document written by --json
-    #[arg(value_name = "FILE.json")]
+    #[arg(value_name = "FILE.json", value_hint = ValueHint::FilePath)]
     pub file: PathBuf,
 
     /// Also write the HTML report to OUT
-    #[arg(long = "html", value_name = "OUT")]
+    #[arg(long = "html", value_name = "OUT", value_hint = ValueHint::FilePath)]
     pub html: Option<PathBuf>,
 
     /// Also write the time series as CSV to OUT, one row per interval
-    #[arg(long = "csv", value_name = "OUT")]
+    #[arg(long = "csv", value_name = "OUT", value_hint = ValueHint::FilePath)]
     pub csv: Option<PathBuf>,
 }
+
+/// `metron report`'s one line, in its help and its man page.
+pub const REPORT_ABOUT: &str = "Print the text report of a saved JSON result (and optionally write its HTML report or CSV rows).";
+
+/// `metron merge`'s one line, in its help and its man page.
+pub const MERGE_ABOUT: &str = "Merge the JSON documents (or HdrHistogram interval logs) of several instances into one exact report.";
 
 /// Parses the whole command line (including the program name).
 ///
@@ -116,12 +136,10 @@ where
     T: Into<OsString> + Clone,
 {
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
-    let report = "Print the text report of a saved JSON result (and optionally write its HTML report or CSV rows).";
-    let merge = "Merge the JSON documents (or HdrHistogram interval logs) of several instances into one exact report.";
     match first_word(&args) {
-        Some("report") => subcommand::<Versioned<ReportArgs>>(&args, "metron report", report)
+        Some("report") => subcommand::<Versioned<ReportArgs>>(&args, "metron report", REPORT_ABOUT)
             .map(|c| Command::Report(c.args)),
-        Some("merge") => subcommand::<Versioned<MergeArgs>>(&args, "metron merge", merge)
+        Some("merge") => subcommand::<Versioned<MergeArgs>>(&args, "metron merge", MERGE_ABOUT)
             .map(|c| Command::Merge(c.args)),
         _ if value_apart(&args).is_some() => Err(clap::Error::raw(
             ErrorKind::ValueValidation,
@@ -219,7 +237,7 @@ pub fn command<A: Args>(name: &'static str, about: &'static str) -> clap::Comman
         .bin_name(name)
         .about(about)
         .long_about(None)
-        .version(env!("CARGO_PKG_VERSION"))
+        .version(VERSION)
         .disable_version_flag(true)
 }
 

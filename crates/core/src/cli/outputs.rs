@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use clap::Args;
+use clap::{Args, ValueHint};
 
 use crate::units::parse_duration;
 
@@ -15,19 +15,19 @@ use crate::units::parse_duration;
 #[derive(Args, Debug, Clone, Default, PartialEq, Eq)]
 pub struct SinkFlags {
     /// Write the results as one JSON document to FILE ("-": stdout, and the text report goes to stderr)
-    #[arg(long = "json", value_name = "FILE")]
+    #[arg(long = "json", value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub json: Option<PathBuf>,
 
     /// Write an HdrHistogram interval log (corrected latency; uncorrected and send lag tagged)
-    #[arg(long = "hlog", value_name = "FILE")]
+    #[arg(long = "hlog", value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub hlog: Option<PathBuf>,
 
     /// Write a self-contained HTML report
-    #[arg(long = "html", value_name = "FILE")]
+    #[arg(long = "html", value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub html: Option<PathBuf>,
 
     /// Write one CSV row per interval (completed, errors by kind, intended, achieved rate, percentiles), as the run goes
-    #[arg(long = "csv", value_name = "FILE")]
+    #[arg(long = "csv", value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub csv: Option<PathBuf>,
 
     /// Serve a live page of the run at ADDR (default 127.0.0.1:0, a free port; the address is printed): per-interval charts by Server-Sent Events, /series.json, /metrics for Prometheus, then the final report. Give ADDR with '=': --dashboard=127.0.0.1:9090

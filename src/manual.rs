@@ -1,0 +1,257 @@
+//! What an installed metron brings besides the binary: shell completions
+//! (`metron completions SHELL`) and man pages (`metron man DIR`, hidden
+//! from the help: packaging/deb.sh runs it). Both are written from the
+//! very commands [`crate::parse`] parses with, so they list the flags,
+//! value choices and help that `--help` does.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use clap::{Args, CommandFactory, ValueHint};
+use clap_complete::Shell;
+use clap_mangen::roff::{roman, Roff};
+use clap_mangen::Man;
+
+use crate::demo::DemoArgs;
+use crate::serve_args::ServeArgs;
+use metron_core::cli::choice::choice;
+use metron_core::cli::{self, BenchArgs, MergeArgs, ReportArgs, Versioned};
+
+/// `metron completions`' one line.
+pub const COMPLETIONS_ABOUT: &str =
+    "Print a completion script for SHELL (bash, zsh or fish) on standard output.";
+
+/// `metron man`'s one line.
+pub const MAN_ABOUT: &str = "Write metron's man pages (metron.1 and one per subcommand) into DIR.";
+
+/// The shells `metron completions` writes for, and where each reads it.
+pub const SHELLS: [(Shell, &str, &str); 3] = [
+    (
+        Shell::Bash,
+        "bash",
+        "source it, or save it as bash-completion's completions/metron",
+    ),
+    (
+        Shell::Zsh,
+        "zsh",
+        "save it as _metron in a directory of $fpath",
+    ),
+    (
+        Shell::Fish,
+        "fish",
+        "save it as metron.fish in fish's completions directory",
+    ),
+];
+
+/// `metron completions SHELL`.
+#[derive(Args, Debug, Clone)]
+pub struct CompletionsArgs {
+    /// The shell the script is for
+    #[arg(value_name = "SHELL", value_parser = choice(&SHELLS))]
+    pub shell: Shell,
+}
+
+/// `metron man DIR`.
+#[derive(Args, Debug, Clone)]
+pub struct ManArgs {
+    /// The directory to write the pages into (made if missing)
+    #[arg(value_name = "DIR", value_hint = ValueHint::DirPath)]
+    pub dir: PathBuf,
+}
+
+/// Each subcommand's name and command, built as [`crate::parse`] builds
+/// it to parse.
+fn subcommands() -> Vec<(&'static str, clap::Command)> {
+    vec![
+        (
+            "serve",
+            cli::command::<Versioned<ServeArgs>>("metron serve", crate::serve_args::ABOUT),
+        ),
+        (
+            "demo",
+            cli::command::<Versioned<DemoArgs>>("metron demo", crate::demo::ABOUT),
+        ),
+        ("sweep", cli::sweep_command()),
+        (
+            "report",
+            cli::command::<Versioned<ReportArgs>>("metron report", cli::REPORT_ABOUT),
+        ),
+        (
+            "merge",
+            cli::command::<Versioned<MergeArgs>>("metron merge", cli::MERGE_ABOUT),
+        ),
+        (
+            "completions",
+            cli::command::<Versioned<CompletionsArgs>>("metron completions", COMPLETIONS_ABOUT),
+        ),
+    ]
+}
+
+/// Every command in one tree, for the completion scripts: a load test's
+/// flags at the root (a bare URL is the default command), each
+/// subcommand below it.
+pub fn command_tree() -> clap::Command {
+    BenchArgs::command()
+        .subcommand_negates_reqs(true)
+        .subcommands(subcommands().into_iter().map(|(name, cmd)| cmd.name(name)))
+}
+
+/// The completion script for `shell`.
+pub fn completions(shell: Shell) -> Vec<u8> {
+    let mut script = Vec::new();
+    // Into memory: the generator cannot report a failed write (a closed
+    // pipe), and the caller's writer can.
+    clap_complete::generate(shell, &mut command_tree(), "metron", &mut script);
+    script
+}
+
+/// `metron completions SHELL`: the script on `out`.
+pub fn print_completions(args: &CompletionsArgs, out: &mut dyn Write) -> io::Result<()> {
+    out.write_all(&completions(args.shell))?;
+    out.flush()
+}
+
+/// The examples of metron(1), as the README gives them.
+const EXAMPLES: &str = "\
+metron -t2 -c100 -d30s -R2000 -L http://127.0.0.1:8080/index.html   # rate mode, wrk2 style
+metron -t2 -c100 -d30s http://127.0.0.1:8080/                       # throughput mode, wrk style
+metron -t4 -c1k -d2m -R10k -H \"Authorization: Bearer $TOKEN\" https://example.test/api
+metron --http2 -t2 -c4 -R20k -d30s -L https://example.test/          # h2 by ALPN, rate mode
+metron -t2 -c50 -R2k -d1m --slo \"p99<10ms,p99.9<50ms,errors<0.1%,rate>=99%\" http://127.0.0.1:8080/
+metron sweep --slo \"p99<50ms,errors<0.1%\" --from 500 --to 50k -t2 -c200 http://127.0.0.1:8080/
+metron merge shard-0.json shard-1.json shard-2.json --json merged.json --html merged.html
+metron serve --capacity 4k      # at most 4000 requests/s; past that, latency grows
+metron demo -d 20s -R 5k --stall-for 3s";
+
+/// metron(1)'s exit statuses, as the README lists them.
+const EXIT_STATUS: [(&str, &str); 8] = [
+    (
+        "0",
+        "The run completed (even if the server answered with errors); with --slo, the objective was met; a sweep found a rate that met it.",
+    ),
+    (
+        "1",
+        "A command line that parses but asks for what cannot be done, a host the pre-flight could not reach, a report that could not be written, or a script error.",
+    ),
+    (
+        "2",
+        "A command line that does not parse: an unknown flag, a value of the wrong kind, flags that exclude each other, a malformed --slo.",
+    ),
+    (
+        "3",
+        "The --slo objective was not met (a sweep: not even --from met it).",
+    ),
+    (
+        "4",
+        "The verdict is inconclusive: the generator, not the server, was the limit, or the objective measured nothing.",
+    ),
+    (
+        "5",
+        "No request completed, and errors were counted (connect, read, write, timeout).",
+    ),
+    ("130", "Ctrl-C (SIGINT), after the report for what ran."),
+    ("143", "SIGTERM, after the report for what ran."),
+];
+
+/// Every man page: its file name and its text.
+pub fn man_pages() -> Vec<(String, Vec<u8>)> {
+    let subs = subcommands();
+    let names: Vec<String> = subs.iter().map(|(n, _)| format!("metron-{n}")).collect();
+    let mut pages = vec![page(
+        "metron",
+        BenchArgs::command(),
+        true,
+        &names.iter().map(String::as_str).collect::<Vec<_>>(),
+    )];
+    for (name, (_, cmd)) in names.iter().zip(subs) {
+        pages.push(page(name, cmd, false, &["metron"]));
+    }
+    pages
+}
+
+/// One page, `name`(1), of `cmd`: clap's sections (name, synopsis,
+/// description, options), the help's closing notes, and for the main
+/// page (`main`) the examples and exit statuses; then the other pages
+/// (`see_also`) and the version.
+fn page(name: &str, cmd: clap::Command, main: bool, see_also: &[&str]) -> (String, Vec<u8>) {
+    let notes = cmd.get_after_help().map(|h| h.to_string());
+    // The notes and the version in sections of their own, below.
+    let cmd = cmd
+        .display_name(name.to_string())
+        .after_help(None::<&str>)
+        .version(None::<&str>);
+    let man = Man::new(cmd)
+        .title(name.to_uppercase())
+        .date(cli::COMMIT_DATE)
+        .source(format!("metron {}", env!("CARGO_PKG_VERSION")))
+        .manual("User Commands");
+    let mut roff = Roff::new();
+    if let Some(notes) = notes {
+        preformatted(&mut roff, "NOTES", &notes);
+    }
+    if main {
+        preformatted(&mut roff, "EXAMPLES", EXAMPLES);
+        roff.control("SH", ["EXIT STATUS"]);
+        for (status, meaning) in EXIT_STATUS {
+            roff.control("TP", [])
+                .text([roman(status)])
+                .text([roman(meaning)]);
+        }
+    }
+    roff.control("SH", ["SEE ALSO"]);
+    let refs: Vec<String> = see_also.iter().map(|p| format!("{p}(1)")).collect();
+    roff.text([roman(refs.join(", "))]);
+    preformatted(&mut roff, "VERSION", cli::VERSION);
+    let mut text = Vec::new();
+    // Into memory, which cannot fail.
+    let _ = man.render(&mut text);
+    text.extend_from_slice(roff.to_roff().as_bytes());
+    (format!("{name}.1"), text)
+}
+
+/// A section whose lines stay as written (no filling).
+fn preformatted(roff: &mut Roff, heading: &str, text: &str) {
+    roff.control("SH", [heading]).control("nf", []);
+    for line in text.lines() {
+        roff.text([roman(line)]);
+    }
+    roff.control("fi", []);
+}
+
+/// `metron man DIR`: every page into `dir`, made if missing; each path
+/// written is named on `out`.
+pub fn write_man_pages(args: &ManArgs, out: &mut dyn Write) -> io::Result<()> {
+    let dir = &args.dir;
+    std::fs::create_dir_all(dir).map_err(|e| about(dir, "cannot make the directory", e))?;
+    for (file, text) in man_pages() {
+        let path = dir.join(file);
+        std::fs::write(&path, text).map_err(|e| about(&path, "cannot write", e))?;
+        writeln!(out, "{}", path.display())?;
+    }
+    Ok(())
+}
+
+/// `e`, naming what was being done to `path`, its kind kept.
+fn about(path: &Path, doing: &str, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("{doing} {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tree the completions are written from has every subcommand
+    /// that [`crate::parse`] reads, each under the word it is read by.
+    #[test]
+    fn the_tree_holds_every_subcommand_parse_reads() {
+        let tree = command_tree();
+        for (name, _) in subcommands() {
+            assert!(tree.find_subcommand(name).is_some(), "{name}");
+            let e = crate::parse(["metron", name, "--version"]).unwrap_err();
+            assert_eq!(e.kind(), clap::error::ErrorKind::DisplayVersion, "{name}");
+        }
+        // The hidden one is neither completed nor given a page.
+        assert!(tree.find_subcommand("man").is_none());
+        assert!(man_pages().iter().all(|(file, _)| file != "metron-man.1"));
+    }
+}
