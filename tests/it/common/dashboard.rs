@@ -120,6 +120,7 @@ pub fn prometheus(text: &str) -> Vec<(String, f64)> {
             name,
             name.trim_end_matches("_sum"),
             name.trim_end_matches("_count"),
+            name.trim_end_matches("_bucket"),
         ]
         .into_iter()
         .find(|f| types.contains_key(*f))
@@ -129,6 +130,14 @@ pub fn prometheus(text: &str) -> Vec<(String, f64)> {
         assert!(helped.contains(family), "no HELP for {line}");
         if types[family] == "summary" && name == family {
             assert!(series.contains("quantile=\""), "{line}");
+        }
+        if types[family] == "histogram" {
+            assert_ne!(name, family, "a histogram's samples have suffixes: {line}");
+            assert_eq!(
+                name.ends_with("_bucket"),
+                series.contains("le=\""),
+                "{line}"
+            );
         }
         samples.push((series.to_string(), v));
     }
