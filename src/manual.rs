@@ -102,7 +102,26 @@ pub fn completions(shell: Shell) -> Vec<u8> {
     // Into memory: the generator cannot report a failed write (a closed
     // pipe), and the caller's writer can.
     clap_complete::generate(shell, &mut command_tree(), "metron", &mut script);
+    if shell == Shell::Fish {
+        script = fish_values_after_a_flag(script);
+    }
     script
+}
+
+/// The generated fish script decides whether the line is still at the top
+/// command by parsing it with `argparse`, which fails while a flag waits
+/// for its value (`metron --arrival <TAB>`): the values of the top
+/// command's flags were then never offered, only file names. A line that
+/// does not parse yet is taken as still at the top command: argparse stops
+/// at a subcommand's name (`-s`), so a subcommand's flags are unaffected.
+fn fish_values_after_a_flag(script: Vec<u8>) -> Vec<u8> {
+    let text = String::from_utf8_lossy(&script);
+    text.replacen(
+        "function __fish_metron_needs_command\n    # Figure out if the current invocation already has a command.\n    set -l cmd (commandline -opc)\n    set -e cmd[1]\n    argparse -s (__fish_metron_global_optspecs) -- $cmd 2>/dev/null\n    or return\n",
+        "function __fish_metron_needs_command\n    # Figure out if the current invocation already has a command.\n    set -l cmd (commandline -opc)\n    set -e cmd[1]\n    argparse -s (__fish_metron_global_optspecs) -- $cmd 2>/dev/null\n    or return 0\n",
+        1,
+    )
+    .into_bytes()
 }
 
 /// `metron completions SHELL`: the script on `out`.

@@ -215,3 +215,43 @@ fn the_debian_package_holds_the_binary_pages_and_completions() {
         );
     }
 }
+
+/// Fish offers a flag's values when the flag waits for one at the top
+/// command (`metron --arrival <TAB>`), not file names.
+#[test]
+fn fish_offers_the_values_of_a_flag_waiting_for_one() {
+    let o = metron(&["completions", "fish"]);
+    let script = stdout(&o);
+    assert!(
+        script.contains("-- $cmd 2>/dev/null\n    or return 0\n"),
+        "the top-command check takes a line that does not parse yet as the top command:\n{script}"
+    );
+    let has_fish = Command::new("fish")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_fish {
+        eprintln!("note: no fish on this machine; the script's text was checked");
+        return;
+    }
+    let dir = TempDir::new("fish");
+    let file = dir.file("metron.fish", &script);
+    let complete = |line: &str| {
+        let o = Command::new("fish")
+            .args(["--no-config", "-c"])
+            .arg(format!("source {file}; complete -C '{line}'"))
+            .output()
+            .expect("fish runs");
+        stdout(&o)
+    };
+    let values = complete("metron --arrival ");
+    assert!(
+        values.lines().any(|l| l.starts_with("poisson"))
+            && values.lines().any(|l| l.starts_with("constant")),
+        "{values}"
+    );
+    let flags = complete("metron --max-con");
+    assert!(flags.contains("--max-connections"), "{flags}");
+    let sweep = complete("metron sweep --arrival ");
+    assert!(sweep.lines().any(|l| l.starts_with("poisson")), "{sweep}");
+}
