@@ -21,31 +21,12 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use serde_json::Value;
 
-use crate::common::files::{read_json, schema_errors};
+use crate::common::document::{assert_ledger, counter, histogram, lost, run};
+use crate::common::files::schema_errors;
 use crate::common::grpcio::{self, Grpcio, PROTO, PROTO_DIR};
-use crate::common::servers;
 use crate::common::*;
 
 const SAY_HELLO: &str = "greet.Greeter/SayHello";
-
-/// A run of the binary with `args` and `--json`: its document and its text
-/// report; it must have succeeded.
-fn run(args: &[&str]) -> (Value, String) {
-    let dir = servers::fresh_dir("grpc-run");
-    let json = dir.join("run.json").display().to_string();
-    let mut argv = args.to_vec();
-    argv.splice(0..0, ["--json", json.as_str()]);
-    let out = metron(&argv);
-    let text = stdout(&out);
-    assert!(
-        out.status.success(),
-        "metron {argv:?}: {}\n{text}",
-        stderr(&out)
-    );
-    let doc = read_json(Path::new(&json));
-    let _ = std::fs::remove_dir_all(&dir);
-    (doc, text)
-}
 
 /// The arguments of a call of `method` of the test schema: `--grpc`, the
 /// method, the schema, then `rest`.
@@ -97,17 +78,6 @@ fn assert_received(received: u64, completed: u64, in_flight: u64) {
     );
 }
 
-/// A count of the document's `counters`, by its path there
-/// (`errors.status`).
-fn counter(doc: &Value, path: &str) -> u64 {
-    let mut v = &doc["counters"];
-    for key in path.split('.') {
-        v = &v[key];
-    }
-    v.as_u64()
-        .unwrap_or_else(|| panic!("counters.{path} is not a count: {}", doc["counters"]))
-}
-
 /// `counters.grpc`: calls answered, by status name.
 fn statuses(doc: &Value) -> BTreeMap<String, u64> {
     let grpc = doc["counters"]["grpc"]
@@ -116,33 +86,6 @@ fn statuses(doc: &Value) -> BTreeMap<String, u64> {
     grpc.iter()
         .map(|(k, v)| (k.clone(), v.as_u64().expect("a count")))
         .collect()
-}
-
-/// The requests lost to read, write and timeout errors.
-fn lost(doc: &Value) -> u64 {
-    ["errors.read", "errors.write", "errors.timeout"]
-        .iter()
-        .map(|p| counter(doc, p))
-        .sum()
-}
-
-/// The ledger: due = completed + lost + in flight + never sent.
-fn assert_ledger(doc: &Value) {
-    let c = &doc["counters"];
-    assert_eq!(
-        counter(doc, "due"),
-        counter(doc, "completed")
-            + lost(doc)
-            + counter(doc, "in_flight")
-            + counter(doc, "never_sent"),
-        "the ledger does not balance: {c}"
-    );
-}
-
-/// A histogram of the document, by its name under `histograms` (or under
-/// `events` for `first_histogram` and `gap_histogram`).
-fn histogram(v: &Value) -> Histogram<u64> {
-    metron::report::json::decode(v.as_str().expect("a histogram")).expect("it decodes")
 }
 
 fn ms(us: u64) -> f64 {

@@ -42,3 +42,4 @@ mod slurm;
 mod streams;
 mod sweep;
 mod tls;
+mod ws;

@@ -1,17 +1,33 @@
 """A WebSocket server on Python's `websockets` library, for the tests.
 
-Prints its port, then serves until killed:
+    echo_server.py [--port N] [--log FILE] [--tls CERT KEY]
+
+Prints its port (N, or one the system chose), then serves until killed
+(SIGTERM closes every connection with 1001 going away first):
   /echo       sends every message back, as it came (text or binary)
   /close      echoes three messages, then closes with 1001 "bye"
   /forbidden  refuses the upgrade with 403
-It counts the messages it received and sent on standard error, one line
-per connection as it ends: "received N sent M close CODE".
+It counts the messages it received and sent, one line per connection as
+it ends, on standard error and appended to FILE: "received N sent M close
+CODE". With --tls it serves wss:// with that certificate and key.
 """
+import argparse
 import asyncio
+import signal
+import ssl
 import sys
 from http import HTTPStatus
 
 from websockets.asyncio.server import serve
+
+args = None
+
+
+def note(line):
+    print(line, file=sys.stderr, flush=True)
+    if args.log:
+        with open(args.log, "a") as log:
+            log.write(line + "\n")
 
 
 async def handler(ws):
@@ -25,8 +41,7 @@ async def handler(ws):
                 await ws.close(1001, "bye")
                 break
     finally:
-        print(f"received {received} sent {sent} close {ws.close_code}",
-              file=sys.stderr, flush=True)
+        note(f"received {received} sent {sent} close {ws.close_code}")
 
 
 def refuse(connection, request):
@@ -36,10 +51,26 @@ def refuse(connection, request):
 
 
 async def main():
-    async with serve(handler, "127.0.0.1", 0, process_request=refuse,
-                     compression=None, ping_interval=None) as server:
+    tls = None
+    if args.tls:
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(args.tls[0], args.tls[1])
+    async with serve(handler, "127.0.0.1", args.port, process_request=refuse,
+                     compression=None, ping_interval=None, ssl=tls,
+                     max_size=None) as server:
         print(server.sockets[0].getsockname()[1], flush=True)
-        await asyncio.Future()
+        # SIGTERM: close every connection with 1001 going away, count
+        # them, and stop.
+        stop = asyncio.get_running_loop().create_future()
+        asyncio.get_running_loop().add_signal_handler(
+            signal.SIGTERM, stop.set_result, None)
+        await stop
 
 
-asyncio.run(main())
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--log")
+    parser.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
+    args = parser.parse_args()
+    asyncio.run(main())

@@ -27,6 +27,8 @@ pub struct Target {
     pub authority: String,
     /// Every address the host resolved to, in resolver order.
     pub addrs: Vec<SocketAddr>,
+    /// A `ws://` or `wss://` URL: WebSocket over HTTP (`scheme`) or HTTPS.
+    pub websocket: bool,
 }
 
 /// A URL that cannot be loaded, each with the fix in its message.
@@ -34,7 +36,7 @@ pub struct Target {
 pub enum TargetError {
     #[error("invalid URL '{url}': {why}; write it as http://host[:port]/path")]
     Url { url: String, why: String },
-    #[error("unsupported scheme '{0}': use http:// or https://")]
+    #[error("unsupported scheme '{0}': use http://, https://, ws:// or wss://")]
     Scheme(String),
     #[error("cannot resolve host '{host}': {why}; check the host name in the URL, or give its address with --resolve HOST:PORT:ADDR")]
     Resolve { host: String, why: String },
@@ -73,9 +75,11 @@ pub fn parse_url(raw: &str) -> Result<Target, TargetError> {
         url: raw.to_string(),
         why: e.to_string(),
     })?;
-    let scheme = match url.scheme() {
-        "http" => Scheme::Http,
-        "https" => Scheme::Https,
+    let (scheme, websocket) = match url.scheme() {
+        "http" => (Scheme::Http, false),
+        "https" => (Scheme::Https, false),
+        "ws" => (Scheme::Http, true),
+        "wss" => (Scheme::Https, true),
         other => return Err(TargetError::Scheme(other.to_string())),
     };
     let host = match url.host() {
@@ -121,6 +125,7 @@ pub fn parse_url(raw: &str) -> Result<Target, TargetError> {
         path,
         authority,
         addrs: Vec::new(),
+        websocket,
     })
 }
 
@@ -257,6 +262,13 @@ mod tests {
             (t.scheme, t.port, t.authority.as_str()),
             (Scheme::Https, 443, "127.0.0.1")
         );
+        let t = parse_target("wss://127.0.0.1/chat?room=1").unwrap();
+        assert_eq!(
+            (t.scheme, t.port, t.path.as_str(), t.websocket),
+            (Scheme::Https, 443, "/chat?room=1", true)
+        );
+        let t = parse_target("ws://127.0.0.1:9001").unwrap();
+        assert_eq!((t.scheme, t.port, t.websocket), (Scheme::Http, 9001, true));
         let t = parse_target("http://localhost:81/").unwrap();
         assert!(!t.addrs.is_empty());
     }

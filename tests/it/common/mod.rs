@@ -6,6 +6,7 @@
 pub mod caddy;
 pub mod dashboard;
 pub mod deploy;
+pub mod document;
 pub mod faults;
 pub mod files;
 pub mod grpcio;
@@ -25,6 +26,7 @@ pub mod shard;
 pub mod slurm;
 pub mod tls;
 pub mod truth;
+pub mod websockets;
 
 pub use files::TempDir;
 pub(crate) use proto::{per_protocol, Proto};

@@ -289,9 +289,13 @@ pub struct BenchArgs {
     #[arg(long = "protoset", value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub protoset: Option<PathBuf>,
 
-    /// --grpc: the request message, in protobuf's JSON mapping [default: {}, every field at its default]
-    #[arg(long = "data", value_name = "JSON", conflicts_with = "requests")]
+    /// The message of every request: --grpc's in protobuf's JSON mapping [default: {}, every field at its default]; a ws:// URL's as given, or @FILE for a file's bytes [default: hello]
+    #[arg(long = "data", value_name = "DATA", conflicts_with = "requests")]
     pub data: Option<String>,
+
+    /// ws:// and wss:// URLs: send messages as binary frames, not text
+    #[arg(long = "ws-binary")]
+    pub ws_binary: bool,
 
     /// --grpc: a successful call counts as an error unless FIELD of its reply (a dotted path through nested messages) holds VALUE, as protobuf's JSON mapping writes it (replies are then decoded)
     #[arg(long = "grpc-check", value_name = "FIELD=VALUE")]

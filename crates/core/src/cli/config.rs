@@ -19,6 +19,7 @@ use crate::engine::setup::{
 use crate::engine::{Replay, Setup};
 use crate::http::h1::request::{check_header_value, check_token};
 use crate::http::h2::DEFAULT_MAX_STREAMS;
+use crate::http::ws::Conversation;
 use crate::llm::{Api, BodyOptions, Llm, Source};
 use crate::replay::{Order, ReplayError, RequestSet, MAX_ENDPOINTS};
 use crate::schedule::{Load, Process, Profile, Spacing, MAX_RATE};
@@ -214,6 +215,19 @@ pub enum ConfigError {
     GrpcNoSchema(String),
     #[error("{0} only applies to --grpc calls; add --grpc package.Service/Method, or drop {0}")]
     GrpcOnly(&'static str),
+    #[error("{flag} does not apply to a {scheme}:// URL: WebSocket upgrades an HTTP/1.1 connection and sends messages on it; drop {flag}, or load an http(s):// URL")]
+    NotForWebSocket {
+        flag: &'static str,
+        scheme: &'static str,
+    },
+    #[error("{0} applies to ws:// and wss:// URLs only; write the URL as ws://host:port/path, or drop {0}")]
+    WebSocketOnly(&'static str),
+    #[error("--data {given}: cannot read {path}: {why}; check the file's path")]
+    DataFile {
+        given: String,
+        path: String,
+        why: String,
+    },
     #[error("--grpc calls go over HTTP/2, which metron's gRPC speaks; drop --http3")]
     GrpcOverHttp3,
     #[error("--import-path finds the imports of --proto files, and --protoset holds its imports already; drop --import-path")]
@@ -293,7 +307,10 @@ impl Config {
             .iter()
             .map(|h| parse_header(h))
             .collect::<Result<_, _>>()?;
-        let call = call(args)?;
+        let pins = pins(&args.resolve)?;
+        let target = parse_target_pinned(&args.url, &pins)?;
+        let websocket = websocket(args, &target, &headers)?;
+        let call = call(args, websocket.is_some())?;
         if call.is_some() {
             add_call_headers(&mut headers, timeout);
         }
@@ -330,8 +347,6 @@ impl Config {
             Some(cpus) => Some(check_affinity(&cpus.0)?),
             None => None,
         };
-        let pins = pins(&args.resolve)?;
-        let target = parse_target_pinned(&args.url, &pins)?;
         let conns_per_thread = spread(connections as usize, threads);
         let growth = growth(args, connections, &load)?;
         let llm = llm(args, &target)?;
@@ -386,6 +401,12 @@ impl Config {
             sse: args.sse,
             llm,
             calls,
+            message: match (&websocket, &args.data) {
+                (None, _) => None,
+                (Some(_), Some(data)) => Some(data_bytes(data)?),
+                (Some(_), None) => Some(b"hello".to_vec()),
+            },
+            websocket,
             script: args.script.clone(),
             script_args: args.script_args.clone(),
             replay,
@@ -570,6 +591,8 @@ fn protocols(args: &BenchArgs, hosts: &[Target]) -> Result<Protocols, ConfigErro
             }
             (vec![Protocol::Http3], Some("--http3".to_string()))
         }
+        // The other protocols' flags were refused with a ws:// URL.
+        None if hosts.iter().any(|t| t.websocket) => (vec![Protocol::WebSocket], None),
         None => (vec![Protocol::Http1], None),
     };
     if args.zero_rtt && !offer.contains(&Protocol::Http3) {
@@ -592,9 +615,64 @@ fn protocols(args: &BenchArgs, hosts: &[Target]) -> Result<Protocols, ConfigErro
     })
 }
 
+/// A `ws://` or `wss://` URL: what every connection's upgrade says and
+/// how its messages go; the flags of other protocols are refused with it,
+/// and its own without it.
+fn websocket(
+    args: &BenchArgs,
+    target: &Target,
+    headers: &[(String, String)],
+) -> Result<Option<Arc<Conversation>>, ConfigError> {
+    if !target.websocket {
+        return match args.ws_binary {
+            true => Err(ConfigError::WebSocketOnly("--ws-binary")),
+            false => Ok(None),
+        };
+    }
+    let scheme = match target.scheme {
+        Scheme::Http => "ws",
+        Scheme::Https => "wss",
+    };
+    let others = [
+        (args.http2, "--http2"),
+        (args.http3, "--http3"),
+        (args.alpn.is_some(), "--alpn"),
+        (args.zero_rtt, "--0rtt"),
+        (args.max_streams.is_some(), "-m"),
+        (args.grpc.is_some(), "--grpc"),
+        (args.sse, "--sse"),
+        (args.llm.is_some(), "--llm"),
+    ];
+    if let Some(&(_, flag)) = others.iter().find(|(on, _)| *on) {
+        return Err(ConfigError::NotForWebSocket { flag, scheme });
+    }
+    Ok(Some(Arc::new(Conversation {
+        path: target.path.clone(),
+        fields: headers.to_vec(),
+        binary: args.ws_binary,
+    })))
+}
+
+/// `--data`'s bytes: as given, or a file's (`@FILE`).
+fn data_bytes(given: &str) -> Result<Vec<u8>, ConfigError> {
+    let Some(path) = given.strip_prefix('@') else {
+        return Ok(given.as_bytes().to_vec());
+    };
+    std::fs::read(path).map_err(|e| ConfigError::DataFile {
+        given: given.to_string(),
+        path: path.to_string(),
+        why: match e.kind() {
+            std::io::ErrorKind::NotFound => "no such file".to_string(),
+            std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+            _ => e.to_string(),
+        },
+    })
+}
+
 /// `--grpc`: the method called, from the schema given; the flags that
-/// only apply to calls are refused without one.
-fn call(args: &BenchArgs) -> Result<Option<Method>, ConfigError> {
+/// only apply to calls are refused without one (`--data` is a
+/// WebSocket run's message too).
+fn call(args: &BenchArgs, websocket: bool) -> Result<Option<Method>, ConfigError> {
     let Some(name) = &args.grpc else {
         let flag = if !args.proto.is_empty() {
             "--proto"
@@ -602,7 +680,7 @@ fn call(args: &BenchArgs) -> Result<Option<Method>, ConfigError> {
             "--import-path"
         } else if args.protoset.is_some() {
             "--protoset"
-        } else if args.data.is_some() {
+        } else if args.data.is_some() && !websocket {
             "--data"
         } else if args.grpc_check.is_some() {
             "--grpc-check"

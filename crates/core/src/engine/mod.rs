@@ -675,6 +675,7 @@ mod tests {
             protocol,
             authority: "127.0.0.1:8080".into(),
             server_limit,
+            websocket: None,
         }
     }
 

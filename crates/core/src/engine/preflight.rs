@@ -28,7 +28,7 @@ use super::transport::{
 };
 use super::trust::webpki_fault;
 use super::{tls_words, EngineError};
-use crate::http::preflight::{self as protocol, Ask, Found, Named, Stop};
+use crate::http::preflight::{self as protocol, Ask, Found, Named, Stop, Upgrade};
 use crate::http::Carrier;
 use crate::target::{Scheme, Target};
 
@@ -56,7 +56,12 @@ pub(super) fn peers(run: &Setup) -> Result<Vec<Peer>, EngineError> {
                     opts: &run.tls,
                     store_trouble: client.store_trouble.as_deref(),
                 });
-            let (addr, found) = preflight(target, check, &run.protocols, run.timeout)?;
+            let upgrade = run.websocket.as_deref().map(|conversation| Upgrade {
+                conversation,
+                authority: &target.authority,
+                max_head: run.max_head,
+            });
+            let (addr, found) = preflight(target, check, &run.protocols, upgrade, run.timeout)?;
             // Every connection to the host speaks what it chose.
             let tls = tls.map(|t| TlsSetup {
                 config: for_connections(&t.config, found.protocol, run.protocols.zero_rtt),
@@ -68,6 +73,7 @@ pub(super) fn peers(run: &Setup) -> Result<Vec<Peer>, EngineError> {
                 protocol: found.protocol,
                 authority: target.authority.clone(),
                 server_limit: found.server_limit,
+                websocket: run.websocket.clone(),
             })
         })
         .collect()
@@ -112,6 +118,7 @@ fn preflight(
     target: &Target,
     tls: Option<TlsCheck>,
     protocols: &Protocols,
+    upgrade: Option<Upgrade>,
     timeout: Duration,
 ) -> Result<(SocketAddr, Found), EngineError> {
     if protocols.offer.first().map(|p| p.carrier()) == Some(Carrier::Datagrams) {
@@ -127,6 +134,7 @@ fn preflight(
                     protocols,
                     timeout,
                     rtt: began.elapsed(),
+                    upgrade,
                 };
                 let found = match &tls {
                     Some(check) => probe.secure(sock, target, check),
@@ -246,6 +254,7 @@ fn certificate_over_tcp(
         protocols: &protocols,
         timeout,
         rtt: Duration::ZERO,
+        upgrade: None,
     };
     match probe.secure(sock, target, &tcp_check) {
         Err(e @ EngineError::Certificate { .. }) => Some(e),
@@ -260,6 +269,8 @@ struct Probe<'a> {
     timeout: Duration,
     /// How long the TCP connect took: a round trip.
     rtt: Duration,
+    /// A WebSocket run's upgrade.
+    upgrade: Option<Upgrade<'a>>,
 }
 
 impl Probe<'_> {
@@ -270,6 +281,7 @@ impl Probe<'_> {
             protocols: self.protocols,
             timeout: self.timeout,
             rtt,
+            upgrade: self.upgrade,
         }
     }
 

@@ -51,6 +51,12 @@ pub struct Setup {
     pub llm: Option<crate::llm::Llm>,
     /// `--grpc`: every request is a call of one method.
     pub calls: Option<Calls>,
+    /// A `ws://` or `wss://` URL: every connection upgrades to WebSocket
+    /// and each request is a message (its body).
+    pub websocket: Option<Arc<crate::http::ws::Conversation>>,
+    /// The message of every request unless a script or a requests file
+    /// says otherwise (`--data`).
+    pub message: Option<Vec<u8>>,
     pub script: Option<PathBuf>,
     pub script_args: Vec<String>,
     /// `--requests`: the requests to replay instead of GET URL.
@@ -75,9 +81,10 @@ impl Setup {
     /// The method, path and body of the request sent unless a script or
     /// a requests file says otherwise: GET the URL's path, or the call.
     pub fn request(&self) -> (&'static str, String, Option<&[u8]>) {
-        match &self.calls {
-            None => ("GET", self.target.path.clone(), None),
-            Some(c) => ("POST", format!("/{}", c.method), Some(&c.body)),
+        match (&self.calls, &self.message) {
+            (None, None) => ("GET", self.target.path.clone(), None),
+            (None, Some(message)) => ("GET", self.target.path.clone(), Some(message)),
+            (Some(c), _) => ("POST", format!("/{}", c.method), Some(&c.body)),
         }
     }
 

@@ -126,6 +126,8 @@ pub struct Peer {
     /// The most streams the server allows on a connection, as its
     /// pre-flight learned (where the protocol says).
     pub server_limit: Option<u32>,
+    /// WebSocket: what every connection's upgrade says.
+    pub websocket: Option<Arc<crate::http::ws::Conversation>>,
 }
 
 impl Peer {
@@ -144,6 +146,7 @@ impl Peer {
                 .tls
                 .as_ref()
                 .map_or_else(String::new, |t| t.name.to_str().into_owned()),
+            websocket: self.websocket.clone(),
         }
     }
 

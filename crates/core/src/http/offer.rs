@@ -65,6 +65,7 @@ impl Protocols {
         };
         match self.offer.as_slice() {
             [Protocol::Http1] => None,
+            [Protocol::WebSocket] => Some("WebSocket, one message in flight each".to_string()),
             [one] => Some(format!("{}, {streams}", one.name())),
             several => {
                 let names: Vec<&str> = several.iter().map(|p| p.name()).collect();
@@ -112,11 +113,13 @@ impl Protocols {
     }
 
     /// The protocol a TLS server that chose none by ALPN speaks, when it
-    /// was offered: HTTP/1.1, which needs no ALPN.
+    /// was offered: HTTP/1.1, which needs no ALPN (nor does WebSocket,
+    /// which upgrades from it).
     pub fn without_alpn(&self) -> Option<Protocol> {
         self.offer
-            .contains(&Protocol::Http1)
-            .then_some(Protocol::Http1)
+            .iter()
+            .copied()
+            .find(|&p| p == Protocol::Http1 || p == Protocol::WebSocket)
     }
 
     /// Why a plain-text host cannot be loaded over a protocol that needs

@@ -13,6 +13,8 @@
 //! - HTTP/2: sent the client preface, it must answer with SETTINGS, which
 //!   say how many streams it allows.
 //! - HTTP/3: one QUIC handshake offering h3 ([`super::h3::preflight`]).
+//! - WebSocket: one upgrade, taken with `101` and the right accept
+//!   ([`super::ws::preflight`]).
 
 use std::io;
 use std::net::{SocketAddr, TcpStream};
@@ -24,6 +26,7 @@ use super::h2::preflight::{Answer, Unfit};
 use super::h3;
 use super::offer::Protocols;
 use super::version::Protocol;
+use super::ws::preflight as ws;
 
 pub use super::probe::{Line, Named};
 
@@ -56,6 +59,16 @@ pub struct Ask<'a> {
     /// A round trip to the host: how long the connection (or the
     /// handshake) took.
     pub rtt: Duration,
+    /// A WebSocket run: what its upgrade says.
+    pub upgrade: Option<Upgrade<'a>>,
+}
+
+/// What a WebSocket run's pre-flight upgrade says to a host.
+#[derive(Clone, Copy)]
+pub struct Upgrade<'a> {
+    pub conversation: &'a ws::Conversation,
+    pub authority: &'a str,
+    pub max_head: usize,
 }
 
 impl Ask<'_> {
@@ -64,6 +77,7 @@ impl Ask<'_> {
     /// the fix.
     pub fn plain(&self, sock: &mut TcpStream) -> Result<Found, String> {
         match self.protocols.offer.first() {
+            Some(&Protocol::WebSocket) => self.upgraded(sock),
             Some(&Protocol::Http2) => {
                 let fix = self.protocols.no_prior_knowledge();
                 let unfit = |why: String| Unfit::PriorKnowledge(&why).words(self.addr, &fix);
@@ -108,7 +122,11 @@ impl Ask<'_> {
                 let limit = self.settings(heard).map_err(unfit)?;
                 self.found(Protocol::Http2, limit).map_err(Stop::Unserved)
             }
-            Protocol::Http1 => {
+            // A WebSocket run offers http/1.1, and upgrades from it.
+            Protocol::Http1 | Protocol::WebSocket if self.upgrade.is_some() => {
+                self.upgraded(line).map_err(Stop::Unserved)
+            }
+            Protocol::Http1 | Protocol::WebSocket => {
                 let heard = match greeting::listen(line, first_words_wait(self.rtt, self.timeout)) {
                     Ok(heard) => heard,
                     Err(why) if is_tls(&why) => return Err(Stop::Tls(why)),
@@ -141,6 +159,22 @@ impl Ask<'_> {
             return None;
         }
         Some(self.http2_only())
+    }
+
+    /// A WebSocket host: the upgrade taken over `line`.
+    fn upgraded(&self, line: &mut impl Line) -> Result<Found, String> {
+        let Some(u) = self.upgrade else {
+            return Err("a WebSocket run needs a ws:// or wss:// URL".to_string());
+        };
+        ws::upgrade(line, u.conversation, u.authority, u.max_head, self.timeout).map_err(
+            |why| {
+                format!(
+                    "the server at {} did not take the WebSocket upgrade: {why}",
+                    self.addr
+                )
+            },
+        )?;
+        self.found(Protocol::WebSocket, None)
     }
 
     /// The server's SETTINGS in answer to the preface, or what came

@@ -12,6 +12,11 @@ use super::h3::{Http3, QuicOptions};
 use super::session::Session;
 use super::sse::EventReading;
 use super::version::Protocol;
+use super::ws::{Conversation, WebSocket, WsOptions};
+
+/// The largest WebSocket message read: larger ones close the connection
+/// with `1009 message too big`.
+pub const MAX_MESSAGE: usize = 16 << 20;
 
 /// What every session of a run is opened with.
 #[derive(Clone, Debug)]
@@ -33,6 +38,8 @@ pub struct SessionOptions {
     /// configuration, offering its ALPN, and the name to verify.
     pub tls: Option<Arc<rustls::ClientConfig>>,
     pub server_name: String,
+    /// WebSocket: what the upgrade says, and how messages go.
+    pub websocket: Option<Arc<Conversation>>,
 }
 
 impl Protocol {
@@ -45,6 +52,18 @@ impl Protocol {
         now: Nanos,
     ) -> Result<Box<dyn Session<T>>, String> {
         Ok(match self {
+            Protocol::WebSocket => Box::new(WebSocket::new(WsOptions {
+                conversation: opts
+                    .websocket
+                    .clone()
+                    .ok_or("a WebSocket connection needs a ws:// or wss:// URL")?,
+                authority: opts.authority.clone(),
+                max_message: MAX_MESSAGE,
+                max_head: opts.max_head,
+                // Answers are matched by order: one message at a time.
+                max_in_flight: 1,
+                capture: opts.capture,
+            })),
             Protocol::Http1 => Box::new(Http1::reading(opts.max_head, opts.capture, opts.reading)),
             Protocol::Http3 => {
                 let tls = opts

@@ -178,6 +178,9 @@ pub struct Info {
     pub server_limit: Option<u32>,
     /// A protocol over datagrams: its packets so far, by its own count.
     pub packets: Option<Packets>,
+    /// WebSocket: the close code the server sent, once it did (1005: it
+    /// sent a close without one).
+    pub close_code: Option<u16>,
 }
 
 /// Why a session takes no new request.

@@ -15,6 +15,9 @@ pub enum Protocol {
     Http2,
     #[serde(rename = "HTTP/3")]
     Http3,
+    /// RFC 6455 over HTTP/1.1's upgrade: messages, not requests.
+    #[serde(rename = "WebSocket")]
+    WebSocket,
 }
 
 /// What carries a protocol's bytes.
@@ -30,7 +33,7 @@ impl Protocol {
     /// Its name in TLS's ALPN.
     pub fn alpn(self) -> &'static str {
         match self {
-            Protocol::Http1 => "http/1.1",
+            Protocol::Http1 | Protocol::WebSocket => "http/1.1",
             Protocol::Http2 => "h2",
             Protocol::Http3 => "h3",
         }
@@ -42,14 +45,20 @@ impl Protocol {
             Protocol::Http1 => "HTTP/1.1",
             Protocol::Http2 => "HTTP/2",
             Protocol::Http3 => "HTTP/3",
+            Protocol::WebSocket => "WebSocket",
         }
     }
 
     /// The protocol the reports call `name`.
     pub fn from_name(name: &str) -> Option<Protocol> {
-        [Protocol::Http1, Protocol::Http2, Protocol::Http3]
-            .into_iter()
-            .find(|p| p.name() == name)
+        [
+            Protocol::Http1,
+            Protocol::Http2,
+            Protocol::Http3,
+            Protocol::WebSocket,
+        ]
+        .into_iter()
+        .find(|p| p.name() == name)
     }
 
     /// The protocol an ALPN name stands for.
@@ -65,7 +74,7 @@ impl Protocol {
     /// It carries several requests at once on one connection (`-m`
     /// applies).
     pub fn multiplexes(self) -> bool {
-        self != Protocol::Http1
+        matches!(self, Protocol::Http2 | Protocol::Http3)
     }
 
     /// With `--0rtt`, a connection that resumes a TLS session sends its
@@ -100,6 +109,12 @@ impl Spoken {
             }
         }
         Spoken(seen)
+    }
+
+    /// Whether WebSocket was spoken: each request was a message, answered
+    /// by a message rather than a status.
+    pub fn messages(&self) -> bool {
+        self.0.contains(&Protocol::WebSocket)
     }
 
     /// Whether a host carried several requests at once on a connection

@@ -34,7 +34,7 @@ pub use recorder::{Loss, Recorder, Reply, Stamp, Window};
 // (ReadCause, ConnectCause and their counts are defined below.)
 pub use llm::LlmStats;
 pub use series::{Completions, RateSamples, Row};
-pub use status::{CallStatuses, StatusCodes};
+pub use status::{CallStatuses, CloseCodes, StatusCodes};
 pub use timings::{EventKind, EventStats, Timings};
 pub use visits::VisitStats;
 
@@ -418,6 +418,9 @@ pub struct Counters {
     /// documents of older versions).
     #[serde(default)]
     pub reopens: Reopens,
+    /// WebSocket closes the server sent, by code (empty otherwise).
+    #[serde(default)]
+    pub ws_closes: CloseCodes,
     /// Of `errors.timeout`, requests on connections the server never
     /// answered while it answered others: connections it had not taken
     /// (left in its listen backlog, past its connection limit).
@@ -666,6 +669,7 @@ impl Counters {
         self.grpc.add(&other.grpc);
         self.failed_checks += other.failed_checks;
         self.reopens.add(&other.reopens);
+        self.ws_closes.add(&other.ws_closes);
         self.timeout_unanswered += other.timeout_unanswered;
     }
 

@@ -527,6 +527,12 @@ impl Recorder {
         q.zero_rtt_offered += u64::from(p.zero_rtt_offered);
     }
 
+    /// The server closed a WebSocket connection with `code` (1005: it gave
+    /// none).
+    pub fn ws_closed(&mut self, code: u16) {
+        self.stats.counters.ws_closes.count(code);
+    }
+
     /// A connection that had opened ended for `why`, and another takes its
     /// place.
     pub fn reopened(&mut self, why: super::Reopen) {

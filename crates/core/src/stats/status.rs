@@ -212,8 +212,119 @@ impl<'de> Deserialize<'de> for CallStatuses {
     }
 }
 
+/// WebSocket closes the server sent, by code: the report's `Closes by the
+/// server: 1000 normal 9, 1001 going away 1` line and the JSON's
+/// `counters.ws_closes` (`{"1000": 9, "1001": 1}`). The codes RFC 6455
+/// names (1000 to 1015) are counted one by one, any other as `other`.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub struct CloseCodes([u64; CLOSE_KINDS]);
+
+const FIRST_CLOSE: u16 = 1000;
+const CLOSE_KINDS: usize = 17;
+
+impl CloseCodes {
+    pub fn count(&mut self, code: u16) {
+        self.0[Self::kind(code)] += 1;
+    }
+
+    fn kind(code: u16) -> usize {
+        match code {
+            1000..=1015 => usize::from(code - FIRST_CLOSE),
+            _ => CLOSE_KINDS - 1,
+        }
+    }
+
+    pub fn add(&mut self, o: &CloseCodes) {
+        for (a, b) in self.0.iter_mut().zip(o.0) {
+            *a += b;
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    /// The closes seen, by key (`"1000"`, or `"other"`), in order of code.
+    fn keyed(&self) -> impl Iterator<Item = (String, u64)> + '_ {
+        (0..CLOSE_KINDS).filter(|&k| self.0[k] > 0).map(|k| {
+            let key = match k {
+                k if k == CLOSE_KINDS - 1 => "other".to_string(),
+                k => (FIRST_CLOSE + k as u16).to_string(),
+            };
+            (key, self.0[k])
+        })
+    }
+}
+
+impl fmt::Display for CloseCodes {
+    /// `1000 normal 9, 1001 going away 1`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (k, (key, n)) in self.keyed().enumerate() {
+            if k > 0 {
+                f.write_str(", ")?;
+            }
+            match key.parse::<u16>() {
+                Ok(code) => write!(f, "{code} {} {n}", crate::http::ws::frame::close_name(code))?,
+                Err(_) => write!(f, "other codes {n}")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for CloseCodes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{{{self}}}")
+    }
+}
+
+impl Serialize for CloseCodes {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.keyed())
+    }
+}
+
+impl<'de> Deserialize<'de> for CloseCodes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = BTreeMap::<String, u64>::deserialize(d)?;
+        let mut closes = CloseCodes::default();
+        for (key, n) in map {
+            let kind = match key.as_str() {
+                "other" => CLOSE_KINDS - 1,
+                code => match code.parse::<u16>() {
+                    Ok(c @ 1000..=1015) => Self::kind(c),
+                    _ => {
+                        return Err(serde::de::Error::custom(format!(
+                            "{key:?} is not a close code from 1000 to 1015, nor \"other\""
+                        )))
+                    }
+                },
+            };
+            closes.0[kind] += n;
+        }
+        Ok(closes)
+    }
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn close_codes_print_by_name_and_read_back() {
+        let mut c = CloseCodes::default();
+        for code in [1001, 1000, 1000, 4000, 1011] {
+            c.count(code);
+        }
+        assert_eq!(
+            c.to_string(),
+            "1000 normal 2, 1001 going away 1, 1011 internal error 1, other codes 1"
+        );
+        let json = serde_json::to_string(&c).unwrap();
+        assert_eq!(json, r#"{"1000":2,"1001":1,"1011":1,"other":1}"#);
+        assert_eq!(serde_json::from_str::<CloseCodes>(&json).unwrap(), c);
+        assert!(serde_json::from_str::<CloseCodes>(r#"{"999":1}"#).is_err());
+        assert_eq!(c.total(), 5);
+    }
 
     #[test]
     fn call_statuses_print_by_name_and_read_back() {

@@ -777,8 +777,13 @@ impl Worker {
         self.pool.capacity(peer).closed(taken);
         let beyond = !answered && self.pool.beyond_limit(peer);
         self.forget_slots(i);
-        if let Some(p) = self.pool[i].conn.session().and_then(|s| s.info().packets) {
-            self.stats.packets(p);
+        if let Some(info) = self.pool[i].conn.session().map(|s| s.info()) {
+            if let Some(p) = info.packets {
+                self.stats.packets(p);
+            }
+            if let Some(code) = info.close_code {
+                self.stats.ws_closed(code);
+            }
         }
         let closed = self.pool[i].conn.close(now);
         if let Some(mut t) = closed.io {

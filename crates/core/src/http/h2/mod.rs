@@ -855,7 +855,7 @@ impl<T: Clone> Session<T> for Http2<T> {
         Info {
             handshake_complete: self.is_ready(),
             server_limit: self.settled.then_some(self.server.max_streams),
-            packets: None,
+            ..Info::default()
         }
     }
 

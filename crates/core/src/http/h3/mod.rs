@@ -1142,6 +1142,7 @@ impl<T: Clone> Session<T> for Http3<T> {
                 zero_rtt: f.zero_rtt,
                 zero_rtt_offered: f.zero_rtt_offered,
             }),
+            ..Info::default()
         }
     }
 }

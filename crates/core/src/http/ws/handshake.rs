@@ -50,7 +50,8 @@ pub fn request(path: &str, authority: &str, fields: &[(String, String)], key: &s
     out.into_bytes()
 }
 
-/// Why the server did not take the upgrade.
+/// Why the server did not take the upgrade, worded to follow "the server
+/// at ADDR did not take the WebSocket upgrade: ".
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Refusal {
     /// It answered with another status (and this reason phrase).
@@ -70,28 +71,28 @@ pub enum Refusal {
 impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Refusal::Status(101, _) => f.write_str("the server switched protocols without saying to WebSocket"),
+            Refusal::Status(101, _) => f.write_str("it switched protocols without saying to WebSocket"),
             Refusal::Status(code, reason) => write!(
                 f,
-                "the server answered the WebSocket upgrade with {code} {reason}: {}",
+                "it answered {code} {reason}: {}",
                 hint(*code)
             ),
             Refusal::NotUpgraded => f.write_str(
-                "the server answered 101 without Upgrade: websocket and Connection: Upgrade: a proxy in the way may need WebSocket enabled",
+                "it answered 101 without Upgrade: websocket and Connection: Upgrade: a proxy in the way may need WebSocket enabled",
             ),
             Refusal::Accept => f.write_str(
-                "the server's Sec-WebSocket-Accept does not match the key sent: something between client and server rewrote the handshake",
+                "its Sec-WebSocket-Accept does not match the key sent: something between client and server rewrote the handshake",
             ),
             Refusal::Unoffered(what, value) => write!(
                 f,
-                "the server chose {what} \"{value}\", which was not offered: offer it with -H, or configure the server not to insist"
+                "it chose {what} \"{value}\", which was not offered: offer it with -H, or configure the server not to insist"
             ),
             Refusal::TooLarge(max) => write!(
                 f,
-                "the upgrade's answer has a head over {max} bytes: raise --max-head"
+                "its answer has a head over {max} bytes: raise --max-head"
             ),
             Refusal::Malformed => f.write_str(
-                "the answer to the WebSocket upgrade is not an HTTP/1.1 response: is the URL's port a WebSocket server's?",
+                "its answer is not an HTTP/1.1 response: is the URL's port a WebSocket server's?",
             ),
         }
     }

@@ -14,16 +14,19 @@
 
 pub mod frame;
 pub mod handshake;
+pub mod preflight;
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use crate::clock::Nanos;
 use crate::http::capture::Captured;
 use crate::http::outbox::{after_write_error, Outbox};
-use crate::http::session::{Event, Failure, OpenError, Request, Retirement, Session};
+use crate::http::session::{Event, Failure, Info, OpenError, Request, Retirement, Session};
 
 use frame::{FrameError, Opcode};
 use handshake::Refusal;
+pub use preflight::Conversation;
 
 /// What a message's answer reports as its status: the connection's own,
 /// `101 Switching Protocols`, since a message has none.
@@ -32,14 +35,10 @@ pub const MESSAGE_STATUS: u16 = 101;
 /// What every WebSocket session of a run is opened with.
 #[derive(Clone, Debug)]
 pub struct WsOptions {
-    /// The URL's path and query, for the upgrade.
-    pub path: String,
+    /// The upgrade's path and fields, and how messages go.
+    pub conversation: Arc<Conversation>,
     /// The URL's authority, the upgrade's Host unless a field names one.
     pub authority: String,
-    /// The run's fields (`-H`), sent with the upgrade.
-    pub fields: Vec<(String, String)>,
-    /// Messages go as binary frames (`--ws-binary`), not text.
-    pub binary: bool,
     /// The largest message (and the upgrade's largest answer head).
     pub max_message: usize,
     pub max_head: usize,
@@ -111,9 +110,9 @@ impl<T: Clone> WebSocket<T> {
         let key = handshake::new_key();
         let mut out = Outbox::default();
         out.buf().extend(handshake::request(
-            &opts.path,
+            &opts.conversation.path,
             &opts.authority,
-            &opts.fields,
+            &opts.conversation.fields,
             &key,
         ));
         WebSocket {
@@ -330,11 +329,7 @@ impl<T: Clone> WebSocket<T> {
     }
 
     fn offered(&self) -> Option<&str> {
-        self.opts
-            .fields
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case("sec-websocket-protocol"))
-            .map(|(_, v)| v.as_str())
+        self.opts.conversation.offered()
     }
 }
 
@@ -356,7 +351,7 @@ impl<T: Clone> Session<T> for WebSocket<T> {
             return Err((OpenError::Full, tag));
         }
         let message = request.framed(message_of);
-        let opcode = if self.opts.binary {
+        let opcode = if self.opts.conversation.binary {
             Opcode::Binary
         } else {
             Opcode::Text
@@ -447,6 +442,14 @@ impl<T: Clone> Session<T> for WebSocket<T> {
 
     fn has_heard(&self) -> bool {
         self.heard
+    }
+
+    fn info(&self) -> Info {
+        Info {
+            handshake_complete: self.is_ready(),
+            close_code: self.close.as_ref().map(|c| c.code.unwrap_or(1005)),
+            ..Info::default()
+        }
     }
 
     fn free_streams(&self) -> u32 {

@@ -9,10 +9,11 @@ use super::*;
 
 fn options() -> WsOptions {
     WsOptions {
-        path: "/echo".into(),
+        conversation: Arc::new(Conversation {
+            path: "/echo".into(),
+            ..Conversation::default()
+        }),
         authority: "127.0.0.1:9".into(),
-        fields: Vec::new(),
-        binary: false,
         max_message: 1 << 20,
         max_head: 8192,
         max_in_flight: 100,
@@ -134,7 +135,11 @@ fn each_answer_answers_the_oldest_message() {
 #[test]
 fn binary_messages_and_a_servers_ping_between_fragments() {
     let mut s = WebSocket::new(WsOptions {
-        binary: true,
+        conversation: Arc::new(Conversation {
+            path: "/echo".into(),
+            binary: true,
+            ..Conversation::default()
+        }),
         ..options()
     });
     written(&mut s);
@@ -385,7 +390,10 @@ mod against_websockets {
     fn connect(server: &Server, path: &str) -> (WebSocket<u32>, TcpStream) {
         let sock = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
         let s = WebSocket::new(WsOptions {
-            path: path.into(),
+            conversation: Arc::new(Conversation {
+                path: path.into(),
+                ..Conversation::default()
+            }),
             authority: format!("127.0.0.1:{}", server.port),
             capture: true,
             ..options()

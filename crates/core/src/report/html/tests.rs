@@ -147,6 +147,7 @@ pub fn sample() -> Document {
         },
         quic: Default::default(),
         grpc: Default::default(),
+        ws_closes: Default::default(),
         failed_checks: 0,
     };
     Document {

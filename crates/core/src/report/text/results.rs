@@ -402,8 +402,12 @@ pub(super) fn write_own_lines(out: &mut impl Write, r: &TextReport) -> io::Resul
         writeln!(out, "  Protocol: {protocol}")?;
     }
     let c = &stats.counters;
-    if c.status_codes.total() > 0 {
+    let messages = r.protocol.as_ref().is_some_and(|p| p.messages());
+    if c.status_codes.total() > 0 && !messages {
         writeln!(out, "  Status codes: {}", c.status_codes)?;
+    }
+    if c.ws_closes.total() > 0 {
+        writeln!(out, "  Closes by the server: {}", c.ws_closes)?;
     }
     if c.grpc.total() > 0 {
         writeln!(out, "  gRPC status: {}", c.grpc)?;

@@ -1,0 +1,171 @@
+//! The WebSocket pre-flight: one upgrade before the run, over the line the
+//! engine reached the host by (TCP, or TLS over it), so that a server that
+//! refuses the handshake is one line naming what it said, not a run of
+//! counted failures. A taken upgrade is closed at once with `1000 normal`.
+
+use std::io;
+use std::time::{Duration, Instant};
+
+use super::frame::{self, Opcode};
+use super::handshake::{self, read_answer};
+use crate::http::probe::Line;
+
+/// What every WebSocket connection to a host says in its upgrade, and how
+/// its messages go: the same for the pre-flight and every connection.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Conversation {
+    /// The URL's path and query.
+    pub path: String,
+    /// The run's fields (`-H`): Origin, Authorization,
+    /// Sec-WebSocket-Protocol, ...
+    pub fields: Vec<(String, String)>,
+    /// Messages go as binary frames (`--ws-binary`), not text.
+    pub binary: bool,
+}
+
+impl Conversation {
+    /// The subprotocols offered with `-H Sec-WebSocket-Protocol`.
+    pub fn offered(&self) -> Option<&str> {
+        self.fields
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("sec-websocket-protocol"))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Sends the upgrade to `authority` over `line` and reads the answer
+/// within `timeout`; the error says what the server did instead, with the
+/// fix.
+pub fn upgrade(
+    line: &mut impl Line,
+    conversation: &Conversation,
+    authority: &str,
+    max_head: usize,
+    timeout: Duration,
+) -> Result<(), String> {
+    let key = handshake::new_key();
+    let request = handshake::request(&conversation.path, authority, &conversation.fields, &key);
+    line.write_all(&request)
+        .and_then(|()| line.flush())
+        .map_err(|e| words(&e))?;
+    let deadline = Instant::now() + timeout;
+    let mut answer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    // Bounded: every pass reads at least one byte, or returns.
+    loop {
+        match read_answer(&answer, &key, conversation.offered(), max_head) {
+            Ok(Some(_)) => break,
+            Ok(None) => {}
+            Err(refusal) => return Err(refusal.to_string()),
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(silent(timeout));
+        }
+        line.set_read_timeout(Some(left))
+            .map_err(|e| e.to_string())?;
+        match line.read(&mut chunk) {
+            Ok(0) if answer.is_empty() => {
+                return Err("it closed the connection without an answer: is the URL's port a WebSocket server's?".to_string())
+            }
+            Ok(0) => return Err(handshake::Refusal::Malformed.to_string()),
+            Ok(n) => answer.extend_from_slice(&chunk[..n]),
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                return Err(silent(timeout))
+            }
+            Err(e) => return Err(words(&e)),
+        }
+    }
+    // Leave as a client should; the server's answer is not waited for.
+    let mut close = Vec::new();
+    let mask = fastrand::u32(..).to_ne_bytes();
+    frame::encode(
+        &mut close,
+        true,
+        Opcode::Close,
+        &1000u16.to_be_bytes(),
+        mask,
+    );
+    let _ = line.write_all(&close).and_then(|()| line.flush());
+    Ok(())
+}
+
+fn silent(timeout: Duration) -> String {
+    format!("it sent no answer within {timeout:?} (--timeout: raise it for a slow server)")
+}
+
+fn words(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::ConnectionReset => "it reset the connection".to_string(),
+        io::ErrorKind::BrokenPipe | io::ErrorKind::UnexpectedEof => {
+            "it closed the connection".to_string()
+        }
+        _ => e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+
+    /// A one-connection server that reads the upgrade and answers with
+    /// what `answer` makes of its key.
+    fn serve(answer: impl FnOnce(&str) -> Vec<u8> + Send + 'static) -> std::net::SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let (mut sock, _) = listener.accept().unwrap();
+            let mut head = Vec::new();
+            let mut b = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && sock.read(&mut b).unwrap_or(0) == 1 {
+                head.push(b[0]);
+            }
+            let text = String::from_utf8_lossy(&head).to_string();
+            let key = text
+                .lines()
+                .find_map(|l| l.strip_prefix("Sec-WebSocket-Key: "))
+                .unwrap_or_default()
+                .to_string();
+            let _ = sock.write_all(&answer(&key));
+            std::thread::sleep(Duration::from_millis(200));
+        });
+        addr
+    }
+
+    fn try_upgrade(addr: std::net::SocketAddr, timeout: Duration) -> Result<(), String> {
+        let mut sock = TcpStream::connect(addr).unwrap();
+        let conversation = Conversation {
+            path: "/echo".into(),
+            ..Conversation::default()
+        };
+        upgrade(&mut sock, &conversation, "127.0.0.1", 8192, timeout)
+    }
+
+    #[test]
+    fn a_taken_upgrade_passes_and_a_refused_one_is_named() {
+        let taken = serve(|key| {
+            format!("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n\r\n", handshake::accept_for(key)).into_bytes()
+        });
+        assert_eq!(try_upgrade(taken, Duration::from_secs(5)), Ok(()));
+        let refused = serve(|_| b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n".to_vec());
+        let why = try_upgrade(refused, Duration::from_secs(5)).unwrap_err();
+        assert!(why.contains("403 Forbidden") && why.contains("-H"), "{why}");
+        let closed = serve(|_| Vec::new());
+        let why = try_upgrade(closed, Duration::from_secs(5)).unwrap_err();
+        assert!(why.contains("closed the connection"), "{why}");
+    }
+
+    #[test]
+    fn a_silent_server_is_named_after_the_timeout() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let why = try_upgrade(addr, Duration::from_millis(100)).unwrap_err();
+        assert!(
+            why.contains("no answer") && why.contains("--timeout"),
+            "{why}"
+        );
+        drop(listener);
+    }
+}

@@ -1,0 +1,251 @@
+//! WebSocket (`ws://`, `wss://`) against Python's `websockets`, a server
+//! nobody on this project wrote (tests/ws/echo_server.py): the server's
+//! own count of messages against metron's ledger, the closes it chose
+//! counted by name, a restart mid-run, a stop of its process in the
+//! corrected percentiles, TLS with its certificate refused and trusted,
+//! and the one-line errors of an upgrade the server will not take.
+//!
+//! metron runs as its binary with `--json`; the tests read the document.
+//! Every check is of ground truth (what the server counted, what the
+//! stop's arithmetic says), never of speed. Assertions on the exact
+//! wording of text are marked `wording:`.
+
+use std::time::Duration;
+
+use crate::common::document::{assert_ledger, counter, histogram, lost, run};
+use crate::common::files::schema_errors;
+use crate::common::servers;
+use crate::common::websockets::WebSockets;
+use crate::common::*;
+
+/// `counters.ws_closes[code]`, 0 when absent.
+fn closes(doc: &serde_json::Value, code: &str) -> u64 {
+    doc["counters"]["ws_closes"][code].as_u64().unwrap_or(0)
+}
+
+/// Every echo metron completed is one the server sent, and the server
+/// received no other message: its own count is the ledger's. Each
+/// connection (and the pre-flight's) ended with metron's `1000 normal`,
+/// and the document follows its published schema.
+#[test]
+fn the_servers_count_of_messages_is_metrons() {
+    let _g = serial();
+    let Some(srv) = WebSockets::start(None) else {
+        return;
+    };
+    let url = srv.url("/echo");
+    let (doc, text) = run(&["-t2", "-c4", "-R400", "-d3s", "--data", "ping", &url]);
+    let counts = srv.counts();
+    assert_ledger(&doc);
+    assert_eq!(lost(&doc), 0, "{text}");
+    let completed = counter(&doc, "completed");
+    assert_eq!(counter(&doc, "due"), 1200, "{text}");
+    assert_eq!(
+        (counts.received, counts.sent),
+        (completed, completed),
+        "{counts:?}"
+    );
+    // The run's 4 connections and the pre-flight's upgrade.
+    assert_eq!(counts.connections, 5, "{counts:?}");
+    assert!(counts.closes.iter().all(|c| c == "1000"), "{counts:?}");
+    assert_eq!(doc["protocol"], "WebSocket");
+    let errors = schema_errors(&doc);
+    assert!(errors.is_empty(), "{errors:#?}");
+    // wording: the banner and the protocol line say WebSocket; a message
+    // has no status of its own to count.
+    assert!(
+        text.contains("(WebSocket, one message in flight each)")
+            && text.contains("Protocol: WebSocket"),
+        "{text}"
+    );
+    assert!(!text.contains("Status codes"), "{text}");
+}
+
+/// The server closes each connection after its third echo with `1001
+/// going away`: metron counts every close by its code, as many as the
+/// server sent, reopens each connection, and loses no message.
+#[test]
+fn closes_the_server_chose_are_counted_by_name() {
+    let _g = serial();
+    let Some(srv) = WebSockets::start(None) else {
+        return;
+    };
+    let (doc, text) = run(&["-t1", "-c2", "-R200", "-d2s", &srv.url("/close")]);
+    let counts = srv.counts();
+    assert_ledger(&doc);
+    assert_eq!(lost(&doc), 0, "{text}");
+    let by_server = counts.closes.iter().filter(|c| *c == "1001").count() as u64;
+    assert!(by_server >= 100, "{counts:?}");
+    assert_eq!(closes(&doc, "1001"), by_server, "{text}");
+    assert_eq!(counts.sent, counter(&doc, "completed"), "{counts:?}");
+    assert_eq!(counter(&doc, "reconnects"), by_server, "{text}");
+    // wording: the report names the code.
+    assert!(
+        text.contains(&format!(
+            "Closes by the server: 1001 going away {by_server}"
+        )),
+        "{text}"
+    );
+}
+
+/// The server is restarted one second into the run (SIGTERM: it closes
+/// its connections with 1001 and stops; up again 300 ms later on the same
+/// port). Every message metron sent is in the ledger: answered, lost, in
+/// flight or never sent; every echo the server sent in either life was
+/// completed; and the server received no message metron does not count.
+#[test]
+fn a_server_restart_mid_run_loses_nothing_from_the_ledger() {
+    let _g = serial();
+    let Some(mut srv) = WebSockets::start(None) else {
+        return;
+    };
+    let url = srv.url("/echo");
+    let (doc, text) = std::thread::scope(|s| {
+        let run = s.spawn(|| run(&["-t1", "-c4", "-R300", "-d4s", "--timeout", "2s", &url]));
+        std::thread::sleep(Duration::from_millis(1500));
+        srv.restart(Duration::from_millis(300));
+        run.join().unwrap()
+    });
+    let counts = srv.counts();
+    assert_ledger(&doc);
+    let completed = counter(&doc, "completed");
+    assert_eq!(counts.sent, completed, "{counts:?}\n{text}");
+    assert!(
+        (completed..=completed + lost(&doc) + counter(&doc, "in_flight"))
+            .contains(&counts.received),
+        "the server received {}: {text}",
+        counts.received
+    );
+    assert!(closes(&doc, "1001") >= 4, "{text}");
+    assert!(counter(&doc, "reconnects") >= 4, "{text}");
+    assert!(completed > 900, "{text}");
+}
+
+/// Python's process stopped (SIGSTOP) for one second at 2000 messages a
+/// second over 10 connections: every message due in the stop waits from
+/// when it was due. The S·R messages due meanwhile spread evenly over
+/// [0, S], so over a window of D seconds the corrected p99 is S − 0.01·D
+/// and p99.9 is S − 0.001·D; each is held to 5% of that arithmetic.
+/// Uncorrected latency, timed from when each message actually left, sees
+/// only the 10 in flight: its p99 is far lower.
+#[test]
+fn a_stopped_server_shows_in_the_corrected_percentiles() {
+    let _g = serial();
+    let Some(srv) = WebSockets::start(None) else {
+        return;
+    };
+    let url = srv.url("/echo");
+    let ((doc, text), stop) = std::thread::scope(|s| {
+        let pause = s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(3000));
+            srv.pause(Duration::from_secs(1))
+        });
+        let load = ["-t1", "-c10", "-R2000", "-d10s", "--timeout", "5s"];
+        let run = run(&[&load[..], &[url.as_str()]].concat());
+        (run, pause.join().unwrap())
+    });
+    let counts = srv.counts();
+    assert_ledger(&doc);
+    assert_eq!(lost(&doc), 0, "{text}");
+    assert_eq!(counts.sent, counter(&doc, "completed"), "{counts:?}");
+    let window = doc["window_s"].as_f64().expect("window_s");
+    let s_us = stop.as_micros() as f64;
+    let latency = histogram(&doc["histograms"]["corrected"]);
+    let uncorrected = histogram(&doc["histograms"]["uncorrected"]);
+    for q in [0.99, 0.999] {
+        let want = s_us - (1.0 - q) * window * 1e6;
+        let got = latency.value_at_quantile(q) as f64;
+        assert!(
+            (got - want).abs() <= 0.05 * want,
+            "p{}: {got:.0} us, the arithmetic says {want:.0} us (stopped {stop:?})\n{text}",
+            q * 100.0
+        );
+    }
+    let sent = uncorrected.value_at_quantile(0.99) as f64;
+    assert!(sent * 10.0 < s_us, "uncorrected p99: {sent:.0} us\n{text}");
+}
+
+/// wss:// with a self-signed certificate: refused in one line naming the
+/// certificate and `--cacert`; trusted with `--cacert`, the messages go
+/// and come back over TLS.
+#[test]
+fn wss_refuses_an_unknown_certificate_and_trusts_cacert() {
+    let _g = serial();
+    if !servers::openssl_ready() {
+        return;
+    }
+    let dir = servers::fresh_dir("wss");
+    let (cert, key) = servers::self_signed(&dir, "ws", "localhost", "IP:127.0.0.1");
+    let Some(srv) = WebSockets::start(Some((cert.clone(), key))) else {
+        return;
+    };
+    let url = srv.url("/echo");
+    let refused = metron(&["-t1", "-c1", "-d1s", &url]);
+    let err = one_line_error(&refused);
+    // wording: the certificate and the flag that fixes it.
+    assert!(
+        err.contains("certificate") && err.contains("--cacert"),
+        "{err}"
+    );
+    let cacert = cert.display().to_string();
+    let (doc, text) = run(&["-t1", "-c2", "-R100", "-d2s", "--cacert", &cacert, &url]);
+    let counts = srv.counts();
+    assert_ledger(&doc);
+    assert_eq!(counter(&doc, "completed"), 200, "{text}");
+    assert_eq!(counts.sent, 200, "{counts:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An upgrade the server will not take is one line before the run,
+/// naming what it said and the fix: Python's 403, and an HTTP server
+/// (the built-in target) answering 200 to what it takes for a GET.
+#[test]
+fn an_upgrade_the_server_refuses_is_one_line_naming_what_it_said() {
+    let _g = serial();
+    let Some(srv) = WebSockets::start(None) else {
+        return;
+    };
+    let err = one_line_error(&metron(&["-t1", "-c1", "-d1s", &srv.url("/forbidden")]));
+    // wording: the status, and what to add.
+    assert!(
+        err.contains("did not take the WebSocket upgrade")
+            && err.contains("403 Forbidden")
+            && err.contains("-H"),
+        "{err}"
+    );
+    let http = server(Default::default());
+    let ws_url = url(&http, "/").replacen("http://", "ws://", 1);
+    let err = one_line_error(&metron(&["-t1", "-c1", "-d1s", &ws_url]));
+    assert!(
+        err.contains("200") && err.contains("not a WebSocket endpoint"),
+        "{err}"
+    );
+}
+
+/// Flags of other protocols are refused with a ws:// URL, and
+/// `--ws-binary` without one, each in one line naming the fix.
+#[test]
+fn flags_that_do_not_apply_are_refused() {
+    for (args, words) in [
+        (
+            &["--http2", "ws://127.0.0.1:9/"][..],
+            "--http2 does not apply to a ws:// URL",
+        ),
+        (
+            &["-m", "4", "wss://127.0.0.1:9/"][..],
+            "-m does not apply to a wss:// URL",
+        ),
+        (&["--sse", "ws://127.0.0.1:9/"][..], "--sse does not apply"),
+        (
+            &["--ws-binary", "http://127.0.0.1:9/"][..],
+            "--ws-binary applies to ws:// and wss:// URLs only",
+        ),
+        (
+            &["--data", "@/nonexistent/m.bin", "ws://127.0.0.1:9/"][..],
+            "no such file",
+        ),
+    ] {
+        let err = one_line_error(&metron(&[&["-d1s"][..], args].concat()));
+        assert!(err.contains(words), "{args:?}: {err}");
+    }
+}
