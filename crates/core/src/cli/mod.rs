@@ -66,7 +66,7 @@ pub const VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     " (commit ",
     env!("METRON_COMMIT"),
-    ")\nprotocols: HTTP/1.1, HTTP/2, HTTP/3 over QUIC, gRPC; TLS 1.2 and 1.3 (rustls)"
+    ")\nprotocols: HTTP/1.1, HTTP/2, HTTP/3 over QUIC, gRPC, WebSocket; TLS 1.2 and 1.3 (rustls)"
 );
 
 /// The date of the commit in [`VERSION`] (YYYY-MM-DD), or "unknown".
