@@ -13,7 +13,8 @@
 use std::time::Duration;
 
 use crate::common::document::{assert_ledger, counter, histogram, lost, run};
-use crate::common::files::schema_errors;
+use crate::common::files::{schema_errors, write};
+use crate::common::nginx;
 use crate::common::servers;
 use crate::common::websockets::WebSockets;
 use crate::common::*;
@@ -21,6 +22,29 @@ use crate::common::*;
 /// `counters.ws_closes[code]`, 0 when absent.
 fn closes(doc: &serde_json::Value, code: &str) -> u64 {
     doc["counters"]["ws_closes"][code].as_u64().unwrap_or(0)
+}
+
+/// 1200 messages to `srv`'s `/echo` over 4 connections, with `flags`:
+/// nothing lost, and the server's own count of messages received and
+/// sent is metron's completed count; each connection (the run's four and
+/// the pre-flight's upgrade) ended with metron's `1000 normal`.
+fn echoes_reconcile(srv: &WebSockets, flags: &[&str]) -> (serde_json::Value, String) {
+    let url = srv.url("/echo");
+    let load = ["-t2", "-c4", "-R400", "-d3s"];
+    let (doc, text) = run(&[&load[..], flags, &[url.as_str()]].concat());
+    let counts = srv.counts();
+    assert_ledger(&doc);
+    assert_eq!(lost(&doc), 0, "{text}");
+    let completed = counter(&doc, "completed");
+    assert_eq!(counter(&doc, "due"), 1200, "{text}");
+    assert_eq!(
+        (counts.received, counts.sent),
+        (completed, completed),
+        "{counts:?}"
+    );
+    assert_eq!(counts.connections, 5, "{counts:?}");
+    assert!(counts.closes.iter().all(|c| c == "1000"), "{counts:?}");
+    (doc, text)
 }
 
 /// Every echo metron completed is one the server sent, and the server
@@ -33,21 +57,7 @@ fn the_servers_count_of_messages_is_metrons() {
     let Some(srv) = WebSockets::start(None) else {
         return;
     };
-    let url = srv.url("/echo");
-    let (doc, text) = run(&["-t2", "-c4", "-R400", "-d3s", "--data", "ping", &url]);
-    let counts = srv.counts();
-    assert_ledger(&doc);
-    assert_eq!(lost(&doc), 0, "{text}");
-    let completed = counter(&doc, "completed");
-    assert_eq!(counter(&doc, "due"), 1200, "{text}");
-    assert_eq!(
-        (counts.received, counts.sent),
-        (completed, completed),
-        "{counts:?}"
-    );
-    // The run's 4 connections and the pre-flight's upgrade.
-    assert_eq!(counts.connections, 5, "{counts:?}");
-    assert!(counts.closes.iter().all(|c| c == "1000"), "{counts:?}");
+    let (doc, text) = echoes_reconcile(&srv, &["--data", "ping"]);
     assert_eq!(doc["protocol"], "WebSocket");
     let errors = schema_errors(&doc);
     assert!(errors.is_empty(), "{errors:#?}");
@@ -226,6 +236,8 @@ fn an_upgrade_the_server_refuses_is_one_line_naming_what_it_said() {
 /// `--ws-binary` without one, each in one line naming the fix.
 #[test]
 fn flags_that_do_not_apply_are_refused() {
+    let dir = servers::fresh_dir("ws-flags");
+    let not_text = format!("@{}", write(&dir, "bytes.bin", &[0xff, 0xfe, 0x00]));
     for (args, words) in [
         (
             &["--http2", "ws://127.0.0.1:9/"][..],
@@ -244,8 +256,105 @@ fn flags_that_do_not_apply_are_refused() {
             &["--data", "@/nonexistent/m.bin", "ws://127.0.0.1:9/"][..],
             "no such file",
         ),
+        (
+            &["-H", "Content-Length: 5", "ws://127.0.0.1:9/"][..],
+            "-H Content-Length: a message's frame carries its length",
+        ),
+        (
+            &["-H", "Sec-WebSocket-Extensions: x", "ws://127.0.0.1:9/"][..],
+            "metron offers no extension",
+        ),
+        (
+            &["--data", &not_text, "ws://127.0.0.1:9/"][..],
+            "add --ws-binary",
+        ),
     ] {
         let err = one_line_error(&metron(&[&["-d1s"][..], args].concat()));
         assert!(err.contains(words), "{args:?}: {err}");
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// nginx in front of Python's server, proxying the upgrade over plain
+/// TCP and TLS (its own certificate, trusted with `--cacert`), as
+/// WebSocket is usually deployed. Every echo the backend sent came back
+/// through nginx and was completed; nginx's access log holds one `101`
+/// per connection metron opened (the run's and the pre-flight's), and no
+/// other line.
+#[test]
+fn through_nginx_every_message_reaches_the_backend_and_back() {
+    let _g = serial();
+    let Some(nginx) = servers::tool("nginx", "nginx") else {
+        return;
+    };
+    let Some(backend) = WebSockets::start(None) else {
+        return;
+    };
+    let dir = servers::fresh_dir("nginx-ws");
+    nginx::write_certificate(&dir);
+    let upstream = backend.port;
+    let (process, [plain, tls]) = servers::start(
+        dir,
+        |dir, [plain, tls]| {
+            let d = dir.display();
+            let conf = format!(
+                "{}
+  map $http_upgrade $connection_upgrade {{ default upgrade; '' close; }}
+  server {{
+    listen 127.0.0.1:{plain};
+    listen 127.0.0.1:{tls} ssl;
+    ssl_certificate {d}/cert.pem;
+    ssl_certificate_key {d}/key.pem;
+    location / {{
+      proxy_pass http://127.0.0.1:{upstream};
+      proxy_http_version 1.1;
+      proxy_set_header Upgrade $http_upgrade;
+      proxy_set_header Connection $connection_upgrade;
+      proxy_read_timeout 60s;
+    }}
+  }}
+}}
+",
+                nginx::preamble(dir, nginx::LOG_FORMAT)
+            );
+            std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+            nginx::command(&nginx, dir)
+        },
+        nginx::last_line,
+    );
+    let cacert = process.dir.join("cert.pem").display().to_string();
+    let ws = format!("ws://127.0.0.1:{plain}/echo");
+    let wss = format!("wss://127.0.0.1:{tls}/echo");
+    let (plain_doc, text) = run(&["-t1", "-c3", "-R300", "-d2s", &ws]);
+    assert_ledger(&plain_doc);
+    let (tls_doc, tls_text) = run(&["-t1", "-c3", "-R300", "-d2s", "--cacert", &cacert, &wss]);
+    assert_ledger(&tls_doc);
+    let counts = backend.counts();
+    let completed = counter(&plain_doc, "completed") + counter(&tls_doc, "completed");
+    assert_eq!(completed, 1200, "{text}\n{tls_text}");
+    assert_eq!(
+        (counts.received, counts.sent),
+        (completed, completed),
+        "{counts:?}"
+    );
+    let log = servers::settled_log(&process.dir.join("access.log"));
+    let lines: Vec<nginx::Logged> = log.lines().map(nginx::Logged::parse).collect();
+    assert_eq!(lines.len(), 8, "{log}");
+    assert!(
+        lines.iter().all(|l| l.status == 101 && l.uri == "/echo"),
+        "{log}"
+    );
+}
+
+/// gorilla/websocket, Go's usual WebSocket library, in the shape of its
+/// own echo example (tests/ws/gorilla): its count of messages received
+/// and sent is metron's completed count, and every connection (the
+/// run's four and the pre-flight's) ended with metron's `1000 normal`.
+#[test]
+fn gorillas_count_of_messages_is_metrons() {
+    let _g = serial();
+    let Some(srv) = WebSockets::gorilla() else {
+        return;
+    };
+    echoes_reconcile(&srv, &["--ws-binary"]);
 }

@@ -1,7 +1,8 @@
-//! Python's `websockets` library as a WebSocket server nobody here wrote
-//! (tests/ws/echo_server.py): started on a port of the test's own, its
-//! own count of the messages it received and sent read back, stopped
-//! (SIGSTOP) and restarted on the same port.
+//! WebSocket servers nobody here wrote: Python's `websockets` library
+//! (tests/ws/echo_server.py) and Go's gorilla/websocket (tests/ws/gorilla,
+//! built from the Go module proxy): started on a port of the test's own,
+//! their own count of the messages they received and sent read back,
+//! stopped (SIGSTOP) and restarted on the same port.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -42,6 +43,42 @@ pub struct WebSockets {
     pub port: u16,
     log: PathBuf,
     tls: Option<(PathBuf, PathBuf)>,
+    /// gorilla/websocket's echo server, built: run instead of Python's.
+    gorilla: Option<PathBuf>,
+}
+
+const GORILLA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ws/gorilla");
+
+/// tests/ws/gorilla built once per test process (`go build`, its module
+/// from the Go module proxy), or `None` where Go is missing (outside CI).
+fn gorilla_binary() -> Option<PathBuf> {
+    static BUILT: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let out = servers::fresh_dir("gorilla-build").join("gorilla-echo");
+            let built = Command::new("go")
+                .args(["build", "-mod=readonly", "-o"])
+                .arg(&out)
+                .arg(".")
+                .current_dir(GORILLA)
+                .output();
+            match built {
+                Ok(o) if o.status.success() => Some(out),
+                Ok(o) => panic!(
+                    "go build of tests/ws/gorilla failed: {}",
+                    String::from_utf8_lossy(&o.stderr)
+                ),
+                Err(e) => {
+                    assert!(
+                        std::env::var_os("CI").is_none(),
+                        "CI needs Go to build gorilla/websocket's echo server: {e}"
+                    );
+                    eprintln!("note: skipped: Go is not installed ({e})");
+                    None
+                }
+            }
+        })
+        .clone()
 }
 
 impl WebSockets {
@@ -50,22 +87,52 @@ impl WebSockets {
         if !ready() {
             return None;
         }
+        Some(Self::launch(tls, None))
+    }
+
+    /// gorilla/websocket's echo example (`/echo`), or `None` where Go is
+    /// missing (outside CI).
+    pub fn gorilla() -> Option<WebSockets> {
+        Some(Self::launch(None, Some(gorilla_binary()?)))
+    }
+
+    fn launch(tls: Option<(PathBuf, PathBuf)>, gorilla: Option<PathBuf>) -> WebSockets {
         let dir = servers::fresh_dir("websockets");
         let log = dir.join("counts.log");
         let (process, [port]) = servers::start(
             dir,
-            |dir, [port]| Self::command(port, &dir.join("counts.log"), tls.as_ref()),
+            |dir, [port]| {
+                Self::command(
+                    port,
+                    &dir.join("counts.log"),
+                    tls.as_ref(),
+                    gorilla.as_deref(),
+                )
+            },
             |_| "(it said nothing)".to_string(),
         );
-        Some(WebSockets {
+        WebSockets {
             process: Some(process),
             port,
             log,
             tls,
-        })
+            gorilla,
+        }
     }
 
-    fn command(port: u16, log: &std::path::Path, tls: Option<&(PathBuf, PathBuf)>) -> Command {
+    fn command(
+        port: u16,
+        log: &std::path::Path,
+        tls: Option<&(PathBuf, PathBuf)>,
+        gorilla: Option<&std::path::Path>,
+    ) -> Command {
+        if let Some(binary) = gorilla {
+            let mut cmd = Command::new(binary);
+            cmd.args(["-addr", &format!("127.0.0.1:{port}")])
+                .arg("-log")
+                .arg(log);
+            return cmd;
+        }
         let mut cmd = Command::new("python3");
         cmd.arg(SERVER)
             .args(["--port", &port.to_string()])
@@ -109,7 +176,8 @@ impl WebSockets {
         let dir = process.dir.clone();
         // The directory holds the log: keep it past the old process.
         std::mem::forget(process);
-        let mut child = Self::command(self.port, &self.log, self.tls.as_ref())
+        let gorilla = self.gorilla.as_deref();
+        let mut child = Self::command(self.port, &self.log, self.tls.as_ref(), gorilla)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())

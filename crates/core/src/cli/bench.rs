@@ -332,7 +332,7 @@ pub struct BenchArgs {
     #[arg(short = 'v', long = "version", action = ArgAction::Version)]
     pub version: (),
 
-    /// Target URL: http:// or https://, host name or IP literal, port, path and query
+    /// Target URL: http:// or https:// (ws:// or wss:// for WebSocket), host name or IP literal, port, path and query
     #[arg(value_name = "URL", value_hint = ValueHint::Url)]
     pub url: String,
 

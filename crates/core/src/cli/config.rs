@@ -19,6 +19,7 @@ use crate::engine::setup::{
 use crate::engine::{Replay, Setup};
 use crate::http::h1::request::{check_header_value, check_token};
 use crate::http::h2::DEFAULT_MAX_STREAMS;
+use crate::http::protocol::MAX_MESSAGE;
 use crate::http::ws::Conversation;
 use crate::llm::{Api, BodyOptions, Llm, Source};
 use crate::replay::{Order, ReplayError, RequestSet, MAX_ENDPOINTS};
@@ -220,6 +221,12 @@ pub enum ConfigError {
         flag: &'static str,
         scheme: &'static str,
     },
+    #[error("-H {name}: {why}; drop it for a ws:// URL")]
+    WebSocketField { name: String, why: &'static str },
+    #[error("--data holds {0} bytes, more than a message may (16 MiB); send a smaller one")]
+    MessageTooLarge(usize),
+    #[error("--data is not UTF-8 text, which a text message must be; add --ws-binary to send it as a binary message")]
+    MessageNotText,
     #[error("{0} applies to ws:// and wss:// URLs only; write the URL as ws://host:port/path, or drop {0}")]
     WebSocketOnly(&'static str),
     #[error("--data {given}: cannot read {path}: {why}; check the file's path")]
@@ -646,6 +653,32 @@ fn websocket(
     if let Some(&(_, flag)) = others.iter().find(|(on, _)| *on) {
         return Err(ConfigError::NotForWebSocket { flag, scheme });
     }
+    let refused = [
+        (
+            "sec-websocket-extensions",
+            "metron offers no extension (permessage-deflate is not built)",
+        ),
+        ("content-length", "a message's frame carries its length"),
+        ("transfer-encoding", "a message's frame carries its length"),
+    ];
+    for (name, _) in headers {
+        let lower = name.to_ascii_lowercase();
+        if let Some((_, why)) = refused.iter().find(|(n, _)| *n == lower) {
+            return Err(ConfigError::WebSocketField {
+                name: name.clone(),
+                why,
+            });
+        }
+    }
+    if let Some(data) = &args.data {
+        let message = data_bytes(data)?;
+        if message.len() > MAX_MESSAGE {
+            return Err(ConfigError::MessageTooLarge(message.len()));
+        }
+        if !args.ws_binary && std::str::from_utf8(&message).is_err() {
+            return Err(ConfigError::MessageNotText);
+        }
+    }
     Ok(Some(Arc::new(Conversation {
         path: target.path.clone(),
         fields: headers.to_vec(),
@@ -664,6 +697,7 @@ fn data_bytes(given: &str) -> Result<Vec<u8>, ConfigError> {
         why: match e.kind() {
             std::io::ErrorKind::NotFound => "no such file".to_string(),
             std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+            std::io::ErrorKind::IsADirectory => "it is a directory".to_string(),
             _ => e.to_string(),
         },
     })

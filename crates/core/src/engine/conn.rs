@@ -628,6 +628,14 @@ impl<T: Io> Conn<T> {
         }
     }
 
+    /// The session ends: what it must still say before the socket
+    /// closes gets one write, if the socket takes it.
+    pub fn last_words(&mut self, now: Nanos) {
+        if self.session.as_ref().is_some_and(|s| s.has_last_words()) {
+            let _ = self.on_writable(now);
+        }
+    }
+
     pub fn on_writable(&mut self, now: Nanos) -> Result<(), Broken> {
         let (Some(io), Some(session), State::Open) = (&mut self.io, &mut self.session, self.state)
         else {

@@ -154,6 +154,13 @@ pub trait Session<T> {
         false
     }
 
+    /// It has words to write before its socket closes, even as it fails
+    /// (WebSocket's close, answering the server's or naming a protocol
+    /// error): the engine gives them one write.
+    fn has_last_words(&self) -> bool {
+        false
+    }
+
     /// What it knows of itself that only some protocols have: a
     /// handshake of its own, the server's stream limit, packets.
     fn info(&self) -> Info {

@@ -736,6 +736,7 @@ impl Worker {
             Some(Failure::Timeout) if ending.reopen.is_some() => self.pool[i].conn.timed_out(),
             _ => {}
         }
+        self.pool[i].conn.last_words(now);
         self.close(i, ending.reopen);
     }
 

@@ -196,14 +196,20 @@ impl<T: Clone> WebSocket<T> {
     /// The server broke the protocol: say so with `code`, then stop.
     fn protocol_error(&mut self, code: u16) {
         self.send_close(code);
-        self.fail(Failure::Protocol);
+        self.fail(Failure::Malformed);
     }
 
     /// Reads whatever whole frames (or the upgrade's answer) `buf` holds.
     fn read(&mut self, now: Nanos) {
         let mut at = 0;
         if self.stage == Stage::Upgrading {
-            match handshake::read_answer(&self.buf, &self.key, self.offered(), self.opts.max_head) {
+            let offered = self.opts.conversation.offered();
+            match handshake::read_answer(
+                &self.buf,
+                &self.key,
+                offered.as_deref(),
+                self.opts.max_head,
+            ) {
                 Ok(None) => return,
                 Ok(Some(len)) => {
                     at = len;
@@ -326,10 +332,6 @@ impl<T: Clone> WebSocket<T> {
             grpc_status: None,
         });
         true
-    }
-
-    fn offered(&self) -> Option<&str> {
-        self.opts.conversation.offered()
     }
 }
 
@@ -467,6 +469,10 @@ impl<T: Clone> Session<T> for WebSocket<T> {
             _ if self.close.is_some() => Some(Retirement::Asked),
             _ => Some(Retirement::Ended),
         }
+    }
+
+    fn has_last_words(&self) -> bool {
+        self.close_sent && !self.unwritable && !self.out.pending().is_empty()
     }
 
     /// Done, and its last words (a close) are written.

@@ -24,12 +24,16 @@ pub struct Conversation {
 }
 
 impl Conversation {
-    /// The subprotocols offered with `-H Sec-WebSocket-Protocol`.
-    pub fn offered(&self) -> Option<&str> {
-        self.fields
+    /// The subprotocols offered with `-H Sec-WebSocket-Protocol` (every
+    /// such field, as one list).
+    pub fn offered(&self) -> Option<String> {
+        let lists: Vec<&str> = self
+            .fields
             .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case("sec-websocket-protocol"))
+            .filter(|(n, _)| n.eq_ignore_ascii_case("sec-websocket-protocol"))
             .map(|(_, v)| v.as_str())
+            .collect();
+        (!lists.is_empty()).then(|| lists.join(","))
     }
 }
 
@@ -53,7 +57,7 @@ pub fn upgrade(
     let mut chunk = [0u8; 4096];
     // Bounded: every pass reads at least one byte, or returns.
     loop {
-        match read_answer(&answer, &key, conversation.offered(), max_head) {
+        match read_answer(&answer, &key, conversation.offered().as_deref(), max_head) {
             Ok(Some(_)) => break,
             Ok(None) => {}
             Err(refusal) => return Err(refusal.to_string()),
@@ -72,6 +76,9 @@ pub fn upgrade(
             Ok(n) => answer.extend_from_slice(&chunk[..n]),
             Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
                 return Err(silent(timeout))
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                return Err("stopped (Ctrl-C) before it answered".to_string())
             }
             Err(e) => return Err(words(&e)),
         }

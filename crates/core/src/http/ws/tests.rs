@@ -207,7 +207,7 @@ fn a_server_that_breaks_the_protocol_is_told_why() {
         assert_eq!(
             s.poll_event(),
             Some(Event::Failed {
-                why: Failure::Protocol
+                why: Failure::Malformed
             }),
             "{code}"
         );

@@ -320,7 +320,7 @@ pub(super) fn hint(said: &str) -> Option<&'static str> {
              request unanswered (its keep-alive or connection limits, or a restart)"
         }
         "head too large" => "raise --max-head",
-        "malformed" => "the server's answers are not valid HTTP",
+        "malformed" => "the server's answers are not valid HTTP (over WebSocket: not valid frames)",
         "HTTP/2 frames" => "the server speaks HTTP/2 only: add --http2",
         "TLS" => "TLS failed on open connections",
         "write" => "the server stopped reading or closed connections as requests were written",
