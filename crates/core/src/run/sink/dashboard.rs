@@ -37,11 +37,13 @@ pub fn open(cfg: &Config) -> Result<Option<Box<dyn Sink>>, Error> {
         return Ok(None);
     };
     let config = serde_json::to_string(&describe(&cfg.run)).map_err(io::Error::other)?;
-    let d =
-        Dashboard::start(addr, config, cfg.run.llm.is_some()).map_err(|why| Error::Dashboard {
+    let tokens = cfg.run.llm.is_some();
+    let d = Dashboard::start(addr, config, tokens, cfg.run.load.shard()).map_err(|why| {
+        Error::Dashboard {
             addr: addr.clone(),
             why,
-        })?;
+        }
+    })?;
     eprintln!("Dashboard: http://{}/", d.addr());
     if d.is_exposed() {
         eprintln!(
