@@ -116,8 +116,15 @@ fn the_event_stream_and_json_endpoint_add_up_to_the_run() {
         Some(completed as f64)
     );
     assert_eq!(value("metron_run_over"), Some(1.0));
-    assert!(value("metron_requests_in_flight").is_some());
-    assert!(value("metron_requests_waiting").is_some());
+    // After the run the gauges are the report's.
+    assert_eq!(
+        value("metron_requests_in_flight"),
+        counters["in_flight"].as_f64()
+    );
+    assert_eq!(
+        value("metron_requests_waiting"),
+        counters["never_sent"].as_f64()
+    );
     // Prometheus' histogram_quantile over the buckets lands in the bucket
     // of the report's own p99, or the next one.
     let buckets: Vec<(f64, f64)> = samples

@@ -88,6 +88,12 @@ impl Sink for Live {
     }
 
     fn finish(&mut self, end: &mut Ended) -> Result<(), Error> {
+        // The gauges' last sample was taken while the run went: from now
+        // on they are the report's, what was in flight and never sent at
+        // its end, so that a Prometheus scraping after the run has the
+        // ledger the report has.
+        let c = &end.outcome.stats.counters;
+        self.dashboard.outstanding(c.in_flight, c.never_sent);
         self.dashboard.finish(end.report.to_string());
         Ok(())
     }
