@@ -141,14 +141,7 @@ fn the_event_stream_and_json_endpoint_add_up_to_the_run() {
         .windows(2)
         .all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
     let estimate = histogram_quantile(0.99, &buckets);
-    let p99 = doc["latency"]["corrected"]["percentiles"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|pv| pv[0].as_f64() == Some(99.0))
-        .and_then(|pv| pv[1].as_f64())
-        .unwrap()
-        / 1e6;
+    let p99 = corrected_percentile_s(&doc, 99.0);
     let bucket_of = |x: f64| buckets.iter().position(|(le, _)| x <= *le).unwrap();
     let (theirs, ours) = (bucket_of(estimate) as i64, bucket_of(p99) as i64);
     assert!(
