@@ -273,3 +273,110 @@ fn the_dockerfile_builds_in_one_stage_and_runs_in_another() {
         ".dockerignore should leave target/ out of the build context"
     );
 }
+
+/// The pods serve their live figures where their Prometheus annotations
+/// say: `--dashboard` on every address at the annotated port, the path
+/// /metrics, a named container port, and a linger that outlasts a scrape
+/// or two after the run. The headless Service selects those pods on that
+/// port, and carries no annotations of its own, which would have every
+/// shard scraped twice.
+#[test]
+fn prometheus_finds_each_shards_metrics_where_the_job_serves_them() {
+    let docs = manifests();
+    check_run_job(&docs);
+    let job = find(&docs, "Job", "metron");
+    let file = &job.file;
+    let template = &job.value["spec"]["template"];
+    let (_, container) = pod_and_container(job);
+    let args = args_of(container, file);
+    let dashboard = flag_value(&args, "--dashboard")
+        .unwrap_or_else(|| panic!("{file}: no --dashboard=ADDR in {args:?}"));
+    let (host, port) = dashboard
+        .rsplit_once(':')
+        .unwrap_or_else(|| panic!("{file}: --dashboard={dashboard} should be HOST:PORT"));
+    assert!(
+        ["0.0.0.0", "[::]"].contains(&host),
+        "{file}: --dashboard={dashboard} listens on loopback alone, out of Prometheus' reach"
+    );
+    let port: u16 = port
+        .parse()
+        .unwrap_or_else(|_| panic!("{file}: --dashboard={dashboard}: not a port"));
+    let linger = flag_value(&args, "--dashboard-linger")
+        .unwrap_or_else(|| panic!("{file}: without --dashboard-linger the page closes with the run, before Prometheus scrapes its last figures"));
+    let seconds: u64 = linger
+        .strip_suffix('s')
+        .and_then(|s| s.parse().ok())
+        .or_else(|| {
+            linger
+                .strip_suffix('m')
+                .and_then(|m| m.parse::<u64>().ok())
+                .map(|m| m * 60)
+        })
+        .unwrap_or_else(|| panic!("{file}: --dashboard-linger {linger}: write it in s or m"));
+    assert!(
+        seconds >= 30,
+        "{file}: --dashboard-linger {linger} is shorter than two scrapes at 15 s"
+    );
+
+    let annotations = &template["metadata"]["annotations"];
+    let note = |key: &str| {
+        str_of(
+            &annotations[key],
+            &format!("{file}: the pod template's annotation {key}"),
+        )
+    };
+    assert_eq!(note("prometheus.io/scrape"), "true");
+    assert_eq!(note("prometheus.io/port"), port.to_string());
+    assert_eq!(note("prometheus.io/path"), "/metrics");
+    let ports = seq_of(
+        &container["ports"],
+        &format!("{file}: the container's ports"),
+    );
+    let named = ports
+        .iter()
+        .find(|p| p["containerPort"].as_u64() == Some(u64::from(port)))
+        .unwrap_or_else(|| panic!("{file}: no containerPort {port} for --dashboard"));
+    let name = str_of(&named["name"], "the metrics port's name");
+
+    let service = find(&docs, "Service", "metron-metrics");
+    let spec = &service.value["spec"];
+    assert_eq!(
+        spec["clusterIP"].as_str(),
+        Some("None"),
+        "{}: headless, so that each pod is its own endpoint",
+        service.file
+    );
+    let labels = &template["metadata"]["labels"];
+    let selector = spec["selector"]
+        .as_mapping()
+        .unwrap_or_else(|| panic!("{}: a selector", service.file));
+    assert!(!selector.is_empty());
+    for (k, v) in selector {
+        assert_eq!(
+            &labels[k], v,
+            "{}: selects {k:?}={v:?}, which the load pods do not carry",
+            service.file
+        );
+    }
+    let service_ports = seq_of(&spec["ports"], "the Service's ports");
+    assert!(
+        service_ports.iter().any(|p| {
+            p["targetPort"].as_str() == Some(name)
+                || p["targetPort"].as_u64() == Some(u64::from(port))
+        }),
+        "{}: no port leads to the pods' {name} port",
+        service.file
+    );
+    let service_annotations = &service.value["metadata"]["annotations"];
+    assert!(
+        service_annotations["prometheus.io/scrape"].is_null(),
+        "{}: annotated as well as the pods, every shard would be scraped twice",
+        service.file
+    );
+    let kustomization = read("deploy/kubernetes/kustomization.yaml");
+    assert!(
+        kustomization.contains(&service.file),
+        "kustomization.yaml should create {}",
+        service.file
+    );
+}
