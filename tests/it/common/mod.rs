@@ -8,6 +8,7 @@ pub mod dashboard;
 pub mod deploy;
 pub mod faults;
 pub mod files;
+pub mod grafana;
 pub mod grpcio;
 pub mod h2;
 pub mod httpbin;
