@@ -17,6 +17,7 @@ pub mod matrix;
 pub mod modules;
 pub mod nginx;
 pub mod process;
+pub mod prometheus;
 pub mod proto;
 pub mod python;
 pub mod relay;
