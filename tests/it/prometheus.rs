@@ -67,10 +67,14 @@ fn prometheus_adds_the_shards_up_to_the_merge_and_answers_every_panel() {
         .map(|p| format!("127.0.0.1:{p}"))
         .collect();
     let prom = Prometheus::start(dir.path(), prom_port, &targets);
+    // Prometheus takes up new targets some seconds after it starts: the
+    // run begins once it tries all three (each has an `up` series, 0 while
+    // nothing listens), so that it sees each from its first request.
+    prom.wait_for_targets(SHARDS);
 
     // The shards: one schedule from a common start two seconds ahead,
     // each page kept up after the run long enough to be scraped.
-    let start_at = (now() + 2.0).floor();
+    let start_at = (now() + 2.5).floor();
     let end_at = start_at + f64::from(SECONDS);
     for (i, addr) in targets.iter().enumerate() {
         let log = fs::File::create(dir.path().join(format!("shard-{i}.log"))).unwrap();
@@ -218,8 +222,16 @@ fn prometheus_adds_the_shards_up_to_the_merge_and_answers_every_panel() {
     let bucket_of = |x: f64| buckets.iter().position(|(le, _)| x <= *le).unwrap() as i64;
     let p99 = corrected_percentile_s(&merged, 99.0);
     let last = sum("histogram_quantile(0.99, sum by (le) (metron_latency_seconds_bucket))");
-    // The same from the run's increase, as a graph over the run takes it.
+    // The same from the run's increase, as a graph over the run takes it:
+    // the range begins before the run, where every shard counted 0.
     let range = format!("{}s", (at - start_at).ceil() as u64 + 5);
+    for s in prom.query(&format!("metron_latency_seconds_count[{range}]"), at) {
+        assert_eq!(
+            s["values"][0][1], "0",
+            "Prometheus first scraped shard {} mid-run: {}",
+            s["metric"]["shard"], s["values"]
+        );
+    }
     let increase = sum(&format!(
         "histogram_quantile(0.99, sum by (le) (increase(metron_latency_seconds_bucket[{range}])))"
     ));

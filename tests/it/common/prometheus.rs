@@ -100,6 +100,28 @@ impl Prometheus {
         }
     }
 
+    /// Waits until Prometheus scrapes `n` targets (each has an `up`
+    /// series, 1 once it answers): it takes up the targets of its
+    /// configuration some seconds after it starts, and what happens
+    /// before then it never sees.
+    pub fn wait_for_targets(&self, n: usize) {
+        let start = Instant::now();
+        loop {
+            let t = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs_f64();
+            if self.scalar("count(up)", t) == Some(n as f64) {
+                return;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "prometheus did not scrape {n} targets within 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     /// One GET in HTTP/1.0 (so the body comes whole, not chunked, and
     /// the connection closes after it): the status code and the body, or
     /// `None` if nothing answered.
