@@ -273,3 +273,246 @@ fn the_dockerfile_builds_in_one_stage_and_runs_in_another() {
         ".dockerignore should leave target/ out of the build context"
     );
 }
+
+/// The pods serve their live figures where their Prometheus annotations
+/// say: `--dashboard` on every address at the annotated port, the path
+/// /metrics, a named container port, and a linger that outlasts a scrape
+/// or two after the run. The headless Service selects those pods on that
+/// port, and carries no annotations of its own, which would have every
+/// shard scraped twice.
+#[test]
+fn prometheus_finds_each_shards_metrics_where_the_job_serves_them() {
+    let docs = manifests();
+    check_run_job(&docs);
+    let job = find(&docs, "Job", "metron");
+    let file = &job.file;
+    let template = &job.value["spec"]["template"];
+    let (_, container) = pod_and_container(job);
+    let args = args_of(container, file);
+    let dashboard = flag_value(&args, "--dashboard")
+        .unwrap_or_else(|| panic!("{file}: no --dashboard=ADDR in {args:?}"));
+    let (host, port) = dashboard
+        .rsplit_once(':')
+        .unwrap_or_else(|| panic!("{file}: --dashboard={dashboard} should be HOST:PORT"));
+    assert!(
+        ["0.0.0.0", "[::]"].contains(&host),
+        "{file}: --dashboard={dashboard} listens on loopback alone, out of Prometheus' reach"
+    );
+    let port: u16 = port
+        .parse()
+        .unwrap_or_else(|_| panic!("{file}: --dashboard={dashboard}: not a port"));
+    let linger = flag_value(&args, "--dashboard-linger")
+        .unwrap_or_else(|| panic!("{file}: without --dashboard-linger the page closes with the run, before Prometheus scrapes its last figures"));
+    let seconds: u64 = linger
+        .strip_suffix('s')
+        .and_then(|s| s.parse().ok())
+        .or_else(|| {
+            linger
+                .strip_suffix('m')
+                .and_then(|m| m.parse::<u64>().ok())
+                .map(|m| m * 60)
+        })
+        .unwrap_or_else(|| panic!("{file}: --dashboard-linger {linger}: write it in s or m"));
+    assert!(
+        seconds >= 30,
+        "{file}: --dashboard-linger {linger} is shorter than two scrapes at 15 s"
+    );
+
+    let annotations = &template["metadata"]["annotations"];
+    let note = |key: &str| {
+        str_of(
+            &annotations[key],
+            &format!("{file}: the pod template's annotation {key}"),
+        )
+    };
+    assert_eq!(note("prometheus.io/scrape"), "true");
+    assert_eq!(note("prometheus.io/port"), port.to_string());
+    assert_eq!(note("prometheus.io/path"), "/metrics");
+    let ports = seq_of(
+        &container["ports"],
+        &format!("{file}: the container's ports"),
+    );
+    let named = ports
+        .iter()
+        .find(|p| p["containerPort"].as_u64() == Some(u64::from(port)))
+        .unwrap_or_else(|| panic!("{file}: no containerPort {port} for --dashboard"));
+    let name = str_of(&named["name"], "the metrics port's name");
+
+    let service = find(&docs, "Service", "metron-metrics");
+    let spec = &service.value["spec"];
+    assert_eq!(
+        spec["clusterIP"].as_str(),
+        Some("None"),
+        "{}: headless, so that each pod is its own endpoint",
+        service.file
+    );
+    let labels = &template["metadata"]["labels"];
+    let selector = spec["selector"]
+        .as_mapping()
+        .unwrap_or_else(|| panic!("{}: a selector", service.file));
+    assert!(!selector.is_empty());
+    for (k, v) in selector {
+        assert_eq!(
+            &labels[k], v,
+            "{}: selects {k:?}={v:?}, which the load pods do not carry",
+            service.file
+        );
+    }
+    let service_ports = seq_of(&spec["ports"], "the Service's ports");
+    assert!(
+        service_ports.iter().any(|p| {
+            p["targetPort"].as_str() == Some(name)
+                || p["targetPort"].as_u64() == Some(u64::from(port))
+        }),
+        "{}: no port leads to the pods' {name} port",
+        service.file
+    );
+    let service_annotations = &service.value["metadata"]["annotations"];
+    assert!(
+        service_annotations["prometheus.io/scrape"].is_null(),
+        "{}: annotated as well as the pods, every shard would be scraped twice",
+        service.file
+    );
+    let kustomization = read("deploy/kubernetes/kustomization.yaml");
+    assert!(
+        kustomization.contains(&service.file),
+        "kustomization.yaml should create {}",
+        service.file
+    );
+}
+
+/// deploy/grafana/metron.json is a dashboard Grafana 9 and later import:
+/// a JSON model with a uid and no id, a templated Prometheus data source
+/// that every panel and query uses, panels that fit the 24-column grid
+/// without overlapping, and queries that read only series /metrics has
+/// and the variables the dashboard defines. The panels the README
+/// promises are there. (tests/it/prometheus.rs runs every query against a
+/// real Prometheus.)
+#[test]
+fn the_grafana_dashboard_reads_only_what_metron_exposes() {
+    use crate::common::grafana::*;
+    let d = dashboard();
+    assert!(d["id"].is_null(), "{FILE}: an id ties it to one Grafana");
+    assert!(d["uid"]
+        .as_str()
+        .is_some_and(|u| !u.is_empty() && u.len() <= 40));
+    assert!(
+        d["schemaVersion"].as_u64().is_some_and(|v| v >= 36),
+        "Grafana 9's model or later"
+    );
+    let vars = variables(&d);
+    let defined: BTreeSet<&str> = vars.iter().filter_map(|v| v["name"].as_str()).collect();
+    let source = vars
+        .iter()
+        .find(|v| v["type"] == "datasource")
+        .unwrap_or_else(|| panic!("{FILE}: no data source variable"));
+    assert_eq!(source["query"], "prometheus");
+    let source_ref = format!("${{{}}}", source["name"].as_str().unwrap());
+    let uses_source = |v: &serde_json::Value, what: &str| {
+        assert_eq!(v["type"], "prometheus", "{FILE}: {what}: {v}");
+        assert_eq!(
+            v["uid"].as_str(),
+            Some(source_ref.as_str()),
+            "{FILE}: {what}"
+        );
+    };
+    for v in &vars {
+        if v["type"] == "query" {
+            uses_source(&v["datasource"], &format!("variable {}", v["name"]));
+        }
+    }
+
+    let exposed = read("crates/core/src/dashboard/metrics.rs");
+    let builtins = ["__rate_interval", "__interval", "__range", "__range_s"];
+    let mut ids = BTreeSet::new();
+    let mut cells: Vec<(String, [u64; 4])> = Vec::new();
+    for p in panels(&d) {
+        let title = p["title"].as_str().unwrap_or_default();
+        assert!(
+            ids.insert(p["id"].as_u64().expect("a panel id")),
+            "{FILE}: id of {title:?} twice"
+        );
+        if p["type"] == "row" {
+            continue;
+        }
+        uses_source(&p["datasource"], title);
+        let g = &p["gridPos"];
+        let [x, y, w, h] = ["x", "y", "w", "h"].map(|k| g[k].as_u64().expect("gridPos"));
+        assert!(w > 0 && h > 0 && x + w <= 24, "{FILE}: {title:?} at {g}");
+        for (other, [ox, oy, ow, oh]) in &cells {
+            assert!(
+                x + w <= *ox || ox + ow <= x || y + h <= *oy || oy + oh <= y,
+                "{FILE}: {title:?} overlaps {other:?}"
+            );
+        }
+        cells.push((title.to_string(), [x, y, w, h]));
+        let targets = p["targets"].as_array().expect("targets");
+        assert!(!targets.is_empty(), "{FILE}: {title:?} queries nothing");
+        let refs: BTreeSet<&str> = targets.iter().filter_map(|t| t["refId"].as_str()).collect();
+        assert_eq!(refs.len(), targets.len(), "{FILE}: {title:?}: refIds");
+        for t in targets {
+            uses_source(&t["datasource"], title);
+        }
+    }
+    let queries = queries(&d);
+    for q in &queries {
+        for name in references(&q.expr) {
+            assert!(
+                defined.contains(name.as_str()) || builtins.contains(&name.as_str()),
+                "{FILE}: {} uses ${name}, which is neither a variable nor Grafana's",
+                q.panel
+            );
+        }
+        let names = metric_names(&q.expr);
+        assert!(!names.is_empty(), "{FILE}: {}: {}", q.panel, q.expr);
+        let known = |n: &str| exposed.contains(&format!("\"{n}\""));
+        for name in names {
+            assert!(
+                known(&name)
+                    || ["_bucket", "_sum", "_count"]
+                        .iter()
+                        .any(|s| name.strip_suffix(s).is_some_and(known)),
+                "{FILE}: {} reads {name}, which /metrics does not have",
+                q.panel
+            );
+        }
+    }
+
+    // The panels' substance: rate asked and achieved, corrected p50, p99
+    // and p99.9 over all shards from added histograms, send lag, the
+    // ledger, and errors by kind.
+    let exprs: Vec<String> = queries
+        .iter()
+        .map(|q| q.expr.split_whitespace().collect::<String>())
+        .collect();
+    let has = |needle: &str| {
+        let needle: String = needle.split_whitespace().collect();
+        assert!(
+            exprs.iter().any(|e| e.contains(&needle)),
+            "{FILE}: no query has {needle}"
+        );
+    };
+    has("sum(rate(metron_requests_intended_total");
+    has("sum(rate(metron_requests_completed_total");
+    for q in ["0.5", "0.99", "0.999"] {
+        has(&format!(
+            "histogram_quantile({q}, sum by (le) (rate(metron_latency_seconds_bucket"
+        ));
+    }
+    has("[$__rate_interval]");
+    has("metron_send_lag_seconds_bucket");
+    // The ledger's figures stay after the run, so they are each
+    // shard's last in the time range.
+    for ledger in [
+        "metron_requests_intended_total",
+        "metron_requests_completed_total",
+        "metron_requests_errors_total{shard=~\"$shard\",kind=~\"read|write|timeout\"}",
+        "metron_requests_waiting",
+        "metron_requests_in_flight",
+    ] {
+        has(&format!("sum(last_over_time({ledger}"));
+    }
+    has("histogram_quantile(0.99, sum by (le) (last_over_time(metron_latency_seconds_bucket");
+    has("sum by (kind) (rate(metron_requests_errors_total");
+    has("by (shard)");
+}

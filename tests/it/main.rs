@@ -33,6 +33,7 @@ mod outputs;
 mod phases;
 mod pool;
 mod preflight;
+mod prometheus;
 mod python_check;
 mod rate;
 mod replay;

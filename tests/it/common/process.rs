@@ -74,8 +74,14 @@ pub fn metron_with_env(args: &[&str], env: &[(&str, &str)]) -> Output {
 /// Starts `metron serve` with `args` on a free port; returns the process
 /// and the URL it announced.
 pub fn serve_command(args: &[&str]) -> (std::process::Child, String) {
+    serve_on("127.0.0.1:0", args)
+}
+
+/// Starts `metron serve --listen ADDR` with `args`; returns the process
+/// and the URL it announced.
+pub fn serve_on(addr: &str, args: &[&str]) -> (std::process::Child, String) {
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_metron"))
-        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(["serve", "--listen", addr])
         .args(args)
         .stdout(std::process::Stdio::piped())
         .spawn()

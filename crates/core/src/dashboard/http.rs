@@ -243,7 +243,13 @@ mod tests {
     /// event stream it does not wait for the run.
     #[test]
     fn head_is_answered_with_the_head_alone() {
-        let d = Dashboard::start("127.0.0.1:0", "{}".into(), false).unwrap();
+        let d = Dashboard::start(
+            "127.0.0.1:0",
+            "{}".into(),
+            false,
+            crate::schedule::Shard::WHOLE,
+        )
+        .unwrap();
         for path in ["/", "/series.json", "/metrics", "/nothing"] {
             let get = ask(&d, "GET", path);
             let head = ask(&d, "HEAD", path);

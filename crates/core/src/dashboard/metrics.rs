@@ -7,6 +7,11 @@
 //! quantile, as it cannot add quantiles. The buckets grow by 2^(1/3)
 //! (26%) from 50 us to 52 s, so `histogram_quantile` lands in the bucket
 //! of metron's own percentile or the next.
+//!
+//! An instance of a sharded run (`--shard I/N`) labels every sample
+//! `shard="I/N"`, ahead of its other labels: `by (shard)` keeps the
+//! instances apart whatever Prometheus calls them, and `sum by (le)`
+//! adds them. A run of one instance has no such label.
 
 use std::fmt::Write;
 
@@ -14,6 +19,7 @@ use hdrhistogram::Histogram;
 
 use super::{EndpointTotals, State, Totals};
 use crate::report::json::EndpointPoint;
+use crate::schedule::Shard;
 use crate::stats::summary;
 
 /// Bucket bounds in microseconds: 50 us times 2^(k/3), to two significant
@@ -36,172 +42,216 @@ fn two_digits(x: f64) -> u64 {
 
 pub(super) fn render(state: &State) -> String {
     let t = &state.totals;
-    let mut out = String::new();
-    let mut counter = |name: &str, help: &str, samples: &[(&str, f64)]| {
-        counter_of(&mut out, name, help, samples);
-    };
-    counter(
+    let mut out = Exposition::new(&state.labels);
+    out.counter(
         "metron_requests_completed_total",
         "Responses received in the measured window so far, error statuses included.",
-        &[("", t.completed as f64)],
+        &[(None, t.completed as f64)],
     );
-    counter(
+    out.counter(
         "metron_requests_errors_total",
         "Requests lost or answered with a status of 400 or more, by kind; connect counts failed connects.",
         &[
-            ("{kind=\"status\"}", t.kinds.status as f64),
-            ("{kind=\"read\"}", t.kinds.read as f64),
-            ("{kind=\"write\"}", t.kinds.write as f64),
-            ("{kind=\"timeout\"}", t.kinds.timeout as f64),
-            ("{kind=\"connect\"}", t.kinds.connect as f64),
+            (Some(("kind", "status")), t.kinds.status as f64),
+            (Some(("kind", "read")), t.kinds.read as f64),
+            (Some(("kind", "write")), t.kinds.write as f64),
+            (Some(("kind", "timeout")), t.kinds.timeout as f64),
+            (Some(("kind", "connect")), t.kinds.connect as f64),
         ],
     );
     if let Some(n) = t.intended {
-        counter(
+        out.counter(
             "metron_requests_intended_total",
             "Requests the schedule intended so far.",
-            &[("", n as f64)],
+            &[(None, n as f64)],
         );
     }
-    counter(
+    out.counter(
         "metron_window_seconds_total",
         "Seconds of the measured window the figures cover.",
-        &[("", t.seconds)],
+        &[(None, t.seconds)],
     );
-    histogram_of(
-        &mut out,
+    out.histogram(
         "metron_latency_seconds",
         "Corrected latency: from the intended send time to the response's end.",
-        &t.latency,
+        &[(None, &t.latency)],
     );
-    histogram_of(
-        &mut out,
+    out.histogram(
         "metron_uncorrected_latency_seconds",
         "Uncorrected latency: from the first byte written to the response's end.",
-        &t.uncorrected,
+        &[(None, &t.uncorrected)],
     );
-    histogram_of(
-        &mut out,
+    out.histogram(
         "metron_send_lag_seconds",
         "Send lag: from the intended send time to the first byte written.",
-        &t.send_lag,
+        &[(None, &t.send_lag)],
     );
     if let Some(l) = &t.llm {
-        counter_of(
-            &mut out,
+        out.counter(
             "metron_llm_output_tokens_total",
             "--llm: output tokens of the answers that ended in the measured window so far.",
-            &[("", l.output as f64)],
+            &[(None, l.output as f64)],
         );
-        histogram_of(
-            &mut out,
+        out.histogram(
             "metron_llm_ttft_seconds",
             "--llm: time to first token, from the intended send time.",
-            &l.ttft,
+            &[(None, &l.ttft)],
         );
-        histogram_of(
-            &mut out,
+        out.histogram(
             "metron_llm_tpot_seconds",
             "--llm: time per output token after the first, one per answer of two tokens or more.",
-            &l.tpot,
+            &[(None, &l.tpot)],
         );
     }
     if !t.endpoints.is_empty() {
         endpoints(&mut out, &t.endpoints);
     }
-    let _ = writeln!(
-        out,
-        "# HELP metron_requests_in_flight Requests sent and not answered yet.\n\
-         # TYPE metron_requests_in_flight gauge\nmetron_requests_in_flight {}\n\
-         # HELP metron_requests_waiting Requests due and not sent yet (never sent, if the run ended now).\n\
-         # TYPE metron_requests_waiting gauge\nmetron_requests_waiting {}",
-        state.in_flight, state.waiting
+    out.gauge(
+        "metron_requests_in_flight",
+        "Requests sent and not answered yet.",
+        state.in_flight as f64,
     );
-    let _ = writeln!(
-        out,
-        "# HELP metron_run_over Whether the run has ended (the final report is on the page).\n\
-         # TYPE metron_run_over gauge\nmetron_run_over {}",
-        u8::from(state.report.is_some())
+    out.gauge(
+        "metron_requests_waiting",
+        "Requests due and not sent yet (never sent, if the run ended now).",
+        state.waiting as f64,
     );
-    out
+    out.gauge(
+        "metron_run_over",
+        "Whether the run has ended (the final report is on the page).",
+        f64::from(u8::from(state.report.is_some())),
+    );
+    out.text
 }
 
-/// A counter's HELP and TYPE lines and its samples, each `(labels, value)`
-/// with its labels in braces, or none.
-fn counter_of(out: &mut String, name: &str, help: &str, samples: &[(&str, f64)]) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} counter");
-    for (labels, v) in samples {
-        let _ = writeln!(out, "{name}{labels} {v}");
-    }
+/// One label of a sample besides the common ones, as (name, value).
+type Label<'a> = Option<(&'a str, &'a str)>;
+
+/// The text being written, and the labels every sample carries (the
+/// run's `shard`, if any) ahead of its own.
+struct Exposition {
+    text: String,
+    common: String,
 }
 
-fn histogram_of(out: &mut String, name: &str, help: &str, h: &Histogram<u64>) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} histogram");
-    histogram_samples(out, name, "", h);
-}
-
-/// A histogram's samples, `labels` (`key="value",` each) before `le`: a
-/// cumulative count per bucket, the sum and the count.
-fn histogram_samples(out: &mut String, name: &str, labels: &str, h: &Histogram<u64>) {
-    let mut recorded = h.iter_recorded().peekable();
-    let mut below = 0u64;
-    for &bound in bounds() {
-        // A recorded value counts at the low end of the range it stands
-        // for: one recorded at exactly a bound is in that bound's bucket.
-        while let Some(v) =
-            recorded.next_if(|v| h.lowest_equivalent(v.value_iterated_to()) <= bound)
-        {
-            below += v.count_at_value();
+impl Exposition {
+    /// `common` as `name="value"` pairs joined by commas (escaped), or empty.
+    fn new(common: &str) -> Exposition {
+        Exposition {
+            text: String::new(),
+            common: common.to_string(),
         }
-        let le = bound as f64 / 1e6;
-        let _ = writeln!(out, "{name}_bucket{{{labels}le=\"{le}\"}} {below}");
     }
-    let _ = writeln!(out, "{name}_bucket{{{labels}le=\"+Inf\"}} {}", h.len());
-    let sum = summary::mean(h) * h.len() as f64 / 1e6;
-    let bare = labels.trim_end_matches(',');
-    let braces = if bare.is_empty() {
-        String::new()
-    } else {
-        format!("{{{bare}}}")
-    };
-    let _ = writeln!(out, "{name}_sum{braces} {sum}");
-    let _ = writeln!(out, "{name}_count{braces} {}", h.len());
+
+    fn family(&mut self, name: &str, kind: &str, help: &str) {
+        let _ = writeln!(self.text, "# HELP {name} {help}");
+        let _ = writeln!(self.text, "# TYPE {name} {kind}");
+    }
+
+    /// One sample line: the common labels, then `labels`, in braces if
+    /// there are any.
+    fn sample(&mut self, name: &str, labels: &[Label], value: f64) {
+        let mut all: Vec<String> = Vec::new();
+        if !self.common.is_empty() {
+            all.push(self.common.clone());
+        }
+        all.extend(
+            labels
+                .iter()
+                .flatten()
+                .map(|(k, v)| format!("{k}=\"{}\"", label_value(v))),
+        );
+        let _ = if all.is_empty() {
+            writeln!(self.text, "{name} {value}")
+        } else {
+            writeln!(self.text, "{name}{{{}}} {value}", all.join(","))
+        };
+    }
+
+    /// A counter's HELP and TYPE lines and its samples, each `(label,
+    /// value)`.
+    fn counter(&mut self, name: &str, help: &str, samples: &[(Label, f64)]) {
+        self.family(name, "counter", help);
+        for &(label, v) in samples {
+            self.sample(name, &[label], v);
+        }
+    }
+
+    fn gauge(&mut self, name: &str, help: &str, value: f64) {
+        self.family(name, "gauge", help);
+        self.sample(name, &[], value);
+    }
+
+    /// A histogram's HELP and TYPE lines, and the samples of each of
+    /// `series`, `(label, histogram)`.
+    fn histogram(&mut self, name: &str, help: &str, series: &[(Label, &Histogram<u64>)]) {
+        self.family(name, "histogram", help);
+        for &(label, h) in series {
+            self.histogram_samples(name, label, h);
+        }
+    }
+
+    /// A histogram's samples, `label` before `le`: a cumulative count per
+    /// bucket, the sum and the count.
+    fn histogram_samples(&mut self, name: &str, label: Label, h: &Histogram<u64>) {
+        let bucket = format!("{name}_bucket");
+        let mut recorded = h.iter_recorded().peekable();
+        let mut below = 0u64;
+        for &bound in bounds() {
+            // A recorded value counts at the low end of the range it
+            // stands for: one recorded at exactly a bound is in that
+            // bound's bucket.
+            while let Some(v) =
+                recorded.next_if(|v| h.lowest_equivalent(v.value_iterated_to()) <= bound)
+            {
+                below += v.count_at_value();
+            }
+            let le = (bound as f64 / 1e6).to_string();
+            self.sample(&bucket, &[label, Some(("le", le.as_str()))], below as f64);
+        }
+        self.sample(&bucket, &[label, Some(("le", "+Inf"))], h.len() as f64);
+        let sum = summary::mean(h) * h.len() as f64 / 1e6;
+        self.sample(&format!("{name}_sum"), &[label], sum);
+        self.sample(&format!("{name}_count"), &[label], h.len() as f64);
+    }
 }
 
 /// Each endpoint's (a flow step's) counts and corrected latency, under an
 /// `endpoint` label.
-fn endpoints(out: &mut String, all: &[EndpointTotals]) {
-    let label = |e: &EndpointTotals| format!("endpoint=\"{}\"", label_value(&e.name));
-    let labels: Vec<String> = all.iter().map(|e| format!("{{{}}}", label(e))).collect();
-    let each = |f: fn(&EndpointTotals) -> u64| -> Vec<(&str, f64)> {
-        labels
-            .iter()
-            .zip(all)
-            .map(|(l, e)| (l.as_str(), f(e) as f64))
+fn endpoints(out: &mut Exposition, all: &[EndpointTotals]) {
+    let each = |f: fn(&EndpointTotals) -> u64| -> Vec<(Label, f64)> {
+        all.iter()
+            .map(|e| (Some(("endpoint", e.name.as_str())), f(e) as f64))
             .collect()
     };
-    counter_of(
-        out,
+    out.counter(
         "metron_endpoint_requests_completed_total",
         "Responses received per endpoint (a flow's step), error statuses included.",
         &each(|e| e.latency.len()),
     );
-    counter_of(
-        out,
+    out.counter(
         "metron_endpoint_requests_errors_total",
         "Requests lost or answered with a status of 400 or more, per endpoint.",
         &each(|e| e.errors),
     );
-    let name = "metron_endpoint_latency_seconds";
-    let _ = writeln!(
-        out,
-        "# HELP {name} Corrected latency per endpoint: from the intended send time to the response's end.\n\
-         # TYPE {name} histogram"
+    let series: Vec<(Label, &Histogram<u64>)> = all
+        .iter()
+        .map(|e| (Some(("endpoint", e.name.as_str())), &e.latency))
+        .collect();
+    out.histogram(
+        "metron_endpoint_latency_seconds",
+        "Corrected latency per endpoint: from the intended send time to the response's end.",
+        &series,
     );
-    for e in all {
-        histogram_samples(out, name, &format!("{},", label(e)), &e.latency);
+}
+
+/// The labels every series of a run carries: `shard="I/N"` for one
+/// instance of a sharded run (`--shard`), none otherwise.
+pub(super) fn common_labels(shard: Shard) -> String {
+    if shard.is_whole() {
+        String::new()
+    } else {
+        format!("shard=\"{}/{}\"", shard.index(), shard.count())
     }
 }
 
@@ -244,12 +294,14 @@ mod tests {
     use crate::stats::{new_histogram, Errors};
     use std::collections::VecDeque;
 
-    #[test]
-    fn every_sample_line_is_a_name_optional_labels_and_a_number() {
+    /// 99 answers at 1.5 ms and one at 250 ms, 2 error statuses, and one
+    /// endpoint whose name needs escaping; `labels` as the dashboard keeps
+    /// them.
+    fn state(labels: String) -> State {
         let mut latency = new_histogram();
         latency.record_n(1500, 99).unwrap();
         latency.record(250_000).unwrap();
-        let state = State {
+        State {
             config: "{}".into(),
             points: VecDeque::new(),
             seq: 3,
@@ -281,7 +333,13 @@ mod tests {
             in_flight: 4,
             waiting: 0,
             visits: false,
-        };
+            labels,
+        }
+    }
+
+    #[test]
+    fn every_sample_line_is_a_name_optional_labels_and_a_number() {
+        let state = state(common_labels(Shard::WHOLE));
         let text = render(&state);
         assert!(
             text.contains("metron_requests_completed_total 100\n"),
@@ -322,6 +380,43 @@ mod tests {
             let (_, value) = line.rsplit_once(' ').unwrap();
             assert!(value.parse::<f64>().is_ok(), "{line}");
         }
+    }
+
+    /// A shard's series all carry its `shard` label, first, so that
+    /// `sum by (le)` adds the shards and `by (shard)` tells them apart;
+    /// the rest of each line is as an unsharded run writes it.
+    #[test]
+    fn a_shards_every_series_carries_its_label_first() {
+        let whole = render(&state(common_labels(Shard::WHOLE)));
+        let text = render(&state(common_labels(Shard::new(1, 3).unwrap())));
+        assert!(!whole.contains("shard="), "{whole}");
+        let (mut lines, mut samples) = (whole.lines(), 0);
+        for line in text.lines() {
+            let bare = lines.next().unwrap();
+            if line.starts_with('#') {
+                assert_eq!(line, bare);
+                continue;
+            }
+            samples += 1;
+            let (name, rest) = line.split_once('{').unwrap_or_else(|| panic!("{line}"));
+            let rest = rest
+                .strip_prefix("shard=\"1/3\"")
+                .unwrap_or_else(|| panic!("{line}"));
+            // `name{shard="1/3"} v` stands for `name v`, and
+            // `name{shard="1/3",a="b"} v` for `name{a="b"} v`.
+            let want = match rest.strip_prefix(',') {
+                Some(others) => format!("{name}{{{others}"),
+                None => format!("{name}{}", rest.strip_prefix('}').unwrap()),
+            };
+            assert_eq!(want, bare);
+        }
+        assert!(lines.next().is_none());
+        assert!(samples > 100, "{text}");
+        assert!(text.contains("\nmetron_requests_completed_total{shard=\"1/3\"} 100\n"));
+        assert!(text.contains("\nmetron_latency_seconds_bucket{shard=\"1/3\",le=\"0.0016\"} 99\n"));
+        assert!(text.contains(
+            "\nmetron_endpoint_latency_seconds_count{shard=\"1/3\",endpoint=\"say \\\"hi\\\"\\\\\"} 3\n"
+        ));
     }
 
     #[test]

@@ -17,6 +17,10 @@
 //! names) has them in each point (`endpoints`), in the totals, and in
 //! `/metrics` under an `endpoint` label.
 //!
+//! One instance of a sharded run (`--shard I/N`) labels every series of
+//! `/metrics` `shard="I/N"`, so that a Prometheus scraping all of them
+//! tells them apart (`by (shard)`) and adds them up (`sum by (le)`).
+//!
 //! Nothing can be changed over HTTP. The most recent [`KEPT`] intervals
 //! are kept for the page and the JSON endpoint, so memory stays flat over
 //! a long run; the totals cover the whole window.
@@ -33,6 +37,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 
 use crate::report::json::{EndpointPoint, Point};
+use crate::schedule::Shard;
 use crate::stats::{new_histogram, Errors, IntervalStats};
 
 /// Intervals kept for the page and `/series.json`: 2048 intervals, about
@@ -75,6 +80,9 @@ struct State {
     /// The run's requests are a flow's steps: what the schedule intends
     /// is visits.
     visits: bool,
+    /// The labels every series of `/metrics` carries, written out
+    /// (`shard="0/3"`), or empty.
+    labels: String,
 }
 
 /// Running sums over the intervals so far: requests written (and written
@@ -195,8 +203,9 @@ impl Totals {
 impl Dashboard {
     /// Listens on `addr` (`HOST:PORT`, or a port alone for loopback) and
     /// starts serving; `config` is the run's description as JSON;
-    /// `tokens` says the run counts tokens (`--llm`).
-    pub fn start(addr: &str, config: String, tokens: bool) -> io::Result<Dashboard> {
+    /// `tokens` says the run counts tokens (`--llm`); `shard` is the part
+    /// of the schedule this instance sends, which labels its series.
+    pub fn start(addr: &str, config: String, tokens: bool, shard: Shard) -> io::Result<Dashboard> {
         let listener = TcpListener::bind(resolve(addr)?)?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
@@ -225,6 +234,7 @@ impl Dashboard {
                 in_flight: 0,
                 waiting: 0,
                 visits: false,
+                labels: metrics::common_labels(shard),
             }),
             changed: Condvar::new(),
         });
@@ -340,7 +350,7 @@ mod tests {
 
     #[test]
     fn a_run_in_tokens_counts_them_in_its_points_and_metrics() {
-        let d = Dashboard::start("127.0.0.1:0", "{}".into(), true).unwrap();
+        let d = Dashboard::start("127.0.0.1:0", "{}".into(), true, Shard::WHOLE).unwrap();
         for i in 0..3 {
             let mut iv = IntervalStats::empty(i, Duration::from_secs(1));
             iv.output_tokens = 16 * i;
@@ -376,7 +386,7 @@ mod tests {
 
     #[test]
     fn totals_add_every_interval_and_points_stay_bounded() {
-        let d = Dashboard::start("127.0.0.1:0", "{}".into(), false).unwrap();
+        let d = Dashboard::start("127.0.0.1:0", "{}".into(), false, Shard::WHOLE).unwrap();
         assert!(!d.is_exposed());
         let length = Duration::from_millis(10);
         for i in 0..(KEPT as u64 + 10) {
@@ -398,7 +408,7 @@ mod tests {
     /// sampled.
     #[test]
     fn each_point_has_what_was_outstanding_at_its_end() {
-        let d = Dashboard::start("127.0.0.1:0", "{}".into(), false).unwrap();
+        let d = Dashboard::start("127.0.0.1:0", "{}".into(), false, Shard::WHOLE).unwrap();
         let length = Duration::from_millis(100);
         // (intended, sent, returned, completed, lost): 100 a interval,
         // all answered, but three intervals in which nothing comes back

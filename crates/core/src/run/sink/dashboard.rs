@@ -37,11 +37,13 @@ pub fn open(cfg: &Config) -> Result<Option<Box<dyn Sink>>, Error> {
         return Ok(None);
     };
     let config = serde_json::to_string(&describe(&cfg.run)).map_err(io::Error::other)?;
-    let d =
-        Dashboard::start(addr, config, cfg.run.llm.is_some()).map_err(|why| Error::Dashboard {
+    let tokens = cfg.run.llm.is_some();
+    let d = Dashboard::start(addr, config, tokens, cfg.run.load.shard()).map_err(|why| {
+        Error::Dashboard {
             addr: addr.clone(),
             why,
-        })?;
+        }
+    })?;
     eprintln!("Dashboard: http://{}/", d.addr());
     if d.is_exposed() {
         eprintln!(
@@ -86,6 +88,12 @@ impl Sink for Live {
     }
 
     fn finish(&mut self, end: &mut Ended) -> Result<(), Error> {
+        // The gauges' last sample was taken while the run went: from now
+        // on they are the report's, what was in flight and never sent at
+        // its end, so that a Prometheus scraping after the run has the
+        // ledger the report has.
+        let c = &end.outcome.stats.counters;
+        self.dashboard.outstanding(c.in_flight, c.never_sent);
         self.dashboard.finish(end.report.to_string());
         Ok(())
     }
