@@ -179,6 +179,13 @@ fn prometheus_adds_the_shards_up_to_the_merge_and_answers_every_panel() {
         completed as f64
     );
     assert_eq!(sum("sum(metron_latency_seconds_count)"), completed as f64);
+    // Every answer by its status code, as the merge counts them.
+    assert_eq!(
+        sum("sum(metron_responses_total{code=\"200\"})"),
+        counters["status_codes"]["200"].as_u64().unwrap() as f64
+    );
+    assert_eq!(sum("sum(metron_responses_total)"), completed as f64);
+    assert_eq!(sum("sum(metron_ttfb_seconds_count)"), completed as f64);
     assert_eq!(
         sum("sum(metron_requests_intended_total)"),
         count(counters, "due") as f64

@@ -34,7 +34,7 @@ pub struct SinkFlags {
     #[arg(long = "dashboard", value_name = "ADDR", num_args = 0..=1, require_equals = true, default_missing_value = "127.0.0.1:0")]
     pub dashboard: Option<String>,
 
-    /// How long the dashboard stays up after the run [default: until Ctrl-C]
+    /// How long the dashboard stays up after the run [default: until Ctrl-C in a terminal's foreground; else it closes with the run]
     #[arg(long = "dashboard-linger", value_parser = parse_duration, value_name = "T")]
     pub dashboard_linger: Option<Duration>,
 }

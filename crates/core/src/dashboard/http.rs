@@ -15,8 +15,10 @@ use super::{metrics, Shared, KEEPALIVE};
 const MAX_CONNECTIONS: usize = 64;
 /// The longest request head read.
 const MAX_HEAD: usize = 8 * 1024;
-/// How long a client may take to send its request.
-const READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a client may take to send its request: a browser or a
+/// Prometheus sends it at once, and a connection that sends nothing holds
+/// one of the places a scrape needs.
+const READ_TIMEOUT: Duration = Duration::from_secs(2);
 
 const PAGE: &str = include_str!("page.html");
 

@@ -5,7 +5,7 @@
 //! intervals every thread has closed): cumulative bucket counts, which a
 //! Prometheus adds across instances (`sum by (le)`) before it takes a
 //! quantile, as it cannot add quantiles. The buckets grow by 2^(1/3)
-//! (26%) from 50 us to 52 s, so `histogram_quantile` lands in the bucket
+//! (26%) from 50 us to 3400 s (57 minutes), so `histogram_quantile` lands in the bucket
 //! of metron's own percentile or the next.
 //!
 //! An instance of a sharded run (`--shard I/N`) labels every sample
@@ -23,13 +23,15 @@ use crate::schedule::Shard;
 use crate::stats::summary;
 
 /// Bucket bounds in microseconds: 50 us times 2^(k/3), to two significant
-/// digits, up to 60 s (52 s); above that is the `+Inf` bucket's.
+/// digits, up to an hour (3400 s); above that is the `+Inf` bucket's. A
+/// saturated server's corrected latency runs to minutes in a long run,
+/// and a quantile in `+Inf` would read as the last bound.
 fn bounds() -> &'static [u64] {
     static BOUNDS: std::sync::OnceLock<Vec<u64>> = std::sync::OnceLock::new();
     BOUNDS.get_or_init(|| {
         (0..)
             .map(|k| two_digits(50.0 * 2f64.powf(f64::from(k) / 3.0)))
-            .take_while(|&us| us <= 60_000_000)
+            .take_while(|&us| us <= 3_600_000_000)
             .collect()
     })
 }
@@ -60,11 +62,20 @@ pub(super) fn render(state: &State) -> String {
         ],
     );
     if let Some(n) = t.intended {
-        out.counter(
-            "metron_requests_intended_total",
-            "Requests the schedule intended so far.",
-            &[(None, n as f64)],
-        );
+        // A flow's schedule starts visits, not requests: its count is
+        // named so, and stays out of the requests' ledger.
+        let (name, help) = if state.visits {
+            (
+                "metron_visits_intended_total",
+                "Visits the schedule intended so far (a flow: each visit is a sequence of requests).",
+            )
+        } else {
+            (
+                "metron_requests_intended_total",
+                "Requests the schedule intended so far.",
+            )
+        };
+        out.counter(name, help, &[(None, n as f64)]);
     }
     out.counter(
         "metron_window_seconds_total",
@@ -86,6 +97,16 @@ pub(super) fn render(state: &State) -> String {
         "Send lag: from the intended send time to the first byte written.",
         &[(None, &t.send_lag)],
     );
+    let codes = t.status_codes.named();
+    out.counter(
+        "metron_responses_total",
+        "Responses received in the measured window so far, by status code (a gRPC call by its HTTP status); codes beyond the sixteen first seen count under other.",
+        &codes
+            .iter()
+            .map(|(code, n)| (Some(("code", code.as_str())), *n as f64))
+            .collect::<Vec<_>>(),
+    );
+    phases(&mut out, t);
     if let Some(l) = &t.llm {
         out.counter(
             "metron_llm_output_tokens_total",
@@ -111,11 +132,19 @@ pub(super) fn render(state: &State) -> String {
         "Requests sent and not answered yet.",
         state.in_flight as f64,
     );
-    out.gauge(
-        "metron_requests_waiting",
-        "Requests due and not sent yet (never sent, if the run ended now).",
-        state.waiting as f64,
-    );
+    if state.visits {
+        out.gauge(
+            "metron_visits_waiting",
+            "Visits due and not started yet (never started, if the run ended now).",
+            state.waiting as f64,
+        );
+    } else {
+        out.gauge(
+            "metron_requests_waiting",
+            "Requests due and not sent yet (never sent, if the run ended now).",
+            state.waiting as f64,
+        );
+    }
     out.gauge(
         "metron_run_over",
         "Whether the run has ended (the final report is on the page).",
@@ -216,6 +245,45 @@ impl Exposition {
     }
 }
 
+/// The phases of the requests that have them: time to first byte,
+/// connect and TLS handshake (a run without TLS has no handshakes, so no
+/// such series), and `--sse`'s events. A family appears once it has
+/// something, as Prometheus takes a series that starts late.
+fn phases(out: &mut Exposition, t: &Totals) {
+    let families: [(&str, &str, &Histogram<u64>); 5] = [
+        (
+            "metron_ttfb_seconds",
+            "Time to first byte: from the intended send time to the first byte of the response.",
+            &t.ttfb,
+        ),
+        (
+            "metron_connect_seconds",
+            "TCP connect of each connection opened (a QUIC connection's whole handshake).",
+            &t.connect,
+        ),
+        (
+            "metron_tls_handshake_seconds",
+            "TLS handshake of each connection opened over TLS, after its TCP connect.",
+            &t.tls_handshake,
+        ),
+        (
+            "metron_first_event_seconds",
+            "--sse: a stream's first event, from the intended send time.",
+            &t.first_event,
+        ),
+        (
+            "metron_event_gap_seconds",
+            "--sse: the time between one event of a stream and the next.",
+            &t.event_gap,
+        ),
+    ];
+    for (name, help, h) in families {
+        if !h.is_empty() {
+            out.histogram(name, help, &[(None, h)]);
+        }
+    }
+}
+
 /// Each endpoint's (a flow step's) counts and corrected latency, under an
 /// `endpoint` label.
 fn endpoints(out: &mut Exposition, all: &[EndpointTotals]) {
@@ -291,7 +359,7 @@ pub(super) fn totals_json(t: &Totals) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::{new_histogram, Errors};
+    use crate::stats::{new_histogram, Errors, StatusCodes};
     use std::collections::VecDeque;
 
     /// 99 answers at 1.5 ms and one at 250 ms, 2 error statuses, and one
@@ -301,6 +369,12 @@ mod tests {
         let mut latency = new_histogram();
         latency.record_n(1500, 99).unwrap();
         latency.record(250_000).unwrap();
+        let mut status_codes = StatusCodes::default();
+        for code in [200; 98].into_iter().chain([503, 503]) {
+            status_codes.count(code);
+        }
+        let mut connect = new_histogram();
+        connect.record_n(120, 4).unwrap();
         State {
             config: "{}".into(),
             points: VecDeque::new(),
@@ -314,9 +388,15 @@ mod tests {
                 },
                 intended: Some(105),
                 seconds: 3.0,
-                latency,
+                latency: latency.clone(),
                 uncorrected: new_histogram(),
                 send_lag: new_histogram(),
+                status_codes,
+                ttfb: latency.clone(),
+                connect,
+                tls_handshake: new_histogram(),
+                first_event: new_histogram(),
+                event_gap: new_histogram(),
                 llm: None,
                 endpoints: vec![EndpointTotals {
                     name: "say \"hi\"\\".into(),
@@ -346,6 +426,13 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("metron_requests_errors_total{kind=\"status\"} 2\n"));
+        assert!(text.contains("\nmetron_responses_total{code=\"200\"} 98\n"));
+        assert!(text.contains("\nmetron_responses_total{code=\"503\"} 2\n"));
+        assert!(text.contains("\nmetron_ttfb_seconds_bucket{le=\"0.0016\"} 99\n"));
+        assert!(text.contains("\nmetron_connect_seconds_count 4\n"));
+        // No TLS and no events: no such families.
+        assert!(!text.contains("metron_tls_handshake_seconds"));
+        assert!(!text.contains("metron_event_gap_seconds"));
         assert!(text.contains("metron_requests_intended_total 105\n"));
         // 99 at 1.5 ms, one at 250 ms: cumulative counts by bucket.
         assert!(
@@ -420,10 +507,11 @@ mod tests {
     }
 
     #[test]
-    fn buckets_grow_by_a_quarter_from_50_us_to_52_s() {
+    fn buckets_grow_by_a_quarter_from_50_us_to_57_minutes() {
         let b = bounds();
         assert_eq!(&b[..8], [50, 63, 79, 100, 130, 160, 200, 250]);
-        assert_eq!(*b.last().unwrap(), 52_000_000);
+        assert_eq!(*b.last().unwrap(), 3_400_000_000);
+        assert_eq!(b.len(), 79);
         assert!(b
             .windows(2)
             .all(|w| w[1] > w[0] && w[1] * 100 <= w[0] * 135));

@@ -38,7 +38,7 @@ use hdrhistogram::Histogram;
 
 use crate::report::json::{EndpointPoint, Point};
 use crate::schedule::Shard;
-use crate::stats::{new_histogram, Errors, IntervalStats};
+use crate::stats::{new_histogram, Errors, IntervalStats, StatusCodes};
 
 /// Intervals kept for the page and `/series.json`: 2048 intervals, about
 /// half an hour at the default 1 s, a few hundred bytes each.
@@ -137,6 +137,16 @@ pub(crate) struct Totals {
     pub latency: Histogram<u64>,
     pub uncorrected: Histogram<u64>,
     pub send_lag: Histogram<u64>,
+    /// Responses by status code.
+    pub status_codes: StatusCodes,
+    /// Time to first byte (from the intended send time), TCP connect and
+    /// TLS handshake; `--sse`'s first events (from the intended send time)
+    /// and gaps between events.
+    pub ttfb: Histogram<u64>,
+    pub connect: Histogram<u64>,
+    pub tls_handshake: Histogram<u64>,
+    pub first_event: Histogram<u64>,
+    pub event_gap: Histogram<u64>,
     /// Each endpoint's, in the order they first had anything.
     pub endpoints: Vec<EndpointTotals>,
     /// `--llm`: the answers in tokens (else `None`).
@@ -174,10 +184,17 @@ impl Totals {
         let _ = self.latency.add(&iv.latency);
         let _ = self.uncorrected.add(&iv.uncorrected);
         let _ = self.send_lag.add(&iv.send_lag);
+        self.status_codes.add(&iv.status_codes);
+        let _ = self.ttfb.add(&iv.ttfb);
+        let _ = self.connect.add(&iv.connect);
+        let _ = self.tls_handshake.add(&iv.tls_handshake);
         if let Some(t) = &mut self.llm {
             t.output += iv.output_tokens;
             let _ = t.ttft.add(&iv.first_event);
             let _ = t.tpot.add(&iv.tpot);
+        } else {
+            let _ = self.first_event.add(&iv.first_event);
+            let _ = self.event_gap.add(&iv.event_gap);
         }
         for (name, e) in names.iter().zip(&iv.endpoints) {
             let Some(e) = e.as_ref().filter(|e| !e.is_empty()) else {
@@ -222,6 +239,12 @@ impl Dashboard {
                     latency: new_histogram(),
                     uncorrected: new_histogram(),
                     send_lag: new_histogram(),
+                    status_codes: StatusCodes::default(),
+                    ttfb: new_histogram(),
+                    connect: new_histogram(),
+                    tls_handshake: new_histogram(),
+                    first_event: new_histogram(),
+                    event_gap: new_histogram(),
                     endpoints: Vec::new(),
                     llm: tokens.then(|| TokenTotals {
                         output: 0,
@@ -286,6 +309,14 @@ impl Dashboard {
         state.totals.add(iv, intended, names);
         drop(state);
         self.shared.changed.notify_all();
+    }
+
+    /// The run has a schedule: `/metrics` counts what it intended from
+    /// the start (0 through the warm-up and the first interval), not from
+    /// the first interval's close, so that a rate of it is right from the
+    /// first scrape.
+    pub fn paced(&self) {
+        self.shared.lock().totals.intended.get_or_insert(0);
     }
 
     /// The run's requests are a flow's steps: each point's `intended`

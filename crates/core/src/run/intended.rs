@@ -23,6 +23,11 @@ impl Intended {
         }
     }
 
+    /// Whether the run has a schedule (rate mode), so counts to give.
+    pub fn is_paced(&self) -> bool {
+        self.counter.is_some()
+    }
+
     /// Requests intended in `[start, start + length)` of the window; none
     /// in the closed loop.
     pub fn count(&mut self, start: Duration, length: Duration) -> Option<u64> {

@@ -14,7 +14,7 @@ use std::time::Duration;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer, V2Serializer};
 use hdrhistogram::Histogram;
 
-use super::{Errors, IntervalStats};
+use super::{Errors, IntervalStats, StatusCodes};
 
 /// A closed interval, with its histograms V2-encoded.
 #[derive(Clone, Debug)]
@@ -34,6 +34,9 @@ pub struct EncodedInterval {
     event_gap: Vec<u8>,
     tpot: Vec<u8>,
     output_tokens: u64,
+    status_codes: StatusCodes,
+    connect: Vec<u8>,
+    tls_handshake: Vec<u8>,
     /// Endpoints with something in the interval, by index: the latency
     /// histogram and the errors.
     endpoints: Vec<(usize, Vec<u8>, u64)>,
@@ -102,7 +105,8 @@ impl IntervalRecorder {
     pub fn roll(&mut self, index: u64) {
         let o = &self.open;
         let any = o.completed + o.errors + o.kinds.connect + o.sent + o.returned;
-        if any + o.latency.len() + o.send_lag.len() + o.unfinished.len() > 0 {
+        let held = o.latency.len() + o.send_lag.len() + o.unfinished.len() + o.connect.len();
+        if any + held > 0 {
             let encoded = encode(&self.open);
             self.closed.push(encoded);
         }
@@ -171,6 +175,9 @@ fn encode_histograms(
         event_gap: bytes(&interval.event_gap),
         tpot: bytes(&interval.tpot),
         output_tokens: interval.output_tokens,
+        status_codes: interval.status_codes,
+        connect: bytes(&interval.connect),
+        tls_handshake: bytes(&interval.tls_handshake),
         endpoints: interval
             .endpoints
             .iter()
@@ -206,6 +213,9 @@ pub(super) fn add_into(out: &mut IntervalStats, e: &EncodedInterval, de: &mut De
     add_encoded(&mut out.event_gap, &e.event_gap, de);
     add_encoded(&mut out.tpot, &e.tpot, de);
     out.output_tokens += e.output_tokens;
+    out.status_codes.add(&e.status_codes);
+    add_encoded(&mut out.connect, &e.connect, de);
+    add_encoded(&mut out.tls_handshake, &e.tls_handshake, de);
     for (id, bytes, errors) in &e.endpoints {
         let into = out.endpoint(*id);
         into.errors += errors;

@@ -929,6 +929,13 @@ pub struct IntervalStats {
     /// first tokens.
     pub tpot: Histogram<u64>,
     pub output_tokens: u64,
+    /// Responses by status code, by completion time.
+    pub status_codes: StatusCodes,
+    /// TCP connects and TLS handshakes of the connections that opened in
+    /// the interval (µs); those opened before the window count in its
+    /// first interval.
+    pub connect: Histogram<u64>,
+    pub tls_handshake: Histogram<u64>,
     /// Each endpoint's (a flow step's) part, by index, when endpoints are
     /// kept.
     pub endpoints: Vec<Option<IntervalEndpoint>>,
@@ -977,6 +984,9 @@ impl IntervalStats {
             event_gap: new_histogram(),
             tpot: new_histogram(),
             output_tokens: 0,
+            status_codes: StatusCodes::default(),
+            connect: new_histogram(),
+            tls_handshake: new_histogram(),
             endpoints: Vec::new(),
         }
     }
@@ -1001,6 +1011,9 @@ impl IntervalStats {
         self.event_gap.reset();
         self.tpot.reset();
         self.output_tokens = 0;
+        self.status_codes = StatusCodes::default();
+        self.connect.reset();
+        self.tls_handshake.reset();
         for e in self.endpoints.iter_mut().flatten() {
             e.latency.reset();
             e.errors = 0;

@@ -125,6 +125,9 @@ impl Stamp {
 pub struct Recorder {
     stats: ThreadStats,
     window: Window,
+    /// The run has begun: its window is known, so times have a place in
+    /// its intervals.
+    begun: bool,
     /// Rate mode: requests have intended times, so send lag is kept.
     paced: bool,
     /// A rate profile's phases, when its figures are broken out by them.
@@ -154,15 +157,22 @@ impl Recorder {
         Recorder {
             stats: ThreadStats::new(interval, endpoints, counts_every),
             window: Window::ALL,
+            begun: false,
             paced: false,
             phases: Phases::default(),
         }
     }
 
-    /// The run starts: its window, and whether it is paced.
+    /// The run starts: its window, and whether it is paced. The
+    /// connections opened before now count in the window's first interval.
     pub fn begin(&mut self, window: Window, paced: bool) {
         self.window = window;
+        self.begun = true;
         self.paced = paced;
+        let timings = &self.stats.timings;
+        let first = self.stats.intervals.at(0);
+        super::add_histogram(&mut first.connect, &timings.connect);
+        super::add_histogram(&mut first.tls_handshake, &timings.tls_handshake);
     }
 
     /// Breaks the figures out by these phases of the run.
@@ -306,6 +316,7 @@ impl Recorder {
         iv.completed += 1;
         iv.errors += u64::from(error);
         iv.kinds.status += u64::from(error);
+        iv.status_codes.count(status);
         s.count_completion(offset);
         let answered = super::Answered {
             corrected,
@@ -469,13 +480,21 @@ impl Recorder {
         }
     }
 
-    /// A connection opened: its TCP connect took `connect` and its TLS
-    /// handshake `tls`, when it has one. Every connection counts, those
-    /// opened before the measured window too.
-    pub fn connected(&mut self, connect: Nanos, tls: Option<Nanos>) {
-        self.stats
-            .timings
-            .connection(to_us(connect), tls.map(to_us));
+    /// A connection opened `now`: its TCP connect took `connect` and its
+    /// TLS handshake `tls`, when it has one. Every connection counts, those
+    /// opened before the measured window too (in its first interval, those
+    /// before the run began as [`Recorder::begin`] puts them there).
+    pub fn connected(&mut self, now: Nanos, connect: Nanos, tls: Option<Nanos>) {
+        let (connect, tls) = (to_us(connect), tls.map(to_us));
+        self.stats.timings.connection(connect, tls);
+        if !self.begun {
+            return;
+        }
+        let iv = self.stats.intervals.at(self.window.offset(now));
+        super::record_clamped(&mut iv.connect, connect);
+        if let Some(tls) = tls {
+            super::record_clamped(&mut iv.tls_handshake, tls);
+        }
     }
 
     /// An attempt to connect failed `now`, for `cause`.
@@ -1099,6 +1118,37 @@ mod tests {
         r.connect_failed(SEC, ConnectCause::Refused);
         r.connect_failed(4 * SEC, ConnectCause::Refused);
         assert_eq!(r.stats().counters.errors.connect, 2);
+    }
+
+    /// Connections opened before the run began (when its window was not
+    /// known) count in its first interval, and leave the intervals where
+    /// they were: the answers after them still land by their own times.
+    #[test]
+    fn connects_before_the_run_count_in_its_first_interval() {
+        let mut r = Recorder::new(Duration::from_secs(1), 0, None);
+        r.connected(50 * SEC, 300_000, Some(900_000));
+        r.begin(
+            Window {
+                measure_from: 60 * SEC,
+                end: 63 * SEC,
+            },
+            true,
+        );
+        let stamp = r.sent(60 * SEC, 60 * SEC, None);
+        r.completed(stamp, reply(200, 10, 60 * SEC + MS), 60 * SEC + MS);
+        r.connected(61 * SEC + 1, 200_000, None);
+        let stats = r.finish(Duration::ZERO, 0);
+        assert_eq!(stats.timings.connect.len(), 2);
+        let intervals: Vec<crate::stats::IntervalStats> =
+            crate::stats::interval::merged(&[&stats.intervals], 3 * Duration::from_secs(1))
+                .collect();
+        assert_eq!(intervals.len(), 3);
+        let counts: Vec<(u64, u64, u64)> = intervals
+            .iter()
+            .map(|iv| (iv.completed, iv.connect.len(), iv.tls_handshake.len()))
+            .collect();
+        assert_eq!(counts, [(1, 1, 1), (0, 1, 0), (0, 0, 0)]);
+        assert_eq!(intervals[0].status_codes.get(200), 1);
     }
 
     #[test]

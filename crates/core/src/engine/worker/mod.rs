@@ -446,16 +446,14 @@ impl Worker {
 
     /// The connect (or the TLS handshake) of connection `i` moved on.
     fn on_connected(&mut self, i: usize) {
-        match self.pool[i]
-            .conn
-            .on_connect_event(&mut self.buf, clock::now())
-        {
+        let now = clock::now();
+        match self.pool[i].conn.on_connect_event(&mut self.buf, now) {
             Connect::Pending => {}
             // Its session starts: the preface goes out, and early bytes
             // may already have brought events.
             Connect::Ready(setup) => {
                 if let Some(setup) = setup {
-                    self.stats.connected(setup.connect, setup.tls);
+                    self.stats.connected(now, setup.connect, setup.tls);
                     // The server's own code answered the TLS handshake.
                     if let Some(tls) = setup.tls {
                         self.taken(i, Some(setup.connect + tls));
@@ -556,7 +554,7 @@ impl Worker {
         // A QUIC connection opens when its handshake is done: the time it
         // took stands as its connect (TLS is inside it).
         if let Some(handshake) = self.pool[i].conn.handshake_done(clock::now) {
-            self.stats.connected(handshake, None);
+            self.stats.connected(clock::now(), handshake, None);
             self.taken(i, Some(handshake));
         }
         // One moment for every event the session holds: each came from

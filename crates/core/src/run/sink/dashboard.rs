@@ -6,7 +6,8 @@
 //! nobody can press Ctrl-C, so without `--dashboard-linger` the page
 //! closes with the run rather than keep the process alive for ever.
 
-use std::io::{self, IsTerminal};
+use std::io;
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -52,9 +53,13 @@ pub fn open(cfg: &Config) -> Result<Option<Box<dyn Sink>>, Error> {
             d.addr()
         );
     }
+    let intended = Intended::new(&cfg.run);
+    if intended.is_paced() {
+        d.paced();
+    }
     Ok(Some(Box::new(Live {
         dashboard: d,
-        intended: Intended::new(&cfg.run),
+        intended,
         linger: cfg.outputs.sinks.dashboard_linger,
         endpoints: EndpointNames::of(cfg),
     })))
@@ -93,7 +98,12 @@ impl Sink for Live {
         // its end, so that a Prometheus scraping after the run has the
         // ledger the report has.
         let c = &end.outcome.stats.counters;
-        self.dashboard.outstanding(c.in_flight, c.never_sent);
+        let waiting = match &end.outcome.stats.visits {
+            // A flow's gauge counts visits (see `Dashboard::visits`).
+            Some(v) => v.never_started,
+            None => c.never_sent,
+        };
+        self.dashboard.outstanding(c.in_flight, waiting);
         self.dashboard.finish(end.report.to_string());
         Ok(())
     }
@@ -103,14 +113,14 @@ impl Sink for Live {
     /// Ctrl-C exits at once.
     fn linger(&self, stop: &Stop) {
         let d = &self.dashboard;
-        let terminal = io::stdin().is_terminal() || io::stdout().is_terminal();
+        let terminal = at_the_keyboard(&io::stdin()) || at_the_keyboard(&io::stdout());
         let how = match stay(self.linger, terminal) {
             Stay::For(t) => format!("for {}", format_run_duration(t)),
             Stay::UntilCtrlC => "until Ctrl-C".to_string(),
             Stay::No => {
                 eprintln!(
-                    "Dashboard: closed with the run, as no terminal is attached to end it with \
-                     Ctrl-C (--dashboard-linger T keeps it up for T)"
+                    "Dashboard: closed with the run, as no terminal's Ctrl-C can reach it \
+                     (--dashboard-linger T keeps it up for T)"
                 );
                 return;
             }
@@ -132,6 +142,17 @@ enum Stay {
     UntilCtrlC,
     /// Not at all: it closes with the run.
     No,
+}
+
+/// Whether `fd` is the terminal this process's Ctrl-C comes from: a
+/// terminal whose foreground is this process's group. A job started with
+/// `&` from an interactive shell still has the terminal on stdin, but
+/// Ctrl-C goes to the shell's foreground, never to it.
+fn at_the_keyboard(fd: &impl AsRawFd) -> bool {
+    let fd = fd.as_raw_fd();
+    // SAFETY: the calls only ask whether `fd` is a terminal and read the
+    // process groups; a descriptor that is not a terminal gives -1.
+    unsafe { libc::isatty(fd) == 1 && libc::tcgetpgrp(fd) == libc::getpgrp() }
 }
 
 /// `--dashboard-linger T` says; without it, until Ctrl-C when `terminal`
