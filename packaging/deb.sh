@@ -15,6 +15,10 @@
 set -euo pipefail
 umask 022
 out=$PWD
+# A relative target directory is the caller's, as cargo takes it.
+if [[ -n ${CARGO_TARGET_DIR:-} && $CARGO_TARGET_DIR != /* ]]; then
+    export CARGO_TARGET_DIR=$out/$CARGO_TARGET_DIR
+fi
 cd "$(dirname "$0")/.."
 root=$PWD
 

@@ -93,6 +93,8 @@ fn subcommands() -> Vec<(&'static str, clap::Command)> {
 pub fn command_tree() -> clap::Command {
     BenchArgs::command()
         .subcommand_negates_reqs(true)
+        // `metron help` is not a command (`--help` is): none to complete.
+        .disable_help_subcommand(true)
         .subcommands(subcommands().into_iter().map(|(name, cmd)| cmd.name(name)))
 }
 
@@ -102,10 +104,90 @@ pub fn completions(shell: Shell) -> Vec<u8> {
     // Into memory: the generator cannot report a failed write (a closed
     // pipe), and the caller's writer can.
     clap_complete::generate(shell, &mut command_tree(), "metron", &mut script);
-    if shell == Shell::Fish {
-        script = fish_values_after_a_flag(script);
+    match shell {
+        Shell::Fish => fish_shells(fish_values_after_a_flag(script)),
+        Shell::Zsh => zsh_command_or_url(script),
+        Shell::Bash => bash_files_as_operands(script, &["merge", "report"]),
+        _ => script,
     }
-    script
+}
+
+/// The generated zsh script takes the first word for the URL, and looks
+/// for a subcommand only in the word after it (`metron URL serve`), so
+/// neither `metron se<TAB>` nor any subcommand's flags ever completed.
+/// The first word is either, and only a subcommand's name is looked up.
+fn zsh_command_or_url(script: Vec<u8>) -> Vec<u8> {
+    let text = String::from_utf8_lossy(&script);
+    let Some(root) = text.find(":url -- ") else {
+        return script;
+    };
+    let (head, rest) = text.split_at(text[..root].rfind('\n').map_or(0, |i| i + 1));
+    // The root's positional operands (the URL, the script's arguments)
+    // and its subcommand spec, up to where its state is read.
+    let Some(end) = rest.find("&& ret=0") else {
+        return script;
+    };
+    let (specs, tail) = rest.split_at(end);
+    let kept: String = specs
+        .lines()
+        .filter(|l| !l.starts_with("':url -- ") && !l.starts_with("'::script_args -- "))
+        .map(|l| {
+            if l == "\":: :_metron_commands\" \\" {
+                "\": : _alternative 'commands\\:command\\:_metron_commands' 'urls\\:URL\\:_urls'\" \\\n"
+                    .to_string()
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    // The subcommand was the third operand (after URL and arguments); it
+    // is now the first, in the root's state block only.
+    let block_end = tail.find("\n}\n").unwrap_or(tail.len());
+    let (block, after) = tail.split_at(block_end);
+    let block = block.replace("$line[3]", "$line[1]");
+    format!("{head}{kept}{block}{after}").into_bytes()
+}
+
+/// The generated bash script offers only flags for a subcommand's first
+/// word, and never files after it: `metron merge <TAB>` inserted `-`.
+/// For `commands`, whose operands are files, it offers files (flags
+/// still after `-`).
+fn bash_files_as_operands(script: Vec<u8>, commands: &[&str]) -> Vec<u8> {
+    let mut text = String::from_utf8_lossy(&script).into_owned();
+    for name in commands {
+        let start_at = format!("        metron__subcmd__{name})\n");
+        let Some(start) = text.find(&start_at) else {
+            continue;
+        };
+        let end = text[start..]
+            .find("\n            ;;\n")
+            .map_or(text.len(), |i| start + i);
+        let block = text[start..end]
+            .replacen(
+                "if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then",
+                "if [[ ${cur} == -* ]] ; then",
+                1,
+            )
+            .replacen(
+                "            esac\n            COMPREPLY=( $(compgen -W \"${opts}\" -- \"${cur}\") )\n",
+                "            esac\n            COMPREPLY=( $(compgen -f -- \"${cur}\") )\n            compopt -o filenames 2>/dev/null\n",
+                1,
+            );
+        text.replace_range(start..end, &block);
+    }
+    text.into_bytes()
+}
+
+/// The generated fish script completes no operand: `metron completions
+/// <TAB>` offered file names. It offers the shells.
+fn fish_shells(script: Vec<u8>) -> Vec<u8> {
+    let mut text = String::from_utf8_lossy(&script).into_owned();
+    let names: Vec<&str> = SHELLS.iter().map(|(_, name, _)| *name).collect();
+    text.push_str(&format!(
+        "complete -c metron -n \"__fish_metron_using_subcommand completions\" -f -a \"{}\"\n",
+        names.join(" ")
+    ));
+    text.into_bytes()
 }
 
 /// The generated fish script decides whether the line is still at the top
@@ -269,8 +351,25 @@ mod tests {
             let e = crate::parse(["metron", name, "--version"]).unwrap_err();
             assert_eq!(e.kind(), clap::error::ErrorKind::DisplayVersion, "{name}");
         }
+        // `--help` is, `help` is no command.
+        assert!(tree.find_subcommand("help").is_none());
         // The hidden one is neither completed nor given a page.
         assert!(tree.find_subcommand("man").is_none());
         assert!(man_pages().iter().all(|(file, _)| file != "metron-man.1"));
+    }
+
+    /// zsh: the first word is a subcommand or the URL, and the state
+    /// block finds the subcommand there (generated, it looked for it
+    /// after a URL and the script's arguments).
+    #[test]
+    fn zsh_looks_for_the_subcommand_in_the_first_word() {
+        let script = String::from_utf8(completions(Shell::Zsh)).unwrap();
+        let root = &script[..script.find("(serve)").unwrap()];
+        assert!(root.contains("_alternative 'commands\\:command\\:_metron_commands' 'urls"));
+        assert!(!root.contains("':url -- "), "{root}");
+        assert!(!script.contains("$line[3]"));
+        assert!(root.contains("case $line[1] in"));
+        // A subcommand keeps its own operands.
+        assert!(script.contains("':url -- "));
     }
 }

@@ -94,6 +94,12 @@ fn bash_completes_a_flag_a_choice_and_a_file() {
         complete("metron sweep --step").contains(&"--step-duration".to_string()),
         "a sweep's flags after sweep"
     );
+    // The documents merge and report read are files; their flags after -.
+    assert_eq!(complete("metron merge pl"), ["plan.lua"]);
+    assert_eq!(complete("metron report pl"), ["plan.lua"]);
+    assert!(complete("metron merge --ht").contains(&"--html".to_string()));
+    // No `help` command is offered: metron has none (`--help` it has).
+    assert!(complete("metron hel").iter().all(String::is_empty));
 }
 
 #[test]
