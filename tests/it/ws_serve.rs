@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use metron_ws::Opcode;
 
-use crate::common::document::{assert_ledger, counter, lost, run};
+use crate::common::document::{assert_ledger, counter, histogram, lost, run};
 use crate::common::process::{self, serve_on};
 use crate::common::*;
 
@@ -196,6 +196,29 @@ fn closes_the_server_was_told_to_send_are_counted_by_name() {
         text.contains(&format!("Closes by the server: {told}")),
         "{text}"
     );
+}
+
+/// `--delay 20ms` and `delay=30` hold every echo back 50 ms after its
+/// message came, never less; a stall of 500 ms two seconds in holds the
+/// echoes due during it until its end, which shows in the corrected
+/// maximum; nothing is lost, and the server sent what metron completed.
+#[test]
+fn delay_and_stall_hold_echoes_back() {
+    let _g = serial();
+    let stall = ["--stall-at", "2s", "--stall-for", "500ms"];
+    let srv = WsServe::start(&[&["--delay", "20ms"], &stall[..]].concat());
+    let url = srv.url("ws", "/ws/echo?delay=30");
+    let (doc, text) = run(&["-t1", "-c10", "-R100", "-d4s", "--timeout", "5s", &url]);
+    let counts = srv.stop();
+    assert_ledger(&doc);
+    assert_eq!(lost(&doc), 0, "{text}");
+    assert_eq!(counts.sent, counter(&doc, "completed"), "{counts:?}");
+    let uncorrected = histogram(&doc["histograms"]["uncorrected"]);
+    let corrected = histogram(&doc["histograms"]["corrected"]);
+    assert!(uncorrected.min() >= 50_000, "{text}");
+    let p50 = uncorrected.value_at_quantile(0.5);
+    assert!((50_000..70_000).contains(&p50), "p50 {p50} us\n{text}");
+    assert!(corrected.max() >= 400_000, "the stall: {text}");
 }
 
 /// A client of the test's own: an upgrade, then frames written masked and

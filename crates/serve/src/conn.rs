@@ -182,9 +182,9 @@ impl<S: Stream> Conn<S> {
             pos += used;
             let served = match event {
                 Event::NeedMore => break,
+                Event::Continue => None,
                 // An upgrade is no response: it takes no place in the
                 // queue, and its messages are answered by `ws`.
-                Event::Continue => None,
                 Event::Request(ref head) if head.ws.is_some() => None,
                 Event::Request(_) | Event::Bad => self.shared.book(arrival),
             };
