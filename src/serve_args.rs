@@ -160,6 +160,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", value_parser = parse_si_u64)]
     pub llm_max_tokens: Option<u64>,
 
+    /// Serve WebSocket (ws://, or wss:// with TLS) at GET /ws/echo, which echoes every message (delay=MS holds each back), and /ws/push, which sends messages on --sse's timetable (events=N&first=MS&gap=MS), then closes with 1000; close=CODE&after=N closes with CODE after N messages. Counts are printed on exit
+    #[arg(long)]
+    pub ws: bool,
+
     /// Serve HTTPS with a generated certificate that verifying clients reject
     #[arg(long, value_name = "CERT", value_parser = choice(&BadCert::CHOICES))]
     pub tls: Option<BadCert>,
@@ -280,6 +284,7 @@ impl TryFrom<ServeArgs> for ServeConfig {
             http3,
             sse,
             llm,
+            ws: args.ws,
             record: 0,
         };
         cfg.check()?;
@@ -376,6 +381,7 @@ mod tests {
         assert_eq!(cfg.http3, None);
         assert_eq!(cfg.sse, None);
         assert_eq!(cfg.llm, None);
+        assert!(!cfg.ws);
         assert_eq!(cfg.record, 0);
         assert_eq!(
             cfg,
@@ -499,6 +505,22 @@ mod tests {
             assert!(first.contains(want), "{argv:?}: {err}");
             assert_eq!(err.lines().count(), 1, "{argv:?}: one line: {err}");
         }
+    }
+
+    #[test]
+    fn ws_serves_websocket_over_http1_only() {
+        assert!(config(&["--ws"]).unwrap().ws);
+        assert!(
+            config(&["--ws", "--tls", "untrusted", "--http3"])
+                .unwrap()
+                .ws
+        );
+        assert!(!config(&[]).unwrap().ws);
+        let err = config(&["--ws", "--http2"]).unwrap_err();
+        assert_eq!(
+            err,
+            "--ws upgrades HTTP/1.1 connections and --http2 serves HTTP/2 on them (WebSocket over HTTP/2 is not served); drop --http2"
+        );
     }
 
     #[test]

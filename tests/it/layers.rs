@@ -2,9 +2,10 @@
 //! in one direction only, as docs/ARCHITECTURE.md draws them: the load
 //! generator (crates/core) has no async runtime and never uses the built-in
 //! target server (crates/serve); the server uses nothing of the load
-//! generator; both may use the PEM leaf (crates/pem), and the load
-//! generator HPACK's (crates/hpack); and inside each crate no two modules
-//! import each other, directly or around a cycle.
+//! generator; both may use the PEM leaf (crates/pem) and WebSocket's wire
+//! format (crates/ws), and the load generator HPACK's (crates/hpack); and
+//! inside each crate no two modules import each other, directly or around
+//! a cycle.
 //!
 //! The load generator names no tokio at all: its HTTP/2 session is its
 //! own (tokio is a dev-dependency of its unit tests alone, which talk to
@@ -23,12 +24,13 @@ use std::path::Path;
 use crate::common::modules::*;
 
 /// The crates whose modules are checked for cycles.
-const CRATES: [&str; 5] = [
+const CRATES: [&str; 6] = [
     "crates/core",
     "crates/serve",
     "crates/pem",
     "crates/hpack",
     "crates/grpc",
+    "crates/ws",
 ];
 /// What the load generator must not depend on: the server and any async
 /// runtime (its own event loops are the point of it), nor the server's
@@ -89,13 +91,13 @@ fn the_target_server_stands_alone() {
     let deps = dependencies(&Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/serve"));
     assert!(
         !deps.contains("metron-core") && !deps.contains("metron"),
-        "crates/serve depends on the load generator: it may use only crates/pem"
+        "crates/serve depends on the load generator: it may use only crates/pem and crates/ws"
     );
     for file in rust_files(&src("crates/serve")) {
         let code = without_tests(&std::fs::read_to_string(&file).expect("a source file reads"));
         assert!(
             !code.contains("metron_core"),
-            "{} uses the load generator: the target server may use only crates/pem",
+            "{} uses the load generator: the target server may use only crates/pem and crates/ws",
             file.display()
         );
     }

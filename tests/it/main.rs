@@ -44,3 +44,4 @@ mod streams;
 mod sweep;
 mod tls;
 mod ws;
+mod ws_serve;

@@ -201,6 +201,9 @@ pub struct ServeConfig {
     pub sse: Option<Sse>,
     /// Serve an OpenAI-compatible stand-in model under `/v1/` (`--llm`).
     pub llm: Option<Llm>,
+    /// Serve WebSocket at `/ws/echo` and `/ws/push` (`--ws`): HTTP/1.1
+    /// upgrades, plain or over TLS.
+    pub ws: bool,
     /// Inspection: with `record > 0` the server keeps the first `record`
     /// requests in full and counts requests per path. Both take a lock per
     /// request, so benchmarks leave it at 0.
@@ -232,6 +235,7 @@ impl Default for ServeConfig {
             http3: None,
             sse: None,
             llm: None,
+            ws: false,
             record: 0,
         }
     }
@@ -553,6 +557,7 @@ impl ServeConfig {
             return Err("--sse must be at least 1 (or left out)".to_string());
         }
         self.check_llm()?;
+        self.check_ws()?;
         self.check_tls()?;
         if let Some(plan) = &self.fault {
             plan.check()?;
@@ -574,6 +579,18 @@ impl ServeConfig {
             );
         }
         llm.check()
+    }
+
+    /// WebSocket's upgrade is HTTP/1.1's: a server that speaks HTTP/2 on
+    /// its TCP connections never sees one.
+    fn check_ws(&self) -> Result<(), String> {
+        if self.ws && self.http2.is_some() {
+            return Err(
+                "--ws upgrades HTTP/1.1 connections and --http2 serves HTTP/2 on them (WebSocket over HTTP/2 is not served); drop --http2"
+                    .into(),
+            );
+        }
+        Ok(())
     }
 
     /// HTTP/3 has TLS to run on, its settings make sense, and so does the

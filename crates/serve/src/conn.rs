@@ -48,6 +48,8 @@ use super::request::{Event, Head, Reader};
 use super::route::{connection, reply_for, Ask};
 use super::shared::{linger, reset, sleep_past, Shared, Stream};
 use super::sse::{self, Feed};
+use super::upgrade::{Plan, Upgrade};
+use super::ws;
 
 /// Output is written once this much has piled up, even mid-batch.
 const FLUSH_AT: usize = 64 * 1024;
@@ -63,6 +65,10 @@ pub(crate) async fn serve<S: Stream>(stream: S, shared: Arc<Shared>) {
         Ok(Ending::ServerCloses) => linger(&mut conn.stream, &mut conn.input).await,
         Ok(Ending::Reset) => reset(&conn.stream),
         Ok(Ending::Hold) => conn.hold().await,
+        Ok(Ending::WebSocket(plan)) => {
+            let input = std::mem::take(&mut conn.input);
+            ws::serve(&mut conn.stream, input, &conn.shared, plan).await;
+        }
         // An I/O error means the client went away: nothing to tell anyone.
         Ok(Ending::ClientClosed) | Err(_) => {}
     }
@@ -78,6 +84,8 @@ enum Ending {
     Reset,
     /// Stay open and silent until the client leaves (`--fault never-answer`).
     Hold,
+    /// The `101` went out: WebSocket (`ws`) has the connection now.
+    WebSocket(Plan),
 }
 
 struct Conn<S> {
@@ -99,7 +107,9 @@ impl<S: Stream> Conn<S> {
     fn new(stream: S, shared: Arc<Shared>) -> Conn<S> {
         let faulty = shared.connection_faulty();
         let llm = shared.cfg.llm.is_some();
-        let reader = Reader::new(shared.tokens.key().clone()).with_llm(llm);
+        let reader = Reader::new(shared.tokens.key().clone())
+            .with_llm(llm)
+            .with_ws(shared.cfg.ws, shared.cfg.sse);
         Conn {
             stream,
             shared,
@@ -173,12 +183,17 @@ impl<S: Stream> Conn<S> {
             let served = match event {
                 Event::NeedMore => break,
                 Event::Continue => None,
+                // An upgrade is no response: it takes no place in the
+                // queue, and its messages are answered by `ws`.
+                Event::Request(ref head) if head.ws.is_some() => None,
                 Event::Request(_) | Event::Bad => self.shared.book(arrival),
             };
             let bad = matches!(event, Event::Bad);
+            let upgrade = matches!(&event, Event::Request(head) if head.ws.is_some());
             batch.push((event, served));
-            // Nothing after bytes that are not HTTP is read.
-            if bad {
+            // Nothing after bytes that are not HTTP is read, nor after an
+            // upgrade: what follows it is WebSocket's (`ws`).
+            if bad || upgrade {
                 break;
             }
         }
@@ -219,6 +234,11 @@ impl<S: Stream> Conn<S> {
     ) -> io::Result<Option<Ending>> {
         self.shared.stats.request_done(head.capture.take());
         self.answered += 1;
+        // An upgrade is no response: the fault plan, --close-every and
+        // --delay are for the messages that follow (`ws`).
+        if let Some(upgrade) = head.ws.take() {
+            return self.answer_upgrade(*upgrade).await;
+        }
         let ask = Ask {
             route: head.route,
             head_only: head.head_only,
@@ -233,6 +253,25 @@ impl<S: Stream> Conn<S> {
         }
         let reply = reply_for(ask, self.shared.defaults);
         self.send(reply, arrival, served, head.route.delay()).await
+    }
+
+    /// Writes the answer to a request for a WebSocket endpoint: the `101`,
+    /// after which `ws` has the connection, or a 400 naming why not,
+    /// which closes it.
+    async fn answer_upgrade(&mut self, upgrade: Upgrade) -> io::Result<Option<Ending>> {
+        upgrade.write(&mut self.out);
+        Ok(Some(match upgrade {
+            Upgrade::Accept { plan, .. } => {
+                self.shared.stats.ws_upgraded();
+                self.shared.stats.responded(101);
+                Ending::WebSocket(plan)
+            }
+            Upgrade::Refuse { .. } => {
+                self.shared.stats.ws_upgrade_refused();
+                self.shared.stats.responded(400);
+                Ending::ServerCloses
+            }
+        }))
     }
 
     /// Counts, delays and writes `reply`; returns how the connection ends,

@@ -29,7 +29,9 @@
 //! and the events of `--sse`), `llm` (the stand-in model server of
 //! `--llm`: its routes, what a request asks, its answers), `shared` (what
 //! every connection shares), `session` (one accepted connection: TLS,
-//! then which protocol), `conn` (the HTTP/1.1 loop), and `exchange` (one
+//! then which protocol), `conn` (the HTTP/1.1 loop), `upgrade` (what a
+//! request for a `--ws` endpoint asks, and the `101` or 400 it gets),
+//! `ws` (an upgraded WebSocket connection), and `exchange` (one
 //! request on a stream of HTTP/2 or HTTP/3), for HTTP/2 `h2conn` (the
 //! connection), `h2stream` (one stream) and `h2wire` (the byte stream
 //! under the library), and for HTTP/3 `quic` (the UDP socket and QUIC's
@@ -61,6 +63,8 @@ mod stats;
 mod tests;
 mod tls;
 mod token;
+mod upgrade;
+mod ws;
 
 use std::io::{self, Write as _};
 use std::net::SocketAddr;
@@ -82,6 +86,7 @@ pub use fault::{
 };
 pub use plan::StallPlan;
 pub use stats::{RecordedRequest, ServerStats};
+pub use upgrade::PUSH_EVENTS;
 
 use shared::Shared;
 
@@ -315,13 +320,15 @@ pub enum ServeError {
 
 /// `metron serve`: starts the server, prints where it listens, and serves
 /// until SIGINT or SIGTERM, then shuts down and returns. With `--llm` it
-/// prints its token counts last ([`llm_counts`]), so a test that stops it
-/// can reconcile them with its client's.
+/// prints its token counts last ([`llm_counts`]), and with `--ws` its
+/// WebSocket counts ([`ws_counts`]), so a test that stops it can
+/// reconcile them with its client's.
 pub fn run(cfg: ServeConfig) -> Result<(), ServeError> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let listen = cfg.listen;
     let http3 = cfg.http3.is_some();
     let llm = cfg.llm.is_some();
+    let ws = cfg.ws;
     // Certificate files are read here, so a bad one is its own one-line
     // error rather than a failure to listen.
     let tls = tls::server_config(&cfg).map_err(ServeError::Config)?;
@@ -340,12 +347,39 @@ pub fn run(cfg: ServeConfig) -> Result<(), ServeError> {
     signals.forever().next();
     let stats = server.stats();
     server.shutdown();
+    let mut stdout = io::stdout().lock();
     if llm {
-        let mut stdout = io::stdout().lock();
         writeln!(stdout, "{}", llm_counts(&stats))?;
-        stdout.flush()?;
     }
+    if ws {
+        writeln!(stdout, "{}", ws_counts(&stats))?;
+    }
+    stdout.flush()?;
     Ok(())
+}
+
+/// The line `metron serve --ws` ends with: upgrades, messages each way,
+/// and closes each way by code and name, in the words of metron's own
+/// report (`Closes by the server: 1011 internal error 5`).
+pub fn ws_counts(stats: &ServerStats) -> String {
+    let closes = |counts: Vec<(u16, u64)>| {
+        if counts.is_empty() {
+            return "none".to_string();
+        }
+        let named = counts
+            .iter()
+            .map(|(code, n)| format!("{code} {} {n}", metron_ws::close_name(*code)));
+        named.collect::<Vec<_>>().join(", ")
+    };
+    format!(
+        "metron serve: {} WebSocket upgrades ({} refused), {} messages received, {} messages sent; closes sent: {}; closes received: {}",
+        stats.ws_upgrades(),
+        stats.ws_refused(),
+        stats.ws_messages_received(),
+        stats.ws_messages_sent(),
+        closes(stats.ws_closes_sent()),
+        closes(stats.ws_closes_received())
+    )
 }
 
 /// The line `metron serve --llm` ends with: what it answered, in the

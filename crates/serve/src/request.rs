@@ -10,10 +10,12 @@
 //! `--llm` route, whose JSON body is read.
 
 use super::body::{BodyDecoder, Both, Malformed, Sink};
+use super::config::Sse;
 use super::llm::{Call, Verb};
 use super::route::{path_of, Route};
 use super::stats::{Capture, RecordedRequest, ServerStats};
 use super::token::Key;
+use super::upgrade::Upgrade;
 
 /// Longest request head accepted.
 pub(crate) const MAX_HEAD: usize = 64 * 1024;
@@ -36,6 +38,9 @@ pub(crate) struct Head {
     /// With `--llm`, a request for a `/v1/` path, with its body (boxed:
     /// every other request's head stays as small as it was).
     pub llm: Option<Box<Call>>,
+    /// With `--ws`, a request for a WebSocket endpoint, answered (boxed
+    /// for the same reason).
+    pub ws: Option<Box<Upgrade>>,
 }
 
 /// How the body following a head is delimited.
@@ -67,6 +72,9 @@ pub(crate) struct Reader {
     key: Key,
     /// `--llm` is on: `/v1/` paths are calls, their bodies kept.
     llm: bool,
+    /// `--ws` is on, `/ws/push` timed by `--sse`'s timetable if given:
+    /// `/ws/` endpoints are upgrades.
+    ws: Option<Option<Sse>>,
 }
 
 impl Reader {
@@ -75,12 +83,20 @@ impl Reader {
             body: None,
             key,
             llm: false,
+            ws: None,
         }
     }
 
     /// The reader of a server that serves `--llm` (`on`) or not.
     pub(crate) fn with_llm(self, on: bool) -> Reader {
         Reader { llm: on, ..self }
+    }
+
+    /// The reader of a server that serves `--ws` (`on`, with `--sse`'s
+    /// timetable if any) or not.
+    pub(crate) fn with_ws(self, on: bool, sse: Option<Sse>) -> Reader {
+        let ws = on.then_some(sse);
+        Reader { ws, ..self }
     }
 
     /// Advances over the front of `buf`; returns the bytes used and what
@@ -93,7 +109,7 @@ impl Reader {
     }
 
     fn head_step(&mut self, buf: &[u8], stats: &ServerStats) -> (usize, Event) {
-        let (used, head, framing) = match parse_head(buf, stats, &self.key, self.llm) {
+        let (used, head, framing) = match parse_head(buf, stats, &self.key, self.llm, self.ws) {
             Parsed::Partial => return (0, Event::NeedMore),
             Parsed::Bad => return (0, Event::Bad),
             Parsed::Done(used, head, framing) => (used, head, framing),
@@ -139,7 +155,13 @@ enum Parsed {
     Done(usize, Head, Option<Framing>),
 }
 
-fn parse_head(buf: &[u8], stats: &ServerStats, key: &Key, llm: bool) -> Parsed {
+fn parse_head(
+    buf: &[u8],
+    stats: &ServerStats,
+    key: &Key,
+    llm: bool,
+    ws: Option<Option<Sse>>,
+) -> Parsed {
     let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut fields);
     let used = match req.parse(buf) {
@@ -147,7 +169,7 @@ fn parse_head(buf: &[u8], stats: &ServerStats, key: &Key, llm: bool) -> Parsed {
         Ok(httparse::Status::Partial) if buf.len() <= MAX_HEAD => return Parsed::Partial,
         _ => return Parsed::Bad,
     };
-    match read_head(&req, stats, key, llm) {
+    match read_head(&req, stats, key, llm, ws) {
         Ok((head, framing)) => Parsed::Done(used, head, framing),
         Err(Malformed) => Parsed::Bad,
     }
@@ -159,6 +181,7 @@ fn read_head(
     stats: &ServerStats,
     key: &Key,
     llm: bool,
+    ws: Option<Option<Sse>>,
 ) -> Result<(Head, Option<Framing>), Malformed> {
     let (method, target) = (req.method.unwrap_or(""), req.path.unwrap_or(""));
     let http10 = req.version == Some(0);
@@ -180,6 +203,10 @@ fn read_head(
         llm: llm
             .then(|| Call::of(target, Verb::of(method)).map(Box::new))
             .flatten(),
+        ws: ws.and_then(|sse| {
+            let fields = req.headers.iter().map(|f| (f.name, f.value));
+            Upgrade::of(method, http10, target, fields, sse).map(Box::new)
+        }),
     };
     Ok((head, framing))
 }
@@ -280,7 +307,7 @@ pub(crate) fn capture_with(
     }
     Some(Capture {
         path_key: path_of(target).to_string(),
-        record: stats.wants_record().then(record),
+        record: stats.wants_record().then(|| Box::new(record())),
     })
 }
 

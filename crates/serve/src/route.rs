@@ -107,7 +107,7 @@ fn parse_status(s: &str) -> Option<u16> {
 }
 
 /// Milliseconds, possibly fractional (`2.5`).
-fn parse_millis(s: &str) -> Option<Duration> {
+pub(crate) fn parse_millis(s: &str) -> Option<Duration> {
     let ms: f64 = s.parse().ok()?;
     if !ms.is_finite() || ms < 0.0 {
         return None;

@@ -7,7 +7,7 @@
 //! before the response is written, so a client that has read a response
 //! always finds it counted.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -50,8 +50,10 @@ impl RecordedRequest {
 pub(crate) struct Capture {
     /// The path without its query: the key of the per-path counts.
     pub path_key: String,
-    /// Present while the server still has room for recorded requests.
-    pub record: Option<RecordedRequest>,
+    /// Present while the server still has room for recorded requests
+    /// (boxed: a request head carries this, and stays small when not
+    /// inspecting).
+    pub record: Option<Box<RecordedRequest>>,
 }
 
 /// What the connections of one protocol with streams (HTTP/2, HTTP/3)
@@ -76,6 +78,19 @@ struct LlmCounters {
     completion_tokens: AtomicU64,
 }
 
+/// What the WebSocket endpoints (`--ws`) did, as [`ServerStats`]'s
+/// `ws_*` methods tell. Closes are few, one or two per connection, so
+/// their counts by code take a lock.
+#[derive(Debug, Default)]
+struct WsCounters {
+    upgrades: AtomicU64,
+    refused: AtomicU64,
+    received: AtomicU64,
+    sent: AtomicU64,
+    closes_sent: Mutex<BTreeMap<u16, u64>>,
+    closes_received: Mutex<BTreeMap<u16, u64>>,
+}
+
 /// Counters shared by every connection of one server.
 #[derive(Debug)]
 pub struct ServerStats {
@@ -88,6 +103,7 @@ pub struct ServerStats {
     faults: AtomicU64,
     sse_events: AtomicU64,
     llm: LlmCounters,
+    ws: WsCounters,
     statuses: Box<[AtomicU64]>,
     h2: StreamCounters,
     h3: StreamCounters,
@@ -110,6 +126,7 @@ impl ServerStats {
             faults: AtomicU64::new(0),
             sse_events: AtomicU64::new(0),
             llm: LlmCounters::default(),
+            ws: WsCounters::default(),
             h2: StreamCounters::default(),
             h3: StreamCounters::default(),
             statuses: (0..STATUS_SLOTS).map(|_| AtomicU64::new(0)).collect(),
@@ -164,6 +181,43 @@ impl ServerStats {
     /// holds it back.
     pub fn sse_events(&self) -> u64 {
         self.sse_events.load(Relaxed)
+    }
+
+    /// WebSocket upgrades taken (`--ws`): each a `101` written.
+    pub fn ws_upgrades(&self) -> u64 {
+        self.ws.upgrades.load(Relaxed)
+    }
+
+    /// Requests for a WebSocket endpoint refused with a 400.
+    pub fn ws_refused(&self) -> u64 {
+        self.ws.refused.load(Relaxed)
+    }
+
+    /// Whole WebSocket messages read (fragments reassembled; control
+    /// frames are not messages).
+    pub fn ws_messages_received(&self) -> u64 {
+        self.ws.received.load(Relaxed)
+    }
+
+    /// WebSocket messages sent (echoes and pushes), each counted once no
+    /// stall holds it back, before it is written.
+    pub fn ws_messages_sent(&self) -> u64 {
+        self.ws.sent.load(Relaxed)
+    }
+
+    /// Close frames the server sent, by code (ascending).
+    pub fn ws_closes_sent(&self) -> Vec<(u16, u64)> {
+        lock(&self.ws.closes_sent)
+            .iter()
+            .map(|(c, n)| (*c, *n))
+            .collect()
+    }
+
+    /// Close frames clients sent, by code (ascending; 1005 for a close
+    /// without one).
+    pub fn ws_closes_received(&self) -> Vec<(u16, u64)> {
+        let counts = lock(&self.ws.closes_received);
+        counts.iter().map(|(c, n)| (*c, *n)).collect()
     }
 
     /// Completion requests (`--llm`) answered, streamed or whole: counted
@@ -389,6 +443,30 @@ impl ServerStats {
         self.llm.completions.fetch_add(1, Relaxed) + 1
     }
 
+    pub(crate) fn ws_upgraded(&self) {
+        self.ws.upgrades.fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn ws_upgrade_refused(&self) {
+        self.ws.refused.fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn ws_message_received(&self) {
+        self.ws.received.fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn ws_messages_written(&self, n: u64) {
+        self.ws.sent.fetch_add(n, Relaxed);
+    }
+
+    pub(crate) fn ws_close_sent(&self, code: u16) {
+        *lock(&self.ws.closes_sent).entry(code).or_insert(0) += 1;
+    }
+
+    pub(crate) fn ws_close_received(&self, code: u16) {
+        *lock(&self.ws.closes_received).entry(code).or_insert(0) += 1;
+    }
+
     pub(crate) fn completion_tokens_written(&self, n: u64) {
         self.llm.completion_tokens.fetch_add(n, Relaxed);
     }
@@ -405,7 +483,7 @@ impl ServerStats {
         let Some(capture) = capture else { return };
         *lock(&self.paths).entry(capture.path_key).or_insert(0) += 1;
         if let Some(request) = capture.record {
-            self.keep(request);
+            self.keep(*request);
         }
     }
 
@@ -442,7 +520,7 @@ mod tests {
     fn capture(path: &str, stats: &ServerStats) -> Capture {
         Capture {
             path_key: path.into(),
-            record: stats.wants_record().then(|| request(path)),
+            record: stats.wants_record().then(|| Box::new(request(path))),
         }
     }
 

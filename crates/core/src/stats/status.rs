@@ -264,7 +264,7 @@ impl fmt::Display for CloseCodes {
                 f.write_str(", ")?;
             }
             match key.parse::<u16>() {
-                Ok(code) => write!(f, "{code} {} {n}", crate::http::ws::frame::close_name(code))?,
+                Ok(code) => write!(f, "{code} {} {n}", metron_ws::close_name(code))?,
                 Err(_) => write!(f, "other codes {n}")?,
             }
         }

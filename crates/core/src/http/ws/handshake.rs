@@ -6,8 +6,6 @@ use std::fmt;
 
 use base64::Engine as _;
 
-/// The GUID section 1.3 appends to the key before hashing it.
-const GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 /// Fields the handshake writes itself; `-H` may not replace them.
 const OWN_FIELDS: [&str; 5] = [
     "upgrade",
@@ -23,13 +21,9 @@ pub fn new_key() -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
-/// The `Sec-WebSocket-Accept` a server must answer `key` with.
-pub fn accept_for(key: &str) -> String {
-    let mut ctx = ring::digest::Context::new(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY);
-    ctx.update(key.as_bytes());
-    ctx.update(GUID.as_bytes());
-    base64::engine::general_purpose::STANDARD.encode(ctx.finish())
-}
+/// The `Sec-WebSocket-Accept` a server must answer a key with: the
+/// wire format's, shared with the target server.
+pub use metron_ws::accept_for;
 
 /// The upgrade request for `path` on `authority`, with the run's own
 /// fields (`-H`: Origin, Authorization, Sec-WebSocket-Protocol, ...); a

@@ -9,10 +9,11 @@
 //! is answered with a close and ends the session, its code kept for the
 //! report; what was not answered by then is drained as lost.
 //!
-//! - `frame`: frames as a client writes and reads them;
+//! - `frame`: frames as a client writes and reads them, from the wire
+//!   format's crate (`metron-ws`), which the target server uses too;
 //! - `handshake`: the upgrade request and the server's `101` checked.
 
-pub mod frame;
+pub use metron_ws as frame;
 pub mod handshake;
 pub mod preflight;
 

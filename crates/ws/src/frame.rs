@@ -1,9 +1,12 @@
-//! RFC 6455 frames as a client writes and reads them (section 5).
+//! RFC 6455 frames as either end writes and reads them (section 5).
 //!
 //! A client masks every frame it sends with a fresh key; a server masks
-//! none, so a masked frame from the server is a protocol error, as are
-//! reserved bits without an extension that defines them, unknown opcodes,
-//! and control frames that are fragmented or longer than 125 bytes.
+//! none. So a masked frame from the server is a protocol error, and so is
+//! an unmasked one from a client, as are reserved bits without an
+//! extension that defines them, unknown opcodes, and control frames that
+//! are fragmented or longer than 125 bytes. Which end sent the bytes is
+//! the reader's to say: [`parse`] reads a server's frames, [`parse_masked`]
+//! a client's.
 
 use std::fmt;
 
@@ -52,16 +55,20 @@ impl Opcode {
     }
 }
 
-/// One frame read from the server; its payload borrows the bytes read.
+/// One frame read; its payload borrows the bytes read, still masked if
+/// it came masked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Frame<'a> {
     /// The last frame of its message.
     pub fin: bool,
     pub opcode: Opcode,
     pub payload: &'a [u8],
+    /// The key a client's frame is masked with ([`apply_mask`] unmasks
+    /// the payload); `None` for a server's.
+    pub mask: Option<[u8; 4]>,
 }
 
-/// Why the server's bytes are not a frame a client may receive.
+/// Why the bytes are not a frame the reader may receive.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FrameError {
     /// RSV1-3 set with no extension agreed (the bits, shifted down).
@@ -70,6 +77,8 @@ pub enum FrameError {
     Opcode(u8),
     /// The server masked a frame.
     Masked,
+    /// The client did not mask a frame.
+    Unmasked,
     /// A control frame over 125 bytes, or fragmented.
     Control(Opcode),
     /// A payload longer than the largest message accepted.
@@ -87,6 +96,9 @@ impl fmt::Display for FrameError {
             }
             FrameError::Opcode(op) => write!(f, "a frame had the reserved opcode {op:#x}"),
             FrameError::Masked => f.write_str("the server masked a frame (only clients mask)"),
+            FrameError::Unmasked => {
+                f.write_str("the client sent an unmasked frame (clients mask every frame)")
+            }
             FrameError::Control(op) => {
                 write!(f, "a {op:?} frame was fragmented or longer than 125 bytes")
             }
@@ -102,21 +114,33 @@ impl fmt::Display for FrameError {
 
 /// Appends one frame of `payload`, masked with `mask` as a client must.
 pub fn encode(out: &mut Vec<u8>, fin: bool, opcode: Opcode, payload: &[u8], mask: [u8; 4]) {
-    out.push(u8::from(fin) << 7 | opcode.bits());
-    let len = payload.len();
-    if len < 126 {
-        out.push(0x80 | len as u8);
-    } else if let Ok(short) = u16::try_from(len) {
-        out.push(0x80 | 126);
-        out.extend_from_slice(&short.to_be_bytes());
-    } else {
-        out.push(0x80 | 127);
-        out.extend_from_slice(&(len as u64).to_be_bytes());
-    }
+    header(out, fin, opcode, payload.len(), true);
     out.extend_from_slice(&mask);
     let start = out.len();
     out.extend_from_slice(payload);
     apply_mask(&mut out[start..], mask);
+}
+
+/// Appends one frame of `payload` unmasked, as a server must send it.
+pub fn encode_unmasked(out: &mut Vec<u8>, fin: bool, opcode: Opcode, payload: &[u8]) {
+    header(out, fin, opcode, payload.len(), false);
+    out.extend_from_slice(payload);
+}
+
+/// A frame's first bytes: FIN and opcode, the mask bit, and the length in
+/// the shortest of its three forms (7 bits, then 16, then 64).
+fn header(out: &mut Vec<u8>, fin: bool, opcode: Opcode, len: usize, masked: bool) {
+    out.push(u8::from(fin) << 7 | opcode.bits());
+    let mask_bit = if masked { 0x80 } else { 0 };
+    if len < 126 {
+        out.push(mask_bit | len as u8);
+    } else if let Ok(short) = u16::try_from(len) {
+        out.push(mask_bit | 126);
+        out.extend_from_slice(&short.to_be_bytes());
+    } else {
+        out.push(mask_bit | 127);
+        out.extend_from_slice(&(len as u64).to_be_bytes());
+    }
 }
 
 /// XORs `bytes` with `mask`, repeated (masking and unmasking alike).
@@ -132,10 +156,26 @@ pub fn apply_mask(bytes: &mut [u8], mask: [u8; 4]) {
     }
 }
 
-/// Reads the frame at the front of `bytes`: `None` until all of it has
-/// come, then the frame and the bytes it took. `max`: the longest payload
-/// accepted.
-pub fn parse(bytes: &[u8], max: usize) -> Result<Option<(Frame<'_>, usize)>, FrameError> {
+/// What [`parse`] and [`parse_masked`] return: `None` until the whole
+/// frame has come, then the frame and the bytes it took.
+pub type Parsed<'a> = Result<Option<(Frame<'a>, usize)>, FrameError>;
+
+/// Reads the server's frame at the front of `bytes` (a client's reading).
+/// `max`: the longest payload accepted.
+pub fn parse(bytes: &[u8], max: usize) -> Parsed<'_> {
+    parse_as(bytes, max, false)
+}
+
+/// Reads the client's frame at the front of `bytes` (a server's reading),
+/// its payload left masked with [`Frame::mask`]. `max`: the longest
+/// payload accepted.
+pub fn parse_masked(bytes: &[u8], max: usize) -> Parsed<'_> {
+    parse_as(bytes, max, true)
+}
+
+/// Reads the frame at the front of `bytes`, which must be `masked` (a
+/// client's) or not (a server's).
+fn parse_as(bytes: &[u8], max: usize, masked: bool) -> Parsed<'_> {
     let [b0, b1, ..] = *bytes else {
         return Ok(None);
     };
@@ -144,8 +184,10 @@ pub fn parse(bytes: &[u8], max: usize) -> Result<Option<(Frame<'_>, usize)>, Fra
     }
     let opcode = Opcode::from_bits(b0 & 0x0F).ok_or(FrameError::Opcode(b0 & 0x0F))?;
     let fin = b0 & 0x80 != 0;
-    if b1 & 0x80 != 0 {
-        return Err(FrameError::Masked);
+    match (b1 & 0x80 != 0, masked) {
+        (true, false) => return Err(FrameError::Masked),
+        (false, true) => return Err(FrameError::Unmasked),
+        _ => {}
     }
     let (len, at) = match b1 & 0x7F {
         126 => match bytes.get(2..4) {
@@ -164,6 +206,14 @@ pub fn parse(bytes: &[u8], max: usize) -> Result<Option<(Frame<'_>, usize)>, Fra
     if len > max as u64 {
         return Err(FrameError::TooLong { len, max });
     }
+    let (mask, at) = if masked {
+        let Some(key) = bytes.get(at..at + 4) else {
+            return Ok(None);
+        };
+        (Some([key[0], key[1], key[2], key[3]]), at + 4)
+    } else {
+        (None, at)
+    };
     let end = at + len as usize;
     let Some(payload) = bytes.get(at..end) else {
         return Ok(None);
@@ -173,49 +223,10 @@ pub fn parse(bytes: &[u8], max: usize) -> Result<Option<(Frame<'_>, usize)>, Fra
             fin,
             opcode,
             payload,
+            mask,
         },
         end,
     )))
-}
-
-/// A close frame's payload: the code (when there is one) and the reason.
-/// `None`: a payload no close frame may carry (one byte, a code a peer
-/// may not send, a reason that is not UTF-8).
-pub fn close_payload(payload: &[u8]) -> Option<(Option<u16>, &str)> {
-    match payload {
-        [] => Some((None, "")),
-        [_] => None,
-        [hi, lo, reason @ ..] => {
-            let code = u16::from_be_bytes([*hi, *lo]);
-            let sendable = matches!(code, 1000..=1003 | 1007..=1014 | 3000..=4999);
-            let reason = std::str::from_utf8(reason).ok()?;
-            sendable.then_some((Some(code), reason))
-        }
-    }
-}
-
-/// A close code by its name in RFC 6455 and IANA's registry.
-pub fn close_name(code: u16) -> &'static str {
-    match code {
-        1000 => "normal",
-        1001 => "going away",
-        1002 => "protocol error",
-        1003 => "unsupported data",
-        1005 => "no status",
-        1006 => "abnormal",
-        1007 => "invalid payload",
-        1008 => "policy violation",
-        1009 => "message too big",
-        1010 => "mandatory extension",
-        1011 => "internal error",
-        1012 => "service restart",
-        1013 => "try again later",
-        1014 => "bad gateway",
-        1015 => "TLS handshake",
-        3000..=3999 => "registered",
-        4000..=4999 => "private",
-        _ => "unknown",
-    }
 }
 
 #[cfg(test)]
@@ -308,21 +319,41 @@ mod tests {
         assert!(!e.contains('\n') && e.contains("masked"), "{e}");
     }
 
+    /// A server's reading: a client's masked frame, its key handed back
+    /// and its payload left masked; an unmasked one refused.
     #[test]
-    fn close_payloads_and_names() {
-        assert_eq!(close_payload(&[]), Some((None, "")));
-        assert_eq!(close_payload(&[0x03]), None);
+    fn a_server_reads_masked_frames_and_writes_unmasked_ones() {
+        let key = [0x37, 0xfa, 0x21, 0x3d];
+        let mut out = Vec::new();
+        encode(&mut out, true, Opcode::Text, b"Hello", key);
+        let (frame, used) = parse_masked(&out, 100).unwrap().unwrap();
         assert_eq!(
-            close_payload(&[0x03, 0xE8, b'b', b'y', b'e']),
-            Some((Some(1000), "bye"))
+            (frame.fin, frame.opcode, frame.mask, used),
+            (true, Opcode::Text, Some(key), 11)
         );
-        assert_eq!(close_payload(&[0x03, 0xED]), None, "1005 is never sent");
+        let mut payload = frame.payload.to_vec();
+        apply_mask(&mut payload, key);
+        assert_eq!(payload, b"Hello");
+        for cut in 0..out.len() {
+            assert_eq!(parse_masked(&out[..cut], 100), Ok(None), "{cut}");
+        }
+        let unmasked = [0x81, 0x05, 0x48, 0x65, 0x6c, 0x6c, 0x6f];
+        assert_eq!(parse_masked(&unmasked, 100), Err(FrameError::Unmasked));
+        let mut sent = Vec::new();
+        encode_unmasked(&mut sent, true, Opcode::Text, b"Hello");
+        assert_eq!(sent, unmasked);
+        sent.clear();
+        encode_unmasked(&mut sent, false, Opcode::Binary, &[7; 300]);
+        assert_eq!(sent[..4], [0x02, 126, 0x01, 0x2C]);
+        let (frame, _) = parse(&sent, 1000).unwrap().unwrap();
         assert_eq!(
-            close_payload(&[0x03, 0xE8, 0xFF]),
-            None,
-            "a reason in UTF-8"
+            (frame.fin, frame.payload.len(), frame.mask),
+            (false, 300, None)
         );
-        assert_eq!(close_name(1011), "internal error");
-        assert_eq!(close_name(4001), "private");
+        sent.clear();
+        encode_unmasked(&mut sent, true, Opcode::Binary, &[1; 70000]);
+        assert_eq!(sent[..10], [0x82, 127, 0, 0, 0, 0, 0, 1, 0x11, 0x70]);
+        let e = FrameError::Unmasked.to_string();
+        assert!(!e.contains('\n') && e.contains("unmasked"), "{e}");
     }
 }

@@ -1,0 +1,386 @@
+//! WebSocket against metron's own server, `metron serve --ws`, run as a
+//! process: metron's ledger against the counts the server prints when it
+//! is stopped, over `ws://` and `wss://`; the closes the server was told
+//! to send (`close=CODE&after=N`) counted by name; and `/ws/push` and the
+//! echo's protocol duties (fragments, ping, an unmasked frame) read at
+//! the frame level by a small client of the test's own, which writes and
+//! reads frames with the same crate as both ends (`metron-ws`).
+//!
+//! The tests in ws.rs hold metron to servers nobody here wrote; these
+//! hold the server to what metron and RFC 6455 expect of it.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use metron_ws::Opcode;
+
+use crate::common::document::{assert_ledger, counter, histogram, lost, run};
+use crate::common::process::{self, serve_on};
+use crate::common::*;
+
+/// The loopback ports these tests serve on: the first free one is taken.
+const PORTS: std::ops::Range<u16> = 47400..47500;
+
+/// What `metron serve --ws` printed when it was stopped.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Counts {
+    upgrades: u64,
+    received: u64,
+    sent: u64,
+    /// `1011 internal error 40, ...`, as printed.
+    closes_sent: String,
+    closes_received: String,
+}
+
+/// `metron serve --ws` with `flags`, as a process.
+struct WsServe {
+    child: Option<Child>,
+    port: u16,
+}
+
+impl WsServe {
+    fn start(flags: &[&str]) -> WsServe {
+        let port = PORTS
+            .clone()
+            .find(|p| TcpListener::bind(("127.0.0.1", *p)).is_ok())
+            .expect("a free port in 47400-47499");
+        let addr = format!("127.0.0.1:{port}");
+        let (child, _) = serve_on(&addr, &[&["--ws"], flags].concat());
+        WsServe {
+            child: Some(child),
+            port,
+        }
+    }
+
+    fn url(&self, scheme: &str, path: &str) -> String {
+        format!("{scheme}://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// Stops it as Ctrl-C does and reads the counts it printed.
+    fn stop(mut self) -> Counts {
+        let child = self.child.take().expect("started");
+        // SAFETY: `kill` only sends a signal to the child this test
+        // started, whose id it holds.
+        unsafe {
+            libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+        }
+        let out = wait_bounded(child, Duration::from_secs(10));
+        let text = stdout(&out);
+        let line = text
+            .lines()
+            .find(|l| l.contains("WebSocket upgrades"))
+            .unwrap_or_else(|| panic!("no counts printed: {text}"));
+        parse_counts(line)
+    }
+}
+
+impl Drop for WsServe {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.take() {
+            process::stop(child);
+        }
+    }
+}
+
+/// The counts of `metron serve: 5 WebSocket upgrades (0 refused), 1200
+/// messages received, 1200 messages sent; closes sent: ...; closes
+/// received: ...`.
+fn parse_counts(line: &str) -> Counts {
+    let number = |after: &str| -> u64 {
+        let before = line.split(after).next().unwrap_or("");
+        let word = before.split_whitespace().last().unwrap_or("");
+        word.parse()
+            .unwrap_or_else(|_| panic!("no count before {after:?}: {line}"))
+    };
+    let part = |name: &str| -> String {
+        let rest = line.split(name).nth(1).unwrap_or("");
+        rest.split(';').next().unwrap_or("").trim().to_string()
+    };
+    Counts {
+        upgrades: number(" WebSocket upgrades"),
+        received: number(" messages received"),
+        sent: number(" messages sent"),
+        closes_sent: part("closes sent:"),
+        closes_received: part("closes received:"),
+    }
+}
+
+/// `counters.ws_closes[code]`, 0 when absent.
+fn closes(doc: &serde_json::Value, code: &str) -> u64 {
+    doc["counters"]["ws_closes"][code].as_u64().unwrap_or(0)
+}
+
+/// 1200 messages over 4 connections at `url` with `flags`: nothing lost,
+/// and the server's own count of messages received and sent is metron's
+/// completed count; the run's four connections and the pre-flight's
+/// upgrade were the server's five, each closed by metron with 1000.
+fn echoes_reconcile(srv: WsServe, url: &str, flags: &[&str]) -> (serde_json::Value, String) {
+    let load = ["-t2", "-c4", "-R400", "-d3s", "--data", "ping"];
+    let (doc, text) = run(&[&load[..], flags, &[url]].concat());
+    let counts = srv.stop();
+    assert_ledger(&doc);
+    assert_eq!(lost(&doc), 0, "{text}");
+    assert_eq!(counter(&doc, "due"), 1200, "{text}");
+    let completed = counter(&doc, "completed");
+    assert_eq!(completed, 1200, "{text}");
+    assert_eq!(
+        (counts.received, counts.sent),
+        (completed, completed),
+        "{counts:?}"
+    );
+    assert_eq!(counts.upgrades, 5, "{counts:?}");
+    assert_eq!(counts.closes_received, "1000 normal 5", "{counts:?}");
+    assert_eq!(counts.closes_sent, "1000 normal 5", "{counts:?}");
+    (doc, text)
+}
+
+/// Every echo metron completed is one the server counted as sent, and
+/// the server received no message metron does not count.
+#[test]
+fn metrons_ledger_is_the_servers_count_of_messages() {
+    let _g = serial();
+    let srv = WsServe::start(&[]);
+    let url = srv.url("ws", "/ws/echo");
+    let (doc, text) = echoes_reconcile(srv, &url, &[]);
+    assert_eq!(doc["protocol"], "WebSocket", "{text}");
+}
+
+/// The same over TLS: a certificate metron does not know is refused, and
+/// `-k` takes it, with the same count on both sides.
+#[test]
+fn wss_to_metron_serve_reconciles_too() {
+    let _g = serial();
+    let srv = WsServe::start(&["--tls", "untrusted"]);
+    let url = srv.url("wss", "/ws/echo");
+    let refused = metron(&["-t1", "-c1", "-d1s", &url]);
+    let err = one_line_error(&refused);
+    // wording: the certificate and the flag that fixes it.
+    assert!(err.contains("certificate"), "{err}");
+    // The refused handshake never reached HTTP: no upgrade was counted.
+    echoes_reconcile(srv, &url, &["-k"]);
+}
+
+/// Told to close each connection after its third echo with 1011, the
+/// server's closes are metron's, counted by name in the report and the
+/// document; no message is lost, metron reopens each connection.
+#[test]
+fn closes_the_server_was_told_to_send_are_counted_by_name() {
+    let _g = serial();
+    let srv = WsServe::start(&[]);
+    let url = srv.url("ws", "/ws/echo?close=1011&after=3");
+    let (doc, text) = run(&["-t1", "-c2", "-R200", "-d2s", &url]);
+    let counts = srv.stop();
+    assert_ledger(&doc);
+    assert_eq!(lost(&doc), 0, "{text}");
+    let by_server = closes(&doc, "1011");
+    assert!(by_server >= 100, "{text}");
+    assert_eq!(counter(&doc, "reconnects"), by_server, "{text}");
+    // Each connection the server closed had its three echoes; the run's
+    // last two had fewer when it ended.
+    let completed = counter(&doc, "completed");
+    assert!(
+        (3 * by_server..3 * by_server + 2 * 3).contains(&completed),
+        "{text}"
+    );
+    assert_eq!(counts.sent, completed, "{counts:?}");
+    // The server sent one 1011 per connection it closed and heard it back;
+    // the run's two last connections (and the pre-flight's) it left to
+    // metron, which closed them with 1000.
+    let told = format!("1011 internal error {by_server}");
+    assert!(counts.closes_sent.contains(&told), "{counts:?}");
+    assert!(counts.closes_received.contains(&told), "{counts:?}");
+    // wording: the report names the code.
+    assert!(
+        text.contains(&format!("Closes by the server: {told}")),
+        "{text}"
+    );
+}
+
+/// `--delay 20ms` and `delay=30` hold every echo back 50 ms after its
+/// message came, never less; a stall of 500 ms two seconds in holds the
+/// echoes due during it until its end, which shows in the corrected
+/// maximum; nothing is lost, and the server sent what metron completed.
+#[test]
+fn delay_and_stall_hold_echoes_back() {
+    let _g = serial();
+    let stall = ["--stall-at", "2s", "--stall-for", "500ms"];
+    let srv = WsServe::start(&[&["--delay", "20ms"], &stall[..]].concat());
+    let url = srv.url("ws", "/ws/echo?delay=30");
+    let (doc, text) = run(&["-t1", "-c10", "-R100", "-d4s", "--timeout", "5s", &url]);
+    let counts = srv.stop();
+    assert_ledger(&doc);
+    assert_eq!(lost(&doc), 0, "{text}");
+    assert_eq!(counts.sent, counter(&doc, "completed"), "{counts:?}");
+    let uncorrected = histogram(&doc["histograms"]["uncorrected"]);
+    let corrected = histogram(&doc["histograms"]["corrected"]);
+    assert!(uncorrected.min() >= 50_000, "{text}");
+    let p50 = uncorrected.value_at_quantile(0.5);
+    assert!((50_000..70_000).contains(&p50), "p50 {p50} us\n{text}");
+    assert!(corrected.max() >= 400_000, "the stall: {text}");
+}
+
+/// A client of the test's own: an upgrade, then frames written masked and
+/// read unmasked with the shared crate.
+struct Raw {
+    tcp: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Raw {
+    fn connect(port: u16, path: &str) -> (Raw, String) {
+        let tcp = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let key = "dGhlIHNhbXBsZSBub25jZQ==";
+        let request = format!(
+            "GET {path} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        );
+        (&tcp).write_all(request.as_bytes()).unwrap();
+        let mut reader = BufReader::new(tcp.try_clone().unwrap());
+        let mut head = String::new();
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap() == 0 || line == "\r\n" {
+                break;
+            }
+            head.push_str(&line);
+        }
+        let buf = reader.buffer().to_vec();
+        (Raw { tcp, buf }, head)
+    }
+
+    fn send(&mut self, fin: bool, opcode: Opcode, payload: &[u8]) {
+        let mut out = Vec::new();
+        metron_ws::encode(&mut out, fin, opcode, payload, [1, 2, 3, 4]);
+        self.tcp.write_all(&out).unwrap();
+    }
+
+    /// The next frame from the server, and when it came; `None` at the
+    /// connection's end.
+    fn frame(&mut self) -> Option<(Opcode, Vec<u8>, Instant)> {
+        for _ in 0..10_000 {
+            if let Some((frame, used)) = metron_ws::parse(&self.buf, 1 << 20).unwrap() {
+                let got = (frame.opcode, frame.payload.to_vec(), Instant::now());
+                self.buf.drain(..used);
+                return Some(got);
+            }
+            let mut more = [0u8; 4096];
+            let n = self.tcp.read(&mut more).unwrap_or(0);
+            if n == 0 {
+                return None;
+            }
+            self.buf.extend_from_slice(&more[..n]);
+        }
+        panic!("no whole frame in 10000 reads")
+    }
+}
+
+/// `/ws/push?events=5&first=100&gap=50`: `event 1` to `event 5`, each on
+/// its timetable from the upgrade (100, 150, ... 300 ms), never early and
+/// at most 40 ms late; then a close with 1000, which is answered.
+#[test]
+fn push_sends_its_messages_on_the_timetable_then_closes() {
+    let _g = serial();
+    let srv = WsServe::start(&[]);
+    let asked = Instant::now();
+    let (mut raw, head) = Raw::connect(srv.port, "/ws/push?events=5&first=100&gap=50");
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    assert!(
+        head.contains("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"),
+        "{head}"
+    );
+    let upgraded = Instant::now();
+    for i in 1..=5u64 {
+        let (opcode, payload, came) = raw.frame().expect("a message");
+        assert_eq!(opcode, Opcode::Text);
+        assert_eq!(String::from_utf8(payload).unwrap(), format!("event {i}"));
+        let due = Duration::from_millis(100 + 50 * (i - 1));
+        let early = came.duration_since(asked);
+        let late = came.duration_since(upgraded);
+        assert!(early >= due, "event {i} at {early:?}, due {due:?}");
+        assert!(
+            late <= due + Duration::from_millis(40),
+            "event {i} at {late:?}, due {due:?}"
+        );
+    }
+    let (opcode, payload, _) = raw.frame().expect("a close");
+    assert_eq!(
+        (opcode, payload),
+        (Opcode::Close, 1000u16.to_be_bytes().to_vec())
+    );
+    raw.send(true, Opcode::Close, &1000u16.to_be_bytes());
+    assert!(raw.frame().is_none(), "the server ends the connection");
+    let counts = srv.stop();
+    assert_eq!((counts.upgrades, counts.sent), (1, 5), "{counts:?}");
+    assert_eq!(counts.closes_sent, "1000 normal 1", "{counts:?}");
+    assert_eq!(counts.closes_received, "1000 normal 1", "{counts:?}");
+}
+
+/// The echo's duties at the frame level: a fragmented message comes back
+/// whole with its opcode, a ping between its fragments gets its pong
+/// first, a close is answered with its code; an unmasked frame is closed
+/// with 1002; a bad upgrade is a 400 naming why.
+#[test]
+fn echo_reassembles_answers_pings_and_closes_on_an_unmasked_frame() {
+    let _g = serial();
+    let srv = WsServe::start(&[]);
+    let (mut raw, head) = Raw::connect(srv.port, "/ws/echo");
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    raw.send(false, Opcode::Binary, b"Hel");
+    raw.send(true, Opcode::Ping, b"are you there");
+    raw.send(true, Opcode::Continuation, b"lo");
+    let (opcode, payload, _) = raw.frame().unwrap();
+    assert_eq!((opcode, payload), (Opcode::Pong, b"are you there".to_vec()));
+    let (opcode, payload, _) = raw.frame().unwrap();
+    assert_eq!((opcode, payload), (Opcode::Binary, b"Hello".to_vec()));
+    let long = vec![b'x'; 70_000];
+    raw.send(true, Opcode::Text, &long);
+    let (opcode, payload, _) = raw.frame().unwrap();
+    assert_eq!((opcode, payload.len()), (Opcode::Text, long.len()));
+    raw.send(true, Opcode::Close, &4001u16.to_be_bytes());
+    let (opcode, payload, _) = raw.frame().unwrap();
+    assert_eq!(
+        (opcode, payload),
+        (Opcode::Close, 4001u16.to_be_bytes().to_vec())
+    );
+    assert!(raw.frame().is_none());
+
+    let (mut raw, _) = Raw::connect(srv.port, "/ws/echo");
+    let mut unmasked = Vec::new();
+    metron_ws::encode_unmasked(&mut unmasked, true, Opcode::Text, b"hi");
+    raw.tcp.write_all(&unmasked).unwrap();
+    let (opcode, payload, _) = raw.frame().unwrap();
+    assert_eq!(
+        (opcode, payload),
+        (Opcode::Close, 1002u16.to_be_bytes().to_vec())
+    );
+    drop(raw);
+
+    let mut tcp = TcpStream::connect(("127.0.0.1", srv.port)).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    tcp.write_all(b"GET /ws/echo HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut answer = String::new();
+    let _ = tcp.read_to_string(&mut answer);
+    assert!(
+        answer.starts_with("HTTP/1.1 400 Bad Request\r\n"),
+        "{answer}"
+    );
+    // wording: the path and what the request lacked.
+    assert!(
+        answer.ends_with("/ws/echo serves WebSocket only: the request has no Upgrade: websocket\n"),
+        "{answer}"
+    );
+    let counts = srv.stop();
+    assert_eq!(
+        (counts.upgrades, counts.received, counts.sent),
+        (2, 2, 2),
+        "{counts:?}"
+    );
+    assert_eq!(counts.closes_received, "4001 private 1", "{counts:?}");
+    assert_eq!(
+        counts.closes_sent, "1002 protocol error 1, 4001 private 1",
+        "{counts:?}"
+    );
+}
