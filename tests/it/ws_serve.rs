@@ -212,7 +212,15 @@ fn delay_and_stall_hold_echoes_back() {
     let counts = srv.stop();
     assert_ledger(&doc);
     assert_eq!(lost(&doc), 0, "{text}");
-    assert_eq!(counts.sent, counter(&doc, "completed"), "{counts:?}");
+    // An echo held back 50 ms may leave the server after metron's run
+    // ended with its message in flight: the server's count is then one
+    // more than metron's completed, never more than those in flight.
+    let completed = counter(&doc, "completed");
+    let in_flight = counter(&doc, "in_flight");
+    assert!(
+        (completed..=completed + in_flight).contains(&counts.sent),
+        "{counts:?}, completed {completed}, in flight {in_flight}"
+    );
     let uncorrected = histogram(&doc["histograms"]["uncorrected"]);
     let corrected = histogram(&doc["histograms"]["corrected"]);
     assert!(uncorrected.min() >= 50_000, "{text}");
