@@ -35,6 +35,9 @@ use super::shared::{linger, sleep_past, Shared, Stream};
 use super::sse::Pace;
 use super::upgrade::{Endpoint, Plan};
 
+/// The most bytes of pushed messages put out at once (see `Endpoint::Push`).
+const PUSH_BATCH: usize = 64 * 1024;
+
 /// Longest message (all its fragments) read; a longer one is closed with
 /// 1009.
 const MAX_MESSAGE: usize = 16 << 20;
@@ -295,7 +298,11 @@ impl<S: Stream> Session<'_, S> {
             }
             Endpoint::Push => {
                 let (events, pace) = (self.plan.push.events, self.pace());
+                // A batch at most: a push with no gap has every message due
+                // at once, and writing them out a batch at a time lets a
+                // client that reads slowly (or left) hold it back.
                 while self.sent + ready < events
+                    && self.out.len() < PUSH_BATCH
                     && self.start.elapsed() >= pace.due(self.sent + ready + 1)
                 {
                     let text = format!("event {}", self.sent + ready + 1);
