@@ -325,6 +325,26 @@ fn push_sends_its_messages_on_the_timetable_then_closes() {
     assert_eq!(counts.closes_received, "1000 normal 1", "{counts:?}");
 }
 
+/// A push with every message due at once (a trillion, no gap) to a client
+/// that leaves at once: the server goes out a batch at a time, sees the
+/// client leave, keeps answering others and stops on Ctrl-C with its
+/// counts; it neither spins filling memory nor ignores the signal.
+#[test]
+fn a_push_with_everything_due_at_once_lets_its_client_leave() {
+    let _g = serial();
+    let srv = WsServe::start(&[]);
+    let (raw, head) = Raw::connect(srv.port, "/ws/push?events=1000000000000&gap=0");
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    std::thread::sleep(Duration::from_millis(300));
+    drop(raw);
+    std::thread::sleep(Duration::from_millis(300));
+    let (_other, head) = Raw::connect(srv.port, "/ws/echo");
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    let counts = srv.stop();
+    assert_eq!(counts.upgrades, 2, "{counts:?}");
+    assert!(counts.sent < 1_000_000_000_000, "{counts:?}");
+}
+
 /// The echo's duties at the frame level: a fragmented message comes back
 /// whole with its opcode, a ping between its fragments gets its pong
 /// first, a close is answered with its code; an unmasked frame is closed
