@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use crate::common::document::{assert_ledger, counter, histogram, lost, run};
-use crate::common::files::{schema_errors, write};
+use crate::common::files::{read_json, schema_errors, write};
 use crate::common::nginx;
 use crate::common::servers;
 use crate::common::websockets::WebSockets;
@@ -253,6 +253,18 @@ fn flags_that_do_not_apply_are_refused() {
             "--ws-binary applies to ws:// and wss:// URLs only",
         ),
         (
+            &["--ws", "push", "http://127.0.0.1:9/"][..],
+            "--ws applies to ws:// and wss:// URLs only",
+        ),
+        (
+            &["--ws-ping", "1s", "https://127.0.0.1:9/"][..],
+            "--ws-ping applies to ws:// and wss:// URLs only",
+        ),
+        (
+            &["--ws-ping", "0", "ws://127.0.0.1:9/"][..],
+            "give a period such as --ws-ping 5s",
+        ),
+        (
             &["--data", "@/nonexistent/m.bin", "ws://127.0.0.1:9/"][..],
             "no such file",
         ),
@@ -357,4 +369,171 @@ fn gorillas_count_of_messages_is_metrons() {
         return;
     };
     echoes_reconcile(&srv, &["--ws-binary"]);
+}
+
+/// `--ws push` against Python's `/push`, which sends its N messages on a
+/// timetable from the upgrade: the first FIRST ms after it, then one
+/// every GAP ms. A subscription outlasts the run, so each connection's
+/// first message is timed from its upgrade: the median first message is
+/// FIRST and the median gap GAP, each to 2 ms (Python's own timer is in
+/// both). The server received one subscribe message per connection and
+/// sent what metron counted; the document follows its schema.
+#[test]
+fn pushed_messages_are_timed_on_the_servers_timetable() {
+    let _g = serial();
+    let Some(srv) = WebSockets::start(None) else {
+        return;
+    };
+    let url = srv.url("/push?events=150&first=50&gap=20");
+    let load = ["-t1", "-c4", "-d2s", "--timeout", "5s", "--ws", "push"];
+    let (doc, text) = run(&[&load[..], &["--data", "subscribe", &url]].concat());
+    let counts = srv.counts();
+    assert_ledger(&doc);
+    assert_eq!(schema_errors(&doc), Vec::<String>::new());
+    let events = &doc["events"];
+    assert_eq!(events["kind"], "websocket", "{text}");
+    assert_eq!(counter(&doc, "in_flight"), 4, "{text}");
+    assert_eq!(counts.sent, events["count"].as_u64().unwrap(), "{counts:?}");
+    // Each of the four, and not the pre-flight's upgrade.
+    assert_eq!(counts.received, 4, "{counts:?}");
+    let first = histogram(&events["first_histogram"]).value_at_quantile(0.5) as f64;
+    let gap = histogram(&events["gap_histogram"]).value_at_quantile(0.5) as f64;
+    assert!(
+        (first - 50_000.0).abs() <= 2_000.0,
+        "first {first} us\n{text}"
+    );
+    assert!((gap - 20_000.0).abs() <= 2_000.0, "gap {gap} us\n{text}");
+    // wording:
+    assert!(text.contains("one subscription each"), "{text}");
+}
+
+/// Subscriptions the server ends: a normal close completes one, with its
+/// messages counted; any other close loses it (read: closed), and the
+/// code is counted by name. Python's process stopped (SIGSTOP) for one
+/// second shows as a gap of that second. The server sent every message
+/// metron counted, and the ledger holds.
+#[test]
+fn a_push_ends_by_the_servers_close_and_a_stop_shows_in_its_gaps() {
+    let _g = serial();
+    let Some(srv) = WebSockets::start(None) else {
+        return;
+    };
+    let normal = srv.url("/push?events=5&first=10&gap=30");
+    let (doc, text) = run(&["-t1", "-c2", "-d1s", "--ws", "push", &normal]);
+    assert_ledger(&doc);
+    let completed = counter(&doc, "completed");
+    assert!(completed >= 4, "{text}");
+    assert_eq!(lost(&doc), 0, "{text}");
+    assert_eq!(doc["events"]["completed_events"], completed * 5, "{text}");
+    assert_eq!(closes(&doc, "1000"), completed, "{text}");
+    // Every subscription lost: metron exits 5, with all it measured.
+    let cut = srv.url("/push?events=3&first=10&gap=30&close=1011");
+    let dir = servers::fresh_dir("ws-push-cut");
+    let json = dir.join("run.json").display().to_string();
+    let out = metron(&["-t1", "-c2", "-d1s", "--ws", "push", "--json", &json, &cut]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(5), "{}\n{text}", stderr(&out));
+    let doc = read_json(std::path::Path::new(&json));
+    assert_ledger(&doc);
+    assert_eq!(counter(&doc, "completed"), 0, "{text}");
+    assert!(lost(&doc) >= 4, "{text}");
+    assert_eq!(closes(&doc, "1011"), lost(&doc), "{text}");
+    assert!(text.contains("1011 internal error"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+    let long = srv.url("/push?events=200&first=10&gap=10");
+    let ((doc, text), stop) = std::thread::scope(|s| {
+        let pause = s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(800));
+            srv.pause(Duration::from_secs(1))
+        });
+        let run = run(&[
+            "-t1",
+            "-c2",
+            "-d3s",
+            "--timeout",
+            "5s",
+            "--ws",
+            "push",
+            &long,
+        ]);
+        (run, pause.join().unwrap())
+    });
+    let counts = srv.counts();
+    assert_ledger(&doc);
+    let gap = histogram(&doc["events"]["gap_histogram"]);
+    assert!(
+        gap.max() as f64 >= 0.9 * stop.as_micros() as f64,
+        "gap max {} us, stopped {stop:?}\n{text}",
+        gap.max()
+    );
+    // The server may have sent more as metron left.
+    let events = doc["events"]["count"].as_u64().unwrap();
+    assert!(counts.sent >= events, "{counts:?}\n{text}");
+}
+
+/// `--ws-ping`: pings go beside the messages on every connection, the
+/// server's pongs are read and are no answer: the server's count of
+/// messages is still the ledger's. A script's `message(data, binary)`
+/// reads every message received, echoes and pushes alike.
+#[test]
+fn pings_are_no_messages_and_a_script_reads_every_message() {
+    let _g = serial();
+    let Some(srv) = WebSockets::start(None) else {
+        return;
+    };
+    let dir = servers::fresh_dir("ws-message");
+    let script = write(
+        &dir,
+        "count.lua",
+        br#"
+local threads = {}
+function setup(thread) table.insert(threads, thread) end
+function init(args) seen, texts = 0, 0 end
+function message(data, binary)
+  seen = seen + 1
+  if not binary and data:sub(1, 5) == "event" or data == "hello" then texts = texts + 1 end
+end
+function done(summary, latency, requests)
+  local seen, texts = 0, 0
+  for _, t in ipairs(threads) do seen = seen + t:get("seen"); texts = texts + t:get("texts") end
+  io.write(string.format("seen %d texts %d\n", seen, texts))
+end
+"#,
+    );
+    let echo = srv.url("/echo");
+    let flags = [
+        "-t2",
+        "-c4",
+        "-R200",
+        "-d2s",
+        "--ws-ping",
+        "50ms",
+        "-s",
+        &script,
+    ];
+    let (doc, text) = run(&[&flags[..], &[echo.as_str()]].concat());
+    let counts = srv.counts();
+    assert_ledger(&doc);
+    let completed = counter(&doc, "completed");
+    assert_eq!(
+        (counts.received, counts.sent),
+        (completed, completed),
+        "{counts:?}"
+    );
+    // Four connections, a ping every 50 ms for about 2 s each.
+    let pings = counter(&doc, "ws_pings");
+    assert!((100..=200).contains(&pings), "{pings} pings\n{text}");
+    assert!(
+        text.contains(&format!("seen {completed} texts {completed}")),
+        "{text}"
+    );
+    let push = srv.url("/push?events=4&first=10&gap=10");
+    let (doc, text) = run(&["-t1", "-c2", "-d1s", "--ws", "push", "-s", &script, &push]);
+    let count = doc["events"]["count"].as_u64().unwrap();
+    assert!(count >= 8, "{text}");
+    assert!(
+        text.contains(&format!("seen {count} texts {count}")),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

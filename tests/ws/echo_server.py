@@ -6,6 +6,11 @@ Prints its port (N, or one the system chose), then serves until killed
 (SIGTERM closes every connection with 1001 going away first):
   /echo       sends every message back, as it came (text or binary)
   /close      echoes three messages, then closes with 1001 "bye"
+  /push?events=N&first=MS&gap=MS[&close=CODE]
+              sends "event 1" .. "event N", the first MS after the
+              upgrade and each next one GAP ms after the one before's
+              due time, then closes with CODE (default 1000); it counts,
+              and does not answer, what the client sends
   /forbidden  refuses the upgrade with 403
 It counts the messages it received and sent, one line per connection as
 it ends, on standard error and appended to FILE: "received N sent M close
@@ -17,6 +22,9 @@ import signal
 import ssl
 import sys
 from http import HTTPStatus
+from urllib.parse import parse_qs, urlsplit
+
+from websockets.exceptions import ConnectionClosed
 
 from websockets.asyncio.server import serve
 
@@ -30,7 +38,38 @@ def note(line):
             log.write(line + "\n")
 
 
+async def push(ws):
+    """The /push timetable, from the moment the upgrade was taken."""
+    query = parse_qs(urlsplit(ws.request.path).query)
+    number = lambda name, default: int(query.get(name, [default])[0])
+    events, first, gap = number("events", 5), number("first", 0), number("gap", 100)
+    code = number("close", 1000)
+    counts = {"received": 0, "sent": 0}
+
+    async def listen():
+        async for _ in ws:
+            counts["received"] += 1
+
+    listener = asyncio.create_task(listen())
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    try:
+        for i in range(events):
+            due = start + (first + i * gap) / 1000
+            await asyncio.sleep(max(0.0, due - loop.time()))
+            await ws.send(f"event {i + 1}")
+            counts["sent"] += 1
+        await ws.close(code)
+    except ConnectionClosed:
+        pass
+    finally:
+        listener.cancel()
+        note(f"received {counts['received']} sent {counts['sent']} close {ws.close_code}")
+
+
 async def handler(ws):
+    if urlsplit(ws.request.path).path == "/push":
+        return await push(ws)
     received = sent = 0
     try:
         async for message in ws:

@@ -12,6 +12,7 @@ use clap::{ArgAction, Parser, ValueHint};
 use super::{choice, distributed, outputs, profile};
 use crate::units::{parse_bytes, parse_duration, parse_si_f64, parse_si_u64};
 
+pub use crate::http::ws::Shape;
 pub use crate::schedule::Arrival;
 
 /// How requests are spread over time in rate mode (`--arrival`): the
@@ -296,6 +297,14 @@ pub struct BenchArgs {
     /// ws:// and wss:// URLs: send messages as binary frames, not text
     #[arg(long = "ws-binary")]
     pub ws_binary: bool,
+
+    /// ws:// and wss:// URLs: what the server does with the messages [default: echo]; with push, --data (if given) is sent once per connection as its subscribe message, -R counts subscriptions, and --timeout bounds each subscription, so raise it
+    #[arg(long = "ws", value_parser = choice::choice(&Shape::CHOICES), value_name = "SHAPE")]
+    pub ws: Option<Shape>,
+
+    /// ws:// and wss:// URLs: send a ping on every open connection every T (the server's pongs are read and not timed)
+    #[arg(long = "ws-ping", value_parser = parse_duration, value_name = "T")]
+    pub ws_ping: Option<Duration>,
 
     /// --grpc: a successful call counts as an error unless FIELD of its reply (a dotted path through nested messages) holds VALUE, as protobuf's JSON mapping writes it (replies are then decoded)
     #[arg(long = "grpc-check", value_name = "FIELD=VALUE")]

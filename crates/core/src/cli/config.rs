@@ -20,7 +20,7 @@ use crate::engine::{Replay, Setup};
 use crate::http::h1::request::{check_header_value, check_token};
 use crate::http::h2::DEFAULT_MAX_STREAMS;
 use crate::http::protocol::MAX_MESSAGE;
-use crate::http::ws::Conversation;
+use crate::http::ws::{self, Conversation};
 use crate::llm::{Api, BodyOptions, Llm, Source};
 use crate::replay::{Order, ReplayError, RequestSet, MAX_ENDPOINTS};
 use crate::schedule::{Load, Process, Profile, Spacing, MAX_RATE};
@@ -229,6 +229,8 @@ pub enum ConfigError {
     MessageNotText,
     #[error("{0} applies to ws:// and wss:// URLs only; write the URL as ws://host:port/path, or drop {0}")]
     WebSocketOnly(&'static str),
+    #[error("--ws-ping 0: a ping every 0 s would never stop; give a period such as --ws-ping 5s, or drop it")]
+    PingEvery,
     #[error("--data {given}: cannot read {path}: {why}; check the file's path")]
     DataFile {
         given: String,
@@ -411,6 +413,8 @@ impl Config {
             message: match (&websocket, &args.data) {
                 (None, _) => None,
                 (Some(_), Some(data)) => Some(data_bytes(data)?),
+                // A subscription says nothing unless told what to say.
+                (Some(c), None) if c.shape == ws::Shape::Push => Some(Vec::new()),
                 (Some(_), None) => Some(b"hello".to_vec()),
             },
             websocket,
@@ -619,6 +623,7 @@ fn protocols(args: &BenchArgs, hosts: &[Target]) -> Result<Protocols, ConfigErro
         asked_by,
         zero_rtt: args.zero_rtt,
         calls: args.grpc.is_some(),
+        pushes: args.ws == Some(ws::Shape::Push),
     })
 }
 
@@ -631,10 +636,18 @@ fn websocket(
     headers: &[(String, String)],
 ) -> Result<Option<Arc<Conversation>>, ConfigError> {
     if !target.websocket {
-        return match args.ws_binary {
-            true => Err(ConfigError::WebSocketOnly("--ws-binary")),
-            false => Ok(None),
+        let own = [
+            (args.ws_binary, "--ws-binary"),
+            (args.ws.is_some(), "--ws"),
+            (args.ws_ping.is_some(), "--ws-ping"),
+        ];
+        return match own.iter().find(|(on, _)| *on) {
+            Some(&(_, flag)) => Err(ConfigError::WebSocketOnly(flag)),
+            None => Ok(None),
         };
+    }
+    if args.ws_ping.is_some_and(|t| t.is_zero()) {
+        return Err(ConfigError::PingEvery);
     }
     let scheme = match target.scheme {
         Scheme::Http => "ws",
@@ -683,6 +696,8 @@ fn websocket(
         path: target.path.clone(),
         fields: headers.to_vec(),
         binary: args.ws_binary,
+        shape: args.ws.unwrap_or_default(),
+        ping: args.ws_ping,
     })))
 }
 

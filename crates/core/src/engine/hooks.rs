@@ -43,24 +43,30 @@ impl Hooks {
         self.script.as_ref()
     }
 
-    /// Responses are kept whole for a hook: the script's `response()`, or
-    /// the reply check.
+    /// Responses are kept whole for a hook: the script's `response()`
+    /// (or, over WebSocket, its `message()`), or the reply check.
     pub fn capture(&self) -> bool {
-        self.script.as_ref().is_some_and(ThreadScript::has_response) || self.check.is_some()
+        self.script
+            .as_ref()
+            .is_some_and(|s| s.has_response() || s.has_message())
+            || self.check.is_some()
     }
 
     /// How event streams are read: their data is kept only for the
     /// script's `event()`; gRPC's streamed messages (`messages`) count as
     /// events; `--llm`'s completion streams (`tokens`) are tallied.
+    /// `sse` also stands for WebSocket's pushes, whose data a script's
+    /// `message()` reads as well.
     pub fn reading(&self, sse: bool, tokens: bool, messages: bool) -> EventReading {
         let event_hook = self.script.as_ref().is_some_and(|s| s.has_event());
-        match (sse, &self.script) {
+        let message_hook = self.script.as_ref().is_some_and(|s| s.has_message());
+        match sse {
             _ if messages => EventReading::Messages,
             _ if tokens && event_hook => EventReading::TokensData,
             _ if tokens => EventReading::Tokens,
-            (false, _) => EventReading::Off,
-            (true, Some(s)) if s.has_event() => EventReading::Data,
-            (true, _) => EventReading::Times,
+            false => EventReading::Off,
+            true if event_hook || message_hook => EventReading::Data,
+            true => EventReading::Times,
         }
     }
 
@@ -103,6 +109,17 @@ impl Hooks {
     pub fn event(&mut self, data: Option<&[u8]>) -> Result<(), ScriptError> {
         match (self.script.as_mut(), data) {
             (Some(script), Some(data)) => script.event(data),
+            _ => Ok(()),
+        }
+    }
+
+    /// Runs the script's `message(data, binary)` on a WebSocket message
+    /// received (an answer, or a push), or else its `event(data)` on a
+    /// push.
+    pub fn message(&mut self, data: &[u8], binary: bool, pushed: bool) -> Result<(), ScriptError> {
+        match self.script.as_mut() {
+            Some(s) if s.has_message() => s.message(data, binary),
+            Some(s) if pushed => s.event(data),
             _ => Ok(()),
         }
     }

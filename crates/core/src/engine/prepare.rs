@@ -149,6 +149,7 @@ fn worker_setups(
             visit_timeout: setup.visit_timeout.map(nanos),
             max_head: setup.max_head,
             sse: setup.sse,
+            websocket: setup.websocket.as_ref().map(|c| c.shape),
             llm: setup.llm.as_ref().map(|l| l.goodput),
             calls: setup.calls.as_ref().map(|c| c.streaming),
             check: setup.calls.as_ref().and_then(|c| c.check.clone()),

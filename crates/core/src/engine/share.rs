@@ -45,6 +45,8 @@ pub struct WorkerSetup {
     pub max_head: usize,
     /// `--sse`: response bodies are read as event streams.
     pub sse: bool,
+    /// A WebSocket run, of this shape (`--ws`): its pushes are events.
+    pub websocket: Option<crate::http::ws::Shape>,
     /// `--llm`: response bodies are read as completion streams, judged
     /// by these bounds (`--goodput`).
     pub llm: Option<crate::stats::llm::Goodput>,

@@ -46,7 +46,8 @@ pub use h1::response::{Done, Feed, ParseError, ResponseParser};
 pub use offer::Protocols;
 pub use protocol::SessionOptions;
 pub use session::{
-    Captured, Event, Failure, Info, OpenError, Packets, Request, RequestMeta, Retirement, Session,
+    Captured, Event, Failure, Info, Messages, OpenError, Packets, Request, RequestMeta, Retirement,
+    Session,
 };
 pub use sse::EventReading;
 pub use version::{Carrier, Protocol, Spoken};

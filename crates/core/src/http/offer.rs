@@ -25,6 +25,9 @@ pub struct Protocols {
     /// carries: the errors of a server that does not speak it say so,
     /// rather than advise HTTP/1.1 or an ALPN offer `--grpc` refuses.
     pub calls: bool,
+    /// WebSocket's server pushes (`--ws push`): each connection carries
+    /// one subscription, not messages awaiting answers.
+    pub pushes: bool,
 }
 
 impl Default for Protocols {
@@ -35,6 +38,7 @@ impl Default for Protocols {
             asked_by: None,
             zero_rtt: false,
             calls: false,
+            pushes: false,
         }
     }
 }
@@ -65,6 +69,9 @@ impl Protocols {
         };
         match self.offer.as_slice() {
             [Protocol::Http1] => None,
+            [Protocol::WebSocket] if self.pushes => {
+                Some("WebSocket, one subscription each, its messages pushed".to_string())
+            }
             [Protocol::WebSocket] => Some("WebSocket, one message in flight each".to_string()),
             [one] => Some(format!("{}, {streams}", one.name())),
             several => {

@@ -63,6 +63,7 @@ impl Protocol {
                 // Answers are matched by order: one message at a time.
                 max_in_flight: 1,
                 capture: opts.capture,
+                keep_data: opts.reading == EventReading::Data,
             })),
             Protocol::Http1 => Box::new(Http1::reading(opts.max_head, opts.capture, opts.reading)),
             Protocol::Http3 => {

@@ -188,6 +188,21 @@ pub struct Info {
     /// WebSocket: the close code the server sent, once it did (1005: it
     /// sent a close without one).
     pub close_code: Option<u16>,
+    /// WebSocket: what became of messages beyond requests and answers.
+    pub messages: Option<Messages>,
+}
+
+/// What a WebSocket session counted of messages that answer no request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Messages {
+    /// Whole messages that came with nothing awaiting them: in echo, with
+    /// no message unanswered; in push, before the subscription.
+    pub unasked: u64,
+    /// Pings sent (`--ws-ping`).
+    pub pings: u64,
+    /// The last whole message read was binary (for a script's
+    /// `message(data, binary)`).
+    pub binary_read: bool,
 }
 
 /// Why a session takes no new request.
@@ -244,13 +259,16 @@ pub enum Event<T> {
         tokens: Option<Box<Answer>>,
         grpc_status: Option<u8>,
     },
-    /// An event of its response's stream came (`--sse`): `previous` is
-    /// when the event before it came (`None`: this is the first); `data`
-    /// its data, when a script asked for it. The response goes on.
+    /// An event of its response's stream came (`--sse`, a WebSocket
+    /// push): `previous` is when the event before it came (`None`: this
+    /// is the first); `data` its data, when a script asked for it, and
+    /// whether that is binary (a WebSocket binary message) rather than
+    /// text. The response goes on.
     Message {
         tag: T,
         previous: Option<Nanos>,
         data: Option<Bytes>,
+        binary: bool,
     },
     /// It ended without a response.
     Lost { tag: T, why: Failure },

@@ -168,6 +168,7 @@ impl EventStream {
                     tag: tag.clone(),
                     previous,
                     data,
+                    binary: false,
                 });
             },
             now,

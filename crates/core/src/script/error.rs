@@ -25,6 +25,8 @@ pub enum Stage {
     Response,
     /// `event(data)`, for each event of a streamed response (`--sse`).
     Event,
+    /// `message(data, binary)`, for each WebSocket message received.
+    Message,
     Delay,
     Done,
     /// A visit's `flow(visit)`.
@@ -41,6 +43,7 @@ impl fmt::Display for Stage {
             Stage::StaticRequest => "in wrk.request()",
             Stage::Response => "in response()",
             Stage::Event => "in event()",
+            Stage::Message => "in message()",
             Stage::Delay => "in delay()",
             Stage::Done => "in done()",
             Stage::Flow => "in flow()",

@@ -24,6 +24,7 @@ struct Hooks {
     request: Option<Function>,
     response: Option<Function>,
     event: Option<Function>,
+    message: Option<Function>,
     delay: Option<Function>,
 }
 
@@ -33,6 +34,7 @@ impl Hooks {
             request: hook(lua, "request"),
             response: hook(lua, "response"),
             event: hook(lua, "event"),
+            message: hook(lua, "message"),
             delay: hook(lua, "delay"),
         }
     }
@@ -200,6 +202,11 @@ impl ThreadScript {
         self.hooks.event.is_some()
     }
 
+    /// The script reads WebSocket messages (`message(data, binary)`).
+    pub fn has_message(&self) -> bool {
+        self.hooks.message.is_some()
+    }
+
     pub fn has_delay(&self) -> bool {
         self.hooks.delay.is_some()
     }
@@ -317,6 +324,20 @@ impl ThreadScript {
             .create_string(data)
             .and_then(|data| event.call::<()>(data))
             .map_err(|e| self.error(Stage::Event, &e))
+    }
+
+    /// Calls `message(data, binary)` with one WebSocket message received,
+    /// if the script defines it.
+    pub fn message(&mut self, data: &[u8], binary: bool) -> Result<(), ScriptError> {
+        let Some(message) = &self.hooks.message else {
+            return Ok(());
+        };
+        let _guard = guard_unless(self.active, &self.handle.slot);
+        self.calls += 1;
+        self.lua
+            .create_string(data)
+            .and_then(|data| message.call::<()>((data, binary)))
+            .map_err(|e| self.error(Stage::Message, &e))
     }
 
     /// Calls `response(status, headers, body)`, if the script defines it.

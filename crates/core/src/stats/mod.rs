@@ -421,6 +421,14 @@ pub struct Counters {
     /// WebSocket closes the server sent, by code (empty otherwise).
     #[serde(default)]
     pub ws_closes: CloseCodes,
+    /// WebSocket messages that came with nothing awaiting them: in echo,
+    /// with no message unanswered; in push, before the subscription.
+    /// They are not timed.
+    #[serde(default)]
+    pub ws_unasked: u64,
+    /// WebSocket pings sent (`--ws-ping`).
+    #[serde(default)]
+    pub ws_pings: u64,
     /// Of `errors.timeout`, requests on connections the server never
     /// answered while it answered others: connections it had not taken
     /// (left in its listen backlog, past its connection limit).
@@ -670,6 +678,8 @@ impl Counters {
         self.failed_checks += other.failed_checks;
         self.reopens.add(&other.reopens);
         self.ws_closes.add(&other.ws_closes);
+        self.ws_unasked += other.ws_unasked;
+        self.ws_pings += other.ws_pings;
         self.timeout_unanswered += other.timeout_unanswered;
     }
 

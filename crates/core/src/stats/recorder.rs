@@ -552,6 +552,13 @@ impl Recorder {
         self.stats.counters.ws_closes.count(code);
     }
 
+    /// A WebSocket connection's messages beyond requests and answers, as
+    /// it closes or the run ends.
+    pub fn ws_messages(&mut self, m: crate::http::Messages) {
+        self.stats.counters.ws_unasked += m.unasked;
+        self.stats.counters.ws_pings += m.pings;
+    }
+
     /// A connection that had opened ended for `why`, and another takes its
     /// place.
     pub fn reopened(&mut self, why: super::Reopen) {

@@ -139,6 +139,10 @@ pub enum EventKind {
     /// The messages of a server-streaming gRPC call.
     #[serde(rename = "grpc")]
     Messages,
+    /// The messages a WebSocket server pushes on a subscription
+    /// (`--ws push`), one subscription per connection.
+    #[serde(rename = "websocket")]
+    WebSocket,
 }
 
 impl EventKind {
@@ -148,6 +152,7 @@ impl EventKind {
         match self {
             EventKind::Sse => ("event", "response"),
             EventKind::Messages => ("message", "call"),
+            EventKind::WebSocket => ("message", "subscription"),
         }
     }
 
@@ -155,7 +160,7 @@ impl EventKind {
     pub fn title(self) -> &'static str {
         match self {
             EventKind::Sse => "Events",
-            EventKind::Messages => "Messages",
+            EventKind::Messages | EventKind::WebSocket => "Messages",
         }
     }
 }

@@ -160,6 +160,7 @@ impl Timed {
                 let none = match e.kind {
                     EventKind::Sse => "no response carried an event",
                     EventKind::Messages => "no call carried a message",
+                    EventKind::WebSocket => "no subscription carried a message",
                 };
                 format!("{none} ({} completed without one)", e.without_events)
             }

@@ -37,6 +37,7 @@ use std::sync::Arc;
 use mio::{Token, Waker};
 
 use crate::clock::{self, Nanos};
+use crate::http::ws::Shape;
 use crate::http::{Failure, OpenError, Request, Retirement};
 use crate::schedule::Plan;
 use crate::script::ScriptError;
@@ -113,6 +114,9 @@ pub struct Worker {
     next_publish: Nanos,
     /// A flow's visits (the script defines `flow(visit)`).
     visits: Option<Visits>,
+    /// A WebSocket run, of this shape: a script's `message()` reads its
+    /// messages.
+    websocket: Option<Shape>,
 }
 
 /// What a worker hands back when its run is over.
@@ -139,7 +143,12 @@ impl Worker {
         let poller = Poller::new()?;
         let hooks = Hooks::new(setup.script, setup.calls.is_some(), setup.check);
         let capture = hooks.capture();
-        let reading = hooks.reading(setup.sse, setup.llm.is_some(), setup.calls == Some(true));
+        let pushes = setup.websocket == Some(Shape::Push);
+        let reading = hooks.reading(
+            setup.sse || pushes,
+            setup.llm.is_some(),
+            setup.calls == Some(true),
+        );
         let source = Source::new(setup.replay, hooks.script_ref(), &setup.request)?;
         let shape = SessionShape {
             max_head: setup.max_head,
@@ -177,6 +186,7 @@ impl Worker {
             progress: setup.progress,
             next_publish: 0,
             visits: None,
+            websocket: setup.websocket,
         };
         if w.hooks.script_ref().is_some_and(|s| s.has_flow()) {
             w.visits = Some(Visits::new(setup.lane, setup.visit_timeout));
@@ -184,6 +194,8 @@ impl Worker {
         }
         if setup.calls == Some(true) {
             w.stats.read_events(EventKind::Messages);
+        } else if pushes {
+            w.stats.read_events(EventKind::WebSocket);
         } else if setup.sse || setup.llm.is_some() {
             w.stats.read_events(EventKind::Sse);
         }
@@ -609,9 +621,13 @@ impl Worker {
                     tag,
                     previous,
                     data,
+                    binary,
                 } => {
                     self.stats.message(tag.stamp, previous, now);
-                    let result = self.hooks.event(data.as_deref());
+                    let result = match (self.websocket, data) {
+                        (Some(_), Some(data)) => self.hooks.message(&data, binary, true),
+                        (_, data) => self.hooks.event(data.as_deref()),
+                    };
                     if !self.script_went_on(result) {
                         return false;
                     }
@@ -650,11 +666,17 @@ impl Worker {
 
     /// Runs the script's `response()` on the response just recorded on
     /// connection `i`, if it has one. False when the script failed.
+    /// An echo's answer is a message received too: the script's
+    /// `message()` reads it after `response()`.
     fn run_response(&mut self, i: usize, status: u16) -> bool {
-        let result = match self.pool[i].conn.session() {
-            Some(s) => self.hooks.response(status, s.captured()),
-            None => Ok(()),
+        let Some(s) = self.pool[i].conn.session() else {
+            return true;
         };
+        let mut result = self.hooks.response(status, s.captured());
+        if result.is_ok() && self.websocket == Some(Shape::Echo) {
+            let binary = s.info().messages.is_some_and(|m| m.binary_read);
+            result = self.hooks.message(s.captured().body(), binary, false);
+        }
         self.script_went_on(result)
     }
 
@@ -782,6 +804,9 @@ impl Worker {
             }
             if let Some(code) = info.close_code {
                 self.stats.ws_closed(code);
+            }
+            if let Some(m) = info.messages {
+                self.stats.ws_messages(m);
             }
         }
         let closed = self.pool[i].conn.close(now);
@@ -1090,8 +1115,12 @@ impl Worker {
         let stats = &mut self.stats;
         for place in self.pool.iter().filter(|p| p.role != Role::Vacant) {
             if let Some(s) = place.conn.session() {
-                if let Some(p) = s.info().packets {
+                let info = s.info();
+                if let Some(p) = info.packets {
                     stats.packets(p);
+                }
+                if let Some(m) = info.messages {
+                    stats.ws_messages(m);
                 }
                 s.for_each_in_flight(&mut |t, last| {
                     stats.in_flight_at_end(t.stamp, stop_at);

@@ -397,6 +397,7 @@ mod tests {
             tag: 1,
             previous,
             data: Some(Bytes::from_static(data)),
+            binary: false,
         };
         let got = events(&mut s);
         assert_eq!(got.len(), 3, "{got:?}");

@@ -9,6 +9,13 @@
 //! is answered with a close and ends the session, its code kept for the
 //! report; what was not answered by then is drained as lost.
 //!
+//! In push mode ([`Shape::Push`]) the request opened on a session is its
+//! subscription: its message, if it has one, is sent once, and every
+//! message the server sends is an event of it ([`Event::Message`]), timed
+//! as a server-sent event is. The server's close ends the subscription:
+//! a normal close (`1000`, or none) completes it, with its events counted;
+//! any other loses it, as a stream cut short is.
+//!
 //! - `frame`: frames as a client writes and reads them, from the wire
 //!   format's crate (`metron-ws`), which the target server uses too;
 //! - `handshake`: the upgrade request and the server's `101` checked.
@@ -23,11 +30,13 @@ use std::sync::Arc;
 use crate::clock::Nanos;
 use crate::http::capture::Captured;
 use crate::http::outbox::{after_write_error, Outbox};
-use crate::http::session::{Event, Failure, Info, OpenError, Request, Retirement, Session};
+use crate::http::session::{
+    Event, Failure, Info, Messages, OpenError, Request, Retirement, Session,
+};
 
 use frame::{FrameError, Opcode};
 use handshake::Refusal;
-pub use preflight::Conversation;
+pub use preflight::{Conversation, Shape};
 
 /// What a message's answer reports as its status: the connection's own,
 /// `101 Switching Protocols`, since a message has none.
@@ -47,6 +56,9 @@ pub struct WsOptions {
     pub max_in_flight: u32,
     /// Keep each answer for a script's `response()`, as its body.
     pub capture: bool,
+    /// Hand each pushed message's data on (a script's `message()` or
+    /// `event()`).
+    pub keep_data: bool,
 }
 
 /// The close the server sent: its code (`None`: it gave none) and reason.
@@ -100,6 +112,20 @@ pub struct WebSocket<T> {
     close_sent: bool,
     /// A write failed: nothing more is sent or opened.
     unwritable: bool,
+    /// Push: when the subscription's last message came, its messages so
+    /// far, the bytes they took and when the first came.
+    last_pushed: Option<Nanos>,
+    pushed: u64,
+    pushed_bytes: u64,
+    first_pushed: Option<Nanos>,
+    /// Whole messages that came with nothing to answer (echo: no message
+    /// awaiting one; push: before the subscription).
+    unasked: u64,
+    /// The last whole message read was binary.
+    binary_read: bool,
+    /// When the next ping goes (`--ws-ping`), once open.
+    next_ping: Option<Nanos>,
+    pings: u64,
     /// The server closed its side.
     eof: bool,
     captured: Captured,
@@ -134,6 +160,14 @@ impl<T: Clone> WebSocket<T> {
             close: None,
             close_sent: false,
             unwritable: false,
+            last_pushed: None,
+            pushed: 0,
+            pushed_bytes: 0,
+            first_pushed: None,
+            unasked: 0,
+            binary_read: false,
+            next_ping: None,
+            pings: 0,
             eof: false,
             captured: Captured::default(),
         }
@@ -147,6 +181,10 @@ impl<T: Clone> WebSocket<T> {
     /// The close the server sent, once it did.
     pub fn close(&self) -> Option<&Close> {
         self.close.as_ref()
+    }
+
+    fn pushes(&self) -> bool {
+        self.opts.conversation.shape == Shape::Push
     }
 
     fn mask() -> [u8; 4] {
@@ -216,6 +254,11 @@ impl<T: Clone> WebSocket<T> {
                     at = len;
                     self.stage = Stage::Open;
                     self.upgraded = true;
+                    self.next_ping = self
+                        .opts
+                        .conversation
+                        .ping
+                        .map(|t| now + t.as_nanos() as Nanos);
                 }
                 Err(refusal) => {
                     self.refusal = Some(refusal);
@@ -274,6 +317,9 @@ impl<T: Clone> WebSocket<T> {
                     reason: reason.to_owned(),
                 });
                 self.send_close(code.unwrap_or(1000));
+                if self.pushes() && matches!(code, None | Some(1000)) {
+                    self.subscription_ended(now);
+                }
                 self.fail(Failure::Closed);
             }
             Opcode::Pong => {}
@@ -305,6 +351,11 @@ impl<T: Clone> WebSocket<T> {
                         self.protocol_error(1007);
                         return false;
                     }
+                    self.binary_read = kind == Opcode::Binary;
+                    if self.pushes() {
+                        self.push(message, now);
+                        return false;
+                    }
                     return self.answer(message);
                 }
             }
@@ -317,6 +368,7 @@ impl<T: Clone> WebSocket<T> {
     fn answer(&mut self, message: Vec<u8>) -> bool {
         let Some(p) = self.in_flight.pop_front() else {
             // A message nobody awaits: an echo server that speaks first.
+            self.unasked += 1;
             return false;
         };
         if self.opts.capture {
@@ -333,6 +385,42 @@ impl<T: Clone> WebSocket<T> {
             grpc_status: None,
         });
         true
+    }
+}
+
+impl<T: Clone> WebSocket<T> {
+    /// A pushed message came whole at `now`: an event of the subscription.
+    fn push(&mut self, message: Vec<u8>, now: Nanos) {
+        let Some(p) = self.in_flight.front() else {
+            self.unasked += 1;
+            return;
+        };
+        self.pushed += 1;
+        self.pushed_bytes += self.message_bytes;
+        self.first_pushed.get_or_insert(now);
+        let previous = self.last_pushed.replace(now);
+        self.events.push_back(Event::Message {
+            tag: p.tag.clone(),
+            previous,
+            data: self.opts.keep_data.then(|| message.into()),
+            binary: self.binary_read,
+        });
+    }
+
+    /// The server closed normally at `now`: the subscription is complete.
+    fn subscription_ended(&mut self, now: Nanos) {
+        let Some(p) = self.in_flight.pop_front() else {
+            return;
+        };
+        self.events.push_back(Event::Response {
+            tag: p.tag,
+            status: MESSAGE_STATUS,
+            bytes: self.pushed_bytes,
+            first_byte: self.first_pushed.unwrap_or(now),
+            events: self.pushed,
+            tokens: None,
+            grpc_status: None,
+        });
     }
 }
 
@@ -360,7 +448,10 @@ impl<T: Clone> Session<T> for WebSocket<T> {
             Opcode::Text
         };
         let start = self.out.end();
-        frame::encode(self.out.buf(), true, opcode, message, Self::mask());
+        // A subscription without a message of its own says nothing.
+        if !(self.pushes() && message.is_empty()) {
+            frame::encode(self.out.buf(), true, opcode, message, Self::mask());
+        }
         let end = self.out.end();
         self.in_flight.push_back(Pending { tag, start, end });
         Ok(())
@@ -425,6 +516,24 @@ impl<T: Clone> Session<T> for WebSocket<T> {
         &self.captured
     }
 
+    fn poll_timeout(&self) -> Option<Nanos> {
+        self.next_ping.filter(|_| self.stage == Stage::Open)
+    }
+
+    /// Its ping is due (`--ws-ping`): it goes, and the next is set.
+    fn handle_timeout(&mut self, now: Nanos) {
+        let (Some(at), Some(every)) = (self.next_ping, self.opts.conversation.ping) else {
+            return;
+        };
+        if now < at || self.stage != Stage::Open {
+            return;
+        }
+        self.send_control(Opcode::Ping, b"metron");
+        self.pings += 1;
+        // Late pings are not made up for: the next is a period from now.
+        self.next_ping = Some(now + every.as_nanos() as Nanos);
+    }
+
     fn transmit(&mut self, _now: Nanos) -> &[u8] {
         self.out.pending()
     }
@@ -451,6 +560,11 @@ impl<T: Clone> Session<T> for WebSocket<T> {
         Info {
             handshake_complete: self.is_ready(),
             close_code: self.close.as_ref().map(|c| c.code.unwrap_or(1005)),
+            messages: Some(Messages {
+                unasked: self.unasked,
+                pings: self.pings,
+                binary_read: self.binary_read,
+            }),
             ..Info::default()
         }
     }
@@ -487,9 +601,11 @@ impl<T: Clone> Session<T> for WebSocket<T> {
         self.in_flight.len()
     }
 
+    /// A subscription's last message, as an event stream's last event.
     fn for_each_in_flight(&self, each: &mut dyn FnMut(&T, Option<Nanos>)) {
+        let last = self.last_pushed.filter(|_| self.pushes());
         for p in &self.in_flight {
-            each(&p.tag, None);
+            each(&p.tag, last);
         }
     }
 }

@@ -21,6 +21,40 @@ pub struct Conversation {
     pub fields: Vec<(String, String)>,
     /// Messages go as binary frames (`--ws-binary`), not text.
     pub binary: bool,
+    /// What the server does with them (`--ws`).
+    pub shape: Shape,
+    /// Send a ping this often on every open connection (`--ws-ping`).
+    pub ping: Option<std::time::Duration>,
+}
+
+/// The two shapes of a WebSocket conversation (`--ws`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Shape {
+    /// Each message the client sends is answered by one from the server,
+    /// in order: a message is timed as a request is.
+    #[default]
+    Echo,
+    /// The server sends, after the upgrade (and the client's one optional
+    /// subscribe message): each connection's subscription is a stream
+    /// whose messages are timed as server-sent events are, and which ends
+    /// with the server's close.
+    Push,
+}
+
+impl Shape {
+    /// `--ws`'s choices: each shape, its word and its help.
+    pub const CHOICES: [(Shape, &'static str, &'static str); 2] = [
+        (
+            Shape::Echo,
+            "echo",
+            "each message is answered by one, in order; timed as a request",
+        ),
+        (
+            Shape::Push,
+            "push",
+            "the server sends after the upgrade; its messages are timed as events",
+        ),
+    ];
 }
 
 impl Conversation {

@@ -18,6 +18,7 @@ fn options() -> WsOptions {
         max_head: 8192,
         max_in_flight: 100,
         capture: false,
+        keep_data: false,
     }
 }
 
@@ -70,10 +71,16 @@ fn from_server(fin: bool, opcode: Opcode, payload: &[u8]) -> Vec<u8> {
 
 /// A session past its upgrade.
 fn open() -> WebSocket<u32> {
-    let mut s = WebSocket::new(options());
+    open_with(options())
+}
+
+/// A session of `opts` past its upgrade (at 2).
+fn open_with(opts: WsOptions) -> WebSocket<u32> {
+    let mut s = WebSocket::new(opts);
     let upgrade = String::from_utf8(written(&mut s)).unwrap();
+    let path = s.opts.conversation.path.clone();
     assert!(
-        upgrade.starts_with("GET /echo HTTP/1.1\r\nHost: 127.0.0.1:9\r\n"),
+        upgrade.starts_with(&format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:9\r\n")),
         "{upgrade}"
     );
     assert!(!s.is_ready() && s.free_streams() == 0);
@@ -89,8 +96,117 @@ fn open() -> WebSocket<u32> {
     s.handle(a, 1);
     assert!(!s.is_ready());
     s.handle(b, 2);
-    assert!(s.is_ready() && s.free_streams() == 100);
+    assert!(s.is_ready() && s.free_streams() == s.opts.max_in_flight);
     s
+}
+
+/// A push session (`--ws push`), keeping each message's data, its
+/// subscription `7` opened at 10 without a message of its own.
+fn subscribed() -> WebSocket<u32> {
+    let mut s = open_with(WsOptions {
+        conversation: Arc::new(Conversation {
+            path: "/push".into(),
+            shape: Shape::Push,
+            ..Conversation::default()
+        }),
+        max_in_flight: 1,
+        keep_data: true,
+        ..options()
+    });
+    // A message before the subscription answers nothing.
+    s.handle(&from_server(true, Opcode::Text, b"early"), 5);
+    assert!(s.poll_event().is_none());
+    s.open(&message(""), 7, 10).unwrap();
+    assert!(written(&mut s).is_empty(), "no subscribe message was given");
+    s
+}
+
+#[test]
+fn a_subscriptions_messages_are_its_events_and_a_normal_close_completes_it() {
+    let mut s = subscribed();
+    s.handle(&from_server(true, Opcode::Text, b"one"), 20);
+    s.handle(&from_server(true, Opcode::Binary, b"two"), 30);
+    let message = |previous, data: &'static [u8], binary| Event::Message {
+        tag: 7,
+        previous,
+        data: Some(Bytes::from_static(data)),
+        binary,
+    };
+    assert_eq!(s.poll_event(), Some(message(None, b"one", false)));
+    assert_eq!(s.poll_event(), Some(message(Some(20), b"two", true)));
+    let mut last = None;
+    s.for_each_in_flight(&mut |_, at| last = at);
+    assert_eq!(last, Some(30));
+    s.handle(
+        &from_server(true, Opcode::Close, &1000u16.to_be_bytes()),
+        40,
+    );
+    assert_eq!(
+        s.poll_event(),
+        Some(Event::Response {
+            tag: 7,
+            status: MESSAGE_STATUS,
+            bytes: 10,
+            first_byte: 20,
+            events: 2,
+            tokens: None,
+            grpc_status: None,
+        })
+    );
+    assert_eq!(frames(&written(&mut s)), [(Opcode::Close, vec![3, 232])]);
+    assert_eq!(s.retirement(), Some(Retirement::Asked));
+    let info = s.info();
+    assert_eq!(info.close_code, Some(1000));
+    assert_eq!(info.messages.map(|m| m.unasked), Some(1));
+}
+
+#[test]
+fn a_subscription_the_server_closes_otherwise_is_lost() {
+    let mut s = subscribed();
+    s.handle(&from_server(true, Opcode::Text, b"one"), 20);
+    assert!(matches!(s.poll_event(), Some(Event::Message { .. })));
+    s.handle(
+        &from_server(true, Opcode::Close, &1011u16.to_be_bytes()),
+        40,
+    );
+    assert_eq!(
+        s.poll_event(),
+        Some(Event::Failed {
+            why: Failure::Closed
+        })
+    );
+    assert_eq!(s.in_flight(), 1, "the engine drains it as lost");
+    assert_eq!(s.info().close_code, Some(1011));
+}
+
+#[test]
+fn pings_go_on_their_period_while_open() {
+    const MS: Nanos = 1_000_000;
+    let mut s = open_with(WsOptions {
+        conversation: Arc::new(Conversation {
+            path: "/echo".into(),
+            ping: Some(std::time::Duration::from_millis(100)),
+            ..Conversation::default()
+        }),
+        ..options()
+    });
+    assert_eq!(s.poll_timeout(), Some(2 + 100 * MS));
+    s.handle_timeout(50 * MS);
+    assert!(written(&mut s).is_empty(), "not due yet");
+    s.handle_timeout(2 + 130 * MS);
+    assert_eq!(
+        frames(&written(&mut s)),
+        [(Opcode::Ping, b"metron".to_vec())]
+    );
+    // Late: the next is a period from when this one went.
+    assert_eq!(s.poll_timeout(), Some(2 + 230 * MS));
+    // A pong answers nothing.
+    s.open(&message("m"), 1, 3 * MS).unwrap();
+    s.handle(&from_server(true, Opcode::Pong, b"metron"), 140 * MS);
+    assert!(s.poll_event().is_none());
+    assert_eq!(s.info().messages.map(|m| m.pings), Some(1));
+    s.leave(150 * MS);
+    assert_eq!(s.poll_timeout(), None, "no ping once closing");
 }
 
 fn response(e: Option<Event<u32>>) -> (u32, u16, u64, Nanos) {

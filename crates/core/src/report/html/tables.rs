@@ -314,6 +314,7 @@ pub fn timings(page: &mut String, doc: &Document) {
         let (what, whole) = match e.kind {
             EventKind::Messages => ("Messages of the streamed calls", "call"),
             EventKind::Sse => ("Server-sent events", "response"),
+            EventKind::WebSocket => ("Messages the WebSocket server pushed", "subscription"),
         };
         let open = if e.open > 0 {
             format!(

@@ -148,6 +148,8 @@ pub fn sample() -> Document {
         quic: Default::default(),
         grpc: Default::default(),
         ws_closes: Default::default(),
+        ws_unasked: 0,
+        ws_pings: 0,
         failed_checks: 0,
     };
     Document {

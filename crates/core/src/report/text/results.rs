@@ -264,7 +264,7 @@ pub(super) fn write_timings(
     events: Option<&EventStats>,
 ) -> io::Result<()> {
     let (first, gap) = match events.map(|e| e.kind) {
-        Some(EventKind::Messages) => ("First message", "Message gap"),
+        Some(EventKind::Messages | EventKind::WebSocket) => ("First message", "Message gap"),
         _ => ("First event", "Event gap"),
     };
     // No event at all: the lower bounds of requests still waiting are no
@@ -408,6 +408,9 @@ pub(super) fn write_own_lines(out: &mut impl Write, r: &TextReport) -> io::Resul
     }
     if c.ws_closes.total() > 0 {
         writeln!(out, "  Closes by the server: {}", c.ws_closes)?;
+    }
+    if c.ws_pings > 0 {
+        writeln!(out, "  Pings sent: {}", c.ws_pings)?;
     }
     if c.grpc.total() > 0 {
         writeln!(out, "  gRPC status: {}", c.grpc)?;

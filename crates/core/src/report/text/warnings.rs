@@ -13,7 +13,12 @@ pub fn warnings(r: &TextReport) -> Vec<String> {
         Some(l) => no_tokens_warning(l),
         None => r.stats.events.as_ref().and_then(no_events_warning),
     };
-    let streams = r.stats.llm.as_ref().and_then(broken_streams_warning);
+    let streams = r
+        .stats
+        .llm
+        .as_ref()
+        .and_then(broken_streams_warning)
+        .or_else(|| unasked_warning(r));
     let visits = r.stats.visits.as_ref().and_then(|v| {
         let rate = r
             .load
@@ -133,6 +138,14 @@ pub(super) fn connection_limit_warning(c: &Counters) -> Option<String> {
 /// call may end without a message and still be right, so only
 /// server-sent events are warned of.
 pub(super) fn no_events_warning(e: &EventStats) -> Option<String> {
+    if e.kind == EventKind::WebSocket && e.without_events > 0 {
+        return Some(format!(
+            "{} of {} subscriptions the server closed normally carried no message: check \
+             that the URL is the server's push endpoint (and --data its subscribe message), \
+             or use --ws echo for a server that answers",
+            e.without_events, e.responses
+        ));
+    }
     if e.kind != EventKind::Sse || e.without_events == 0 {
         return None;
     }
@@ -142,6 +155,33 @@ pub(super) fn no_events_warning(e: &EventStats) -> Option<String> {
          leave them out; check that the URL serves server-sent events, or drop --sse",
         e.without_events, e.responses
     ))
+}
+
+/// WebSocket: messages that came with nothing awaiting them. They are
+/// in no figure, so they are named, with what the shape makes of them.
+fn unasked_warning(r: &TextReport) -> Option<String> {
+    let unasked = r.stats.counters.ws_unasked;
+    if unasked == 0 {
+        return None;
+    }
+    let push = r
+        .stats
+        .events
+        .as_ref()
+        .is_some_and(|e| e.kind == EventKind::WebSocket);
+    Some(if push {
+        format!(
+            "{unasked} messages came before their connection's subscription was due, and no \
+             figure has them; the server pushes from the upgrade on: drop -R so that each \
+             subscription starts with its connection"
+        )
+    } else {
+        format!(
+            "{unasked} messages came with no message of metron's awaiting an answer, and no \
+             figure has them: the server sends unasked (it pushes, or greets); for a server \
+             that pushes, use --ws push"
+        )
+    })
 }
 
 /// `--llm`: answers that were not completion streams, or streams without
