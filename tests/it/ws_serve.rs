@@ -21,12 +21,13 @@ use crate::common::process::{self, serve_on};
 use crate::common::*;
 
 /// The loopback ports these tests serve on: the first free one is taken.
-const PORTS: std::ops::Range<u16> = 47400..47500;
+const PORTS: std::ops::Range<u16> = 47450..47500;
 
 /// What `metron serve --ws` printed when it was stopped.
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Counts {
     upgrades: u64,
+    refused: u64,
     received: u64,
     sent: u64,
     /// `1011 internal error 40, ...`, as printed.
@@ -45,7 +46,7 @@ impl WsServe {
         let port = PORTS
             .clone()
             .find(|p| TcpListener::bind(("127.0.0.1", *p)).is_ok())
-            .expect("a free port in 47400-47499");
+            .expect("a free port in 47450-47499");
         let addr = format!("127.0.0.1:{port}");
         let (child, _) = serve_on(&addr, &[&["--ws"], flags].concat());
         WsServe {
@@ -59,12 +60,17 @@ impl WsServe {
     }
 
     /// Stops it as Ctrl-C does and reads the counts it printed.
-    fn stop(mut self) -> Counts {
+    fn stop(self) -> Counts {
+        self.stop_with(libc::SIGINT)
+    }
+
+    /// Stops it with `signal` and reads the counts it printed.
+    fn stop_with(mut self, signal: libc::c_int) -> Counts {
         let child = self.child.take().expect("started");
         // SAFETY: `kill` only sends a signal to the child this test
         // started, whose id it holds.
         unsafe {
-            libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+            libc::kill(child.id() as libc::pid_t, signal);
         }
         let out = wait_bounded(child, Duration::from_secs(10));
         let text = stdout(&out);
@@ -84,8 +90,8 @@ impl Drop for WsServe {
     }
 }
 
-/// The counts of `metron serve: 5 WebSocket upgrades (0 refused), 1200
-/// messages received, 1200 messages sent; closes sent: ...; closes
+/// The counts of `metron serve: 5 WebSocket upgrades taken, 0 refused,
+/// 1200 messages received, 1200 messages sent; closes sent: ...; closes
 /// received: ...`.
 fn parse_counts(line: &str) -> Counts {
     let number = |after: &str| -> u64 {
@@ -99,7 +105,8 @@ fn parse_counts(line: &str) -> Counts {
         rest.split(';').next().unwrap_or("").trim().to_string()
     };
     Counts {
-        upgrades: number(" WebSocket upgrades"),
+        upgrades: number(" WebSocket upgrades taken"),
+        refused: number(" refused"),
         received: number(" messages received"),
         sent: number(" messages sent"),
         closes_sent: part("closes sent:"),
