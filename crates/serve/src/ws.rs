@@ -11,7 +11,10 @@
 //! on its timetable, each due at its offset from the upgrade (not from
 //! the write before, so a late one delays no other), then closes with
 //! 1000. While it waits the loop goes on reading, so pings and closes are
-//! answered meanwhile.
+//! answered meanwhile. While echoes are held back, what is read is
+//! acknowledged at once (`TCP_QUICKACK`): a delayed ACK would hold a
+//! client's next messages back in its own stack (Nagle's algorithm), and
+//! they would come, and go back, late and together.
 //!
 //! No byte goes out during a stall (`--stall-*`): every write waits for
 //! the stall's end first, and the loop reads nothing meanwhile, as the
@@ -177,11 +180,26 @@ impl<S: Stream> Session<'_, S> {
                         return Ok(End::Gone);
                     }
                     self.shared.stats.received(n);
+                    self.ack_now();
                 }
                 Woke::Due => {}
                 // Echoes not yet due are not sent.
                 Woke::Away => return self.close(GOING_AWAY, GOING_AWAY_WAIT).await,
             }
+        }
+    }
+
+    /// Acknowledges what was just read at once while echoes are held back
+    /// (`delay=MS`, `--delay`): no echo goes back soon to carry the ACK,
+    /// and a client that sends its next message only once the last is
+    /// acknowledged (Nagle's algorithm, on by default) would otherwise
+    /// wait for the delayed ACK (40 ms on Linux), making that message and
+    /// its echo late.
+    fn ack_now(&self) {
+        #[cfg(target_os = "linux")]
+        if self.plan.endpoint == Endpoint::Echo && !self.echo_delay().is_zero() {
+            // Only ever a matter of timing: nothing to do if it fails.
+            let _ = self.stream.tcp().set_quickack(true);
         }
     }
 
