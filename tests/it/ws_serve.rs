@@ -21,12 +21,13 @@ use crate::common::process::{self, serve_on};
 use crate::common::*;
 
 /// The loopback ports these tests serve on: the first free one is taken.
-const PORTS: std::ops::Range<u16> = 47400..47500;
+const PORTS: std::ops::Range<u16> = 47450..47500;
 
 /// What `metron serve --ws` printed when it was stopped.
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Counts {
     upgrades: u64,
+    refused: u64,
     received: u64,
     sent: u64,
     /// `1011 internal error 40, ...`, as printed.
@@ -45,7 +46,7 @@ impl WsServe {
         let port = PORTS
             .clone()
             .find(|p| TcpListener::bind(("127.0.0.1", *p)).is_ok())
-            .expect("a free port in 47400-47499");
+            .expect("a free port in 47450-47499");
         let addr = format!("127.0.0.1:{port}");
         let (child, _) = serve_on(&addr, &[&["--ws"], flags].concat());
         WsServe {
@@ -59,12 +60,17 @@ impl WsServe {
     }
 
     /// Stops it as Ctrl-C does and reads the counts it printed.
-    fn stop(mut self) -> Counts {
+    fn stop(self) -> Counts {
+        self.stop_with(libc::SIGINT)
+    }
+
+    /// Stops it with `signal` and reads the counts it printed.
+    fn stop_with(mut self, signal: libc::c_int) -> Counts {
         let child = self.child.take().expect("started");
         // SAFETY: `kill` only sends a signal to the child this test
         // started, whose id it holds.
         unsafe {
-            libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+            libc::kill(child.id() as libc::pid_t, signal);
         }
         let out = wait_bounded(child, Duration::from_secs(10));
         let text = stdout(&out);
@@ -84,8 +90,8 @@ impl Drop for WsServe {
     }
 }
 
-/// The counts of `metron serve: 5 WebSocket upgrades (0 refused), 1200
-/// messages received, 1200 messages sent; closes sent: ...; closes
+/// The counts of `metron serve: 5 WebSocket upgrades taken, 0 refused,
+/// 1200 messages received, 1200 messages sent; closes sent: ...; closes
 /// received: ...`.
 fn parse_counts(line: &str) -> Counts {
     let number = |after: &str| -> u64 {
@@ -99,7 +105,8 @@ fn parse_counts(line: &str) -> Counts {
         rest.split(';').next().unwrap_or("").trim().to_string()
     };
     Counts {
-        upgrades: number(" WebSocket upgrades"),
+        upgrades: number(" WebSocket upgrades taken"),
+        refused: number(" refused"),
         received: number(" messages received"),
         sent: number(" messages sent"),
         closes_sent: part("closes sent:"),
@@ -411,4 +418,130 @@ fn echo_reassembles_answers_pings_and_closes_on_an_unmasked_frame() {
         counts.closes_sent, "1002 protocol error 1, 4001 private 1",
         "{counts:?}"
     );
+}
+
+/// `delay=100` with messages sent 10 ms apart by a client with Nagle's
+/// algorithm on (as most are): each echo comes back 100 ms after its own
+/// message was sent, not late behind a delayed acknowledgement of the
+/// one before, nor together with it.
+#[test]
+fn each_echo_leaves_at_its_own_due_time() {
+    let _g = serial();
+    let srv = WsServe::start(&[]);
+    let (mut raw, head) = Raw::connect(srv.port, "/ws/echo?delay=100");
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    let mut sent = Vec::new();
+    for i in 0..4u8 {
+        sent.push(Instant::now());
+        raw.send(true, Opcode::Text, &[b'0' + i]);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for (i, at) in sent.iter().enumerate() {
+        let (opcode, payload, came) = raw.frame().expect("an echo");
+        assert_eq!((opcode, payload), (Opcode::Text, vec![b'0' + i as u8]));
+        let took = came.duration_since(*at);
+        let (due, late) = (Duration::from_millis(100), Duration::from_millis(20));
+        assert!(
+            (due..due + late).contains(&took),
+            "echo {i} after {took:?}, due after {due:?}"
+        );
+    }
+    let counts = srv.stop();
+    assert_eq!((counts.received, counts.sent), (4, 4), "{counts:?}");
+}
+
+/// What the server answers `request`, up to its close.
+fn ask(port: u16, request: &[u8]) -> String {
+    let mut tcp = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    tcp.write_all(request).unwrap();
+    let mut answer = Vec::new();
+    let _ = tcp.read_to_end(&mut answer);
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// An upgrade request for `target` in `version` with `host` (if any).
+fn upgrade_request(target: &str, version: &str, host: bool) -> Vec<u8> {
+    let host = if host { "Host: x\r\n" } else { "" };
+    format!(
+        "GET {target} {version}\r\n{host}Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+    .into_bytes()
+}
+
+/// Upgrades the server cannot take are 400s whose one line says why: a
+/// parameter given twice or past 64 bits, a head past the limit, no Host,
+/// HTTP/1.0. Each is counted as refused, none as taken.
+#[test]
+fn refused_upgrades_say_why_in_one_line() {
+    let _g = serial();
+    let srv = WsServe::start(&[]);
+    let huge = format!("/ws/echo?delay={}", "1".repeat(160 * 1024));
+    let max = u64::MAX;
+    let cases = [
+        (
+            upgrade_request("/ws/push?events=3&events=5", "HTTP/1.1", true),
+            "events= is given twice (events=3, events=5): give it once".to_string(),
+        ),
+        (
+            upgrade_request("/ws/echo?delay=99999999999999999999", "HTTP/1.1", true),
+            format!("delay=99999999999999999999 is more milliseconds than 64 bits hold: pick at most {max}"),
+        ),
+        (
+            upgrade_request("/ws/push?first=99999999999999999999", "HTTP/1.1", true),
+            format!("first=99999999999999999999 is more milliseconds than 64 bits hold: pick at most {max}"),
+        ),
+        (
+            upgrade_request("/ws/echo", "HTTP/1.1", false),
+            "the request has no Host field, which HTTP/1.1 requires".to_string(),
+        ),
+        (
+            upgrade_request("/ws/echo", "HTTP/1.0", true),
+            "a WebSocket upgrade needs HTTP/1.1, not HTTP/1.0".to_string(),
+        ),
+        (
+            upgrade_request(&huge, "HTTP/1.1", true),
+            "the request head is over 64 KiB (65536 bytes), the most this server reads: shorten its query or header fields".to_string(),
+        ),
+    ];
+    for (request, why) in &cases {
+        let answer = ask(srv.port, request);
+        assert!(
+            answer.starts_with("HTTP/1.1 400 Bad Request\r\n"),
+            "{answer}"
+        );
+        // wording: one line, naming the parameter or field and the fix.
+        assert!(answer.ends_with(&format!("\r\n\r\n{why}\n")), "{answer}");
+    }
+    let counts = srv.stop();
+    // The head too large never got as far as being an upgrade.
+    assert_eq!((counts.upgrades, counts.refused), (0, 5), "{counts:?}");
+}
+
+/// Stopped with SIGTERM, the server closes an open WebSocket connection
+/// with 1001 (going away), hears the client's close, then prints its
+/// counts with both.
+#[test]
+fn sigterm_closes_websockets_with_going_away() {
+    let _g = serial();
+    let srv = WsServe::start(&[]);
+    let (mut raw, head) = Raw::connect(srv.port, "/ws/echo");
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    raw.send(true, Opcode::Text, b"hi");
+    let (opcode, _, _) = raw.frame().expect("the echo");
+    assert_eq!(opcode, Opcode::Text);
+    let answered = std::thread::spawn(move || {
+        let (opcode, payload, _) = raw.frame().expect("a close");
+        raw.send(true, Opcode::Close, &payload);
+        (opcode, payload)
+    });
+    let counts = srv.stop_with(libc::SIGTERM);
+    let (opcode, payload) = answered.join().unwrap();
+    assert_eq!(
+        (opcode, payload),
+        (Opcode::Close, 1001u16.to_be_bytes().to_vec())
+    );
+    assert_eq!(counts.sent, 1, "{counts:?}");
+    assert_eq!(counts.closes_sent, "1001 going away 1", "{counts:?}");
+    assert_eq!(counts.closes_received, "1001 going away 1", "{counts:?}");
 }

@@ -42,7 +42,7 @@ use super::fault_bytes::FaultBytes;
 use super::llm::{self, Answer, Call};
 use super::reply::{
     write_events_head, write_json_head, Body, Connection, Encoder, Reply, Response, BAD_REQUEST,
-    CONTINUE,
+    CONTINUE, HEAD_TOO_LARGE,
 };
 use super::request::{Event, Head, Reader};
 use super::route::{connection, reply_for, Ask};
@@ -158,10 +158,10 @@ impl<S: Stream> Conn<S> {
                         break Some(ending);
                     }
                 }
-                Event::Bad => {
+                Event::Bad | Event::TooLarge => {
                     self.shared.stats.bad_request();
                     break self
-                        .send(Reply::BadRequest, arrival, None, Duration::ZERO)
+                        .send(event.bad_reply(), arrival, None, Duration::ZERO)
                         .await?;
                 }
             }
@@ -186,9 +186,9 @@ impl<S: Stream> Conn<S> {
                 // An upgrade is no response: it takes no place in the
                 // queue, and its messages are answered by `ws`.
                 Event::Request(ref head) if head.ws.is_some() => None,
-                Event::Request(_) | Event::Bad => self.shared.book(arrival),
+                Event::Request(_) | Event::Bad | Event::TooLarge => self.shared.book(arrival),
             };
-            let bad = matches!(event, Event::Bad);
+            let bad = matches!(event, Event::Bad | Event::TooLarge);
             let upgrade = matches!(&event, Event::Request(head) if head.ws.is_some());
             batch.push((event, served));
             // Nothing after bytes that are not HTTP is read, nor after an
@@ -207,9 +207,9 @@ impl<S: Stream> Conn<S> {
                     None
                 }
                 Event::Request(head) => self.answer(head, arrival, served).await?,
-                Event::Bad => {
+                Event::Bad | Event::TooLarge => {
                     self.shared.stats.bad_request();
-                    let reply = Reply::BadRequest;
+                    let reply = event.bad_reply();
                     self.send(reply, arrival, served, Duration::ZERO).await?
                 }
             };
@@ -344,6 +344,7 @@ impl<S: Stream> Conn<S> {
                 }
             }
             Reply::BadRequest => self.out.extend_from_slice(BAD_REQUEST),
+            Reply::HeadTooLarge => self.out.extend_from_slice(HEAD_TOO_LARGE),
             Reply::Fault { fault, base } => return self.inject(fault, base).await,
         }
         Ok(reply.closes().then_some(Ending::ServerCloses))

@@ -272,7 +272,7 @@ pub(crate) async fn serve<E: Exchange>(
             let response = default_response(defaults, head_only);
             send(shared, &mut stream, response, None).await
         }
-        Reply::BadRequest => bad_request(&mut stream).await,
+        Reply::BadRequest | Reply::HeadTooLarge => bad_request(&mut stream).await,
         Reply::Fault { fault, base } => inject(&link, &mut stream, fault, base).await,
     };
     if sent.is_ok() && ask.closes() {

@@ -103,6 +103,9 @@ pub struct Server {
     tls: bool,
     started_at: Instant,
     stats: Arc<ServerStats>,
+    /// What the connections share: a shutdown tells WebSocket ones the
+    /// server is going away through it.
+    shared: Arc<Shared>,
     /// Dropping this tells the runtime thread to stop.
     stop: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
@@ -136,6 +139,7 @@ impl Server {
         let stats = Arc::new(ServerStats::new(cfg.record));
         let secure = tls.is_some();
         let shared = Arc::new(Shared::new(cfg, started_at, Arc::clone(&stats), tls));
+        let kept = Arc::clone(&shared);
         let h3 = udp.zip(quic);
         let (stop, stopped) = oneshot::channel();
         let (ready_tx, ready) = mpsc::channel();
@@ -156,6 +160,7 @@ impl Server {
             tls: secure,
             started_at,
             stats,
+            shared: kept,
             stop: Some(stop),
             thread: Some(thread),
         })
@@ -183,6 +188,8 @@ impl Server {
     }
 
     /// Stops accepting, closes every connection and joins every thread.
+    /// Open WebSocket connections (`--ws`) are closed first with 1001
+    /// (going away), each given a second for the client's close.
     pub fn shutdown(self) {
         drop(self);
     }
@@ -190,6 +197,13 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
+        self.shared.go_away();
+        // The close handshakes, then the lingering close after them; a
+        // connection that cannot even write its close is cut off then.
+        let until = Instant::now() + ws::GOING_AWAY_WAIT + shared::LINGER;
+        while self.shared.ws_open() > 0 && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
         drop(self.stop.take());
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
@@ -319,7 +333,8 @@ pub enum ServeError {
 }
 
 /// `metron serve`: starts the server, prints where it listens, and serves
-/// until SIGINT or SIGTERM, then shuts down and returns. With `--llm` it
+/// until SIGINT or SIGTERM, then shuts down (WebSocket connections close
+/// with 1001, going away) and returns. With `--llm` it
 /// prints its token counts last ([`llm_counts`]), and with `--ws` its
 /// WebSocket counts ([`ws_counts`]), so a test that stops it can
 /// reconcile them with its client's.
@@ -358,9 +373,10 @@ pub fn run(cfg: ServeConfig) -> Result<(), ServeError> {
     Ok(())
 }
 
-/// The line `metron serve --ws` ends with: upgrades, messages each way,
-/// and closes each way by code and name, in the words of metron's own
-/// report (`Closes by the server: 1011 internal error 5`).
+/// The line `metron serve --ws` ends with: upgrades taken and refused,
+/// messages each way (those sent written whole to the socket), and
+/// closes each way by code and name, in the words of metron's own report
+/// (`Closes by the server: 1011 internal error 5`).
 pub fn ws_counts(stats: &ServerStats) -> String {
     let closes = |counts: Vec<(u16, u64)>| {
         if counts.is_empty() {
@@ -372,7 +388,7 @@ pub fn ws_counts(stats: &ServerStats) -> String {
         named.collect::<Vec<_>>().join(", ")
     };
     format!(
-        "metron serve: {} WebSocket upgrades ({} refused), {} messages received, {} messages sent; closes sent: {}; closes received: {}",
+        "metron serve: {} WebSocket upgrades taken, {} refused, {} messages received, {} messages sent; closes sent: {}; closes received: {}",
         stats.ws_upgrades(),
         stats.ws_refused(),
         stats.ws_messages_received(),

@@ -41,6 +41,12 @@ pub(crate) const BAD_REQUEST: &[u8] = b"HTTP/1.1 400 Bad Request\r\n\
     Content-Type: text/plain\r\nContent-Length: 12\r\nConnection: close\r\n\r\nbad request\n";
 /// The body of [`BAD_REQUEST`], which HTTP/2 sends in a DATA frame.
 pub(crate) const BAD_REQUEST_BODY: &[u8] = b"bad request\n";
+/// The answer to a request head longer than `request::MAX_HEAD`, naming
+/// the limit; the connection closes.
+pub(crate) const HEAD_TOO_LARGE: &[u8] = b"HTTP/1.1 400 Bad Request\r\n\
+    Content-Type: text/plain\r\nContent-Length: 110\r\nConnection: close\r\n\r\n\
+    the request head is over 64 KiB (65536 bytes), the most this server reads: \
+    shorten its query or header fields\n";
 /// The body of the 401 `/private` answers without a valid token.
 pub(crate) const DENIED_BODY: &[u8] = b"unauthorized\n";
 /// The challenge that 401 carries: a 401 must name a scheme (RFC 9110
@@ -56,6 +62,8 @@ pub(crate) enum Reply {
     Send(Response),
     /// [`BAD_REQUEST`], then close: the request made no sense.
     BadRequest,
+    /// [`HEAD_TOO_LARGE`], then close: the head went past the limit.
+    HeadTooLarge,
     /// A fault instead of the response `base` (the one a healthy server
     /// would have sent, which some faults cut short or trickle).
     Fault { fault: Fault, base: Response },
@@ -66,7 +74,7 @@ impl Reply {
         match self {
             Reply::Canned { .. } => 200,
             Reply::Send(response) => response.status,
-            Reply::BadRequest => 400,
+            Reply::BadRequest | Reply::HeadTooLarge => 400,
             Reply::Fault { base, .. } => base.status,
         }
     }
@@ -76,7 +84,7 @@ impl Reply {
         match self {
             Reply::Canned { close, .. } => *close,
             Reply::Send(response) => response.closes(),
-            Reply::BadRequest => true,
+            Reply::BadRequest | Reply::HeadTooLarge => true,
             Reply::Fault { fault, base } => fault.after(base.closes()) != After::KeepOpen,
         }
     }
@@ -690,5 +698,11 @@ mod tests {
         let (_, body) = text.split_once("\r\n\r\n").unwrap();
         assert!(text.contains(&format!("Content-Length: {}\r\n", body.len())));
         assert_eq!(body.as_bytes(), BAD_REQUEST_BODY);
+        let text = std::str::from_utf8(HEAD_TOO_LARGE).unwrap();
+        let (_, body) = text.split_once("\r\n\r\n").unwrap();
+        assert!(text.contains(&format!("Content-Length: {}\r\n", body.len())));
+        let limit = crate::request::MAX_HEAD;
+        assert!(body.contains(&format!("({limit} bytes)")), "{body}");
+        assert_eq!(body.lines().count(), 1, "{body}");
     }
 }

@@ -12,6 +12,7 @@
 use super::body::{BodyDecoder, Both, Malformed, Sink};
 use super::config::Sse;
 use super::llm::{Call, Verb};
+use super::reply::Reply;
 use super::route::{path_of, Route};
 use super::stats::{Capture, RecordedRequest, ServerStats};
 use super::token::Key;
@@ -61,6 +62,19 @@ pub(crate) enum Event {
     Request(Head),
     /// The bytes are not HTTP/1.x; answer 400 and close.
     Bad,
+    /// The head runs past [`MAX_HEAD`]; answer 400 naming the limit and
+    /// close.
+    TooLarge,
+}
+
+impl Event {
+    /// The 400 a [`Event::Bad`] or [`Event::TooLarge`] gets.
+    pub(crate) fn bad_reply(&self) -> Reply {
+        match self {
+            Event::TooLarge => Reply::HeadTooLarge,
+            _ => Reply::BadRequest,
+        }
+    }
 }
 
 /// Where the connection stands between requests.
@@ -112,6 +126,7 @@ impl Reader {
         let (used, head, framing) = match parse_head(buf, stats, &self.key, self.llm, self.ws) {
             Parsed::Partial => return (0, Event::NeedMore),
             Parsed::Bad => return (0, Event::Bad),
+            Parsed::TooLarge => return (0, Event::TooLarge),
             Parsed::Done(used, head, framing) => (used, head, framing),
         };
         let decoder = match framing {
@@ -152,6 +167,7 @@ impl Reader {
 enum Parsed {
     Partial,
     Bad,
+    TooLarge,
     Done(usize, Head, Option<Framing>),
 }
 
@@ -164,10 +180,13 @@ fn parse_head(
 ) -> Parsed {
     let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut fields);
+    // A head is too large whether it came whole in one read or not.
     let used = match req.parse(buf) {
+        Ok(httparse::Status::Complete(used)) if used > MAX_HEAD => return Parsed::TooLarge,
         Ok(httparse::Status::Complete(used)) => used,
         Ok(httparse::Status::Partial) if buf.len() <= MAX_HEAD => return Parsed::Partial,
-        _ => return Parsed::Bad,
+        Ok(httparse::Status::Partial) => return Parsed::TooLarge,
+        Err(_) => return Parsed::Bad,
     };
     match read_head(&req, stats, key, llm, ws) {
         Ok((head, framing)) => Parsed::Done(used, head, framing),
@@ -325,7 +344,7 @@ mod tests {
             pos += used;
             match event {
                 Event::NeedMore => return (seen, wire.len() - pos),
-                Event::Bad => {
+                Event::Bad | Event::TooLarge => {
                     seen.push(event);
                     return (seen, wire.len() - pos);
                 }
@@ -347,6 +366,11 @@ mod tests {
     fn is_bad(wire: &[u8]) -> bool {
         let (events, _) = events(wire, &ServerStats::new(0));
         matches!(events.last(), Some(Event::Bad))
+    }
+
+    fn is_too_large(wire: &[u8]) -> bool {
+        let (events, _) = events(wire, &ServerStats::new(0));
+        matches!(events.last(), Some(Event::TooLarge))
     }
 
     #[test]
@@ -467,12 +491,22 @@ mod tests {
         assert!(is_bad(format!("GET / HTTP/1.1\r\n{many}\r\n").as_bytes()));
     }
 
+    /// A head past the limit is too large, not merely bad, whether it
+    /// is still coming or came whole.
     #[test]
-    fn endless_heads_are_bad() {
+    fn endless_heads_are_too_large() {
         let mut wire = b"GET / HTTP/1.1\r\nX-Pad: ".to_vec();
         wire.resize(MAX_HEAD + 1, b'a');
-        assert!(is_bad(&wire));
-        assert!(!is_bad(&wire[..MAX_HEAD]));
+        assert!(is_too_large(&wire));
+        assert!(!is_too_large(&wire[..MAX_HEAD]) && !is_bad(&wire[..MAX_HEAD]));
+        let query = "a".repeat(160 * 1024);
+        let whole = format!("GET /ws/echo?delay={query} HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert!(is_too_large(whole.as_bytes()));
+        let (events, _) = events(whole.as_bytes(), &ServerStats::new(0));
+        assert_eq!(
+            events.last().map(Event::bad_reply),
+            Some(Reply::HeadTooLarge)
+        );
     }
 
     #[test]
@@ -530,7 +564,7 @@ mod tests {
                     buffered.drain(..used);
                     match event {
                         Event::NeedMore => break,
-                        Event::Bad => {
+                        Event::Bad | Event::TooLarge => {
                             rest = &[];
                             break;
                         }

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::sync::watch;
 use tokio::time::{sleep, sleep_until, timeout, Sleep};
 
 use super::capacity::Queue;
@@ -54,6 +55,12 @@ pub(crate) struct Shared {
     h3_reset_count: AtomicU64,
     /// The one queue every request joins with `--capacity`.
     queue: Option<Queue>,
+    /// Turns `true` when the server shuts down: WebSocket connections
+    /// (`ws`) then close with 1001 (going away).
+    going_away: watch::Sender<bool>,
+    /// WebSocket connections open (upgraded, not yet ended), which a
+    /// shutdown waits for.
+    ws_open: AtomicU64,
 }
 
 impl Shared {
@@ -84,7 +91,33 @@ impl Shared {
             reset_count: AtomicU64::new(0),
             h3_reset_count: AtomicU64::new(0),
             queue,
+            going_away: watch::Sender::new(false),
+            ws_open: AtomicU64::new(0),
         }
+    }
+
+    /// Tells every WebSocket connection, open or opening, that the server
+    /// is going away.
+    pub(crate) fn go_away(&self) {
+        self.going_away.send_replace(true);
+    }
+
+    /// What says the server is going away, for a WebSocket connection to
+    /// wait on.
+    pub(crate) fn going_away(&self) -> watch::Receiver<bool> {
+        self.going_away.subscribe()
+    }
+
+    /// WebSocket connections open now.
+    pub(crate) fn ws_open(&self) -> u64 {
+        self.ws_open.load(Relaxed)
+    }
+
+    /// Counts a WebSocket connection open until the guard is dropped,
+    /// however its task ends.
+    pub(crate) fn ws_opened(&self) -> WsOpen<'_> {
+        self.ws_open.fetch_add(1, Relaxed);
+        WsOpen(self)
     }
 
     /// Counts one more response (or connection) for the fault plan and says
@@ -221,6 +254,16 @@ pub(crate) struct OpenGuard(pub Arc<ServerStats>);
 impl Drop for OpenGuard {
     fn drop(&mut self) {
         self.0.connection_closed();
+    }
+}
+
+/// Counts a WebSocket connection open while it lives (see
+/// [`Shared::ws_opened`]).
+pub(crate) struct WsOpen<'a>(&'a Shared);
+
+impl Drop for WsOpen<'_> {
+    fn drop(&mut self) {
+        self.0.ws_open.fetch_sub(1, Relaxed);
     }
 }
 

@@ -199,8 +199,9 @@ impl ServerStats {
         self.ws.received.load(Relaxed)
     }
 
-    /// WebSocket messages sent (echoes and pushes), each counted once no
-    /// stall holds it back, before it is written.
+    /// WebSocket messages sent (echoes and pushes), each counted once its
+    /// last byte is written to the socket; one still queued, or cut off
+    /// by a client that left, is not.
     pub fn ws_messages_sent(&self) -> u64 {
         self.ws.sent.load(Relaxed)
     }

@@ -987,3 +987,112 @@ fn tls_serves_with_a_certificate_only_an_insecure_client_accepts() {
     let want = format!("{}{HEAD_200}Content-Length: 3\r\n\r\nx", ok(3));
     assert_eq!(String::from_utf8_lossy(&got), want);
 }
+
+/// Upgrades a connection to `path` of a `--ws` server; panics unless the
+/// answer is a `101`. Returns the stream and what came after the head.
+fn ws_connect(server: &Server, path: &str) -> (TcpStream, Vec<u8>) {
+    let mut stream = connect(server);
+    send(
+        &mut stream,
+        &format!(
+            "GET {path} HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+             Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        ),
+    );
+    let mut got = Vec::new();
+    let mut byte = [0u8; 1];
+    while !got.ends_with(b"\r\n\r\n") && got.len() < 4096 {
+        stream.read_exact(&mut byte).expect("the answer's head");
+        got.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&got);
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    (stream, Vec::new())
+}
+
+fn ws_config() -> ServeConfig {
+    ServeConfig {
+        ws: true,
+        ..ServeConfig::default()
+    }
+}
+
+/// A server shutting down closes an open WebSocket connection with 1001
+/// (going away), waits for the client's close, and counts both.
+#[test]
+fn shutdown_closes_websockets_with_going_away() {
+    let server = serve(ws_config());
+    let stats = server.stats();
+    let (mut stream, mut buf) = ws_connect(&server, "/ws/echo");
+    let stopping = std::thread::spawn(move || server.shutdown());
+    let mut more = [0u8; 256];
+    let frame = (0..100).find_map(|_| {
+        if let Ok(Some((frame, _))) = metron_ws::parse(&buf, 1 << 16) {
+            return Some((frame.opcode, frame.payload.to_vec()));
+        }
+        let n = stream.read(&mut more).unwrap_or(0);
+        buf.extend_from_slice(&more[..n]);
+        None
+    });
+    assert_eq!(
+        frame,
+        Some((metron_ws::Opcode::Close, 1001u16.to_be_bytes().to_vec()))
+    );
+    let mut close = Vec::new();
+    let code = 1001u16.to_be_bytes();
+    metron_ws::encode(
+        &mut close,
+        true,
+        metron_ws::Opcode::Close,
+        &code,
+        [1, 2, 3, 4],
+    );
+    stream.write_all(&close).unwrap();
+    stopping.join().unwrap();
+    assert_eq!(stats.ws_closes_sent(), [(1001, 1)]);
+    assert_eq!(stats.ws_closes_received(), [(1001, 1)]);
+}
+
+/// A message counts as sent once it is written whole to the socket: a
+/// push to a client that reads nothing until the server is gone counts
+/// exactly the messages the client then finds, not those it queued.
+#[test]
+fn messages_sent_are_those_written() {
+    let server = serve(ws_config());
+    let stats = server.stats();
+    let (mut stream, mut buf) = ws_connect(&server, "/ws/push?events=100000000&gap=0");
+    // The server fills the socket's buffers and waits, a batch in hand.
+    sleep(Duration::from_millis(300));
+    server.shutdown();
+    let sent = stats.ws_messages_sent();
+    assert!(sent > 0);
+    let mut messages = 0u64;
+    let mut more = vec![0u8; 64 * 1024];
+    // Every byte the server wrote is in the client's buffers by now.
+    for _ in 0..1_000_000 {
+        while let Ok(Some((_, used))) = metron_ws::parse(&buf, 1 << 16) {
+            buf.drain(..used);
+            messages += 1;
+        }
+        match stream.read(&mut more) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => buf.extend_from_slice(&more[..n]),
+        }
+    }
+    assert_eq!(sent, messages);
+}
+
+/// The counts `metron serve --ws` ends with say which upgrades were
+/// taken and which refused.
+#[test]
+fn websocket_counts_say_taken_and_refused() {
+    let stats = super::ServerStats::new(0);
+    stats.ws_upgraded();
+    stats.ws_upgraded();
+    stats.ws_upgrade_refused();
+    assert_eq!(
+        super::ws_counts(&stats),
+        "metron serve: 2 WebSocket upgrades taken, 1 refused, 0 messages received, \
+         0 messages sent; closes sent: none; closes received: none"
+    );
+}

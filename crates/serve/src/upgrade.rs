@@ -18,9 +18,10 @@
 //!   `after=N` messages sent (on `/ws/echo` 0 unless given: at once; on
 //!   `/ws/push`, all of them).
 //!
-//! Milliseconds may be fractional, as `/delay/MS`'s are. A parameter an
-//! endpoint does not take, or a value it cannot use, refuses the upgrade:
-//! a test that asked for something gets it or hears why not.
+//! Milliseconds may be fractional, as `/delay/MS`'s are, and both they
+//! and counts go up to `u64::MAX`. A parameter an endpoint does not take,
+//! one given twice, or a value it cannot use, refuses the upgrade: a test
+//! that asked for something gets it or hears why not.
 
 use std::time::Duration;
 
@@ -126,6 +127,16 @@ impl Upgrade {
             ));
         }
         let fields = Fields::of(fields);
+        // HTTP/1.1 requires exactly one Host (RFC 9112 section 3.2).
+        match fields.hosts {
+            0 => {
+                return Some(refuse(
+                    "the request has no Host field, which HTTP/1.1 requires".into(),
+                ))
+            }
+            1 => {}
+            _ => return Some(refuse("the request has more than one Host field".into())),
+        }
         if !fields.upgrade {
             return Some(refuse(format!(
                 "{} serves WebSocket only: the request has no Upgrade: websocket",
@@ -209,6 +220,8 @@ struct Fields {
     version: Option<String>,
     /// Every `Sec-WebSocket-Key`: there must be one.
     keys: Vec<String>,
+    /// How many `Host` fields: there must be one.
+    hosts: usize,
 }
 
 impl Fields {
@@ -229,6 +242,8 @@ impl Fields {
                 seen.version = Some(text(value));
             } else if name.eq_ignore_ascii_case("sec-websocket-key") {
                 seen.keys.push(text(value));
+            } else if name.eq_ignore_ascii_case("host") {
+                seen.hosts += 1;
             }
         }
         seen
@@ -250,19 +265,19 @@ fn plan(endpoint: Endpoint, target: &str, sse: Option<Sse>) -> Result<Plan, Stri
         close: None,
     };
     let (mut code, mut after) = (None, None);
+    // Each name read so far, with its value: one given twice is refused
+    // rather than one of the two silently winning.
+    let mut seen: Vec<(&str, &str)> = Vec::new();
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-        let millis = || {
-            parse_millis(value)
-                .ok_or_else(|| format!("{name}={value} is not a number of milliseconds"))
-        };
-        let count = || {
-            value
-                .parse::<u64>()
-                .ok()
-                .filter(|_| value.bytes().all(|b| b.is_ascii_digit()))
-                .ok_or_else(|| format!("{name}={value} is not a count"))
-        };
+        if let Some((_, first)) = seen.iter().find(|(seen, _)| *seen == name) {
+            return Err(format!(
+                "{name}= is given twice ({name}={first}, {name}={value}): give it once"
+            ));
+        }
+        seen.push((name, value));
+        let millis = || millis(name, value);
+        let count = || count(name, value);
         match (endpoint, name) {
             (Endpoint::Echo, "delay") => plan.delay = millis()?,
             (Endpoint::Push, "events") => plan.push.events = count()?,
@@ -292,6 +307,34 @@ fn plan(endpoint: Endpoint, target: &str, sse: Option<Sse>) -> Result<Plan, Stri
         (None, None) => None,
     };
     Ok(plan)
+}
+
+/// `value` as the milliseconds of `name=`: fractional ones too, at most
+/// `u64::MAX` of them.
+fn millis(name: &str, value: &str) -> Result<Duration, String> {
+    let too_many = value
+        .parse::<f64>()
+        .is_ok_and(|ms| ms.is_finite() && ms > u64::MAX as f64);
+    if too_many {
+        return Err(format!(
+            "{name}={value} is more milliseconds than 64 bits hold: pick at most {}",
+            u64::MAX
+        ));
+    }
+    parse_millis(value).ok_or_else(|| format!("{name}={value} is not a number of milliseconds"))
+}
+
+/// `value` as the count of `name=`: plain digits, at most `u64::MAX`.
+fn count(name: &str, value: &str) -> Result<u64, String> {
+    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("{name}={value} is not a count"));
+    }
+    value.parse::<u64>().map_err(|_| {
+        format!(
+            "{name}={value} is more than 64 bits hold: pick at most {}",
+            u64::MAX
+        )
+    })
 }
 
 /// A code the server may close with (`close=CODE`).
@@ -385,6 +428,16 @@ mod tests {
             assert_eq!(why, want);
         }
         assert_eq!(
+            refusal("/ws/echo", &[("Host", "")]),
+            "the request has no Host field, which HTTP/1.1 requires"
+        );
+        let mut hosts = fields(&[]);
+        hosts.push(("host", "y".as_bytes()));
+        let twice = Upgrade::of("GET", false, "/ws/echo", hosts.into_iter(), None);
+        assert!(
+            matches!(twice, Some(Upgrade::Refuse { why, .. }) if why == "the request has more than one Host field")
+        );
+        assert_eq!(
             refusal("/ws/push", &[("Upgrade", "")]),
             "/ws/push serves WebSocket only: the request has no Upgrade: websocket"
         );
@@ -441,6 +494,11 @@ mod tests {
         assert_eq!(echo.close, Some((1011, 3)));
         assert_eq!(plan("/ws/echo?close=4000").close, Some((4000, 0)));
         assert_eq!(plan("/ws/echo").close, None);
+        let longest = plan("/ws/echo?delay=18446744073709551615").delay;
+        assert!(
+            longest >= Duration::from_secs(u64::MAX / 1000),
+            "{longest:?}"
+        );
         let push = plan("/ws/push?events=3&first=20&gap=50");
         assert_eq!(
             push.push,
@@ -491,6 +549,31 @@ mod tests {
                 "/ws/echo?after=2",
                 "after=N needs close=CODE, the code to close with",
             ),
+            (
+                "/ws/push?events=3&events=5",
+                "events= is given twice (events=3, events=5): give it once",
+            ),
+            (
+                "/ws/echo?delay=1&close=1000&delay=1",
+                "delay= is given twice (delay=1, delay=1): give it once",
+            ),
+            (
+                "/ws/echo?delay=99999999999999999999",
+                "delay=99999999999999999999 is more milliseconds than 64 bits hold: pick at most 18446744073709551615",
+            ),
+            (
+                "/ws/push?first=99999999999999999999",
+                "first=99999999999999999999 is more milliseconds than 64 bits hold: pick at most 18446744073709551615",
+            ),
+            (
+                "/ws/push?gap=1e300",
+                "gap=1e300 is more milliseconds than 64 bits hold: pick at most 18446744073709551615",
+            ),
+            (
+                "/ws/push?events=99999999999999999999",
+                "events=99999999999999999999 is more than 64 bits hold: pick at most 18446744073709551615",
+            ),
+            ("/ws/push?events=", "events= is not a count"),
         ] {
             assert_eq!(refusal(target, &[]), want, "{target}");
             assert!(!want.contains('\n'));

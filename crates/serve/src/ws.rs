@@ -11,18 +11,21 @@
 //! on its timetable, each due at its offset from the upgrade (not from
 //! the write before, so a late one delays no other), then closes with
 //! 1000. While it waits the loop goes on reading, so pings and closes are
-//! answered meanwhile.
+//! answered meanwhile. While echoes are held back, what is read is
+//! acknowledged at once (`TCP_QUICKACK`): a delayed ACK would hold a
+//! client's next messages back in its own stack (Nagle's algorithm), and
+//! they would come, and go back, late and together.
 //!
 //! No byte goes out during a stall (`--stall-*`): every write waits for
 //! the stall's end first, and the loop reads nothing meanwhile, as the
-//! HTTP/1.1 loop does. A message is counted as sent once no stall holds
-//! it back, before the client can see it, so the server's count never
-//! runs behind the client's.
+//! HTTP/1.1 loop does. A message is counted as sent once its last byte is
+//! written to the socket: one the client left before getting is not.
 //!
 //! Once the server has sent its close (its own `close=CODE`, the push's
 //! end, or a protocol error's code) it reads on only for the client's
 //! close, at most [`CLOSE_WAIT`], then ends the connection, as section
-//! 7.1.1 asks of a server.
+//! 7.1.1 asks of a server. When the server shuts down it closes every
+//! connection so with 1001 (going away), waiting [`GOING_AWAY_WAIT`].
 
 use std::collections::VecDeque;
 use std::io;
@@ -47,22 +50,30 @@ const MAX_MESSAGE: usize = 16 << 20;
 const MAX_PENDING: usize = 4096;
 /// How long a server that has sent its close waits for the client's.
 pub(crate) const CLOSE_WAIT: Duration = Duration::from_secs(2);
+/// How long a server shutting down waits for the client's close after
+/// its 1001.
+pub(crate) const GOING_AWAY_WAIT: Duration = Duration::from_secs(1);
+/// The code a server shutting down closes with (RFC 6455 section 7.4.1).
+const GOING_AWAY: u16 = 1001;
 /// Reads ask for at least this much room.
 const READ_ROOM: usize = 16 * 1024;
 
 /// Serves the upgraded `stream` as `plan` says until either side closes;
 /// `input` holds what the client sent after its upgrade request.
 pub(crate) async fn serve<S: Stream>(stream: &mut S, input: Vec<u8>, shared: &Shared, plan: Plan) {
+    let _open = shared.ws_opened();
     let mut session = Session {
         stream,
         shared,
         plan,
         input,
         out: Vec::with_capacity(READ_ROOM),
+        ends: Vec::new(),
         partial: None,
         pending: VecDeque::new(),
         sent: 0,
         start: Instant::now(),
+        away: shared.going_away(),
     };
     match session.run().await {
         // The close handshake is over (or timed out): the server ends
@@ -101,6 +112,8 @@ enum Heard {
 enum Woke {
     Read(io::Result<usize>),
     Due,
+    /// The server is shutting down.
+    Away,
 }
 
 struct Session<'a, S> {
@@ -109,6 +122,9 @@ struct Session<'a, S> {
     plan: Plan,
     input: Vec<u8>,
     out: Vec<u8>,
+    /// Where each message (not control frame) in `out` ends, in order:
+    /// it counts as sent once the bytes up to there are written.
+    ends: Vec<usize>,
     /// The fragments of the message being read, and its opcode.
     partial: Option<(Opcode, Vec<u8>)>,
     /// Whole messages read and not yet echoed: when each came, its
@@ -118,13 +134,15 @@ struct Session<'a, S> {
     sent: u64,
     /// The upgrade: the push's timetable counts from here.
     start: Instant,
+    /// Turns `true` when the server shuts down.
+    away: tokio::sync::watch::Receiver<bool>,
 }
 
 impl<S: Stream> Session<'_, S> {
     async fn run(&mut self) -> io::Result<End> {
         // `close=CODE` with `after=0`: at once.
         if let Some(code) = self.close_due() {
-            return self.close(code).await;
+            return self.close(code, CLOSE_WAIT).await;
         }
         loop {
             match self.take_frames() {
@@ -133,10 +151,10 @@ impl<S: Stream> Session<'_, S> {
                     self.flush().await?;
                     return Ok(End::Closed);
                 }
-                Heard::Broken(code) => return self.close(code).await,
+                Heard::Broken(code) => return self.close(code, CLOSE_WAIT).await,
             }
             if let Some(code) = self.send_due().await? {
-                return self.close(code).await;
+                return self.close(code, CLOSE_WAIT).await;
             }
             // Pongs go out now, not with the next message.
             self.flush().await?;
@@ -152,15 +170,36 @@ impl<S: Stream> Session<'_, S> {
             let woke = tokio::select! {
                 read = self.stream.read_buf(&mut self.input), if can_read => Woke::Read(read),
                 () = sleep_past(origin, offset), if timed => Woke::Due,
-                else => Woke::Due,
+                () = std::future::ready(()), if !can_read && !timed => Woke::Due,
+                () = going_away(&mut self.away) => Woke::Away,
             };
-            if let Woke::Read(read) = woke {
-                let n = read?;
-                if n == 0 {
-                    return Ok(End::Gone);
+            match woke {
+                Woke::Read(read) => {
+                    let n = read?;
+                    if n == 0 {
+                        return Ok(End::Gone);
+                    }
+                    self.shared.stats.received(n);
+                    self.ack_now();
                 }
-                self.shared.stats.received(n);
+                Woke::Due => {}
+                // Echoes not yet due are not sent.
+                Woke::Away => return self.close(GOING_AWAY, GOING_AWAY_WAIT).await,
             }
+        }
+    }
+
+    /// Acknowledges what was just read at once while echoes are held back
+    /// (`delay=MS`, `--delay`): no echo goes back soon to carry the ACK,
+    /// and a client that sends its next message only once the last is
+    /// acknowledged (Nagle's algorithm, on by default) would otherwise
+    /// wait for the delayed ACK (40 ms on Linux), making that message and
+    /// its echo late.
+    fn ack_now(&self) {
+        #[cfg(target_os = "linux")]
+        if self.plan.endpoint == Endpoint::Echo && !self.echo_delay().is_zero() {
+            // Only ever a matter of timing: nothing to do if it fails.
+            let _ = self.stream.tcp().set_quickack(true);
         }
     }
 
@@ -290,6 +329,7 @@ impl<S: Stream> Session<'_, S> {
                         break;
                     };
                     metron_ws::encode_unmasked(&mut self.out, true, opcode, &message);
+                    self.ends.push(self.out.len());
                     ready += 1;
                     if self.close_due_after(self.sent + ready) {
                         break;
@@ -307,6 +347,7 @@ impl<S: Stream> Session<'_, S> {
                 {
                     let text = format!("event {}", self.sent + ready + 1);
                     metron_ws::encode_unmasked(&mut self.out, true, Opcode::Text, text.as_bytes());
+                    self.ends.push(self.out.len());
                     ready += 1;
                     if self.close_due_after(self.sent + ready) {
                         break;
@@ -317,11 +358,8 @@ impl<S: Stream> Session<'_, S> {
         if ready == 0 {
             return Ok(None);
         }
-        // Counted once no stall holds them back, before the client can
-        // see them.
-        self.shared.wait_out_stall().await;
+        // Counted in the stats as their bytes are written (`flush`).
         self.sent += ready;
-        self.shared.stats.ws_messages_written(ready);
         self.flush().await?;
         Ok(self.close_due())
     }
@@ -348,14 +386,14 @@ impl<S: Stream> Session<'_, S> {
         Some(self.plan.close.map_or(1000, |(code, _)| code))
     }
 
-    /// Sends the server's close with `code`, then waits (at most
-    /// [`CLOSE_WAIT`]) for the client's, counting it; what else comes
-    /// meanwhile is read and dropped.
-    async fn close(&mut self, code: u16) -> io::Result<End> {
+    /// Sends the server's close with `code`, then waits (at most `wait`)
+    /// for the client's, counting it; what else comes meanwhile is read
+    /// and dropped.
+    async fn close(&mut self, code: u16, wait: Duration) -> io::Result<End> {
         self.control(Opcode::Close, &code.to_be_bytes());
         self.shared.stats.ws_close_sent(code);
         self.flush().await?;
-        let deadline = Instant::now() + CLOSE_WAIT;
+        let deadline = Instant::now() + wait;
         let mut at = 0;
         loop {
             loop {
@@ -396,17 +434,42 @@ impl<S: Stream> Session<'_, S> {
         }
     }
 
-    /// Writes what is in the output buffer, once no stall holds it back.
+    /// Writes what is in the output buffer, once no stall holds it back,
+    /// counting each message as sent once its last byte is written.
     async fn flush(&mut self) -> io::Result<()> {
         if self.out.is_empty() {
             return Ok(());
         }
         self.shared.wait_out_stall().await;
-        self.stream.write_all(&self.out).await?;
-        self.stream.flush().await?;
+        let (mut written, mut counted) = (0, 0);
+        // Each round writes at least a byte or ends the loop.
+        let result = loop {
+            if written == self.out.len() {
+                break self.stream.flush().await;
+            }
+            match self.stream.write(&self.out[written..]).await {
+                Ok(0) => break Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => written += n,
+                Err(e) => break Err(e),
+            }
+            let whole = self.ends[counted..]
+                .iter()
+                .take_while(|&&end| end <= written)
+                .count();
+            if whole > 0 {
+                self.shared.stats.ws_messages_written(whole as u64);
+                counted += whole;
+            }
+        };
         self.out.clear();
-        Ok(())
+        self.ends.clear();
+        result
     }
+}
+
+/// Returns once the server is shutting down (or has gone).
+async fn going_away(away: &mut tokio::sync::watch::Receiver<bool>) {
+    let _ = away.wait_for(|away| *away).await;
 }
 
 /// The code that stands for a close without one (RFC 6455 section 7.4.1).
