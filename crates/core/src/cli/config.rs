@@ -451,7 +451,10 @@ pub fn check_slo_measured(slo: &Slo, run: &Setup) -> Result<(), ConfigError> {
         Some(r) => r.set.hosts(),
         None => std::slice::from_ref(&run.target),
     };
-    let streams = run.sse || run.llm.is_some() || run.calls.as_ref().is_some_and(|c| c.streaming);
+    let streams = run.sse
+        || run.llm.is_some()
+        || run.calls.as_ref().is_some_and(|c| c.streaming)
+        || run.protocols.pushes;
     let over_quic = run.protocols.offer.first() == Some(&Protocol::Http3);
     let over_tls = hosts.iter().any(|t| t.scheme == Scheme::Https);
     for t in &slo.terms {
@@ -503,8 +506,12 @@ pub fn check_slo_measured(slo: &Slo, run: &Setup) -> Result<(), ConfigError> {
                     "call a server-streaming method, or drop that term",
                 ),
                 None => never(
-                    "events are read only with --sse (or from a server-streaming --grpc method)",
-                    "add --sse, or drop that term",
+                    "events are read only with --sse (or from a server-streaming --grpc method, \
+                     or a ws:// URL's --ws push)",
+                    match run.websocket {
+                        Some(_) => "add --ws push for a server that pushes, or drop that term",
+                        None => "add --sse, or drop that term",
+                    },
                 ),
             };
         }
@@ -1496,8 +1503,8 @@ mod tests {
             (
                 &["--slo", "p99<1s,first_event_p99<1s", "http://127.0.0.1/"],
                 "--slo first_event_p99<1s: events are read only with --sse (or from a \
-                 server-streaming --grpc method), so the term could never be met; add --sse, \
-                 or drop that term",
+                 server-streaming --grpc method, or a ws:// URL's --ws push), so the term could \
+                 never be met; add --sse, or drop that term",
             ),
             (
                 &["--slo", "gap_max<1s", "http://127.0.0.1/"],

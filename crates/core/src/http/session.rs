@@ -195,8 +195,9 @@ pub struct Info {
 /// What a WebSocket session counted of messages that answer no request.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Messages {
-    /// Whole messages that came with nothing awaiting them: in echo, with
-    /// no message unanswered; in push, before the subscription.
+    /// Whole messages that came with nothing awaiting them (echo: with
+    /// no message unanswered; a push holds its early ones for its
+    /// subscription).
     pub unasked: u64,
     /// Pings sent (`--ws-ping`).
     pub pings: u64,
@@ -259,13 +260,14 @@ pub enum Event<T> {
         tokens: Option<Box<Answer>>,
         grpc_status: Option<u8>,
     },
-    /// An event of its response's stream came (`--sse`, a WebSocket
-    /// push): `previous` is when the event before it came (`None`: this
-    /// is the first); `data` its data, when a script asked for it, and
+    /// An event of its response's stream came, at `at` (`--sse`, a
+    /// WebSocket push): `previous` is when the event before it came
+    /// (`None`: this is the first); `data` its data, when a script asked for it, and
     /// whether that is binary (a WebSocket binary message) rather than
     /// text. The response goes on.
     Message {
         tag: T,
+        at: Nanos,
         previous: Option<Nanos>,
         data: Option<Bytes>,
         binary: bool,

@@ -166,6 +166,7 @@ impl EventStream {
             |previous, data| {
                 events.push_back(Event::Message {
                     tag: tag.clone(),
+                    at: now,
                     previous,
                     data,
                     binary: false,

@@ -421,9 +421,8 @@ pub struct Counters {
     /// WebSocket closes the server sent, by code (empty otherwise).
     #[serde(default)]
     pub ws_closes: CloseCodes,
-    /// WebSocket messages that came with nothing awaiting them: in echo,
-    /// with no message unanswered; in push, before the subscription.
-    /// They are not timed.
+    /// WebSocket echo: messages that came with no message awaiting an
+    /// answer. They are not timed.
     #[serde(default)]
     pub ws_unasked: u64,
     /// WebSocket pings sent (`--ws-ping`).

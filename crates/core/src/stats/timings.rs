@@ -166,8 +166,15 @@ impl EventKind {
 }
 
 impl EventStats {
+    /// Nothing at all was read: no event, no response, nothing open.
+    fn is_empty(&self) -> bool {
+        self.count == 0 && self.responses == 0 && self.open == 0
+    }
+
+    /// Adds `other`'s figures; its kind is taken unless it is empty and
+    /// this is not (a run without a single event still knows what it read).
     pub fn add(&mut self, other: &EventStats) {
-        if other.count > 0 || other.responses > 0 {
+        if !other.is_empty() || self.is_empty() {
             self.kind = other.kind;
         }
         add_histogram(&mut self.first, &other.first);

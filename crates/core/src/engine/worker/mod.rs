@@ -619,11 +619,14 @@ impl Worker {
                 }
                 crate::http::Event::Message {
                     tag,
+                    at,
                     previous,
                     data,
                     binary,
                 } => {
-                    self.stats.message(tag.stamp, previous, now);
+                    // When its bytes came: a push's messages held for
+                    // their subscription are timed as they came.
+                    self.stats.message(tag.stamp, previous, at.min(now));
                     let result = match (self.websocket, data) {
                         (Some(_), Some(data)) => self.hooks.message(&data, binary, true),
                         (_, data) => self.hooks.event(data.as_deref()),

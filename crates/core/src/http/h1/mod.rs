@@ -393,16 +393,17 @@ mod tests {
         s.for_each_in_flight(&mut |_, at| last = at);
         assert_eq!(last, Some(10));
         s.handle(b"\r\n4\r\nwo\n\n\r\n0\r\n\r\n", 30);
-        let message = |previous, data: &'static [u8]| Event::Message {
+        let message = |at, previous, data: &'static [u8]| Event::Message {
             tag: 1,
+            at,
             previous,
             data: Some(Bytes::from_static(data)),
             binary: false,
         };
         let got = events(&mut s);
         assert_eq!(got.len(), 3, "{got:?}");
-        assert_eq!(got[0], message(None, b"one"));
-        assert_eq!(got[1], message(Some(10), b"two"));
+        assert_eq!(got[0], message(10, None, b"one"));
+        assert_eq!(got[1], message(30, Some(10), b"two"));
         assert!(
             matches!(
                 got[2],

@@ -118,8 +118,7 @@ pub struct WebSocket<T> {
     pushed: u64,
     pushed_bytes: u64,
     first_pushed: Option<Nanos>,
-    /// Whole messages that came with nothing to answer (echo: no message
-    /// awaiting one; push: before the subscription).
+    /// Echo: whole messages that came with no message awaiting one.
     unasked: u64,
     /// The last whole message read was binary.
     binary_read: bool,
@@ -187,6 +186,14 @@ impl<T: Clone> WebSocket<T> {
         self.opts.conversation.shape == Shape::Push
     }
 
+    /// Push: the server's first messages (and maybe its close) came
+    /// before the subscription opened, often in the same read as the
+    /// upgrade's answer. They are the subscription's, so they are held,
+    /// unread, until it opens.
+    fn holding(&self) -> bool {
+        self.pushes() && self.stage == Stage::Open && self.in_flight.is_empty()
+    }
+
     fn mask() -> [u8; 4] {
         fastrand::u32(..).to_ne_bytes()
     }
@@ -217,9 +224,10 @@ impl<T: Clone> WebSocket<T> {
     }
 
     /// The server closed the connection and every whole frame it sent
-    /// has been read: what is still awaited is lost.
+    /// has been read: what is still awaited is lost. A push's messages
+    /// that came before its subscription opened wait for it.
     fn closed(&mut self) {
-        if self.stage == Stage::Done {
+        if self.stage == Stage::Done || self.holding() {
             return;
         }
         self.read(self.read_at);
@@ -267,7 +275,7 @@ impl<T: Clone> WebSocket<T> {
                 }
             }
         }
-        while self.stage != Stage::Done {
+        while self.stage != Stage::Done && !self.holding() {
             let parsed = frame::parse(&self.buf[at..], self.opts.max_message);
             let (fin, opcode, range) = match parsed {
                 Ok(None) => break,
@@ -391,8 +399,8 @@ impl<T: Clone> WebSocket<T> {
 impl<T: Clone> WebSocket<T> {
     /// A pushed message came whole at `now`: an event of the subscription.
     fn push(&mut self, message: Vec<u8>, now: Nanos) {
+        // Held until the subscription opened, so it has one.
         let Some(p) = self.in_flight.front() else {
-            self.unasked += 1;
             return;
         };
         self.pushed += 1;
@@ -401,6 +409,7 @@ impl<T: Clone> WebSocket<T> {
         let previous = self.last_pushed.replace(now);
         self.events.push_back(Event::Message {
             tag: p.tag.clone(),
+            at: now,
             previous,
             data: self.opts.keep_data.then(|| message.into()),
             binary: self.binary_read,
@@ -454,6 +463,10 @@ impl<T: Clone> Session<T> for WebSocket<T> {
         }
         let end = self.out.end();
         self.in_flight.push_back(Pending { tag, start, end });
+        // What a push held for it is its own: read it now.
+        if self.pushes() && !self.buf.is_empty() {
+            self.read(self.read_at);
+        }
         Ok(())
     }
 
@@ -516,7 +529,12 @@ impl<T: Clone> Session<T> for WebSocket<T> {
         &self.captured
     }
 
+    /// Events a subscription's opening read from what was held are handed
+    /// out at once; otherwise the next ping, while open.
     fn poll_timeout(&self) -> Option<Nanos> {
+        if !self.events.is_empty() || (self.eof && !self.holding() && self.stage != Stage::Done) {
+            return Some(self.read_at);
+        }
         self.next_ping.filter(|_| self.stage == Stage::Open)
     }
 

@@ -113,12 +113,51 @@ fn subscribed() -> WebSocket<u32> {
         keep_data: true,
         ..options()
     });
-    // A message before the subscription answers nothing.
-    s.handle(&from_server(true, Opcode::Text, b"early"), 5);
-    assert!(s.poll_event().is_none());
     s.open(&message(""), 7, 10).unwrap();
     assert!(written(&mut s).is_empty(), "no subscribe message was given");
     s
+}
+
+#[test]
+fn what_a_push_sends_before_its_subscription_opens_is_held_for_it() {
+    let mut s = open_with(WsOptions {
+        conversation: Arc::new(Conversation {
+            path: "/push".into(),
+            shape: Shape::Push,
+            ..Conversation::default()
+        }),
+        max_in_flight: 1,
+        ..options()
+    });
+    // A message and a close in one read, and the end, before it opens.
+    let mut early = from_server(true, Opcode::Text, b"early");
+    early.extend(from_server(true, Opcode::Close, &1011u16.to_be_bytes()));
+    s.handle(&early, 5);
+    s.handle_eof(6);
+    assert!(s.poll_event().is_none() && !s.is_finished() && s.free_streams() == 1);
+    s.open(&message(""), 7, 10).unwrap();
+    assert_eq!(
+        s.poll_timeout(),
+        Some(5),
+        "what it read is handed out at once"
+    );
+    assert!(matches!(
+        s.poll_event(),
+        Some(Event::Message {
+            tag: 7,
+            at: 5,
+            previous: None,
+            ..
+        })
+    ));
+    assert_eq!(
+        s.poll_event(),
+        Some(Event::Failed {
+            why: Failure::Closed
+        })
+    );
+    assert_eq!(s.info().close_code, Some(1011));
+    assert_eq!(s.info().messages.map(|m| m.unasked), Some(0));
 }
 
 #[test]
@@ -126,14 +165,15 @@ fn a_subscriptions_messages_are_its_events_and_a_normal_close_completes_it() {
     let mut s = subscribed();
     s.handle(&from_server(true, Opcode::Text, b"one"), 20);
     s.handle(&from_server(true, Opcode::Binary, b"two"), 30);
-    let message = |previous, data: &'static [u8], binary| Event::Message {
+    let message = |at, previous, data: &'static [u8], binary| Event::Message {
         tag: 7,
+        at,
         previous,
         data: Some(Bytes::from_static(data)),
         binary,
     };
-    assert_eq!(s.poll_event(), Some(message(None, b"one", false)));
-    assert_eq!(s.poll_event(), Some(message(Some(20), b"two", true)));
+    assert_eq!(s.poll_event(), Some(message(20, None, b"one", false)));
+    assert_eq!(s.poll_event(), Some(message(30, Some(20), b"two", true)));
     let mut last = None;
     s.for_each_in_flight(&mut |_, at| last = at);
     assert_eq!(last, Some(30));
@@ -157,7 +197,6 @@ fn a_subscriptions_messages_are_its_events_and_a_normal_close_completes_it() {
     assert_eq!(s.retirement(), Some(Retirement::Asked));
     let info = s.info();
     assert_eq!(info.close_code, Some(1000));
-    assert_eq!(info.messages.map(|m| m.unasked), Some(1));
 }
 
 #[test]

@@ -138,6 +138,13 @@ pub(super) fn connection_limit_warning(c: &Counters) -> Option<String> {
 /// call may end without a message and still be right, so only
 /// server-sent events are warned of.
 pub(super) fn no_events_warning(e: &EventStats) -> Option<String> {
+    if e.kind == EventKind::WebSocket && e.count == 0 && e.responses == 0 {
+        return Some(
+            "no message came on any subscription: check that the URL is the server's push \
+             endpoint, and give --data if it waits for a subscribe message"
+                .to_string(),
+        );
+    }
     if e.kind == EventKind::WebSocket && e.without_events > 0 {
         return Some(format!(
             "{} of {} subscriptions the server closed normally carried no message: check \
@@ -164,24 +171,11 @@ fn unasked_warning(r: &TextReport) -> Option<String> {
     if unasked == 0 {
         return None;
     }
-    let push = r
-        .stats
-        .events
-        .as_ref()
-        .is_some_and(|e| e.kind == EventKind::WebSocket);
-    Some(if push {
-        format!(
-            "{unasked} messages came before their connection's subscription was due, and no \
-             figure has them; the server pushes from the upgrade on: drop -R so that each \
-             subscription starts with its connection"
-        )
-    } else {
-        format!(
-            "{unasked} messages came with no message of metron's awaiting an answer, and no \
-             figure has them: the server sends unasked (it pushes, or greets); for a server \
-             that pushes, use --ws push"
-        )
-    })
+    Some(format!(
+        "{unasked} messages came with no message of metron's awaiting an answer, and no \
+         figure has them: the server sends unasked (it pushes, or greets); for a server \
+         that pushes, use --ws push"
+    ))
 }
 
 /// `--llm`: answers that were not completion streams, or streams without
@@ -357,7 +351,8 @@ pub(super) fn hint(said: &str) -> Option<&'static str> {
         }
         "closed early" => {
             "the server closed connections it had answered on, mid-response or with a \
-             request unanswered (its keep-alive or connection limits, or a restart)"
+             request unanswered (its keep-alive or connection limits, or a restart; over \
+             WebSocket, its closes are named under Closes by the server)"
         }
         "head too large" => "raise --max-head",
         "malformed" => "the server's answers are not valid HTTP (over WebSocket: not valid frames)",
