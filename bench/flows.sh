@@ -83,12 +83,7 @@ if [ -z "${FLOWS_IN_NETNS:-}" ]; then
         python3 -m venv "$TOOLS_DIR/venv"
         "$TOOLS_DIR/venv/bin/pip" install -q locust
     fi
-    if [ ! -x "$ARTILLERY" ]; then
-        echo "installing artillery (npm, in $TOOLS_DIR)" >&2
-        # Its Playwright engine would fetch a browser at install time: not needed here.
-        (cd "$TOOLS_DIR" && { [ -f package.json ] || npm init -y >/dev/null; } &&
-            PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install -s --no-audit --no-fund artillery)
-    fi
+    install_artillery "$TOOLS_DIR"
     [ -x "$METRON" ] || cargo build --release --quiet
     if unshare --net true 2>/dev/null; then
         exec env FLOWS_IN_NETNS=1 unshare --net "$SELF" "$@"

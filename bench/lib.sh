@@ -25,6 +25,17 @@ need() {
     fi
 }
 
+# install_artillery DIR: Artillery from npm under DIR
+# (DIR/node_modules/.bin/artillery) when it is missing there.
+install_artillery() {
+    if [ ! -x "$1/node_modules/.bin/artillery" ]; then
+        echo "installing artillery (npm, in $1)" >&2
+        # Its Playwright engine would fetch a browser at install time: not needed here.
+        (cd "$1" && { [ -f package.json ] || npm init -y >/dev/null; } &&
+            PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install -s --no-audit --no-fund artillery)
+    fi
+}
+
 # start_nginx: nginx (bench/nginx-h2c.conf) on TARGET_CPU, stopped when
 # the script exits.
 start_nginx() {

@@ -91,12 +91,7 @@ if [ -z "${WS_IN_NETNS:-}" ]; then
     # Installs need the registries: before the namespace.
     need ip=iproute2
     mkdir -p "$TOOLS_DIR"
-    if [ ! -x "$ARTILLERY" ]; then
-        echo "installing artillery (npm, in $TOOLS_DIR)" >&2
-        # Its Playwright engine would fetch a browser at install time: not needed here.
-        (cd "$TOOLS_DIR" && { [ -f package.json ] || npm init -y >/dev/null; } &&
-            PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install -s --no-audit --no-fund artillery)
-    fi
+    install_artillery "$TOOLS_DIR"
     [ -x "$METRON" ] || cargo build --release --quiet
     if unshare --net true 2>/dev/null; then
         exec env WS_IN_NETNS=1 unshare --net "$SELF" "$@"
