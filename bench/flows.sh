@@ -85,15 +85,8 @@ if [ -z "${FLOWS_IN_NETNS:-}" ]; then
     fi
     install_artillery "$TOOLS_DIR"
     [ -x "$METRON" ] || cargo build --release --quiet
-    if unshare --net true 2>/dev/null; then
-        exec env FLOWS_IN_NETNS=1 unshare --net "$SELF" "$@"
-    elif unshare -rn true 2>/dev/null; then
-        exec env FLOWS_IN_NETNS=1 unshare -rn "$SELF" "$@"
-    fi
-    echo "warning: no network namespace could be made; running on the host's loopback" >&2
-else
-    ip link set lo up
 fi
+enter_netns FLOWS_IN_NETNS "$@"
 
 WORK=$(mktemp -d "$TOOLS_DIR/run.XXXXXX")
 RESULTS=$WORK/results.tsv

@@ -1,6 +1,6 @@
 # Shared by the bench/ scripts (sourced, not run): installing what is
-# missing, starting nginx pinned to its CPU, timing a pinned command, and
-# small figures helpers.
+# missing, running in a network namespace of one's own, starting nginx
+# pinned to its CPU, timing a pinned command, and small figures helpers.
 
 TARGET_CPU=${TARGET_CPU:-1}
 LOAD_CPU=${LOAD_CPU:-0}
@@ -34,6 +34,27 @@ install_artillery() {
         (cd "$1" && { [ -f package.json ] || npm init -y >/dev/null; } &&
             PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install -s --no-audit --no-fund artillery)
     fi
+}
+
+# enter_netns VAR ARGS...: unless VAR is set, runs the script ($SELF)
+# again with ARGS and VAR=1 in a network namespace of its own (unshare
+# --net, or unshare -rn where only a user namespace may be made) and does
+# not return; inside it (VAR set), brings loopback up. Where no namespace
+# can be made it warns and returns, and the run uses the host's loopback.
+# Whatever needs the registries comes before it.
+enter_netns() {
+    local var=$1
+    shift
+    if [ -n "${!var:-}" ]; then
+        ip link set lo up
+        return
+    fi
+    if unshare --net true 2>/dev/null; then
+        exec env "$var=1" unshare --net "$SELF" "$@"
+    elif unshare -rn true 2>/dev/null; then
+        exec env "$var=1" unshare -rn "$SELF" "$@"
+    fi
+    echo "warning: no network namespace could be made; running on the host's loopback" >&2
 }
 
 # start_nginx: nginx (bench/nginx-h2c.conf) on TARGET_CPU, stopped when
