@@ -90,34 +90,18 @@ enter_netns FLOWS_IN_NETNS "$@"
 
 WORK=$(mktemp -d "$TOOLS_DIR/run.XXXXXX")
 RESULTS=$WORK/results.tsv
-SERVER=
-stop_server() {
-    if [ -n "$SERVER" ]; then
-        kill "$SERVER" 2>/dev/null || true
-        wait "$SERVER" 2>/dev/null || true
-        SERVER=
-    fi
-}
 if [ -n "${FLOWS_KEEP:-}" ]; then
-    trap 'stop_server; echo "# the runs'"'"' own reports: $WORK"' EXIT
+    trap 'server_stop; echo "# the runs'"'"' own reports: $WORK"' EXIT
 else
-    trap 'stop_server; rm -rf "$WORK"' EXIT
+    trap 'server_stop; rm -rf "$WORK"' EXIT
 fi
 
-# start_server [ARGS...]: metron serve on TARGET_CPU, listening when it returns.
-start_server() {
-    if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
-        echo "127.0.0.1:$PORT is taken; stop what listens there" >&2
-        exit 1
-    fi
-    taskset -c "$TARGET_CPU" "$METRON" serve --listen "127.0.0.1:$PORT" "$@" >"$WORK/serve.log" 2>&1 &
-    SERVER=$!
-    for _ in $(seq 50); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && return
-        sleep 0.1
-    done
-    echo "metron serve did not start listening; see $WORK/serve.log" >&2
-    exit 1
+# serve [ARGS...]: metron serve on TARGET_CPU, listening when it returns;
+# serve.log holds the last server's output alone.
+serve() {
+    : >"$WORK/serve.log"
+    server_start "metron serve" "$PORT" "$WORK/serve.log" \
+        "$METRON" serve --listen "127.0.0.1:$PORT" "$@"
 }
 
 # gen TOOL RATE TAG: one run of TOOL at RATE visits/s for DURATION on
@@ -150,7 +134,7 @@ gen() {
 echo "# $(date -u +%Y-%m-%d) $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); metron serve on CPU $TARGET_CPU, generator on CPU $LOAD_CPU"
 echo "# $("$METRON" --version 2>/dev/null | head -1); locust $("$TOOLS_DIR/venv/bin/python" -c 'import locust; print(locust.__version__)'); artillery $(node -p "require('$TOOLS_DIR/node_modules/artillery/package.json').version"); node $(node --version); $(python3 --version)"
 
-start_server
+serve
 for round in $(seq "$ROUNDS"); do
     for rate in "$LOW" "$HIGH"; do
         for tool in $TOOLS; do
@@ -159,13 +143,13 @@ for round in $(seq "$ROUNDS"); do
         done
     done
 done
-stop_server
+server_stop
 
 for tool in $TOOLS; do
-    start_server --stall-at "${STALL_AT}s" --stall-for 1s
+    serve --stall-at "${STALL_AT}s" --stall-for 1s
     printf 'stall\t%s\t%s\t1\t%s\t%s\n' "$STALL_RATE" "$DURATION" "$tool" \
         "$(gen "$tool" "$STALL_RATE" "stall-$tool")" >>"$RESULTS"
-    stop_server
+    server_stop
 done
 
 python3 "$FIGURES" table "$RESULTS"

@@ -1,6 +1,7 @@
 # Shared by the bench/ scripts (sourced, not run): installing what is
-# missing, running in a network namespace of one's own, starting nginx
-# pinned to its CPU, timing a pinned command, and small figures helpers.
+# missing, running in a network namespace of one's own, starting nginx or
+# another server pinned to its CPU, timing a pinned command, and small
+# figures helpers.
 
 TARGET_CPU=${TARGET_CPU:-1}
 LOAD_CPU=${LOAD_CPU:-0}
@@ -55,6 +56,36 @@ enter_netns() {
         exec env "$var=1" unshare -rn "$SELF" "$@"
     fi
     echo "warning: no network namespace could be made; running on the host's loopback" >&2
+}
+
+# server_start NAME PORT LOG CMD...: CMD on TARGET_CPU in the background,
+# its output added to LOG, listening on 127.0.0.1:PORT when it returns
+# (NAME says what did not start, if it does not). Its pid is in SERVER for
+# server_stop, which the script's EXIT trap runs too.
+server_start() {
+    local name=$1 port=$2 log=$3
+    shift 3
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+        echo "127.0.0.1:$port is taken; stop what listens there" >&2
+        exit 1
+    fi
+    taskset -c "$TARGET_CPU" "$@" >>"$log" 2>&1 &
+    SERVER=$!
+    for _ in $(seq 50); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return
+        sleep 0.1
+    done
+    echo "$name did not start listening; see $log" >&2
+    exit 1
+}
+
+# server_stop: ends server_start's server, if one runs.
+server_stop() {
+    if [ -n "${SERVER:-}" ]; then
+        kill "$SERVER" 2>/dev/null || true
+        wait "$SERVER" 2>/dev/null || true
+        SERVER=
+    fi
 }
 
 # start_nginx: nginx (bench/nginx-h2c.conf) on TARGET_CPU, stopped when

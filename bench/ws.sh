@@ -98,36 +98,17 @@ enter_netns WS_IN_NETNS "$@"
 
 WORK=$(mktemp -d "$TOOLS_DIR/ws.XXXXXX")
 RESULTS=$WORK/results.tsv
-SERVER=
-stop_server() {
-    if [ -n "$SERVER" ]; then
-        kill "$SERVER" 2>/dev/null || true
-        wait "$SERVER" 2>/dev/null || true
-        SERVER=
-    fi
-}
 if [ -n "${WS_KEEP:-}" ]; then
-    trap 'stop_server; echo "# the runs'"'"' own reports: $WORK"' EXIT
+    trap 'server_stop; echo "# the runs'"'"' own reports: $WORK"' EXIT
 else
-    trap 'stop_server; rm -rf "$WORK"' EXIT
+    trap 'server_stop; rm -rf "$WORK"' EXIT
 fi
 
-# start_server [ARGS...]: metron serve --ws on TARGET_CPU, listening when
-# it returns.
-start_server() {
-    if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
-        echo "127.0.0.1:$PORT is taken; stop what listens there" >&2
-        exit 1
-    fi
-    taskset -c "$TARGET_CPU" "$METRON" serve --ws --listen "127.0.0.1:$PORT" "$@" \
-        >>"$WORK/serve.log" 2>&1 &
-    SERVER=$!
-    for _ in $(seq 50); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && return
-        sleep 0.1
-    done
-    echo "metron serve did not start listening; see $WORK/serve.log" >&2
-    exit 1
+# serve [ARGS...]: metron serve --ws on TARGET_CPU, listening when it
+# returns.
+serve() {
+    server_start "metron serve" "$PORT" "$WORK/serve.log" \
+        "$METRON" serve --ws --listen "127.0.0.1:$PORT" "$@"
 }
 
 # artillery_cmd COUNT GAP_MS OUT: Artillery's command for CONNS
@@ -176,7 +157,7 @@ startup_run() {
         "$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["aggregate"]["firstCounterAt"] - int(sys.argv[2]))' "$tag.json" "$launched" 2>/dev/null || echo 0)"
 }
 
-start_server
+serve
 : >"$WORK/startup.txt"
 for round in $(seq "$ROUNDS"); do
     startup_run "$round" >>"$WORK/startup.txt"
@@ -187,7 +168,7 @@ for round in $(seq "$ROUNDS"); do
         done
     done
 done
-stop_server
+server_stop
 STARTUP_CPU=$(cut -d' ' -f1 "$WORK/startup.txt" | median)
 STARTUP_MS=$(cut -d' ' -f2 "$WORK/startup.txt" | median)
 echo "# Artillery's start-up (one message on each of $CONNS connections), median of $ROUNDS: $STARTUP_CPU CPU-s, first arrival $STARTUP_MS ms after launch"
@@ -198,10 +179,10 @@ for tool in $TOOLS; do
     at=$((STALL_AT * 1000))
     [ "$tool" = metron ] || at=$((at + ${STARTUP_MS%.*}))
     started=$(date +%s%3N)
-    start_server --stall-at "${at}ms" --stall-for 1s
+    serve --stall-at "${at}ms" --stall-for 1s
     printf 'stall\t%s\t%s\t%s\t1\t%s\t%s\t%s\n' "$STALL_RATE" "$DURATION" "$CONNS" "$tool" \
         $((started + at)) "$(gen "$tool" "$STALL_RATE" "stall-$tool")" >>"$RESULTS"
-    stop_server
+    server_stop
 done
 
 python3 "$FIGURES" table "$RESULTS" "$STARTUP_CPU"
