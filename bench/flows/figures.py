@@ -22,8 +22,12 @@ What each report gives:
 """
 
 import json
-import statistics
+import os
 import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ left in bench/
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), ".."))
+from figures_common import NAN, fields, med, median_table, ms, print_row
 
 STEPS = ("login", "items", "item")
 TOOLS = ("metron", "locust", "locust-fast", "artillery")
@@ -93,41 +97,24 @@ def artillery_row(path):
 
 
 def row(tool, path):
-    try:
-        r = {"metron": metron_row, "locust": locust_row, "locust-fast": locust_row,
-             "artillery": artillery_row}[tool](path)
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        print(f"{tool}: no figures from {path}: {e}", file=sys.stderr)
-        r = [0, 0] + [0, "nan", "nan"] * 3 + ["nan"]
-    print("\t".join(str(x) for x in r))
+    print_row(tool, path,
+              lambda: {"metron": metron_row, "locust": locust_row, "locust-fast": locust_row,
+                       "artillery": artillery_row}[tool](path),
+              [0, 0] + [0, "nan", "nan"] * 3 + ["nan"])
 
 
 # A row of RESULTS: scenario rate duration round tool cpu_s, then row()'s.
 def load(path):
     rows = []
-    for line in open(path):
-        f = line.rstrip("\n").split("\t")
-        if len(f) < 17:
-            continue
+    for f in fields(path, 17):
         rows.append({
             "scenario": f[0], "rate": float(f[1]), "dur": float(f[2]), "round": f[3],
             "tool": f[4], "cpu": float(f[5]), "started": int(f[6]), "completed": int(f[7]),
             "steps": {s: (int(f[8 + 3 * i]), float(f[9 + 3 * i]), float(f[10 + 3 * i]))
                       for i, s in enumerate(STEPS)},
-            "items_unc_p99": float(f[17]) if len(f) > 17 else float("nan"),
+            "items_unc_p99": float(f[17]) if len(f) > 17 else NAN,
         })
     return rows
-
-
-def med(xs):
-    xs = [x for x in xs if x == x]
-    return statistics.median(xs) if xs else float("nan")
-
-
-def ms(x):
-    if x != x:
-        return "n/a"
-    return f"{x:.0f}" if x >= 100 else f"{x:.1f}"
 
 
 def table(path):
@@ -156,17 +143,14 @@ def table(path):
                     "p99": {s: med([r["steps"][s][1] for r in tr]) for s in STEPS},
                 }
         tools = [t for t in TOOLS if t in m]
-        print(f"{'median':<28}" + "".join(f"{NAMES[t]:>12}" for t in tools))
-        lines = [
+        median_table(28, tools, NAMES, [
             ("  visits asked", lambda t: f"{rate * dur:.0f}"),
             ("  visits started", lambda t: f"{m[t]['started']:.0f}"),
             ("  visits completed", lambda t: f"{m[t]['completed']:.0f}"),
             ("  achieved visits/s", lambda t: f"{m[t]['started'] / dur:.1f}"),
             ("  generator CPU-s", lambda t: f"{m[t]['cpu']:.2f}"),
             ("  visits per CPU-second", lambda t: f"{m[t]['per_cpu']:.0f}"),
-        ] + [(f"  {s} p99, ms", lambda t, s=s: ms(m[t]["p99"][s])) for s in STEPS]
-        for label, f in lines:
-            print(f"{label:<28}" + "".join(f"{f(t):>12}" for t in tools))
+        ] + [(f"  {s} p99, ms", lambda t, s=s: ms(m[t]["p99"][s])) for s in STEPS])
         if "metron" in m:
             for t in tools:
                 if t != "metron" and m[t]["per_cpu"]:

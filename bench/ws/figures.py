@@ -32,12 +32,15 @@ What each report gives:
 """
 
 import json
-import statistics
+import os
 import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ left in bench/
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), ".."))
+from figures_common import NAN, fields, med, median_table, ms, print_row
 
 TOOLS = ("metron", "artillery")
 NAMES = {"metron": "metron", "artillery": "Artillery"}
-NAN = float("nan")
 
 
 def pct(lat, q):
@@ -66,12 +69,9 @@ def artillery_row(path, asked):
 
 
 def row(tool, path, asked):
-    try:
-        r = {"metron": metron_row, "artillery": artillery_row}[tool](path, int(asked))
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        print(f"{tool}: no figures from {path}: {e}", file=sys.stderr)
-        r = [int(asked), 0, 0, 0] + [NAN] * 6 + [0]
-    print("\t".join(str(x) for x in r))
+    print_row(tool, path,
+              lambda: {"metron": metron_row, "artillery": artillery_row}[tool](path, int(asked)),
+              [int(asked), 0, 0, 0] + [NAN] * 6 + [0])
 
 
 # A row of RESULTS: scenario rate duration connections round tool
@@ -79,10 +79,7 @@ def row(tool, path, asked):
 # one) cpu_s (user + system) user_s, then row()'s.
 def load(path):
     rows = []
-    for line in open(path):
-        f = line.rstrip("\n").split("\t")
-        if len(f) < 20:
-            continue
+    for f in fields(path, 20):
         rows.append({
             "scenario": f[0], "rate": float(f[1]), "dur": float(f[2]), "conns": int(f[3]),
             "round": f[4], "tool": f[5], "stall_ms": float(f[6]), "cpu": float(f[7]),
@@ -92,17 +89,6 @@ def load(path):
             "sess_p99": float(f[17]), "sess_max": float(f[18]), "first_ms": float(f[19]),
         })
     return rows
-
-
-def med(xs):
-    xs = [x for x in xs if x == x]
-    return statistics.median(xs) if xs else NAN
-
-
-def ms(x):
-    if x != x:
-        return "n/a"
-    return f"{x:.0f}" if x >= 100 else f"{x:.1f}"
 
 
 def per_cpu(r):
@@ -132,7 +118,6 @@ def table(path, startup_cpu):
                 m[t]["per_cpu"] = med([per_cpu(r) for r in tr])
                 m[t]["per_user"] = med([r["answered"] / r["user"] for r in tr if r["user"]])
         tools = [t for t in TOOLS if t in m]
-        print(f"{'median':<30}" + "".join(f"{NAMES[t]:>12}" for t in tools))
         lines = [
             ("  messages asked", lambda t: f"{m[t]['asked']:.0f}"),
             ("  messages sent", lambda t: f"{m[t]['sent']:.0f}"),
@@ -151,8 +136,7 @@ def table(path, startup_cpu):
             ("  generator user CPU-s", lambda t: f"{m[t]['user']:.2f}"),
             ("  messages per user CPU-second", lambda t: f"{m[t]['per_user']:.0f}"),
         ]
-        for label, f in lines:
-            print(f"{label:<30}" + "".join(f"{f(t):>12}" for t in tools))
+        median_table(30, tools, NAMES, lines)
         if "metron" in m and "artillery" in m and m["artillery"]["per_cpu"]:
             print(f"  metron / Artillery, messages per CPU-second: "
                   f"{m['metron']['per_cpu'] / m['artillery']['per_cpu']:.1f}")
