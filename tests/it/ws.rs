@@ -274,7 +274,29 @@ fn flags_that_do_not_apply_are_refused() {
         ),
         (
             &["-H", "Sec-WebSocket-Extensions: x", "ws://127.0.0.1:9/"][..],
-            "metron offers no extension",
+            "permessage-deflate, is offered with --ws-deflate",
+        ),
+        (
+            &["--ws-match", "id", "--ws", "push", "ws://127.0.0.1:9/"][..],
+            "a push has no answers to match",
+        ),
+        (
+            &["--ws-match", "a..b", "ws://127.0.0.1:9/"][..],
+            "a dotted path such as params.id",
+        ),
+        (
+            &[
+                "--ws-match",
+                "id",
+                "--data",
+                "{\"idx\": 1}",
+                "ws://127.0.0.1:9/",
+            ][..],
+            "not a JSON object with a field id",
+        ),
+        (
+            &["--ws-deflate", "http://127.0.0.1:9/"][..],
+            "--ws-deflate applies to ws:// and wss:// URLs only",
         ),
         (
             &["--data", &not_text, "ws://127.0.0.1:9/"][..],
@@ -536,4 +558,99 @@ end
         "{text}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--ws-deflate` against a server that agrees (Python's, with its
+/// library's defaults: a 12-bit window of its own): every message goes
+/// compressed and the server reads it (its count is the ledger's, every
+/// connection closed normally), every answer comes compressed and a
+/// script reads it inflated, and the bytes read are the compressed ones.
+#[test]
+fn messages_go_compressed_where_the_server_agrees() {
+    let _g = serial();
+    let Some(srv) = WebSockets::start(None) else {
+        return;
+    };
+    let dir = servers::fresh_dir("ws-deflate");
+    let message = "a message that compresses well. ".repeat(32);
+    let data = format!("@{}", write(&dir, "message.txt", message.as_bytes()));
+    let script = write(
+        &dir,
+        "check.lua",
+        br#"
+local threads = {}
+local want = string.rep("a message that compresses well. ", 32)
+function setup(thread) table.insert(threads, thread) end
+function init(args) same, other = 0, 0 end
+function message(data, binary)
+  if data == want then same = same + 1 else other = other + 1 end
+end
+function done(summary, latency, requests)
+  local same, other = 0, 0
+  for _, t in ipairs(threads) do same = same + t:get("same"); other = other + t:get("other") end
+  io.write(string.format("same %d other %d\n", same, other))
+end
+"#,
+    );
+    let (doc, text) = echoes_reconcile(&srv, &["--ws-deflate", "--data", &data, "-s", &script]);
+    let counts = srv.counts();
+    // The run's four connections and the pre-flight's agreed.
+    assert_eq!(counts.deflated, 5, "{counts:?}");
+    assert_eq!(counter(&doc, "ws_deflate_agreed"), 4, "{text}");
+    assert_eq!(counter(&doc, "ws_deflate_declined"), 0, "{text}");
+    let completed = counter(&doc, "completed");
+    assert!(
+        text.contains(&format!("same {completed} other 0")),
+        "{text}"
+    );
+    // 1024 bytes a message as sent; far fewer read.
+    let read = counter(&doc, "bytes");
+    assert!(
+        read < completed * 200,
+        "{read} bytes for {completed}\n{text}"
+    );
+    // wording: the report says how many connections compressed.
+    assert!(
+        text.contains("Compressed (permessage-deflate): 4 of 4 connections"),
+        "{text}"
+    );
+    let errors = schema_errors(&doc);
+    assert!(errors.is_empty(), "{errors:#?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--ws-match`: Python's server sends a message of its own before each
+/// echo (`/chatter`, as a room relaying others' messages does). Matched by
+/// the field `id`, each echo answers its message and the chatter is
+/// counted as unasked, one per message; the server's counts are the
+/// ledger's. Matched by order, the chatter would be taken for answers.
+#[test]
+fn answers_matched_by_a_field_pass_over_other_messages() {
+    let _g = serial();
+    let Some(srv) = WebSockets::start(None) else {
+        return;
+    };
+    let url = srv.url("/chatter");
+    let flags = [
+        "-t2",
+        "-c4",
+        "-R400",
+        "-d3s",
+        "--ws-match",
+        "order.id",
+        "--data",
+        r#"{"order": {"id": 7}, "qty": 5}"#,
+    ];
+    let (doc, text) = run(&[&flags[..], &[url.as_str()]].concat());
+    let counts = srv.counts();
+    assert_ledger(&doc);
+    assert_eq!(lost(&doc), 0, "{text}");
+    let completed = counter(&doc, "completed");
+    assert_eq!(completed, 1200, "{text}");
+    // The pre-flight sent no message; every other message was a run's.
+    assert_eq!(counts.received, completed, "{counts:?}");
+    assert_eq!(counts.sent, 2 * completed, "{counts:?}");
+    assert_eq!(counter(&doc, "ws_unasked"), completed, "{text}");
+    let errors = schema_errors(&doc);
+    assert!(errors.is_empty(), "{errors:#?}");
 }

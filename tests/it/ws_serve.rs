@@ -545,3 +545,23 @@ fn sigterm_closes_websockets_with_going_away() {
     assert_eq!(counts.closes_sent, "1001 going away 1", "{counts:?}");
     assert_eq!(counts.closes_received, "1001 going away 1", "{counts:?}");
 }
+
+/// `--ws-deflate` against a server that does not speak permessage-deflate
+/// (metron serve answers the offer without it): the messages go
+/// uncompressed, the ledger still reconciles, and a warning says so on
+/// every connection, with the fix.
+#[test]
+fn a_server_that_declines_deflate_is_named_and_messages_go_plain() {
+    let _g = serial();
+    let srv = WsServe::start(&[]);
+    let url = srv.url("ws", "/ws/echo");
+    let (doc, text) = echoes_reconcile(srv, &url, &["--ws-deflate"]);
+    assert_eq!(counter(&doc, "ws_deflate_declined"), 4, "{text}");
+    assert_eq!(counter(&doc, "ws_deflate_agreed"), 0, "{text}");
+    // wording: the warning names the count and both fixes.
+    assert!(
+        text.contains("did not agree to permessage-deflate on 4 of 4 connections")
+            && text.contains("drop --ws-deflate"),
+        "{text}"
+    );
+}

@@ -6,6 +6,8 @@ Prints its port (N, or one the system chose), then serves until killed
 (SIGTERM closes every connection with 1001 going away first):
   /echo       sends every message back, as it came (text or binary)
   /close      echoes three messages, then closes with 1001 "bye"
+  /chatter    before each echo, sends a message of its own,
+              {"chatter": N}, as a room that relays others' messages does
   /push?events=N&first=MS&gap=MS[&close=CODE]
               sends "event 1" .. "event N", the first MS after the
               upgrade and each next one GAP ms after the one before's
@@ -14,7 +16,9 @@ Prints its port (N, or one the system chose), then serves until killed
   /forbidden  refuses the upgrade with 403
 It counts the messages it received and sent, one line per connection as
 it ends, on standard error and appended to FILE: "received N sent M close
-CODE". With --tls it serves wss:// with that certificate and key.
+CODE deflate yes|no" (whether the connection agreed to permessage-deflate,
+which it does when the client offers it, with its library's defaults).
+With --tls it serves wss:// with that certificate and key.
 """
 import argparse
 import asyncio
@@ -36,6 +40,10 @@ def note(line):
     if args.log:
         with open(args.log, "a") as log:
             log.write(line + "\n")
+
+
+def deflate(ws):
+    return " deflate yes" if ws.protocol.extensions else " deflate no"
 
 
 async def push(ws):
@@ -64,7 +72,7 @@ async def push(ws):
         pass
     finally:
         listener.cancel()
-        note(f"received {counts['received']} sent {counts['sent']} close {ws.close_code}")
+        note(f"received {counts['received']} sent {counts['sent']} close {ws.close_code}{deflate(ws)}")
 
 
 async def handler(ws):
@@ -74,13 +82,16 @@ async def handler(ws):
     try:
         async for message in ws:
             received += 1
+            if ws.request.path == "/chatter":
+                await ws.send(f'{{"chatter": {received}}}')
+                sent += 1
             await ws.send(message)
             sent += 1
             if ws.request.path == "/close" and sent == 3:
                 await ws.close(1001, "bye")
                 break
     finally:
-        note(f"received {received} sent {sent} close {ws.close_code}")
+        note(f"received {received} sent {sent} close {ws.close_code}{deflate(ws)}")
 
 
 def refuse(connection, request):
@@ -95,7 +106,7 @@ async def main():
         tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         tls.load_cert_chain(args.tls[0], args.tls[1])
     async with serve(handler, "127.0.0.1", args.port, process_request=refuse,
-                     compression=None, ping_interval=None, ssl=tls,
+                     compression="deflate", ping_interval=None, ssl=tls,
                      max_size=None) as server:
         print(server.sockets[0].getsockname()[1], flush=True)
         # SIGTERM: close every connection with 1001 going away, count

@@ -63,6 +63,9 @@ pub struct Frame<'a> {
     pub fin: bool,
     pub opcode: Opcode,
     pub payload: &'a [u8],
+    /// RSV1: the message this frame begins is compressed
+    /// (permessage-deflate, RFC 7692); only read by [`parse_deflated`].
+    pub compressed: bool,
     /// The key a client's frame is masked with ([`apply_mask`] unmasks
     /// the payload); `None` for a server's.
     pub mask: Option<[u8; 4]>,
@@ -114,7 +117,22 @@ impl fmt::Display for FrameError {
 
 /// Appends one frame of `payload`, masked with `mask` as a client must.
 pub fn encode(out: &mut Vec<u8>, fin: bool, opcode: Opcode, payload: &[u8], mask: [u8; 4]) {
-    header(out, fin, opcode, payload.len(), true);
+    masked(out, u8::from(fin) << 7, opcode, payload, mask);
+}
+
+/// Appends one whole message's frame whose payload is compressed
+/// (permessage-deflate: RSV1 set), masked with `mask`.
+pub fn encode_compressed(out: &mut Vec<u8>, opcode: Opcode, payload: &[u8], mask: [u8; 4]) {
+    masked(out, 0x80 | RSV1, opcode, payload, mask);
+}
+
+/// RSV1, in a frame's first byte: permessage-deflate's "compressed".
+const RSV1: u8 = 0x40;
+
+/// One frame masked with `mask`, its first byte's flags (FIN, RSV1)
+/// given.
+fn masked(out: &mut Vec<u8>, flags: u8, opcode: Opcode, payload: &[u8], mask: [u8; 4]) {
+    header(out, flags, opcode, payload.len(), true);
     out.extend_from_slice(&mask);
     let start = out.len();
     out.extend_from_slice(payload);
@@ -123,14 +141,15 @@ pub fn encode(out: &mut Vec<u8>, fin: bool, opcode: Opcode, payload: &[u8], mask
 
 /// Appends one frame of `payload` unmasked, as a server must send it.
 pub fn encode_unmasked(out: &mut Vec<u8>, fin: bool, opcode: Opcode, payload: &[u8]) {
-    header(out, fin, opcode, payload.len(), false);
+    header(out, u8::from(fin) << 7, opcode, payload.len(), false);
     out.extend_from_slice(payload);
 }
 
-/// A frame's first bytes: FIN and opcode, the mask bit, and the length in
-/// the shortest of its three forms (7 bits, then 16, then 64).
-fn header(out: &mut Vec<u8>, fin: bool, opcode: Opcode, len: usize, masked: bool) {
-    out.push(u8::from(fin) << 7 | opcode.bits());
+/// A frame's first bytes: its flags (FIN, RSV1) and opcode, the mask bit,
+/// and the length in the shortest of its three forms (7 bits, then 16,
+/// then 64).
+fn header(out: &mut Vec<u8>, flags: u8, opcode: Opcode, len: usize, masked: bool) {
+    out.push(flags | opcode.bits());
     let mask_bit = if masked { 0x80 } else { 0 };
     if len < 126 {
         out.push(mask_bit | len as u8);
@@ -163,24 +182,32 @@ pub type Parsed<'a> = Result<Option<(Frame<'a>, usize)>, FrameError>;
 /// Reads the server's frame at the front of `bytes` (a client's reading).
 /// `max`: the longest payload accepted.
 pub fn parse(bytes: &[u8], max: usize) -> Parsed<'_> {
-    parse_as(bytes, max, false)
+    parse_as(bytes, max, false, 0)
+}
+
+/// Reads the server's frame at the front of `bytes` once permessage-deflate
+/// is agreed: RSV1 may be set ([`Frame::compressed`]); where it may (the
+/// first frame of a message) is the reader's to check.
+pub fn parse_deflated(bytes: &[u8], max: usize) -> Parsed<'_> {
+    parse_as(bytes, max, false, RSV1)
 }
 
 /// Reads the client's frame at the front of `bytes` (a server's reading),
 /// its payload left masked with [`Frame::mask`]. `max`: the longest
 /// payload accepted.
 pub fn parse_masked(bytes: &[u8], max: usize) -> Parsed<'_> {
-    parse_as(bytes, max, true)
+    parse_as(bytes, max, true, 0)
 }
 
 /// Reads the frame at the front of `bytes`, which must be `masked` (a
-/// client's) or not (a server's).
-fn parse_as(bytes: &[u8], max: usize, masked: bool) -> Parsed<'_> {
+/// client's) or not (a server's); `agreed`: the reserved bits an agreed
+/// extension defines.
+fn parse_as(bytes: &[u8], max: usize, masked: bool, agreed: u8) -> Parsed<'_> {
     let [b0, b1, ..] = *bytes else {
         return Ok(None);
     };
-    if b0 & 0x70 != 0 {
-        return Err(FrameError::Reserved((b0 & 0x70) >> 4));
+    if b0 & 0x70 & !agreed != 0 {
+        return Err(FrameError::Reserved((b0 & 0x70 & !agreed) >> 4));
     }
     let opcode = Opcode::from_bits(b0 & 0x0F).ok_or(FrameError::Opcode(b0 & 0x0F))?;
     let fin = b0 & 0x80 != 0;
@@ -223,6 +250,7 @@ fn parse_as(bytes: &[u8], max: usize, masked: bool) -> Parsed<'_> {
             fin,
             opcode,
             payload,
+            compressed: b0 & RSV1 != 0,
             mask,
         },
         end,
@@ -317,6 +345,29 @@ mod tests {
         );
         let e = FrameError::Masked.to_string();
         assert!(!e.contains('\n') && e.contains("masked"), "{e}");
+    }
+
+    /// RSV1 is read only once permessage-deflate is agreed; RSV2 and RSV3
+    /// never.
+    #[test]
+    fn rsv1_marks_a_compressed_message_once_deflate_is_agreed() {
+        let compressed = [0xC1, 0x02, 0xCA, 0x00];
+        assert_eq!(parse(&compressed, 9), Err(FrameError::Reserved(4)));
+        let (frame, used) = parse_deflated(&compressed, 9).unwrap().unwrap();
+        assert_eq!(
+            (frame.compressed, frame.opcode, used),
+            (true, Opcode::Text, 4)
+        );
+        let (plain, _) = parse_deflated(&[0x81, 0x00], 9).unwrap().unwrap();
+        assert!(!plain.compressed);
+        assert_eq!(
+            parse_deflated(&[0xE1, 0x00], 9),
+            Err(FrameError::Reserved(2))
+        );
+        let mut out = Vec::new();
+        encode_compressed(&mut out, Opcode::Binary, &[1, 2], [9, 9, 9, 9]);
+        assert_eq!(out[..2], [0xC2, 0x82]);
+        assert_eq!(parse_masked(&out, 9), Err(FrameError::Reserved(4)));
     }
 
     /// A server's reading: a client's masked frame, its key handed back

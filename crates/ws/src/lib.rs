@@ -16,7 +16,7 @@ pub mod handshake;
 
 pub use close::{close_name, close_payload, sendable};
 pub use frame::{
-    apply_mask, encode, encode_unmasked, parse, parse_masked, Frame, FrameError, Opcode, Parsed,
-    MAX_CONTROL,
+    apply_mask, encode, encode_compressed, encode_unmasked, parse, parse_deflated, parse_masked,
+    Frame, FrameError, Opcode, Parsed, MAX_CONTROL,
 };
 pub use handshake::{accept_for, key_is_valid, GUID};

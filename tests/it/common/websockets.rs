@@ -36,6 +36,8 @@ pub struct Counts {
     pub sent: u64,
     /// The close code of each connection, as the server saw it.
     pub closes: Vec<String>,
+    /// Connections that agreed to permessage-deflate (Python's server).
+    pub deflated: u64,
 }
 
 pub struct WebSockets {
@@ -196,11 +198,12 @@ impl WebSockets {
         let mut c = Counts::default();
         for line in text.lines() {
             let words: Vec<&str> = line.split_whitespace().collect();
-            if let ["received", r, "sent", s, "close", code] = words[..] {
+            if let ["received", r, "sent", s, "close", code, ref rest @ ..] = words[..] {
                 c.connections += 1;
                 c.received += r.parse::<u64>().unwrap();
                 c.sent += s.parse::<u64>().unwrap();
                 c.closes.push(code.to_string());
+                c.deflated += u64::from(rest == ["deflate", "yes"]);
             }
         }
         c

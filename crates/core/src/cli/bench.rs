@@ -302,6 +302,14 @@ pub struct BenchArgs {
     #[arg(long = "ws", value_parser = choice::choice(&Shape::CHOICES), value_name = "SHAPE")]
     pub ws: Option<Shape>,
 
+    /// ws:// and wss:// URLs, echo: match each answer to the message awaiting one whose FIELD (a JSON field; a dotted path through nested objects) holds the same value, not to the oldest; other messages are counted as unasked
+    #[arg(long = "ws-match", value_name = "FIELD")]
+    pub ws_match: Option<String>,
+
+    /// ws:// and wss:// URLs: offer permessage-deflate (RFC 7692): where the server agrees, every message goes compressed and compressed ones are read
+    #[arg(long = "ws-deflate")]
+    pub ws_deflate: bool,
+
     /// ws:// and wss:// URLs: send a ping on every open connection every T (the server's pongs are read and not timed)
     #[arg(long = "ws-ping", value_parser = parse_duration, value_name = "T")]
     pub ws_ping: Option<Duration>,

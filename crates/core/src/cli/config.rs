@@ -223,6 +223,12 @@ pub enum ConfigError {
     },
     #[error("-H {name}: {why}; drop it for a ws:// URL")]
     WebSocketField { name: String, why: &'static str },
+    #[error("--ws-match with --ws push: a push has no answers to match; drop one of them")]
+    MatchPush,
+    #[error("--ws-match \"{0}\": give a field's name, or a dotted path such as params.id")]
+    MatchField(String),
+    #[error("--ws-match {0}: the message --data sends is not a JSON object with a field {0}, so no answer could match it; send one that has it, or drop --ws-match")]
+    MatchData(String),
     #[error("--data holds {0} bytes, more than a message may (16 MiB); send a smaller one")]
     MessageTooLarge(usize),
     #[error("--data is not UTF-8 text, which a text message must be; add --ws-binary to send it as a binary message")]
@@ -647,6 +653,8 @@ fn websocket(
             (args.ws_binary, "--ws-binary"),
             (args.ws.is_some(), "--ws"),
             (args.ws_ping.is_some(), "--ws-ping"),
+            (args.ws_deflate, "--ws-deflate"),
+            (args.ws_match.is_some(), "--ws-match"),
         ];
         return match own.iter().find(|(on, _)| *on) {
             Some(&(_, flag)) => Err(ConfigError::WebSocketOnly(flag)),
@@ -676,7 +684,7 @@ fn websocket(
     let refused = [
         (
             "sec-websocket-extensions",
-            "metron offers no extension (permessage-deflate is not built)",
+            "the only extension metron speaks, permessage-deflate, is offered with --ws-deflate",
         ),
         ("content-length", "a message's frame carries its length"),
         ("transfer-encoding", "a message's frame carries its length"),
@@ -690,8 +698,22 @@ fn websocket(
             });
         }
     }
+    let shape = args.ws.unwrap_or_default();
+    let matching = match &args.ws_match {
+        None => None,
+        Some(_) if shape == ws::Shape::Push => return Err(ConfigError::MatchPush),
+        Some(f) if f.is_empty() || f.split('.').any(str::is_empty) => {
+            return Err(ConfigError::MatchField(f.clone()))
+        }
+        Some(f) => Some(ws::pointer(f)),
+    };
     if let Some(data) = &args.data {
         let message = data_bytes(data)?;
+        if let (Some(pointer), Some(field)) = (&matching, &args.ws_match) {
+            if ws::field_of(&message, pointer).is_none() {
+                return Err(ConfigError::MatchData(field.clone()));
+            }
+        }
         if message.len() > MAX_MESSAGE {
             return Err(ConfigError::MessageTooLarge(message.len()));
         }
@@ -703,8 +725,10 @@ fn websocket(
         path: target.path.clone(),
         fields: headers.to_vec(),
         binary: args.ws_binary,
-        shape: args.ws.unwrap_or_default(),
+        shape,
         ping: args.ws_ping,
+        deflate: args.ws_deflate,
+        matching,
     })))
 }
 

@@ -204,6 +204,9 @@ pub struct Messages {
     /// The last whole message read was binary (for a script's
     /// `message(data, binary)`).
     pub binary_read: bool,
+    /// `--ws-deflate`, once upgraded: whether the server agreed to
+    /// permessage-deflate (`None`: not offered, or not upgraded).
+    pub deflate: Option<bool>,
 }
 
 /// Why a session takes no new request.

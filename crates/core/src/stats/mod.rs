@@ -428,6 +428,12 @@ pub struct Counters {
     /// WebSocket pings sent (`--ws-ping`).
     #[serde(default)]
     pub ws_pings: u64,
+    /// `--ws-deflate`: upgraded connections whose server agreed to
+    /// permessage-deflate, and those whose server did not.
+    #[serde(default)]
+    pub ws_deflate_agreed: u64,
+    #[serde(default)]
+    pub ws_deflate_declined: u64,
     /// Of `errors.timeout`, requests on connections the server never
     /// answered while it answered others: connections it had not taken
     /// (left in its listen backlog, past its connection limit).
@@ -679,6 +685,8 @@ impl Counters {
         self.ws_closes.add(&other.ws_closes);
         self.ws_unasked += other.ws_unasked;
         self.ws_pings += other.ws_pings;
+        self.ws_deflate_agreed += other.ws_deflate_agreed;
+        self.ws_deflate_declined += other.ws_deflate_declined;
         self.timeout_unanswered += other.timeout_unanswered;
     }
 

@@ -557,6 +557,11 @@ impl Recorder {
     pub fn ws_messages(&mut self, m: crate::http::Messages) {
         self.stats.counters.ws_unasked += m.unasked;
         self.stats.counters.ws_pings += m.pings;
+        match m.deflate {
+            Some(true) => self.stats.counters.ws_deflate_agreed += 1,
+            Some(false) => self.stats.counters.ws_deflate_declined += 1,
+            None => {}
+        }
     }
 
     /// A connection that had opened ended for `why`, and another takes its

@@ -6,8 +6,11 @@ use std::fmt;
 
 use base64::Engine as _;
 
+use super::deflate::{self, Agreed};
+
 /// Fields the handshake writes itself; `-H` may not replace them.
-const OWN_FIELDS: [&str; 5] = [
+const OWN_FIELDS: [&str; 6] = [
+    "sec-websocket-extensions",
     "upgrade",
     "connection",
     "sec-websocket-key",
@@ -27,8 +30,15 @@ pub use metron_ws::accept_for;
 
 /// The upgrade request for `path` on `authority`, with the run's own
 /// fields (`-H`: Origin, Authorization, Sec-WebSocket-Protocol, ...); a
-/// Host among them replaces the authority.
-pub fn request(path: &str, authority: &str, fields: &[(String, String)], key: &str) -> Vec<u8> {
+/// Host among them replaces the authority. `deflate`: offer
+/// permessage-deflate (`--ws-deflate`).
+pub fn request(
+    path: &str,
+    authority: &str,
+    fields: &[(String, String)],
+    key: &str,
+    deflate: bool,
+) -> Vec<u8> {
     let mut out = format!("GET {path} HTTP/1.1\r\n");
     if !fields.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
         out.push_str(&format!("Host: {authority}\r\n"));
@@ -37,6 +47,9 @@ pub fn request(path: &str, authority: &str, fields: &[(String, String)], key: &s
         if !OWN_FIELDS.contains(&name.to_ascii_lowercase().as_str()) {
             out.push_str(&format!("{name}: {value}\r\n"));
         }
+    }
+    if deflate {
+        out.push_str(&format!("Sec-WebSocket-Extensions: {}\r\n", deflate::OFFER));
     }
     out.push_str(&format!(
         "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
@@ -54,8 +67,13 @@ pub enum Refusal {
     NotUpgraded,
     /// `Sec-WebSocket-Accept` missing or not the one for our key.
     Accept,
-    /// It named an extension or subprotocol the client did not offer.
+    /// It named a subprotocol the client did not offer.
     Unoffered(&'static str, String),
+    /// It named an extension though none was offered.
+    Extension(String),
+    /// Its answer to permessage-deflate is not one RFC 7692 allows (what
+    /// in it).
+    Deflate(String),
     /// The head was larger than the limit.
     TooLarge(usize),
     /// The bytes were not an HTTP/1.1 response head.
@@ -81,6 +99,14 @@ impl fmt::Display for Refusal {
                 f,
                 "it chose {what} \"{value}\", which was not offered: offer it with -H, or configure the server not to insist"
             ),
+            Refusal::Extension(value) => write!(
+                f,
+                "it chose the extension \"{value}\", which was not offered: offer permessage-deflate with --ws-deflate, or configure the server not to insist"
+            ),
+            Refusal::Deflate(why) => write!(
+                f,
+                "its answer to permessage-deflate names {why}, which RFC 7692 does not allow: check the server's compression settings, or drop --ws-deflate"
+            ),
             Refusal::TooLarge(max) => write!(
                 f,
                 "its answer has a head over {max} bytes: raise --max-head"
@@ -105,15 +131,24 @@ fn hint(code: u16) -> &'static str {
     }
 }
 
+/// The server's `101`, taken: its head's length (frames may follow it)
+/// and, when permessage-deflate was offered, whether it agreed and to what.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Taken {
+    pub len: usize,
+    pub deflate: Option<Agreed>,
+}
+
 /// Reads the server's answer at the front of `bytes`: `None` until its
-/// head has come whole, then the head's length (frames may follow it).
-/// `offered`: the subprotocols offered (`-H Sec-WebSocket-Protocol`).
+/// head has come whole. `offered`: the subprotocols offered (`-H
+/// Sec-WebSocket-Protocol`); `deflate`: permessage-deflate was offered.
 pub fn read_answer(
     bytes: &[u8],
     key: &str,
     offered: Option<&str>,
+    deflate: bool,
     max_head: usize,
-) -> Result<Option<usize>, Refusal> {
+) -> Result<Option<Taken>, Refusal> {
     let mut fields = [httparse::EMPTY_HEADER; 64];
     let mut head = httparse::Response::new(&mut fields);
     let len = match head.parse(bytes) {
@@ -152,16 +187,21 @@ pub fn read_answer(
     if field("sec-websocket-accept").as_deref() != Some(accept_for(key).as_str()) {
         return Err(Refusal::Accept);
     }
-    if let Some(ext) = field("sec-websocket-extensions").filter(|v| !v.is_empty()) {
-        return Err(Refusal::Unoffered("the extension", ext));
-    }
+    let agreed = match field("sec-websocket-extensions").filter(|v| !v.is_empty()) {
+        None => None,
+        Some(ext) if !deflate => return Err(Refusal::Extension(ext)),
+        Some(ext) => Some(Agreed::from_answer(&ext).map_err(Refusal::Deflate)?),
+    };
     if let Some(chosen) = field("sec-websocket-protocol") {
         let was_offered = offered.is_some_and(|list| list.split(',').any(|p| p.trim() == chosen));
         if !was_offered {
             return Err(Refusal::Unoffered("the subprotocol", chosen));
         }
     }
-    Ok(Some(len))
+    Ok(Some(Taken {
+        len,
+        deflate: agreed,
+    }))
 }
 
 #[cfg(test)]
@@ -188,7 +228,8 @@ mod tests {
             ("Origin".to_owned(), "http://a.test".to_owned()),
             ("connection".to_owned(), "close".to_owned()),
         ];
-        let text = String::from_utf8(request("/chat?x=1", "127.0.0.1:9", &fields, KEY)).unwrap();
+        let text =
+            String::from_utf8(request("/chat?x=1", "127.0.0.1:9", &fields, KEY, false)).unwrap();
         assert!(
             text.starts_with(
                 "GET /chat?x=1 HTTP/1.1\r\nHost: 127.0.0.1:9\r\nOrigin: http://a.test\r\n"
@@ -198,7 +239,7 @@ mod tests {
         assert!(text.ends_with("Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"), "{text}");
         assert!(!text.contains("close"), "{text}");
         let host = [("Host".to_owned(), "chat.test".to_owned())];
-        let text = String::from_utf8(request("/", "127.0.0.1:9", &host, KEY)).unwrap();
+        let text = String::from_utf8(request("/", "127.0.0.1:9", &host, KEY, false)).unwrap();
         assert!(
             text.contains("Host: chat.test\r\n") && !text.contains("127.0.0.1"),
             "{text}"
@@ -211,24 +252,42 @@ mod tests {
         let head = answer("").len();
         for cut in 0..head {
             assert_eq!(
-                read_answer(&whole.as_bytes()[..cut], KEY, None, 4096),
+                read_answer(&whole.as_bytes()[..cut], KEY, None, false, 4096),
                 Ok(None)
             );
         }
+        let taken = |len| Ok(Some(Taken { len, deflate: None }));
         assert_eq!(
-            read_answer(whole.as_bytes(), KEY, None, 4096),
-            Ok(Some(head))
+            read_answer(whole.as_bytes(), KEY, None, false, 4096),
+            taken(head)
         );
         let chosen = answer("Sec-WebSocket-Protocol: chat\r\n");
         assert_eq!(
-            read_answer(chosen.as_bytes(), KEY, Some("superchat, chat"), 4096),
-            Ok(Some(chosen.len()))
+            read_answer(chosen.as_bytes(), KEY, Some("superchat, chat"), false, 4096),
+            taken(chosen.len())
+        );
+        // Offered and declined, or agreed with its parameters.
+        assert_eq!(
+            read_answer(whole.as_bytes(), KEY, None, true, 4096),
+            taken(head)
+        );
+        let agreed =
+            answer("Sec-WebSocket-Extensions: permessage-deflate; server_max_window_bits=12\r\n");
+        assert_eq!(
+            read_answer(agreed.as_bytes(), KEY, None, true, 4096),
+            Ok(Some(Taken {
+                len: agreed.len(),
+                deflate: Some(Agreed {
+                    server_max_window_bits: Some(12),
+                    ..Agreed::default()
+                }),
+            }))
         );
     }
 
     #[test]
     fn refusals_are_named_by_what_the_server_said() {
-        let cases: [(String, Refusal); 7] = [
+        let cases: [(String, Refusal); 8] = [
             (
                 "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".into(),
                 Refusal::Status(404, "Not Found".into()),
@@ -241,11 +300,17 @@ mod tests {
             (answer("").replace("s3pP", "AAAA"), Refusal::Accept),
             (
                 answer("Sec-WebSocket-Extensions: permessage-deflate\r\n"),
-                Refusal::Unoffered("the extension", "permessage-deflate".into()),
+                Refusal::Extension("permessage-deflate".into()),
             ),
             (
                 answer("Sec-WebSocket-Protocol: chat\r\n"),
                 Refusal::Unoffered("the subprotocol", "chat".into()),
+            ),
+            (
+                answer(
+                    "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits=9\r\n",
+                ),
+                Refusal::Deflate("client_max_window_bits without an offer of it".into()),
             ),
             ("\0\0\0\x04\0\0\0\0\0\r\n\r\n".into(), Refusal::Malformed),
             (
@@ -254,8 +319,9 @@ mod tests {
             ),
         ];
         for (bytes, refusal) in cases {
+            let deflate = matches!(refusal, Refusal::Deflate(_));
             assert_eq!(
-                read_answer(bytes.as_bytes(), KEY, None, 4096),
+                read_answer(bytes.as_bytes(), KEY, None, deflate, 4096),
                 Err(refusal.clone())
             );
             let line = refusal.to_string();

@@ -18,9 +18,12 @@
 //!
 //! - `frame`: frames as a client writes and reads them, from the wire
 //!   format's crate (`metron-ws`), which the target server uses too;
-//! - `handshake`: the upgrade request and the server's `101` checked.
+//! - `handshake`: the upgrade request and the server's `101` checked;
+//! - `deflate`: permessage-deflate, when offered (`--ws-deflate`) and
+//!   agreed.
 
 pub use metron_ws as frame;
+pub mod deflate;
 pub mod handshake;
 pub mod preflight;
 
@@ -34,9 +37,10 @@ use crate::http::session::{
     Event, Failure, Info, Messages, OpenError, Request, Retirement, Session,
 };
 
+use deflate::{Codec, Unreadable};
 use frame::{FrameError, Opcode};
 use handshake::Refusal;
-pub use preflight::{Conversation, Shape};
+pub use preflight::{field_of, pointer, Conversation, Shape};
 
 /// What a message's answer reports as its status: the connection's own,
 /// `101 Switching Protocols`, since a message has none.
@@ -79,12 +83,14 @@ enum Stage {
     Done,
 }
 
-/// A message on the wire awaiting its answer: its tag, and where its frame
-/// begins and ends among the bytes the connection was given to send.
+/// A message on the wire awaiting its answer: its tag, where its frame
+/// begins and ends among the bytes the connection was given to send, and
+/// (`--ws-match`) the value of its field an answer must hold.
 struct Pending<T> {
     tag: T,
     start: u64,
     end: u64,
+    key: Option<serde_json::Value>,
 }
 
 pub struct WebSocket<T> {
@@ -98,8 +104,9 @@ pub struct WebSocket<T> {
     /// and when the last of them came.
     buf: Vec<u8>,
     read_at: Nanos,
-    /// The fragments of the message being read: its kind and payload.
-    partial: Option<(Opcode, Vec<u8>)>,
+    /// The fragments of the message being read: its kind, payload, and
+    /// whether it is compressed.
+    partial: Option<(Opcode, Vec<u8>, bool)>,
     /// When the first frame of the message being read came, and its bytes.
     first_byte: Nanos,
     message_bytes: u64,
@@ -128,6 +135,8 @@ pub struct WebSocket<T> {
     /// The server closed its side.
     eof: bool,
     captured: Captured,
+    /// permessage-deflate, once the server agreed to it.
+    deflate: Option<Codec>,
 }
 
 impl<T: Clone> WebSocket<T> {
@@ -140,6 +149,7 @@ impl<T: Clone> WebSocket<T> {
             &opts.authority,
             &opts.conversation.fields,
             &key,
+            opts.conversation.deflate,
         ));
         WebSocket {
             opts,
@@ -169,6 +179,7 @@ impl<T: Clone> WebSocket<T> {
             pings: 0,
             eof: false,
             captured: Captured::default(),
+            deflate: None,
         }
     }
 
@@ -255,11 +266,13 @@ impl<T: Clone> WebSocket<T> {
                 &self.buf,
                 &self.key,
                 offered.as_deref(),
+                self.opts.conversation.deflate,
                 self.opts.max_head,
             ) {
                 Ok(None) => return,
-                Ok(Some(len)) => {
-                    at = len;
+                Ok(Some(taken)) => {
+                    at = taken.len;
+                    self.deflate = taken.deflate.map(Codec::new);
                     self.stage = Stage::Open;
                     self.upgraded = true;
                     self.next_ping = self
@@ -276,10 +289,19 @@ impl<T: Clone> WebSocket<T> {
             }
         }
         while self.stage != Stage::Done && !self.holding() {
-            let parsed = frame::parse(&self.buf[at..], self.opts.max_message);
-            let (fin, opcode, range) = match parsed {
+            let parsed = if self.deflate.is_some() {
+                frame::parse_deflated(&self.buf[at..], self.opts.max_message)
+            } else {
+                frame::parse(&self.buf[at..], self.opts.max_message)
+            };
+            let (fin, opcode, compressed, range) = match parsed {
                 Ok(None) => break,
-                Ok(Some((f, used))) => (f.fin, f.opcode, at + used - f.payload.len()..at + used),
+                Ok(Some((f, used))) => (
+                    f.fin,
+                    f.opcode,
+                    f.compressed,
+                    at + used - f.payload.len()..at + used,
+                ),
                 Err(FrameError::TooLong { .. }) => {
                     self.protocol_error(1009);
                     break;
@@ -294,8 +316,13 @@ impl<T: Clone> WebSocket<T> {
             if !opcode.is_control() {
                 self.heard = true;
             }
+            // RSV1 marks a message's first frame, never a control's.
+            if compressed && (opcode.is_control() || opcode == Opcode::Continuation) {
+                self.protocol_error(1002);
+                break;
+            }
             let payload = self.buf[range].to_vec();
-            let answered = self.on_frame(fin, opcode, payload, frame_bytes, now);
+            let answered = self.on_frame(fin, (opcode, compressed), payload, frame_bytes, now);
             // A script reads each answer before the next one replaces it.
             if answered && self.opts.capture {
                 break;
@@ -304,11 +331,12 @@ impl<T: Clone> WebSocket<T> {
         self.buf.drain(..at.min(self.buf.len()));
     }
 
-    /// Acts on one frame; true when it completed an answer.
+    /// Acts on one frame (its kind, and whether the message it begins is
+    /// compressed); true when it completed an answer.
     fn on_frame(
         &mut self,
         fin: bool,
-        opcode: Opcode,
+        (opcode, compressed): (Opcode, bool),
         payload: Vec<u8>,
         bytes: u64,
         now: Nanos,
@@ -337,9 +365,9 @@ impl<T: Clone> WebSocket<T> {
                     (None, true) => {
                         self.first_byte = now;
                         self.message_bytes = bytes;
-                        self.partial = Some((opcode, payload));
+                        self.partial = Some((opcode, payload, compressed));
                     }
-                    (Some((_, sofar)), false) => {
+                    (Some((_, sofar, _)), false) => {
                         self.message_bytes += bytes;
                         if sofar.len() + payload.len() > self.opts.max_message {
                             self.protocol_error(1009);
@@ -354,7 +382,10 @@ impl<T: Clone> WebSocket<T> {
                     }
                 }
                 if fin {
-                    let (kind, message) = self.partial.take().expect("set above");
+                    let (kind, message, compressed) = self.partial.take().expect("set above");
+                    let Some(message) = self.inflated(message, compressed) else {
+                        return false;
+                    };
                     if kind == Opcode::Text && std::str::from_utf8(&message).is_err() {
                         self.protocol_error(1007);
                         return false;
@@ -371,11 +402,40 @@ impl<T: Clone> WebSocket<T> {
         false
     }
 
+    /// A whole message's payload as sent, inflated if it came compressed;
+    /// `None` when it cannot be, and the connection is failed for it.
+    fn inflated(&mut self, payload: Vec<u8>, compressed: bool) -> Option<Vec<u8>> {
+        let Some(codec) = self.deflate.as_mut().filter(|_| compressed) else {
+            return Some(payload);
+        };
+        match codec.decompress(&payload, self.opts.max_message) {
+            Ok(message) => Some(message),
+            Err(Unreadable::TooLong) => {
+                self.protocol_error(1009);
+                None
+            }
+            Err(Unreadable::Corrupt) => {
+                self.protocol_error(1007);
+                None
+            }
+        }
+    }
+
     /// A whole message came: it answers the oldest one awaiting (true),
-    /// if any.
+    /// if any; with `--ws-match`, the oldest whose field holds the same
+    /// value as the message's.
     fn answer(&mut self, message: Vec<u8>) -> bool {
-        let Some(p) = self.in_flight.pop_front() else {
-            // A message nobody awaits: an echo server that speaks first.
+        let at = match &self.opts.conversation.matching {
+            None => (!self.in_flight.is_empty()).then_some(0),
+            Some(field) => preflight::field_of(&message, field).and_then(|value| {
+                self.in_flight
+                    .iter()
+                    .position(|p| p.key.as_ref() == Some(&value))
+            }),
+        };
+        let Some(p) = at.and_then(|i| self.in_flight.remove(i)) else {
+            // A message nobody awaits: an echo server that speaks first,
+            // or one that sends others' messages beside the answers.
             self.unasked += 1;
             return false;
         };
@@ -459,10 +519,26 @@ impl<T: Clone> Session<T> for WebSocket<T> {
         let start = self.out.end();
         // A subscription without a message of its own says nothing.
         if !(self.pushes() && message.is_empty()) {
-            frame::encode(self.out.buf(), true, opcode, message, Self::mask());
+            match self.deflate.as_mut().and_then(|c| c.compress(message)) {
+                Some(payload) => {
+                    frame::encode_compressed(self.out.buf(), opcode, &payload, Self::mask())
+                }
+                None => frame::encode(self.out.buf(), true, opcode, message, Self::mask()),
+            }
         }
         let end = self.out.end();
-        self.in_flight.push_back(Pending { tag, start, end });
+        let key = self
+            .opts
+            .conversation
+            .matching
+            .as_deref()
+            .and_then(|field| preflight::field_of(message, field));
+        self.in_flight.push_back(Pending {
+            tag,
+            start,
+            end,
+            key,
+        });
         // What a push held for it is its own: read it now.
         if self.pushes() && !self.buf.is_empty() {
             self.read(self.read_at);
@@ -502,8 +578,21 @@ impl<T: Clone> Session<T> for WebSocket<T> {
     }
 
     /// Answers match messages by order: one given up would shift every
-    /// later answer, so all are given up and the connection closes.
+    /// later answer, so all are given up and the connection closes. Matched
+    /// by a field (`--ws-match`), only those expired are given up.
     fn expire(&mut self, expired: &mut dyn FnMut(&T) -> bool, gone: &mut Vec<T>, _now: Nanos) {
+        if self.opts.conversation.matching.is_some() {
+            let mut kept = VecDeque::with_capacity(self.in_flight.len());
+            for p in self.in_flight.drain(..) {
+                if expired(&p.tag) {
+                    gone.push(p.tag);
+                } else {
+                    kept.push_back(p);
+                }
+            }
+            self.in_flight = kept;
+            return;
+        }
         if self.in_flight.iter().any(|p| expired(&p.tag)) {
             self.stage = Stage::Done;
             gone.extend(self.in_flight.drain(..).map(|p| p.tag));
@@ -582,6 +671,8 @@ impl<T: Clone> Session<T> for WebSocket<T> {
                 unasked: self.unasked,
                 pings: self.pings,
                 binary_read: self.binary_read,
+                deflate: (self.upgraded && self.opts.conversation.deflate)
+                    .then_some(self.deflate.is_some()),
             }),
             ..Info::default()
         }

@@ -25,6 +25,12 @@ pub struct Conversation {
     pub shape: Shape,
     /// Send a ping this often on every open connection (`--ws-ping`).
     pub ping: Option<std::time::Duration>,
+    /// Offer permessage-deflate (`--ws-deflate`).
+    pub deflate: bool,
+    /// Echo: match each answer to the message whose field this is (a
+    /// JSON pointer, from `--ws-match`'s dotted path) holds the same
+    /// value, not to the oldest.
+    pub matching: Option<String>,
 }
 
 /// The two shapes of a WebSocket conversation (`--ws`).
@@ -57,6 +63,20 @@ impl Shape {
     ];
 }
 
+/// The JSON pointer of `--ws-match`'s dotted path (`id`, `params.id`).
+pub fn pointer(path: &str) -> String {
+    path.split('.').fold(String::new(), |p, key| {
+        p + "/" + &key.replace('~', "~0").replace('/', "~1")
+    })
+}
+
+/// The value of the field at `pointer` in `message`, when it is a JSON
+/// document that has one.
+pub fn field_of(message: &[u8], pointer: &str) -> Option<serde_json::Value> {
+    let doc: serde_json::Value = serde_json::from_slice(message).ok()?;
+    doc.pointer(pointer).cloned()
+}
+
 impl Conversation {
     /// The subprotocols offered with `-H Sec-WebSocket-Protocol` (every
     /// such field, as one list).
@@ -82,7 +102,13 @@ pub fn upgrade(
     timeout: Duration,
 ) -> Result<(), String> {
     let key = handshake::new_key();
-    let request = handshake::request(&conversation.path, authority, &conversation.fields, &key);
+    let request = handshake::request(
+        &conversation.path,
+        authority,
+        &conversation.fields,
+        &key,
+        conversation.deflate,
+    );
     line.write_all(&request)
         .and_then(|()| line.flush())
         .map_err(|e| words(&e))?;
@@ -91,7 +117,14 @@ pub fn upgrade(
     let mut chunk = [0u8; 4096];
     // Bounded: every pass reads at least one byte, or returns.
     loop {
-        match read_answer(&answer, &key, conversation.offered().as_deref(), max_head) {
+        let offered = conversation.offered();
+        match read_answer(
+            &answer,
+            &key,
+            offered.as_deref(),
+            conversation.deflate,
+            max_head,
+        ) {
             Ok(Some(_)) => break,
             Ok(None) => {}
             Err(refusal) => return Err(refusal.to_string()),

@@ -586,7 +586,7 @@ mod against_websockets {
         // The engine closes a finished session's socket; the server waits
         // for that before it calls the connection ended.
         drop(sock);
-        assert_eq!(logged(&server), "received 24 sent 24 close 1000");
+        assert_eq!(logged(&server), "received 24 sent 24 close 1000 deflate no");
 
         let (mut s, mut sock) = connect(&server, "/close");
         drive(&mut s, &mut sock, |s, _| s.is_ready());
@@ -608,7 +608,7 @@ mod against_websockets {
         s.drain(&mut gone);
         assert_eq!(gone, [3]);
         drop(sock);
-        assert_eq!(logged(&server), "received 3 sent 3 close 1001");
+        assert_eq!(logged(&server), "received 3 sent 3 close 1001 deflate no");
 
         let (mut s, mut sock) = connect(&server, "/forbidden");
         drive(&mut s, &mut sock, |s, _| s.is_finished());
@@ -652,4 +652,151 @@ fn a_script_reads_each_answer_before_the_close_behind_them() {
         }
     );
     assert!(s.is_finished());
+}
+
+/// A session offering permessage-deflate (`--ws-deflate`), taken with
+/// `extra` fields in the server's `101`.
+fn offering_deflate(extra: &str) -> WebSocket<u32> {
+    let mut opts = options();
+    opts.capture = true;
+    opts.conversation = Arc::new(Conversation {
+        path: "/echo".into(),
+        deflate: true,
+        ..Conversation::default()
+    });
+    let mut s = WebSocket::new(opts);
+    let upgrade = String::from_utf8(written(&mut s)).unwrap();
+    assert!(
+        upgrade.contains("\r\nSec-WebSocket-Extensions: permessage-deflate\r\n"),
+        "{upgrade}"
+    );
+    let key = upgrade
+        .lines()
+        .find_map(|l| l.strip_prefix("Sec-WebSocket-Key: "))
+        .unwrap();
+    let answer = format!(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n{extra}\r\n",
+        accept_for(key)
+    );
+    s.handle(answer.as_bytes(), 2);
+    assert!(s.is_ready());
+    s
+}
+
+/// Agreed: a message goes compressed (RSV1) and a compressed answer is
+/// read inflated (RFC 7692's own "Hello"); declined: both go plain, and
+/// the session says which it was.
+#[test]
+fn deflate_compresses_what_goes_and_inflates_what_comes() {
+    let mut s = offering_deflate("Sec-WebSocket-Extensions: permessage-deflate\r\n");
+    s.open(&message("Hello"), 7, 3).unwrap();
+    let mut out = written(&mut s);
+    assert_eq!(out[0], 0xC1, "FIN, RSV1 and text");
+    out[0] &= !0x40;
+    let [(Opcode::Text, payload)] = &frames(&out)[..] else {
+        panic!("one text frame: {out:?}");
+    };
+    let mut reader = deflate::Codec::new(deflate::Agreed::default());
+    assert_eq!(reader.decompress(payload, 100), Ok(b"Hello".to_vec()));
+    let mut answer = from_server(
+        true,
+        Opcode::Text,
+        &[0xf2, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00],
+    );
+    answer[0] |= 0x40;
+    s.handle(&answer, 4);
+    assert_eq!(response(s.poll_event()).0, 7);
+    assert_eq!(s.captured().body(), b"Hello");
+    assert_eq!(s.info().messages.and_then(|m| m.deflate), Some(true));
+
+    let mut s = offering_deflate("");
+    s.open(&message("Hello"), 8, 3).unwrap();
+    let out = written(&mut s);
+    assert_eq!(frames(&out), [(Opcode::Text, b"Hello".to_vec())]);
+    assert_eq!(s.info().messages.and_then(|m| m.deflate), Some(false));
+    assert_eq!(open().info().messages.and_then(|m| m.deflate), None);
+}
+
+/// RSV1 anywhere but a message's first frame, and a payload that is not
+/// DEFLATE, each fail the connection with the code RFC 6455 gives them.
+#[test]
+fn deflate_faults_are_protocol_errors() {
+    for (frame, code) in [
+        // A compressed message's continuation marked compressed too.
+        (
+            [
+                from_server(false, Opcode::Text, &[0xf2, 0x48]),
+                from_server(true, Opcode::Continuation, &[0xcd]),
+            ],
+            1002u16,
+        ),
+        // A compressed ping.
+        ([from_server(true, Opcode::Ping, b""), Vec::new()], 1002),
+        // Not DEFLATE.
+        (
+            [from_server(true, Opcode::Text, &[0xff; 8]), Vec::new()],
+            1007,
+        ),
+    ] {
+        let mut s = offering_deflate("Sec-WebSocket-Extensions: permessage-deflate\r\n");
+        s.open(&message("m"), 1, 3).unwrap();
+        written(&mut s);
+        for mut f in frame.into_iter().filter(|f| !f.is_empty()) {
+            f[0] |= 0x40;
+            s.handle(&f, 4);
+        }
+        assert!(matches!(
+            s.poll_event(),
+            Some(Event::Failed {
+                why: Failure::Malformed
+            })
+        ));
+        let sent = frames(&written(&mut s));
+        assert_eq!(
+            sent.last(),
+            Some(&(Opcode::Close, code.to_be_bytes().to_vec())),
+            "{code}"
+        );
+    }
+}
+
+/// `--ws-match`: an answer answers the message whose field holds its
+/// value, whatever the order; a message with no such message awaiting is
+/// unasked; and a timeout gives up only the message it struck.
+#[test]
+fn answers_matched_by_a_field_find_their_message() {
+    assert_eq!(pointer("id"), "/id");
+    assert_eq!(pointer("params.a/b"), "/params/a~1b");
+    let mut opts = options();
+    opts.conversation = Arc::new(Conversation {
+        path: "/echo".into(),
+        matching: Some(pointer("req.id")),
+        ..Conversation::default()
+    });
+    let mut s = open_with(opts);
+    for tag in 1..=3 {
+        let body = format!(r#"{{"req": {{"id": {tag}}}}}"#);
+        s.open(&message(&body), tag, 3).unwrap();
+    }
+    written(&mut s);
+    for answer in [
+        r#"{"req": {"id": 2}}"#,
+        r#"{"note": "hi"}"#,
+        "plain",
+        r#"{"req": {"id": 9}}"#,
+    ] {
+        s.handle(&from_server(true, Opcode::Text, answer.as_bytes()), 4);
+    }
+    assert_eq!(response(s.poll_event()).0, 2);
+    assert_eq!(s.poll_event(), None);
+    assert_eq!(s.info().messages.map(|m| m.unasked), Some(3));
+    let mut gone = Vec::new();
+    s.expire(&mut |t| *t == 3, &mut gone, 5);
+    assert_eq!(gone, [3]);
+    assert!(s.free_streams() > 0, "the connection goes on");
+    s.handle(
+        &from_server(true, Opcode::Text, br#"{"req": {"id": 1}}"#),
+        6,
+    );
+    assert_eq!(response(s.poll_event()).0, 1);
 }

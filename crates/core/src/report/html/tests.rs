@@ -150,6 +150,8 @@ pub fn sample() -> Document {
         ws_closes: Default::default(),
         ws_unasked: 0,
         ws_pings: 0,
+        ws_deflate_agreed: 0,
+        ws_deflate_declined: 0,
         failed_checks: 0,
     };
     Document {

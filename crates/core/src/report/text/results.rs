@@ -401,6 +401,17 @@ pub(super) fn write_own_lines(out: &mut impl Write, r: &TextReport) -> io::Resul
     if let Some(protocol) = r.protocol {
         writeln!(out, "  Protocol: {protocol}")?;
     }
+    let (agreed, declined) = (
+        stats.counters.ws_deflate_agreed,
+        stats.counters.ws_deflate_declined,
+    );
+    if agreed + declined > 0 {
+        writeln!(
+            out,
+            "  Compressed (permessage-deflate): {agreed} of {} connections",
+            agreed + declined
+        )?;
+    }
     let c = &stats.counters;
     let messages = r.protocol.as_ref().is_some_and(|p| p.messages());
     if c.status_codes.total() > 0 && !messages {

@@ -26,8 +26,9 @@ pub fn warnings(r: &TextReport) -> Vec<String> {
             .map(|x| crate::verdict::request_rate(r.stats, x));
         never_started_warning(v, &r.stats.counters, rate)
     });
+    let deflate = deflate_warning(&r.stats.counters);
     let Some(rate) = r.load.rate() else {
-        return [limit, lost, events, streams, visits]
+        return [limit, lost, events, streams, visits, deflate]
             .into_iter()
             .flatten()
             .collect();
@@ -41,6 +42,7 @@ pub fn warnings(r: &TextReport) -> Vec<String> {
         events,
         streams,
         visits,
+        deflate,
     ]
     .into_iter()
     .flatten()
@@ -175,6 +177,21 @@ fn unasked_warning(r: &TextReport) -> Option<String> {
         "{unasked} messages came with no message of metron's awaiting an answer, and no \
          figure has them: the server sends unasked (it pushes, or greets); for a server \
          that pushes, use --ws push"
+    ))
+}
+
+/// `--ws-deflate`: connections whose server did not agree to
+/// permessage-deflate sent and read their messages uncompressed.
+fn deflate_warning(c: &Counters) -> Option<String> {
+    let declined = c.ws_deflate_declined;
+    if declined == 0 {
+        return None;
+    }
+    Some(format!(
+        "the server did not agree to permessage-deflate on {declined} of {} connections, and \
+         their messages went uncompressed: enable compression on the server (or the proxy in \
+         front of it), or drop --ws-deflate",
+        declined + c.ws_deflate_agreed
     ))
 }
 
