@@ -802,3 +802,43 @@ fn streams_gone_wrong_after_their_status_are_named() {
         "{w}"
     );
 }
+
+/// Over WebSocket the report counts what was timed: an echo's messages,
+/// a push's subscriptions, never requests.
+#[test]
+fn websocket_runs_count_messages_or_subscriptions() {
+    let mut stats = lagging(10, 0);
+    stats.counters.completed = 99;
+    stats.counters.in_flight = 1;
+    record(&mut stats.unfinished, &[(20_000, 1)]);
+    let spoken = Spoken::of([Protocol::WebSocket]);
+    let mut r = report(&stats, Some(1000.0));
+    r.protocol = Some(&spoken);
+    let text = render(&r);
+    for want in [
+        "\n  99 messages in ",
+        "\nMessages/sec: ",
+        "\n    Msg/Sec ",
+        "including 1 unfinished message (lower bounds)",
+    ] {
+        assert!(text.contains(want), "{want:?} in {text}");
+    }
+    assert!(!text.contains("request"), "{text}");
+    stats.events = Some(EventStats {
+        kind: EventKind::WebSocket,
+        count: 5,
+        ..EventStats::default()
+    });
+    let mut r = report(&stats, Some(1000.0));
+    r.protocol = Some(&spoken);
+    let text = render(&r);
+    for want in [
+        "\n  99 subscriptions in ",
+        "\nSubscriptions/sec: ",
+        "\n    Sub/Sec ",
+        "including 1 unfinished subscription (lower bounds)",
+    ] {
+        assert!(text.contains(want), "{want:?} in {text}");
+    }
+    assert!(!text.contains("request"), "{text}");
+}
