@@ -406,6 +406,16 @@ pub fn accounting(page: &mut String, doc: &Document) {
             rows.push(of_due(&format!("Status {code}"), n));
         }
     }
+    if c.ws_closes.total() > 0 {
+        rows.push(vec![
+            "Closes by the server".into(),
+            count(c.ws_closes.total()),
+            escape(&c.ws_closes.to_string()),
+        ]);
+    }
+    if c.ws_pings > 0 {
+        rows.push(vec!["Pings sent".into(), count(c.ws_pings), String::new()]);
+    }
     for (name, n) in c.grpc.named() {
         rows.push(of_due(&format!("gRPC status {name}"), n));
     }

@@ -1008,3 +1008,21 @@ fn websocket_pages_count_messages() {
     assert!(html.contains("10,000 messages/s (open loop)"), "{html}");
     assert!(!html.contains("Status 101"), "{html}");
 }
+
+/// The server's closes and the pings sent, where the text report shows
+/// them.
+#[test]
+fn websocket_pages_show_closes_and_pings() {
+    let mut doc = websocket_echo();
+    doc.counters.ws_closes.count(1000);
+    doc.counters.ws_closes.count(1001);
+    doc.counters.ws_pings = 7;
+    let html = render(&doc);
+    assert_clean(&doc, &html);
+    assert!(html.contains("Closes by the server"), "{html}");
+    assert!(html.contains("1000 normal 1, 1001 going away 1"), "{html}");
+    assert!(
+        html.contains("<th scope=\"row\">Pings sent</th><td>7</td>"),
+        "{html}"
+    );
+}
