@@ -584,7 +584,7 @@ fn connections_down_at_the_end_get_the_hint_of_their_own_cause() {
     a.down_read.closed_unanswered = 2;
     a.down_connect.reset = 3;
     assert_eq!(
-        down_causes(&a),
+        down_causes(&a, Counted::Requests),
         "connect reset 3: the server reset connections as they opened; \
          closed before answering 2: the server closed new connections unanswered, as one \
          does past its connection limit (lower -c, or raise the limit) or when it fails \
@@ -841,4 +841,26 @@ fn websocket_runs_count_messages_or_subscriptions() {
         assert!(text.contains(want), "{want:?} in {text}");
     }
     assert!(!text.contains("request"), "{text}");
+}
+
+/// Over WebSocket, a proxy's idle timeout closes quiet connections as a
+/// server past its limit does: the hint names --ws-ping too.
+#[test]
+fn connections_closed_unanswered_over_websocket_name_ws_ping() {
+    let spoken = Spoken::of([Protocol::WebSocket]);
+    let stats = turned_away();
+    let mut r = report(&stats, Some(1000.0));
+    r.protocol = Some(&spoken);
+    let w = &warnings(&r)[0];
+    assert!(
+        w.starts_with("38 of 100 due messages were lost: closed before answering 37: "),
+        "{w}"
+    );
+    assert!(
+        w.contains(
+            "or a proxy closed them idle: --ws-ping T keeps a quiet connection alive through \
+             a proxy's idle timeout"
+        ),
+        "{w}"
+    );
 }

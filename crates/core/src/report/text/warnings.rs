@@ -285,7 +285,7 @@ pub(super) fn end_causes(c: &Counters, rate: f64, counted: Counted) -> Vec<Strin
             a.down,
             plural(a.down),
             if a.down == 1 { "was" } else { "were" },
-            down_causes(a)
+            down_causes(a, counted)
         ));
     }
     if a.draining > 0 {
@@ -338,9 +338,16 @@ pub(super) fn end_causes(c: &Counters, rate: f64, counted: Counted) -> Vec<Strin
 /// report gives it (a failed connect's with `connect ` before it, lost
 /// writes and timeouts as `write` and `timeout`): the one table behind
 /// every warning that names causes. Hints speak of connections and
-/// requests alike, since the warnings count either.
-pub(super) fn hint(said: &str) -> Option<&'static str> {
+/// requests alike, since the warnings count either; over WebSocket
+/// (`counted`) some causes have another likely source.
+pub(super) fn hint(said: &str, counted: Counted) -> Option<&'static str> {
     Some(match said {
+        "closed before answering" if counted.websocket() => {
+            "the server closed new connections unanswered, as one does past its connection \
+             limit (lower -c, or raise the limit) or when it fails every request; or a proxy \
+             closed them idle: --ws-ping T keeps a quiet connection alive through a proxy's \
+             idle timeout"
+        }
         "connect refused" => "is the server listening?",
         "connect timed out" => "the server did not accept in time: its backlog, or --timeout",
         "connect reset" => "the server reset connections as they opened",
@@ -378,11 +385,14 @@ pub(super) fn hint(said: &str) -> Option<&'static str> {
 }
 
 /// The causes with a count, each as `said n: hint`, joined by `; `.
-pub(super) fn with_hints(named: impl IntoIterator<Item = (String, u64)>) -> String {
+pub(super) fn with_hints(
+    named: impl IntoIterator<Item = (String, u64)>,
+    counted: Counted,
+) -> String {
     let named: Vec<String> = named
         .into_iter()
         .filter(|(_, n)| *n > 0)
-        .map(|(said, n)| match hint(&said) {
+        .map(|(said, n)| match hint(&said, counted) {
             Some(h) => format!("{said} {n}: {h}"),
             None => format!("{said} {n}"),
         })
@@ -392,14 +402,14 @@ pub(super) fn with_hints(named: impl IntoIterator<Item = (String, u64)>) -> Stri
 
 /// Why the connections down at the end were down, each cause with what
 /// to check: how their last connect failed, or what ended them open.
-pub(super) fn down_causes(a: &AtEnd) -> String {
+pub(super) fn down_causes(a: &AtEnd, counted: Counted) -> String {
     let connect = a.down_connect.named();
     let read = a.down_read.named();
     let named = connect
         .iter()
         .map(|(what, n)| (format!("connect {what}"), *n))
         .chain(read.iter().map(|(what, n)| (what.to_string(), *n)));
-    match with_hints(named) {
+    match with_hints(named, counted) {
         named if named.is_empty() => "opening when the run ended".to_string(),
         named => named,
     }
@@ -436,7 +446,7 @@ pub(super) fn lost_warning(c: &Counters, counted: Counted) -> Option<String> {
         "{lost} of {} due {} were lost: {}{reopened}",
         c.due,
         counted.many(),
-        with_hints(named)
+        with_hints(named, counted)
     ))
 }
 
