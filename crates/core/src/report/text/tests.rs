@@ -864,3 +864,28 @@ fn connections_closed_unanswered_over_websocket_name_ws_ping() {
         "{w}"
     );
 }
+
+/// A push's timeout is its subscription outliving --timeout, which
+/// bounds each one, not a stalled server.
+#[test]
+fn a_subscription_past_its_timeout_is_named_so() {
+    let spoken = Spoken::of([Protocol::WebSocket]);
+    let mut stats = lagging(10, 0);
+    stats.counters.completed = 99;
+    stats.counters.errors.timeout = 1;
+    stats.events = Some(EventStats {
+        kind: EventKind::WebSocket,
+        count: 5,
+        ..EventStats::default()
+    });
+    let mut r = report(&stats, None);
+    r.protocol = Some(&spoken);
+    assert_eq!(
+        warnings(&r),
+        [
+            "1 of 100 due subscriptions were lost: timeout 1: the subscription lasted longer \
+             than --timeout, which bounds each subscription: raise --timeout to let \
+             subscriptions run longer"
+        ]
+    );
+}

@@ -348,6 +348,10 @@ pub(super) fn hint(said: &str, counted: Counted) -> Option<&'static str> {
              closed them idle: --ws-ping T keeps a quiet connection alive through a proxy's \
              idle timeout"
         }
+        "timeout" if counted == Counted::Subscriptions => {
+            "the subscription lasted longer than --timeout, which bounds each subscription: \
+             raise --timeout to let subscriptions run longer"
+        }
         "connect refused" => "is the server listening?",
         "connect timed out" => "the server did not accept in time: its backlog, or --timeout",
         "connect reset" => "the server reset connections as they opened",
