@@ -464,6 +464,9 @@ pub(super) fn write_own_lines(out: &mut impl Write, r: &TextReport) -> io::Resul
             pool.initial, pool.peak, pool.opened_on_demand
         )?;
     }
+    if let Some(line) = turned_away_line(&stats.counters, counted) {
+        writeln!(out, "  {line}")?;
+    }
     if stats.counters.http2.any() {
         // The streams' line is named for the protocol that had them.
         let name = r.protocol.and_then(Spoken::streams_of).unwrap_or("HTTP/2");
@@ -512,6 +515,22 @@ pub(super) fn with_unfinished_line(stats: &RunStats, counted: Counted) -> String
 /// closed early 2`.
 pub(super) fn read_causes_line(c: &Counters) -> Option<String> {
     (c.errors.read > 0).then(|| format!("Read errors: {}", c.read_causes))
+}
+
+/// Connections the server turned away when no request was lost, which
+/// the lost requests' warning would otherwise name: reopened, they cost
+/// the generator time and the server a connection each.
+pub(super) fn turned_away_line(c: &Counters, counted: Counted) -> Option<String> {
+    let n = c.reopens.turned_away;
+    if n == 0 || c.errors.lost_requests() > 0 {
+        return None;
+    }
+    let why = hint("closed before answering", counted).unwrap_or_default();
+    Some(format!(
+        "Connections turned away: {n}, closed or reset before anything was answered on them \
+         and reopened (no {} lost): {why}",
+        counted.one()
+    ))
 }
 
 /// Streams' resets and GOAWAYs by error code (HTTP/2's, or HTTP/3's under

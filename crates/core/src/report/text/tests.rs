@@ -843,6 +843,29 @@ fn websocket_runs_count_messages_or_subscriptions() {
     assert!(!text.contains("request"), "{text}");
 }
 
+/// Connections turned away with nothing lost have no warning to name
+/// them in, so they get a line of their own.
+#[test]
+fn connections_turned_away_show_without_a_lost_request() {
+    let mut stats = lagging(10, 0);
+    stats.counters.reconnects = 3;
+    stats.counters.reopens.turned_away = 3;
+    let text = render(&report(&stats, Some(1000.0)));
+    assert!(
+        text.contains(
+            "\n  Connections turned away: 3, closed or reset before anything was answered on \
+             them and reopened (no request lost): the server closed new connections unanswered"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("--ws-ping"), "{text}");
+    // A lost request's warning names them instead.
+    let mut stats = turned_away();
+    stats.counters.reopens.turned_away = 3;
+    let text = render(&report(&stats, Some(1000.0)));
+    assert!(!text.contains("Connections turned away"), "{text}");
+}
+
 /// Over WebSocket, a proxy's idle timeout closes quiet connections as a
 /// server past its limit does: the hint names --ws-ping too.
 #[test]
