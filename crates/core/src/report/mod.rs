@@ -18,3 +18,60 @@ pub mod sweep;
 pub mod text;
 
 pub use text::{write_text, TextReport};
+
+use crate::http::Spoken;
+use crate::stats::EventKind;
+
+/// What a run's requests were, as the reports name them: over WebSocket
+/// each is a message answered by one (`--ws echo`), or a connection's
+/// subscription (`--ws push`, whose events are WebSocket's); otherwise a
+/// request. Told by the protocol spoken and the events' kind, which the
+/// run and its document both hold; the JSON keeps its field names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counted {
+    Requests,
+    Messages,
+    Subscriptions,
+}
+
+impl Counted {
+    pub fn of(protocol: Option<&Spoken>, events: Option<EventKind>) -> Counted {
+        match (protocol.is_some_and(Spoken::messages), events) {
+            (_, Some(EventKind::WebSocket)) => Counted::Subscriptions,
+            (true, _) => Counted::Messages,
+            (false, _) => Counted::Requests,
+        }
+    }
+
+    /// One of them: `request`, `message`, `subscription`.
+    pub fn one(self) -> &'static str {
+        match self {
+            Counted::Requests => "request",
+            Counted::Messages => "message",
+            Counted::Subscriptions => "subscription",
+        }
+    }
+
+    /// Several: `requests`, `messages`, `subscriptions`.
+    pub fn many(self) -> &'static str {
+        match self {
+            Counted::Requests => "requests",
+            Counted::Messages => "messages",
+            Counted::Subscriptions => "subscriptions",
+        }
+    }
+
+    /// At the start of a line: `Requests`, `Messages`, `Subscriptions`.
+    pub fn title(self) -> &'static str {
+        match self {
+            Counted::Requests => "Requests",
+            Counted::Messages => "Messages",
+            Counted::Subscriptions => "Subscriptions",
+        }
+    }
+
+    /// The run spoke WebSocket.
+    pub fn websocket(self) -> bool {
+        self != Counted::Requests
+    }
+}

@@ -165,11 +165,18 @@ pub fn curve_labels(doc: &Document) -> (&'static str, &'static str) {
     }
 }
 
-/// What a run's rate counts: `requests`, or a flow's `visits`.
+/// What a run's requests were: WebSocket's messages or subscriptions,
+/// or requests.
+pub fn counted(doc: &crate::report::json::Document) -> crate::report::Counted {
+    crate::report::Counted::of(doc.protocol.as_ref(), doc.events.as_ref().map(|e| e.kind))
+}
+
+/// What a run's rate counts: `requests` (WebSocket's `messages` or
+/// `subscriptions`), or a flow's `visits`.
 pub fn rate_counts(doc: &crate::report::json::Document) -> &'static str {
     match doc.visits {
         Some(_) => "visits",
-        None => "requests",
+        None => counted(doc).many(),
     }
 }
 

@@ -95,10 +95,11 @@ fn header(page: &mut String, doc: &Document) {
     if let Some(w) = doc.with_unfinished() {
         let _ = writeln!(
             page,
-            "<p class=\"warn\">{} requests did not complete (timed out, in flight at the end, or never sent). \
+            "<p class=\"warn\">{} {} did not complete (timed out, in flight at the end, or never sent). \
              Their latency is at least their age when they were given up; the figures marked \
              “with unfinished” count them at that lower bound.</p>",
-            fmt::count(w.count - doc.latency.corrected.count)
+            fmt::count(w.count - doc.latency.corrected.count),
+            fmt::counted(doc).many()
         );
     }
 }

@@ -186,7 +186,7 @@ pub fn headline(page: &mut String, doc: &Document) {
     page.push_str("<section>\n<h2>Results</h2>\n<div class=\"cards\">");
     card(
         page,
-        "Requests/s",
+        &format!("{}/s", super::fmt::counted(doc).title()),
         &real(doc.requests_per_sec),
         "completed per second",
         false,
@@ -398,8 +398,23 @@ pub fn accounting(page: &mut String, doc: &Document) {
             escape(&c.read_causes.to_string()),
         ]);
     }
-    for (code, n) in c.status_codes.named() {
-        rows.push(of_due(&format!("Status {code}"), n));
+    // A WebSocket message has no status of its own: each would count
+    // the upgrade's 101 again, so none is listed, as in the text report.
+    let counted = super::fmt::counted(doc);
+    if !counted.websocket() {
+        for (code, n) in c.status_codes.named() {
+            rows.push(of_due(&format!("Status {code}"), n));
+        }
+    }
+    if c.ws_closes.total() > 0 {
+        rows.push(vec![
+            "Closes by the server".into(),
+            count(c.ws_closes.total()),
+            escape(&c.ws_closes.to_string()),
+        ]);
+    }
+    if c.ws_pings > 0 {
+        rows.push(vec!["Pings sent".into(), count(c.ws_pings), String::new()]);
     }
     for (name, n) in c.grpc.named() {
         rows.push(of_due(&format!("gRPC status {name}"), n));
@@ -481,7 +496,7 @@ pub fn accounting(page: &mut String, doc: &Document) {
     grid(
         page,
         "numbers accounting",
-        &["requests", "count", "share of due"],
+        &[counted.many(), "count", "share of due"],
         &rows,
     );
     page.push_str("</div><div>");

@@ -986,3 +986,45 @@ fn a_sweep_without_measurements_renders() {
     let chart = charts::knee(&doc);
     assert_eq!(chart.series[0].runs[0].len(), 5);
 }
+
+/// A WebSocket echo's document.
+fn websocket_echo() -> Document {
+    let mut doc = sample();
+    doc.protocol = Some(Spoken::of([Protocol::WebSocket]));
+    doc.config.max_streams = None;
+    doc.counters.status_codes = Default::default();
+    for _ in 0..3 {
+        doc.counters.status_codes.count(101);
+    }
+    doc
+}
+
+/// A WebSocket echo's page counts messages, and lists no 101 per
+/// message, as the text report does not.
+#[test]
+fn websocket_pages_count_messages() {
+    let doc = websocket_echo();
+    let html = render(&doc);
+    assert_clean(&doc, &html);
+    assert!(html.contains("Messages/s"), "{html}");
+    assert!(html.contains("10,000 messages/s (open loop)"), "{html}");
+    assert!(!html.contains("Status 101"), "{html}");
+}
+
+/// The server's closes and the pings sent, where the text report shows
+/// them.
+#[test]
+fn websocket_pages_show_closes_and_pings() {
+    let mut doc = websocket_echo();
+    doc.counters.ws_closes.count(1000);
+    doc.counters.ws_closes.count(1001);
+    doc.counters.ws_pings = 7;
+    let html = render(&doc);
+    assert_clean(&doc, &html);
+    assert!(html.contains("Closes by the server"), "{html}");
+    assert!(html.contains("1000 normal 1, 1001 going away 1"), "{html}");
+    assert!(
+        html.contains("<th scope=\"row\">Pings sent</th><td>7</td>"),
+        "{html}"
+    );
+}

@@ -22,6 +22,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 
 use super::spectrum::write_spectrum;
+use super::Counted;
 use crate::http::{Protocol, Spoken};
 use crate::schedule::{Load, Spacing};
 use crate::stats::phase::MAX_PHASES;
@@ -71,6 +72,14 @@ pub struct TextReport<'a> {
     pub lag_allowance: Option<Duration>,
 }
 
+impl TextReport<'_> {
+    /// What the run's requests were: messages or subscriptions over
+    /// WebSocket.
+    pub fn counted(&self) -> Counted {
+        Counted::of(self.protocol, self.stats.events.as_ref().map(|e| e.kind))
+    }
+}
+
 /// Title of the uncorrected latency distribution (`-U`).
 const UNCORRECTED: &str =
     "Uncorrected Latency (measured without taking delayed starts into account)";
@@ -84,10 +93,11 @@ pub fn write_text(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
 /// Everything after the banner.
 pub fn write_results(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
     let stats = r.stats;
-    write_thread_stats(out, stats, true)?;
+    let counted = r.counted();
+    write_thread_stats(out, stats, Some(counted))?;
     if r.latency {
         write_distribution(out, &stats.latency, "Recorded Latency")?;
-        write_with_unfinished(out, stats)?;
+        write_with_unfinished(out, stats, counted)?;
         // Under --llm the events are the token chunks: their rows are TTFT
         // and ITL's, below.
         let events = stats.events.as_ref().filter(|_| stats.llm.is_none());
@@ -97,7 +107,7 @@ pub fn write_results(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
         writeln!(out)?;
         write_distribution(out, &stats.uncorrected, UNCORRECTED)?;
     }
-    write_totals(out, stats)?;
+    write_totals(out, stats, counted)?;
     if let Some(l) = &stats.llm {
         llm::write_llm(out, l, stats)?;
     }
@@ -108,7 +118,7 @@ pub fn write_results(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
         }
         None => write_endpoints(out, &stats.endpoints)?,
     }
-    write_phases(out, &stats.phases, r.profile_phases)?;
+    write_phases(out, &stats.phases, r.profile_phases, counted)?;
     write_own_lines(out, r)
 }
 

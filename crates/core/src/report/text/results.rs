@@ -12,6 +12,7 @@ pub(super) fn write_phases(
     out: &mut impl Write,
     phases: &[PhaseStats],
     profile_phases: usize,
+    counted: Counted,
 ) -> io::Result<()> {
     if phases.is_empty() {
         if profile_phases > MAX_PHASES {
@@ -24,9 +25,10 @@ pub(super) fn write_phases(
         }
         return Ok(());
     }
+    let many = counted.many();
     writeln!(
         out,
-        "  Phases (requests by intended time; latency including unfinished requests)"
+        "  Phases ({many} by intended time; latency including unfinished {many})"
     )?;
     writeln!(
         out,
@@ -140,9 +142,9 @@ pub fn write_slo(out: &mut impl Write, slo: &SloReport) -> io::Result<()> {
 /// there is any. Logs hold no bytes, errors or per-thread rates, so none
 /// are printed, rather than printed as zeros.
 pub fn write_latencies(out: &mut impl Write, stats: &RunStats) -> io::Result<()> {
-    write_thread_stats(out, stats, false)?;
+    write_thread_stats(out, stats, None)?;
     write_distribution(out, &stats.latency, "Recorded Latency")?;
-    write_with_unfinished(out, stats)?;
+    write_with_unfinished(out, stats, Counted::Requests)?;
     writeln!(out)?;
     write_distribution(out, &stats.uncorrected, UNCORRECTED)?;
     let window = format_time_us(stats.window.as_micros() as f64);
@@ -191,12 +193,12 @@ pub(super) fn write_endpoints(out: &mut impl Write, endpoints: &[EndpointStats])
     Ok(())
 }
 
-/// The Thread Stats table: latency, and the threads' request rates when
-/// they were sampled (`rates`).
+/// The Thread Stats table: latency, and the threads' rates of what they
+/// counted when those were sampled (`rates`).
 pub(super) fn write_thread_stats(
     out: &mut impl Write,
     stats: &RunStats,
-    rates: bool,
+    rates: Option<Counted>,
 ) -> io::Result<()> {
     writeln!(
         out,
@@ -204,8 +206,13 @@ pub(super) fn write_thread_stats(
         "Avg", "Stdev", "Max", "+/- Stdev"
     )?;
     write_stats_row(out, "Latency", &stats.latency, format_time_us)?;
-    if rates {
-        write_stats_row(out, "Req/Sec", &stats.req_per_sec, format_metric)?;
+    if let Some(counted) = rates {
+        let name = match counted {
+            Counted::Requests => "Req/Sec",
+            Counted::Messages => "Msg/Sec",
+            Counted::Subscriptions => "Sub/Sec",
+        };
+        write_stats_row(out, name, &stats.req_per_sec, format_metric)?;
     }
     Ok(())
 }
@@ -303,32 +310,42 @@ pub(super) fn write_timings(
 /// When requests went unfinished: the same percentiles with their lower
 /// bounds included (docs/MEASUREMENT.md, §6). The spectrum above stays
 /// that of completed requests, as the original prints it.
-pub(super) fn write_with_unfinished(out: &mut impl Write, stats: &RunStats) -> io::Result<()> {
+pub(super) fn write_with_unfinished(
+    out: &mut impl Write,
+    stats: &RunStats,
+    counted: Counted,
+) -> io::Result<()> {
     let n = stats.unfinished.len();
     if n == 0 {
         return Ok(());
     }
-    writeln!(out, "  {}", with_unfinished_title(n))?;
+    writeln!(out, "  {}", with_unfinished_title(n, counted))?;
     write_percentiles(out, &stats.with_unfinished())?;
     writeln!(out, "{RULE}")
 }
 
-pub(super) fn with_unfinished_title(n: u64) -> String {
-    format!("Latency Distribution {}", including_unfinished(n))
+pub(super) fn with_unfinished_title(n: u64, counted: Counted) -> String {
+    format!("Latency Distribution {}", including_unfinished(n, counted))
 }
 
-pub(super) fn including_unfinished(n: u64) -> String {
+pub(super) fn including_unfinished(n: u64, counted: Counted) -> String {
     format!(
-        "including {n} unfinished request{} (lower bounds)",
+        "including {n} unfinished {}{} (lower bounds)",
+        counted.one(),
         plural(n)
     )
 }
 
-pub(super) fn write_totals(out: &mut impl Write, stats: &RunStats) -> io::Result<()> {
+pub(super) fn write_totals(
+    out: &mut impl Write,
+    stats: &RunStats,
+    counted: Counted,
+) -> io::Result<()> {
     let c = &stats.counters;
     let window = format_time_us(stats.window.as_micros() as f64);
     let bytes = format_binary(c.bytes as f64);
-    writeln!(out, "  {} requests in {window}, {bytes}B read", c.completed)?;
+    let many = counted.many();
+    writeln!(out, "  {} {many} in {window}, {bytes}B read", c.completed)?;
     let e = &c.errors;
     if e.any_socket() {
         let (connect, read, write, timeout) = (e.connect, e.read, e.write, e.timeout);
@@ -348,7 +365,12 @@ pub(super) fn write_totals(out: &mut impl Write, stats: &RunStats) -> io::Result
     } else if e.status > 0 {
         writeln!(out, "  Non-2xx or 3xx responses: {}", e.status)?;
     }
-    writeln!(out, "Requests/sec: {:9.2}", stats.requests_per_sec())?;
+    writeln!(
+        out,
+        "{}/sec: {:9.2}",
+        counted.title(),
+        stats.requests_per_sec()
+    )?;
     writeln!(
         out,
         "Transfer/sec: {:>10}B",
@@ -372,6 +394,7 @@ pub(super) fn failed_call_causes(c: &Counters) -> String {
 
 pub(super) fn write_own_lines(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
     let stats = r.stats;
+    let counted = r.counted();
     if let Some(i) = &stats.interruption {
         writeln!(
             out,
@@ -391,7 +414,7 @@ pub(super) fn write_own_lines(out: &mut impl Write, r: &TextReport) -> io::Resul
     }
     // With -L the whole block was printed above.
     if !r.latency && !stats.unfinished.is_empty() {
-        writeln!(out, "  {}", with_unfinished_line(stats))?;
+        writeln!(out, "  {}", with_unfinished_line(stats, counted))?;
     }
     // A flow's steps have intended times in the closed loop too.
     let paced = r.load.is_open() || stats.visits.is_some();
@@ -452,6 +475,9 @@ pub(super) fn write_own_lines(out: &mut impl Write, r: &TextReport) -> io::Resul
             pool.initial, pool.peak, pool.opened_on_demand
         )?;
     }
+    if let Some(line) = turned_away_line(&stats.counters, counted) {
+        writeln!(out, "  {line}")?;
+    }
     if stats.counters.http2.any() {
         // The streams' line is named for the protocol that had them.
         let name = r.protocol.and_then(Spoken::streams_of).unwrap_or("HTTP/2");
@@ -460,7 +486,7 @@ pub(super) fn write_own_lines(out: &mut impl Write, r: &TextReport) -> io::Resul
     if stats.counters.quic.any() {
         writeln!(out, "  {}", quic_line(&stats.counters.quic))?;
     }
-    if let Some(line) = accounting_line(&stats.counters) {
+    if let Some(line) = accounting_line(&stats.counters, counted) {
         writeln!(out, "  {line}")?;
     }
     if !r.load.is_open() && stats.visits.is_some() {
@@ -483,13 +509,13 @@ pub(super) fn write_own_lines(out: &mut impl Write, r: &TextReport) -> io::Resul
 }
 
 /// The conservative distribution in one line, for reports without -L.
-pub(super) fn with_unfinished_line(stats: &RunStats) -> String {
+pub(super) fn with_unfinished_line(stats: &RunStats, counted: Counted) -> String {
     let h = stats.with_unfinished();
     let at = |p| format_time_us(summary::value_at_percentile(&h, p) as f64);
     let max = format_time_us(summary::max(&h) as f64);
     format!(
         "Latency {}: p50 {}, p99 {}, p99.9 {}, max {max}",
-        including_unfinished(stats.unfinished.len()),
+        including_unfinished(stats.unfinished.len(), counted),
         at(50.0),
         at(99.0),
         at(99.9)
@@ -500,6 +526,22 @@ pub(super) fn with_unfinished_line(stats: &RunStats) -> String {
 /// closed early 2`.
 pub(super) fn read_causes_line(c: &Counters) -> Option<String> {
     (c.errors.read > 0).then(|| format!("Read errors: {}", c.read_causes))
+}
+
+/// Connections the server turned away when no request was lost, which
+/// the lost requests' warning would otherwise name: reopened, they cost
+/// the generator time and the server a connection each.
+pub(super) fn turned_away_line(c: &Counters, counted: Counted) -> Option<String> {
+    let n = c.reopens.turned_away;
+    if n == 0 || c.errors.lost_requests() > 0 {
+        return None;
+    }
+    let why = hint("closed before answering", counted).unwrap_or_default();
+    Some(format!(
+        "Connections turned away: {n}, closed or reset before anything was answered on them \
+         and reopened (no {} lost): {why}",
+        counted.one()
+    ))
 }
 
 /// Streams' resets and GOAWAYs by error code (HTTP/2's, or HTTP/3's under
@@ -585,7 +627,7 @@ pub(super) fn send_lag_line(lag: &Histogram<u64>) -> String {
 /// Where every due request ended up, when any did not simply complete.
 /// Books that do not balance are always shown, and said to be wrong: that
 /// is a fault of metron's, never of the server.
-pub(super) fn accounting_line(c: &Counters) -> Option<String> {
+pub(super) fn accounting_line(c: &Counters, counted: Counted) -> Option<String> {
     let e = &c.errors;
     let lost = e.lost_requests();
     if lost + c.in_flight + c.never_sent == 0 && c.balanced() {
@@ -600,9 +642,10 @@ pub(super) fn accounting_line(c: &Counters) -> Option<String> {
     } else {
         let sum = c.accounted();
         format!(
-            "Accounting: {} due, but {parts} make {sum}: metron lost track of {} requests (a bug in metron)",
+            "Accounting: {} due, but {parts} make {sum}: metron lost track of {} {} (a bug in metron)",
             c.due,
-            c.due.abs_diff(sum)
+            c.due.abs_diff(sum),
+            counted.many()
         )
     })
 }

@@ -584,7 +584,7 @@ fn connections_down_at_the_end_get_the_hint_of_their_own_cause() {
     a.down_read.closed_unanswered = 2;
     a.down_connect.reset = 3;
     assert_eq!(
-        down_causes(&a),
+        down_causes(&a, Counted::Requests),
         "connect reset 3: the server reset connections as they opened; \
          closed before answering 2: the server closed new connections unanswered, as one \
          does past its connection limit (lower -c, or raise the limit) or when it fails \
@@ -800,5 +800,115 @@ fn streams_gone_wrong_after_their_status_are_named() {
              stream, 8 ended without [DONE]; "
         ),
         "{w}"
+    );
+}
+
+/// Over WebSocket the report counts what was timed: an echo's messages,
+/// a push's subscriptions, never requests.
+#[test]
+fn websocket_runs_count_messages_or_subscriptions() {
+    let mut stats = lagging(10, 0);
+    stats.counters.completed = 99;
+    stats.counters.in_flight = 1;
+    record(&mut stats.unfinished, &[(20_000, 1)]);
+    let spoken = Spoken::of([Protocol::WebSocket]);
+    let mut r = report(&stats, Some(1000.0));
+    r.protocol = Some(&spoken);
+    let text = render(&r);
+    for want in [
+        "\n  99 messages in ",
+        "\nMessages/sec: ",
+        "\n    Msg/Sec ",
+        "including 1 unfinished message (lower bounds)",
+    ] {
+        assert!(text.contains(want), "{want:?} in {text}");
+    }
+    assert!(!text.contains("request"), "{text}");
+    stats.events = Some(EventStats {
+        kind: EventKind::WebSocket,
+        count: 5,
+        ..EventStats::default()
+    });
+    let mut r = report(&stats, Some(1000.0));
+    r.protocol = Some(&spoken);
+    let text = render(&r);
+    for want in [
+        "\n  99 subscriptions in ",
+        "\nSubscriptions/sec: ",
+        "\n    Sub/Sec ",
+        "including 1 unfinished subscription (lower bounds)",
+    ] {
+        assert!(text.contains(want), "{want:?} in {text}");
+    }
+    assert!(!text.contains("request"), "{text}");
+}
+
+/// Connections turned away with nothing lost have no warning to name
+/// them in, so they get a line of their own.
+#[test]
+fn connections_turned_away_show_without_a_lost_request() {
+    let mut stats = lagging(10, 0);
+    stats.counters.reconnects = 3;
+    stats.counters.reopens.turned_away = 3;
+    let text = render(&report(&stats, Some(1000.0)));
+    assert!(
+        text.contains(
+            "\n  Connections turned away: 3, closed or reset before anything was answered on \
+             them and reopened (no request lost): the server closed new connections unanswered"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("--ws-ping"), "{text}");
+    // A lost request's warning names them instead.
+    let mut stats = turned_away();
+    stats.counters.reopens.turned_away = 3;
+    let text = render(&report(&stats, Some(1000.0)));
+    assert!(!text.contains("Connections turned away"), "{text}");
+}
+
+/// Over WebSocket, a proxy's idle timeout closes quiet connections as a
+/// server past its limit does: the hint names --ws-ping too.
+#[test]
+fn connections_closed_unanswered_over_websocket_name_ws_ping() {
+    let spoken = Spoken::of([Protocol::WebSocket]);
+    let stats = turned_away();
+    let mut r = report(&stats, Some(1000.0));
+    r.protocol = Some(&spoken);
+    let w = &warnings(&r)[0];
+    assert!(
+        w.starts_with("38 of 100 due messages were lost: closed before answering 37: "),
+        "{w}"
+    );
+    assert!(
+        w.contains(
+            "or a proxy closed them idle: --ws-ping T keeps a quiet connection alive through \
+             a proxy's idle timeout"
+        ),
+        "{w}"
+    );
+}
+
+/// A push's timeout is its subscription outliving --timeout, which
+/// bounds each one, not a stalled server.
+#[test]
+fn a_subscription_past_its_timeout_is_named_so() {
+    let spoken = Spoken::of([Protocol::WebSocket]);
+    let mut stats = lagging(10, 0);
+    stats.counters.completed = 99;
+    stats.counters.errors.timeout = 1;
+    stats.events = Some(EventStats {
+        kind: EventKind::WebSocket,
+        count: 5,
+        ..EventStats::default()
+    });
+    let mut r = report(&stats, None);
+    r.protocol = Some(&spoken);
+    assert_eq!(
+        warnings(&r),
+        [
+            "1 of 100 due subscriptions were lost: timeout 1: the subscription lasted longer \
+             than --timeout, which bounds each subscription: raise --timeout to let \
+             subscriptions run longer"
+        ]
     );
 }

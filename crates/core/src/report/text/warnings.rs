@@ -7,8 +7,9 @@ use super::*;
 /// lost (in either mode), and, in rate mode, signs that the generator did
 /// not keep to its schedule (throughput mode has none to keep).
 pub fn warnings(r: &TextReport) -> Vec<String> {
-    let lost = lost_warning(&r.stats.counters);
-    let limit = connection_limit_warning(&r.stats.counters);
+    let counted = r.counted();
+    let lost = lost_warning(&r.stats.counters, counted);
+    let limit = connection_limit_warning(&r.stats.counters, counted);
     let events = match &r.stats.llm {
         Some(l) => no_tokens_warning(l),
         None => r.stats.events.as_ref().and_then(no_events_warning),
@@ -24,7 +25,7 @@ pub fn warnings(r: &TextReport) -> Vec<String> {
             .load
             .rate()
             .map(|x| crate::verdict::request_rate(r.stats, x));
-        never_started_warning(v, &r.stats.counters, rate)
+        never_started_warning(v, &r.stats.counters, rate, counted)
     });
     let deflate = deflate_warning(&r.stats.counters);
     let Some(rate) = r.load.rate() else {
@@ -36,7 +37,7 @@ pub fn warnings(r: &TextReport) -> Vec<String> {
     let rate = crate::verdict::request_rate(r.stats, rate);
     [
         limit,
-        never_sent_warning(r.stats, rate),
+        never_sent_warning(r.stats, rate, counted),
         lost,
         send_lag_warning(r, rate),
         events,
@@ -56,12 +57,13 @@ fn never_started_warning(
     v: &crate::stats::VisitStats,
     c: &Counters,
     rate: Option<f64>,
+    counted: Counted,
 ) -> Option<String> {
     if v.never_started == 0 {
         return None;
     }
     let seen = rate
-        .map(|r| end_causes(c, r))
+        .map(|r| end_causes(c, r, counted))
         .filter(|causes| !causes.is_empty());
     let why = match seen {
         Some(causes) => format!("at the end {}", causes.join("; ")),
@@ -79,7 +81,7 @@ fn never_started_warning(
 /// The server's connection limit, when the pool ran into it: connections
 /// beyond those it accepted were turned away or left unanswered, and the
 /// pool stopped growing there.
-pub(super) fn connection_limit_warning(c: &Counters) -> Option<String> {
+pub(super) fn connection_limit_warning(c: &Counters, counted: Counted) -> Option<String> {
     let accepted = c.connections.server_accepted?;
     let mut beyond = Vec::new();
     let pool = &c.connections;
@@ -90,14 +92,16 @@ pub(super) fn connection_limit_warning(c: &Counters) -> Option<String> {
     if c.reopens.turned_away > 0 || c.read_causes.closed_unanswered > 0 {
         let lost = c.read_causes.closed_unanswered;
         beyond.push(format!(
-            "closed unanswered ({lost} request{} lost)",
+            "closed unanswered ({lost} {}{} lost)",
+            counted.one(),
             plural(lost)
         ));
     }
     if c.timeout_unanswered > 0 {
         let n = c.timeout_unanswered;
         beyond.push(format!(
-            "left unanswered ({n} request{} timed out)",
+            "left unanswered ({n} {}{} timed out)",
+            counted.one(),
             plural(n)
         ));
     }
@@ -245,7 +249,7 @@ pub(super) fn broken_streams_warning(l: &crate::stats::LlmStats) -> Option<Strin
 
 /// Requests due and never sent, with what kept them back: a start after
 /// `--start-at`, and the state of the connections as the run ended.
-pub(super) fn never_sent_warning(stats: &RunStats, rate: f64) -> Option<String> {
+pub(super) fn never_sent_warning(stats: &RunStats, rate: f64, counted: Counted) -> Option<String> {
     let c = &stats.counters;
     if c.never_sent == 0 {
         return None;
@@ -258,19 +262,23 @@ pub(super) fn never_sent_warning(stats: &RunStats, rate: f64) -> Option<String> 
         ));
     }
     if c.never_sent > c.missed_at_start {
-        causes.push(format!("at the end {}", end_causes(c, rate).join("; ")));
+        causes.push(format!(
+            "at the end {}",
+            end_causes(c, rate, counted).join("; ")
+        ));
     }
     Some(format!(
-        "{} of {} due requests were never sent: {}",
+        "{} of {} due {} were never sent: {}",
         c.never_sent,
         c.due,
+        counted.many(),
         causes.join("; ")
     ))
 }
 
 /// What kept due requests back as the run ended: the connections'
 /// state and threads stopped by their script.
-pub(super) fn end_causes(c: &Counters, rate: f64) -> Vec<String> {
+pub(super) fn end_causes(c: &Counters, rate: f64, counted: Counted) -> Vec<String> {
     let a = &c.at_end;
     let mut causes = Vec::new();
     if a.busy > 0 {
@@ -281,10 +289,11 @@ pub(super) fn end_causes(c: &Counters, rate: f64) -> Vec<String> {
         };
         causes.push(format!(
             "{} connection{} still waited for responses (the server stopped answering, or \
-             {low} is too low for {} requests/s)",
+             {low} is too low for {} {}/s)",
             a.busy,
             plural(a.busy),
-            format_rate(rate)
+            format_rate(rate),
+            counted.many()
         ));
     }
     if a.down > 0 {
@@ -293,7 +302,7 @@ pub(super) fn end_causes(c: &Counters, rate: f64) -> Vec<String> {
             a.down,
             plural(a.down),
             if a.down == 1 { "was" } else { "were" },
-            down_causes(a)
+            down_causes(a, counted)
         ));
     }
     if a.draining > 0 {
@@ -346,9 +355,20 @@ pub(super) fn end_causes(c: &Counters, rate: f64) -> Vec<String> {
 /// report gives it (a failed connect's with `connect ` before it, lost
 /// writes and timeouts as `write` and `timeout`): the one table behind
 /// every warning that names causes. Hints speak of connections and
-/// requests alike, since the warnings count either.
-pub(super) fn hint(said: &str) -> Option<&'static str> {
+/// requests alike, since the warnings count either; over WebSocket
+/// (`counted`) some causes have another likely source.
+pub(super) fn hint(said: &str, counted: Counted) -> Option<&'static str> {
     Some(match said {
+        "closed before answering" if counted.websocket() => {
+            "the server closed new connections unanswered, as one does past its connection \
+             limit (lower -c, or raise the limit) or when it fails every request; or a proxy \
+             closed them idle: --ws-ping T keeps a quiet connection alive through a proxy's \
+             idle timeout"
+        }
+        "timeout" if counted == Counted::Subscriptions => {
+            "the subscription lasted longer than --timeout, which bounds each subscription: \
+             raise --timeout to let subscriptions run longer"
+        }
         "connect refused" => "is the server listening?",
         "connect timed out" => "the server did not accept in time: its backlog, or --timeout",
         "connect reset" => "the server reset connections as they opened",
@@ -386,11 +406,14 @@ pub(super) fn hint(said: &str) -> Option<&'static str> {
 }
 
 /// The causes with a count, each as `said n: hint`, joined by `; `.
-pub(super) fn with_hints(named: impl IntoIterator<Item = (String, u64)>) -> String {
+pub(super) fn with_hints(
+    named: impl IntoIterator<Item = (String, u64)>,
+    counted: Counted,
+) -> String {
     let named: Vec<String> = named
         .into_iter()
         .filter(|(_, n)| *n > 0)
-        .map(|(said, n)| match hint(&said) {
+        .map(|(said, n)| match hint(&said, counted) {
             Some(h) => format!("{said} {n}: {h}"),
             None => format!("{said} {n}"),
         })
@@ -400,14 +423,14 @@ pub(super) fn with_hints(named: impl IntoIterator<Item = (String, u64)>) -> Stri
 
 /// Why the connections down at the end were down, each cause with what
 /// to check: how their last connect failed, or what ended them open.
-pub(super) fn down_causes(a: &AtEnd) -> String {
+pub(super) fn down_causes(a: &AtEnd, counted: Counted) -> String {
     let connect = a.down_connect.named();
     let read = a.down_read.named();
     let named = connect
         .iter()
         .map(|(what, n)| (format!("connect {what}"), *n))
         .chain(read.iter().map(|(what, n)| (what.to_string(), *n)));
-    match with_hints(named) {
+    match with_hints(named, counted) {
         named if named.is_empty() => "opening when the run ended".to_string(),
         named => named,
     }
@@ -419,7 +442,7 @@ pub(super) fn down_causes(a: &AtEnd) -> String {
 /// would leave the reader to guess why. How often connections were
 /// reopened follows, when they were: a server that turns connections
 /// away makes metron reopen them over and over.
-pub(super) fn lost_warning(c: &Counters) -> Option<String> {
+pub(super) fn lost_warning(c: &Counters, counted: Counted) -> Option<String> {
     let e = &c.errors;
     let lost = e.lost_requests();
     if lost == 0 {
@@ -441,9 +464,10 @@ pub(super) fn lost_warning(c: &Counters) -> Option<String> {
         n => format!("; connections were reopened {n} times{}", reopen_causes(c)),
     };
     Some(format!(
-        "{lost} of {} due requests were lost: {}{reopened}",
+        "{lost} of {} due {} were lost: {}{reopened}",
         c.due,
-        with_hints(named)
+        counted.many(),
+        with_hints(named, counted)
     ))
 }
 
