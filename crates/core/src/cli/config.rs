@@ -227,7 +227,7 @@ pub enum ConfigError {
     MatchPush,
     #[error("--ws-match \"{0}\": give a field's name, or a dotted path such as params.id")]
     MatchField(String),
-    #[error("--ws-match {0}: the message --data sends is not a JSON object with a field {0}, so no answer could match it; send one that has it, or drop --ws-match")]
+    #[error("--ws-match {0}: the message sent (--data, hello without it) is not JSON with a field {0}, so no answer could match it; give --data one that has it, or drop --ws-match")]
     MatchData(String),
     #[error("--data holds {0} bytes, more than a message may (16 MiB); send a smaller one")]
     MessageTooLarge(usize),
@@ -421,7 +421,7 @@ impl Config {
                 (Some(_), Some(data)) => Some(data_bytes(data)?),
                 // A subscription says nothing unless told what to say.
                 (Some(c), None) if c.shape == ws::Shape::Push => Some(Vec::new()),
-                (Some(_), None) => Some(b"hello".to_vec()),
+                (Some(_), None) => Some(DEFAULT_MESSAGE.to_vec()),
             },
             websocket,
             script: args.script.clone(),
@@ -640,6 +640,9 @@ fn protocols(args: &BenchArgs, hosts: &[Target]) -> Result<Protocols, ConfigErro
     })
 }
 
+/// An echo's message when `--data` gives none.
+const DEFAULT_MESSAGE: &[u8] = b"hello";
+
 /// A `ws://` or `wss://` URL: what every connection's upgrade says and
 /// how its messages go; the flags of other protocols are refused with it,
 /// and its own without it.
@@ -707,13 +710,20 @@ fn websocket(
         }
         Some(f) => Some(ws::pointer(f)),
     };
+    // The messages --data (or its default, hello) makes must carry the
+    // field; a script's or a requests file's are their own.
+    if let (Some(pointer), Some(field)) = (&matching, &args.ws_match) {
+        let own = args.script.is_some() || args.requests.is_some();
+        let message = match &args.data {
+            Some(data) => data_bytes(data)?,
+            None => DEFAULT_MESSAGE.to_vec(),
+        };
+        if !own && ws::field_of(&message, pointer).is_none() {
+            return Err(ConfigError::MatchData(field.clone()));
+        }
+    }
     if let Some(data) = &args.data {
         let message = data_bytes(data)?;
-        if let (Some(pointer), Some(field)) = (&matching, &args.ws_match) {
-            if ws::field_of(&message, pointer).is_none() {
-                return Err(ConfigError::MatchData(field.clone()));
-            }
-        }
         if message.len() > MAX_MESSAGE {
             return Err(ConfigError::MessageTooLarge(message.len()));
         }

@@ -106,6 +106,22 @@ impl Codec {
         let c = self
             .deflate
             .get_or_insert_with(|| Box::new(Compress::new(Compression::fast(), false)));
+        let out = Self::deflate(c, message);
+        if out.is_none() || self.agreed.client_no_context_takeover {
+            // What it took is in no message the server read: start afresh,
+            // which a reader keeping its context reads all the same.
+            c.reset();
+        }
+        let mut out = out?;
+        out.truncate(out.len() - TAIL.len());
+        Some(out)
+    }
+
+    /// `message` through `c` with a sync flush, whole: every byte taken
+    /// and the flush's empty block (its [`TAIL`]) written. A buffer with
+    /// room left is no sign the flush is done: the compressor may hold
+    /// output back, so the tail is what says so.
+    fn deflate(c: &mut Compress, message: &[u8]) -> Option<Vec<u8>> {
         let mut out = Vec::with_capacity(message.len() + 64);
         let start = c.total_in();
         // Bounded: every pass takes input or gives output, or stops.
@@ -115,21 +131,15 @@ impl Codec {
             c.compress_vec(&message[taken..], &mut out, FlushCompress::Sync)
                 .ok()?;
             let taken = (c.total_in() - start) as usize;
-            if taken == message.len() && out.len() < out.capacity() {
-                break;
+            let room = out.len() < out.capacity();
+            if taken == message.len() && room && out.ends_with(&TAIL) {
+                return Some(out);
             }
-            if (c.total_in(), c.total_out()) == before && out.len() < out.capacity() {
+            if room && (c.total_in(), c.total_out()) == before {
                 return None;
             }
-            out.reserve(out.capacity());
+            out.reserve(out.capacity().max(64));
         }
-        if out.ends_with(&TAIL) {
-            out.truncate(out.len() - TAIL.len());
-        }
-        if self.agreed.client_no_context_takeover {
-            c.reset();
-        }
-        Some(out)
     }
 
     /// A compressed message's `payload` inflated, at most `max` bytes.
@@ -260,6 +270,21 @@ mod tests {
                 !agreed.client_no_context_takeover,
                 "{first} then {second}"
             );
+        }
+    }
+
+    /// Incompressible messages of every size up to a few MiB come back
+    /// whole: the sync flush is finished before a message goes.
+    #[test]
+    fn incompressible_messages_come_back_whole() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        let mut writer = Codec::new(Agreed::default());
+        let mut reader = Codec::new(Agreed::default());
+        for len in [100, 70_000, 400_000, 512 << 10, 1 << 20, 6 << 20] {
+            let message: Vec<u8> = (0..len).map(|_| rng.u8(..)).collect();
+            let sent = writer.compress(&message).unwrap();
+            let read = reader.decompress(&sent, 16 << 20).unwrap();
+            assert!(read == message, "{len} bytes came back as {}", read.len());
         }
     }
 

@@ -40,7 +40,7 @@ use crate::http::session::{
 use deflate::{Codec, Unreadable};
 use frame::{FrameError, Opcode};
 use handshake::Refusal;
-pub use preflight::{field_of, pointer, Conversation, Shape};
+pub use preflight::{field_of, pointer, same_value, Conversation, Shape};
 
 /// What a message's answer reports as its status: the connection's own,
 /// `101 Switching Protocols`, since a message has none.
@@ -430,7 +430,7 @@ impl<T: Clone> WebSocket<T> {
             Some(field) => preflight::field_of(&message, field).and_then(|value| {
                 self.in_flight
                     .iter()
-                    .position(|p| p.key.as_ref() == Some(&value))
+                    .position(|p| p.key.as_ref().is_some_and(|k| same_value(k, &value)))
             }),
         };
         let Some(p) = at.and_then(|i| self.in_flight.remove(i)) else {

@@ -77,6 +77,20 @@ pub fn field_of(message: &[u8], pointer: &str) -> Option<serde_json::Value> {
     doc.pointer(pointer).cloned()
 }
 
+/// Whether an answer's field value is a message's: equal JSON, numbers
+/// by their value (`1`, `1.0` and `1e0` alike).
+pub fn same_value(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    match (a, b) {
+        (serde_json::Value::Number(x), serde_json::Value::Number(y)) => {
+            match (x.as_i128(), y.as_i128()) {
+                (Some(x), Some(y)) => x == y,
+                _ => x.as_f64() == y.as_f64(),
+            }
+        }
+        _ => a == b,
+    }
+}
+
 impl Conversation {
     /// The subprotocols offered with `-H Sec-WebSocket-Protocol` (every
     /// such field, as one list).

@@ -76,6 +76,12 @@ fn open() -> WebSocket<u32> {
 
 /// A session of `opts` past its upgrade (at 2).
 fn open_with(opts: WsOptions) -> WebSocket<u32> {
+    open_answering(opts, "").0
+}
+
+/// A session of `opts` past its upgrade (at 2), the server's `101`
+/// carrying `extra` fields; and the upgrade it sent.
+fn open_answering(opts: WsOptions, extra: &str) -> (WebSocket<u32>, String) {
     let mut s = WebSocket::new(opts);
     let upgrade = String::from_utf8(written(&mut s)).unwrap();
     let path = s.opts.conversation.path.clone();
@@ -89,7 +95,7 @@ fn open_with(opts: WsOptions) -> WebSocket<u32> {
         .find_map(|l| l.strip_prefix("Sec-WebSocket-Key: "))
         .unwrap();
     let answer = format!(
-        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n\r\n",
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n{extra}\r\n",
         accept_for(key)
     );
     let (a, b) = answer.as_bytes().split_at(20);
@@ -97,7 +103,7 @@ fn open_with(opts: WsOptions) -> WebSocket<u32> {
     assert!(!s.is_ready());
     s.handle(b, 2);
     assert!(s.is_ready() && s.free_streams() == s.opts.max_in_flight);
-    s
+    (s, upgrade)
 }
 
 /// A push session (`--ws push`), keeping each message's data, its
@@ -664,22 +670,11 @@ fn offering_deflate(extra: &str) -> WebSocket<u32> {
         deflate: true,
         ..Conversation::default()
     });
-    let mut s = WebSocket::new(opts);
-    let upgrade = String::from_utf8(written(&mut s)).unwrap();
+    let (s, upgrade) = open_answering(opts, extra);
     assert!(
         upgrade.contains("\r\nSec-WebSocket-Extensions: permessage-deflate\r\n"),
         "{upgrade}"
     );
-    let key = upgrade
-        .lines()
-        .find_map(|l| l.strip_prefix("Sec-WebSocket-Key: "))
-        .unwrap();
-    let answer = format!(
-        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n{extra}\r\n",
-        accept_for(key)
-    );
-    s.handle(answer.as_bytes(), 2);
-    assert!(s.is_ready());
     s
 }
 
@@ -767,6 +762,9 @@ fn deflate_faults_are_protocol_errors() {
 fn answers_matched_by_a_field_find_their_message() {
     assert_eq!(pointer("id"), "/id");
     assert_eq!(pointer("params.a/b"), "/params/a~1b");
+    let v = |t: &str| serde_json::from_str::<serde_json::Value>(t).unwrap();
+    assert!(same_value(&v("1"), &v("1.0")) && same_value(&v("1e0"), &v("1")));
+    assert!(!same_value(&v("1"), &v("\"1\"")) && !same_value(&v("2"), &v("1")));
     let mut opts = options();
     opts.conversation = Arc::new(Conversation {
         path: "/echo".into(),

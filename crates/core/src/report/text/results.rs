@@ -431,7 +431,7 @@ pub(super) fn write_own_lines(out: &mut impl Write, r: &TextReport) -> io::Resul
     if agreed + declined > 0 {
         writeln!(
             out,
-            "  Compressed (permessage-deflate): {agreed} of {} connections",
+            "  Compressed (permessage-deflate): {agreed} of {} connections opened",
             agreed + declined
         )?;
     }

@@ -178,9 +178,10 @@ fn unasked_warning(r: &TextReport) -> Option<String> {
         return None;
     }
     Some(format!(
-        "{unasked} messages came with no message of metron's awaiting an answer, and no \
-         figure has them: the server sends unasked (it pushes, or greets); for a server \
-         that pushes, use --ws push"
+        "{unasked} messages came that answer no message of metron's awaiting one, and no \
+         figure has them: the server sends unasked (it pushes, greets or relays others' \
+         messages), or answered after --timeout; to tell answers by a field, use \
+         --ws-match, and for a server that only pushes, --ws push"
     ))
 }
 
