@@ -106,18 +106,25 @@ fn open_answering(opts: WsOptions, extra: &str) -> (WebSocket<u32>, String) {
     (s, upgrade)
 }
 
-/// A push session (`--ws push`), keeping each message's data, its
-/// subscription `7` opened at 10 without a message of its own.
-fn subscribed() -> WebSocket<u32> {
-    let mut s = open_with(WsOptions {
+/// A push session's options (`--ws push`): one subscription a connection.
+fn push_options() -> WsOptions {
+    WsOptions {
         conversation: Arc::new(Conversation {
             path: "/push".into(),
             shape: Shape::Push,
             ..Conversation::default()
         }),
         max_in_flight: 1,
-        keep_data: true,
         ..options()
+    }
+}
+
+/// A push session (`--ws push`), keeping each message's data, its
+/// subscription `7` opened at 10 without a message of its own.
+fn subscribed() -> WebSocket<u32> {
+    let mut s = open_with(WsOptions {
+        keep_data: true,
+        ..push_options()
     });
     s.open(&message(""), 7, 10).unwrap();
     assert!(written(&mut s).is_empty(), "no subscribe message was given");
@@ -126,15 +133,7 @@ fn subscribed() -> WebSocket<u32> {
 
 #[test]
 fn what_a_push_sends_before_its_subscription_opens_is_held_for_it() {
-    let mut s = open_with(WsOptions {
-        conversation: Arc::new(Conversation {
-            path: "/push".into(),
-            shape: Shape::Push,
-            ..Conversation::default()
-        }),
-        max_in_flight: 1,
-        ..options()
-    });
+    let mut s = open_with(push_options());
     // A message and a close in one read, and the end, before it opens.
     let mut early = from_server(true, Opcode::Text, b"early");
     early.extend(from_server(true, Opcode::Close, &1011u16.to_be_bytes()));
