@@ -29,11 +29,11 @@ use crate::clock::Nanos;
 /// connection counts as passed over: well above a scheduler's hiccup.
 const PASSED_OVER_AFTER: Nanos = 250_000_000;
 
-/// Connections turned away in a row, with no new connection answering
-/// between them, that show a limit: a server resetting a request that
+/// Connections turned away in a row, with no connection opened after them
+/// answering, that show a limit: a server resetting a request that
 /// happened to be a new connection's first (its faults, a restart) does
 /// not turn away the next new connection too.
-const TURNED_AWAY_IN_A_ROW: u32 = 3;
+const TURNED_AWAY_IN_A_ROW: usize = 3;
 
 /// One host's connections as the pool has seen them answer.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -52,20 +52,23 @@ pub struct Capacity {
     slowest_opening: Nanos,
     /// The latest send of a request that was answered.
     latest_answered: Nanos,
-    /// Connections turned away or passed over since a new connection
-    /// last answered.
-    turned_away: u32,
+    /// When the newest connection to answer began opening.
+    newest_answering: Nanos,
+    /// When the newest connections turned away or passed over began
+    /// opening, newest first; only those opened after every connection
+    /// that answered count.
+    turned_away: [Option<Nanos>; TURNED_AWAY_IN_A_ROW],
 }
 
 impl Capacity {
     /// A response to a request sent at `sent` completed `now`; `first`:
-    /// the first on its connection.
+    /// when its connection began opening, if it is the first on it.
     #[inline]
-    pub fn answered(&mut self, sent: Nanos, now: Nanos, first: bool) {
+    pub fn answered(&mut self, sent: Nanos, now: Nanos, first: Option<Nanos>) {
         self.slowest = self.slowest.max(now.saturating_sub(sent));
         self.latest_answered = self.latest_answered.max(sent);
-        if first {
-            self.turned_away = 0;
+        if let Some(opened) = first {
+            self.newest_answering = self.newest_answering.max(opened);
         }
     }
 
@@ -88,19 +91,34 @@ impl Capacity {
         }
     }
 
-    /// A connection was closed or reset before answering anything, or was
-    /// passed over. When that happens to [`TURNED_AWAY_IN_A_ROW`] new
-    /// connections with none answering between, while older ones answer,
-    /// the server's limit is about the number answering: a server that
-    /// merely leaves a request unanswered now and then (or resets one)
-    /// does that to the first request of a new connection too, but
-    /// seldom to three in a row. A server that answers no connection at
-    /// all has no limit to find. `was_taken`: the one turned away had
-    /// been taken (its handshake done), so it is not among those the
-    /// server keeps.
-    pub fn turned_away(&mut self, was_taken: bool) {
-        self.turned_away += 1;
-        if self.turned_away >= TURNED_AWAY_IN_A_ROW {
+    /// A connection that began opening at `opened` was closed or reset
+    /// before answering anything, or was passed over. When that happens
+    /// to [`TURNED_AWAY_IN_A_ROW`] connections with none opened after
+    /// them answering, while older ones answer, the server's limit is
+    /// about the number answering: a server that merely leaves a request
+    /// unanswered now and then (or resets one) does that to the first
+    /// request of a new connection too, but the connections opened after
+    /// it answer, however many of them opened at once. A server that
+    /// answers no connection at all has no limit to find. `was_taken`:
+    /// the one turned away had been taken (its handshake done), so it is
+    /// not among those the server keeps. The same connection seen twice
+    /// (passed over, then closed) counts once.
+    pub fn turned_away(&mut self, opened: Nanos, was_taken: bool) {
+        if opened < self.newest_answering || self.turned_away.contains(&Some(opened)) {
+            return;
+        }
+        let newest = &mut self.turned_away;
+        if let Some(k) = newest.iter().position(|t| t.is_none_or(|t| t < opened)) {
+            newest[k..].rotate_right(1);
+            newest[k] = Some(opened);
+        }
+        let newest_answering = self.newest_answering;
+        let in_a_row = newest
+            .iter()
+            .flatten()
+            .filter(|&&t| t >= newest_answering)
+            .count();
+        if in_a_row >= TURNED_AWAY_IN_A_ROW {
             self.found(self.taken - usize::from(was_taken && self.taken > 0));
         }
     }
@@ -162,11 +180,12 @@ mod tests {
 
     const MS: Nanos = 1_000_000;
 
-    /// `n` connections that have each answered once, 50 ms per response.
+    /// `n` connections, opened at 0, 1, … ms, that have each answered
+    /// once, 50 ms per response.
     fn answering(n: usize) -> Capacity {
         let mut c = Capacity::default();
         for k in 0..n as u64 {
-            c.answered(k * MS, k * MS + 50 * MS, true);
+            c.answered(k * MS, k * MS + 50 * MS, Some(k * MS));
             c.taken(None);
         }
         c
@@ -176,16 +195,17 @@ mod tests {
     fn connections_turned_away_in_a_row_set_the_limit_at_those_answering() {
         let mut c = answering(8);
         assert!(c.allows(100));
-        c.answered(10 * MS, 60 * MS, false); // not a new connection
-        c.turned_away(false);
-        c.turned_away(false);
+        c.answered(10 * MS, 60 * MS, None); // not a new connection
+        c.turned_away(100 * MS, false);
+        c.turned_away(101 * MS, false);
+        c.turned_away(101 * MS, false); // the same one, seen again
         assert_eq!(c.ceiling(), None);
-        c.turned_away(false);
+        c.turned_away(102 * MS, false);
         assert_eq!(c.ceiling(), Some(8));
         assert!(c.allows(8) && !c.allows(9));
         // One closes; the limit found stays what it was.
         c.closed(true);
-        c.turned_away(false);
+        c.turned_away(103 * MS, false);
         assert_eq!((c.ceiling(), c.peak()), (Some(8), 8));
     }
 
@@ -194,21 +214,47 @@ mod tests {
     #[test]
     fn a_new_connection_answering_between_shows_no_limit() {
         let mut c = answering(4);
-        for _ in 0..10 {
-            c.turned_away(false);
-            c.turned_away(false);
+        for k in 1..=10 {
+            let at = k * 100 * MS;
+            c.turned_away(at, false);
+            c.turned_away(at + MS, false);
             c.closed(true);
-            c.answered(100 * MS, 150 * MS, true);
+            c.answered(at + 2 * MS, at + 50 * MS, Some(at + 2 * MS));
             c.taken(None);
         }
         assert_eq!(c.ceiling(), None);
     }
 
+    /// Many connections open at once, and a few of them happen to meet a
+    /// server that leaves a request unanswered now and then: their
+    /// requests are seen passed over long after the others, opened later,
+    /// answered. That is no limit, in whatever order it is seen.
+    #[test]
+    fn unanswered_ones_among_many_opened_at_once_show_no_limit() {
+        let mut c = answering(4);
+        for k in 10..60 {
+            if k % 20 != 0 && k % 7 != 0 {
+                c.answered(k * MS, k * MS + 20 * MS, Some(k * MS));
+                c.taken(Some(MS));
+            }
+        }
+        for k in (10..60).filter(|k| k % 20 == 0 || k % 7 == 0) {
+            c.turned_away(k * MS, true);
+        }
+        assert_eq!(c.ceiling(), None);
+        // The last three opened meet it: nothing opened after them
+        // answered, so they are turned away in a row.
+        for k in 60..63 {
+            c.turned_away(k * MS, false);
+        }
+        assert!(c.ceiling().is_some());
+    }
+
     #[test]
     fn a_server_that_answers_no_one_has_no_limit_to_find() {
         let mut c = Capacity::default();
-        for _ in 0..5 {
-            c.turned_away(false);
+        for k in 0..5 {
+            c.turned_away(k * MS, false);
         }
         assert_eq!(c.ceiling(), None);
         assert!(c.allows(1000));
@@ -216,16 +262,16 @@ mod tests {
 
     #[test]
     fn passed_over_needs_later_answers_and_a_wait_past_the_slowest() {
-        let c = answering(4); // latest answered was sent at 3 ms
-                              // Sent at 1 ms, before a request that was answered: waiting 300 ms
-                              // is past 250 ms and twice the slowest (50 ms).
+        // The latest answered was sent at 3 ms. Sent at 1 ms, before it:
+        // waiting 300 ms is past 250 ms and twice the slowest (50 ms).
+        let c = answering(4);
         assert!(c.passed_over(MS, 301 * MS));
         assert!(!c.passed_over(MS, 200 * MS));
         // Sent after every request answered: merely waiting its turn.
         assert!(!c.passed_over(4 * MS, 900 * MS));
         // A server whose responses take up to 1 s is given 2 s.
         let mut slow = answering(4);
-        slow.answered(0, 1_000 * MS, false);
+        slow.answered(0, 1_000 * MS, None);
         assert!(!slow.passed_over(MS, 1_500 * MS));
         assert!(slow.passed_over(MS, 2_100 * MS));
     }
@@ -241,10 +287,10 @@ mod tests {
             c.taken(Some(5 * MS));
         }
         c.taken(Some(5 * MS)); // the eleventh, closed unanswered
-        c.turned_away(true);
+        c.turned_away(10 * MS, true);
         c.closed(true);
-        c.turned_away(false);
-        c.turned_away(false);
+        c.turned_away(11 * MS, false);
+        c.turned_away(12 * MS, false);
         assert_eq!(c.ceiling(), Some(10));
         c.taken(Some(900 * MS));
         c.taken(Some(900 * MS));

@@ -464,6 +464,11 @@ impl<T: Io> Conn<T> {
         opening.then_some(self.attempt_at)
     }
 
+    /// When the current (or last) attempt began.
+    pub fn attempt_at(&self) -> Nanos {
+        self.attempt_at
+    }
+
     /// When the oldest request in flight on it was sent, if any is.
     pub fn oldest_sent(&self) -> Option<Nanos> {
         let mut oldest = None;

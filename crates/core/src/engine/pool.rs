@@ -262,9 +262,9 @@ impl Pool {
             None => false,
         };
         if passed_over {
-            let taken = conn.is_taken();
+            let (opened, taken) = (conn.attempt_at(), conn.is_taken());
             self.places[i].passed_over = true;
-            self.capacity[peer].turned_away(taken);
+            self.capacity[peer].turned_away(opened, taken);
         }
     }
 

@@ -589,9 +589,10 @@ impl Worker {
                     grpc_status,
                 } => {
                     let first = self.pool[i].conn.served();
+                    let opened = first.then(|| self.pool[i].conn.attempt_at());
                     self.pool
                         .capacity(peer)
-                        .answered(tag.stamp.sent(), now, first);
+                        .answered(tag.stamp.sent(), now, opened);
                     if first {
                         self.taken(i, None);
                     }
@@ -730,9 +731,9 @@ impl Worker {
             self.count_connect_failure(i, cause, now);
         }
         if ending.unanswered {
-            let peer = self.pool[i].conn.peer();
-            let taken = self.pool[i].conn.is_taken();
-            self.pool.capacity(peer).turned_away(taken);
+            let conn = &self.pool[i].conn;
+            let (peer, opened, taken) = (conn.peer(), conn.attempt_at(), conn.is_taken());
+            self.pool.capacity(peer).turned_away(opened, taken);
         }
         let mut drained = std::mem::take(&mut self.drained);
         if let Some(s) = self.pool[i].conn.session_mut() {
@@ -871,8 +872,9 @@ impl Worker {
         self.stats.connect_failed(now, cause);
         self.pool[i].conn.note_down(WentDown::Connect(cause));
         if cause == ConnectCause::Reset {
-            let peer = self.pool[i].conn.peer();
-            self.pool.capacity(peer).turned_away(false);
+            let conn = &self.pool[i].conn;
+            let (peer, opened) = (conn.peer(), conn.attempt_at());
+            self.pool.capacity(peer).turned_away(opened, false);
         }
     }
 
