@@ -223,6 +223,10 @@ fn an_upgrade_the_server_refuses_is_one_line_naming_what_it_said() {
             && err.contains("-H"),
         "{err}"
     );
+    // wss:// to a server without TLS is told to drop the s.
+    let tls_to_plain = srv.url("/echo").replacen("ws://", "wss://", 1);
+    let err = one_line_error(&metron(&["-t1", "-c1", "-d1s", &tls_to_plain]));
+    assert!(err.contains("a plain server wants ws://"), "{err}");
     let http = server(Default::default());
     let ws_url = url(&http, "/").replacen("http://", "ws://", 1);
     let err = one_line_error(&metron(&["-t1", "-c1", "-d1s", &ws_url]));

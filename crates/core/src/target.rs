@@ -31,11 +31,26 @@ pub struct Target {
     pub websocket: bool,
 }
 
+impl Target {
+    /// Its scheme without TLS, as a URL begins: `http://` or `ws://`.
+    pub fn plain_scheme(&self) -> &'static str {
+        if self.websocket {
+            "ws://"
+        } else {
+            "http://"
+        }
+    }
+}
+
 /// A URL that cannot be loaded, each with the fix in its message.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum TargetError {
-    #[error("invalid URL '{url}': {why}; write it as http://host[:port]/path")]
-    Url { url: String, why: String },
+    #[error("invalid URL '{url}': {why}; write it as {form}")]
+    Url {
+        url: String,
+        why: String,
+        form: &'static str,
+    },
     #[error("unsupported scheme '{0}': use http://, https://, ws:// or wss://")]
     Scheme(String),
     #[error("cannot resolve host '{host}': {why}; check the host name in the URL, or give its address with --resolve HOST:PORT:ADDR")]
@@ -62,19 +77,41 @@ pub fn parse_target_pinned(raw: &str, pins: &[Pin]) -> Result<Target, TargetErro
     Ok(target)
 }
 
+/// The schemes metron loads, each with the form of its URLs.
+const URL_FORMS: [(&str, &str); 4] = [
+    ("http", "http://host[:port]/path"),
+    ("https", "https://host[:port]/path"),
+    ("ws", "ws://host[:port]/path"),
+    ("wss", "wss://host[:port]/path"),
+];
+
+/// `raw` is no URL to load, for `why`; the fix is written in the form of
+/// its own scheme's URLs (HTTP's when it has none metron loads).
+fn invalid(raw: &str, why: &str) -> TargetError {
+    let scheme = raw.split(':').next().unwrap_or_default();
+    let form = URL_FORMS
+        .iter()
+        .find(|f| f.0.eq_ignore_ascii_case(scheme))
+        .map_or(URL_FORMS[0].1, |f| f.1);
+    TargetError::Url {
+        url: raw.to_string(),
+        why: why.to_string(),
+        form,
+    }
+}
+
 /// Parses the URL; the target's addresses stay empty until [`resolve`].
 pub fn parse_url(raw: &str) -> Result<Target, TargetError> {
+    let bad = |why: &str| invalid(raw, why);
     if !raw.contains("://") {
-        let why = "no scheme".to_string();
-        return Err(TargetError::Url {
-            url: raw.to_string(),
-            why,
+        return Err(match raw.split_once(':') {
+            Some((scheme, _)) if URL_FORMS.iter().any(|f| f.0.eq_ignore_ascii_case(scheme)) => {
+                bad(&format!("{scheme}: is followed by :// before the host"))
+            }
+            _ => bad("no scheme"),
         });
     }
-    let url = url::Url::parse(raw).map_err(|e| TargetError::Url {
-        url: raw.to_string(),
-        why: e.to_string(),
-    })?;
+    let url = url::Url::parse(raw).map_err(|e| bad(&e.to_string()))?;
     let (scheme, websocket) = match url.scheme() {
         "http" => (Scheme::Http, false),
         "https" => (Scheme::Https, false),
@@ -85,16 +122,7 @@ pub fn parse_url(raw: &str) -> Result<Target, TargetError> {
     let host = match url.host() {
         Some(url::Host::Ipv6(a)) => a.to_string(),
         Some(h) => h.to_string(),
-        None => {
-            return Err(TargetError::Url {
-                url: raw.to_string(),
-                why: "no host".to_string(),
-            })
-        }
-    };
-    let bad = |why: &str| TargetError::Url {
-        url: raw.to_string(),
-        why: why.to_string(),
+        None => return Err(bad("no host")),
     };
     // Sent nowhere, so refused rather than dropped without a word (and
     // kept out of the report, which prints the URL).
@@ -271,6 +299,24 @@ mod tests {
         assert_eq!((t.scheme, t.port, t.websocket), (Scheme::Http, 9001, true));
         let t = parse_target("http://localhost:81/").unwrap();
         assert!(!t.addrs.is_empty());
+    }
+
+    /// A bad URL's fix is written in its own scheme's form.
+    #[test]
+    fn a_bad_url_is_told_the_form_of_its_own_scheme() {
+        let said = |raw: &str| parse_url(raw).unwrap_err().to_string();
+        let port = said("ws://127.0.0.1:99999/echo");
+        assert!(
+            port.contains("invalid port number; write it as ws://host[:port]/path"),
+            "{port}"
+        );
+        let slashes = said("wss:/127.0.0.1/echo");
+        assert!(
+            slashes.contains("wss: is followed by :// before the host; write it as wss://"),
+            "{slashes}"
+        );
+        assert!(said("127.0.0.1:8080/").contains("no scheme; write it as http://"));
+        assert!(said("HTTPS://").contains("write it as https://host"));
     }
 
     #[test]

@@ -159,8 +159,13 @@ pub enum EngineError {
         cert: String,
         why: String,
     },
-    #[error("TLS handshake with {addr} failed: {why}; does the server speak TLS on that port? (a plain HTTP server wants http://)")]
-    Tls { addr: SocketAddr, why: String },
+    #[error("TLS handshake with {addr} failed: {why}; does the server speak TLS on that port? (a plain server wants {plain})")]
+    Tls {
+        addr: SocketAddr,
+        why: String,
+        /// The URL's scheme without TLS: `http://` or `ws://`.
+        plain: &'static str,
+    },
     #[error("TLS handshake with {addr} failed: {why} (its error log says why); check its certificate and TLS settings for the name {host}")]
     TlsRefused {
         addr: SocketAddr,

@@ -162,6 +162,7 @@ fn datagram_preflight(
         return Err(EngineError::Tls {
             addr: target.addrs[0],
             why: protocols.needs_tls(),
+            plain: target.plain_scheme(),
         });
     };
     let identity = check.opts.identity.as_ref();
@@ -330,6 +331,7 @@ impl Probe<'_> {
                 return Err(EngineError::Tls {
                     addr: self.addr,
                     why,
+                    plain: target.plain_scheme(),
                 })
             }
         };
@@ -451,7 +453,8 @@ impl Probe<'_> {
                 let host = target.host.clone();
                 return EngineError::TlsRefused { addr, why, host };
             }
-            return EngineError::Tls { addr, why };
+            let plain = target.plain_scheme();
+            return EngineError::Tls { addr, why, plain };
         }
         match &check.opts.identity {
             None => EngineError::ClientCertRequired { addr, why },
