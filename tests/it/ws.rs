@@ -277,6 +277,18 @@ fn flags_that_do_not_apply_are_refused() {
             "-H Content-Length: a message's frame carries its length",
         ),
         (
+            &[
+                "-H",
+                "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+                "ws://127.0.0.1:9/",
+            ][..],
+            "-H Sec-WebSocket-Key: each connection's upgrade makes a fresh key",
+        ),
+        (
+            &["-H", "connection: close", "ws://127.0.0.1:9/"][..],
+            "-H connection: the upgrade writes its own (Connection: Upgrade)",
+        ),
+        (
             &["-H", "Sec-WebSocket-Extensions: x", "ws://127.0.0.1:9/"][..],
             "permessage-deflate, is offered with --ws-deflate",
         ),

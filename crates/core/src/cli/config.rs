@@ -691,6 +691,19 @@ fn websocket(
         ),
         ("content-length", "a message's frame carries its length"),
         ("transfer-encoding", "a message's frame carries its length"),
+        ("upgrade", "the upgrade writes its own (Upgrade: websocket)"),
+        (
+            "connection",
+            "the upgrade writes its own (Connection: Upgrade)",
+        ),
+        (
+            "sec-websocket-key",
+            "each connection's upgrade makes a fresh key",
+        ),
+        (
+            "sec-websocket-version",
+            "metron speaks version 13, RFC 6455's, and says so",
+        ),
     ];
     for (name, _) in headers {
         let lower = name.to_ascii_lowercase();
