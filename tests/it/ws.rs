@@ -436,6 +436,29 @@ fn pushed_messages_are_timed_on_the_servers_timetable() {
     let load = ["-t1", "-c4", "-d2s", "--timeout", "5s", "--ws", "push"];
     let (doc, text) = run(&[&load[..], &["--data", "subscribe", &url]].concat());
     let counts = srv.counts();
+    // The saved document says what the run was, and its report again
+    // names the conversation as the run's did.
+    assert_eq!(doc["config"]["ws"], serde_json::json!({"shape": "push"}));
+    let dir = servers::fresh_dir("ws-push");
+    let json = write(&dir, "push.json", doc.to_string().as_bytes());
+    let again = metron(&["report", &json]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    let banner = "WebSocket, one subscription each, its messages pushed";
+    assert!(stdout(&again).contains(banner), "{}", stdout(&again));
+    // Merged with an echo's document, it is named as a mix.
+    let mut echo = doc.clone();
+    echo["config"]["ws"]["shape"] = "echo".into();
+    let echo = write(&dir, "echo.json", echo.to_string().as_bytes());
+    let merged = metron(&["merge", &json, &echo]);
+    assert!(merged.status.success(), "{}", stderr(&merged));
+    let err = stderr(&merged);
+    for said in [
+        "echo.json was a WebSocket echo but ",
+        "push.json a WebSocket push",
+    ] {
+        assert!(err.contains(said), "{err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
     assert_ledger(&doc);
     assert_eq!(schema_errors(&doc), Vec::<String>::new());
     let events = &doc["events"];
@@ -635,6 +658,10 @@ end
         read < completed * 200,
         "{read} bytes for {completed}\n{text}"
     );
+    assert_eq!(
+        doc["config"]["ws"],
+        serde_json::json!({"shape": "echo", "deflate": true})
+    );
     // wording: the report says how many connections compressed.
     assert!(
         text.contains("Compressed (permessage-deflate): 4 of 4 connections opened"),
@@ -679,4 +706,33 @@ fn answers_matched_by_a_field_pass_over_other_messages() {
     assert_eq!(counter(&doc, "ws_unasked"), completed, "{text}");
     let errors = schema_errors(&doc);
     assert!(errors.is_empty(), "{errors:#?}");
+    assert_eq!(
+        doc["config"]["ws"],
+        serde_json::json!({"shape": "echo", "match": "order.id"})
+    );
+    // A requests file's message without the field can be matched to no
+    // answer: the run ends in one line naming it, not in timeouts.
+    let dir = servers::fresh_dir("ws-match");
+    let lines = "{\"path\": \"/chatter\", \"body\": \"{\\\"order\\\": {\\\"id\\\": 1}}\"}\n\
+                 {\"path\": \"/chatter\", \"body\": \"{\\\"qty\\\": 2}\"}\n";
+    let file = write(&dir, "messages.jsonl", lines.as_bytes());
+    let out = metron(&[
+        "-t1",
+        "-c1",
+        "-R10",
+        "-d2s",
+        "--ws-match",
+        "order.id",
+        "--requests",
+        &file,
+        &url,
+    ]);
+    let err = one_line_error(&out);
+    assert!(
+        err.contains("a message without the field order.id (or not JSON) cannot be matched")
+            && err.contains("answer: '{\"qty\": 2}'")
+            && err.contains("drop --ws-match order.id"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -302,7 +302,7 @@ pub struct BenchArgs {
     #[arg(long = "ws", value_parser = choice::choice(&Shape::CHOICES), value_name = "SHAPE")]
     pub ws: Option<Shape>,
 
-    /// ws:// and wss:// URLs, echo: match each answer to the message awaiting one whose FIELD (a JSON field; a dotted path through nested objects) holds the same value, not to the oldest; other messages are counted as unasked
+    /// ws:// and wss:// URLs, echo: match each answer to the message awaiting one whose FIELD (a JSON field; a dotted path through nested objects, a number picking an array's item) holds the same value, not to the oldest; other messages are counted as unasked
     #[arg(long = "ws-match", value_name = "FIELD")]
     pub ws_match: Option<String>,
 

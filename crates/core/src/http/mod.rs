@@ -43,7 +43,7 @@ pub mod ws;
 pub use h1::chunked::ChunkedDecoder;
 pub use h1::request::{metas_into, Batch, Parts, RequestError};
 pub use h1::response::{Done, Feed, ParseError, ResponseParser};
-pub use offer::Protocols;
+pub use offer::{websocket_banner, Protocols};
 pub use protocol::SessionOptions;
 pub use session::{
     Captured, Event, Failure, Info, Messages, OpenError, Packets, Request, RequestMeta, Retirement,

@@ -69,16 +69,22 @@ impl Protocols {
         };
         match self.offer.as_slice() {
             [Protocol::Http1] => None,
-            [Protocol::WebSocket] if self.pushes => {
-                Some("WebSocket, one subscription each, its messages pushed".to_string())
-            }
-            [Protocol::WebSocket] => Some("WebSocket, one message in flight each".to_string()),
+            [Protocol::WebSocket] => Some(websocket_banner(self.pushes).to_string()),
             [one] => Some(format!("{}, {streams}", one.name())),
             several => {
                 let names: Vec<&str> = several.iter().map(|p| p.name()).collect();
                 Some(format!("{} by ALPN, HTTP/2 {streams}", names.join(" or ")))
             }
         }
+    }
+}
+
+/// What the banner says of a WebSocket run: `pushes` under `--ws push`.
+pub fn websocket_banner(pushes: bool) -> &'static str {
+    if pushes {
+        "WebSocket, one subscription each, its messages pushed"
+    } else {
+        "WebSocket, one message in flight each"
     }
 }
 

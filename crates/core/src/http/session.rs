@@ -352,8 +352,14 @@ pub enum OpenError {
     Full,
     #[error("this connection takes no new requests: open another connection")]
     Retired,
+    /// The request cannot be carried: by `protocol` at all, or as a flag
+    /// (`flag`, such as `--ws-match id`) asks.
     #[error("{why}")]
-    Rejected { protocol: Protocol, why: String },
+    Rejected {
+        protocol: Protocol,
+        why: String,
+        flag: Option<String>,
+    },
 }
 
 /// One request, in the HTTP/1.1 form that wrk's Lua API builds, shared by
@@ -422,6 +428,7 @@ impl Request {
             .map_err(|why| OpenError::Rejected {
                 protocol,
                 why: why.clone(),
+                flag: None,
             })
     }
 }

@@ -224,6 +224,35 @@ pub struct RunConfig {
     /// `--0rtt`: HTTP/3 connections that resume a session send early data.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub zero_rtt: bool,
+    /// A `ws://` or `wss://` URL: the conversation each connection had.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ws: Option<WsConfig>,
+}
+
+/// A WebSocket run's conversation, as configured.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WsConfig {
+    /// `--ws`: `echo` (each message answered by one) or `push`.
+    pub shape: String,
+    /// `--ws-binary`: messages went as binary frames.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub binary: bool,
+    /// `--ws-deflate`: permessage-deflate was offered.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deflate: bool,
+    /// `--ws-match`: the field (a dotted path) answers were matched by.
+    #[serde(default, rename = "match", skip_serializing_if = "Option::is_none")]
+    pub matching: Option<String>,
+    /// `--ws-ping`: seconds between pings on each connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ping_s: Option<f64>,
+}
+
+impl WsConfig {
+    /// Whether its server pushed (`--ws push`).
+    pub fn pushes(&self) -> bool {
+        self.shape == "push"
+    }
 }
 
 /// One phase of `--rate-profile` as configured.

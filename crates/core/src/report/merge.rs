@@ -19,7 +19,7 @@ use hdrhistogram::Histogram;
 
 use super::json::{
     decode, encode, summarize, Document, Endpoint, EventsSummary, Instance, LatencySummaries,
-    LlmSummary, PhaseSummary, Point, Series, VisitsSummary,
+    LlmSummary, PhaseSummary, Point, RunConfig, Series, VisitsSummary,
 };
 use crate::stats::{
     new_histogram, summary, EndpointStats, EventStats, LlmStats, Timings, VisitStats,
@@ -288,6 +288,16 @@ fn differences(docs: &[(String, Document)]) -> Vec<String> {
             out.push(format!(
                 "{name} ran for {}s (warm-up {}s) but {name0} for {}s (warm-up {}s)",
                 b.duration_s, b.warmup_s, a.duration_s, a.warmup_s
+            ));
+        }
+        let shape = |c: &RunConfig| c.ws.as_ref().map(|w| w.shape.clone());
+        if shape(a) != shape(b) {
+            let show = |s: Option<String>| s.map_or("HTTP".into(), |s| format!("a WebSocket {s}"));
+            out.push(format!(
+                "{name} was {} but {name0} {}: the merged figures mix answers and what was \
+                 pushed",
+                show(shape(b)),
+                show(shape(a))
             ));
         }
         if let (Some(x), Some(y)) = (d0.window_start_ms, d.window_start_ms) {

@@ -10,7 +10,7 @@ use crate::engine::{Outcome, Replay, Setup};
 use crate::http::Spoken;
 use crate::replay::Order;
 use crate::report::json::{
-    Document, LlmConfig, ProfilePhase, RequestsConfig, RunConfig, ShardConfig,
+    Document, LlmConfig, ProfilePhase, RequestsConfig, RunConfig, ShardConfig, WsConfig,
 };
 use crate::schedule::{Load, Profile, Spacing};
 use crate::stats::RunStats;
@@ -69,6 +69,13 @@ pub fn describe(run: &Setup) -> RunConfig {
         start_at_s: run.start_at.map(|at| {
             at.duration_since(std::time::UNIX_EPOCH)
                 .map_or(0.0, |d| d.as_secs_f64())
+        }),
+        ws: run.websocket.as_deref().map(|c| WsConfig {
+            shape: c.shape.word().to_string(),
+            binary: c.binary,
+            deflate: c.deflate,
+            matching: c.matching.as_deref().map(crate::http::ws::dotted),
+            ping_s: c.ping.map(|p| p.as_secs_f64()),
         }),
     }
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use super::error::Error;
 use super::sink::{write_file, write_html};
 use crate::cli::ReportArgs;
+use crate::http::websocket_banner;
 use crate::report::json::{Document, SCHEMA};
 use crate::report::sweep::{judged_columns, rate_words, write_header, write_row, SweepDocument};
 use crate::report::{csv, html, text, TextReport};
@@ -49,10 +50,13 @@ pub fn write_document(doc: &Document, path: &Path, mut out: &mut dyn Write) -> R
     // The report names the protocol the server spoke, and the banner does
     // when the run offered HTTP/2, as the run's own report did.
     let protocol = doc.protocol.as_ref();
-    let banner = protocol
-        .as_ref()
-        .filter(|p| p.multiplexes() || c.max_streams.is_some())
-        .map(ToString::to_string);
+    let banner = match &c.ws {
+        Some(ws) => Some(websocket_banner(ws.pushes()).to_string()),
+        None => protocol
+            .as_ref()
+            .filter(|p| p.multiplexes() || c.max_streams.is_some())
+            .map(ToString::to_string),
+    };
     text::write_banner(
         &mut out,
         &c.url,

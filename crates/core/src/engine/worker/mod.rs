@@ -998,9 +998,16 @@ impl Worker {
         };
         match session.open(&request, leaving, now) {
             Ok(()) => self.stats.left(before, now),
-            Err((OpenError::Rejected { protocol, why }, _)) => {
+            Err((
+                OpenError::Rejected {
+                    protocol,
+                    why,
+                    flag,
+                },
+                _,
+            )) => {
                 self.stats.lost(before, Loss::Write, now);
-                let flag = self.offered_by.clone();
+                let flag = flag.or_else(|| self.offered_by.clone());
                 let flag = flag.unwrap_or_else(|| format!("the offer of {}", protocol.name()));
                 self.fail(EngineError::Unfit { why, flag });
             }

@@ -1005,7 +1005,7 @@ fn an_expired_stream_is_reset_and_the_others_go_on() {
 fn a_request_that_cannot_be_http2_is_rejected_with_its_reason() {
     let mut client = raw_client(Settings::default(), 0);
     let connect = request(b"CONNECT h:443 HTTP/1.1\r\n\r\n");
-    let Err((OpenError::Rejected { protocol, why }, tag)) = client.open(&connect, 4, 0) else {
+    let Err((OpenError::Rejected { protocol, why, .. }, tag)) = client.open(&connect, 4, 0) else {
         panic!("CONNECT opens no stream");
     };
     assert_eq!((protocol, tag), (crate::http::Protocol::Http2, 4));

@@ -36,11 +36,12 @@ use crate::http::outbox::{after_write_error, Outbox};
 use crate::http::session::{
     Event, Failure, Info, Messages, OpenError, Request, Retirement, Session,
 };
+use crate::http::version::Protocol;
 
 use deflate::{Codec, Unreadable};
 use frame::{FrameError, Opcode};
 use handshake::Refusal;
-pub use preflight::{field_of, pointer, same_value, Conversation, Shape};
+pub use preflight::{dotted, field_of, pointer, same_value, Conversation, Shape};
 
 /// What a message's answer reports as its status: the connection's own,
 /// `101 Switching Protocols`, since a message has none.
@@ -493,6 +494,28 @@ impl<T: Clone> WebSocket<T> {
     }
 }
 
+/// The start of `message`, as an error shows it: its first 60
+/// characters in single quotes (control characters escaped, so that it
+/// stays on one line), or its length when it is not text.
+fn preview(message: &[u8]) -> String {
+    let Ok(text) = std::str::from_utf8(message) else {
+        return format!("{} bytes, not text", message.len());
+    };
+    let mut shown = String::from("'");
+    for c in text.chars().take(60) {
+        if c.is_control() {
+            shown.extend(c.escape_default());
+        } else {
+            shown.push(c);
+        }
+    }
+    shown.push('\'');
+    if text.chars().count() > 60 {
+        shown.push_str("...");
+    }
+    shown
+}
+
 /// A request's message: the bytes after its head (a Content-Length body,
 /// as scripts and --requests files build them; nothing when it has none).
 fn message_of(wire: &[u8]) -> Vec<u8> {
@@ -511,6 +534,26 @@ impl<T: Clone> Session<T> for WebSocket<T> {
             return Err((OpenError::Full, tag));
         }
         let message = request.framed(message_of);
+        let matching = self.opts.conversation.matching.as_deref();
+        let key = matching.and_then(|field| preflight::field_of(message, field));
+        if let (Some(field), None) = (matching, &key) {
+            let path = preflight::dotted(field);
+            let why = format!(
+                "a message without the field {path} (or not JSON) cannot be matched to its \
+                 answer: {}",
+                preview(message)
+            );
+            let flag = Some(format!("--ws-match {path}"));
+            let protocol = Protocol::WebSocket;
+            return Err((
+                OpenError::Rejected {
+                    protocol,
+                    why,
+                    flag,
+                },
+                tag,
+            ));
+        }
         let opcode = if self.opts.conversation.binary {
             Opcode::Binary
         } else {
@@ -527,12 +570,6 @@ impl<T: Clone> Session<T> for WebSocket<T> {
             }
         }
         let end = self.out.end();
-        let key = self
-            .opts
-            .conversation
-            .matching
-            .as_deref()
-            .and_then(|field| preflight::field_of(message, field));
         self.in_flight.push_back(Pending {
             tag,
             start,

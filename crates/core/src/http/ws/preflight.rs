@@ -63,11 +63,31 @@ impl Shape {
     ];
 }
 
+impl Shape {
+    /// Its word, as `--ws` takes it.
+    pub fn word(self) -> &'static str {
+        Shape::CHOICES
+            .iter()
+            .find(|c| c.0 == self)
+            .map_or("echo", |c| c.1)
+    }
+}
+
 /// The JSON pointer of `--ws-match`'s dotted path (`id`, `params.id`).
 pub fn pointer(path: &str) -> String {
     path.split('.').fold(String::new(), |p, key| {
         p + "/" + &key.replace('~', "~0").replace('/', "~1")
     })
+}
+
+/// The dotted path a [`pointer`] was made of.
+pub fn dotted(pointer: &str) -> String {
+    let keys: Vec<String> = pointer
+        .split('/')
+        .skip(1)
+        .map(|k| k.replace("~1", "/").replace("~0", "~"))
+        .collect();
+    keys.join(".")
 }
 
 /// The value of the field at `pointer` in `message`, when it is a JSON

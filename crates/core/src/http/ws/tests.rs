@@ -761,6 +761,7 @@ fn deflate_faults_are_protocol_errors() {
 fn answers_matched_by_a_field_find_their_message() {
     assert_eq!(pointer("id"), "/id");
     assert_eq!(pointer("params.a/b"), "/params/a~1b");
+    assert_eq!(dotted(&pointer("params.a/b~c")), "params.a/b~c");
     let v = |t: &str| serde_json::from_str::<serde_json::Value>(t).unwrap();
     assert!(same_value(&v("1"), &v("1.0")) && same_value(&v("1e0"), &v("1")));
     assert!(!same_value(&v("1"), &v("\"1\"")) && !same_value(&v("2"), &v("1")));
@@ -796,4 +797,16 @@ fn answers_matched_by_a_field_find_their_message() {
         6,
     );
     assert_eq!(response(s.poll_event()).0, 1);
+    // A message without the field could be matched to no answer: it is
+    // refused, naming the field and the flag, and nothing is written.
+    let Err((OpenError::Rejected { why, flag, .. }, 4)) = s.open(&message("{\"req\": 4}"), 4, 7)
+    else {
+        panic!("a message without the field was sent");
+    };
+    assert_eq!(flag.as_deref(), Some("--ws-match req.id"));
+    assert!(
+        why.contains("without the field req.id") && why.ends_with("'{\"req\": 4}'"),
+        "{why}"
+    );
+    assert!(written(&mut s).is_empty());
 }

@@ -177,6 +177,7 @@ pub fn sample() -> Document {
             start_at_s: None,
             grpc: None,
             zero_rtt: false,
+            ws: None,
             offered: Vec::new(),
         },
         protocol: Some(Spoken::of([Protocol::Http2])),
