@@ -469,8 +469,12 @@ fn pushed_messages_are_timed_on_the_servers_timetable() {
     assert_eq!(counts.received, 4, "{counts:?}");
     let first = histogram(&events["first_histogram"]).value_at_quantile(0.5) as f64;
     let gap = histogram(&events["gap_histogram"]).value_at_quantile(0.5) as f64;
+    // The server's timetable starts as it takes the upgrade, and the
+    // closed loop's subscription when metron opens it, just after: on a
+    // busy machine that is a few milliseconds later, and the first
+    // message seems that much earlier.
     assert!(
-        (first - 50_000.0).abs() <= 2_000.0,
+        (45_000.0..=52_000.0).contains(&first),
         "first {first} us\n{text}"
     );
     assert!((gap - 20_000.0).abs() <= 2_000.0, "gap {gap} us\n{text}");
