@@ -332,6 +332,45 @@ fn push_sends_its_messages_on_the_timetable_then_closes() {
     assert_eq!(counts.closes_received, "1000 normal 1", "{counts:?}");
 }
 
+/// Under -R, a server that pushes from the upgrade on has sent before a
+/// subscription's turn comes (each connection reopens as its last
+/// subscription ends, and the next is due later): those subscriptions
+/// are counted and named, their first messages count as 0, and the
+/// messages held for them keep the gaps the server sent them at (20 ms),
+/// each timed by the read that brought it.
+#[test]
+fn a_push_sent_before_its_subscription_is_due_is_named_and_keeps_its_gaps() {
+    let _g = serial();
+    let srv = WsServe::start(&[]);
+    let url = srv.url("ws", "/ws/push?events=10&first=10&gap=20");
+    let load = [
+        "-t1",
+        "-c2",
+        "-R4",
+        "-d3s",
+        "--timeout",
+        "5s",
+        "--ws",
+        "push",
+    ];
+    let (doc, text) = run(&[&load[..], &[url.as_str()]].concat());
+    srv.stop();
+    assert_ledger(&doc);
+    let events = &doc["events"];
+    let early = events["before_due"].as_u64().expect("counted");
+    assert!(early >= 3, "{early}\n{text}");
+    let gap = histogram(&events["gap_histogram"]);
+    for q in [0.25, 0.5, 0.75] {
+        let us = gap.value_at_quantile(q) as f64;
+        assert!(
+            (us - 20_000.0).abs() <= 5_000.0,
+            "gap p{q}: {us} us\n{text}"
+        );
+    }
+    let said = format!("{early} subscriptions found the server's messages already there");
+    assert!(text.contains(&said), "{text}");
+}
+
 /// A push with every message due at once (a trillion, no gap) to a client
 /// that leaves at once: the server goes out a batch at a time, sees the
 /// client leave, keeps answering others and stops on Ctrl-C with its

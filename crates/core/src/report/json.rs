@@ -410,6 +410,10 @@ pub struct EventsSummary {
     /// documents, which read as 0.
     #[serde(default)]
     pub without_events: u64,
+    /// First events that came before their stream was due (a WebSocket
+    /// server pushing before a subscription's turn), counted as 0.
+    #[serde(default)]
+    pub before_due: u64,
     /// Lower bounds among `first` and `gap`: responses still streaming at
     /// the end (their open gap) or without an event yet (their first).
     pub open: u64,
@@ -845,6 +849,7 @@ mod build {
                 responses: e.responses,
                 completed_events: e.completed_events,
                 without_events: e.without_events,
+                before_due: e.before_due,
                 open: e.open,
                 first: summarize(&e.first),
                 gap: summarize(&e.gap),
@@ -864,6 +869,7 @@ mod build {
                 responses: self.responses,
                 without_events: self.without_events,
                 open: self.open,
+                before_due: self.before_due,
             })
         }
     }

@@ -601,6 +601,9 @@ impl Recorder {
         if let (None, Some(l)) = (previous, self.stats.llm.as_mut()) {
             l.first_token(stamp.intended, stamp.sent(), now);
         }
+        if previous.is_none() && now < stamp.intended {
+            e.before_due += 1;
+        }
         let (total, interval, us) = match previous {
             None => (
                 &mut e.first,

@@ -112,6 +112,10 @@ pub struct EventStats {
     /// Lower bounds among the figures: open gaps, and first events of
     /// responses that had none when the run ended.
     pub open: u64,
+    /// First events that came before their stream was due: a WebSocket
+    /// server pushing from the upgrade on, before a subscription's turn
+    /// under `-R`. Their first-event time counts as 0.
+    pub before_due: u64,
 }
 
 impl Default for EventStats {
@@ -125,6 +129,7 @@ impl Default for EventStats {
             responses: 0,
             without_events: 0,
             open: 0,
+            before_due: 0,
         }
     }
 }
@@ -184,6 +189,7 @@ impl EventStats {
         self.responses += other.responses;
         self.without_events += other.without_events;
         self.open += other.open;
+        self.before_due += other.before_due;
     }
 
     /// Whether any response (completed or still streaming) carried an

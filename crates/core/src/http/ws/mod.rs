@@ -105,6 +105,10 @@ pub struct WebSocket<T> {
     /// and when the last of them came.
     buf: Vec<u8>,
     read_at: Nanos,
+    /// Push, while the subscription has not opened: how far `buf` reached
+    /// after each read, and when that read came, so that the messages
+    /// held for it are timed as they came, each by its own read.
+    held_reads: Vec<(usize, Nanos)>,
     /// The fragments of the message being read: its kind, payload, and
     /// whether it is compressed.
     partial: Option<(Opcode, Vec<u8>, bool)>,
@@ -161,6 +165,7 @@ impl<T: Clone> WebSocket<T> {
             events: VecDeque::new(),
             buf: Vec::new(),
             read_at: 0,
+            held_reads: Vec::new(),
             partial: None,
             first_byte: 0,
             message_bytes: 0,
@@ -314,6 +319,13 @@ impl<T: Clone> WebSocket<T> {
             };
             let frame_bytes = (range.end - at) as u64;
             at = range.end;
+            // A frame held for its subscription came with the read that
+            // brought its last byte.
+            let now = self
+                .held_reads
+                .iter()
+                .find(|(reached, _)| *reached >= at)
+                .map_or(now, |&(_, came)| came);
             if !opcode.is_control() {
                 self.heard = true;
             }
@@ -330,6 +342,9 @@ impl<T: Clone> WebSocket<T> {
             }
         }
         self.buf.drain(..at.min(self.buf.len()));
+        if !self.holding() {
+            self.held_reads.clear();
+        }
     }
 
     /// Acts on one frame (its kind, and whether the message it begins is
@@ -591,6 +606,9 @@ impl<T: Clone> Session<T> for WebSocket<T> {
         self.read_at = now;
         if self.events.is_empty() {
             self.read(now);
+        }
+        if self.holding() {
+            self.held_reads.push((self.buf.len(), now));
         }
     }
 

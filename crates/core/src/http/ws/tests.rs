@@ -134,10 +134,18 @@ fn subscribed() -> WebSocket<u32> {
 #[test]
 fn what_a_push_sends_before_its_subscription_opens_is_held_for_it() {
     let mut s = open_with(push_options());
-    // A message and a close in one read, and the end, before it opens.
+    // A message in one read, then another, half of a third and its close
+    // in the next, the rest of the third in a third read, and the end,
+    // all before it opens: each is timed by the read that brought its
+    // last byte.
+    s.handle(&from_server(true, Opcode::Text, b"first"), 3);
     let mut early = from_server(true, Opcode::Text, b"early");
-    early.extend(from_server(true, Opcode::Close, &1011u16.to_be_bytes()));
-    s.handle(&early, 5);
+    let third = from_server(true, Opcode::Text, b"third");
+    early.extend_from_slice(&third[..4]);
+    s.handle(&early, 4);
+    let mut rest = third[4..].to_vec();
+    rest.extend(from_server(true, Opcode::Close, &1011u16.to_be_bytes()));
+    s.handle(&rest, 5);
     s.handle_eof(6);
     assert!(s.poll_event().is_none() && !s.is_finished() && s.free_streams() == 1);
     s.open(&message(""), 7, 10).unwrap();
@@ -146,15 +154,13 @@ fn what_a_push_sends_before_its_subscription_opens_is_held_for_it() {
         Some(5),
         "what it read is handed out at once"
     );
-    assert!(matches!(
-        s.poll_event(),
-        Some(Event::Message {
-            tag: 7,
-            at: 5,
-            previous: None,
-            ..
-        })
-    ));
+    for (at, previous) in [(3, None), (4, Some(3)), (5, Some(4))] {
+        let event = s.poll_event();
+        assert!(
+            matches!(event, Some(Event::Message { tag: 7, at: a, previous: p, .. }) if a == at && p == previous),
+            "{event:?}"
+        );
+    }
     assert_eq!(
         s.poll_event(),
         Some(Event::Failed {

@@ -41,6 +41,7 @@ pub fn warnings(r: &TextReport) -> Vec<String> {
         lost,
         send_lag_warning(r, rate),
         events,
+        r.stats.events.as_ref().and_then(before_due_warning),
         streams,
         visits,
         deflate,
@@ -167,6 +168,23 @@ pub(super) fn no_events_warning(e: &EventStats) -> Option<String> {
          (text/event-stream), or ended before their first event, and the first-event figures \
          leave them out; check that the URL serves server-sent events, or drop --sse",
         e.without_events, e.responses
+    ))
+}
+
+/// `--ws push` under `-R`: subscriptions whose server pushed before their
+/// turn, from the upgrade on. Their first messages came before they were
+/// due, so their first-message time reads 0: the figure says nothing of
+/// how soon the server sends once asked.
+fn before_due_warning(e: &EventStats) -> Option<String> {
+    let early = e.before_due;
+    if e.kind != EventKind::WebSocket || early == 0 {
+        return None;
+    }
+    Some(format!(
+        "{early} subscriptions found the server's messages already there before they were due: \
+         it pushes from the upgrade on, not when a subscription's turn comes, so their first \
+         messages count as 0 ms; run without -R (the closed loop) to time each from its \
+         upgrade, or give the subscribe message the server waits for with --data"
     ))
 }
 
