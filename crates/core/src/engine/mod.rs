@@ -187,10 +187,8 @@ pub enum EngineError {
     Unserved { addr: SocketAddr, why: String },
     /// A request the host's protocol cannot carry; `why` names it, and
     /// `flag` is the flag that chose the protocol.
-    #[error(
-        "{why}; change the request (the script's request(), the requests file) or drop {flag}"
-    )]
-    Unfit { why: String, flag: String },
+    #[error("{why}; change the request (the script's request(), the requests file) or {fix}")]
+    Unfit { why: String, fix: String },
     #[error("'{0}' is not a valid TLS server name")]
     ServerName(String),
     #[error("worker thread {thread} failed: {why}")]

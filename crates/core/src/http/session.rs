@@ -353,12 +353,13 @@ pub enum OpenError {
     #[error("this connection takes no new requests: open another connection")]
     Retired,
     /// The request cannot be carried: by `protocol` at all, or as a flag
-    /// (`flag`, such as `--ws-match id`) asks.
+    /// asks (`fix` then says what to do of the flag: `drop --ws-match id`,
+    /// `add --ws-binary`).
     #[error("{why}")]
     Rejected {
         protocol: Protocol,
         why: String,
-        flag: Option<String>,
+        fix: Option<String>,
     },
 }
 
@@ -428,7 +429,7 @@ impl Request {
             .map_err(|why| OpenError::Rejected {
                 protocol,
                 why: why.clone(),
-                flag: None,
+                fix: None,
             })
     }
 }

@@ -998,18 +998,21 @@ impl Worker {
         };
         match session.open(&request, leaving, now) {
             Ok(()) => self.stats.left(before, now),
-            Err((
-                OpenError::Rejected {
-                    protocol,
-                    why,
-                    flag,
-                },
-                _,
-            )) => {
-                self.stats.lost(before, Loss::Write, now);
-                let flag = flag.or_else(|| self.offered_by.clone());
-                let flag = flag.unwrap_or_else(|| format!("the offer of {}", protocol.name()));
-                self.fail(EngineError::Unfit { why, flag });
+            Err((OpenError::Rejected { protocol, why, fix }, tag)) => {
+                // Refused before it left: never sent, and the run ends.
+                self.stats.waits_again(before, now);
+                let back = InFlight {
+                    stamp: before,
+                    sends,
+                    ..tag
+                };
+                self.retries[peer].push_front(back);
+                let offer = || match &self.offered_by {
+                    Some(flag) => format!("drop {flag}"),
+                    None => format!("drop the offer of {}", protocol.name()),
+                };
+                let fix = fix.unwrap_or_else(offer);
+                self.fail(EngineError::Unfit { why, fix });
             }
             Err((OpenError::Full | OpenError::Retired, tag)) => {
                 self.stats.waits_again(before, now);

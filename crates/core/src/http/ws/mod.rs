@@ -84,6 +84,10 @@ enum Stage {
     Done,
 }
 
+/// The most messages given up at `--timeout` under `--ws-match` whose
+/// late answers a connection watches for.
+const GIVEN_UP_KEPT: usize = 1024;
+
 /// A message on the wire awaiting its answer: its tag, where its frame
 /// begins and ends among the bytes the connection was given to send, and
 /// (`--ws-match`) the value of its field an answer must hold.
@@ -132,6 +136,11 @@ pub struct WebSocket<T> {
     first_pushed: Option<Nanos>,
     /// Echo: whole messages that came with no message awaiting one.
     unasked: u64,
+    /// `--ws-match`: the field values of messages given up at
+    /// `--timeout` whose late answers may still come, oldest first (at
+    /// most [`GIVEN_UP_KEPT`]). A late answer is theirs, not a later
+    /// message's with the same value.
+    given_up: VecDeque<serde_json::Value>,
     /// The last whole message read was binary.
     binary_read: bool,
     /// When the next ping goes (`--ws-ping`), once open.
@@ -180,6 +189,7 @@ impl<T: Clone> WebSocket<T> {
             pushed_bytes: 0,
             first_pushed: None,
             unasked: 0,
+            given_up: VecDeque::new(),
             binary_read: false,
             next_ping: None,
             pings: 0,
@@ -444,6 +454,12 @@ impl<T: Clone> WebSocket<T> {
         let at = match &self.opts.conversation.matching {
             None => (!self.in_flight.is_empty()).then_some(0),
             Some(field) => preflight::field_of(&message, field).and_then(|value| {
+                // A message given up waits for its late answer too, and
+                // was sent before any still awaited with the same value.
+                if let Some(late) = self.given_up.iter().position(|k| same_value(k, &value)) {
+                    self.given_up.remove(late);
+                    return None;
+                }
                 self.in_flight
                     .iter()
                     .position(|p| p.key.as_ref().is_some_and(|k| same_value(k, &value)))
@@ -518,10 +534,12 @@ fn preview(message: &[u8]) -> String {
     };
     let mut shown = String::from("'");
     for c in text.chars().take(60) {
-        if c.is_control() {
-            shown.extend(c.escape_default());
-        } else {
-            shown.push(c);
+        match c {
+            '\n' => shown.push_str("\\n"),
+            '\r' => shown.push_str("\\r"),
+            '\t' => shown.push_str("\\t"),
+            c if c.is_control() => shown.push_str(&format!("\\x{:02x}", u32::from(c))),
+            c => shown.push(c),
         }
     }
     shown.push('\'');
@@ -558,16 +576,18 @@ impl<T: Clone> Session<T> for WebSocket<T> {
                  answer: {}",
                 preview(message)
             );
-            let flag = Some(format!("--ws-match {path}"));
+            let fix = Some(format!("drop --ws-match {path}"));
             let protocol = Protocol::WebSocket;
-            return Err((
-                OpenError::Rejected {
-                    protocol,
-                    why,
-                    flag,
-                },
-                tag,
-            ));
+            return Err((OpenError::Rejected { protocol, why, fix }, tag));
+        }
+        if !self.opts.conversation.binary && std::str::from_utf8(message).is_err() {
+            let why = format!(
+                "a text message must be UTF-8, and this one is not: {}",
+                preview(message)
+            );
+            let fix = Some("add --ws-binary to send binary messages".to_string());
+            let protocol = Protocol::WebSocket;
+            return Err((OpenError::Rejected { protocol, why, fix }, tag));
         }
         let opcode = if self.opts.conversation.binary {
             Opcode::Binary
@@ -637,15 +657,42 @@ impl<T: Clone> Session<T> for WebSocket<T> {
     /// by a field (`--ws-match`), only those expired are given up.
     fn expire(&mut self, expired: &mut dyn FnMut(&T) -> bool, gone: &mut Vec<T>, _now: Nanos) {
         if self.opts.conversation.matching.is_some() {
-            let mut kept = VecDeque::with_capacity(self.in_flight.len());
+            let (mut kept, mut late) = (VecDeque::new(), Vec::new());
             for p in self.in_flight.drain(..) {
                 if expired(&p.tag) {
-                    gone.push(p.tag);
+                    late.push(p);
                 } else {
                     kept.push_back(p);
                 }
             }
+            // A late answer can be told from another message's only by a
+            // value no other message awaiting (or given up) holds: when
+            // values repeat (one --data for all), it could answer a later
+            // message, so the connection is closed, as by order.
+            let repeats = late.iter().enumerate().any(|(i, p)| {
+                let Some(k) = &p.key else {
+                    return true;
+                };
+                kept.iter()
+                    .chain(&late[i + 1..])
+                    .filter_map(|o| o.key.as_ref())
+                    .chain(&self.given_up)
+                    .any(|o| same_value(o, k))
+            });
             self.in_flight = kept;
+            if repeats {
+                self.stage = Stage::Done;
+                gone.extend(late.into_iter().map(|p| p.tag));
+                gone.extend(self.in_flight.drain(..).map(|p| p.tag));
+                return;
+            }
+            for p in late {
+                if self.given_up.len() == GIVEN_UP_KEPT {
+                    self.given_up.pop_front();
+                }
+                self.given_up.extend(p.key);
+                gone.push(p.tag);
+            }
             return;
         }
         if self.in_flight.iter().any(|p| expired(&p.tag)) {

@@ -760,6 +760,72 @@ fn deflate_faults_are_protocol_errors() {
     }
 }
 
+/// A script's text message that is not UTF-8 would be closed with 1007
+/// by any server: it is refused before it goes, naming --ws-binary.
+#[test]
+fn a_text_message_that_is_not_utf8_is_refused_before_it_goes() {
+    let mut s = open_with(options());
+    let wire = b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n\xff\xfe";
+    let request = Request::new(Bytes::from_static(wire), false);
+    let Err((OpenError::Rejected { why, fix, .. }, 1)) = s.open(&request, 1, 3) else {
+        panic!("a text message that is not UTF-8 was sent");
+    };
+    assert_eq!(
+        why,
+        "a text message must be UTF-8, and this one is not: 2 bytes, not text"
+    );
+    assert_eq!(
+        fix.as_deref(),
+        Some("add --ws-binary to send binary messages")
+    );
+    assert!(written(&mut s).is_empty());
+    // Control characters are shown escaped, on one line.
+    assert_eq!(preview(b"a\nb\x07"), "'a\\nb\\x07'");
+}
+
+/// `--ws-match` with values that repeat (one `--data` for every
+/// message): a message given up at `--timeout` still waits for its late
+/// answer, which a later message with the same value must not take; and
+/// when a second one is given up while the first's answer has not come,
+/// late answers can no longer be told apart, so the connection closes.
+#[test]
+fn a_late_answer_is_the_given_up_messages_not_a_later_ones() {
+    let mut opts = options();
+    opts.conversation = Arc::new(Conversation {
+        path: "/echo".into(),
+        matching: Some(pointer("id")),
+        ..Conversation::default()
+    });
+    let mut s = open_with(opts);
+    let same = r#"{"id": 1}"#;
+    s.open(&message(same), 1, 3).unwrap();
+    let mut gone = Vec::new();
+    s.expire(&mut |t| *t == 1, &mut gone, 4);
+    assert_eq!(gone, [1]);
+    assert!(s.free_streams() > 0, "the connection goes on");
+    s.open(&message(same), 2, 5).unwrap();
+    written(&mut s);
+    // The first's late answer, then the second's.
+    s.handle(&from_server(true, Opcode::Text, same.as_bytes()), 6);
+    assert_eq!(
+        s.poll_event(),
+        None,
+        "a late answer answers nothing awaited"
+    );
+    s.handle(&from_server(true, Opcode::Text, same.as_bytes()), 7);
+    assert_eq!(response(s.poll_event()).0, 2);
+    assert_eq!(s.info().messages.map(|m| m.unasked), Some(1));
+    // Given up, and again before its late answer came: closed.
+    s.open(&message(same), 3, 8).unwrap();
+    s.expire(&mut |t| *t == 3, &mut gone, 9);
+    assert!(s.free_streams() > 0, "the connection goes on");
+    s.open(&message(same), 4, 10).unwrap();
+    gone.clear();
+    s.expire(&mut |t| *t == 4, &mut gone, 11);
+    assert_eq!(gone, [4]);
+    assert_eq!(s.free_streams(), 0, "closed as by order");
+}
+
 /// `--ws-match`: an answer answers the message whose field holds its
 /// value, whatever the order; a message with no such message awaiting is
 /// unasked; and a timeout gives up only the message it struck.
@@ -805,11 +871,11 @@ fn answers_matched_by_a_field_find_their_message() {
     assert_eq!(response(s.poll_event()).0, 1);
     // A message without the field could be matched to no answer: it is
     // refused, naming the field and the flag, and nothing is written.
-    let Err((OpenError::Rejected { why, flag, .. }, 4)) = s.open(&message("{\"req\": 4}"), 4, 7)
+    let Err((OpenError::Rejected { why, fix, .. }, 4)) = s.open(&message("{\"req\": 4}"), 4, 7)
     else {
         panic!("a message without the field was sent");
     };
-    assert_eq!(flag.as_deref(), Some("--ws-match req.id"));
+    assert_eq!(fix.as_deref(), Some("drop --ws-match req.id"));
     assert!(
         why.contains("without the field req.id") && why.ends_with("'{\"req\": 4}'"),
         "{why}"
