@@ -197,6 +197,7 @@ fn the_never_sent_warning_names_failed_connects() {
         profile_phases: 0,
         stats: &o.stats,
         lag_allowance: None,
+        ws: None,
     };
     let warnings = metron::report::text::warnings(&view).join("\n");
     assert!(

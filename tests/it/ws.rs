@@ -242,7 +242,36 @@ fn an_upgrade_the_server_refuses_is_one_line_naming_what_it_said() {
 fn flags_that_do_not_apply_are_refused() {
     let dir = servers::fresh_dir("ws-flags");
     let not_text = format!("@{}", write(&dir, "bytes.bin", &[0xff, 0xfe, 0x00]));
+    let line = |url: &str| format!("{{\"url\": \"{url}\", \"body\": \"x\"}}\n");
+    let http_file = write(
+        &dir,
+        "http.jsonl",
+        line("http://127.0.0.1:9/echo").as_bytes(),
+    );
+    let ws_file = write(&dir, "ws.jsonl", line("ws://127.0.0.1:9/echo").as_bytes());
     for (args, words) in [
+        (
+            &["--requests", &http_file, "ws://127.0.0.1:9/"][..],
+            "the file sends to http://127.0.0.1:9, but the URL is ws://: a run speaks \
+             WebSocket or HTTP, not both; write the file's URLs as ws:// or wss://",
+        ),
+        (
+            &["-k", "ws://127.0.0.1:9/"][..],
+            "-k only applies to wss:// hosts, and this run has none; drop -k, or load a URL \
+             that begins wss://",
+        ),
+        (
+            &["--ws-deflate", "https://127.0.0.1:9/"][..],
+            "write the URL as wss://host:port/path, or drop --ws-deflate",
+        ),
+        (
+            &["-H", "Upgrade: websocket", "wss://127.0.0.1:9/"][..],
+            "drop it for a wss:// URL",
+        ),
+        (
+            &["--requests", &ws_file, "http://127.0.0.1:9/"][..],
+            "give a ws:// or wss:// URL on the command line",
+        ),
         (
             &["--http2", "ws://127.0.0.1:9/"][..],
             "--http2 does not apply to a ws:// URL",
@@ -308,11 +337,11 @@ fn flags_that_do_not_apply_are_refused() {
                 "{\"idx\": 1}",
                 "ws://127.0.0.1:9/",
             ][..],
-            "not JSON with a field id",
+            "the message sent (--data) is not JSON with a field id",
         ),
         (
             &["--ws-match", "id", "ws://127.0.0.1:9/"][..],
-            "(--data, hello without it) is not JSON with a field id",
+            "the message sent (hello, as no --data was given) is not JSON with a field id",
         ),
         (
             &["--ws-deflate", "http://127.0.0.1:9/"][..],

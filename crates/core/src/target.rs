@@ -32,6 +32,16 @@ pub struct Target {
 }
 
 impl Target {
+    /// Its scheme as a URL names it: `http`, `https`, `ws` or `wss`.
+    pub fn scheme_name(&self) -> &'static str {
+        match (self.websocket, self.scheme) {
+            (false, Scheme::Http) => "http",
+            (false, Scheme::Https) => "https",
+            (true, Scheme::Http) => "ws",
+            (true, Scheme::Https) => "wss",
+        }
+    }
+
     /// Its scheme without TLS, as a URL begins: `http://` or `ws://`.
     pub fn plain_scheme(&self) -> &'static str {
         if self.websocket {

@@ -120,6 +120,12 @@ pub enum ConfigError {
     MaxHead(u64),
     #[error("{0}")]
     Requests(#[from] ReplayError),
+    #[error("--requests: the file sends to {file}, but the URL is {url}://: a run speaks WebSocket or HTTP, not both; {fix}")]
+    WebSocketAndHttp {
+        file: String,
+        url: &'static str,
+        fix: &'static str,
+    },
     #[error("--requests goes to {hosts} hosts, so each of the {threads} threads needs {hosts} connections: raise -c to at least {needed} or lower -t")]
     HostConnections {
         hosts: usize,
@@ -173,8 +179,11 @@ pub enum ConfigError {
         why: &'static str,
         fix: &'static str,
     },
-    #[error("{flag} only applies to https:// hosts, and this run has none; drop {flag}, or load an https:// URL")]
-    TlsUnused { flag: &'static str },
+    #[error("{flag} only applies to {tls}:// hosts, and this run has none; drop {flag}, or load a URL that begins {tls}://")]
+    TlsUnused {
+        flag: &'static str,
+        tls: &'static str,
+    },
     #[error("{flag} needs {needs}")]
     TlsPair {
         flag: &'static str,
@@ -221,20 +230,27 @@ pub enum ConfigError {
         flag: &'static str,
         scheme: &'static str,
     },
-    #[error("-H {name}: {why}; drop it for a ws:// URL")]
-    WebSocketField { name: String, why: &'static str },
+    #[error("-H {name}: {why}; drop it for a {scheme}:// URL")]
+    WebSocketField {
+        name: String,
+        why: &'static str,
+        scheme: &'static str,
+    },
     #[error("--ws-match with --ws push: a push has no answers to match; drop one of them")]
     MatchPush,
     #[error("--ws-match \"{0}\": give a field's name, or a dotted path such as params.id")]
     MatchField(String),
-    #[error("--ws-match {0}: the message sent (--data, hello without it) is not JSON with a field {0}, so no answer could match it; give --data one that has it, or drop --ws-match")]
-    MatchData(String),
+    #[error("--ws-match {field}: the message sent ({given}) is not JSON with a field {field}, so no answer could match it; give --data one that has it, or drop --ws-match")]
+    MatchData { field: String, given: &'static str },
     #[error("--data holds {0} bytes, more than a message may (16 MiB); send a smaller one")]
     MessageTooLarge(usize),
     #[error("--data is not UTF-8 text, which a text message must be; add --ws-binary to send it as a binary message")]
     MessageNotText,
-    #[error("{0} applies to ws:// and wss:// URLs only; write the URL as ws://host:port/path, or drop {0}")]
-    WebSocketOnly(&'static str),
+    #[error("{flag} applies to ws:// and wss:// URLs only; write the URL as {ws}://host:port/path, or drop {flag}")]
+    WebSocketOnly {
+        flag: &'static str,
+        ws: &'static str,
+    },
     #[error("--ws-ping 0: a ping every 0 s would never stop; give a period such as --ws-ping 5s, or drop it")]
     PingEvery,
     #[error("--data {given}: cannot read {path}: {why}; check the file's path")]
@@ -393,6 +409,19 @@ impl Config {
             Some(r) => r.set.hosts(),
             None => std::slice::from_ref(&target),
         };
+        if let Some(t) = hosts.iter().find(|t| t.websocket != target.websocket) {
+            let (file, url) = (t.scheme_name(), target.scheme_name());
+            return Err(ConfigError::WebSocketAndHttp {
+                file: format!("{file}://{}", t.authority),
+                url,
+                fix: if target.websocket {
+                    "write the file's URLs as ws:// or wss://, or give it paths only"
+                } else {
+                    "give a ws:// or wss:// URL on the command line, or write the file's URLs as \
+                     http:// or https://"
+                },
+            });
+        }
         check_pins_used(&args.resolve, &pins, hosts)?;
         let tls = tls_options(args, hosts)?;
         let protocols = protocols(args, hosts)?;
@@ -660,7 +689,13 @@ fn websocket(
             (args.ws_match.is_some(), "--ws-match"),
         ];
         return match own.iter().find(|(on, _)| *on) {
-            Some(&(_, flag)) => Err(ConfigError::WebSocketOnly(flag)),
+            Some(&(_, flag)) => Err(ConfigError::WebSocketOnly {
+                flag,
+                ws: match target.scheme {
+                    Scheme::Http => "ws",
+                    Scheme::Https => "wss",
+                },
+            }),
             None => Ok(None),
         };
     }
@@ -711,6 +746,7 @@ fn websocket(
             return Err(ConfigError::WebSocketField {
                 name: name.clone(),
                 why,
+                scheme,
             });
         }
     }
@@ -732,7 +768,12 @@ fn websocket(
             None => DEFAULT_MESSAGE.to_vec(),
         };
         if !own && ws::field_of(&message, pointer).is_none() {
-            return Err(ConfigError::MatchData(field.clone()));
+            let given = match args.data {
+                Some(_) => "--data",
+                None => "hello, as no --data was given",
+            };
+            let field = field.clone();
+            return Err(ConfigError::MatchData { field, given });
         }
     }
     if let Some(data) = &args.data {
@@ -1110,7 +1151,12 @@ fn tls_options(args: &BenchArgs, hosts: &[Target]) -> Result<TlsOptions, ConfigE
             (args.cert.is_some(), "--cert"),
         ];
         if let Some(&(_, flag)) = set.iter().find(|(on, _)| *on) {
-            return Err(ConfigError::TlsUnused { flag });
+            let tls = if hosts.iter().any(|t| t.websocket) {
+                "wss"
+            } else {
+                "https"
+            };
+            return Err(ConfigError::TlsUnused { flag, tls });
         }
     }
     let trust = match (&args.cacert, args.insecure) {

@@ -70,14 +70,19 @@ pub fn describe(run: &Setup) -> RunConfig {
             at.duration_since(std::time::UNIX_EPOCH)
                 .map_or(0.0, |d| d.as_secs_f64())
         }),
-        ws: run.websocket.as_deref().map(|c| WsConfig {
-            shape: c.shape.word().to_string(),
-            binary: c.binary,
-            deflate: c.deflate,
-            matching: c.matching.as_deref().map(crate::http::ws::dotted),
-            ping_s: c.ping.map(|p| p.as_secs_f64()),
-        }),
+        ws: ws_config(run),
     }
+}
+
+/// A WebSocket run's conversation, as the document records it.
+pub fn ws_config(run: &Setup) -> Option<WsConfig> {
+    run.websocket.as_deref().map(|c| WsConfig {
+        shape: c.shape.word().to_string(),
+        binary: c.binary,
+        deflate: c.deflate,
+        matching: c.matching.as_deref().map(crate::http::ws::dotted),
+        ping_s: c.ping.map(|p| p.as_secs_f64()),
+    })
 }
 
 /// `--requests` as the document records it.

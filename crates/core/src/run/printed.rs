@@ -82,6 +82,7 @@ pub fn write_report(
     slo: Option<&SloReport>,
 ) -> Result<String, Error> {
     let run = &cfg.run;
+    let ws = describe::ws_config(run);
     let view = TextReport {
         url: &run.url,
         duration: run.duration,
@@ -94,6 +95,7 @@ pub fn write_report(
         profile_phases: run.load.profile().map_or(0, |p| p.phases().len()),
         stats: &outcome.stats,
         lag_allowance: cfg.lag_allowance,
+        ws: ws.as_ref(),
     };
     let mut report = Vec::new();
     text::write_results(&mut report, &view)?;

@@ -94,6 +94,7 @@ pub fn write_document(doc: &Document, path: &Path, mut out: &mut dyn Write) -> R
         stats: &stats,
         // Not kept in the document: the warning uses the default.
         lag_allowance: None,
+        ws: c.ws.as_ref(),
     };
     text::write_results(&mut out, &view)?;
     text::write_instances(&mut out, &doc.instances)?;

@@ -70,6 +70,9 @@ pub struct TextReport<'a> {
     pub stats: &'a RunStats,
     /// `--lag-allowance`, when given: the send lag p99 the warning allows.
     pub lag_allowance: Option<Duration>,
+    /// A `ws://` or `wss://` URL: the conversation asked for, so that a
+    /// warning's advice fits what was given.
+    pub ws: Option<&'a crate::report::json::WsConfig>,
 }
 
 impl TextReport<'_> {

@@ -23,6 +23,7 @@ fn report(stats: &RunStats, rate: Option<f64>) -> TextReport<'_> {
         profile_phases: 0,
         stats,
         lag_allowance: None,
+        ws: None,
     }
 }
 
@@ -568,6 +569,14 @@ fn send_lag_from_reopening_connections_blames_the_server_s_closes() {
     );
     assert!(lag.contains("see the lost requests' causes"), "{lag}");
     assert!(!lag.contains("add threads with -t"), "{lag}");
+    // Over WebSocket the same are messages.
+    let spoken = Spoken::of([Protocol::WebSocket]);
+    let mut r = report(&stats, Some(1000.0));
+    r.protocol = Some(&spoken);
+    let found = warnings(&r);
+    let lag = found.iter().find(|w| w.starts_with("send lag")).unwrap();
+    assert!(lag.contains("(900 times for 100 messages sent)"), "{lag}");
+    assert!(lag.contains("see the lost messages' causes"), "{lag}");
     // As many reopens as requests: the requests still took the time.
     stats.counters.reconnects = 100;
     let found = warnings(&report(&stats, Some(1000.0)));
@@ -841,6 +850,79 @@ fn websocket_runs_count_messages_or_subscriptions() {
         assert!(text.contains(want), "{want:?} in {text}");
     }
     assert!(!text.contains("request"), "{text}");
+}
+
+/// Unasked messages are named, with advice that fits what was asked:
+/// --ws-match when answers were matched by order, and what a match needs
+/// when they were matched by a field.
+#[test]
+fn unasked_messages_are_named_with_advice_for_the_matching_used() {
+    let mut stats = lagging(10, 0);
+    stats.counters.completed = 100;
+    stats.counters.ws_unasked = 12;
+    let spoken = Spoken::of([Protocol::WebSocket]);
+    let unasked = |ws: Option<&crate::report::json::WsConfig>| {
+        let mut r = report(&stats, None);
+        r.protocol = Some(&spoken);
+        r.ws = ws;
+        let found = warnings(&r);
+        found
+            .into_iter()
+            .find(|w| w.starts_with("12 messages came that answer no message"))
+            .expect("named")
+    };
+    let by_order = unasked(None);
+    assert!(by_order.ends_with("use --ws-match, and for a server that only pushes, --ws push"));
+    let matched = crate::report::json::WsConfig {
+        shape: "echo".into(),
+        binary: false,
+        deflate: false,
+        matching: Some("order.id".into()),
+        ping_s: None,
+    };
+    let by_field = unasked(Some(&matched));
+    assert!(
+        by_field.ends_with(
+            "with --ws-match order.id, an answer answers only a message awaiting whose order.id \
+             holds the same value (a number and a string differ: 7 is not \"7\")"
+        ),
+        "{by_field}"
+    );
+}
+
+/// Under -R, subscriptions whose server pushed before their turn are
+/// named, with what their first-message time then means; the closed
+/// loop, where one opens as its upgrade is taken, has no such warning.
+#[test]
+fn a_push_before_its_subscription_was_due_is_named_under_a_rate() {
+    let mut stats = lagging(10, 0);
+    stats.counters.completed = 100;
+    stats.events = Some(EventStats {
+        kind: EventKind::WebSocket,
+        count: 50,
+        before_due: 7,
+        ..EventStats::default()
+    });
+    let spoken = Spoken::of([Protocol::WebSocket]);
+    let mut r = report(&stats, Some(1000.0));
+    r.protocol = Some(&spoken);
+    let found = warnings(&r);
+    assert!(
+        found.iter().any(|w| w.starts_with(
+            "7 subscriptions found the server's messages already there before they were due: \
+             it pushes from the upgrade on"
+        ) && w.contains("count as 0 ms; run without -R")),
+        "{found:?}"
+    );
+    let mut r = report(&stats, None);
+    r.protocol = Some(&spoken);
+    assert!(
+        !warnings(&r)
+            .iter()
+            .any(|w| w.contains("before they were due")),
+        "{:?}",
+        warnings(&r)
+    );
 }
 
 /// Connections turned away with nothing lost have no warning to name

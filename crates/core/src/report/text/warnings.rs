@@ -184,7 +184,8 @@ fn before_due_warning(e: &EventStats) -> Option<String> {
         "{early} subscriptions found the server's messages already there before they were due: \
          it pushes from the upgrade on, not when a subscription's turn comes, so their first \
          messages count as 0 ms; run without -R (the closed loop) to time each from its \
-         upgrade, or give the subscribe message the server waits for with --data"
+         upgrade, or, for a server that waits to be asked, give its subscribe message with \
+         --data"
     ))
 }
 
@@ -195,11 +196,19 @@ fn unasked_warning(r: &TextReport) -> Option<String> {
     if unasked == 0 {
         return None;
     }
+    let advice = match r.ws.and_then(|w| w.matching.as_deref()) {
+        Some(field) => format!(
+            "with --ws-match {field}, an answer answers only a message awaiting whose {field} \
+             holds the same value (a number and a string differ: 7 is not \"7\")"
+        ),
+        None => "to tell answers by a field, use --ws-match, and for a server that only \
+                 pushes, --ws push"
+            .to_string(),
+    };
     Some(format!(
         "{unasked} messages came that answer no message of metron's awaiting one, and no \
          figure has them: the server sends unasked (it pushes, greets or relays others' \
-         messages), or answered after --timeout; to tell answers by a field, use \
-         --ws-match, and for a server that only pushes, --ws push"
+         messages), or answered after --timeout; {advice}"
     ))
 }
 
@@ -501,6 +510,7 @@ pub(super) fn send_lag_warning(r: &TextReport, rate: f64) -> Option<String> {
         return None;
     }
     let c = &r.stats.counters;
+    let requests = r.counted().many();
     let why = match r.lag_allowance {
         Some(_) => "--lag-allowance",
         None => "one schedule interval, at least 1ms",
@@ -526,13 +536,13 @@ pub(super) fn send_lag_warning(r: &TextReport, rate: f64) -> Option<String> {
     if c.queued * 100 <= sent && c.reconnects > sent {
         return Some(format!(
             "{lag}: connections were free, but the generator's time went on reopening \
-             connections the server closed ({} times for {sent} requests sent), so it sent \
+             connections the server closed ({} times for {sent} {requests} sent), so it sent \
              late; keep the server from closing them ({}) rather than add threads",
             c.reconnects,
             if c.errors.lost_requests() > 0 {
-                "see the lost requests' causes"
+                format!("see the lost {requests}' causes")
             } else {
-                "its connection and keep-alive limits"
+                "its connection and keep-alive limits".to_string()
             }
         ));
     }
@@ -543,7 +553,7 @@ pub(super) fn send_lag_warning(r: &TextReport, rate: f64) -> Option<String> {
         ));
     }
     let waited = format!(
-        "{lag}: {} of the {sent} requests sent ({:.1}%)",
+        "{lag}: {} of the {sent} {requests} sent ({:.1}%)",
         c.queued,
         c.queued as f64 * 100.0 / sent.max(1) as f64
     );
@@ -601,6 +611,7 @@ const KEPT_PACE: f64 = 0.98;
 /// connections needs `n * rate / achieved` for the rate asked (the time
 /// per response, and so the streams each connection carries, as seen).
 pub(super) fn pool_needs(r: &TextReport, rate: f64) -> String {
+    let requests = r.counted().many();
     let achieved = r.stats.requests_per_sec();
     let n = pool_size(r) as f64;
     let per_response = format_time_us(r.stats.uncorrected.mean());
@@ -613,8 +624,8 @@ pub(super) fn pool_needs(r: &TextReport, rate: f64) -> String {
         // a connection carries several).
         let in_flight = rate * r.stats.uncorrected.mean() / 1e6;
         return format!(
-            "The pool kept the pace on the whole (at {} requests/s and {per_response} per \
-             response, about {in_flight:.0} requests were in flight on average, on {n:.0} \
+            "The pool kept the pace on the whole (at {} {requests}/s and {per_response} per \
+             response, about {in_flight:.0} {requests} were in flight on average, on {n:.0} \
              connections): the waits came in bursts, when responses slowed; if the server was \
              not expected to stall, raise -c for headroom, or pass --max-connections to open \
              more as needed",
@@ -626,7 +637,7 @@ pub(super) fn pool_needs(r: &TextReport, rate: f64) -> String {
     }
     let pool = &r.stats.counters.connections;
     let at = format!(
-        "At {} requests/s and {per_response} per response, about {needed:.0} connections are \
+        "At {} {requests}/s and {per_response} per response, about {needed:.0} connections are \
          busy at once",
         format_rate(rate)
     );
