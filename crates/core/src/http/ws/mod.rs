@@ -213,6 +213,26 @@ impl<T: Clone> WebSocket<T> {
         self.opts.conversation.shape == Shape::Push
     }
 
+    /// Push: the whole messages held for a subscription that has not
+    /// opened (the run may end first). They came, so they are counted,
+    /// as unasked, since no subscription has them.
+    fn held_messages(&self) -> u64 {
+        if !self.holding() {
+            return 0;
+        }
+        let mut at = 0;
+        let mut whole = 0;
+        while let Ok(Some((f, used))) = if self.deflate.is_some() {
+            frame::parse_deflated(&self.buf[at..], self.opts.max_message)
+        } else {
+            frame::parse(&self.buf[at..], self.opts.max_message)
+        } {
+            at += used;
+            whole += u64::from(f.fin && !f.opcode.is_control());
+        }
+        whole
+    }
+
     /// Push: the server's first messages (and maybe its close) came
     /// before the subscription opened, often in the same read as the
     /// upgrade's answer. They are the subscription's, so they are held,
@@ -770,7 +790,7 @@ impl<T: Clone> Session<T> for WebSocket<T> {
             handshake_complete: self.is_ready(),
             close_code: self.close.as_ref().map(|c| c.code.unwrap_or(1005)),
             messages: Some(Messages {
-                unasked: self.unasked,
+                unasked: self.unasked + self.held_messages(),
                 pings: self.pings,
                 binary_read: self.binary_read,
                 deflate: (self.upgraded && self.opts.conversation.deflate)

@@ -148,6 +148,8 @@ fn what_a_push_sends_before_its_subscription_opens_is_held_for_it() {
     s.handle(&rest, 5);
     s.handle_eof(6);
     assert!(s.poll_event().is_none() && !s.is_finished() && s.free_streams() == 1);
+    // Were the run to end now, the three would be counted, as unasked.
+    assert_eq!(s.info().messages.map(|m| m.unasked), Some(3));
     s.open(&message(""), 7, 10).unwrap();
     assert_eq!(
         s.poll_timeout(),
