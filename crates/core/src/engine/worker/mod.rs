@@ -996,33 +996,26 @@ impl Worker {
             sends: sends.saturating_add(1),
             ..tag
         };
-        match session.open(&request, leaving, now) {
-            Ok(()) => self.stats.left(before, now),
-            Err((OpenError::Rejected { protocol, why, fix }, tag)) => {
-                // Refused before it left: never sent, and the run ends.
-                self.stats.waits_again(before, now);
-                let back = InFlight {
-                    stamp: before,
-                    sends,
-                    ..tag
-                };
-                self.retries[peer].push_front(back);
-                let offer = || match &self.offered_by {
-                    Some(flag) => format!("drop {flag}"),
-                    None => format!("drop the offer of {}", protocol.name()),
-                };
-                let fix = fix.unwrap_or_else(offer);
-                self.fail(EngineError::Unfit { why, fix });
-            }
-            Err((OpenError::Full | OpenError::Retired, tag)) => {
-                self.stats.waits_again(before, now);
-                let back = InFlight {
-                    stamp: before,
-                    sends,
-                    ..tag
-                };
-                self.retries[peer].push_front(back);
-            }
+        let (refused, tag) = match session.open(&request, leaving, now) {
+            Ok(()) => return self.stats.left(before, now),
+            Err(refused) => refused,
+        };
+        // Not sent: it waits to go again, as it was.
+        self.stats.waits_again(before, now);
+        let back = InFlight {
+            stamp: before,
+            sends,
+            ..tag
+        };
+        self.retries[peer].push_front(back);
+        // Refused for good: the run ends, saying why.
+        if let OpenError::Rejected { protocol, why, fix } = refused {
+            let offer = || match &self.offered_by {
+                Some(flag) => format!("drop {flag}"),
+                None => format!("drop the offer of {}", protocol.name()),
+            };
+            let fix = fix.unwrap_or_else(offer);
+            self.fail(EngineError::Unfit { why, fix });
         }
     }
 
