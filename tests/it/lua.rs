@@ -9,6 +9,16 @@ use crate::common::scripts::*;
 use crate::common::*;
 use metron::serve::ServeConfig;
 
+/// Every one of the `due` requests went, and all completed but maybe the
+/// last one or two, still on their way back as the run ended (on a busy
+/// machine): the requests completed and those sent.
+fn all_but_the_last(o: &metron::engine::Outcome, due: u64) -> (usize, usize) {
+    let c = &o.stats.counters;
+    assert_eq!(c.completed + c.in_flight, due, "{c:?}");
+    assert!(c.in_flight <= 2, "{c:?}");
+    (c.completed as usize, due as usize)
+}
+
 per_protocol! {
     fn a_static_script_sets_headers_once_and_costs_no_call_per_request(proto) {
         let _g = serial();
@@ -16,9 +26,9 @@ per_protocol! {
         let (u, s) = (proto.url(&srv, "/"), script("auth.lua"));
         let (o, _) = proto.bench(&["-t2", "-c2", "-R200", "-d1s", "-s", &s, &u, "--", "s3cret"]);
         assert_balanced(&o);
-        assert_eq!(o.stats.counters.completed, 200);
+        let (done, sent) = all_but_the_last(&o, 200);
         let got = srv.stats().recorded();
-        assert_eq!(got.len(), 200);
+        assert!((done..=sent).contains(&got.len()), "{} received", got.len());
         assert!(got.iter().all(|r| r.version == proto.version()));
         assert!(got
             .iter()
@@ -35,10 +45,11 @@ per_protocol! {
         let srv = proto.recording();
         let (u, s) = (proto.url(&srv, "/"), script("counter.lua"));
         let (o, _) = proto.bench(&["-t1", "-c2", "-R100", "-d1s", "-s", &s, &u]);
-        assert_eq!(o.stats.counters.completed, 100);
+        let (done, sent) = all_but_the_last(&o, 100);
         let mut paths: Vec<String> = srv.stats().recorded().into_iter().map(|r| r.path).collect();
+        assert!((done..=sent).contains(&paths.len()), "{} received", paths.len());
         paths.sort_by_key(|p| p[6..].parse::<u32>().unwrap());
-        let want: Vec<String> = (0..100).map(|i| format!("/item/{i}")).collect();
+        let want: Vec<String> = (0..paths.len()).map(|i| format!("/item/{i}")).collect();
         assert_eq!(paths, want);
         assert_eq!(o.stats.threads[0].script_calls, 100);
     }
@@ -50,9 +61,9 @@ per_protocol! {
         let srv = proto.recording();
         let (u, s) = (proto.url(&srv, "/submit"), script("post.lua"));
         let (o, _) = proto.bench(&["-t1", "-c1", "-R50", "-d1s", "-s", &s, &u]);
-        assert_eq!(o.stats.counters.completed, 50);
+        let (done, sent) = all_but_the_last(&o, 50);
         let got = srv.stats().recorded();
-        assert_eq!(got.len(), 50);
+        assert!((done..=sent).contains(&got.len()), "{} received", got.len());
         for r in got {
             assert_eq!((r.method.as_str(), r.path.as_str()), ("POST", "/submit"));
             assert_eq!(r.body, br#"{"name":"metron","n":1}"#);
