@@ -586,7 +586,12 @@ impl<T: Clone> Session<T> for WebSocket<T> {
         if self.free_streams() == 0 {
             return Err((OpenError::Full, tag));
         }
-        let message = request.framed(message_of);
+        // Framed once per request, whether it is text checked with it.
+        let (message, utf8) = request.framed(|wire| {
+            let message = message_of(wire);
+            let utf8 = std::str::from_utf8(&message).is_ok();
+            (message, utf8)
+        });
         let matching = self.opts.conversation.matching.as_deref();
         let key = matching.and_then(|field| preflight::field_of(message, field));
         if let (Some(field), None) = (matching, &key) {
@@ -600,7 +605,7 @@ impl<T: Clone> Session<T> for WebSocket<T> {
             let protocol = Protocol::WebSocket;
             return Err((OpenError::Rejected { protocol, why, fix }, tag));
         }
-        if !self.opts.conversation.binary && std::str::from_utf8(message).is_err() {
+        if !self.opts.conversation.binary && !utf8 {
             let why = format!(
                 "a text message must be UTF-8, and this one is not: {}",
                 preview(message)
