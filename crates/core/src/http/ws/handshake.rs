@@ -78,6 +78,10 @@ pub enum Refusal {
     TooLarge(usize),
     /// The bytes were not an HTTP/1.1 response head.
     Malformed,
+    /// TLS records came back: the port speaks TLS.
+    Tls,
+    /// A 400 whose page says a plain request came to an HTTPS port.
+    PlainToTls,
 }
 
 impl fmt::Display for Refusal {
@@ -114,8 +118,29 @@ impl fmt::Display for Refusal {
             Refusal::Malformed => f.write_str(
                 "its answer is not an HTTP/1.1 response: is the URL's port a WebSocket server's?",
             ),
+            Refusal::Tls => f.write_str(
+                "it answered in TLS: the port wants TLS, so use wss://",
+            ),
+            Refusal::PlainToTls => f.write_str(
+                "it answered 400, saying a plain request came to its HTTPS port: use wss://",
+            ),
         }
     }
+}
+
+/// Whether `bytes` begin as a TLS record does (a content type from 20 to
+/// 23, then a major version of 3): what a TLS server writes back, an
+/// alert most often, to a request that came in plain.
+pub fn speaks_tls(bytes: &[u8]) -> bool {
+    matches!(bytes, [20..=23, 3, ..])
+}
+
+/// Whether the page of a 400 says what a TLS server's HTTP layer says to
+/// a plain request (nginx: "The plain HTTP request was sent to HTTPS
+/// port"): the part of the page that came with the head.
+fn says_https_port(page: &[u8]) -> bool {
+    page.windows(10)
+        .any(|w| w.eq_ignore_ascii_case(b"https port"))
 }
 
 fn hint(code: u16) -> &'static str {
@@ -158,12 +183,16 @@ pub fn read_answer(
         }
         Ok(httparse::Status::Partial) => return Ok(None),
         Err(httparse::Error::TooManyHeaders) => return Err(Refusal::TooLarge(max_head)),
+        Err(_) if speaks_tls(bytes) => return Err(Refusal::Tls),
         Err(_) => return Err(Refusal::Malformed),
     };
     if len > max_head {
         return Err(Refusal::TooLarge(max_head));
     }
     let code = head.code.unwrap_or_default();
+    if code == 400 && says_https_port(&bytes[len..]) {
+        return Err(Refusal::PlainToTls);
+    }
     if code != 101 {
         return Err(Refusal::Status(
             code,
@@ -287,7 +316,7 @@ mod tests {
 
     #[test]
     fn refusals_are_named_by_what_the_server_said() {
-        let cases: [(String, Refusal); 8] = [
+        let cases: [(String, Refusal); 10] = [
             (
                 "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".into(),
                 Refusal::Status(404, "Not Found".into()),
@@ -313,6 +342,13 @@ mod tests {
                 Refusal::Deflate("client_max_window_bits without an offer of it".into()),
             ),
             ("\0\0\0\x04\0\0\0\0\0\r\n\r\n".into(), Refusal::Malformed),
+            // A TLS alert (protocol version), as a TLS server answers a plain request.
+            ("\x15\x03\x03\0\x02\x02\x46".into(), Refusal::Tls),
+            (
+                "HTTP/1.1 400 Bad Request\r\nContent-Length: 56\r\n\r\n<h1>400</h1> The plain HTTP request was sent to HTTPS port"
+                    .into(),
+                Refusal::PlainToTls,
+            ),
             (
                 format!("HTTP/1.1 101 OK\r\nX: {}\r\n\r\n", "a".repeat(5000)),
                 Refusal::TooLarge(4096),

@@ -171,15 +171,25 @@ pub fn upgrade(
             .map_err(|e| e.to_string())?;
         match line.read(&mut chunk) {
             Ok(0) if answer.is_empty() => {
-                return Err("it closed the connection without an answer: is the URL's port a WebSocket server's?".to_string())
+                return Err(format!(
+                    "it closed the connection without an answer: {NOT_WEBSOCKET}"
+                ))
             }
             Ok(0) => return Err(handshake::Refusal::Malformed.to_string()),
             Ok(n) => answer.extend_from_slice(&chunk[..n]),
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
                 return Err(silent(timeout))
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {
                 return Err("stopped (Ctrl-C) before it answered".to_string())
+            }
+            Err(e) if e.kind() == io::ErrorKind::ConnectionReset && answer.is_empty() => {
+                return Err(format!("{}: {NOT_WEBSOCKET}", words(&e)))
             }
             Err(e) => return Err(words(&e)),
         }
@@ -201,6 +211,10 @@ pub fn upgrade(
 fn silent(timeout: Duration) -> String {
     format!("it sent no answer within {timeout:?} (--timeout: raise it for a slow server)")
 }
+
+/// What a server that ended the upgrade before any answer may be.
+const NOT_WEBSOCKET: &str =
+    "is the URL's port a WebSocket server's? (one that speaks TLS wants wss://)";
 
 fn words(e: &io::Error) -> String {
     match e.kind() {
