@@ -298,6 +298,10 @@ fn flags_that_do_not_apply_are_refused() {
             "give a period such as --ws-ping 5s",
         ),
         (
+            &["--ws-ping", "1us", "ws://127.0.0.1:9/"][..],
+            "--ws-ping below 10ms",
+        ),
+        (
             &["--data", "@/nonexistent/m.bin", "ws://127.0.0.1:9/"][..],
             "no such file",
         ),

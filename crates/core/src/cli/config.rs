@@ -251,7 +251,7 @@ pub enum ConfigError {
         flag: &'static str,
         ws: &'static str,
     },
-    #[error("--ws-ping 0: a ping every 0 s would never stop; give a period such as --ws-ping 5s, or drop it")]
+    #[error("--ws-ping below 10ms: pings that close together flood the connection instead of keeping it alive; give a period such as --ws-ping 5s, or drop it")]
     PingEvery,
     #[error("--data {given}: cannot read {path}: {why}; check the file's path")]
     DataFile {
@@ -671,6 +671,8 @@ fn protocols(args: &BenchArgs, hosts: &[Target]) -> Result<Protocols, ConfigErro
 
 /// An echo's message when `--data` gives none.
 const DEFAULT_MESSAGE: &[u8] = b"hello";
+/// The shortest `--ws-ping` period: a keep-alive, not a flood.
+const MIN_PING: Duration = Duration::from_millis(10);
 
 /// A `ws://` or `wss://` URL: what every connection's upgrade says and
 /// how its messages go; the flags of other protocols are refused with it,
@@ -699,7 +701,7 @@ fn websocket(
             None => Ok(None),
         };
     }
-    if args.ws_ping.is_some_and(|t| t.is_zero()) {
+    if args.ws_ping.is_some_and(|t| t < MIN_PING) {
         return Err(ConfigError::PingEvery);
     }
     let scheme = match target.scheme {
