@@ -491,6 +491,18 @@ fn pushed_messages_are_timed_on_the_servers_timetable() {
     ] {
         assert!(err.contains(said), "{err}");
     }
+    // Of one shape but other settings, too.
+    let mut deflated = doc.clone();
+    deflated["config"]["ws"]["deflate"] = true.into();
+    let deflated = write(&dir, "deflated.json", deflated.to_string().as_bytes());
+    let merged = metron(&["merge", &json, &deflated]);
+    assert!(merged.status.success(), "{}", stderr(&merged));
+    for said in [
+        "deflated.json's WebSocket push ran with --ws-deflate but ",
+        "push.json's with none of --ws-binary",
+    ] {
+        assert!(stderr(&merged).contains(said), "{}", stderr(&merged));
+    }
     let _ = std::fs::remove_dir_all(&dir);
     assert_ledger(&doc);
     assert_eq!(schema_errors(&doc), Vec::<String>::new());

@@ -253,6 +253,28 @@ impl WsConfig {
     pub fn pushes(&self) -> bool {
         self.shape == "push"
     }
+
+    /// The flags that set it, as given (`--ws-deflate --ws-ping 5s`), or
+    /// "none of --ws-binary, --ws-deflate, --ws-match and --ws-ping".
+    pub fn flags(&self) -> String {
+        let mut out = Vec::new();
+        if self.binary {
+            out.push("--ws-binary".to_string());
+        }
+        if self.deflate {
+            out.push("--ws-deflate".to_string());
+        }
+        if let Some(field) = &self.matching {
+            out.push(format!("--ws-match {field}"));
+        }
+        if let Some(s) = self.ping_s {
+            out.push(format!("--ws-ping {s}s"));
+        }
+        if out.is_empty() {
+            return "none of --ws-binary, --ws-deflate, --ws-match and --ws-ping".to_string();
+        }
+        out.join(" ")
+    }
 }
 
 /// One phase of `--rate-profile` as configured.

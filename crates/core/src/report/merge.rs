@@ -299,6 +299,15 @@ fn differences(docs: &[(String, Document)]) -> Vec<String> {
                 show(shape(b)),
                 show(shape(a))
             ));
+        } else if let (Some(x), Some(y)) = (&a.ws, &b.ws) {
+            let (was, but) = (x.flags(), y.flags());
+            if was != but {
+                out.push(format!(
+                    "{name}'s WebSocket {} ran with {but} but {name0}'s with {was}: the merged \
+                     figures mix two conversations",
+                    y.shape
+                ));
+            }
         }
         if let (Some(x), Some(y)) = (d0.window_start_ms, d.window_start_ms) {
             let apart = x.abs_diff(y);
