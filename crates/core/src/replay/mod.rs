@@ -334,6 +334,19 @@ impl<'a> Builder<'a> {
                 "field \"data\" is a gRPC call's message: add --grpc METHOD (and its --proto) to send calls, or give the request a \"body\"",
             ));
         }
+        if self.base.websocket {
+            // A message: its connection upgraded at the URL's path.
+            if spec.body.is_none() {
+                return Err(self.error(
+                    line,
+                    "a WebSocket message needs a \"body\" (or a \"body_file\"); give \"body\": \"\" \
+                     for an empty one",
+                ));
+            }
+            if spec.target.is_empty() {
+                spec.target = self.base.path.clone();
+            }
+        }
         if spec.target.is_empty() {
             return Err(self.error(
                 line,
@@ -611,6 +624,29 @@ mod tests {
         assert!(set.get(2).head && !set.get(0).head);
         assert_eq!(set.endpoints(), ["POST /a", "GET /b", "HEAD /c"]);
         assert_eq!(set.hosts().len(), 1);
+    }
+
+    #[test]
+    fn websocket_messages_need_a_body_and_no_path() {
+        let dir = std::env::temp_dir().join(format!("metron-replay-ws-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("messages.jsonl");
+        let base = parse_target("ws://127.0.0.1:8080/chat").unwrap();
+        let load = |text: &str| {
+            std::fs::write(&path, text).unwrap();
+            RequestSet::load(&path, &base, &[], &[], None)
+        };
+        let set = load("{\"body\": \"one\"}\n{\"body\": \"\"}\n").unwrap();
+        assert_eq!(set.len(), 2);
+        assert!(text(&set, 0).starts_with("GET /chat HTTP/1.1\r\n"));
+        assert!(text(&set, 0).ends_with("\r\n\r\none"));
+        let err = load("{\"body\": \"one\"}\n{\"path\": \"/chat\"}\n").unwrap_err();
+        let _ = std::fs::remove_dir_all(&dir);
+        let err = err.to_string();
+        assert!(
+            err.contains(":2:") && err.contains("needs a \"body\""),
+            "{err}"
+        );
     }
 
     #[test]
