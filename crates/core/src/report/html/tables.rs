@@ -416,6 +416,21 @@ pub fn accounting(page: &mut String, doc: &Document) {
     if c.ws_pings > 0 {
         rows.push(vec!["Pings sent".into(), count(c.ws_pings), String::new()]);
     }
+    if c.ws_unasked > 0 {
+        rows.push(vec![
+            "Messages unasked".into(),
+            count(c.ws_unasked),
+            "sent by the server with no message of ours waiting: in no figure".into(),
+        ]);
+    }
+    let opened = c.ws_deflate_agreed + c.ws_deflate_declined;
+    if opened > 0 {
+        rows.push(vec![
+            "Compressed (permessage-deflate)".into(),
+            count(c.ws_deflate_agreed),
+            format!("of {} connections opened", count(opened)),
+        ]);
+    }
     for (name, n) in c.grpc.named() {
         rows.push(of_due(&format!("gRPC status {name}"), n));
     }

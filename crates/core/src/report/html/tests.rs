@@ -1028,4 +1028,24 @@ fn websocket_pages_show_closes_and_pings() {
         html.contains("<th scope=\"row\">Pings sent</th><td>7</td>"),
         "{html}"
     );
+    assert!(!html.contains("Messages unasked") && !html.contains("permessage"));
+}
+
+/// Unasked messages and compression, where the text report shows them.
+#[test]
+fn websocket_pages_show_unasked_messages_and_compression() {
+    let mut doc = websocket_echo();
+    doc.counters.ws_unasked = 4;
+    doc.counters.ws_deflate_agreed = 2;
+    doc.counters.ws_deflate_declined = 1;
+    let html = render(&doc);
+    assert_clean(&doc, &html);
+    assert!(
+        html.contains("<th scope=\"row\">Messages unasked</th><td>4</td>"),
+        "{html}"
+    );
+    assert!(
+        html.contains("<th scope=\"row\">Compressed (permessage-deflate)</th><td>2</td><td>of 3 connections opened</td>"),
+        "{html}"
+    );
 }
