@@ -602,6 +602,17 @@ fn connections_down_at_the_end_get_the_hint_of_their_own_cause() {
     );
 }
 
+/// Over WebSocket a message lost to a close or a reset may be a proxy's
+/// idle timeout, which --ws-ping keeps connections clear of.
+#[test]
+fn messages_lost_to_a_close_point_to_ws_ping() {
+    for said in ["reset", "closed early"] {
+        let said_over_ws = hint(said, Counted::Messages).unwrap();
+        assert!(said_over_ws.contains("--ws-ping T"), "{said_over_ws}");
+        assert!(!hint(said, Counted::Requests).unwrap().contains("--ws-ping"));
+    }
+}
+
 /// Visits that never started because the server went away: the warning
 /// names the connections down and why, not a slow server.
 #[test]

@@ -395,6 +395,12 @@ pub(super) fn hint(said: &str, counted: Counted) -> Option<&'static str> {
              closed them idle: --ws-ping T keeps a quiet connection alive through a proxy's \
              idle timeout"
         }
+        "reset" | "closed early" if counted.websocket() => {
+            "the server (or a proxy in between) ended connections with a message \
+             unanswered: a restart, its limits, or a proxy's idle timeout, which --ws-ping T \
+             keeps a quiet connection clear of; closes that named a code are under Closes by \
+             the server"
+        }
         "timeout" if counted == Counted::Subscriptions => {
             "the subscription lasted longer than --timeout, which bounds each subscription: \
              raise --timeout to let subscriptions run longer"
