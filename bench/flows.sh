@@ -22,6 +22,13 @@
 #    ends within its 2 s. Each round prints visits started and completed
 #    and the generator's CPU seconds; then the medians, visits per
 #    CPU-second (completed visits / CPU-s) and metron's ratios to each.
+#    The floor (bench/iomodel's sleep mode) sends 3*RATE
+#    requests/s, a visit's three, over 50 keep-alive connections to the
+#    same server, doing nothing but one sleep until each is due, one send
+#    and a blocking receive of its answer: what the kernel's part of the
+#    requests costs, under which no generator gets. Its visits per
+#    CPU-second, and its ratio to each peer's, say how far any generator
+#    could go on this machine.
 # 2. Stall: STALL_RATE visits/s for DURATION seconds against a server
 #    restarted for each generator with --stall-at STALL_AT --stall-for 1s
 #    (one second without a response byte, STALL_AT after the server
@@ -69,6 +76,8 @@ FLOW=tests/scripts/flow_login.lua
 FIGURES=bench/flows/figures.py
 TOOLS="metron locust artillery"
 [ -z "${FLOWS_LOCUST_FAST:-}" ] || TOOLS="metron locust locust-fast artillery"
+FLOOR=bench/iomodel/target/release/iomodel
+TOOLS="$TOOLS floor"
 
 case "$DURATION$LOW$HIGH$STALL_RATE$STALL_AT" in
     *[!0-9]*) echo "DURATION, rates and STALL_AT are whole numbers (seconds, visits/s)" >&2; exit 1 ;;
@@ -84,6 +93,7 @@ if [ -z "${FLOWS_IN_NETNS:-}" ]; then
         "$TOOLS_DIR/venv/bin/pip" install -q locust
     fi
     install_artillery "$TOOLS_DIR"
+    build_floor
     [ -x "$METRON" ] || cargo build --release --quiet
 fi
 enter_netns FLOWS_IN_NETNS "$@"
@@ -124,6 +134,8 @@ gen() {
                  "$ARTILLERY" run --target "$URL"
                  --overrides "{\"config\":{\"phases\":[{\"duration\":$DURATION,\"arrivalRate\":$rate}]}}"
                  --output "$tag.json" bench/flows/artillery.yml) ;;
+        floor)
+            cmd=(sh -c '"$@" >"$0"' "$tag.json" "$FLOOR" sleep "127.0.0.1:$PORT" 50 "$DURATION" $((rate * 3)) http /) ;;
     esac
     /usr/bin/time -f "%U %S" -o "$tag.cpu" taskset -c "$LOAD_CPU" timeout "$limit" "${cmd[@]}" \
         >"$tag.out" 2>&1 || echo "$tool at $rate/s exited with status $? (see $tag.out)" >&2
@@ -145,7 +157,7 @@ for round in $(seq "$ROUNDS"); do
 done
 server_stop
 
-for tool in $TOOLS; do
+for tool in ${TOOLS% floor}; do
     serve --stall-at "${STALL_AT}s" --stall-for 1s
     printf 'stall\t%s\t%s\t1\t%s\t%s\n' "$STALL_RATE" "$DURATION" "$tool" \
         "$(gen "$tool" "$STALL_RATE" "stall-$tool")" >>"$RESULTS"

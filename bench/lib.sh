@@ -37,6 +37,14 @@ install_artillery() {
     fi
 }
 
+# build_floor: bench/iomodel (its own workspace) built; sets FLOOR to it.
+# Its sleep mode is the floor bench/ws.sh and bench/flows.sh set beside
+# their generators.
+build_floor() {
+    cargo build --release --quiet --manifest-path bench/iomodel/Cargo.toml
+    FLOOR=bench/iomodel/target/release/iomodel
+}
+
 # enter_netns VAR ARGS...: unless VAR is set, runs the script ($SELF)
 # again with ARGS and VAR=1 in a network namespace of its own (unshare
 # --net, or unshare -rn where only a user namespace may be made) and does

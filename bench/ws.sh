@@ -26,6 +26,13 @@
 #    One more Artillery run, one message per connection, measures its
 #    start-up (loading, the arrivals, the connections), and the ratio is
 #    also given with that left out.
+#    The floor (bench/iomodel's sleep mode) sends the same
+#    messages at the same rate over the same connections doing nothing
+#    but one sleep until each is due, one send and a blocking receive of
+#    its echo: what the kernel's part of this work costs, which no
+#    generator that keeps the schedule and times each echo as it comes
+#    gets under. Its messages per CPU-second, and its ratio to
+#    Artillery's, say how far any generator could go on this machine.
 # 2. Stall: STALL_RATE messages/s for DURATION seconds against a server
 #    restarted for each generator with --stall-at STALL_AT --stall-for 1s
 #    (one second without a byte written), timed to fall STALL_AT
@@ -71,7 +78,8 @@ METRON_OVERRIDE=${METRON:-}
 METRON=${METRON_OVERRIDE:-$METRON}
 ARTILLERY=$TOOLS_DIR/node_modules/.bin/artillery
 FIGURES=bench/ws/figures.py
-TOOLS="metron artillery"
+FLOOR=bench/iomodel/target/release/iomodel
+TOOLS="metron artillery floor"
 
 case "$DURATION$ROUNDS$LOW$HIGH$CONNS$STALL_RATE$STALL_AT" in
     *[!0-9]*) echo "DURATION, ROUNDS, rates, connections and STALL_AT are whole numbers" >&2; exit 1 ;;
@@ -92,6 +100,7 @@ if [ -z "${WS_IN_NETNS:-}" ]; then
     need ip=iproute2
     mkdir -p "$TOOLS_DIR"
     install_artillery "$TOOLS_DIR"
+    build_floor
     [ -x "$METRON" ] || cargo build --release --quiet
 fi
 enter_netns WS_IN_NETNS "$@"
@@ -135,6 +144,8 @@ gen() {
         artillery)
             artillery_cmd $((asked / CONNS)) "$(awk -v c="$CONNS" -v r="$rate" 'BEGIN { print 1000 * c / r }')" \
                 "$tag.json" ;;
+        floor)
+            cmd=(sh -c '"$@" >"$0"' "$tag.json" "$FLOOR" sleep "127.0.0.1:$PORT" "$CONNS" "$DURATION" "$rate" ws /ws/echo "$MESSAGE") ;;
     esac
     /usr/bin/time -f "%U %S" -o "$tag.cpu" taskset -c "$LOAD_CPU" timeout "$limit" "${cmd[@]}" \
         >"$tag.out" 2>&1 || echo "$tool at $rate/s exited with status $? (see $tag.out)" >&2
@@ -174,8 +185,9 @@ STARTUP_MS=$(cut -d' ' -f2 "$WORK/startup.txt" | median)
 echo "# Artillery's start-up (one message on each of $CONNS connections), median of $ROUNDS: $STARTUP_CPU CPU-s, first arrival $STARTUP_MS ms after launch"
 
 # The stall falls STALL_AT into each tool's traffic: Artillery's server
-# stalls later by the time Artillery took to start (measured above).
-for tool in $TOOLS; do
+# stalls later by the time Artillery took to start (measured above). The
+# floor times nothing: it has no part in it.
+for tool in metron artillery; do
     at=$((STALL_AT * 1000))
     [ "$tool" = metron ] || at=$((at + ${STARTUP_MS%.*}))
     started=$(date +%s%3N)

@@ -19,6 +19,8 @@ What each report gives:
 - Artillery (--output): vusers.created, the item step's 200s (its
   metrics-by-endpoint plugin) and its per-step response_time summaries
   (ms).
+- the floor (bench/iomodel sleep): requests sent and answered, counted
+  here as visits of three requests each; it times nothing.
 """
 
 import json
@@ -30,9 +32,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..
 from figures_common import NAN, fields, med, median_table, ms, print_row
 
 STEPS = ("login", "items", "item")
-TOOLS = ("metron", "locust", "locust-fast", "artillery")
+TOOLS = ("metron", "locust", "locust-fast", "artillery", "floor")
 NAMES = {"metron": "metron", "locust": "Locust", "locust-fast": "Locust-fast",
-         "artillery": "Artillery"}
+         "artillery": "Artillery", "floor": "floor"}
+# The floor's requests per visit: a visit is three requests.
+FLOOR_STEPS = 3
 
 
 def metron_row(path):
@@ -96,10 +100,15 @@ def artillery_row(path):
     return out + ["nan"]
 
 
+def floor_row(path):
+    f = json.load(open(path))
+    return [f["sent"] // FLOOR_STEPS, f["answered"] // FLOOR_STEPS] + [0, "nan", "nan"] * 3 + ["nan"]
+
+
 def row(tool, path):
     print_row(tool, path,
               lambda: {"metron": metron_row, "locust": locust_row, "locust-fast": locust_row,
-                       "artillery": artillery_row}[tool](path),
+                       "artillery": artillery_row, "floor": floor_row}[tool](path),
               [0, 0] + [0, "nan", "nan"] * 3 + ["nan"])
 
 
@@ -151,11 +160,19 @@ def table(path):
             ("  generator CPU-s", lambda t: f"{m[t]['cpu']:.2f}"),
             ("  visits per CPU-second", lambda t: f"{m[t]['per_cpu']:.0f}"),
         ] + [(f"  {s} p99, ms", lambda t, s=s: ms(m[t]["p99"][s])) for s in STEPS])
+        peers = [t for t in tools if t not in ("metron", "floor") and m[t]["per_cpu"]]
         if "metron" in m:
-            for t in tools:
-                if t != "metron" and m[t]["per_cpu"]:
-                    print(f"  metron / {NAMES[t]}, visits per CPU-second: "
-                          f"{m['metron']['per_cpu'] / m[t]['per_cpu']:.1f}")
+            for t in peers:
+                print(f"  metron / {NAMES[t]}, visits per CPU-second: "
+                      f"{m['metron']['per_cpu'] / m[t]['per_cpu']:.1f}")
+        if "floor" in m:
+            for t in peers:
+                print(f"  floor / {NAMES[t]}, visits per CPU-second: "
+                      f"{m['floor']['per_cpu'] / m[t]['per_cpu']:.1f} "
+                      "(the floor: only the system calls each request needs)")
+            if "metron" in m and m["metron"]["per_cpu"]:
+                print(f"  metron's CPU per visit over the floor's: "
+                      f"{m['floor']['per_cpu'] / m['metron']['per_cpu']:.2f}x")
         print()
     st = [r for r in rows if r["scenario"] == "stall"]
     if st:

@@ -29,6 +29,8 @@ What each report gives:
   in its report. Its achieved rate here is messages answered over the
   mean session length (the connections run side by side, all opened
   within the first second).
+- the floor (bench/iomodel sleep): asked, sent, answered, and the seconds
+  from its first due time to its last echo; it times no message.
 """
 
 import json
@@ -39,8 +41,8 @@ sys.dont_write_bytecode = True  # no __pycache__ left in bench/
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), ".."))
 from figures_common import NAN, fields, med, median_table, ms, print_row
 
-TOOLS = ("metron", "artillery")
-NAMES = {"metron": "metron", "artillery": "Artillery"}
+TOOLS = ("metron", "artillery", "floor")
+NAMES = {"metron": "metron", "artillery": "Artillery", "floor": "floor"}
 
 
 def pct(lat, q):
@@ -68,9 +70,15 @@ def artillery_row(path, asked):
             a.get("firstCounterAt", 0)]
 
 
+def floor_row(path, asked):
+    f = json.load(open(path))
+    return [asked, f["sent"], f["answered"], f["answered"] / f["seconds"] if f["seconds"] else 0,
+            NAN, NAN, NAN, NAN, NAN, NAN, f["first_ms"]]
+
+
 def row(tool, path, asked):
-    print_row(tool, path,
-              lambda: {"metron": metron_row, "artillery": artillery_row}[tool](path, int(asked)),
+    make = {"metron": metron_row, "artillery": artillery_row, "floor": floor_row}[tool]
+    print_row(tool, path, lambda: make(path, int(asked)),
               [int(asked), 0, 0, 0] + [NAN] * 6 + [0])
 
 
@@ -130,7 +138,7 @@ def table(path, startup_cpu):
         if startup_cpu == startup_cpu and "artillery" in m:
             beyond = m["artillery"]["cpu"] - startup_cpu
             lines.append(("  the same, start-up left out",
-                          lambda t: f"{m[t]['per_cpu']:.0f}" if t == "metron" else
+                          lambda t: f"{m[t]['per_cpu']:.0f}" if t != "artillery" else
                           (f"{m[t]['answered'] / beyond:.0f}" if beyond > 0 else "n/a")))
         lines += [
             ("  generator user CPU-s", lambda t: f"{m[t]['user']:.2f}"),
@@ -147,6 +155,13 @@ def table(path, startup_cpu):
             if m["artillery"]["per_user"]:
                 print(f"  metron / Artillery, messages per user CPU-second (system time left out): "
                       f"{m['metron']['per_user'] / m['artillery']['per_user']:.1f}")
+        if "floor" in m and "artillery" in m and m["artillery"]["per_cpu"]:
+            print(f"  floor / Artillery, messages per CPU-second: "
+                  f"{m['floor']['per_cpu'] / m['artillery']['per_cpu']:.1f} "
+                  "(the floor: only the system calls each message needs)")
+        if "floor" in m and "metron" in m and m["metron"]["per_cpu"]:
+            print(f"  metron's CPU per message over the floor's: "
+                  f"{m['floor']['per_cpu'] / m['metron']['per_cpu']:.2f}x")
         print()
     st = [r for r in rows if r["scenario"] == "stall"]
     if st:

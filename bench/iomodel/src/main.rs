@@ -35,8 +35,24 @@
 //!   allow a sender on this core today, for metron's `Send lag` to be
 //!   judged beside.
 //!
+//! - `sleep`: the floor of a generator that keeps a schedule and waits for
+//!   each answer, for bench/ws.sh and bench/flows.sh to set beside their
+//!   generators' CPU: `iomodel sleep HOST:PORT CONNECTIONS SECONDS RATE
+//!   http PATH` or `... RATE ws PATH MESSAGE`. Requests (or WebSocket
+//!   messages, after an upgrade on each connection) fall due at RATE per
+//!   second, round robin over the connections; for each, one
+//!   `clock_nanosleep` until it is due, one `send`, and blocking `recv`s
+//!   until its answer is in (an HTTP answer's length measured once, a
+//!   text frame's echo two bytes longer than the message). One at a time,
+//!   so it keeps the schedule while a round trip is shorter than the gap
+//!   between two; later, it sends late, never skips. A receive waits at
+//!   most 5 s.
+//!
 //! Prints `MODE requests N seconds S cpu C` (user + system time); `pace`
-//! prints `pace requests N lag_p50_us A lag_p99_us B lag_max_us C`.
+//! prints `pace requests N lag_p50_us A lag_p99_us B lag_max_us C`;
+//! `sleep` prints one JSON object: `asked`, `sent`, `answered`, `seconds`
+//! (from the first due time to the last answer) and `first_ms` (when the
+//! first was due, ms since the epoch).
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
@@ -49,10 +65,14 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: iomodel epoll|uring|h2c|pace HOST:PORT CONNECTIONS SECONDS [STREAMS|RATE]";
+    let usage = "usage: iomodel epoll|uring|h2c|pace HOST:PORT CONNECTIONS SECONDS [STREAMS|RATE]\n       \
+                 iomodel sleep HOST:PORT CONNECTIONS SECONDS RATE http PATH | ws PATH MESSAGE";
     if let [m, a, c, s, rest @ ..] = &args[..] {
         if m == "pace" {
             return pace_main(a, c, s, rest.first().map_or("90000", String::as_str), usage);
+        }
+        if m == "sleep" {
+            return sleep_main(a, c, s, rest, usage);
         }
     }
     let (mode, addr, conns, secs, streams) = match &args[..] {
@@ -104,7 +124,7 @@ struct Setup {
 }
 
 fn run(mode: &str, addr: &str, conns: usize, length: Duration) -> io::Result<()> {
-    let request = format!("GET / HTTP/1.1\r\nHost: {addr}\r\n\r\n").into_bytes();
+    let request = http_get(addr, "/");
     let answer_len = answer_length(addr, &request)?;
     let socks = (0..conns)
         .map(|_| {
@@ -606,7 +626,7 @@ fn wait(ep: i32, events: &mut [libc::epoll_event], timeout: Duration) -> io::Res
 }
 
 fn pace(addr: &str, conns: usize, length: Duration, rate: u64) -> io::Result<()> {
-    let request = format!("GET / HTTP/1.1\r\nHost: {addr}\r\n\r\n").into_bytes();
+    let request = http_get(addr, "/");
     let answer_len = answer_length(addr, &request)?;
     // SAFETY: plain system calls on descriptors this function owns or borrows.
     let ep = check(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) } as isize)? as i32;
@@ -697,4 +717,148 @@ fn pace(addr: &str, conns: usize, length: Duration, rate: u64) -> io::Result<()>
         *lags.last().unwrap() as f64 / 1e3
     );
     Ok(())
+}
+
+/// What `sleep` sends on each connection, and how long its answer is.
+struct Exchange {
+    /// Written once on each connection before the first (the upgrade).
+    opening: Option<Vec<u8>>,
+    message: Vec<u8>,
+    answer_len: usize,
+}
+
+fn sleep_main(addr: &str, conns: &str, secs: &str, rest: &[String], usage: &str) -> ExitCode {
+    let (Ok(conns), Ok(secs)) = (conns.parse::<usize>(), secs.parse::<u64>()) else {
+        eprintln!("CONNECTIONS and SECONDS must be whole numbers; {usage}");
+        return ExitCode::from(2);
+    };
+    let rate = rest.first().and_then(|r| r.parse::<u64>().ok());
+    let exchange = match &rest.get(1..).unwrap_or_default() {
+        [kind, path] if kind == "http" => answer_length(addr, &http_get(addr, path)).map(|len| Exchange {
+            opening: None,
+            message: http_get(addr, path),
+            answer_len: len,
+        }),
+        [kind, path, message] if kind == "ws" && message.len() <= 125 => Ok(Exchange {
+            opening: Some(format!(
+                "GET {path} HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\n\
+                 Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+                 Sec-WebSocket-Version: 13\r\n\r\n"
+            )
+            .into_bytes()),
+            message: text_frame(message.as_bytes()),
+            answer_len: 2 + message.len(),
+        }),
+        _ => {
+            eprintln!("{usage} (a ws MESSAGE of at most 125 bytes)");
+            return ExitCode::from(2);
+        }
+    };
+    let Some(rate) = rate.filter(|&r| (1..=1_000_000).contains(&r)) else {
+        eprintln!("RATE must be 1 to 1000000; {usage}");
+        return ExitCode::from(2);
+    };
+    if conns == 0 || conns > 4096 || secs == 0 {
+        eprintln!("CONNECTIONS must be 1 to 4096, SECONDS at least 1; {usage}");
+        return ExitCode::from(2);
+    }
+    exit_status(exchange.and_then(|x| sleep(addr, conns, secs, rate, &x)))
+}
+
+fn http_get(addr: &str, path: &str) -> Vec<u8> {
+    format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").into_bytes()
+}
+
+/// A masked text frame of `message` (at most 125 bytes).
+fn text_frame(message: &[u8]) -> Vec<u8> {
+    let key = [0x37, 0xfa, 0x21, 0x3d];
+    let mut out = vec![0x81, 0x80 | message.len() as u8];
+    out.extend_from_slice(&key);
+    out.extend(message.iter().enumerate().map(|(i, b)| b ^ key[i % 4]));
+    out
+}
+
+fn sleep(addr: &str, conns: usize, secs: u64, rate: u64, x: &Exchange) -> io::Result<()> {
+    let mut socks = Vec::with_capacity(conns);
+    let mut buf = vec![0u8; 65536];
+    for _ in 0..conns {
+        let mut s = TcpStream::connect(addr)?;
+        s.set_nodelay(true)?;
+        s.set_read_timeout(Some(Duration::from_secs(5)))?;
+        if let Some(opening) = &x.opening {
+            s.write_all(opening)?;
+            let mut got = 0;
+            while !buf[..got].windows(4).any(|w| w == b"\r\n\r\n") {
+                match s.read(&mut buf[got..])? {
+                    0 => return Err(io::Error::other("the server closed during the upgrade")),
+                    n => got += n,
+                }
+            }
+            if !buf.starts_with(b"HTTP/1.1 101") {
+                return Err(io::Error::other("the server did not take the upgrade"));
+            }
+        }
+        socks.push(s);
+    }
+    if x.answer_len > buf.len() {
+        return Err(io::Error::other("an answer longer than 64 KiB"));
+    }
+    let asked = rate * secs;
+    let period = 1_000_000_000 / rate;
+    let clock = |t: &mut libc::timespec| {
+        // SAFETY: clock_gettime fills the timespec it is given.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, t) };
+        t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+    };
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let start = clock(&mut ts) + 1_000_000;
+    let first_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() + 1);
+    let (mut sent, mut answered) = (0u64, 0u64);
+    let mut stopped = None;
+    'each: for i in 0..asked {
+        let due = start + i * period;
+        let at = libc::timespec {
+            tv_sec: (due / 1_000_000_000) as libc::time_t,
+            tv_nsec: (due % 1_000_000_000) as libc::c_long,
+        };
+        // SAFETY: the timespec outlives the call; an interrupted sleep is
+        // begun again for the same absolute time.
+        while unsafe {
+            libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &at, std::ptr::null_mut())
+        } == libc::EINTR
+        {}
+        let s = &mut socks[(i % conns as u64) as usize];
+        if let Err(e) = send(s.as_raw_fd(), &x.message) {
+            stopped = Some(e);
+            break;
+        }
+        sent += 1;
+        let mut got = 0;
+        while got < x.answer_len {
+            match s.read(&mut buf[got..x.answer_len]) {
+                Ok(0) => {
+                    stopped = Some(io::Error::other("the server closed a connection"));
+                    break 'each;
+                }
+                Ok(n) => got += n,
+                Err(e) => {
+                    stopped = Some(e);
+                    break 'each;
+                }
+            }
+        }
+        answered += 1;
+    }
+    let seconds = (clock(&mut ts).saturating_sub(start)) as f64 / 1e9;
+    println!(
+        "{{\"asked\": {asked}, \"sent\": {sent}, \"answered\": {answered}, \"seconds\": {seconds:.3}, \"first_ms\": {first_ms}}}"
+    );
+    match stopped {
+        Some(e) => Err(io::Error::other(format!(
+            "stopped after {answered} of {asked} answers: {e}"
+        ))),
+        None => Ok(()),
+    }
 }
