@@ -51,7 +51,7 @@
 # the end of every run even with ARTILLERY_DISABLE_TELEMETRY set. Port
 # FLOWS_PORT (default 47210). FLOWS_KEEP=1 keeps each run's own report
 # and output (the folder is named at the end). Needs python3, npm,
-# taskset, /usr/bin/time, unshare and ip. About 5 minutes with the
+# taskset, /usr/bin/time, unshare and ip. About 6 minutes with the
 # defaults.
 set -euo pipefail
 SELF=$(realpath "$0")

@@ -56,7 +56,7 @@
 # replaced by bench/flows/artillery-quiet.cjs (see bench/flows.sh). Port
 # WS_PORT (default 47600). WS_KEEP=1 keeps each run's own report and
 # output (the folder is named at the end). Needs python3, npm, node,
-# taskset, /usr/bin/time, unshare and ip. About 5 minutes with the
+# taskset, /usr/bin/time, unshare and ip. About 6 minutes with the
 # defaults.
 set -euo pipefail
 SELF=$(realpath "$0")
