@@ -724,14 +724,34 @@ end
 /// `--ws-match`: Python's server sends a message of its own before each
 /// echo (`/chatter`, as a room relaying others' messages does). Matched by
 /// the field `id`, each echo answers its message and the chatter is
-/// counted as unasked, one per message; the server's counts are the
-/// ledger's. Matched by order, the chatter would be taken for answers.
+/// counted as unasked, one per message, and a script's `message()` reads
+/// it too; the server's counts are the ledger's. Matched by order, the
+/// chatter would be taken for answers.
 #[test]
 fn answers_matched_by_a_field_pass_over_other_messages() {
     let _g = serial();
     let Some(srv) = WebSockets::start(None) else {
         return;
     };
+    let dir = servers::fresh_dir("ws-match");
+    let script = write(
+        &dir,
+        "chatter.lua",
+        br#"
+local threads = {}
+function setup(thread) table.insert(threads, thread) end
+function init(args) seen, chatter = 0, 0 end
+function message(data, binary)
+  seen = seen + 1
+  if data:find('"chatter"', 1, true) then chatter = chatter + 1 end
+end
+function done(summary, latency, requests)
+  local seen, chatter = 0, 0
+  for _, t in ipairs(threads) do seen = seen + t:get("seen"); chatter = chatter + t:get("chatter") end
+  io.write(string.format("seen %d chatter %d\n", seen, chatter))
+end
+"#,
+    );
     let url = srv.url("/chatter");
     let flags = [
         "-t2",
@@ -742,6 +762,8 @@ fn answers_matched_by_a_field_pass_over_other_messages() {
         "order.id",
         "--data",
         r#"{"order": {"id": 7}, "qty": 5}"#,
+        "-s",
+        &script,
     ];
     let (doc, text) = run(&[&flags[..], &[url.as_str()]].concat());
     let counts = srv.counts();
@@ -753,6 +775,10 @@ fn answers_matched_by_a_field_pass_over_other_messages() {
     assert_eq!(counts.received, completed, "{counts:?}");
     assert_eq!(counts.sent, 2 * completed, "{counts:?}");
     assert_eq!(counter(&doc, "ws_unasked"), completed, "{text}");
+    assert!(
+        text.contains(&format!("seen {} chatter {completed}", 2 * completed)),
+        "{text}"
+    );
     let errors = schema_errors(&doc);
     assert!(errors.is_empty(), "{errors:#?}");
     assert_eq!(
@@ -761,7 +787,6 @@ fn answers_matched_by_a_field_pass_over_other_messages() {
     );
     // A requests file's message without the field can be matched to no
     // answer: the run ends in one line naming it, not in timeouts.
-    let dir = servers::fresh_dir("ws-match");
     let lines = "{\"path\": \"/chatter\", \"body\": \"{\\\"order\\\": {\\\"id\\\": 1}}\"}\n\
                  {\"path\": \"/chatter\", \"body\": \"{\\\"qty\\\": 2}\"}\n";
     let file = write(&dir, "messages.jsonl", lines.as_bytes());

@@ -275,6 +275,11 @@ pub enum Event<T> {
         data: Option<Bytes>,
         binary: bool,
     },
+    /// A whole WebSocket message came that no message awaited (an echo
+    /// server that speaks first, or sends others' messages beside the
+    /// answers), with its data when a script reads messages. It is no
+    /// request's, so it only goes to the script's `message()`.
+    Unasked { data: Bytes, binary: bool },
     /// It ended without a response.
     Lost { tag: T, why: Failure },
     /// The server never processed it (above a GOAWAY's last stream id, or

@@ -636,6 +636,12 @@ impl Worker {
                         return false;
                     }
                 }
+                crate::http::Event::Unasked { data, binary } => {
+                    let result = self.hooks.message(&data, binary, false);
+                    if !self.script_went_on(result) {
+                        return false;
+                    }
+                }
                 crate::http::Event::Lost { tag, why } => self.lost(tag, why, now),
                 crate::http::Event::Unprocessed { tag } => {
                     again |= self.unprocessed(peer, tag, now);

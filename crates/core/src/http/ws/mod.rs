@@ -59,7 +59,8 @@ pub struct WsOptions {
     pub max_head: usize,
     /// Messages awaiting their answers on one connection at most (`-m`).
     pub max_in_flight: u32,
-    /// Keep each answer for a script's `response()`, as its body.
+    /// Keep each answer for a script's `response()`, as its body, and
+    /// hand on each unasked message for its `message()`.
     pub capture: bool,
     /// Hand each pushed message's data on (a script's `message()` or
     /// `event()`).
@@ -489,6 +490,12 @@ impl<T: Clone> WebSocket<T> {
             // A message nobody awaits: an echo server that speaks first,
             // or one that sends others' messages beside the answers.
             self.unasked += 1;
+            if self.opts.capture {
+                self.events.push_back(Event::Unasked {
+                    data: message.into(),
+                    binary: self.binary_read,
+                });
+            }
             return false;
         };
         if self.opts.capture {

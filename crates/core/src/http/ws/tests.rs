@@ -300,6 +300,37 @@ fn each_answer_answers_the_oldest_message() {
     assert!(s.has_heard() && s.in_flight() == 0 && s.retirement().is_none());
 }
 
+/// A message no message awaits is counted as unasked, and handed on
+/// whole when a script reads messages, since its `message()` sees every
+/// message received.
+#[test]
+fn an_unasked_message_goes_to_the_script_that_reads_messages() {
+    for capture in [false, true] {
+        let mut s = open_with(WsOptions {
+            capture,
+            ..options()
+        });
+        s.handle(&from_server(true, Opcode::Binary, b"hello"), 5);
+        let event = s.poll_event();
+        if capture {
+            assert_eq!(
+                event,
+                Some(Event::Unasked {
+                    data: Bytes::from_static(b"hello"),
+                    binary: true
+                })
+            );
+        } else {
+            assert_eq!(event, None);
+        }
+        assert_eq!(s.info().messages.map(|m| m.unasked), Some(1));
+        // The answer to a message sent after it is still that message's.
+        s.open(&message("one"), 1, 10).unwrap();
+        s.handle(&from_server(true, Opcode::Text, b"one"), 20);
+        assert_eq!(response(s.poll_event()).0, 1);
+    }
+}
+
 #[test]
 fn binary_messages_and_a_servers_ping_between_fragments() {
     let mut s = WebSocket::new(WsOptions {
