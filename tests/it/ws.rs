@@ -553,6 +553,11 @@ fn a_push_ends_by_the_servers_close_and_a_stop_shows_in_its_gaps() {
     let out = metron(&["-t1", "-c2", "-d1s", "--ws", "push", "--json", &json, &cut]);
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(5), "{}\n{text}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no subscription completed"),
+        "{}",
+        stderr(&out)
+    );
     let doc = read_json(std::path::Path::new(&json));
     assert_ledger(&doc);
     assert_eq!(counter(&doc, "completed"), 0, "{text}");

@@ -19,6 +19,7 @@ pub mod text;
 
 pub use text::{write_text, TextReport};
 
+use crate::http::ws::{Conversation, Shape};
 use crate::http::Spoken;
 use crate::stats::EventKind;
 
@@ -40,6 +41,16 @@ impl Counted {
             (_, Some(EventKind::WebSocket)) => Counted::Subscriptions,
             (true, _) => Counted::Messages,
             (false, _) => Counted::Requests,
+        }
+    }
+
+    /// What a run's configuration counts: a WebSocket echo's messages,
+    /// a push's subscriptions, or requests.
+    pub fn of_websocket(conversation: Option<&Conversation>) -> Counted {
+        match conversation.map(|c| c.shape) {
+            Some(Shape::Push) => Counted::Subscriptions,
+            Some(Shape::Echo) => Counted::Messages,
+            None => Counted::Requests,
         }
     }
 

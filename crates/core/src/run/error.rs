@@ -50,8 +50,10 @@ pub enum Error {
     /// Requests failed and none completed: the report, with the errors by
     /// cause, is out, but a script checking the exit status alone must
     /// not take the run for a measurement.
-    #[error("no request completed ({0}); the report above says why")]
-    NothingCompleted(String),
+    /// `what`: the run's unit (`request`, a WebSocket `message` or
+    /// `subscription`).
+    #[error("no {what} completed ({errors}); the report above says why")]
+    NothingCompleted { what: &'static str, errors: String },
     /// A signal ended the run early; the report of what ran is out.
     #[error("stopped by {} after {}; the report covers what ran", cause.describe(), format_time_us(after.as_micros() as f64))]
     Interrupted { cause: StopCause, after: Duration },
@@ -78,7 +80,7 @@ impl Error {
                 _ => 1,
             },
             Error::Slo { status, .. } | Error::Sweep(_, status) => *status,
-            Error::NothingCompleted(_) => 5,
+            Error::NothingCompleted { .. } => 5,
             _ => 1,
         }
     }

@@ -36,6 +36,7 @@ use std::sync::Arc;
 use crate::cli::config::Config;
 use crate::cli::BenchArgs;
 use crate::engine::{EngineError, Outcome, Stop};
+use crate::report::Counted;
 use crate::script::stdout;
 use crate::signals;
 use crate::stats::Counters;
@@ -55,7 +56,10 @@ pub fn bench(args: &BenchArgs, out: &mut dyn Write) -> Result<Outcome, Error> {
     // The report is out; the exit status tells a script that nothing in
     // it is a measurement of the server's responses.
     match nothing_completed(&outcome.stats.counters) {
-        Some(errors) => Err(Error::NothingCompleted(errors)),
+        Some(errors) => Err(Error::NothingCompleted {
+            what: Counted::of_websocket(cfg.run.websocket.as_deref()).one(),
+            errors,
+        }),
         None => Ok(outcome),
     }
 }

@@ -47,9 +47,9 @@ pub fn write_banner(mut text: &mut dyn Write, cfg: &Config, hosts: &[Host]) -> R
         )?;
     } else if let Some(r) = &run.replay {
         let file = r.file.display().to_string();
-        let (requests, hosts) = (r.set.len(), r.set.hosts().len());
+        let entries = (r.set.len(), run.websocket.is_some());
         let order = describe::replay_order(r);
-        text::write_replay_line(&mut text, &file, requests, hosts, &order)?;
+        text::write_replay_line(&mut text, &file, entries, r.set.hosts().len(), &order)?;
     }
     let profile = run.load.profile().filter(|p| !p.is_constant());
     text::write_arrival_line(

@@ -78,7 +78,10 @@ pub fn write_document(doc: &Document, path: &Path, mut out: &mut dyn Write) -> R
                 &l.described,
             )?;
         }
-        (_, Some(r)) => text::write_replay_line(&mut out, &r.file, r.count, r.hosts, &r.described)?,
+        (_, Some(r)) => {
+            let entries = (r.count, c.ws.is_some());
+            text::write_replay_line(&mut out, &r.file, entries, r.hosts, &r.described)?;
+        }
         (_, None) => {}
     }
     let view = TextReport {

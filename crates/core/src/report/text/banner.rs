@@ -133,19 +133,21 @@ pub fn write_late_start(
     )
 }
 
-/// The line after the banner that says what `--requests` replays.
+/// The line after the banner that says what `--requests` replays:
+/// requests, or over WebSocket (`messages`) messages.
 pub fn write_replay_line(
     out: &mut impl Write,
     file: &str,
-    requests: usize,
+    (entries, messages): (usize, bool),
     hosts: usize,
     order: &str,
 ) -> io::Result<()> {
     let s = |n: usize| if n == 1 { "" } else { "s" };
+    let what = if messages { "message" } else { "request" };
     writeln!(
         out,
-        "  replaying {requests} request{} from {file} to {hosts} host{}, {order}",
-        s(requests),
+        "  replaying {entries} {what}{} from {file} to {hosts} host{}, {order}",
+        s(entries),
         s(hosts)
     )
 }
@@ -166,4 +168,27 @@ pub fn write_llm_line(
         out,
         "  LLM {api} to {path}: {prompts} prompt{s} from {source}, {order}; {asks}"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A requests file replays requests, or over WebSocket messages.
+    #[test]
+    fn the_replay_line_names_what_the_file_holds() {
+        let line = |entries, hosts| {
+            let mut out = Vec::new();
+            write_replay_line(&mut out, "f.jsonl", entries, hosts, "in order").unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(
+            line((5, false), 2),
+            "  replaying 5 requests from f.jsonl to 2 hosts, in order\n"
+        );
+        assert_eq!(
+            line((1, true), 1),
+            "  replaying 1 message from f.jsonl to 1 host, in order\n"
+        );
+    }
 }

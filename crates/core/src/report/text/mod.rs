@@ -119,7 +119,7 @@ pub fn write_results(out: &mut impl Write, r: &TextReport) -> io::Result<()> {
             flows::write_steps(out, &stats.endpoints)?;
             flows::write_visits(out, visits)?;
         }
-        None => write_endpoints(out, &stats.endpoints)?,
+        None => write_endpoints(out, &stats.endpoints, counted)?,
     }
     write_phases(out, &stats.phases, r.profile_phases, counted)?;
     write_own_lines(out, r)

@@ -163,16 +163,23 @@ pub fn write_latencies(out: &mut impl Write, stats: &RunStats) -> io::Result<()>
     Ok(())
 }
 
-/// One line per endpoint of a requests file: what it got and how fast.
-pub(super) fn write_endpoints(out: &mut impl Write, endpoints: &[EndpointStats]) -> io::Result<()> {
+/// One line per endpoint of a requests file: what it got (`counted`:
+/// requests, or WebSocket messages or subscriptions) and how fast.
+pub(super) fn write_endpoints(
+    out: &mut impl Write,
+    endpoints: &[EndpointStats],
+    counted: Counted,
+) -> io::Result<()> {
     if endpoints.is_empty() {
         return Ok(());
     }
     writeln!(out, "  Endpoints (corrected latency)")?;
+    let title = counted.title();
+    let w = title.len().max(10);
     writeln!(
         out,
-        "  {:>10} {:>8} {:>9} {:>9} {:>9}  Endpoint",
-        "Requests", "Errors", "50%", "99%", "99.9%"
+        "  {title:>w$} {:>8} {:>9} {:>9} {:>9}  Endpoint",
+        "Errors", "50%", "99%", "99.9%"
     )?;
     let empty = crate::stats::new_histogram();
     for e in endpoints {
@@ -181,7 +188,7 @@ pub(super) fn write_endpoints(out: &mut impl Write, endpoints: &[EndpointStats])
         let at = |p| time_or_none(summary::percentile(h, p));
         writeln!(
             out,
-            "  {:>10} {:>8} {:>9} {:>9} {:>9}  {}",
+            "  {:>w$} {:>8} {:>9} {:>9} {:>9}  {}",
             e.completed,
             e.errors,
             at(50.0),

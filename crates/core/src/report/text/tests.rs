@@ -693,6 +693,33 @@ fn an_endpoint_with_nothing_completed_prints_dashes() {
     }
 }
 
+/// Over WebSocket the endpoints' count is of messages (or of
+/// subscriptions, whose longer title widens its column).
+#[test]
+fn endpoints_count_what_the_run_counted() {
+    let endpoints = vec![EndpointStats {
+        name: "/echo".to_string(),
+        completed: 12,
+        errors: 1,
+        latency: None,
+        ..Default::default()
+    }];
+    for (counted, header) in [
+        (Counted::Messages, "    Messages   Errors"),
+        (Counted::Subscriptions, "  Subscriptions   Errors"),
+    ] {
+        let mut out = Vec::new();
+        super::results::write_endpoints(&mut out, &endpoints, counted).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[1].starts_with(header), "{text}");
+        // The row's count ends where its title does.
+        let title = counted.title();
+        let end = lines[1].find(title).unwrap() + title.len();
+        assert_eq!(lines[2].find("12").unwrap() + 2, end, "{text}");
+    }
+}
+
 /// A profile of more phases than are broken out says why its table is
 /// missing, rather than dropping it without a word.
 #[test]
