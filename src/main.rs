@@ -8,7 +8,7 @@ fn main() -> ExitCode {
         Ok(cmd) => cmd,
         // A mistake is one line; --help and --version print as they are.
         Err(e) if e.use_stderr() => {
-            eprintln!("metron: {}", metron::cli::error_line(&e));
+            let _ = writeln!(std::io::stderr(), "metron: {}", metron::cli::error_line(&e));
             return ExitCode::from(2);
         }
         Err(e) => {
@@ -23,7 +23,7 @@ fn main() -> ExitCode {
         Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
         Err(e) => {
             let _ = out.flush();
-            eprintln!("metron: {e}");
+            let _ = writeln!(std::io::stderr(), "metron: {e}");
             ExitCode::from(e.exit_status())
         }
     }

@@ -5,6 +5,7 @@
 //! report is out.
 
 use std::io;
+use std::io::Write as _;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -33,13 +34,15 @@ pub fn stop_on_interrupt(stop: Arc<Stop>) -> io::Result<Guard> {
                     "Ctrl-C"
                 };
                 if !stop.has_begun() {
-                    eprintln!(
+                    let _ = writeln!(
+                        std::io::stderr(),
                         "metron: stopped by {name} before the run began: nothing was measured"
                     );
                     std::process::exit(128 + signal);
                 }
                 if stop.is_closing() {
-                    eprintln!(
+                    let _ = writeln!(
+                        std::io::stderr(),
                         "metron: stopped by {name} in the script's done(); the report above \
                          covers the whole run"
                     );

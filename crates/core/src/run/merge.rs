@@ -42,7 +42,7 @@ pub fn merge(args: &MergeArgs, out: &mut dyn Write) -> Result<(), Error> {
     }
     let mut merged = merge::documents(&docs).map_err(Error::Merge)?;
     for w in &merged.warnings {
-        eprintln!("metron merge: warning: {w}");
+        let _ = writeln!(std::io::stderr(), "metron merge: warning: {w}");
     }
     if let Some(slo) = &args.slo {
         merged.doc.slo = Some(judge(slo, &docs, &merged.doc)?);

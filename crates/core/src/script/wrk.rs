@@ -14,6 +14,7 @@
 //! run to run: fields named on the command line (`-H`) go first, in the
 //! order given, then the others sorted by name.
 
+use std::io::Write as _;
 use std::sync::Arc;
 
 use mlua::{Lua, Table, Value};
@@ -208,7 +209,10 @@ fn lookup(lua: &Lua, (host, service): (String, String)) -> mlua::Result<Value> {
             Ok(Value::Table(lua.create_sequence_from(list)?))
         }
         Err(reason) => {
-            eprintln!("unable to resolve {host}:{service}: {reason}");
+            let _ = writeln!(
+                std::io::stderr(),
+                "unable to resolve {host}:{service}: {reason}"
+            );
             Ok(Value::Nil)
         }
     }

@@ -7,6 +7,7 @@
 //! closes with the run rather than keep the process alive for ever.
 
 use std::io;
+use std::io::Write as _;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -45,9 +46,10 @@ pub fn open(cfg: &Config) -> Result<Option<Box<dyn Sink>>, Error> {
             why,
         }
     })?;
-    eprintln!("Dashboard: http://{}/", d.addr());
+    let _ = writeln!(std::io::stderr(), "Dashboard: http://{}/", d.addr());
     if d.is_exposed() {
-        eprintln!(
+        let _ = writeln!(
+            std::io::stderr(),
             "Warning: the dashboard listens on {}: anyone who can reach it can see this run \
              (--dashboard=127.0.0.1:PORT keeps it on this machine)",
             d.addr()
@@ -118,14 +120,19 @@ impl Sink for Live {
             Stay::For(t) => format!("for {}", format_run_duration(t)),
             Stay::UntilCtrlC => "until Ctrl-C".to_string(),
             Stay::No => {
-                eprintln!(
+                let _ = writeln!(
+                    std::io::stderr(),
                     "Dashboard: closed with the run, as no terminal's Ctrl-C can reach it \
                      (--dashboard-linger T keeps it up for T)"
                 );
                 return;
             }
         };
-        eprintln!("Dashboard: the report stays at http://{}/ {how}", d.addr());
+        let _ = writeln!(
+            std::io::stderr(),
+            "Dashboard: the report stays at http://{}/ {how}",
+            d.addr()
+        );
         let until = self.linger.map(|t| Instant::now() + t);
         let stopped_before = stop.is_stopped();
         while until.is_none_or(|end| Instant::now() < end) && (stopped_before || !stop.is_stopped())
