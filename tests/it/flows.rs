@@ -367,6 +367,16 @@ fn flow_mistakes_are_one_line() {
         let line = one_line_error(&out);
         assert!(line.contains(says), "{line}");
     }
+    // A flow's steps are HTTP requests: a WebSocket URL is refused before
+    // anything is sent.
+    let path = lua_file("flow_ws.lua", "function flow(v) http.get('/') end");
+    let ws = u.replacen("http://", "ws://", 1);
+    let out = metron(&["-t1", "-c1", "-d1s", "-s", &path.display().to_string(), &ws]);
+    let line = one_line_error(&out);
+    assert!(
+        line.contains("give the flow an http:// or https:// URL"),
+        "{line}"
+    );
 }
 
 /// Two shards of one schedule of visits (`--shard i/2`), each a JSON

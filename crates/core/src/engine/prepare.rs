@@ -287,6 +287,8 @@ fn check_flow(setup: &Setup, script: Option<&MainScript>) -> Result<(), EngineEr
         "--visit-timeout bounds the visits of a script's flow(visit), and this script defines none; drop --visit-timeout, or define flow(visit)"
     } else if flow && setup.calls.is_some() {
         "--grpc makes every request the same call, and a script's flow(visit) builds its own requests; drop --grpc, or drop flow()"
+    } else if flow && setup.websocket.is_some() {
+        "a script's flow(visit) sends HTTP requests (http.get, http.post, ...), and a ws:// or wss:// URL sends WebSocket messages; give the flow an http:// or https:// URL, or drop flow()"
     } else {
         return Ok(());
     };

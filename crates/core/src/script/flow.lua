@@ -13,7 +13,7 @@ local random = ...
 local yield, running, create = coroutine.yield, coroutine.running, coroutine.create
 local type, tostring, error, pairs, select = type, tostring, error, pairs, select
 local setmetatable, rawget = setmetatable, rawget
-local floor, log, huge = math.floor, math.log, math.huge
+local floor, log, huge, min = math.floor, math.log, math.huge, math.min
 local find, sub, lower, gsub = string.find, string.sub, string.lower, string.gsub
 
 -- The longest step name or failure reason: each is a row's label.
@@ -32,6 +32,32 @@ end
 
 local function trim(s)
   return (gsub(s, "^%s+", ""):gsub("%s+$", ""))
+end
+
+-- The characters of UTF-8 text (continuation bytes are not counted).
+local function length(s)
+  local _, n = gsub(s, "[^\128-\191]", "")
+  return n
+end
+
+-- `s` cut to its first `n` characters, never inside one.
+local function clip(s, n)
+  if #s <= n then return s end
+  local at, count = 1, 0
+  while at <= #s do
+    if count == n then return sub(s, 1, at - 1) end
+    at = at + 1
+    while at <= #s and find(sub(s, at, at), "^[\128-\191]") do at = at + 1 end
+    count = count + 1
+  end
+  return s
+end
+
+-- A value as an error shows it: a string quoted, so that "0.1" is not
+-- taken for the number.
+local function shown(x)
+  if type(x) == "string" then return string.format("%q (a string)", x) end
+  return tostring(x)
 end
 
 -- The jar keeps name=value pairs; Domain, Path and Expires are not read
@@ -111,8 +137,8 @@ local function step(method, path, opts)
   if name ~= nil and type(name) ~= "string" then
     error(what .. ": opts.name must be a string, got " .. type(name), 3)
   end
-  if name ~= nil and (#name == 0 or #name > MAX_NAME or find(name, "%c")) then
-    error(what .. ": opts.name must be 1 to " .. MAX_NAME .. " characters without control characters (a report's row label), got " .. #name .. " characters", 3)
+  if name ~= nil and (#name == 0 or length(name) > MAX_NAME or find(name, "%c")) then
+    error(what .. ": opts.name must be 1 to " .. MAX_NAME .. " characters without control characters (a report's row label), got " .. length(name) .. " characters", 3)
   end
   local headers = {}
   for k, v in pairs(wrk.headers) do headers[k] = v end
@@ -124,6 +150,10 @@ local function step(method, path, opts)
       v = tostring(v)
       if not find(k, "^[%w!#$%%&'*+.^_`|~-]+$") or find(v, "[\r\n%z]") then
         error(what .. ": the header " .. k .. " is not a valid field (a name of letters, digits and -, a value without line breaks)", 3)
+      end
+      local framing = lower(k)
+      if framing == "content-length" or framing == "transfer-encoding" then
+        error(what .. ": opts.headers." .. k .. " frames the body, which metron does from opts.body; drop it", 3)
       end
       -- A field of -H is replaced whatever the case of its name.
       for old in pairs(headers) do
@@ -137,8 +167,9 @@ local function step(method, path, opts)
   end
   local bytes = wrk.format(method, path, headers, body)
   if name == nil then
+    -- A long path's name is cut (a row label): name such steps.
     local q = find(path, "?", 1, true)
-    name = method .. " " .. (q and sub(path, 1, q - 1) or path)
+    name = clip(method .. " " .. (q and sub(path, 1, q - 1) or path), MAX_NAME)
   end
   local response, cookies = yield("step", bytes, name)
   if cookies then absorb(visit.jar, cookies) end
@@ -164,7 +195,7 @@ http = {
 local function rest(what, seconds)
   visit_of(what)
   if type(seconds) ~= "number" or seconds ~= seconds or seconds < 0 or seconds == huge then
-    error(what .. ": the time must be a finite number of seconds, 0 or more, got " .. tostring(seconds), 3)
+    error(what .. ": the time must be a finite number of seconds, 0 or more, got " .. shown(seconds), 3)
   end
   if seconds > 1e9 then
     error(what .. ": " .. tostring(seconds) .. " s is longer than any run; rest at most 1e9 s", 3)
@@ -174,7 +205,7 @@ end
 
 local function number(what, x, name)
   if type(x) ~= "number" or x ~= x or x < 0 or x == huge then
-    error(what .. ": " .. name .. " must be a finite number of seconds, 0 or more, got " .. tostring(x), 3)
+    error(what .. ": " .. name .. " must be a finite number of seconds, 0 or more, got " .. shown(x), 3)
   end
 end
 
@@ -191,7 +222,8 @@ think = setmetatable({
   end,
   exp = function(mean)
     number("think.exp(mean)", mean, "the mean")
-    return rest("think.exp", -mean * log(1 - random()))
+    -- A draw past any run (a long tail of a long mean) rests the longest.
+    return rest("think.exp", min(-mean * log(1 - random()), 1e9))
   end,
 }, { __call = function(_, seconds) return rest("think", seconds) end })
 
@@ -210,8 +242,11 @@ end
 function Visit:fail(reason)
   visit_of("visit:fail")
   if reason == nil then reason = "failed" end
+  if type(reason) ~= "string" and type(reason) ~= "number" then
+    error("visit:fail(reason): the reason must be a string, got " .. type(reason), 2)
+  end
   -- Reasons are often made of what a server said: kept to one short line.
-  reason = sub(gsub(tostring(reason), "%c", " "), 1, MAX_NAME)
+  reason = clip(gsub(tostring(reason), "%c", " "), MAX_NAME)
   yield("fail", reason)
   -- Never resumed: the engine drops a failed visit.
 end

@@ -58,10 +58,10 @@ impl StepNames {
     }
 }
 
-/// A visit's coroutine and the request it is waiting to send.
+/// A visit under way: the request it is waiting to send. Its coroutine
+/// is in [`Flows::threads`].
 #[derive(Debug)]
 struct Visit {
-    thread: Thread,
     step: Option<(Vec<u8>, u16)>,
 }
 
@@ -71,6 +71,11 @@ pub(super) struct Flows {
     flow: Function,
     spawn: Function,
     visits: Vec<Option<Visit>>,
+    /// The visits' coroutines, by key, in a Lua table rather than as a
+    /// handle each: every handle Rust holds takes one of the few thousand
+    /// slots of the state's reference stack, and a thread may hold tens of
+    /// thousands of visits (long thinks at a high rate).
+    threads: Table,
     names: Arc<StepNames>,
 }
 
@@ -108,6 +113,7 @@ impl Flows {
             flow,
             spawn: api.get("spawn").ok()?,
             visits: Vec::new(),
+            threads: lua.create_table().ok()?,
             names,
         })
     }
@@ -119,7 +125,8 @@ impl Flows {
         if self.visits.len() <= k {
             self.visits.resize_with(k + 1, || None);
         }
-        self.visits[k] = Some(Visit { thread, step: None });
+        self.threads.raw_set(key, thread)?;
+        self.visits[k] = Some(Visit { step: None });
         self.resume(key, Value::Table(visit), Value::Nil)
     }
 
@@ -141,8 +148,11 @@ impl Flows {
 
     /// Forgets visit `key` (ended, or given up).
     pub fn end(&mut self, key: u32) {
-        if let Some(v) = self.visits.get_mut(key as usize) {
+        if let Some(v) = self.visits.get_mut(key as usize).filter(|v| v.is_some()) {
             *v = None;
+            // Only a failed allocation fails here, and then the coroutine
+            // stays until its key is used again.
+            let _ = self.threads.raw_set(key, Value::Nil);
         }
     }
 
@@ -152,10 +162,10 @@ impl Flows {
 
     fn resume(&mut self, key: u32, a: Value, b: Value) -> mlua::Result<Next> {
         let names = Arc::clone(&self.names);
-        let Some(visit) = self.visit(key) else {
+        if self.visit(key).is_none() {
             return Err(mlua::Error::runtime("a visit was resumed after it ended"));
-        };
-        let thread = visit.thread.clone();
+        }
+        let thread: Thread = self.threads.raw_get(key)?;
         let yielded: MultiValue = thread.resume((a, b))?;
         if thread.status() != ThreadStatus::Resumable {
             self.end(key);
@@ -281,6 +291,20 @@ mod tests {
         assert_eq!(step(&mut t, 3).1, login);
     }
 
+    /// A thread may hold far more visits at once than a Lua state has
+    /// reference slots (about 8,000): long thinks at a high rate.
+    #[test]
+    fn tens_of_thousands_of_visits_rest_at_once() {
+        let mut t = thread("function flow(visit) think(30) http.get('/') end");
+        for key in 0..20_000 {
+            assert_eq!(t.visit_start(key, key.into()).unwrap(), Next::Think(30.0));
+        }
+        for key in (0..20_000).step_by(997) {
+            assert_eq!(t.visit_wake(key).unwrap(), Next::Step);
+            t.visit_end(key);
+        }
+    }
+
     #[test]
     fn each_visit_has_its_own_cookie_jar() {
         let mut t = thread(
@@ -392,6 +416,9 @@ mod tests {
             ("function flow(v)\n  http.get('/', { header = {} })\nend", "flow.lua:2: http.get: opts.header is not an option of a step; it takes headers, body and name"),
             ("function flow(v)\n  http.get('/', { name = 'a\\nb' })\nend", "flow.lua:2: http.get: opts.name must be 1 to 100 characters without control characters"),
             ("function flow(v)\n  http.get('/', { name = string.rep('x', 101) })\nend", "got 101"),
+            ("function flow(v)\n  think('0.1')\nend", "got \"0.1\" (a string)"),
+            ("function flow(v)\n  http.post('/', { body = 'x', headers = { ['content-length'] = 1 } })\nend", "flow.lua:2: http.post: opts.headers.content-length frames the body, which metron does from opts.body; drop it"),
+            ("function flow(v)\n  v:fail({})\nend", "flow.lua:2: visit:fail(reason): the reason must be a string, got table"),
         ];
         for (code, says) in cases {
             let mut t = thread(code);
@@ -412,6 +439,22 @@ mod tests {
         };
         assert_eq!(reason.len(), 100);
         assert!(reason.starts_with("bad  xx"), "{reason}");
+        // Cut at a character, not inside one.
+        let mut t = thread("function flow(v) v:fail(string.rep('é', 150)) end");
+        let Ok(Next::Failed(reason)) = t.visit_start(0, 0) else {
+            panic!("the visit fails");
+        };
+        assert_eq!(reason, "é".repeat(100));
+        // A name counts characters; a long path's default name is cut.
+        let code = "function flow(v) http.get('/', { name = string.rep('é', 100) }) http.get('/' .. string.rep('a', 70000)) end";
+        let mut main = MainScript::load(&script_file("flow.lua", code), target()).unwrap();
+        let mut t = main
+            .create_thread(0, "127.0.0.1:8080".parse().unwrap(), &[])
+            .unwrap();
+        assert_eq!(t.visit_start(0, 0).unwrap(), Next::Step);
+        assert_eq!(answer(&mut t, 0, 200, &[], b""), Next::Step);
+        let names = main.steps().all();
+        assert_eq!(names[1], format!("GET /{}", "a".repeat(95)), "{names:?}");
         let mut main = MainScript::load(&script_file("flow.lua", "flow = 42"), target()).unwrap();
         let Err(e) = main.create_thread(0, "127.0.0.1:8080".parse().unwrap(), &[]) else {
             panic!("refused");

@@ -12,13 +12,14 @@ pub(super) fn write_steps(out: &mut impl Write, steps: &[EndpointStats]) -> io::
     if steps.is_empty() {
         return Ok(());
     }
-    // Names run to 100 characters: the column is as wide as the longest.
+    // Names run to 100 characters: the column is as wide as the longest
+    // (a merged document's, not checked, no wider than a screen's width).
     let w = steps
         .iter()
         .map(|e| e.name.chars().count())
         .max()
         .unwrap_or(0)
-        .max(20);
+        .clamp(20, 200);
     writeln!(
         out,
         "  Steps (corrected latency; uncorrected p99 beside it)"
