@@ -14,6 +14,7 @@ local yield, running, create = coroutine.yield, coroutine.running, coroutine.cre
 local type, tostring, error, pairs, select = type, tostring, error, pairs, select
 local setmetatable, rawget = setmetatable, rawget
 local floor, log, huge, min = math.floor, math.log, math.huge, math.min
+local now = os.time
 local find, sub, lower, gsub = string.find, string.sub, string.lower, string.gsub
 
 -- The longest step name or failure reason: each is a row's label.
@@ -60,9 +61,54 @@ local function shown(x)
   return tostring(x)
 end
 
--- The jar keeps name=value pairs; Domain, Path and Expires are not read
--- (one visit talks to one host); Max-Age=0 or less deletes.
-local function absorb(jar, cookies)
+-- Days since 1970-01-01 of a civil date (proleptic Gregorian).
+local function days(y, m, d)
+  if m <= 2 then y = y - 1 end
+  local era = floor(y / 400)
+  local yoe = y - era * 400
+  local mp = (m + 9) % 12
+  local doy = floor((153 * mp + 2) / 5) + d - 1
+  local doe = yoe * 365 + floor(yoe / 4) - floor(yoe / 100) + doy
+  return era * 146097 + doe - 719468
+end
+
+local MONTHS = { jan = 1, feb = 2, mar = 3, apr = 4, may = 5, jun = 6,
+                 jul = 7, aug = 8, sep = 9, oct = 10, nov = 11, dec = 12 }
+
+-- An Expires date (RFC 1123, or RFC 850's dashes) in seconds since the
+-- epoch; nil when it cannot be read, and then the cookie is kept.
+local function expires_at(attrs)
+  local date = attrs:match(";%s*expires%s*=%s*([^;]*)")
+  if not date then return nil end
+  local d, mon, y, hh, mm, ss = date:match("(%d+)[%s%-]+(%a%a%a)%a*[%s%-]+(%d+)%s+(%d+):(%d+):(%d+)")
+  local m = mon and MONTHS[lower(mon)]
+  if not m then return nil end
+  y = tonumber(y)
+  if y < 100 then y = y + (y < 70 and 2000 or 1900) end
+  return days(y, m, tonumber(d)) * 86400 + tonumber(hh) * 3600 + tonumber(mm) * 60 + tonumber(ss)
+end
+
+-- A cookie's default path: the request path's directory (RFC 6265 5.1.4).
+local function default_path(path)
+  local q = find(path, "?", 1, true)
+  if q then path = sub(path, 1, q - 1) end
+  local dir = path:match("^(/.*)/[^/]*$")
+  return (dir and dir ~= "") and dir or "/"
+end
+
+-- Whether a request to `path` carries a cookie of `cookie_path`.
+local function path_matches(path, cookie_path)
+  local q = find(path, "?", 1, true)
+  if q then path = sub(path, 1, q - 1) end
+  if path == cookie_path then return true end
+  if sub(path, 1, #cookie_path) ~= cookie_path then return false end
+  return sub(cookie_path, -1) == "/" or sub(path, #cookie_path + 1, #cookie_path + 1) == "/"
+end
+
+-- The jar keeps each cookie's value and path (one visit talks to one
+-- host, so Domain is not read); Max-Age=0 or less, or an Expires in the
+-- past, deletes it.
+local function absorb(jar, cookies, path)
   for i = 1, #cookies do
     local c = cookies[i]
     local semi = find(c, ";", 1, true)
@@ -71,23 +117,33 @@ local function absorb(jar, cookies)
     if eq then
       local name = trim(sub(pair, 1, eq - 1))
       local value = trim(sub(pair, eq + 1))
-      local age = semi and lower(sub(c, semi)):match(";%s*max%-age%s*=%s*(-?%d+)")
-      if age and tonumber(age) <= 0 then
+      local attrs = semi and lower(sub(c, semi)) or ""
+      local age = attrs:match(";%s*max%-age%s*=%s*(-?%d+)")
+      local expires = not age and expires_at(attrs)
+      local at = semi and sub(c, semi):match(";%s*[Pp][Aa][Tt][Hh]%s*=%s*([^;]*)")
+      at = at and trim(at)
+      if not at or sub(at, 1, 1) ~= "/" then at = default_path(path) end
+      if (age and tonumber(age) <= 0) or (expires and expires <= now()) then
         jar[name] = nil
       elseif name ~= "" then
-        jar[name] = value
+        jar[name] = { value = value, path = at }
       end
     end
   end
 end
 
-local function cookie_header(jar)
+-- The Cookie field of a request to `path`: what `base` (-H) carries,
+-- then the jar's cookies whose path it is under.
+local function cookie_header(jar, path, base)
   local parts = {}
-  for name, value in pairs(jar) do
-    parts[#parts + 1] = name .. "=" .. value
+  for name, c in pairs(jar) do
+    if path_matches(path, c.path) then
+      parts[#parts + 1] = name .. "=" .. c.value
+    end
   end
-  if #parts == 0 then return nil end
   table.sort(parts)
+  if base then table.insert(parts, 1, base) end
+  if #parts == 0 then return nil end
   return table.concat(parts, "; ")
 end
 
@@ -162,8 +218,14 @@ local function step(method, path, opts)
       headers[k] = v
     end
   end
-  if not has_field(headers, "cookie") then
-    headers["Cookie"] = cookie_header(visit.jar)
+  -- The jar's cookies go after those of -H; a step's own Cookie field
+  -- replaces both.
+  if not (extra and has_field(extra, "cookie")) then
+    local base
+    for k, v in pairs(headers) do
+      if lower(k) == "cookie" then base, headers[k] = v, nil end
+    end
+    headers["Cookie"] = cookie_header(visit.jar, path, base)
   end
   local bytes = wrk.format(method, path, headers, body)
   if name == nil then
@@ -172,7 +234,7 @@ local function step(method, path, opts)
     name = clip(method .. " " .. (q and sub(path, 1, q - 1) or path), MAX_NAME)
   end
   local response, cookies = yield("step", bytes, name)
-  if cookies then absorb(visit.jar, cookies) end
+  if cookies then absorb(visit.jar, cookies, path) end
   setmetatable(response.headers, any_case)
   return response
 end

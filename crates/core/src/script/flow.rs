@@ -334,6 +334,64 @@ mod tests {
         assert_eq!(answer(&mut t, 0, 200, gone, b""), Next::Done);
     }
 
+    /// The jar keeps each cookie's path (given, or the directory of the
+    /// step that got it) and sends it only under that path, after the
+    /// command line's Cookie; an Expires in the past deletes it.
+    #[test]
+    fn the_jar_reads_paths_and_expiry_and_adds_to_the_command_lines_cookie() {
+        let mut target = target();
+        target.headers = vec![("Cookie".into(), "global=1".into())];
+        let code = r#"function flow(visit)
+                 http.get("/shop/login")
+                 http.get("/shop/cart")
+                 http.get("/other")
+                 http.get("/shop/cart", { headers = { Cookie = "mine=2" } })
+                 http.get("/shopping")
+               end"#;
+        let mut main = MainScript::load(&script_file("flow.lua", code), target).unwrap();
+        let mut t = main
+            .create_thread(0, "127.0.0.1:8080".parse().unwrap(), &[])
+            .unwrap();
+        t.visit_start(0, 0).unwrap();
+        let (text, _) = step(&mut t, 0);
+        assert!(text.contains("Cookie: global=1\r\n"), "{text}");
+        let set: &[(&str, &[u8])] = &[
+            ("set-cookie", b"cart=7"),
+            ("set-cookie", b"who=u1; path=/shop; HttpOnly"),
+            ("set-cookie", b"old=x"),
+            (
+                "set-cookie",
+                b"gone=y; Expires=Wed, 21 Oct 2015 07:28:00 GMT",
+            ),
+            (
+                "set-cookie",
+                b"later=z; Expires=Fri, 01 Jan 2100 00:00:00 GMT",
+            ),
+        ];
+        assert_eq!(answer(&mut t, 0, 200, set, b""), Next::Step);
+        let (text, _) = step(&mut t, 0);
+        assert!(
+            text.contains("Cookie: global=1; cart=7; later=z; old=x; who=u1\r\n"),
+            "{text}"
+        );
+        let expire: &[(&str, &[u8])] =
+            &[("set-cookie", b"old=; Expires=Thu, 01 Jan 1970 00:00:00 GMT")];
+        assert_eq!(answer(&mut t, 0, 200, expire, b""), Next::Step);
+        let (text, _) = step(&mut t, 0);
+        // Set at /shop/login without a path: theirs is /shop.
+        assert!(text.contains("Cookie: global=1\r\n"), "/other: {text}");
+        assert_eq!(answer(&mut t, 0, 200, &[], b""), Next::Step);
+        let (text, _) = step(&mut t, 0);
+        assert!(
+            text.contains("Cookie: mine=2\r\n") && !text.contains("global"),
+            "{text}"
+        );
+        assert_eq!(answer(&mut t, 0, 200, &[], b""), Next::Step);
+        // /shopping is not under /shop.
+        let (text, _) = step(&mut t, 0);
+        assert!(text.contains("Cookie: global=1\r\n"), "{text}");
+    }
+
     #[test]
     fn answers_headers_are_found_in_any_case_and_steps_replace_command_line_fields() {
         let mut target = target();
