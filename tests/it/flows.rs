@@ -441,6 +441,19 @@ fn shards_of_visits_merge_exactly() {
     }
     let merged_doc: serde_json::Value = files::read_json(&merged_path);
     assert_eq!(files::schema_errors(&merged_doc), Vec::<String>::new());
+    // A shard of plain requests is not one of visits: refused by name.
+    let plain = dir.path().join("plain.json").display().to_string();
+    let args = [
+        "-t1", "-c2", "-R50", "-d1s", "--shard", "1/2", "--json", &plain,
+    ];
+    bench_at(&args, &url(&srv, "/"));
+    let out = metron(&["merge", &docs[0].0, &plain]);
+    let line = one_line_error(&out);
+    assert!(
+        line.contains("is of a flow run, counted in visits, and ")
+            && line.contains("merge only runs of one kind"),
+        "{line}"
+    );
 }
 
 /// `--visit-timeout` ends a visit that runs too long as failed

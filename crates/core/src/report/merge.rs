@@ -70,6 +70,16 @@ pub fn documents(docs: &[(String, Document)]) -> Result<Merged, String> {
                  only runs of one kind"
             ));
         }
+        if d.visits.is_some() != first.visits.is_some() {
+            let (flow, plain) = match d.visits.is_some() {
+                true => (name, first_name),
+                false => (first_name, name),
+            };
+            return Err(format!(
+                "{flow} is of a flow run, counted in visits, and {plain} is not; merge \
+                 only runs of one kind"
+            ));
+        }
         if let Some(l) = &d.llm {
             let l = l
                 .stats()
@@ -183,6 +193,9 @@ pub fn documents(docs: &[(String, Document)]) -> Result<Merged, String> {
     let window = std::time::Duration::from_secs_f64(over);
     doc.llm = llm.as_ref().map(|l| LlmSummary::of(l, window));
     doc.endpoints = endpoints.values().map(Endpoint::of).collect();
+    if let Some(v) = visits.as_mut() {
+        v.fold_reasons();
+    }
     doc.visits = visits.as_ref().map(VisitsSummary::of);
     doc.phases = phases
         .into_iter()

@@ -1157,6 +1157,9 @@ impl RunStats {
             let _ = req_per_sec.add(t.rates.samples(window));
             counters.add(&t.counters);
         }
+        if let Some(v) = visits.as_mut() {
+            v.fold_reasons();
+        }
         RunStats {
             latency,
             uncorrected,

@@ -13,8 +13,17 @@ use hdrhistogram::Histogram;
 
 use super::{add_histogram, new_histogram, record_clamped};
 
-/// At most this many failure reasons are told apart; the rest are "other".
+/// At most this many failure reasons are reported apart, the most
+/// frequent; the rest are "other".
 pub const MAX_REASONS: usize = 64;
+
+/// A thread tells apart this many reasons before it counts new ones as
+/// "other": enough that the run's most frequent are whole whatever order
+/// they came in, few enough to bound its memory.
+const KEPT_REASONS: usize = 16 * MAX_REASONS;
+
+/// The reason of failures folded together.
+const OTHER: &str = "other";
 
 /// One thread's (or, merged, the run's) visits.
 #[derive(Clone, Debug)]
@@ -73,8 +82,8 @@ impl VisitStats {
     }
 
     pub fn fail(&mut self, reason: &str) {
-        let reason = if self.failed.len() >= MAX_REASONS && !self.failed.contains_key(reason) {
-            "other"
+        let reason = if self.failed.len() >= KEPT_REASONS && !self.failed.contains_key(reason) {
+            OTHER
         } else {
             reason
         };
@@ -89,6 +98,26 @@ impl VisitStats {
     /// A visit unfinished at the end, `age_us` old.
     pub fn unfinished_at(&mut self, age_us: u64) {
         record_clamped(&mut self.unfinished, age_us);
+    }
+
+    /// Keeps the [`MAX_REASONS`] most frequent reasons (ties by name) and
+    /// counts the rest as "other": once the threads' (or the shards')
+    /// visits are added up, before they are reported.
+    pub fn fold_reasons(&mut self) {
+        let named = self.failed.len() - usize::from(self.failed.contains_key(OTHER));
+        if named <= MAX_REASONS {
+            return;
+        }
+        let before = self.failed.get(OTHER).copied().unwrap_or(0);
+        let mut by_count: Vec<(String, u64)> = std::mem::take(&mut self.failed)
+            .into_iter()
+            .filter(|(r, _)| r != OTHER)
+            .collect();
+        by_count.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let other: u64 = by_count[MAX_REASONS..].iter().map(|(_, n)| n).sum();
+        by_count.truncate(MAX_REASONS);
+        self.failed = by_count.into_iter().collect();
+        self.failed.insert(OTHER.to_owned(), before + other);
     }
 
     pub fn add(&mut self, other: &VisitStats) {
@@ -131,14 +160,37 @@ mod tests {
         assert!(b.balanced());
     }
 
+    /// The most frequent reasons are reported whole, whichever thread met
+    /// them and in whatever order; the rest are "other".
     #[test]
-    fn reasons_past_the_cap_count_as_other() {
+    fn the_most_frequent_reasons_are_kept_and_the_rest_are_other() {
+        let mut a = VisitStats::default();
+        let mut b = VisitStats::default();
+        // Rare reasons first, on both threads; the common one after them.
+        for i in 0..100 {
+            a.fail(&format!("rare {i}"));
+            b.fail(&format!("rare {}", 100 + i));
+        }
+        for _ in 0..50 {
+            a.fail("common");
+            b.fail("common");
+        }
+        b.fail("rare 0");
+        let mut run = VisitStats::default();
+        run.add(&a);
+        run.add(&b);
+        run.fold_reasons();
+        assert_eq!(run.failed.len(), MAX_REASONS + 1);
+        assert_eq!(run.failed["common"], 100);
+        assert_eq!(run.failed["rare 0"], 2);
+        assert_eq!(run.failed["other"], 200 - (MAX_REASONS as u64 - 2) - 1);
+        assert_eq!(run.failed_total(), 301);
+        // A thread bounds what it keeps apart.
         let mut v = VisitStats::default();
-        for i in 0..MAX_REASONS + 5 {
+        for i in 0..KEPT_REASONS + 5 {
             v.fail(&format!("r{i}"));
         }
-        assert_eq!(v.failed.len(), MAX_REASONS + 1);
+        assert_eq!(v.failed.len(), KEPT_REASONS + 1);
         assert_eq!(v.failed["other"], 5);
-        assert_eq!(v.failed_total(), MAX_REASONS as u64 + 5);
     }
 }
