@@ -620,7 +620,8 @@ fn steps_waiting_for_a_connection_grow_the_pool_at_once() {
 /// A rest that ended while every connection was busy still brings its
 /// step into the books at the end: due, and never sent, at its intended
 /// time. And a visit whose `--visit-timeout` passed while it waited for a
-/// connection fails `timeout` without sending anything.
+/// connection fails `timeout` without sending anything, whether or not a
+/// connection came free before the end.
 #[test]
 fn steps_and_visits_kept_waiting_are_in_the_books() {
     let _g = serial();
@@ -675,9 +676,13 @@ fn steps_and_visits_kept_waiting_are_in_the_books() {
     let v = o.stats.visits.as_ref().unwrap();
     assert_eq!(v.completed, 0, "{text}");
     assert!(
-        v.failed.get("timeout").copied().unwrap_or(0) > 20,
+        v.failed.get("timeout").copied().unwrap_or(0) > 30,
         "{v:?}\n{text}"
     );
+    // Of the 40 due, only those due in the last 200 ms were not yet past
+    // their deadline at the end: the others failed waiting, not one of
+    // them counted as never started.
+    assert!(v.never_started <= 5, "{v:?}\n{text}");
     // Nothing left after its visit's deadline.
     let lag = o.stats.send_lag.max();
     assert!(

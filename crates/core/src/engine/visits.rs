@@ -217,6 +217,11 @@ impl Visits {
             .min()
     }
 
+    /// `--visit-timeout`, when given.
+    pub fn timeout(&self) -> Option<Nanos> {
+        self.timeout
+    }
+
     /// A visit scheduled at `start` is already past its deadline at `now`
     /// (`--visit-timeout`): it fails without sending anything.
     pub fn late_to_start(&self, start: Nanos, now: Nanos) -> bool {

@@ -190,6 +190,7 @@ impl Worker {
     /// started sent nothing).
     pub(super) fn visits_at_end(&mut self, stop_at: Nanos) {
         self.rests_end_before(stop_at);
+        self.expire_waiting_starts(stop_at);
         let Some(visits) = self.visits.as_ref() else {
             return;
         };
@@ -241,6 +242,22 @@ impl Worker {
         while let Some((key, start)) = self.visits.as_mut().and_then(|v| v.expire(now)) {
             self.script_mut().visit_end(key);
             self.stats.visit_ended(start, now, Some("timeout"));
+        }
+    }
+
+    /// Visits of the schedule whose `--visit-timeout` passed by `now`
+    /// while no connection was free to take their first step (a busy
+    /// pool, a server gone): each fails "timeout", sending nothing, as one
+    /// found late when a connection frees does.
+    pub(super) fn expire_waiting_starts(&mut self, now: Nanos) {
+        let Some(timeout) = self.visits.as_ref().and_then(|v| v.timeout()) else {
+            return;
+        };
+        let end = self.stats.window().end;
+        // Due at or before `now - timeout`: past their deadline by `now`.
+        while let Some(at) = self.schedule.take_due(now.saturating_sub(timeout), end) {
+            self.stats.visit_started(at);
+            self.stats.visit_ended(at, now, Some("timeout"));
         }
     }
 

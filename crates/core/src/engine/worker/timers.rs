@@ -49,6 +49,7 @@ impl Worker {
             self.publish(now);
         }
         self.expire_visits(now);
+        self.expire_waiting_starts(now);
         let paced = self.paced();
         for i in 0..self.pool.len() {
             // With thousands of connections a sweep takes milliseconds;
