@@ -190,7 +190,7 @@ fn usage_errors_are_one_line_with_a_non_zero_exit() {
         ),
         (
             &["--data", "{}", "http://127.0.0.1:1/"],
-            "--data only applies to --grpc calls",
+            "--data is a gRPC call's request or a WebSocket message; add --grpc package.Service/Method, load a ws:// URL",
         ),
         (
             &["--grpc", "a.B/C", "http://127.0.0.1:1/"],

@@ -596,6 +596,40 @@ fn a_push_ends_by_the_servers_close_and_a_stop_shows_in_its_gaps() {
     assert!(counts.sent >= events, "{counts:?}\n{text}");
 }
 
+/// Upgrades the server refuses during the run (the pre-flight's was
+/// taken) are counted by the status it answered, not as connections
+/// turned away unanswered; a run in which every one was refused exits 5.
+#[test]
+fn upgrades_refused_during_the_run_are_counted_by_status() {
+    let _g = serial();
+    let Some(srv) = WebSockets::start(None) else {
+        return;
+    };
+    let dir = servers::fresh_dir("ws-refused");
+    let json = dir.join("run.json").display().to_string();
+    let url = srv.url("/once");
+    let out = metron(&["-t1", "-c2", "-R20", "-d1s", "--json", &json, &url]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(5), "{}\n{text}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no message completed (upgrades refused "),
+        "{}",
+        stderr(&out)
+    );
+    let doc = read_json(std::path::Path::new(&json));
+    assert_ledger(&doc);
+    let refused = doc["counters"]["ws_refused"]["429"].as_u64().unwrap_or(0);
+    assert!(refused >= 2, "{text}");
+    assert!(
+        text.contains(&format!("Upgrades refused by the server: 429 {refused} ")),
+        "{text}"
+    );
+    assert!(!text.contains("Connections turned away"), "{text}");
+    let errors = schema_errors(&doc);
+    assert!(errors.is_empty(), "{errors:#?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `--ws-ping`: pings go beside the messages on every connection, the
 /// server's pongs are read and are no answer: the server's count of
 /// messages is still the ledger's. A script's `message(data, binary)`

@@ -14,6 +14,8 @@ Prints its port (N, or one the system chose), then serves until killed
               due time, then closes with CODE (default 1000); it counts,
               and does not answer, what the client sends
   /forbidden  refuses the upgrade with 403
+  /once       takes its first upgrade (an echo), refuses every later one
+              with 429, as a server limiting a client's connections does
 It counts the messages it received and sent, one line per connection as
 it ends, on standard error and appended to FILE: "received N sent M close
 CODE deflate yes|no" (whether the connection agreed to permessage-deflate,
@@ -94,9 +96,17 @@ async def handler(ws):
         note(f"received {received} sent {sent} close {ws.close_code}{deflate(ws)}")
 
 
+upgrades_once = 0
+
+
 def refuse(connection, request):
+    global upgrades_once
     if request.path == "/forbidden":
         return connection.respond(HTTPStatus.FORBIDDEN, "not here\n")
+    if request.path == "/once":
+        upgrades_once += 1
+        if upgrades_once > 1:
+            return connection.respond(HTTPStatus.TOO_MANY_REQUESTS, "one is enough\n")
     return None
 
 

@@ -225,6 +225,8 @@ pub enum ConfigError {
     GrpcNoSchema(String),
     #[error("{0} only applies to --grpc calls; add --grpc package.Service/Method, or drop {0}")]
     GrpcOnly(&'static str),
+    #[error("--data is a gRPC call's request or a WebSocket message; add --grpc package.Service/Method, load a ws:// URL, or drop --data (a POST body goes in a script: wrk.body)")]
+    DataNeedsGrpcOrWebSocket,
     #[error("{flag} does not apply to a {scheme}:// URL: WebSocket upgrades an HTTP/1.1 connection and sends messages on it; drop {flag}, or load an http(s):// URL")]
     NotForWebSocket {
         flag: &'static str,
@@ -833,6 +835,9 @@ fn call(args: &BenchArgs, websocket: bool) -> Result<Option<Method>, ConfigError
         } else {
             return Ok(None);
         };
+        if flag == "--data" {
+            return Err(ConfigError::DataNeedsGrpcOrWebSocket);
+        }
         return Err(ConfigError::GrpcOnly(flag));
     };
     if args.http3 {

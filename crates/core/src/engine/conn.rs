@@ -237,7 +237,10 @@ impl Conn {
         // (the server took it), a handshake that failed (a connect error,
         // counted by its cause), or a port that nothing listens on any
         // more (the server stopped).
+        // A refused upgrade was answered, with its status.
+        let refused = self.session().is_some_and(|s| s.info().refused.is_some());
         let unanswered = self.answered_nothing()
+            && !refused
             && !handshaking
             && retirement != Some(Retirement::Starved)
             && matches!(
@@ -252,7 +255,7 @@ impl Conn {
         };
         let opened = self.is_open() && !handshaking;
         let reopen = opened.then_some(match failed {
-            _ if unanswered => Reopen::TurnedAway,
+            _ if unanswered || refused => Reopen::TurnedAway,
             // It closes as the server said it would (after the last
             // response), or it starved for stream credit.
             None | Some(Failure::Closed) => match retirement {

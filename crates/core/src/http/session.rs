@@ -190,6 +190,9 @@ pub struct Info {
     pub close_code: Option<u16>,
     /// WebSocket: what became of messages beyond requests and answers.
     pub messages: Option<Messages>,
+    /// WebSocket: the server refused the upgrade, with this status (0:
+    /// with an answer that is no valid upgrade's).
+    pub refused: Option<u16>,
 }
 
 /// What a WebSocket session counted of messages that answer no request.

@@ -114,7 +114,8 @@ pub fn bench_config(cfg: &Config, stop: &Arc<Stop>, out: &mut dyn Write) -> Resu
 /// could not be opened and no response came back at all.
 fn nothing_completed(c: &Counters) -> Option<String> {
     let e = &c.errors;
-    if c.completed > 0 || !e.any_socket() {
+    let refused = c.ws_refused.total();
+    if c.completed > 0 || (!e.any_socket() && refused == 0) {
         return None;
     }
     let named = [
@@ -127,6 +128,7 @@ fn nothing_completed(c: &Counters) -> Option<String> {
         .iter()
         .filter(|(_, n)| *n > 0)
         .map(|(what, n)| format!("{what} errors {n}"))
+        .chain((refused > 0).then(|| format!("upgrades refused {refused}")))
         .collect();
     Some(errors.join(", "))
 }

@@ -34,7 +34,7 @@ pub use recorder::{Loss, Recorder, Reply, Stamp, Window};
 // (ReadCause, ConnectCause and their counts are defined below.)
 pub use llm::LlmStats;
 pub use series::{Completions, RateSamples, Row};
-pub use status::{CallStatuses, CloseCodes, StatusCodes};
+pub use status::{CallStatuses, CloseCodes, Refusals, StatusCodes};
 pub use timings::{EventKind, EventStats, Timings};
 pub use visits::VisitStats;
 
@@ -421,6 +421,11 @@ pub struct Counters {
     /// WebSocket closes the server sent, by code (empty otherwise).
     #[serde(default)]
     pub ws_closes: CloseCodes,
+    /// WebSocket upgrades the server refused during the run, by the
+    /// status it answered (`"429"`), or `"invalid"` for an answer that is
+    /// no valid upgrade's.
+    #[serde(default)]
+    pub ws_refused: Refusals,
     /// WebSocket echo: messages that came with no message awaiting an
     /// answer. They are not timed.
     #[serde(default)]
@@ -683,6 +688,7 @@ impl Counters {
         self.failed_checks += other.failed_checks;
         self.reopens.add(&other.reopens);
         self.ws_closes.add(&other.ws_closes);
+        self.ws_refused.add(&other.ws_refused);
         self.ws_unasked += other.ws_unasked;
         self.ws_pings += other.ws_pings;
         self.ws_deflate_agreed += other.ws_deflate_agreed;

@@ -552,6 +552,12 @@ impl Recorder {
         self.stats.counters.ws_closes.count(code);
     }
 
+    /// The server refused a WebSocket upgrade with `status` (0: with an
+    /// answer that is no valid upgrade's).
+    pub fn ws_refused(&mut self, status: u16) {
+        self.stats.counters.ws_refused.count(status);
+    }
+
     /// A WebSocket connection's messages beyond requests and answers, as
     /// it closes or the run ends.
     pub fn ws_messages(&mut self, m: crate::http::Messages) {

@@ -306,6 +306,122 @@ impl<'de> Deserialize<'de> for CloseCodes {
     }
 }
 
+/// WebSocket upgrades the server refused during the run, by the status
+/// it answered: the report's `Upgrades refused by the server: 429 22`
+/// line and the JSON's `counters.ws_refused` (`{"429": 22}`). The first
+/// [`REFUSAL_KINDS`] statuses met are told apart, later ones are
+/// `other`; an answer that is no valid upgrade's is `invalid`.
+#[derive(Clone, Copy, Default)]
+pub struct Refusals {
+    /// (status, count); status 0 is `invalid`, count 0 an empty place.
+    kinds: [(u16, u64); REFUSAL_KINDS],
+    other: u64,
+}
+
+const REFUSAL_KINDS: usize = 6;
+
+impl Refusals {
+    /// One refusal with `status` (0: invalid).
+    pub fn count(&mut self, status: u16) {
+        self.count_n(status, 1);
+    }
+
+    fn count_n(&mut self, status: u16, n: u64) {
+        let at = self.kinds.iter().position(|&(s, c)| s == status && c > 0);
+        let at = at.or_else(|| self.kinds.iter().position(|&(_, c)| c == 0));
+        match at {
+            Some(i) => self.kinds[i] = (status, self.kinds[i].1 + n),
+            None => self.other += n,
+        }
+    }
+
+    pub fn add(&mut self, o: &Refusals) {
+        for &(status, n) in o.kinds.iter().filter(|(_, n)| *n > 0) {
+            self.count_n(status, n);
+        }
+        self.other += o.other;
+    }
+
+    pub fn total(&self) -> u64 {
+        self.kinds.iter().map(|(_, n)| n).sum::<u64>() + self.other
+    }
+
+    /// By key (`"429"`, `"invalid"`, `"other"`), statuses in order.
+    fn keyed(&self) -> Vec<(String, u64)> {
+        let mut kinds: Vec<(u16, u64)> =
+            self.kinds.iter().copied().filter(|(_, n)| *n > 0).collect();
+        kinds.sort_unstable();
+        let mut keyed: Vec<(String, u64)> = kinds
+            .into_iter()
+            .map(|(s, n)| match s {
+                0 => ("invalid".to_string(), n),
+                s => (s.to_string(), n),
+            })
+            .collect();
+        if self.other > 0 {
+            keyed.push(("other".to_string(), self.other));
+        }
+        keyed
+    }
+}
+
+/// Equal when they count the same, whatever order each met the statuses
+/// in.
+impl PartialEq for Refusals {
+    fn eq(&self, o: &Refusals) -> bool {
+        self.keyed() == o.keyed()
+    }
+}
+
+impl Eq for Refusals {}
+
+impl fmt::Display for Refusals {
+    /// `429 22, invalid 1`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (k, (key, n)) in self.keyed().iter().enumerate() {
+            if k > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{key} {n}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Refusals {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{{{self}}}")
+    }
+}
+
+impl Serialize for Refusals {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.keyed())
+    }
+}
+
+impl<'de> Deserialize<'de> for Refusals {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = BTreeMap::<String, u64>::deserialize(d)?;
+        let mut refusals = Refusals::default();
+        for (key, n) in map {
+            match key.as_str() {
+                "other" => refusals.other += n,
+                "invalid" => refusals.count_n(0, n),
+                status => match status.parse::<u16>() {
+                    Ok(s @ 100..=599) => refusals.count_n(s, n),
+                    _ => {
+                        return Err(serde::de::Error::custom(format!(
+                            "{key:?} is not an HTTP status, \"invalid\" nor \"other\""
+                        )))
+                    }
+                },
+            }
+        }
+        Ok(refusals)
+    }
+}
+
 #[cfg(test)]
 mod tests {
 
@@ -340,6 +456,32 @@ mod tests {
         assert!(serde_json::from_str::<CallStatuses>(r#"{"FINE":1}"#).is_err());
     }
     use super::*;
+
+    /// Refusals are told apart by status (the first few met), merge by
+    /// status, and go through JSON and back unchanged.
+    #[test]
+    fn refusals_count_by_status() {
+        let mut a = Refusals::default();
+        for s in [429, 429, 0, 503, 400, 401, 402, 404, 405] {
+            a.count(s);
+        }
+        assert_eq!(
+            a.to_string(),
+            "invalid 1, 400 1, 401 1, 402 1, 429 2, 503 1, other 2"
+        );
+        let mut b = Refusals::default();
+        b.count(429);
+        b.add(&a);
+        assert_eq!(b.total(), 10);
+        let json = serde_json::to_string(&b).unwrap();
+        assert_eq!(
+            json,
+            r#"{"invalid":1,"400":1,"401":1,"402":1,"429":3,"503":1,"other":2}"#
+        );
+        let back: Refusals = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, b);
+        assert!(serde_json::from_str::<Refusals>(r#"{"99x":1}"#).is_err());
+    }
 
     #[test]
     fn codes_print_in_order_of_value() {

@@ -815,6 +815,9 @@ impl Worker {
             if let Some(code) = info.close_code {
                 self.stats.ws_closed(code);
             }
+            if let Some(status) = info.refused {
+                self.stats.ws_refused(status);
+            }
             if let Some(m) = info.messages {
                 self.stats.ws_messages(m);
             }
@@ -1132,6 +1135,11 @@ impl Worker {
                 let info = s.info();
                 if let Some(p) = info.packets {
                     stats.packets(p);
+                }
+                // A server's close that came before the run ended counts,
+                // whether or not its side of the connection closed by then.
+                if let Some(code) = info.close_code {
+                    stats.ws_closed(code);
                 }
                 if let Some(m) = info.messages {
                     stats.ws_messages(m);

@@ -599,6 +599,16 @@ impl<T: Clone> Session<T> for WebSocket<T> {
             let utf8 = std::str::from_utf8(&message).is_ok();
             (message, utf8)
         });
+        if message.len() > self.opts.max_message {
+            let why = format!(
+                "a message of {} bytes, more than a message may ({} MiB)",
+                message.len(),
+                self.opts.max_message >> 20
+            );
+            let fix = Some("send a smaller one".to_string());
+            let protocol = Protocol::WebSocket;
+            return Err((OpenError::Rejected { protocol, why, fix }, tag));
+        }
         let matching = self.opts.conversation.matching.as_deref();
         let key = matching.and_then(|field| preflight::field_of(message, field));
         if let (Some(field), None) = (matching, &key) {
@@ -801,6 +811,10 @@ impl<T: Clone> Session<T> for WebSocket<T> {
         Info {
             handshake_complete: self.is_ready(),
             close_code: self.close.as_ref().map(|c| c.code.unwrap_or(1005)),
+            refused: self.refusal.as_ref().map(|r| match r {
+                Refusal::Status(code, _) if *code != 101 => *code,
+                _ => 0,
+            }),
             messages: Some(Messages {
                 unasked: self.unasked + self.held_messages(),
                 pings: self.pings,

@@ -793,6 +793,22 @@ fn deflate_faults_are_protocol_errors() {
     }
 }
 
+/// A script's message larger than metron's own bound on messages (and
+/// most servers') is refused before it goes, not cut off by a 1009.
+#[test]
+fn a_message_past_the_bound_is_refused_before_it_goes() {
+    let mut s = open_with(WsOptions {
+        max_message: 4,
+        ..options()
+    });
+    let Err((OpenError::Rejected { why, .. }, 1)) = s.open(&message("hello"), 1, 3) else {
+        panic!("a message past the bound was sent");
+    };
+    assert_eq!(why, "a message of 5 bytes, more than a message may (0 MiB)");
+    assert!(written(&mut s).is_empty());
+    s.open(&message("four"), 2, 4).unwrap();
+}
+
 /// A script's text message that is not UTF-8 would be closed with 1007
 /// by any server: it is refused before it goes, naming --ws-binary.
 #[test]

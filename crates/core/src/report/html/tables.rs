@@ -406,6 +406,13 @@ pub fn accounting(page: &mut String, doc: &Document) {
             rows.push(of_due(&format!("Status {code}"), n));
         }
     }
+    if c.ws_refused.total() > 0 {
+        rows.push(vec![
+            "Upgrades refused by the server".into(),
+            count(c.ws_refused.total()),
+            escape(&c.ws_refused.to_string()),
+        ]);
+    }
     if c.ws_closes.total() > 0 {
         rows.push(vec![
             "Closes by the server".into(),

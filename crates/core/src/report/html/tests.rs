@@ -148,6 +148,7 @@ pub fn sample() -> Document {
         quic: Default::default(),
         grpc: Default::default(),
         ws_closes: Default::default(),
+        ws_refused: Default::default(),
         ws_unasked: 0,
         ws_pings: 0,
         ws_deflate_agreed: 0,

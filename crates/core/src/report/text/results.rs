@@ -447,6 +447,13 @@ pub(super) fn write_own_lines(out: &mut impl Write, r: &TextReport) -> io::Resul
     if c.status_codes.total() > 0 && !messages {
         writeln!(out, "  Status codes: {}", c.status_codes)?;
     }
+    if c.ws_refused.total() > 0 {
+        writeln!(
+            out,
+            "  Upgrades refused by the server: {} (reopened; their messages were not sent)",
+            c.ws_refused
+        )?;
+    }
     if c.ws_closes.total() > 0 {
         writeln!(out, "  Closes by the server: {}", c.ws_closes)?;
     }
@@ -539,7 +546,8 @@ pub(super) fn read_causes_line(c: &Counters) -> Option<String> {
 /// the lost requests' warning would otherwise name: reopened, they cost
 /// the generator time and the server a connection each.
 pub(super) fn turned_away_line(c: &Counters, counted: Counted) -> Option<String> {
-    let n = c.reopens.turned_away;
+    // Refused upgrades were answered: they have their own line.
+    let n = c.reopens.turned_away.saturating_sub(c.ws_refused.total());
     if n == 0 || c.errors.lost_requests() > 0 {
         return None;
     }
