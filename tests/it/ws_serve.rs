@@ -169,6 +169,49 @@ fn wss_to_metron_serve_reconciles_too() {
     echoes_reconcile(srv, &url, &["-k"]);
 }
 
+/// A server that requires a client certificate refuses a wss:// run in
+/// one line naming --cert, as over https://, whether it ends the TLS
+/// handshake or (TLS 1.3) the upgrade's answer; with the right one the
+/// messages go.
+#[test]
+fn a_refused_client_certificate_over_wss_is_one_line() {
+    let _g = serial();
+    let pki = crate::common::tls::Pki::new();
+    let srv = WsServe::start(&[
+        "--tls-cert",
+        &pki.server_cert,
+        "--tls-key",
+        &pki.server_key,
+        "--client-ca",
+        &pki.ca,
+    ]);
+    let url = srv.url("wss", "/ws/echo");
+    let base = ["-t1", "-c1", "-d1s", "--cacert", &pki.ca];
+    let none = one_line_error(&metron(&[&base[..], &[url.as_str()]].concat()));
+    assert!(
+        none.contains("requires a client certificate") && none.contains("--cert"),
+        "{none}"
+    );
+    let stranger = [&pki.stranger_cert, &pki.stranger_key];
+    let args = ["--cert", stranger[0], "--key", stranger[1], &url];
+    let refused = one_line_error(&metron(&[&base[..], &args[..]].concat()));
+    assert!(
+        refused.contains("refused the client certificate of --cert"),
+        "{refused}"
+    );
+    let good = [
+        "-R20",
+        "--cert",
+        &pki.client_cert,
+        "--key",
+        &pki.client_key,
+        &url,
+    ];
+    let (doc, text) = run(&[&base[..], &good[..]].concat());
+    assert_ledger(&doc);
+    assert_eq!(counter(&doc, "completed"), 20, "{text}");
+}
+
 /// Told to close each connection after its third echo with 1011, the
 /// server's closes are metron's, counted by name in the report and the
 /// document; no message is lost, metron reopens each connection.

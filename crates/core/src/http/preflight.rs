@@ -77,7 +77,10 @@ impl Ask<'_> {
     /// the fix.
     pub fn plain(&self, sock: &mut TcpStream) -> Result<Found, String> {
         match self.protocols.offer.first() {
-            Some(&Protocol::WebSocket) => self.upgraded(sock),
+            Some(&Protocol::WebSocket) => self.upgraded(sock).map_err(|stop| match stop {
+                Stop::Unserved(why) | Stop::Handshake(why) => why,
+                Stop::Tls(e) => e.to_string(),
+            }),
             Some(&Protocol::Http2) => {
                 let fix = self.protocols.no_prior_knowledge();
                 let unfit = |why: String| Unfit::PriorKnowledge(&why).words(self.addr, &fix);
@@ -123,9 +126,7 @@ impl Ask<'_> {
                 self.found(Protocol::Http2, limit).map_err(Stop::Unserved)
             }
             // A WebSocket run offers http/1.1, and upgrades from it.
-            Protocol::Http1 | Protocol::WebSocket if self.upgrade.is_some() => {
-                self.upgraded(line).map_err(Stop::Unserved)
-            }
+            Protocol::Http1 | Protocol::WebSocket if self.upgrade.is_some() => self.upgraded(line),
             Protocol::Http1 | Protocol::WebSocket => {
                 let heard = match greeting::listen(line, first_words_wait(self.rtt, self.timeout)) {
                     Ok(heard) => heard,
@@ -162,19 +163,22 @@ impl Ask<'_> {
     }
 
     /// A WebSocket host: the upgrade taken over `line`.
-    fn upgraded(&self, line: &mut impl Line) -> Result<Found, String> {
+    fn upgraded(&self, line: &mut impl Line) -> Result<Found, Stop> {
         let Some(u) = self.upgrade else {
-            return Err("a WebSocket run needs a ws:// or wss:// URL".to_string());
+            let why = "a WebSocket run needs a ws:// or wss:// URL".to_string();
+            return Err(Stop::Unserved(why));
         };
         ws::upgrade(line, u.conversation, u.authority, u.max_head, self.timeout).map_err(
-            |why| {
-                format!(
+            |not| match not {
+                ws::NotTaken::Said(why) => Stop::Unserved(format!(
                     "the server at {} did not take the WebSocket upgrade: {why}",
                     self.addr
-                )
+                )),
+                ws::NotTaken::Tls(e) => Stop::Tls(e),
             },
         )?;
         self.found(Protocol::WebSocket, None)
+            .map_err(Stop::Unserved)
     }
 
     /// The server's SETTINGS in answer to the preface, or what came

@@ -88,6 +88,9 @@ impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Refusal::Status(101, _) => f.write_str("it switched protocols without saying to WebSocket"),
+            Refusal::Status(code, reason) if reason.is_empty() => {
+                write!(f, "it answered {code}: {}", hint(*code))
+            }
             Refusal::Status(code, reason) => write!(
                 f,
                 "it answered {code} {reason}: {}",
@@ -368,5 +371,8 @@ mod tests {
             line.contains("403 Forbidden") && line.contains("-H"),
             "{line}"
         );
+        // A status line without a reason phrase (nginx's `return 426`).
+        let line = Refusal::Status(426, String::new()).to_string();
+        assert!(line.starts_with("it answered 426: "), "{line}");
     }
 }

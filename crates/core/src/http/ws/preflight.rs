@@ -125,6 +125,22 @@ impl Conversation {
     }
 }
 
+/// Why an upgrade was not taken.
+#[derive(Debug)]
+pub enum NotTaken {
+    /// What the server did instead, with the fix.
+    Said(String),
+    /// The TLS connection under it failed (a client certificate refused
+    /// after a TLS 1.3 handshake): the transport's to explain.
+    Tls(io::Error),
+}
+
+impl From<String> for NotTaken {
+    fn from(why: String) -> NotTaken {
+        NotTaken::Said(why)
+    }
+}
+
 /// Sends the upgrade to `authority` over `line` and reads the answer
 /// within `timeout`; the error says what the server did instead, with the
 /// fix.
@@ -134,7 +150,8 @@ pub fn upgrade(
     authority: &str,
     max_head: usize,
     timeout: Duration,
-) -> Result<(), String> {
+) -> Result<(), NotTaken> {
+    let tls = |e: &io::Error| e.get_ref().is_some_and(|inner| inner.is::<rustls::Error>());
     let key = handshake::new_key();
     let request = handshake::request(
         &conversation.path,
@@ -143,9 +160,11 @@ pub fn upgrade(
         &key,
         conversation.deflate,
     );
-    line.write_all(&request)
-        .and_then(|()| line.flush())
-        .map_err(|e| words(&e))?;
+    match line.write_all(&request).and_then(|()| line.flush()) {
+        Err(e) if tls(&e) => return Err(NotTaken::Tls(e)),
+        Err(e) => return Err(words(&e).into()),
+        Ok(()) => {}
+    }
     let deadline = Instant::now() + timeout;
     let mut answer = Vec::new();
     let mut chunk = [0u8; 4096];
@@ -161,21 +180,21 @@ pub fn upgrade(
         ) {
             Ok(Some(_)) => break,
             Ok(None) => {}
-            Err(refusal) => return Err(refusal.to_string()),
+            Err(refusal) => return Err(refusal.to_string().into()),
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(silent(timeout));
+            return Err(silent(timeout).into());
         }
         line.set_read_timeout(Some(left))
             .map_err(|e| e.to_string())?;
         match line.read(&mut chunk) {
             Ok(0) if answer.is_empty() => {
-                return Err(format!(
-                    "it closed the connection without an answer: {NOT_WEBSOCKET}"
-                ))
+                return Err(
+                    format!("it closed the connection without an answer: {NOT_WEBSOCKET}").into(),
+                )
             }
-            Ok(0) => return Err(handshake::Refusal::Malformed.to_string()),
+            Ok(0) => return Err(handshake::Refusal::Malformed.to_string().into()),
             Ok(n) => answer.extend_from_slice(&chunk[..n]),
             Err(e)
                 if matches!(
@@ -183,15 +202,16 @@ pub fn upgrade(
                     io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
                 ) =>
             {
-                return Err(silent(timeout))
+                return Err(silent(timeout).into())
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {
-                return Err("stopped (Ctrl-C) before it answered".to_string())
+                return Err("stopped (Ctrl-C) before it answered".to_string().into())
             }
+            Err(e) if tls(&e) => return Err(NotTaken::Tls(e)),
             Err(e) if e.kind() == io::ErrorKind::ConnectionReset && answer.is_empty() => {
-                return Err(format!("{}: {NOT_WEBSOCKET}", words(&e)))
+                return Err(format!("{}: {NOT_WEBSOCKET}", words(&e)).into())
             }
-            Err(e) => return Err(words(&e)),
+            Err(e) => return Err(words(&e).into()),
         }
     }
     // Leave as a client should; the server's answer is not waited for.
@@ -262,7 +282,10 @@ mod tests {
             path: "/echo".into(),
             ..Conversation::default()
         };
-        upgrade(&mut sock, &conversation, "127.0.0.1", 8192, timeout)
+        upgrade(&mut sock, &conversation, "127.0.0.1", 8192, timeout).map_err(|not| match not {
+            NotTaken::Said(why) => why,
+            NotTaken::Tls(e) => panic!("no TLS here: {e}"),
+        })
     }
 
     #[test]
