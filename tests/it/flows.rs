@@ -397,8 +397,12 @@ fn shards_of_visits_merge_exactly() {
         let args = [
             "-t1", "-c10", "-R100", "-d2s", "--shard", &shard, "--json", &p, "-s", &flow,
         ];
-        let (o, _) = bench_at(&args, &url(&srv, "/"));
+        let (o, text) = bench_at(&args, &url(&srv, "/"));
         assert_visits_balanced(&o);
+        let line = format!(
+            "shard {i} of 2: visits {i}, {i}+2, ... of the schedule, 50.00 of 100.00 visits/sec"
+        );
+        assert!(text.contains(&line), "{text}");
         let doc: serde_json::Value = files::read_json(&path);
         assert_eq!(files::schema_errors(&doc), Vec::<String>::new());
         docs.push((p, o));

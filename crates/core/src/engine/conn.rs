@@ -285,6 +285,7 @@ pub fn loss(why: Failure) -> Loss {
         Failure::Refused => Loss::Read(ReadCause::PortClosed),
         Failure::Closed => Loss::Read(ReadCause::Closed),
         Failure::HeadTooLarge => Loss::Read(ReadCause::HeadTooLarge),
+        Failure::BodyTooLarge => Loss::Read(ReadCause::BodyTooLarge),
         Failure::Malformed | Failure::Protocol => Loss::Read(ReadCause::Malformed),
         Failure::OtherProtocol => Loss::Read(ReadCause::OtherProtocol),
         Failure::Tls => Loss::Read(ReadCause::Tls),

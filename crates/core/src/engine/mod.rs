@@ -330,6 +330,12 @@ impl Prepared {
         &self.hosts
     }
 
+    /// The schedule counts visits (the script defines `flow(visit)`),
+    /// not requests.
+    pub fn runs_visits(&self) -> bool {
+        self.ends.steps.is_some()
+    }
+
     /// Starts every worker on one clock. The run's time zero is now, or
     /// the `--start-at` instant: waited for when it is ahead (a stop cuts
     /// the wait short); when it has passed, the run keeps that zero and

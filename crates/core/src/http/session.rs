@@ -337,6 +337,9 @@ pub enum Failure {
     Refused,
     /// A response head larger than `--max-head`.
     HeadTooLarge,
+    /// A body larger than a script may read whole (16 MiB), kept for its
+    /// `response()` or a flow's step.
+    BodyTooLarge,
     /// Bytes that are not a valid response.
     Malformed,
     /// The server broke the protocol on the connection (an HTTP/2

@@ -45,7 +45,7 @@ pub fn run(
     // Always watched: the main thread takes the intervals as they close,
     // which keeps a long run's memory flat.
     let mut prepared = engine::prepare(run, stop, Some(&live as &dyn Watch))?;
-    printed::write_banner(live.text, cfg, prepared.hosts())?;
+    printed::write_banner(live.text, cfg, prepared.hosts(), prepared.runs_visits())?;
     // Flushed before the threads' scripts can print.
     live.text.flush()?;
     let script = prepared.script.take();

@@ -18,7 +18,13 @@ use crate::verdict::SloReport;
 
 /// The lines before the run: the banner, what the requests file, the
 /// arrivals and the shard are, and the header of the per-thread rows.
-pub fn write_banner(mut text: &mut dyn Write, cfg: &Config, hosts: &[Host]) -> Result<(), Error> {
+/// `visits`: the schedule is of a flow's visits.
+pub fn write_banner(
+    mut text: &mut dyn Write,
+    cfg: &Config,
+    hosts: &[Host],
+    visits: bool,
+) -> Result<(), Error> {
     let run = &cfg.run;
     text::write_banner(
         &mut text,
@@ -57,7 +63,9 @@ pub fn write_banner(mut text: &mut dyn Write, cfg: &Config, hosts: &[Host]) -> R
         profile.map(describe::describe_profile).as_deref(),
         run.load.spacing(),
     )?;
-    text::write_distributed_lines(&mut text, run.load.shard(), run.load.rate(), run.start_at)?;
+    let what = if visits { "visits" } else { "requests" };
+    let (shard, rate) = (run.load.shard(), run.load.rate());
+    text::write_distributed_lines(&mut text, shard, rate, run.start_at, what)?;
     if cfg.outputs.thread_timeseries {
         series::write_thread_header(text)?;
     }

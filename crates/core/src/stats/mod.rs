@@ -193,6 +193,10 @@ pub struct ReadCauses {
     pub closed_unanswered: u64,
     /// A response head larger than `--max-head`.
     pub head_too_large: u64,
+    /// A body larger than a script may read whole. Absent in documents
+    /// of older versions.
+    #[serde(default)]
+    pub body_too_large: u64,
     /// Bytes that are not a valid response.
     pub malformed: u64,
     /// HTTP/2 frames in answer to an HTTP/1.1 request.
@@ -212,6 +216,7 @@ impl ReadCauses {
         self.closed += o.closed;
         self.closed_unanswered += o.closed_unanswered;
         self.head_too_large += o.head_too_large;
+        self.body_too_large += o.body_too_large;
         self.malformed += o.malformed;
         self.http2_only += o.http2_only;
         self.tls += o.tls;
@@ -224,6 +229,7 @@ impl ReadCauses {
             ReadCause::Closed => &mut self.closed,
             ReadCause::ClosedUnanswered => &mut self.closed_unanswered,
             ReadCause::HeadTooLarge => &mut self.head_too_large,
+            ReadCause::BodyTooLarge => &mut self.body_too_large,
             ReadCause::Malformed => &mut self.malformed,
             ReadCause::OtherProtocol => &mut self.http2_only,
             ReadCause::Tls => &mut self.tls,
@@ -232,13 +238,14 @@ impl ReadCauses {
     }
 
     /// Each cause with its count, as the reports name them.
-    pub fn named(&self) -> [(&'static str, u64); 8] {
+    pub fn named(&self) -> [(&'static str, u64); 9] {
         [
             ("closed before answering", self.closed_unanswered),
             ("reset", self.reset),
             ("port closed", self.port_closed),
             ("closed early", self.closed),
             ("head too large", self.head_too_large),
+            ("body too large", self.body_too_large),
             ("malformed", self.malformed),
             ("HTTP/2 frames", self.http2_only),
             ("TLS", self.tls),
@@ -278,6 +285,7 @@ pub enum ReadCause {
     Closed,
     ClosedUnanswered,
     HeadTooLarge,
+    BodyTooLarge,
     Malformed,
     /// The server answered in another protocol (counted as `http2_only`:
     /// HTTP/1.1's requests answered in HTTP/2 are the one case).

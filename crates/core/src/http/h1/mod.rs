@@ -326,6 +326,7 @@ impl<T: Clone> Session<T> for Http1<T> {
 fn failure(e: ParseError) -> Failure {
     match e {
         ParseError::HeadTooLarge => Failure::HeadTooLarge,
+        ParseError::BodyTooLarge => Failure::BodyTooLarge,
         ParseError::UnexpectedEof => Failure::Closed,
         _ => Failure::Malformed,
     }

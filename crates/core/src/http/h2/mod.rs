@@ -294,7 +294,7 @@ impl<T: Clone> Http2<T> {
         stream.data += data.len() as u64;
         if let Some(c) = stream.captured.as_mut() {
             if !c.push_body(data, self.max_capture) {
-                return self.stream_error(slot, CANCEL, Failure::Malformed);
+                return self.stream_error(slot, CANCEL, Failure::BodyTooLarge);
             }
         }
         if let Some(events) = stream.events.as_mut() {

@@ -574,7 +574,11 @@ impl<T: Clone> Http3<T> {
                     let n = (*left).min(bytes.len() as u64) as usize;
                     if let Some(c) = s.captured.as_mut() {
                         if !c.push_body(&bytes[..n], MAX_CAPTURE) {
-                            return self.stream_error(id, H3_REQUEST_CANCELLED, Failure::Malformed);
+                            return self.stream_error(
+                                id,
+                                H3_REQUEST_CANCELLED,
+                                Failure::BodyTooLarge,
+                            );
                         }
                     }
                     if let Some(events) = s.events.as_mut() {

@@ -85,18 +85,20 @@ pub fn write_arrival_line(
 }
 
 /// `--shard` and `--start-at`, under the banner: which part of the
-/// schedule this instance sends, and the instant the schedule starts.
+/// schedule (of `what`: requests, or a flow's visits) this instance
+/// sends, and the instant the schedule starts.
 pub fn write_distributed_lines(
     out: &mut impl Write,
     shard: crate::schedule::Shard,
     rate: Option<f64>,
     start_at: Option<std::time::SystemTime>,
+    what: &str,
 ) -> io::Result<()> {
     if let (false, Some(rate)) = (shard.is_whole(), rate) {
         let n = shard.count();
         writeln!(
             out,
-            "  shard {} of {n}: requests {}, {}+{n}, ... of the schedule, {} of {} requests/sec",
+            "  shard {} of {n}: {what} {}, {}+{n}, ... of the schedule, {} of {} {what}/sec",
             shard.index(),
             shard.index(),
             shard.index(),

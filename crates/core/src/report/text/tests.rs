@@ -613,6 +613,21 @@ fn messages_lost_to_a_close_point_to_ws_ping() {
     }
 }
 
+/// A body too large for a script to read is named as such, not as the
+/// server's malformed answer: the fix is on metron's side.
+#[test]
+fn a_body_too_large_for_a_script_says_so() {
+    let mut t = ThreadStats::default();
+    t.counters.due = 5;
+    t.counters.errors.read = 5;
+    t.counters.read_causes.body_too_large = 5;
+    let stats = RunStats::merge(vec![t], Duration::from_secs(1));
+    let text = render(&report(&stats, Some(5.0)));
+    assert!(text.contains("Read errors: body too large 5"), "{text}");
+    assert!(text.contains("at most 16 MiB"), "{text}");
+    assert!(!text.contains("not valid HTTP"), "{text}");
+}
+
 /// Visits that never started because the server went away: the warning
 /// names the connections down and why, not a slow server.
 #[test]

@@ -428,6 +428,10 @@ pub(super) fn hint(said: &str, counted: Counted) -> Option<&'static str> {
              WebSocket, its closes are named under Closes by the server)"
         }
         "head too large" => "raise --max-head",
+        "body too large" => {
+            "a script reads each body whole, at most 16 MiB (its response(), a flow's steps): \
+             ask for smaller answers, or run without the script's reading"
+        }
         "malformed" => "the server's answers are not valid HTTP (over WebSocket: not valid frames)",
         "HTTP/2 frames" => "the server speaks HTTP/2 only: add --http2",
         "TLS" => "TLS failed on open connections",
