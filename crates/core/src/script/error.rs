@@ -80,7 +80,7 @@ pub enum ScriptError {
     },
     /// `request()` returned a string that is not whole HTTP requests.
     /// `location` is `file:LINE` of its definition.
-    #[error("script error in request() ({file}): {location}: returned bytes that are not whole HTTP requests: {why}; return HTTP/1.x requests, as wrk.format() builds them from valid fields")]
+    #[error("script error in request() ({file}): {location}: returned bytes that are not whole HTTP requests: {why}; return HTTP/1.x requests, as wrk.format() builds them from valid fields (over WebSocket, a message: wrk.format(nil, nil, nil, message))")]
     NotHttp {
         file: String,
         location: String,

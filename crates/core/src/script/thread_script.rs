@@ -731,7 +731,7 @@ mod tests {
         assert!(
             text.starts_with("script error in request() (")
                 && text.contains("junk.lua:2: returned bytes that are not whole HTTP requests: request 1 is not an HTTP request")
-                && text.ends_with("; return HTTP/1.x requests, as wrk.format() builds them from valid fields"),
+                && text.ends_with("; return HTTP/1.x requests, as wrk.format() builds them from valid fields (over WebSocket, a message: wrk.format(nil, nil, nil, message))"),
             "{text}"
         );
         let mut t = thread(
