@@ -955,7 +955,7 @@ fn a_captured_body_beyond_the_limit_loses_its_response_only() {
                 Event::Response { tag: 1, .. },
                 Event::Lost {
                     tag: 2,
-                    why: Failure::Malformed
+                    why: Failure::BodyTooLarge
                 }
             ]
         ),
