@@ -227,14 +227,21 @@ pub(super) fn error(file: &str, e: &mlua::Error) -> ScriptError {
 #[cfg(test)]
 mod tests {
     use super::super::test_support::{script_file, target};
-    use super::super::{MainScript, ThreadScript};
+    use super::super::{MainScript, ScriptTarget, ThreadScript};
     use super::*;
     use crate::http::h1::request::RequestMeta;
 
     fn thread(code: &str) -> ThreadScript {
-        let mut main = MainScript::load(&script_file("flow.lua", code), target()).unwrap();
-        main.create_thread(0, "127.0.0.1:8080".parse().unwrap(), &[])
-            .unwrap()
+        loaded(code, target()).1
+    }
+
+    /// The main state of `code` for `target`, and a thread's.
+    fn loaded(code: &str, target: ScriptTarget) -> (MainScript, ThreadScript) {
+        let mut main = MainScript::load(&script_file("flow.lua", code), target).unwrap();
+        let t = main
+            .create_thread(0, "127.0.0.1:8080".parse().unwrap(), &[])
+            .unwrap();
+        (main, t)
     }
 
     fn step(t: &mut ThreadScript, key: u32) -> (String, u16) {
@@ -348,10 +355,7 @@ mod tests {
                  http.get("/shop/cart", { headers = { Cookie = "mine=2" } })
                  http.get("/shopping")
                end"#;
-        let mut main = MainScript::load(&script_file("flow.lua", code), target).unwrap();
-        let mut t = main
-            .create_thread(0, "127.0.0.1:8080".parse().unwrap(), &[])
-            .unwrap();
+        let (_main, mut t) = loaded(code, target);
         t.visit_start(0, 0).unwrap();
         let (text, _) = step(&mut t, 0);
         assert!(text.contains("Cookie: global=1\r\n"), "{text}");
@@ -401,10 +405,7 @@ mod tests {
                  if r.headers["Content-Type"] ~= "text/plain" then visit:fail("case") end
                  http.get("/b", { headers = { ["x-global"] = "mine" } })
                end"#;
-        let mut main = MainScript::load(&script_file("flow.lua", code), target).unwrap();
-        let mut t = main
-            .create_thread(0, "127.0.0.1:8080".parse().unwrap(), &[])
-            .unwrap();
+        let (_main, mut t) = loaded(code, target);
         t.visit_start(0, 0).unwrap();
         assert!(step(&mut t, 0).0.contains("X-Global: g\r\n"));
         let fields: &[(&str, &[u8])] = &[("content-type", b"text/plain")];
@@ -505,10 +506,7 @@ mod tests {
         assert_eq!(reason, "é".repeat(100));
         // A name counts characters; a long path's default name is cut.
         let code = "function flow(v) http.get('/', { name = string.rep('é', 100) }) http.get('/' .. string.rep('a', 70000)) end";
-        let mut main = MainScript::load(&script_file("flow.lua", code), target()).unwrap();
-        let mut t = main
-            .create_thread(0, "127.0.0.1:8080".parse().unwrap(), &[])
-            .unwrap();
+        let (main, mut t) = loaded(code, target());
         assert_eq!(t.visit_start(0, 0).unwrap(), Next::Step);
         assert_eq!(answer(&mut t, 0, 200, &[], b""), Next::Step);
         let names = main.steps().all();
