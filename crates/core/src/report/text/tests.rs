@@ -602,6 +602,21 @@ fn connections_down_at_the_end_get_the_hint_of_their_own_cause() {
     );
 }
 
+/// A malformed answer is named by the protocol that was broken: HTTP's,
+/// or WebSocket's frames.
+#[test]
+fn malformed_answers_name_the_protocol_broken() {
+    let over_ws = hint("malformed", Counted::Messages).unwrap();
+    assert!(over_ws.contains("not valid WebSocket"), "{over_ws}");
+    assert!(
+        !over_ws.contains("HTTP,") && !over_ws.contains("valid HTTP"),
+        "{over_ws}"
+    );
+    let over_http = hint("malformed", Counted::Requests).unwrap();
+    assert!(over_http.contains("not valid HTTP"), "{over_http}");
+    assert!(!over_http.contains("WebSocket"), "{over_http}");
+}
+
 /// Over WebSocket a message lost to a close or a reset may be a proxy's
 /// idle timeout, which --ws-ping keeps connections clear of.
 #[test]

@@ -432,7 +432,11 @@ pub(super) fn hint(said: &str, counted: Counted) -> Option<&'static str> {
             "a script reads each body whole, at most 16 MiB (its response(), a flow's steps): \
              ask for smaller answers, or run without the script's reading"
         }
-        "malformed" => "the server's answers are not valid HTTP (over WebSocket: not valid frames)",
+        "malformed" if counted.websocket() => {
+            "the server's frames (or its answer to the upgrade) are not valid WebSocket \
+             (RFC 6455): is a WebSocket server, not a plain HTTP one, at that path?"
+        }
+        "malformed" => "the server's answers are not valid HTTP",
         "HTTP/2 frames" => "the server speaks HTTP/2 only: add --http2",
         "TLS" => "TLS failed on open connections",
         "write" => "the server stopped reading or closed connections as requests were written",
