@@ -38,7 +38,7 @@ fn caddys_log_holds_every_request_metron_sent() {
     assert!(c.quic.packets_sent > 0, "{c:?}");
     assert!(text.contains("  QUIC: "), "{text}");
     let log = caddy.access_log();
-    assert_eq!(log.len() as u64, c.completed + c.in_flight, "{c:?}");
+    assert_server_counted(&o, log.len() as u64);
     assert!(log
         .iter()
         .all(|l| l.proto == "HTTP/3.0" && l.method == "GET" && l.status == 200));
@@ -187,11 +187,7 @@ fn loss_and_delay_enter_the_latency_not_the_ledger() {
     assert!(h.max() >= 40_000, "max {}us", h.max());
     // What was in flight at the end may have been dropped, or still on
     // the path: not every one of those reached Caddy.
-    let logged = caddy.access_log().len() as u64;
-    assert!(
-        (c.completed..=c.completed + c.in_flight).contains(&logged),
-        "Caddy logged {logged}: {c:?}"
-    );
+    assert_server_counted(&o, caddy.access_log().len() as u64);
 }
 
 /// The pre-flight names what it found: a UDP port where nothing listens,
@@ -354,8 +350,8 @@ fn a_server_that_keeps_cancelled_streams_gets_new_connections() {
 /// `--0rtt` against a server that goes away after 40 requests on each
 /// connection: every connection that replaces one resumes its TLS session
 /// and sends its first requests as 0-RTT, which the server takes. Nothing
-/// is lost or answered twice: the server answered exactly what metron
-/// completed or still waited for. Without the flag no connection sends
+/// is lost or answered twice: the server answered what metron completed,
+/// and no more than what it still waited for besides. Without the flag no connection sends
 /// early.
 #[test]
 fn replaced_connections_send_0rtt_and_lose_nothing() {
@@ -372,10 +368,10 @@ fn replaced_connections_send_0rtt_and_lose_nothing() {
         let flag: &[&str] = if zero_rtt { &["--0rtt"] } else { &[] };
         let (o, text) = bench(&[&args[..], flag, &[&h3_url(&srv)]].concat());
         assert_balanced(&o);
+        assert_server_counted(&o, srv.stats().requests());
         let c = o.stats.counters;
         assert_eq!(c.errors.lost_requests(), 0, "{c:?}\n{text}");
         assert!(srv.stats().h3_goaways() > 0, "{c:?}");
-        assert_eq!(srv.stats().requests(), c.completed + c.in_flight, "{c:?}");
         assert_eq!(c.status_codes.get(200), c.completed, "{c:?}");
         (c, text)
     };
@@ -396,8 +392,8 @@ fn replaced_connections_send_0rtt_and_lose_nothing() {
 /// 100 KB responses over HTTP/3 from the built-in target: many
 /// datagrams each, which arrive in batches (and, where the kernel has
 /// GRO, joined). Every byte is counted, once: the bytes read are the
-/// responses' bodies and heads, no more, and the server answered
-/// exactly what metron completed or still waited for.
+/// responses' bodies and heads, no more, and the server answered what
+/// metron completed, and no more than what it still waited for besides.
 #[test]
 fn large_bodies_arrive_whole_and_counted_once() {
     let _g = serial();
@@ -418,7 +414,7 @@ fn large_bodies_arrive_whole_and_counted_once() {
     assert_eq!(c.errors.lost_requests(), 0, "{c:?}\n{text}");
     assert!(c.completed >= 500, "{c:?}");
     assert_eq!(c.status_codes.get(200), c.completed, "{c:?}");
-    assert_eq!(srv.stats().requests(), c.completed + c.in_flight, "{c:?}");
+    assert_server_counted(&o, srv.stats().requests());
     // HTTP/3 counts what the response's frames carried: its body, and
     // its head's QPACK block, which is short.
     let per = c.bytes / c.completed;
@@ -466,11 +462,13 @@ fn a_run_closes_its_connections_for_the_next() {
         Http3::default(),
     );
     let url = h3_url(&srv);
+    let mut failed = 0;
     for _ in 0..2 {
         let (o, text) = bench(&["-t1", "-c4", "-R200", "-d1s", "--http3", "-k", &url]);
         assert_balanced(&o);
         let c = &o.stats.counters;
         assert_eq!(c.never_sent + c.errors.lost_requests(), 0, "{c:?}\n{text}");
+        failed += c.errors.connect;
         // The server saw each close: none of its connections is left open.
         let closed = (0..50).any(|_| {
             std::thread::sleep(Duration::from_millis(20));
@@ -482,5 +480,9 @@ fn a_run_closes_its_connections_for_the_next() {
             "{open} connections left open a second after the run"
         );
     }
-    assert_eq!(srv.stats().turned_away(), 0);
+    // A connection the server turned away was a connect that failed for
+    // metron: at most one a run, the moment when a loaded server has not
+    // yet read the pre-flight's close as the run's four arrive.
+    assert_eq!(srv.stats().turned_away(), failed);
+    assert!(failed <= 2, "{failed} connects failed");
 }

@@ -65,12 +65,12 @@ fn truthful(o: &Outcome, text: &str) {
 /// The server's count of responses it chose to send agrees with metron's:
 /// every completed response was sent, and a response metron did not see
 /// complete was to a request it lost or still had in flight.
-fn counts_agree(o: &Outcome, answered: u64) {
+fn counts_agree(o: &Outcome, answered: u64, text: &str) {
     let c = &o.stats.counters;
     let upper = c.completed + c.in_flight + c.errors.lost_requests();
     assert!(
         c.completed <= answered && answered <= upper,
-        "the server answered {answered}; metron completed {} ({c:?})",
+        "the server answered {answered}; metron completed {} ({c:?})\n{text}",
         c.completed
     );
 }
@@ -94,7 +94,7 @@ matrix! {
         let srv = row.server(row.with_streams(5, delayed(Duration::from_millis(20))));
         let (o, text) = row.bench(&srv, &["-t1", "-c10", "-R1000", "-d3s"]);
         truthful(&o, &text);
-        counts_agree(&o, srv.stats().responses_total());
+        counts_agree(&o, srv.stats().responses_total(), &text);
         assert!(text.contains("up to 5 streams each: the server's limit"), "{text}");
         // 5 times the server's delay; a request held for a stream the
         // server had not granted waited hundreds of milliseconds.
@@ -171,7 +171,7 @@ matrix! {
         let counted = c.read_causes.reset + c.read_causes.closed_unanswered;
         assert!(counted <= reset && reset <= counted + c.in_flight, "{reset} reset: {c:?}\n{text}");
         assert_eq!(c.connections.server_accepted, None, "no connection limit: {c:?}\n{text}");
-        counts_agree(&o, stats.responses_total());
+        counts_agree(&o, stats.responses_total(), &text);
         assert!(text.contains("reset"), "{text}");
     }
 }
@@ -206,7 +206,7 @@ matrix! {
         let srv = row.server(cfg);
         let (o, text) = row.bench(&srv, &["-t1", "-c4", "-R200", "-d2s"]);
         truthful(&o, &text);
-        counts_agree(&o, srv.stats().responses_total());
+        counts_agree(&o, srv.stats().responses_total(), &text);
         let c = &o.stats.counters;
         assert_eq!(c.errors.lost_requests() + c.never_sent, 0, "{c:?}\n{text}");
         // 400 requests, 10 to a connection: about 40 retirements.
@@ -244,11 +244,12 @@ matrix! {
         assert!(c.connect_causes.refused > 0, "{c:?}\n{text}");
         // The 4 connections open at the stop were each reopened once.
         assert!(c.reconnects >= 4, "{c:?}\n{text}");
-        assert_eq!(c.reopens.named().iter().map(|(_, n)| n).sum::<u64>(), c.reconnects);
+        let reopened: u64 = c.reopens.named().iter().map(|(_, n)| n).sum();
+        assert_eq!(reopened, c.reconnects, "{c:?}\n{text}");
         assert!(c.completed > c.due / 2, "{c:?}\n{text}");
         assert!(text.contains("refused"), "{text}");
         let answered = first_stats.responses_total() + second.stats().responses_total();
-        counts_agree(&o, answered);
+        counts_agree(&o, answered, &text);
     }
 }
 
@@ -363,7 +364,7 @@ matrix! {
         let flags = [one, &["-t1", "-c", "auto", "-R200", "-d3s"]].concat();
         let (o, text) = row.bench(&srv, &flags);
         truthful(&o, &text);
-        counts_agree(&o, srv.stats().responses_total());
+        counts_agree(&o, srv.stats().responses_total(), &text);
         let pool = o.stats.counters.connections;
         assert_eq!(pool.server_accepted, Some(4), "{pool:?}\n{text}");
         assert!(pool.peak <= 12, "{pool:?}\n{text}");
@@ -388,7 +389,7 @@ matrix! {
         let flags = [one, &["-t1", "-c12", "-R20", "-d2s"]].concat();
         let (o, text) = row.bench(&srv, &flags);
         truthful(&o, &text);
-        counts_agree(&o, srv.stats().responses_total());
+        counts_agree(&o, srv.stats().responses_total(), &text);
         let pool = o.stats.counters.connections;
         assert_eq!(pool.server_accepted, Some(8), "{pool:?}\n{text}");
         assert!(text.contains("the server accepted about 8 of the 12 connections"), "{text}");
@@ -414,7 +415,7 @@ matrix! {
         let flags = [one, &["-t1", "-c", "auto", "-R200", "-d3s", "--timeout", "1s"]].concat();
         let (o, text) = row.bench(&srv, &flags);
         truthful(&o, &text);
-        counts_agree(&o, srv.stats().responses_total());
+        counts_agree(&o, srv.stats().responses_total(), &text);
         let c = &o.stats.counters;
         assert_eq!(c.connections.server_accepted, Some(4), "{c:?}\n{text}");
         // Each new connection is seen waiting after 250 ms at the least,

@@ -12,7 +12,9 @@
 
 use std::time::Duration;
 
-use crate::common::document::{assert_ledger, counter, histogram, lost, run};
+use crate::common::document::{
+    assert_counted_by_server, assert_ledger, counter, histogram, lost, run,
+};
 use crate::common::files::{read_json, schema_errors, write};
 use crate::common::nginx;
 use crate::common::servers;
@@ -26,8 +28,9 @@ fn closes(doc: &serde_json::Value, code: &str) -> u64 {
 
 /// 1200 messages to `srv`'s `/echo` over 4 connections, with `flags`:
 /// nothing lost, and the server's own count of messages received and
-/// sent is metron's completed count; each connection (the run's four and
-/// the pre-flight's upgrade) ended with metron's `1000 normal`.
+/// sent is metron's completed count (and any in flight at the end); each
+/// connection (the run's four and the pre-flight's upgrade) ended with
+/// metron's `1000 normal`.
 fn echoes_reconcile(srv: &WebSockets, flags: &[&str]) -> (serde_json::Value, String) {
     let url = srv.url("/echo");
     let load = ["-t2", "-c4", "-R400", "-d3s"];
@@ -35,13 +38,9 @@ fn echoes_reconcile(srv: &WebSockets, flags: &[&str]) -> (serde_json::Value, Str
     let counts = srv.counts();
     assert_ledger(&doc);
     assert_eq!(lost(&doc), 0, "{text}");
-    let completed = counter(&doc, "completed");
     assert_eq!(counter(&doc, "due"), 1200, "{text}");
-    assert_eq!(
-        (counts.received, counts.sent),
-        (completed, completed),
-        "{counts:?}"
-    );
+    assert_counted_by_server(&doc, "received", counts.received);
+    assert_counted_by_server(&doc, "sent", counts.sent);
     assert_eq!(counts.connections, 5, "{counts:?}");
     assert!(counts.closes.iter().all(|c| c == "1000"), "{counts:?}");
     (doc, text)
@@ -87,7 +86,7 @@ fn closes_the_server_chose_are_counted_by_name() {
     let by_server = counts.closes.iter().filter(|c| *c == "1001").count() as u64;
     assert!(by_server >= 100, "{counts:?}");
     assert_eq!(closes(&doc, "1001"), by_server, "{text}");
-    assert_eq!(counts.sent, counter(&doc, "completed"), "{counts:?}");
+    assert_counted_by_server(&doc, "sent", counts.sent);
     assert_eq!(counter(&doc, "reconnects"), by_server, "{text}");
     // wording: the report names the code.
     assert!(
@@ -102,7 +101,8 @@ fn closes_the_server_chose_are_counted_by_name() {
 /// its connections with 1001 and stops; up again 300 ms later on the same
 /// port). Every message metron sent is in the ledger: answered, lost, in
 /// flight or never sent; every echo the server sent in either life was
-/// completed; and the server received no message metron does not count.
+/// completed or still in flight at the end; and the server received no
+/// message metron does not count.
 #[test]
 fn a_server_restart_mid_run_loses_nothing_from_the_ledger() {
     let _g = serial();
@@ -119,7 +119,7 @@ fn a_server_restart_mid_run_loses_nothing_from_the_ledger() {
     let counts = srv.counts();
     assert_ledger(&doc);
     let completed = counter(&doc, "completed");
-    assert_eq!(counts.sent, completed, "{counts:?}\n{text}");
+    assert_counted_by_server(&doc, "sent", counts.sent);
     assert!(
         (completed..=completed + lost(&doc) + counter(&doc, "in_flight"))
             .contains(&counts.received),
@@ -157,7 +157,7 @@ fn a_stopped_server_shows_in_the_corrected_percentiles() {
     let counts = srv.counts();
     assert_ledger(&doc);
     assert_eq!(lost(&doc), 0, "{text}");
-    assert_eq!(counts.sent, counter(&doc, "completed"), "{counts:?}");
+    assert_counted_by_server(&doc, "sent", counts.sent);
     let window = doc["window_s"].as_f64().expect("window_s");
     let s_us = stop.as_micros() as f64;
     let latency = histogram(&doc["histograms"]["corrected"]);
@@ -201,8 +201,8 @@ fn wss_refuses_an_unknown_certificate_and_trusts_cacert() {
     let (doc, text) = run(&["-t1", "-c2", "-R100", "-d2s", "--cacert", &cacert, &url]);
     let counts = srv.counts();
     assert_ledger(&doc);
-    assert_eq!(counter(&doc, "completed"), 200, "{text}");
-    assert_eq!(counts.sent, 200, "{counts:?}");
+    assert_eq!(lost(&doc) + counter(&doc, "never_sent"), 0, "{text}");
+    assert_counted_by_server(&doc, "sent", counts.sent);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -458,7 +458,8 @@ fn gorillas_count_of_messages_is_metrons() {
 /// first message is timed from its upgrade: the median first message is
 /// FIRST and the median gap GAP, each to 2 ms (Python's own timer is in
 /// both). The server received one subscribe message per connection and
-/// sent what metron counted; the document follows its schema.
+/// sent what metron counted (and what was on its way as the run ended);
+/// the document follows its schema.
 #[test]
 fn pushed_messages_are_timed_on_the_servers_timetable() {
     let _g = serial();
@@ -509,7 +510,13 @@ fn pushed_messages_are_timed_on_the_servers_timetable() {
     let events = &doc["events"];
     assert_eq!(events["kind"], "websocket", "{text}");
     assert_eq!(counter(&doc, "in_flight"), 4, "{text}");
-    assert_eq!(counts.sent, events["count"].as_u64().unwrap(), "{counts:?}");
+    // A message the server sent as the run ended may not have reached
+    // metron: at most one a connection, 20 ms apart.
+    let seen = events["count"].as_u64().unwrap();
+    assert!(
+        (seen..=seen + 4).contains(&counts.sent),
+        "{counts:?}: {seen} seen"
+    );
     // Each of the four, and not the pre-flight's upgrade.
     assert_eq!(counts.received, 4, "{counts:?}");
     let first = histogram(&events["first_histogram"]).value_at_quantile(0.5) as f64;
@@ -673,12 +680,9 @@ end
     let (doc, text) = run(&[&flags[..], &[echo.as_str()]].concat());
     let counts = srv.counts();
     assert_ledger(&doc);
+    assert_counted_by_server(&doc, "received", counts.received);
+    assert_counted_by_server(&doc, "sent", counts.sent);
     let completed = counter(&doc, "completed");
-    assert_eq!(
-        (counts.received, counts.sent),
-        (completed, completed),
-        "{counts:?}"
-    );
     // Four connections, a ping every 50 ms for about 2 s each.
     let pings = counter(&doc, "ws_pings");
     assert!((100..=200).contains(&pings), "{pings} pings\n{text}");
@@ -809,13 +813,23 @@ end
     assert_ledger(&doc);
     assert_eq!(lost(&doc), 0, "{text}");
     let completed = counter(&doc, "completed");
-    assert_eq!(completed, 1200, "{text}");
-    // The pre-flight sent no message; every other message was a run's.
-    assert_eq!(counts.received, completed, "{counts:?}");
-    assert_eq!(counts.sent, 2 * completed, "{counts:?}");
-    assert_eq!(counter(&doc, "ws_unasked"), completed, "{text}");
+    let in_flight = counter(&doc, "in_flight");
+    assert_eq!(completed + in_flight, 1200, "{text}");
+    // The pre-flight sent no message; every other message was a run's,
+    // chatter and echo (those in flight at the end may have had either,
+    // or neither, by then).
+    assert_counted_by_server(&doc, "received", counts.received);
+    let chatter = counter(&doc, "ws_unasked");
     assert!(
-        text.contains(&format!("seen {} chatter {completed}", 2 * completed)),
+        (completed..=completed + in_flight).contains(&chatter),
+        "{text}"
+    );
+    assert!(
+        (completed + chatter..=2 * (completed + in_flight)).contains(&counts.sent),
+        "{counts:?}"
+    );
+    assert!(
+        text.contains(&format!("seen {} chatter {chatter}", completed + chatter)),
         "{text}"
     );
     let errors = schema_errors(&doc);

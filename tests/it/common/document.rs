@@ -48,6 +48,20 @@ pub fn lost(doc: &Value) -> u64 {
         .sum()
 }
 
+/// A server's own count of messages (`what`: "received", "sent")
+/// against the ledger: every completed message is counted, and at most
+/// those still in flight when the run ended besides (a run does not wait
+/// for their answers, which may or may not have reached the server, or
+/// left it).
+pub fn assert_counted_by_server(doc: &Value, what: &str, n: u64) {
+    let completed = counter(doc, "completed");
+    let in_flight = counter(doc, "in_flight");
+    assert!(
+        (completed..=completed + in_flight).contains(&n),
+        "the server {what} {n} messages; metron completed {completed}, {in_flight} in flight"
+    );
+}
+
 /// The ledger: due = completed + lost + in flight + never sent.
 pub fn assert_ledger(doc: &Value) {
     let c = &doc["counters"];

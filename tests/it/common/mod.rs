@@ -142,6 +142,20 @@ pub fn assert_balanced(o: &Outcome) {
     assert!(c.balanced(), "accounting does not add up: {c:?}");
 }
 
+/// A server's own count of the requests it received (or answered), read
+/// after the run, against metron's: every completed request, and at most
+/// those still in flight at the end besides (a run does not wait for them:
+/// each may not have reached the server, or been answered, by then).
+pub fn assert_server_counted(o: &Outcome, counted: u64) {
+    let c = &o.stats.counters;
+    assert!(
+        (c.completed..=c.completed + c.in_flight).contains(&counted),
+        "the server counted {counted}; metron completed {}, {} in flight: {c:?}",
+        c.completed,
+        c.in_flight
+    );
+}
+
 /// The latencies are a server's own `floor_ms` and what it took beyond
 /// that: counted from the intended time, the median adds nothing to the
 /// median from the send but the generator's own lateness (the send lag),
