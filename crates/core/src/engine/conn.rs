@@ -237,11 +237,14 @@ impl Conn {
         // (the server took it), a handshake that failed (a connect error,
         // counted by its cause), or a port that nothing listens on any
         // more (the server stopped).
-        // A refused upgrade was answered, with its status.
+        // A refused upgrade was answered, with its status. An opening that
+        // metron gave up (a WebSocket upgrade or HTTP/2's SETTINGS past
+        // --timeout) is a connect error, counted by its cause already.
         let refused = self.session().is_some_and(|s| s.info().refused.is_some());
         let unanswered = self.answered_nothing()
             && !refused
             && !handshaking
+            && !counted
             && retirement != Some(Retirement::Starved)
             && matches!(
                 failed.unwrap_or(Failure::Closed),
@@ -253,7 +256,7 @@ impl Conn {
             (false, Some(Loss::Read(cause))) => Some(cause),
             _ => None,
         };
-        let opened = self.is_open() && !handshaking;
+        let opened = self.is_open() && !handshaking && !counted;
         let reopen = opened.then_some(match failed {
             _ if unanswered || refused => Reopen::TurnedAway,
             // It closes as the server said it would (after the last
