@@ -272,6 +272,33 @@ fn delay_and_stall_hold_echoes_back() {
     assert!(corrected.max() >= 400_000, "the stall: {text}");
 }
 
+/// A stall of 1.5 s one second in, past `--timeout 500ms`: each
+/// connection whose message outlived the timeout is given up, and the
+/// server is told so with `1001 going away`, which it reads once the
+/// stall ends and counts among the closes it received, one for each
+/// connection metron reopened after a timeout. An upgrade the stall
+/// left unanswered past the timeout is a connect that timed out, not a
+/// connection the server turned away. The ledger holds.
+#[test]
+fn a_connection_given_up_at_the_timeout_says_going_away() {
+    let _g = serial();
+    let srv = WsServe::start(&["--stall-at", "1s", "--stall-for", "1500ms"]);
+    let url = srv.url("ws", "/ws/echo");
+    let (doc, text) = run(&["-t1", "-c2", "-R20", "-d3s", "--timeout", "500ms", &url]);
+    let counts = srv.stop();
+    assert_ledger(&doc);
+    assert!(counter(&doc, "errors.timeout") >= 2, "{text}");
+    let given_up = counter(&doc, "reopens.timeout");
+    assert!(given_up >= 2, "{text}");
+    assert!(counter(&doc, "connect_causes.timeout") >= 1, "{text}");
+    assert_eq!(counter(&doc, "reopens.turned_away"), 0, "{text}");
+    let told = format!("1001 going away {given_up}");
+    assert!(
+        counts.closes_received.contains(&told),
+        "{counts:?}, {given_up} given up\n{text}"
+    );
+}
+
 /// A client of the test's own: an upgrade, then frames written masked and
 /// read unmasked with the shared crate.
 struct Raw {

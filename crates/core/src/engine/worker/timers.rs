@@ -97,8 +97,14 @@ impl Worker {
             }
         }
         self.drained = gone;
-        let finished = self.pool[i].conn.session().is_none_or(|s| s.is_finished());
-        self.settle(i, finished.then_some(Failure::Timeout));
+        // A session that gave the connection up has finished, or has only
+        // its last words (WebSocket's close) to say, which the settling
+        // writes: either way it ends timed out.
+        let ended = self.pool[i]
+            .conn
+            .session()
+            .is_none_or(|s| s.is_finished() || s.has_last_words());
+        self.settle(i, ended.then_some(Failure::Timeout));
     }
 
     /// Shares this thread's running totals with the progress line.

@@ -263,6 +263,16 @@ impl<T: Clone> WebSocket<T> {
         }
     }
 
+    /// metron gives up the connection (a message outlived `--timeout`):
+    /// what is in flight goes to `gone`, and the server is told with
+    /// `1001 going away`, where its socket takes it, rather than left to
+    /// find a connection cut without a close.
+    fn give_up(&mut self, gone: &mut Vec<T>) {
+        self.send_close(1001);
+        self.stage = Stage::Done;
+        gone.extend(self.in_flight.drain(..).map(|p| p.tag));
+    }
+
     /// The connection cannot go on: what is in flight is lost for `why`.
     fn fail(&mut self, why: Failure) {
         self.stage = Stage::Done;
@@ -576,6 +586,16 @@ fn preview(message: &[u8]) -> String {
     shown
 }
 
+/// A message as the session sends it, made once per request.
+struct Framed {
+    /// The request's body: the message.
+    message: Vec<u8>,
+    /// Whether it is UTF-8, as a text message must be.
+    utf8: bool,
+    /// `--ws-match`: the value of its field, if it is JSON with one.
+    key: Option<serde_json::Value>,
+}
+
 /// A request's message: the bytes after its head (a Content-Length body,
 /// as scripts and --requests files build them; nothing when it has none).
 fn message_of(wire: &[u8]) -> Vec<u8> {
@@ -593,11 +613,16 @@ impl<T: Clone> Session<T> for WebSocket<T> {
         if self.free_streams() == 0 {
             return Err((OpenError::Full, tag));
         }
-        // Framed once per request, whether it is text checked with it.
-        let (message, utf8) = request.framed(|wire| {
+        let matching = self.opts.conversation.matching.as_deref();
+        // Framed once per request (one --data is every message's), with
+        // whether it is text and its --ws-match value read then.
+        let Framed { message, utf8, key } = request.framed(|wire| {
             let message = message_of(wire);
-            let utf8 = std::str::from_utf8(&message).is_ok();
-            (message, utf8)
+            Framed {
+                utf8: std::str::from_utf8(&message).is_ok(),
+                key: matching.and_then(|field| preflight::field_of(&message, field)),
+                message,
+            }
         });
         if message.len() > self.opts.max_message {
             let why = format!(
@@ -609,9 +634,7 @@ impl<T: Clone> Session<T> for WebSocket<T> {
             let protocol = Protocol::WebSocket;
             return Err((OpenError::Rejected { protocol, why, fix }, tag));
         }
-        let matching = self.opts.conversation.matching.as_deref();
-        let key = matching.and_then(|field| preflight::field_of(message, field));
-        if let (Some(field), None) = (matching, &key) {
+        if let (Some(field), None) = (matching, key) {
             let path = preflight::dotted(field);
             let why = format!(
                 "a message without the field {path} (or not JSON) cannot be matched to its \
@@ -622,7 +645,7 @@ impl<T: Clone> Session<T> for WebSocket<T> {
             let protocol = Protocol::WebSocket;
             return Err((OpenError::Rejected { protocol, why, fix }, tag));
         }
-        if !self.opts.conversation.binary && !utf8 {
+        if !self.opts.conversation.binary && !*utf8 {
             let why = format!(
                 "a text message must be UTF-8, and this one is not: {}",
                 preview(message)
@@ -651,7 +674,7 @@ impl<T: Clone> Session<T> for WebSocket<T> {
             tag,
             start,
             end,
-            key,
+            key: key.clone(),
         });
         // What a push held for it is its own: read it now.
         if self.pushes() && !self.buf.is_empty() {
@@ -723,10 +746,8 @@ impl<T: Clone> Session<T> for WebSocket<T> {
             });
             self.in_flight = kept;
             if repeats {
-                self.stage = Stage::Done;
                 gone.extend(late.into_iter().map(|p| p.tag));
-                gone.extend(self.in_flight.drain(..).map(|p| p.tag));
-                return;
+                return self.give_up(gone);
             }
             for p in late {
                 if self.given_up.len() == GIVEN_UP_KEPT {
@@ -738,8 +759,7 @@ impl<T: Clone> Session<T> for WebSocket<T> {
             return;
         }
         if self.in_flight.iter().any(|p| expired(&p.tag)) {
-            self.stage = Stage::Done;
-            gone.extend(self.in_flight.drain(..).map(|p| p.tag));
+            self.give_up(gone);
         }
     }
 

@@ -461,9 +461,17 @@ fn an_expired_message_gives_up_the_connection_and_leaving_says_goodbye() {
     let mut s = open();
     s.open(&message("a"), 1, 0).unwrap();
     s.open(&message("b"), 2, 0).unwrap();
+    written(&mut s);
     let mut gone = Vec::new();
     s.expire(&mut |t| *t == 1, &mut gone, 5);
     assert_eq!(gone, [1, 2]);
+    // The server is told, in the connection's last words.
+    assert!(s.has_last_words() && !s.is_finished());
+    assert_eq!(
+        frames(&written(&mut s)),
+        [(Opcode::Close, 1001u16.to_be_bytes().to_vec())]
+    );
+    assert!(s.is_finished());
     let mut s = open();
     s.leave(9);
     assert_eq!(
@@ -873,6 +881,8 @@ fn a_late_answer_is_the_given_up_messages_not_a_later_ones() {
     s.expire(&mut |t| *t == 4, &mut gone, 11);
     assert_eq!(gone, [4]);
     assert_eq!(s.free_streams(), 0, "closed as by order");
+    let close = (Opcode::Close, 1001u16.to_be_bytes().to_vec());
+    assert_eq!(frames(&written(&mut s)).last(), Some(&close));
 }
 
 /// `--ws-match`: an answer answers the message whose field holds its
