@@ -148,8 +148,9 @@ pub(super) fn no_events_warning(e: &EventStats) -> Option<String> {
     if e.kind == EventKind::WebSocket && e.count == 0 && e.responses == 0 {
         return Some(
             "no message came on any subscription: check that the URL is the server's push \
-             endpoint, and give --data if it waits for a subscribe message"
-                .to_string(),
+             endpoint, and that --data is the subscribe message it waits for, if it waits for \
+             one"
+            .to_string(),
         );
     }
     if e.kind == EventKind::WebSocket && e.without_events > 0 {
@@ -182,10 +183,9 @@ fn before_due_warning(e: &EventStats) -> Option<String> {
     }
     Some(format!(
         "{early} subscriptions found the server's messages already there before they were due: \
-         it pushes from the upgrade on, not when a subscription's turn comes, so their first \
-         messages count as 0 ms; run without -R (the closed loop) to time each from its \
-         upgrade, or, for a server that waits to be asked, give its subscribe message with \
-         --data"
+         it pushes from the upgrade on, not when a subscription's turn comes (and its \
+         subscribe message, if any, goes), so their first messages count as 0 ms; run without \
+         -R (the closed loop) to time each from its upgrade"
     ))
 }
 
